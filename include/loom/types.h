@@ -1,0 +1,59 @@
+/*
+ * Loom's public constants and plain data types, shared by libloom's API and the wire protocol.
+ */
+#ifndef LOOM_TYPES_H
+#define LOOM_TYPES_H
+
+#include <stdint.h>
+
+#define LOOM_NAME_MAX        255    /* bytes in one path component */
+#define LOOM_SYMLINK_MAX     4095   /* bytes in a symlink target */
+#define LOOM_XATTR_NAME_MAX  255
+#define LOOM_XATTR_SIZE_MAX  65536
+#define LOOM_MAX_GROUPS      64     /* supplementary groups a request carries */
+#define LOOM_MAX_STRIPES     2000   /* as Lustre */
+#define LOOM_FSNAME_MAX      8      /* characters, as Lustre */
+#define LOOM_POOL_NAME_MAX   15     /* characters, as Lustre */
+#define LOOM_ROOT_INO        1      /* the root directory; FUSE_ROOT_ID */
+#define LOOM_STRIPE_UNIT     65536  /* a stripe size is a multiple of this */
+#define LOOM_DEFAULT_STRIPE_SIZE (4u << 20) /* as Lustre 2.16 */
+#define LOOM_MAX_STRIPE_SIZE (0xFFFFFFFFu - LOOM_STRIPE_UNIT + 1) /* 4 GiB - 64 KiB */
+
+/* Who is asking. The MDS checks permissions against this, as a local kernel would. */
+struct loom_cred {
+	uint32_t uid;
+	uint32_t gid;
+	uint32_t ngroups;
+	uint32_t groups[LOOM_MAX_GROUPS];
+};
+
+#define LOOM_PATTERN_RAID0 1u
+
+/* One stripe's object: which OST holds it, and its id there. */
+struct loom_ostobj {
+	uint32_t ost_idx;
+	uint32_t pad;
+	uint64_t objid;
+};
+
+#define LOOM_LAYOUT_DEFAULT   0x1u /* a directory's default for new entries */
+#define LOOM_LAYOUT_INHERITED 0x2u /* the directory has no default of its own: the fs's */
+
+/*
+ * A RAID-0 layout. For a file every field is concrete and nobjs == stripe_count. For a directory's
+ * default, nobjs is 0 and stripe_count may be -1 (every OST) and stripe_offset -1 (MDS chooses).
+ * As a request, 0 in stripe_size or stripe_count means "inherit", "" in pool means none.
+ */
+struct loom_layout {
+	uint32_t pattern;       /* LOOM_PATTERN_RAID0 */
+	uint32_t stripe_size;   /* bytes */
+	int32_t  stripe_count;
+	int32_t  stripe_offset;
+	uint32_t layout_gen;
+	uint32_t flags;         /* LOOM_LAYOUT_* */
+	char     pool[LOOM_POOL_NAME_MAX + 1];
+	uint32_t nobjs;
+	struct loom_ostobj objs[]; /* nobjs entries */
+};
+
+#endif

@@ -1,0 +1,583 @@
+#include "proto/codec.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/crc.h"
+
+const char *lw_op_name(uint16_t opcode)
+{
+	switch (opcode) {
+#define LW_OP_NAME(name, value, kind) case value: return #name;
+		LW_OPCODES(LW_OP_NAME)
+#undef LW_OP_NAME
+	default:
+		return "UNKNOWN";
+	}
+}
+
+/* ---- cursors ---- */
+
+void lw_rd_init(struct lw_rd *r, const void *buf, size_t len)
+{
+	r->p = buf;
+	r->end = r->p + len;
+	r->err = buf || len == 0 ? 0 : -EPROTO;
+}
+
+size_t lw_rd_left(const struct lw_rd *r)
+{
+	return r->err ? 0 : (size_t)(r->end - r->p);
+}
+
+const uint8_t *lw_rd_bytes(struct lw_rd *r, size_t n)
+{
+	const uint8_t *p;
+
+	if (r->err)
+		return NULL;
+	if ((size_t)(r->end - r->p) < n) {
+		r->err = -EPROTO;
+		return NULL;
+	}
+	p = r->p;
+	r->p += n;
+	return p;
+}
+
+void lw_rd_fixed(struct lw_rd *r, void *dst, size_t n)
+{
+	const uint8_t *p = lw_rd_bytes(r, n);
+
+	if (p)
+		memcpy(dst, p, n);
+	else
+		memset(dst, 0, n);
+}
+
+void lw_rd_align8(struct lw_rd *r, const void *base)
+{
+	size_t off, pad;
+	const uint8_t *p;
+
+	if (r->err)
+		return;
+	off = (size_t)(r->p - (const uint8_t *)base);
+	pad = (8 - (off & 7)) & 7;
+	p = lw_rd_bytes(r, pad);
+	for (size_t i = 0; p && i < pad; i++)
+		if (p[i] != 0)
+			r->err = -EPROTO;
+}
+
+int lw_rd_done(const struct lw_rd *r)
+{
+	if (r->err)
+		return r->err;
+	return r->p == r->end ? 0 : -EPROTO;
+}
+
+int lw_name_check(const char *s, size_t len)
+{
+	if (len == 0)
+		return -ENOENT;
+	if (len > LOOM_NAME_MAX)
+		return -ENAMETOOLONG;
+	if (memchr(s, '/', len) || memchr(s, '\0', len))
+		return -EINVAL;
+	return 0;
+}
+
+int lw_xattr_name_check(const char *s, size_t len)
+{
+	if (len == 0)
+		return -EINVAL;
+	if (len > LOOM_XATTR_NAME_MAX)
+		return -ERANGE;
+	if (memchr(s, '\0', len))
+		return -EINVAL;
+	return 0;
+}
+
+void lw_wr_init(struct lw_wr *w, void *buf, size_t cap)
+{
+	w->buf = buf;
+	w->len = 0;
+	w->cap = cap;
+	w->err = 0;
+}
+
+void *lw_wr_reserve(struct lw_wr *w, size_t n)
+{
+	void *p;
+
+	if (w->err || w->cap - w->len < n) {
+		w->err = -EMSGSIZE;
+		return NULL;
+	}
+	p = w->buf + w->len;
+	memset(p, 0, n);
+	w->len += n;
+	return p;
+}
+
+void lw_wr_put(struct lw_wr *w, const void *p, size_t n)
+{
+	void *dst = lw_wr_reserve(w, n);
+
+	if (dst && n)
+		memcpy(dst, p, n);
+}
+
+void lw_wr_pad8(struct lw_wr *w)
+{
+	lw_wr_reserve(w, (8 - (w->len & 7)) & 7);
+}
+
+/* ---- frames ---- */
+
+void lw_hdr_fill(struct lw_hdr *h, uint16_t opcode, uint32_t flags, int32_t status, uint64_t req_id,
+		 const void *body, uint32_t body_len, uint32_t bulk_len, uint32_t bulk_crc)
+{
+	uint32_t crc;
+
+	h->magic = LW_MAGIC;
+	h->version = LW_VERSION;
+	h->opcode = opcode;
+	h->flags = flags;
+	h->status = status;
+	h->req_id = req_id;
+	h->body_len = body_len;
+	h->bulk_len = bulk_len;
+	h->bulk_crc = bulk_len ? bulk_crc : 0;
+	h->hdr_crc = 0;
+	crc = crc32c(0, h, sizeof(*h));
+	h->hdr_crc = crc32c(crc, body, body_len);
+}
+
+int lw_hdr_check(const struct lw_hdr *h)
+{
+	if (h->magic != LW_MAGIC || h->version != LW_VERSION)
+		return -EPROTO;
+	if (h->body_len > LW_MAX_BODY || h->bulk_len > LW_MAX_BULK)
+		return -EPROTO;
+	if (h->flags & ~LW_F_REPLY)
+		return -EPROTO;
+	if (!(h->flags & LW_F_REPLY) && h->status != 0)
+		return -EPROTO;
+	return 0;
+}
+
+int lw_hdr_crc_check(const struct lw_hdr *h, const void *body)
+{
+	struct lw_hdr tmp = *h;
+	uint32_t crc;
+
+	tmp.hdr_crc = 0;
+	crc = crc32c(0, &tmp, sizeof(tmp));
+	crc = crc32c(crc, body, h->body_len);
+	return crc == h->hdr_crc ? 0 : -EBADMSG;
+}
+
+#define LW_ERRNO_MAX 133 /* EHWPOISON, the last errno Linux defines */
+
+int32_t lw_errno_to_wire(int err)
+{
+	if (err >= 0)
+		return 0;
+	if (-err > LW_ERRNO_MAX)
+		return -EIO;
+	return err;
+}
+
+int lw_errno_from_wire(int32_t status)
+{
+	if (status == 0)
+		return 0;
+	if (status > 0 || status < -LW_ERRNO_MAX)
+		return -EIO;
+	return status;
+}
+
+/* ---- credentials and layouts ---- */
+
+void lw_put_cred(struct lw_wr *w, const struct loom_cred *cred)
+{
+	struct lw_cred c = { .uid = cred->uid, .gid = cred->gid };
+
+	c.ngroups = cred->ngroups > LOOM_MAX_GROUPS ? LOOM_MAX_GROUPS : cred->ngroups;
+	lw_wr_put(w, &c, sizeof(c));
+	lw_wr_put(w, cred->groups, c.ngroups * sizeof(uint32_t));
+}
+
+static void lw_rd_cred(struct lw_rd *r, struct loom_cred *out)
+{
+	struct lw_cred c;
+
+	lw_rd_fixed(r, &c, sizeof(c));
+	if (r->err)
+		return;
+	if (c.ngroups > LOOM_MAX_GROUPS || c.pad != 0) {
+		r->err = -EPROTO;
+		return;
+	}
+	out->uid = c.uid;
+	out->gid = c.gid;
+	out->ngroups = c.ngroups;
+	lw_rd_fixed(r, out->groups, c.ngroups * sizeof(uint32_t));
+}
+
+static int pool_check(const char pool[16])
+{
+	size_t n = strnlen(pool, 16);
+
+	if (n > LOOM_POOL_NAME_MAX)
+		return -EINVAL;
+	for (size_t i = n; i < 16; i++)
+		if (pool[i] != '\0')
+			return -EINVAL;
+	return 0;
+}
+
+int lw_layout_req_check(const struct lw_layout *l)
+{
+	if (l->magic != LW_LAYOUT_MAGIC || l->version != LW_LAYOUT_V1)
+		return -EPROTO;
+	if (l->pattern != 0 && l->pattern != LW_PATTERN_RAID0)
+		return -EINVAL;
+	if (l->stripe_size % LOOM_STRIPE_UNIT != 0)
+		return -EINVAL;
+	if (l->stripe_count < -1 || l->stripe_count > LOOM_MAX_STRIPES)
+		return -EINVAL;
+	if (l->stripe_offset < -1)
+		return -EINVAL;
+	if (l->nobjs > LOOM_MAX_STRIPES)
+		return -EPROTO;
+	return pool_check(l->pool);
+}
+
+static void lw_rd_layout_req(struct lw_rd *r, struct lw_layout *out)
+{
+	int rc;
+
+	lw_rd_fixed(r, out, sizeof(*out));
+	if (r->err)
+		return;
+	rc = lw_layout_req_check(out);
+	if (rc == 0 && out->nobjs != 0)
+		rc = -EPROTO;
+	if (rc)
+		r->err = rc;
+}
+
+int lw_layout_decode(struct lw_rd *r, struct loom_layout **out)
+{
+	struct lw_layout l;
+	struct loom_layout *ll;
+	int rc;
+
+	lw_rd_fixed(r, &l, sizeof(l));
+	if (r->err)
+		return r->err;
+	rc = lw_layout_req_check(&l);
+	if (rc)
+		return -EPROTO;
+	if (lw_rd_left(r) < (size_t)l.nobjs * sizeof(struct lw_ostobj))
+		return -EPROTO;
+	ll = calloc(1, sizeof(*ll) + (size_t)l.nobjs * sizeof(struct loom_ostobj));
+	if (!ll)
+		return -ENOMEM;
+	ll->pattern = l.pattern;
+	ll->stripe_size = l.stripe_size;
+	ll->stripe_count = l.stripe_count;
+	ll->stripe_offset = l.stripe_offset;
+	ll->layout_gen = l.layout_gen;
+	ll->flags = l.flags;
+	memcpy(ll->pool, l.pool, sizeof(ll->pool));
+	ll->pool[LOOM_POOL_NAME_MAX] = '\0';
+	ll->nobjs = l.nobjs;
+	lw_rd_fixed(r, ll->objs, (size_t)l.nobjs * sizeof(struct lw_ostobj));
+	for (uint32_t i = 0; i < ll->nobjs; i++)
+		ll->objs[i].pad = 0;
+	*out = ll;
+	return 0;
+}
+
+void lw_layout_encode(struct lw_wr *w, const struct loom_layout *l)
+{
+	struct lw_layout *wl = lw_wr_reserve(w, sizeof(*wl));
+
+	if (!wl)
+		return;
+	wl->magic = LW_LAYOUT_MAGIC;
+	wl->version = LW_LAYOUT_V1;
+	wl->pattern = (uint16_t)l->pattern;
+	wl->stripe_size = l->stripe_size;
+	wl->stripe_count = l->stripe_count;
+	wl->stripe_offset = l->stripe_offset;
+	wl->layout_gen = l->layout_gen;
+	memcpy(wl->pool, l->pool, strnlen(l->pool, LOOM_POOL_NAME_MAX));
+	wl->nobjs = l->nobjs;
+	wl->flags = l->flags;
+	for (uint32_t i = 0; i < l->nobjs; i++) {
+		struct lw_ostobj o = { .ost_idx = l->objs[i].ost_idx, .objid = l->objs[i].objid };
+		lw_wr_put(w, &o, sizeof(o));
+	}
+}
+
+/* ---- readdir pages ---- */
+
+int lw_readdir_next(struct lw_rd *r, const void *base, bool plus, struct lw_dirent *de,
+		    const char **name, struct lw_attr *attr)
+{
+	const uint8_t *n;
+
+	lw_rd_fixed(r, de, sizeof(*de));
+	n = lw_rd_bytes(r, de->namelen);
+	lw_rd_align8(r, base);
+	if (plus)
+		lw_rd_fixed(r, attr, sizeof(*attr));
+	if (r->err)
+		return -EPROTO;
+	/* "." and ".." are valid entries here, and valid components too. */
+	if (lw_name_check((const char *)n, de->namelen) != 0 || de->pad != 0)
+		return -EPROTO;
+	*name = (const char *)n;
+	return 0;
+}
+
+int lw_readdir_put(struct lw_wr *w, const struct lw_dirent *de, const char *name,
+		   const struct lw_attr *attr)
+{
+	size_t need = sizeof(*de) + ((de->namelen + 7u) & ~7u) + (attr ? sizeof(*attr) : 0);
+
+	if (w->err || w->cap - w->len < need)
+		return -EMSGSIZE;
+	lw_wr_put(w, de, sizeof(*de));
+	lw_wr_put(w, name, de->namelen);
+	lw_wr_pad8(w);
+	if (attr)
+		lw_wr_put(w, attr, sizeof(*attr));
+	return 0;
+}
+
+/* ---- MDS requests ---- */
+
+static void rd_name(struct lw_rd *r, uint16_t len, struct lw_name *out)
+{
+	const uint8_t *p = lw_rd_bytes(r, len);
+	int rc;
+
+	out->s = (const char *)p;
+	out->len = len;
+	if (!p)
+		return;
+	rc = lw_name_check(out->s, len);
+	if (rc)
+		r->err = rc;
+}
+
+static void rd_xattr_name(struct lw_rd *r, uint16_t len, struct lw_name *out)
+{
+	const uint8_t *p = lw_rd_bytes(r, len);
+	int rc;
+
+	out->s = (const char *)p;
+	out->len = len;
+	if (!p)
+		return;
+	rc = lw_xattr_name_check(out->s, len);
+	if (rc)
+		r->err = rc;
+}
+
+static bool op_has_cred(uint16_t op)
+{
+	return op != LW_OP_MDS_CONNECT && op != LW_OP_MDS_OST_REGISTER && op != LW_OP_MDS_OST_HEARTBEAT &&
+	       op != LW_OP_PING;
+}
+
+/*
+ * A well-formed body whose names are bad (too long, a '/') is answered with the name's errno, as
+ * a local kernel would; anything else malformed is -EPROTO. Name errors are recorded in r->err
+ * only after the fixed part decoded, so a short body is always -EPROTO.
+ */
+int lw_mds_req_decode(uint16_t op, const void *body, uint32_t len, struct lw_mds_req *out)
+{
+	struct lw_rd r;
+
+	memset(out, 0, sizeof(*out));
+	out->op = op;
+	lw_rd_init(&r, body, len);
+	if (op_has_cred(op))
+		lw_rd_cred(&r, &out->cred);
+
+	switch (op) {
+	case LW_OP_PING:
+	case LW_OP_MDS_STATFS:
+	case LW_OP_MDS_OST_TABLE:
+		break;
+	case LW_OP_MDS_CONNECT:
+		lw_rd_fixed(&r, &out->u.connect, sizeof(out->u.connect));
+		break;
+	case LW_OP_MDS_GETATTR:
+	case LW_OP_MDS_READLINK:
+	case LW_OP_MDS_GETLAYOUT:
+		lw_rd_fixed(&r, &out->u.ino, sizeof(out->u.ino));
+		break;
+	case LW_OP_MDS_LOOKUP:
+	case LW_OP_MDS_UNLINK:
+	case LW_OP_MDS_RMDIR:
+		lw_rd_fixed(&r, &out->u.name.f, sizeof(out->u.name.f));
+		rd_name(&r, out->u.name.f.namelen, &out->u.name.name);
+		break;
+	case LW_OP_MDS_SETATTR:
+		lw_rd_fixed(&r, &out->u.setattr, sizeof(out->u.setattr));
+		if (!r.err && (out->u.setattr.valid & ~LW_SA_ALL))
+			r.err = -EINVAL;
+		break;
+	case LW_OP_MDS_CREATE:
+		lw_rd_fixed(&r, &out->u.create.f, sizeof(out->u.create.f));
+		rd_name(&r, out->u.create.f.namelen, &out->u.create.name);
+		if (!r.err && (out->u.create.f.flags & ~(LW_CR_EXCL | LW_CR_OPEN | LW_CR_LAYOUT)))
+			r.err = -EINVAL;
+		if (out->u.create.f.flags & LW_CR_LAYOUT) {
+			out->u.create.has_layout = true;
+			lw_rd_layout_req(&r, &out->u.create.layout);
+		}
+		break;
+	case LW_OP_MDS_MKDIR:
+		lw_rd_fixed(&r, &out->u.mkdir.f, sizeof(out->u.mkdir.f));
+		rd_name(&r, out->u.mkdir.f.namelen, &out->u.mkdir.name);
+		break;
+	case LW_OP_MDS_RENAME:
+		lw_rd_fixed(&r, &out->u.rename.f, sizeof(out->u.rename.f));
+		rd_name(&r, out->u.rename.f.src_namelen, &out->u.rename.src);
+		rd_name(&r, out->u.rename.f.dst_namelen, &out->u.rename.dst);
+		if (!r.err && (out->u.rename.f.flags & ~(LW_RENAME_NOREPLACE | LW_RENAME_EXCHANGE)))
+			r.err = -EINVAL;
+		if (!r.err && out->u.rename.f.flags == (LW_RENAME_NOREPLACE | LW_RENAME_EXCHANGE))
+			r.err = -EINVAL;
+		break;
+	case LW_OP_MDS_LINK:
+		lw_rd_fixed(&r, &out->u.link.f, sizeof(out->u.link.f));
+		rd_name(&r, out->u.link.f.namelen, &out->u.link.name);
+		break;
+	case LW_OP_MDS_SYMLINK: {
+		const uint8_t *t;
+
+		lw_rd_fixed(&r, &out->u.symlink.f, sizeof(out->u.symlink.f));
+		rd_name(&r, out->u.symlink.f.namelen, &out->u.symlink.name);
+		t = lw_rd_bytes(&r, out->u.symlink.f.targetlen);
+		out->u.symlink.target = (const char *)t;
+		if (t && !r.err) {
+			if (out->u.symlink.f.targetlen == 0)
+				r.err = -ENOENT;
+			else if (out->u.symlink.f.targetlen > LOOM_SYMLINK_MAX)
+				r.err = -ENAMETOOLONG;
+			else if (memchr(t, '\0', out->u.symlink.f.targetlen))
+				r.err = -EINVAL;
+		}
+		break;
+	}
+	case LW_OP_MDS_READDIR:
+		lw_rd_fixed(&r, &out->u.readdir, sizeof(out->u.readdir));
+		if (!r.err && (out->u.readdir.flags & ~LW_RD_PLUS))
+			r.err = -EINVAL;
+		break;
+	case LW_OP_MDS_GETXATTR:
+	case LW_OP_MDS_REMOVEXATTR:
+	case LW_OP_MDS_SETXATTR:
+	case LW_OP_MDS_LISTXATTR:
+		lw_rd_fixed(&r, &out->u.xattr.f, sizeof(out->u.xattr.f));
+		if (r.err)
+			break;
+		if (op == LW_OP_MDS_LISTXATTR) {
+			if (out->u.xattr.f.namelen != 0)
+				r.err = -EPROTO;
+			break;
+		}
+		rd_xattr_name(&r, out->u.xattr.f.namelen, &out->u.xattr.name);
+		if (op == LW_OP_MDS_SETXATTR) {
+			if (!r.err && out->u.xattr.f.size > LOOM_XATTR_SIZE_MAX)
+				r.err = -E2BIG;
+			if (!r.err && (out->u.xattr.f.flags & ~(LW_XATTR_CREATE | LW_XATTR_REPLACE)))
+				r.err = -EINVAL;
+			out->u.xattr.value = lw_rd_bytes(&r, out->u.xattr.f.size);
+		}
+		break;
+	case LW_OP_MDS_OPEN:
+		lw_rd_fixed(&r, &out->u.open, sizeof(out->u.open));
+		break;
+	case LW_OP_MDS_CLOSE:
+	case LW_OP_MDS_SIZE_UPDATE:
+		lw_rd_fixed(&r, &out->u.close, sizeof(out->u.close));
+		if (!r.err && (out->u.close.flags & ~(LW_CL_SIZE | LW_CL_MTIME)))
+			r.err = -EINVAL;
+		break;
+	case LW_OP_MDS_SETLAYOUT:
+		lw_rd_fixed(&r, &out->u.setlayout.f, sizeof(out->u.setlayout.f));
+		lw_rd_layout_req(&r, &out->u.setlayout.layout);
+		break;
+	case LW_OP_MDS_OST_REGISTER: {
+		struct lw_ost_register_req *reg = &out->u.ost_register;
+
+		lw_rd_fixed(&r, reg, sizeof(*reg));
+		if (!r.err && (!memchr(reg->host, '\0', sizeof(reg->host)) ||
+			       !memchr(reg->uuid, '\0', sizeof(reg->uuid)) ||
+			       !memchr(reg->fsname, '\0', sizeof(reg->fsname)) || reg->host[0] == '\0' ||
+			       reg->uuid[0] == '\0'))
+			r.err = -EPROTO;
+		break;
+	}
+	case LW_OP_MDS_OST_HEARTBEAT:
+		lw_rd_fixed(&r, &out->u.heartbeat.f, sizeof(out->u.heartbeat.f));
+		if (r.err)
+			break;
+		if (out->u.heartbeat.f.count > 65536) {
+			r.err = -EPROTO;
+			break;
+		}
+		out->u.heartbeat.ents = lw_rd_bytes(
+			&r, (size_t)out->u.heartbeat.f.count * sizeof(struct lw_ost_heartbeat_ent));
+		break;
+	default:
+		return -EOPNOTSUPP;
+	}
+	return lw_rd_done(&r);
+}
+
+void lw_heartbeat_ent(const struct lw_mds_req *req, uint32_t i, struct lw_ost_heartbeat_ent *out)
+{
+	memcpy(out, req->u.heartbeat.ents + (size_t)i * sizeof(*out), sizeof(*out));
+}
+
+/* ---- OSS requests ---- */
+
+int lw_ost_req_decode(uint16_t op, const void *body, uint32_t len, struct lw_ost_io *out)
+{
+	struct lw_rd r;
+
+	switch (op) {
+	case LW_OP_OST_READ:
+	case LW_OP_OST_WRITE:
+	case LW_OP_OST_PUNCH:
+	case LW_OP_OST_GETATTR:
+	case LW_OP_OST_SYNC:
+	case LW_OP_OST_STATFS:
+	case LW_OP_OST_DESTROY:
+		break;
+	default:
+		return -EOPNOTSUPP;
+	}
+	lw_rd_init(&r, body, len);
+	lw_rd_fixed(&r, out, sizeof(*out));
+	if (!r.err && out->flags != 0)
+		r.err = -EPROTO;
+	if (!r.err && op == LW_OP_OST_READ && out->length > LW_MAX_BULK)
+		r.err = -EPROTO;
+	if (!r.err && out->offset > (1ull << 62))
+		r.err = -EFBIG;
+	return lw_rd_done(&r);
+}

@@ -1,0 +1,171 @@
+/*
+ * Encoding and bounds-checked decoding of Loom frames and bodies.
+ *
+ * Readers (struct lw_rd) never read past the end of their buffer: every call checks the length
+ * first, and the first failure sticks (later calls return NULL/0), so a decoder can read a whole
+ * message and test once, with lw_rd_done(), that it was well formed and fully consumed.
+ */
+#ifndef LOOM_PROTO_CODEC_H
+#define LOOM_PROTO_CODEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/wire.h"
+
+/* ---- cursors ---- */
+
+struct lw_rd {
+	const uint8_t *p;
+	const uint8_t *end;
+	int err; /* 0, or the first negative errno met */
+};
+
+void lw_rd_init(struct lw_rd *r, const void *buf, size_t len);
+/* Copies n bytes to dst (which may be any alignment); on a short buffer zeroes dst, sets -EPROTO. */
+void lw_rd_fixed(struct lw_rd *r, void *dst, size_t n);
+/* Returns a pointer to the next n bytes (byte-aligned; copy before reading multi-byte fields). */
+const uint8_t *lw_rd_bytes(struct lw_rd *r, size_t n);
+/* Skips zero padding up to the next multiple of 8 from the start `base`. */
+void lw_rd_align8(struct lw_rd *r, const void *base);
+size_t lw_rd_left(const struct lw_rd *r);
+/* 0 if no error and every byte was consumed; the sticking error, or -EPROTO for trailing bytes. */
+int lw_rd_done(const struct lw_rd *r);
+
+/* A path component: 1..LOOM_NAME_MAX bytes, no '/', no NUL.
+ * Errors: -ENAMETOOLONG (too long), -EINVAL ('/' or NUL inside), -ENOENT (empty). */
+int lw_name_check(const char *s, size_t len);
+/* An xattr name: 1..LOOM_XATTR_NAME_MAX bytes without NUL. -ERANGE if too long, -EINVAL else. */
+int lw_xattr_name_check(const char *s, size_t len);
+
+struct lw_wr {
+	uint8_t *buf;
+	size_t len;
+	size_t cap;
+	int err; /* -EMSGSIZE once something did not fit */
+};
+
+void lw_wr_init(struct lw_wr *w, void *buf, size_t cap);
+void lw_wr_put(struct lw_wr *w, const void *p, size_t n);
+/* Reserves n zeroed bytes and returns them, or NULL (and err set) when they do not fit. */
+void *lw_wr_reserve(struct lw_wr *w, size_t n);
+void lw_wr_pad8(struct lw_wr *w);
+
+/* ---- frames ---- */
+
+/* Fills a header and computes hdr_crc over it and the body. */
+void lw_hdr_fill(struct lw_hdr *h, uint16_t opcode, uint32_t flags, int32_t status, uint64_t req_id,
+		 const void *body, uint32_t body_len, uint32_t bulk_len, uint32_t bulk_crc);
+/* Checks magic, version and the length limits of a received header: 0 or -EPROTO. */
+int lw_hdr_check(const struct lw_hdr *h);
+/* Checks hdr_crc against the header and its body: 0 or -EBADMSG. */
+int lw_hdr_crc_check(const struct lw_hdr *h, const void *body);
+
+/* Linux errno values are the wire errnos. These map anything a peer might send that Linux does
+ * not define (or a positive value) to EIO, so a corrupt status cannot become a success. */
+int32_t lw_errno_to_wire(int err);
+int lw_errno_from_wire(int32_t status);
+
+/* ---- MDS requests, decoded ---- */
+
+struct lw_name {
+	const char *s; /* points into the body; not NUL-terminated */
+	uint16_t len;
+};
+
+/* A request body decoded and validated: every length checked, every name a valid component,
+ * every layout well formed. Pointers point into the body, which must outlive this. */
+struct lw_mds_req {
+	uint16_t op;
+	struct loom_cred cred; /* zero for the requests without a cred prefix */
+	union {
+		struct lw_connect_req connect;
+		struct lw_ino_req ino; /* GETATTR, READLINK, GETLAYOUT */
+		struct {
+			struct lw_name_req f;
+			struct lw_name name;
+		} name; /* LOOKUP, UNLINK, RMDIR */
+		struct lw_setattr setattr;
+		struct {
+			struct lw_create_req f;
+			struct lw_name name;
+			bool has_layout;
+			struct lw_layout layout;
+		} create;
+		struct {
+			struct lw_mkdir_req f;
+			struct lw_name name;
+		} mkdir;
+		struct {
+			struct lw_rename_req f;
+			struct lw_name src;
+			struct lw_name dst;
+		} rename;
+		struct {
+			struct lw_link_req f;
+			struct lw_name name;
+		} link;
+		struct {
+			struct lw_symlink_req f;
+			struct lw_name name;
+			const char *target;
+		} symlink;
+		struct lw_readdir_req readdir;
+		struct {
+			struct lw_xattr_req f;
+			struct lw_name name; /* an xattr name (may hold '/'); len 0 for LISTXATTR */
+			const void *value;   /* SETXATTR: f.size bytes */
+		} xattr;
+		struct lw_open_req open;
+		struct lw_close_req close; /* CLOSE, SIZE_UPDATE */
+		struct {
+			struct lw_setlayout_req f;
+			struct lw_layout layout;
+		} setlayout;
+		struct lw_ost_register_req ost_register;
+		struct {
+			struct lw_ost_heartbeat_req f;
+			const uint8_t *ents; /* f.count lw_ost_heartbeat_ent; read with lw_heartbeat_ent() */
+		} heartbeat;
+	} u;
+};
+
+/* Decodes the body of an MDS request. 0, or a negative errno to answer with (-EPROTO for a
+ * malformed body, -ENAMETOOLONG/-EINVAL/-ERANGE for bad names, -EOPNOTSUPP for an opcode the
+ * MDS does not serve). */
+int lw_mds_req_decode(uint16_t op, const void *body, uint32_t len, struct lw_mds_req *out);
+void lw_heartbeat_ent(const struct lw_mds_req *req, uint32_t i, struct lw_ost_heartbeat_ent *out);
+
+/* Request layouts (nobjs 0): checks magic, version, pattern, stripe size (0 or a multiple of
+ * LOOM_STRIPE_UNIT), count (-1..LOOM_MAX_STRIPES), offset (>= -1) and the pool name. */
+int lw_layout_req_check(const struct lw_layout *l);
+
+/* Writes the cred prefix of an MDS request. */
+void lw_put_cred(struct lw_wr *w, const struct loom_cred *cred);
+
+/* ---- replies and stored layouts, decoded ---- */
+
+/* Reads lw_layout + objects from r into a malloc'd struct loom_layout (caller frees). Checks the
+ * fixed part as lw_layout_req_check does and that nobjs <= LOOM_MAX_STRIPES and fits in r. */
+int lw_layout_decode(struct lw_rd *r, struct loom_layout **out);
+/* Appends a layout's wire image (fixed part + nobjs objects). */
+void lw_layout_encode(struct lw_wr *w, const struct loom_layout *l);
+/* The wire image's size for nobjs objects. */
+static inline size_t lw_layout_size(uint32_t nobjs)
+{
+	return sizeof(struct lw_layout) + (size_t)nobjs * sizeof(struct lw_ostobj);
+}
+
+/* One readdir entry from r. Returns 0, or -EPROTO if the entry is malformed or its name is not a
+ * valid component. `name` points into the buffer and is not NUL-terminated. */
+int lw_readdir_next(struct lw_rd *r, const void *base, bool plus, struct lw_dirent *de,
+		    const char **name, struct lw_attr *attr);
+/* Appends an entry; returns 0 or -EMSGSIZE (nothing appended) when it does not fit. */
+int lw_readdir_put(struct lw_wr *w, const struct lw_dirent *de, const char *name,
+		   const struct lw_attr *attr);
+
+/* Decodes an OSS request body: exactly one lw_ost_io. */
+int lw_ost_req_decode(uint16_t op, const void *body, uint32_t len, struct lw_ost_io *out);
+
+#endif

@@ -1,0 +1,526 @@
+/*
+ * The Loom wire protocol: every struct that crosses a socket, and the opcode table.
+ *
+ * Rules (see docs/protocol.md, which describes each message in prose):
+ *  - Fixed-width little-endian fields, explicit padding, 64-bit fields 8-byte aligned, no pointers.
+ *    Every struct's size is pinned by a _Static_assert below.
+ *  - A released struct never changes. A new field means a new struct (or a new opcode) and a
+ *    protocol version bump, recorded in the changelog of docs/protocol.md.
+ *  - A frame is: struct lw_hdr, then body_len bytes of body, then bulk_len bytes of bulk data.
+ *    The body of a request or reply is one fixed struct, possibly followed by a variable tail
+ *    (names, layouts, entries) whose lengths the fixed struct gives.
+ *  - Bodies are decoded only by src/proto/codec.c, which checks every length first; handlers
+ *    never see unvalidated bytes.
+ *
+ * Loom runs on little-endian hosts only (x86_64, aarch64), so these structs are the wire image;
+ * a big-endian port adds byte swapping in codec.c and nowhere else.
+ */
+#ifndef LOOM_PROTO_WIRE_H
+#define LOOM_PROTO_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loom/types.h"
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "Loom's wire image assumes a little-endian host");
+
+#define LW_MAGIC         0x4D4F4F4Cu /* "LOOM" in memory order */
+#define LW_VERSION       1u
+#define LW_MAX_BODY      (1u << 20)  /* largest body accepted: OST table, readdir pages */
+#define LW_MAX_BULK      (16u << 20) /* largest bulk accepted in one frame */
+#define LW_RPC_BULK      (4u << 20)  /* bulk size clients use, as Lustre's 4 MiB RPCs */
+#define LW_DEFAULT_MDS_PORT 9900
+
+
+/* ---------------------------------------------------------------------------------------------
+ * The opcode table. X(name, value, kind): kind is MDS, OSS or ANY (served by both).
+ * The enum, the name table and the dispatch tables are all generated from this list.
+ */
+#define LW_OPCODES(X)                                   \
+	X(PING,             0x0001, ANY)                \
+	/* namespace, served by loom-mds */             \
+	X(MDS_CONNECT,      0x0101, MDS)                \
+	X(MDS_LOOKUP,       0x0102, MDS)                \
+	X(MDS_GETATTR,      0x0103, MDS)                \
+	X(MDS_SETATTR,      0x0104, MDS)                \
+	X(MDS_CREATE,       0x0105, MDS)                \
+	X(MDS_MKDIR,        0x0106, MDS)                \
+	X(MDS_UNLINK,       0x0107, MDS)                \
+	X(MDS_RMDIR,        0x0108, MDS)                \
+	X(MDS_RENAME,       0x0109, MDS)                \
+	X(MDS_LINK,         0x010A, MDS)                \
+	X(MDS_SYMLINK,      0x010B, MDS)                \
+	X(MDS_READLINK,     0x010C, MDS)                \
+	X(MDS_READDIR,      0x010D, MDS)                \
+	X(MDS_STATFS,       0x010E, MDS)                \
+	X(MDS_GETXATTR,     0x010F, MDS)                \
+	X(MDS_SETXATTR,     0x0110, MDS)                \
+	X(MDS_LISTXATTR,    0x0111, MDS)                \
+	X(MDS_REMOVEXATTR,  0x0112, MDS)                \
+	X(MDS_OPEN,         0x0113, MDS)                \
+	X(MDS_CLOSE,        0x0114, MDS)                \
+	X(MDS_SIZE_UPDATE,  0x0115, MDS)                \
+	X(MDS_GETLAYOUT,    0x0116, MDS)                \
+	X(MDS_SETLAYOUT,    0x0117, MDS)                \
+	X(MDS_OST_TABLE,    0x0118, MDS)                \
+	X(MDS_OST_REGISTER, 0x0119, MDS)                \
+	X(MDS_OST_HEARTBEAT,0x011A, MDS)                \
+	/* objects, served by loom-oss */               \
+	X(OST_READ,         0x0201, OSS)                \
+	X(OST_WRITE,        0x0202, OSS)                \
+	X(OST_PUNCH,        0x0203, OSS)                \
+	X(OST_GETATTR,      0x0204, OSS)                \
+	X(OST_SYNC,         0x0205, OSS)                \
+	X(OST_STATFS,       0x0206, OSS)                \
+	X(OST_DESTROY,      0x0207, OSS)
+
+enum lw_opcode {
+#define LW_OP_ENUM(name, value, kind) LW_OP_##name = value,
+	LW_OPCODES(LW_OP_ENUM)
+#undef LW_OP_ENUM
+};
+
+/* "MDS_LOOKUP" for LW_OP_MDS_LOOKUP, "UNKNOWN" otherwise. */
+const char *lw_op_name(uint16_t opcode);
+
+/* ---------------------------------------------------------------------------------------------
+ * Frame header.
+ */
+#define LW_F_REPLY 0x1u /* set on every reply */
+
+struct lw_hdr {
+	uint32_t magic;    /* LW_MAGIC */
+	uint16_t version;  /* LW_VERSION */
+	uint16_t opcode;   /* enum lw_opcode; a reply echoes the request's */
+	uint32_t flags;    /* LW_F_* */
+	int32_t  status;   /* replies: 0 or a negative wire errno (Linux values, see lw_errno_*) */
+	uint64_t req_id;   /* chosen by the sender of the request, echoed in the reply */
+	uint32_t body_len; /* <= LW_MAX_BODY */
+	uint32_t bulk_len; /* <= LW_MAX_BULK */
+	uint32_t bulk_crc; /* crc32c of the bulk bytes; 0 when bulk_len is 0 */
+	uint32_t hdr_crc;  /* crc32c of the header with this field zero, then of the body */
+};
+_Static_assert(sizeof(struct lw_hdr) == 40, "lw_hdr");
+_Static_assert(offsetof(struct lw_hdr, req_id) == 16, "lw_hdr.req_id");
+_Static_assert(offsetof(struct lw_hdr, hdr_crc) == 36, "lw_hdr.hdr_crc");
+
+/* ---------------------------------------------------------------------------------------------
+ * Shared parts.
+ */
+
+/* Caller identity: the prefix of every MDS request body except MDS_CONNECT and the OST_* ones
+ * from an OSS. Followed by ngroups uint32_t supplementary group ids (ngroups <= LOOM_MAX_GROUPS). */
+struct lw_cred {
+	uint32_t uid;
+	uint32_t gid;
+	uint32_t ngroups;
+	uint32_t pad;
+};
+_Static_assert(sizeof(struct lw_cred) == 16, "lw_cred");
+
+/* Inode attributes as the MDS reports them. */
+struct lw_attr {
+	uint64_t ino;
+	uint64_t gen;
+	uint64_t size;
+	uint64_t blocks;   /* 512-byte units */
+	int64_t  atime;
+	int64_t  mtime;
+	int64_t  ctime;
+	uint32_t atime_ns;
+	uint32_t mtime_ns;
+	uint32_t ctime_ns;
+	uint32_t mode;     /* type and permission bits, as st_mode */
+	uint32_t uid;
+	uint32_t gid;
+	uint32_t nlink;
+	uint32_t rdev;
+	uint32_t blksize;
+	uint32_t flags;    /* reserved, 0 */
+};
+_Static_assert(sizeof(struct lw_attr) == 96, "lw_attr");
+
+struct lw_statfs {
+	uint64_t blocks;  /* in bsize units */
+	uint64_t bfree;
+	uint64_t bavail;
+	uint64_t files;
+	uint64_t ffree;
+	uint32_t bsize;
+	uint32_t namemax;
+	uint32_t state;   /* LW_TGT_* flags */
+	uint32_t pad;
+};
+_Static_assert(sizeof(struct lw_statfs) == 56, "lw_statfs");
+
+#define LW_TGT_READONLY  0x1u
+#define LW_TGT_NOCREATE  0x2u /* administratively excluded from new stripes */
+#define LW_TGT_INACTIVE  0x4u /* not heard from: unreachable */
+
+/*
+ * A layout: this fixed part, then nobjs struct lw_ostobj. The same bytes are stored in the MDT,
+ * so this struct is also an on-disk format; `version` says how to read it.
+ *
+ * As a request (create with a layout, setstripe) nobjs is 0 and the fields are wishes:
+ * stripe_size 0 = inherit, stripe_count 0 = inherit, -1 = every OST, stripe_offset -1 = the MDS
+ * chooses, pool "" = none/inherit. As a reply for a file, every field is concrete and
+ * nobjs == stripe_count. As a directory's default, nobjs is 0.
+ */
+#define LW_LAYOUT_MAGIC    0x0BD10BD0u
+#define LW_LAYOUT_V1       1u
+#define LW_PATTERN_RAID0   1u
+
+#define LW_LAYOUT_F_DEFAULT   0x1u /* a directory's default layout, not a file's */
+#define LW_LAYOUT_F_INHERITED 0x2u /* the directory has none of its own; this is the fs default */
+
+struct lw_layout {
+	uint32_t magic;         /* LW_LAYOUT_MAGIC */
+	uint16_t version;       /* LW_LAYOUT_V1 */
+	uint16_t pattern;       /* LW_PATTERN_RAID0 */
+	uint32_t stripe_size;   /* bytes, a multiple of LOOM_STRIPE_UNIT */
+	int32_t  stripe_count;
+	int32_t  stripe_offset; /* OST index of stripe 0, or -1 */
+	uint32_t layout_gen;    /* bumped on every change of a file's layout */
+	char     pool[16];      /* NUL-padded */
+	uint32_t nobjs;
+	uint32_t flags;         /* LW_LAYOUT_F_* */
+};
+_Static_assert(sizeof(struct lw_layout) == 48, "lw_layout");
+
+struct lw_ostobj {
+	uint32_t ost_idx;
+	uint32_t pad;
+	uint64_t objid;
+};
+_Static_assert(sizeof(struct lw_ostobj) == 16, "lw_ostobj");
+_Static_assert(sizeof(struct lw_ostobj) == sizeof(struct loom_ostobj), "lw_ostobj is loom_ostobj's image");
+_Static_assert(sizeof(((struct lw_layout *)0)->pool) == LOOM_POOL_NAME_MAX + 1, "pool name size");
+
+/* ---------------------------------------------------------------------------------------------
+ * MDS messages. "Request: X" lists the body after the lw_cred prefix. Names are not
+ * NUL-terminated on the wire; their length is in the fixed struct.
+ */
+
+/* MDS_CONNECT. Request (no cred prefix): lw_connect_req. Reply: lw_connect_rep. */
+#define LW_CLIENT_CLIENT 1u
+#define LW_CLIENT_OSS    2u
+struct lw_connect_req {
+	uint32_t proto_version; /* LW_VERSION */
+	uint32_t client_kind;   /* LW_CLIENT_* */
+	char     fsname[16];    /* empty: any; else must match the MDS's */
+	uint64_t client_uuid[2];
+};
+_Static_assert(sizeof(struct lw_connect_req) == 40, "lw_connect_req");
+
+struct lw_connect_rep {
+	uint64_t root_ino;
+	uint64_t session_id;
+	char     fsname[16];
+	uint32_t max_bulk;
+	uint32_t ost_table_gen;
+};
+_Static_assert(sizeof(struct lw_connect_rep) == 40, "lw_connect_rep");
+
+/* MDS_GETATTR, MDS_READLINK, MDS_GETLAYOUT: request lw_ino_req.
+ * Reply: GETATTR lw_attr; READLINK lw_blob_rep + target; GETLAYOUT lw_layout + objects. */
+struct lw_ino_req {
+	uint64_t ino;
+};
+_Static_assert(sizeof(struct lw_ino_req) == 8, "lw_ino_req");
+
+/* MDS_LOOKUP, MDS_UNLINK, MDS_RMDIR: request lw_name_req + name.
+ * Reply: LOOKUP lw_attr; UNLINK/RMDIR empty. */
+struct lw_name_req {
+	uint64_t parent;
+	uint16_t namelen;
+	uint16_t pad[3];
+};
+_Static_assert(sizeof(struct lw_name_req) == 16, "lw_name_req");
+
+/* MDS_SETATTR: request lw_setattr. Reply lw_attr. */
+#define LW_SA_MODE      0x001u
+#define LW_SA_UID       0x002u
+#define LW_SA_GID       0x004u
+#define LW_SA_SIZE      0x008u
+#define LW_SA_ATIME     0x010u
+#define LW_SA_MTIME     0x020u
+#define LW_SA_ATIME_NOW 0x040u
+#define LW_SA_MTIME_NOW 0x080u
+#define LW_SA_CTIME     0x100u
+#define LW_SA_FH        0x200u /* the caller holds the file open for writing (ftruncate) */
+#define LW_SA_ALL       0x3FFu
+struct lw_setattr {
+	uint64_t ino;
+	uint32_t valid;   /* LW_SA_* */
+	uint32_t mode;
+	uint32_t uid;
+	uint32_t gid;
+	uint64_t size;
+	int64_t  atime;
+	int64_t  mtime;
+	int64_t  ctime;
+	uint32_t atime_ns;
+	uint32_t mtime_ns;
+	uint32_t ctime_ns;
+	uint32_t pad;
+};
+_Static_assert(sizeof(struct lw_setattr) == 72, "lw_setattr");
+
+/* MDS_CREATE: request lw_create_req + name [+ lw_layout with nobjs 0 if LW_CR_LAYOUT].
+ * Also makes fifos, sockets and device nodes (S_IFMT in mode). With LW_CR_OPEN the new or
+ * existing file is opened with open_flags as MDS_OPEN would.
+ * Reply: lw_create_rep [+ lw_layout + objects for a regular file]. */
+#define LW_CR_EXCL    0x1u /* O_EXCL: EEXIST if the name exists */
+#define LW_CR_OPEN    0x2u /* open it as well, returning a handle */
+#define LW_CR_LAYOUT  0x4u /* a layout request follows the name */
+struct lw_create_req {
+	uint64_t parent;
+	uint32_t mode;
+	uint32_t rdev;
+	uint32_t flags;      /* LW_CR_* */
+	uint32_t open_flags; /* O_* as on Linux, when LW_CR_OPEN */
+	uint16_t namelen;
+	uint16_t pad[3];
+};
+_Static_assert(sizeof(struct lw_create_req) == 32, "lw_create_req");
+
+#define LW_CRR_CREATED 0x1u /* the file was created by this call (not found existing) */
+struct lw_create_rep {
+	struct lw_attr attr;
+	uint64_t handle;     /* open handle, 0 if not opened */
+	uint32_t flags;      /* LW_CRR_* */
+	uint32_t has_layout;
+};
+_Static_assert(sizeof(struct lw_create_rep) == 112, "lw_create_rep");
+
+/* MDS_MKDIR: request lw_mkdir_req + name. Reply lw_attr. */
+struct lw_mkdir_req {
+	uint64_t parent;
+	uint32_t mode;
+	uint16_t namelen;
+	uint16_t pad;
+};
+_Static_assert(sizeof(struct lw_mkdir_req) == 16, "lw_mkdir_req");
+
+/* MDS_RENAME: request lw_rename_req + old name + new name. Reply empty. */
+#define LW_RENAME_NOREPLACE 0x1u /* RENAME_NOREPLACE */
+#define LW_RENAME_EXCHANGE  0x2u /* RENAME_EXCHANGE */
+struct lw_rename_req {
+	uint64_t src_parent;
+	uint64_t dst_parent;
+	uint32_t flags;
+	uint16_t src_namelen;
+	uint16_t dst_namelen;
+};
+_Static_assert(sizeof(struct lw_rename_req) == 24, "lw_rename_req");
+
+/* MDS_LINK: request lw_link_req + new name. Reply lw_attr (of the inode). */
+struct lw_link_req {
+	uint64_t ino;
+	uint64_t new_parent;
+	uint16_t namelen;
+	uint16_t pad[3];
+};
+_Static_assert(sizeof(struct lw_link_req) == 24, "lw_link_req");
+
+/* MDS_SYMLINK: request lw_symlink_req + name + target. Reply lw_attr. */
+struct lw_symlink_req {
+	uint64_t parent;
+	uint16_t namelen;
+	uint16_t pad;
+	uint32_t targetlen;
+};
+_Static_assert(sizeof(struct lw_symlink_req) == 16, "lw_symlink_req");
+
+/* A length-prefixed reply: READLINK (target), GETXATTR (value or size only), LISTXATTR. */
+struct lw_blob_rep {
+	uint32_t len;  /* bytes that follow, or for a size query the size */
+	uint32_t pad;
+};
+_Static_assert(sizeof(struct lw_blob_rep) == 8, "lw_blob_rep");
+
+/* MDS_READDIR: request lw_readdir_req. Reply lw_readdir_rep, then count entries, each
+ * lw_dirent + name padded with zeros to a multiple of 8 [+ lw_attr with LW_RD_PLUS].
+ * Cookies: 0 starts; each entry carries the cookie that resumes after it. "." and ".." come
+ * first. An entry added while a reader walks the directory appears after every entry that was
+ * there before; one removed is not returned later; the others are returned exactly once. */
+#define LW_RD_PLUS 0x1u
+struct lw_readdir_req {
+	uint64_t ino;
+	uint64_t cookie;
+	uint32_t max_bytes; /* bytes of entries wanted; the MDS caps it at 128 KiB */
+	uint32_t flags;     /* LW_RD_* */
+};
+_Static_assert(sizeof(struct lw_readdir_req) == 24, "lw_readdir_req");
+
+struct lw_readdir_rep {
+	uint32_t count;
+	uint32_t eof;
+};
+_Static_assert(sizeof(struct lw_readdir_rep) == 8, "lw_readdir_rep");
+
+struct lw_dirent {
+	uint64_t ino;
+	uint64_t cookie;
+	uint32_t type;    /* DT_* */
+	uint16_t namelen;
+	uint16_t pad;
+};
+_Static_assert(sizeof(struct lw_dirent) == 24, "lw_dirent");
+
+/* MDS_STATFS: request empty (after cred). Reply lw_statfs_rep: the MDT's own figures and the
+ * sum of the OSTs' (from their heartbeats), which is what statfs(2) on a mount reports. */
+struct lw_statfs_rep {
+	struct lw_statfs mdt;
+	struct lw_statfs osts;
+	uint32_t ost_count;
+	uint32_t pad;
+};
+_Static_assert(sizeof(struct lw_statfs_rep) == 120, "lw_statfs_rep");
+
+/* MDS_GETXATTR: request lw_xattr_req + name; size 0 asks for the value's size only.
+ * MDS_SETXATTR: lw_xattr_req + name + value (size bytes). MDS_REMOVEXATTR: lw_xattr_req + name.
+ * MDS_LISTXATTR: lw_xattr_req with namelen 0; reply the NUL-terminated names.
+ * Replies: GET/LIST lw_blob_rep [+ bytes]; SET/REMOVE empty. */
+#define LW_XATTR_CREATE  0x1u /* XATTR_CREATE */
+#define LW_XATTR_REPLACE 0x2u /* XATTR_REPLACE */
+struct lw_xattr_req {
+	uint64_t ino;
+	uint32_t size;
+	uint32_t flags;
+	uint16_t namelen;
+	uint16_t pad[3];
+};
+_Static_assert(sizeof(struct lw_xattr_req) == 24, "lw_xattr_req");
+
+/* MDS_OPEN: request lw_open_req. Reply lw_open_rep [+ lw_layout + objects for a regular file].
+ * The MDS checks access for open_flags' access mode (and O_TRUNC). A handle keeps an unlinked
+ * file's objects alive until MDS_CLOSE or until the client's connection goes away. */
+struct lw_open_req {
+	uint64_t ino;
+	uint32_t open_flags;
+	uint32_t pad;
+};
+_Static_assert(sizeof(struct lw_open_req) == 16, "lw_open_req");
+
+struct lw_open_rep {
+	struct lw_attr attr;
+	uint64_t handle;
+	uint32_t has_layout;
+	uint32_t pad;
+};
+_Static_assert(sizeof(struct lw_open_rep) == 112, "lw_open_rep");
+
+/* MDS_CLOSE (ends a handle) and MDS_SIZE_UPDATE (fsync: the handle stays open): request
+ * lw_close_req. The size only grows the MDS's size (truncation is MDS_SETATTR's job); mtime
+ * and ctime are set to the given time when LW_CL_MTIME. Reply lw_attr. */
+#define LW_CL_SIZE  0x1u
+#define LW_CL_MTIME 0x2u
+struct lw_close_req {
+	uint64_t ino;
+	uint64_t handle;
+	uint64_t size;
+	int64_t  mtime;
+	uint32_t mtime_ns;
+	uint32_t flags; /* LW_CL_* */
+};
+_Static_assert(sizeof(struct lw_close_req) == 40, "lw_close_req");
+
+/* MDS_SETLAYOUT: request lw_setlayout_req + lw_layout (nobjs 0). On a directory it sets the
+ * default for new entries (LW_SL_DELETE removes it); on a regular file it lays out again a file
+ * that holds no data yet (size 0), and refuses one with data with -EEXIST as Lustre does
+ * ("stripe already set"). Reply: the resulting layout (lw_layout + objects). */
+#define LW_SL_DELETE 0x1u
+struct lw_setlayout_req {
+	uint64_t ino;
+	uint32_t flags;
+	uint32_t pad;
+};
+_Static_assert(sizeof(struct lw_setlayout_req) == 16, "lw_setlayout_req");
+
+/* MDS_OST_TABLE: request empty. Reply lw_ost_table_rep + count lw_ost_entry. */
+struct lw_ost_table_rep {
+	uint32_t gen;   /* bumped whenever an OST joins or changes address or state */
+	uint32_t count;
+};
+_Static_assert(sizeof(struct lw_ost_table_rep) == 8, "lw_ost_table_rep");
+
+struct lw_ost_entry {
+	uint32_t idx;
+	uint32_t state; /* LW_TGT_* */
+	uint16_t port;
+	uint16_t pad[3];
+	char     host[64]; /* NUL-terminated */
+	char     uuid[40]; /* NUL-terminated */
+	struct lw_statfs sf;
+};
+_Static_assert(sizeof(struct lw_ost_entry) == 176, "lw_ost_entry");
+
+/* MDS_OST_REGISTER (from an OSS, no cred prefix): request lw_ost_register_req.
+ * want_idx is the index the OST was formatted with, or UINT32_MAX for a new OST that the MDS
+ * numbers. The MDS refuses (-EEXIST) an index already held by another uuid.
+ * Reply lw_ost_register_rep. */
+struct lw_ost_register_req {
+	uint32_t want_idx;
+	uint16_t port;
+	uint16_t pad;
+	char     host[64];
+	char     uuid[40];
+	char     fsname[16];
+	struct lw_statfs sf;
+};
+_Static_assert(sizeof(struct lw_ost_register_req) == 184, "lw_ost_register_req");
+
+struct lw_ost_register_rep {
+	uint32_t idx;
+	uint32_t pad;
+	char     fsname[16];
+};
+_Static_assert(sizeof(struct lw_ost_register_rep) == 24, "lw_ost_register_rep");
+
+/* MDS_OST_HEARTBEAT (from an OSS, no cred prefix): lw_ost_heartbeat_req + count
+ * lw_ost_heartbeat_ent. Reply empty. */
+struct lw_ost_heartbeat_req {
+	uint32_t count;
+	uint32_t pad;
+};
+_Static_assert(sizeof(struct lw_ost_heartbeat_req) == 8, "lw_ost_heartbeat_req");
+
+struct lw_ost_heartbeat_ent {
+	uint32_t idx;
+	uint32_t pad;
+	struct lw_statfs sf;
+};
+_Static_assert(sizeof(struct lw_ost_heartbeat_ent) == 64, "lw_ost_heartbeat_ent");
+
+/* ---------------------------------------------------------------------------------------------
+ * OSS messages: every request body is one lw_ost_io; offsets and lengths are in object space.
+ *  OST_READ     read `length` bytes at `offset`; reply lw_ost_io_rep, bulk = the bytes that
+ *               exist (fewer at the object's end; a missing object reads as empty).
+ *  OST_WRITE    bulk written at `offset` (length == bulk_len); creates the object.
+ *  OST_PUNCH    discard everything at and beyond `length` (truncate down; never extends).
+ *  OST_GETATTR  reply the object's size.
+ *  OST_SYNC     fsync the object (the whole OST when objid is 0).
+ *  OST_STATFS   reply lw_statfs in place of lw_ost_io_rep.
+ *  OST_DESTROY  remove the object; a missing object is not an error.
+ */
+struct lw_ost_io {
+	uint32_t ost_idx;
+	uint32_t flags;      /* reserved, 0 */
+	uint64_t objid;
+	uint64_t offset;
+	uint64_t length;
+	uint64_t ino;        /* the file the object belongs to, kept with a new object for fsck */
+	uint32_t stripe_idx;
+	uint32_t layout_gen;
+};
+_Static_assert(sizeof(struct lw_ost_io) == 48, "lw_ost_io");
+
+struct lw_ost_io_rep {
+	uint64_t length;   /* bytes read or written */
+	uint64_t obj_size; /* object size after the operation; 0 for a missing object */
+};
+_Static_assert(sizeof(struct lw_ost_io_rep) == 16, "lw_ost_io_rep");
+
+#endif
