@@ -1,15 +1,21 @@
 # Thin wrapper over Meson so that `make`, `make test` and `make bench` work from a fresh clone.
 BUILD ?= build
-MESON_OPTS ?=
+ASAN_BUILD ?= build-asan
 PYTHON ?= /usr/bin/python3
 
-.PHONY: all test unit integration bench clean asan
+.PHONY: all test unit integration asan asan-unit bench clean
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
 
 $(BUILD)/build.ninja:
-	meson setup $(BUILD) $(MESON_OPTS)
+	meson setup $(BUILD)
+
+$(ASAN_BUILD)/build.ninja:
+	meson setup $(ASAN_BUILD) -Db_sanitize=address,undefined -Db_lundef=false
+
+# Every test: C unit tests, then pytest against real servers.
+test: unit integration
 
 unit: all
 	meson test -C $(BUILD) --print-errorlogs
@@ -17,10 +23,18 @@ unit: all
 integration: all
 	LOOM_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q tests/integration
 
-test: unit integration
+# The unit tests under AddressSanitizer and UndefinedBehaviorSanitizer.
+asan-unit: $(ASAN_BUILD)/build.ninja
+	ninja -C $(ASAN_BUILD)
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 meson test -C $(ASAN_BUILD) --print-errorlogs
 
-asan:
-	$(MAKE) BUILD=build-asan MESON_OPTS="-Db_sanitize=address,undefined -Db_lundef=false" test
+# The integration tests against sanitized servers.
+asan: asan-unit
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 LOOM_BUILD=$(abspath $(ASAN_BUILD)) \
+		$(PYTHON) -m pytest -q tests/integration
+
+bench: all
+	$(PYTHON) bench/run.py --build $(abspath $(BUILD))
 
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -9,6 +9,11 @@
  * request (mdt_txn_child), so a failed request leaves no trace and the others still commit.
  *
  * Inode numbers come from a counter that only grows, so a number is never reused (gen is 1).
+ *
+ * Names are checked again with lw_name_check() (its errnos: -ENAMETOOLONG, -EINVAL, -ENOENT for
+ * an empty one); "." and ".." are answered as Linux answers them. Names are not NUL-terminated.
+ * A failed call may have written part of its work into the transaction: the caller aborts the
+ * (child) transaction on any error. See docs/mdt.md for the on-disk format and the decisions.
  */
 #ifndef LOOM_MDT_STORE_H
 #define LOOM_MDT_STORE_H
@@ -27,50 +32,72 @@ struct mdt_txn;
 
 /* Creates a new MDT in mdt_dir (created if missing): root directory (ino 1, mode 0755, uid 0,
  * gid 0) and the filesystem default layout (RAID-0, 4 MiB, 1 stripe, offset -1).
- * -EEXIST if mdt_dir already holds an MDT; -EINVAL for an fsname of 0 or more than 8 characters
- * or with characters other than [A-Za-z0-9_-]. */
+ * -EEXIST if mdt_dir already holds an MDT, -EBUSY while an MDS has it open; -EINVAL for an
+ * fsname of 0 or more than 8 characters or with characters other than [A-Za-z0-9_-]. A format
+ * that was interrupted (no commit) is simply done again. */
 int mdt_format(const char *mdt_dir, const char *fsname);
 
-/* Opens an MDT; -ENOENT if none was formatted there. */
+/* Opens an MDT; -ENOENT if none was formatted there, -EBUSY if another process (or another open
+ * in this one) holds it, -EPROTONOSUPPORT for an MDT of another format version, -EIO if damaged. */
 int mdt_store_open(const char *mdt_dir, struct mdt_store **out);
 void mdt_store_close(struct mdt_store *s);
 const char *mdt_store_fsname(const struct mdt_store *s);
 
+/* One write transaction at a time (LMDB's writer lock: a second mdt_txn_begin(write) on the same
+ * thread would deadlock); read transactions may be open alongside. */
 int mdt_txn_begin(struct mdt_store *s, bool write, struct mdt_txn **out);
-/* A nested write transaction inside a write transaction. */
+/* A nested write transaction inside a write transaction (-EINVAL for a read one). While a child is
+ * open its parent must not be used. */
 int mdt_txn_child(struct mdt_txn *parent, struct mdt_txn **out);
-/* Both end (and free) the transaction. Commit makes it durable (fsync) for a top-level one. */
+/* Both end (and free) the transaction, also when commit fails. Commit makes it durable (fsync) for
+ * a top-level one, and only then do OST registrations made in it reach the in-memory table.
+ * Errors of the store's operations and of commit: -ENOSPC (map full), -E2BIG (the transaction
+ * touched too many pages: commit the batch, retry the request alone), -EIO (damaged MDT). */
 int mdt_txn_commit(struct mdt_txn *t);
 void mdt_txn_abort(struct mdt_txn *t);
 
 /* ---- namespace ---- */
 
-/* "." and ".." are understood in lookup. Lookup needs search (x) permission on parent. */
+/* "." and ".." are understood in lookup. Lookup needs search (x) permission on parent.
+ * -ENOENT, -ENOTDIR (parent not a directory), -EACCES. */
 int mdt_lookup(struct mdt_txn *t, const struct loom_cred *cr, uint64_t parent, const char *name,
 	       size_t len, struct lw_attr *out);
 int mdt_getattr(struct mdt_txn *t, uint64_t ino, struct lw_attr *out);
 
 /* chmod/chown/utimes/truncate rules as Linux applies them (owner or root for chmod, root for
  * chown to another uid, setgid cleared by chmod of a non-member's file, setuid/setgid cleared by
- * chown, UTIME_NOW needs write permission or ownership, SIZE needs write permission unless
- * LW_SA_FH). ctime is updated on any change. Truncation of a regular file changes only the MDS's
- * size; the client punches the objects. */
+ * chown (root's too) and by truncation by non-root, UTIME_NOW needs write permission or
+ * ownership, SIZE needs write permission unless LW_SA_FH). ctime is updated on any change (to
+ * sa->ctime with LW_SA_CTIME). Truncation of a regular file changes only the MDS's size (and
+ * mtime when the size changes); the client punches the objects. -ENOENT, -EPERM, -EACCES,
+ * -EISDIR (size of a directory), -EINVAL (size of another non-regular file, bad nsec, unknown
+ * valid bits), -EFBIG (size > 2^62), -EOPNOTSUPP (mode of a symlink). */
 int mdt_setattr(struct mdt_txn *t, const struct loom_cred *cr, const struct lw_setattr *sa,
 		struct timespec now, struct lw_attr *out);
 
 /* Creates a regular file (or fifo, socket, char/block device: S_IFMT of mode; 0 = regular).
- * Needs w+x on parent. The new file's gid follows a setgid parent. A regular file gets a layout
- * at once: `req` (may be NULL) fields that are 0/empty inherit from the parent's default, which
- * itself falls back to the filesystem default; its objects are allocated on OSTs chosen as
- * mdt_alloc_stripes says. Returns -ENOSPC when not enough OSTs are active for the count asked.
- * An existing name: -EEXIST if excl, else its attributes (and layout) with *created = false.
- * *layout_out (may be NULL) receives a malloc'd layout for regular files, NULL otherwise. */
+ * Needs x on parent, then w+x unless the name exists. The new file's gid follows a setgid parent.
+ * A regular file gets a layout at once: `req` (may be NULL) fields that are unset (stripe_size 0,
+ * stripe_count 0, stripe_offset -1, pool "") inherit from the parent's own default, then the
+ * filesystem default (the root's), then 4 MiB/1 stripe; its objects are allocated on OSTs chosen
+ * as mdt_alloc_stripes says: a count larger than the OSTs usable is capped, and -ENOSPC means
+ * no OST is usable at all.
+ * An existing name: -EEXIST if excl, -EISDIR if it is a directory (as open(O_CREAT)), else its
+ * attributes (and layout) with *created = false; no permission beyond search is checked then:
+ * the caller checks the open with mdt_open. "." and "..": -EEXIST if excl, else -EISDIR.
+ * -EPERM for S_IFDIR in mode or a device node by non-root, -EINVAL for another unknown type.
+ * *layout_out (may be NULL) receives a malloc'd layout for regular files, NULL otherwise;
+ * created may be NULL. */
 int mdt_create(struct mdt_txn *t, const struct loom_cred *cr, uint64_t parent, const char *name,
 	       size_t len, uint32_t mode, uint32_t rdev, bool excl, const struct lw_layout *req,
 	       struct timespec now, struct lw_attr *out, struct loom_layout **layout_out,
 	       bool *created);
 
-/* A new directory inherits its parent's default layout (if the parent has one of its own). */
+/* Needs x on parent, then w+x; -EEXIST for an existing name (also "." and ".."). The mode keeps
+ * its 01777 bits, plus setgid under a setgid parent. A new directory inherits its parent's default
+ * layout if the parent has one of its own and is not the root (the root's default is the
+ * filesystem default, which applies to every directory without one by fallback). A directory's
+ * link count is 2 + its subdirectories, with no limit (as ext4's dir_nlink). */
 int mdt_mkdir(struct mdt_txn *t, const struct loom_cred *cr, uint64_t parent, const char *name,
 	      size_t len, uint32_t mode, struct timespec now, struct lw_attr *out);
 
@@ -81,41 +108,60 @@ struct mdt_unlinked {
 	uint32_t mode;
 };
 
-/* Sticky-directory rules apply. unlink of a directory: -EISDIR. */
+/* Sticky-directory rules apply (-EPERM). unlink of a directory: -EISDIR; of "." or "..": -EISDIR.
+ * The inode's ctime and the parent's mtime/ctime become now. At nlink 0 the inode is recorded as
+ * an orphan and stays until mdt_inode_release. victim may be NULL. */
 int mdt_unlink(struct mdt_txn *t, const struct loom_cred *cr, uint64_t parent, const char *name,
 	       size_t len, struct timespec now, struct mdt_unlinked *victim);
-/* -ENOTEMPTY for a non-empty directory, -ENOTDIR for a non-directory, -EBUSY for the root. */
+/* -ENOTEMPTY for a non-empty directory, -ENOTDIR for a non-directory, -EBUSY for the root,
+ * -EINVAL for ".", -ENOTEMPTY for "..". The directory is deleted at once (with its xattrs and
+ * default layout); a handle the server keeps on it finds -ENOENT afterwards. */
 int mdt_rmdir(struct mdt_txn *t, const struct loom_cred *cr, uint64_t parent, const char *name,
 	      size_t len, struct timespec now);
 
 /* rename(2) and renameat2(2) (LW_RENAME_NOREPLACE, LW_RENAME_EXCHANGE): onto an existing file or
  * empty directory; -EINVAL when moving a directory into its own subtree; -EISDIR/-ENOTDIR for
- * mismatched types; -ENOTEMPTY over a non-empty directory; same-inode rename is a no-op.
- * *victim reports the replaced inode, if any. */
+ * mismatched types; -ENOTEMPTY over a non-empty directory (or one that contains the source);
+ * same-inode rename is a no-op; -ENOENT for EXCHANGE without a target, -EEXIST for NOREPLACE with
+ * one; -EBUSY for "." or ".." (-EEXIST for a NOREPLACE target "." or ".."); -EACCES/-EPERM as
+ * may_delete/may_create, and a directory moving to another parent must be writable (its ".."
+ * changes). The renamed entry gets a new readdir cookie (exchanged entries keep theirs).
+ * *victim (may be NULL) reports the replaced inode, if any: a replaced directory is deleted at
+ * once and reported with nlink 0; a file as by unlink. */
 int mdt_rename(struct mdt_txn *t, const struct loom_cred *cr, uint64_t src_parent,
 	       const char *src, size_t src_len, uint64_t dst_parent, const char *dst,
 	       size_t dst_len, uint32_t flags, struct timespec now, struct mdt_unlinked *victim);
 
-/* -EPERM for a directory; -EMLINK beyond 65000 links. */
+/* Needs x, then w+x on new_parent. -EEXIST for a taken name (and "." or ".."), -EPERM for a
+ * directory, -ENOENT for a missing inode or one with no links left, -EMLINK at 65000 links. */
 int mdt_link(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino, uint64_t new_parent,
 	     const char *name, size_t len, struct timespec now, struct lw_attr *out);
 int mdt_symlink(struct mdt_txn *t, const struct loom_cred *cr, uint64_t parent, const char *name,
 		size_t len, const char *target, size_t target_len, struct timespec now,
 		struct lw_attr *out);
-/* -EINVAL if ino is not a symlink. buf gets the target (not NUL-terminated). */
+/* -EINVAL if ino is not a symlink. buf gets the target (not NUL-terminated) and *len its length;
+ * -ERANGE (with *len set) if cap is smaller than the target (LOOM_SYMLINK_MAX always fits). */
 int mdt_readlink(struct mdt_txn *t, uint64_t ino, char *buf, size_t cap, size_t *len);
 
 /* Appends entries after `cookie` to w with lw_readdir_put (with attributes when plus) until w is
  * full or the directory ends. "." has cookie 1, ".." cookie 2, then entries in creation order
- * with cookies from 3 (an entry renamed in gets a new cookie). Needs read permission.
- * -ENOTDIR for a non-directory. If not even one entry fits, -EINVAL. */
+ * with cookies from 3 (an entry renamed in gets a new cookie). Each entry's cookie resumes after
+ * it. *eof is true when the last entry has been written (also for a cookie past the end, with
+ * *count 0). Needs read permission. -ENOTDIR for a non-directory. If not even one entry fits,
+ * -EINVAL. An entry with its attributes takes at most 24 + 256 + 96 bytes. */
 int mdt_readdir(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino, uint64_t cookie,
 		bool plus, struct lw_wr *w, uint32_t *count, bool *eof);
 
 /* ---- xattrs: user.* need read/write permission on the inode (and user.* only on regular files
- * and directories, else -EPERM on write); trusted.* need root (uid 0); security.* and system.*
- * are stored as given. -ENODATA for a missing one; -ERANGE when cap is too small (cap 0 asks
- * for the size only). ---- */
+ * and directories, else -EPERM on write, -ENODATA on read; in a sticky directory only its owner or
+ * root writes them); trusted.* need root (uid 0): -EPERM to write, -ENODATA to read;
+ * security.* are read by anyone and written by root only (-EPERM), as Linux without an LSM;
+ * system.* are read by anyone and written by the owner or root (-EPERM); they are stored as
+ * given, not interpreted (no POSIX ACLs yet). Another prefix: -EOPNOTSUPP; a bare prefix
+ * ("user."): -EINVAL. -ENODATA for a missing one; -ERANGE when cap is too small (cap 0 asks
+ * for the size only; *len is set either way). Set and remove update ctime. Set: XATTR_CREATE on
+ * an existing name -EEXIST, XATTR_REPLACE on a missing one -ENODATA, a value over
+ * LOOM_XATTR_SIZE_MAX -E2BIG. ---- */
 int mdt_getxattr(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino, const char *name,
 		 size_t nlen, void *buf, size_t cap, size_t *len);
 int mdt_setxattr(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino, const char *name,
@@ -129,14 +175,18 @@ int mdt_removexattr(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino,
 /* ---- files ---- */
 
 /* Checks that cr may open ino with open_flags (access mode, O_TRUNC), as open(2) would:
- * -EISDIR for writing a directory, -ELOOP for a symlink, -EACCES, -ENOENT. With O_TRUNC (and
- * write access) a regular file's size becomes 0 and mtime/ctime now. Returns the attributes and,
- * for a regular file, its layout (malloc'd; caller frees), else NULL. */
+ * -EISDIR for writing a directory (O_TRUNC counts as writing), -ELOOP for a symlink, -ENOTDIR
+ * for O_DIRECTORY on a non-directory, -EPERM for O_NOATIME by a non-owner, -EACCES, -ENOENT.
+ * O_CREAT and O_EXCL are ignored. With O_TRUNC a regular file's size becomes 0 and mtime/ctime
+ * now (the caller punches the objects when the size was not 0). Fifos and devices open with no
+ * layout. Returns the attributes and, for a regular file, its layout (malloc'd; caller frees),
+ * else NULL; layout_out may be NULL. */
 int mdt_open(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino, uint32_t open_flags,
 	     struct timespec now, struct lw_attr *out, struct loom_layout **layout_out);
 
-/* Data written through a handle: size = max(size, given) with LW_CL_SIZE; mtime = ctime = given
- * with LW_CL_MTIME. A missing inode (unlinked and released) is -ENOENT. */
+/* Data written through a handle: size = max(size, given) with LW_CL_SIZE (-EINVAL for a
+ * non-regular file, -EFBIG beyond 2^62); mtime = ctime = given with LW_CL_MTIME. A missing inode
+ * (unlinked and released) is -ENOENT. No permission check: the handle was checked at open. */
 int mdt_size_update(struct mdt_txn *t, uint64_t ino, uint32_t flags, uint64_t size,
 		    struct timespec mtime, struct lw_attr *out);
 
@@ -148,10 +198,15 @@ int mdt_size_update(struct mdt_txn *t, uint64_t ino, uint32_t flags, uint64_t si
 int mdt_getlayout(struct mdt_txn *t, uint64_t ino, struct loom_layout **out);
 
 /* On a directory: sets its default (fields 0/empty are "not set": stored as given, so that files
- * inherit those from the filesystem default), or removes it with LW_SL_DELETE (-ENODATA if it had
- * none; the root's default can be changed but not removed: -EPERM). On a regular file of size 0:
- * allocates new objects (the old ones are queued for destruction) and bumps layout_gen; a file
- * with data: -EEXIST. Needs ownership or root. Caller frees *out. */
+ * inherit those from the filesystem default; an offset must name a known OST, else -EINVAL), or
+ * removes it with LW_SL_DELETE (-ENODATA if it had none; the root's default can be changed but
+ * not removed: -EPERM); *out is then the directory's layout as mdt_getlayout gives it. On a
+ * regular file of size 0: allocates new objects (the old ones are queued for destruction) and
+ * bumps layout_gen; unset fields come from the current layout, except the offset, which the MDS
+ * chooses again. A file with data: -EEXIST. Other types, or LW_SL_DELETE on a file: -EINVAL.
+ * Needs ownership or root (-EPERM). A new file's layout_gen is 0, as Lustre's. The server must
+ * not relayout a file that is open for writing (its data may not have reached the size yet).
+ * Caller frees *out. */
 int mdt_setlayout(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino,
 		  const struct lw_layout *req, uint32_t flags, struct loom_layout **out);
 
@@ -164,7 +219,8 @@ int mdt_inode_release(struct mdt_txn *t, uint64_t ino);
 /* Inodes with nlink 0 not yet released (at start-up, after a crash, all of them are). */
 int mdt_orphan_list(struct mdt_txn *t, uint64_t *inos, size_t max, size_t *n);
 
-/* Objects waiting to be destroyed on their OSTs, from the start of the queue. */
+/* Objects waiting to be destroyed on their OSTs, from the start of the queue (ordered by OST,
+ * then object id). mdt_destroy_done of an object not queued is 0, so a resend is harmless. */
 int mdt_destroy_list(struct mdt_txn *t, struct loom_ostobj *out, size_t max, size_t *n);
 int mdt_destroy_done(struct mdt_txn *t, uint32_t ost_idx, uint64_t objid);
 
@@ -172,7 +228,7 @@ int mdt_destroy_done(struct mdt_txn *t, uint32_t ost_idx, uint64_t objid);
 
 struct mdt_ost {
 	uint32_t idx;
-	uint32_t state;    /* LW_TGT_*; LW_TGT_INACTIVE is set by the server when heartbeats stop */
+	uint32_t state;    /* LW_TGT_*: READONLY/NOCREATE as the OSS reports, INACTIVE from expiry */
 	uint16_t port;
 	char host[64];
 	char uuid[40];
@@ -180,34 +236,44 @@ struct mdt_ost {
 	uint64_t last_heard_ns; /* clock_mono_ns() of the last register/heartbeat; in memory only */
 };
 
-/* Registers an OST (persistently): a known uuid keeps its index (its address may change); a new
- * uuid gets want_idx if free (or the next free index when want_idx is UINT32_MAX). -EEXIST if
- * want_idx belongs to another uuid; -EINVAL for a mismatched fsname. Bumps the table generation
- * when anything changed. */
+/* Registers an OST (persistently): a known uuid keeps its index (its address may change; asking
+ * for another index is -EINVAL); a new uuid gets want_idx if free (or the lowest free index when
+ * want_idx is UINT32_MAX), with object ids from 1. -EEXIST if want_idx belongs to another uuid;
+ * -EINVAL for a mismatched fsname, an empty host or uuid, or want_idx above 65535. The OST is
+ * active, with req->sf's free space and flags, once t's top-level transaction commits, which also
+ * bumps the table generation when anything changed. */
 int mdt_ost_register(struct mdt_txn *t, const struct lw_ost_register_req *req, uint64_t now_ns,
 		     uint32_t *idx_out);
-/* Updates an OST's free space (memory only). -ENOENT for an unknown index. */
+/* Updates an OST's free space and LW_TGT_NOCREATE/READONLY flags from sf (memory only); an
+ * inactive OST heard from is active again. Bumps the generation when the state changed.
+ * -ENOENT for an unknown index. */
 int mdt_ost_heartbeat(struct mdt_store *s, uint32_t idx, const struct lw_statfs *sf,
 		      uint64_t now_ns);
 /* Marks OSTs not heard from since `deadline_ns` inactive (and heard ones active); returns
  * whether any state changed (then the table generation was bumped). */
 bool mdt_ost_expire(struct mdt_store *s, uint64_t deadline_ns);
-/* The table, in index order. The array belongs to the store and is valid until the next call
- * that changes the table. */
+/* The table, in index order. The array belongs to the store; heartbeats and expiry update its
+ * entries in place, and the commit of a top-level transaction that registered an OST replaces it
+ * (pointers into it are then stale). */
 const struct mdt_ost *mdt_ost_table(const struct mdt_store *s, uint32_t *count, uint32_t *gen);
 
 /*
- * Chooses `count` distinct active OSTs for a new file (count -1: every active OST). With
- * offset >= 0, stripes go to offset, offset+1, ... (by index, wrapping, skipping inactive ones;
- * -EINVAL if offset names no OST). With -1, as Lustre's allocator: round robin from a rotating
- * start while free space is balanced (the emptiest within 17% of the fullest), else weighted by
- * free space. -ENOSPC when fewer than count OSTs are active (count is then capped at the number
- * active for -1). Object ids come from a per-OST counter kept in the MDT, never reused.
+ * Chooses `count` distinct usable OSTs for a new file (count -1: every usable OST) and gives each
+ * stripe an object. Usable: not LW_TGT_INACTIVE, LW_TGT_NOCREATE or LW_TGT_READONLY. A count
+ * larger than the number usable is capped to that number, as Lustre does; -ENOSPC only when no
+ * OST is usable. With offset >= 0, stripes go to offset, offset+1, ... (by index, wrapping,
+ * skipping unusable ones; -EINVAL if offset names no OST). With -1, as Lustre's allocator: round
+ * robin from a start that moves one OST per file while free space is balanced (the emptiest
+ * within 17% of the fullest), else at random weighted by free space. -EINVAL for count 0 or
+ * below -1. objs must have room for min(count, table size) entries (table size for -1); *n_out
+ * is how many were filled. Object ids come from a per-OST counter persisted in t, never reused
+ * once t commits.
  */
 int mdt_alloc_stripes(struct mdt_txn *t, int32_t count, int32_t offset, struct loom_ostobj *objs,
 		      uint32_t *n_out);
 
-/* MDT space as statfs(2) gives it for the MDT directory; files = inodes in use + free estimate. */
+/* MDT space as statfs(2) gives it for the MDT directory, in f_frsize units; files = inodes in use
+ * + the file system's free inodes (or free KiB when it keeps no inode count); namemax 255. */
 int mdt_statfs(struct mdt_txn *t, struct lw_statfs *out);
 
 #endif

@@ -158,7 +158,7 @@ void lw_hdr_fill(struct lw_hdr *h, uint16_t opcode, uint32_t flags, int32_t stat
 
 int lw_hdr_check(const struct lw_hdr *h)
 {
-	if (h->magic != LW_MAGIC || h->version != LW_VERSION)
+	if (h->magic != LW_MAGIC || h->version < LW_VERSION_MIN || h->version > LW_VERSION)
 		return -EPROTO;
 	if (h->body_len > LW_MAX_BODY || h->bulk_len > LW_MAX_BULK)
 		return -EPROTO;
@@ -399,9 +399,9 @@ static bool op_has_cred(uint16_t op)
 }
 
 /*
- * A well-formed body whose names are bad (too long, a '/') is answered with the name's errno, as
- * a local kernel would; anything else malformed is -EPROTO. Name errors are recorded in r->err
- * only after the fixed part decoded, so a short body is always -EPROTO.
+ * A body whose names or flags are bad (too long, a '/') is answered with that errno, as a local
+ * kernel would; anything else malformed is -EPROTO. A body too short for its fixed part is always
+ * -EPROTO; past the fixed part, the first error met (a bad name, or a short tail) decides.
  */
 int lw_mds_req_decode(uint16_t op, const void *body, uint32_t len, struct lw_mds_req *out)
 {

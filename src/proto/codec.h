@@ -57,7 +57,8 @@ void lw_wr_pad8(struct lw_wr *w);
 /* Fills a header and computes hdr_crc over it and the body. */
 void lw_hdr_fill(struct lw_hdr *h, uint16_t opcode, uint32_t flags, int32_t status, uint64_t req_id,
 		 const void *body, uint32_t body_len, uint32_t bulk_len, uint32_t bulk_crc);
-/* Checks magic, version and the length limits of a received header: 0 or -EPROTO. */
+/* Checks a received header: magic, version within [LW_VERSION_MIN, LW_VERSION], length limits,
+ * no unknown flag, no status on a request. 0 or -EPROTO. */
 int lw_hdr_check(const struct lw_hdr *h);
 /* Checks hdr_crc against the header and its body: 0 or -EBADMSG. */
 int lw_hdr_crc_check(const struct lw_hdr *h, const void *body);
@@ -131,9 +132,12 @@ struct lw_mds_req {
 	} u;
 };
 
-/* Decodes the body of an MDS request. 0, or a negative errno to answer with (-EPROTO for a
- * malformed body, -ENAMETOOLONG/-EINVAL/-ERANGE for bad names, -EOPNOTSUPP for an opcode the
- * MDS does not serve). */
+/* Decodes the body of an MDS request. 0, or a negative errno to answer with: -EPROTO for a
+ * malformed body (too short for its fixed part, trailing bytes, bad cred), -EOPNOTSUPP for an
+ * opcode the MDS does not serve, and for a well-formed body with bad contents the errno a kernel
+ * gives: -ENAMETOOLONG, -EINVAL ('/' or NUL in a name, unknown flag bits, bad layout fields),
+ * -ENOENT (empty name or symlink target), -ERANGE (xattr name too long), -E2BIG (xattr value
+ * over LOOM_XATTR_SIZE_MAX). Contents are checked in order, so the first bad field decides. */
 int lw_mds_req_decode(uint16_t op, const void *body, uint32_t len, struct lw_mds_req *out);
 void lw_heartbeat_ent(const struct lw_mds_req *req, uint32_t i, struct lw_ost_heartbeat_ent *out);
 

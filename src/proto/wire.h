@@ -26,7 +26,8 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "Loom's wire image assumes a little-endian host");
 
 #define LW_MAGIC         0x4D4F4F4Cu /* "LOOM" in memory order */
-#define LW_VERSION       1u
+#define LW_VERSION       1u          /* the version this build speaks */
+#define LW_VERSION_MIN   1u          /* the oldest it still accepts */
 #define LW_MAX_BODY      (1u << 20)  /* largest body accepted: OST table, readdir pages */
 #define LW_MAX_BULK      (16u << 20) /* largest bulk accepted in one frame */
 #define LW_RPC_BULK      (4u << 20)  /* bulk size clients use, as Lustre's 4 MiB RPCs */
@@ -109,8 +110,9 @@ _Static_assert(offsetof(struct lw_hdr, hdr_crc) == 36, "lw_hdr.hdr_crc");
  * Shared parts.
  */
 
-/* Caller identity: the prefix of every MDS request body except MDS_CONNECT and the OST_* ones
- * from an OSS. Followed by ngroups uint32_t supplementary group ids (ngroups <= LOOM_MAX_GROUPS). */
+/* Caller identity: the prefix of every MDS request body except PING, MDS_CONNECT and the two an
+ * OSS sends (MDS_OST_REGISTER, MDS_OST_HEARTBEAT). Followed by ngroups uint32_t supplementary
+ * group ids (ngroups <= LOOM_MAX_GROUPS). */
 struct lw_cred {
 	uint32_t uid;
 	uint32_t gid;
@@ -349,7 +351,7 @@ _Static_assert(sizeof(struct lw_blob_rep) == 8, "lw_blob_rep");
 struct lw_readdir_req {
 	uint64_t ino;
 	uint64_t cookie;
-	uint32_t max_bytes; /* bytes of entries wanted; the MDS caps it at 128 KiB */
+	uint32_t max_bytes; /* bytes of entries wanted; the MDS keeps it within [512, 128 KiB] */
 	uint32_t flags;     /* LW_RD_* */
 };
 _Static_assert(sizeof(struct lw_readdir_req) == 24, "lw_readdir_req");

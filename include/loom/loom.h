@@ -1,0 +1,212 @@
+/*
+ * libloom: the Loom client library.
+ *
+ * A program connects to a file system's MDS, then works with paths inside the file system
+ * ("/data/train/x.npy"; a relative path is taken from the root). Metadata calls go to the MDS;
+ * file data goes straight to the OSSs that hold the file's stripes, with every piece of a read or
+ * write that spans stripes in flight at the same time.
+ *
+ * Conventions:
+ *  - Every call returns 0 (or, for reads and writes, a byte count) on success and a negative
+ *    errno on failure; results come back through the last arguments. The errnos are those a local
+ *    Linux file system gives for the same operation; the ones listed per call are the ones with a
+ *    meaning specific to that call. Any call may also return:
+ *      -ENOMEM     out of memory;
+ *      -EIO        a server could not be reached or failed mid-request (the request may or may
+ *                  not have been applied);
+ *      -EPROTO     a server sent something malformed;
+ *      -EACCES / -EPERM   permission denied, checked by the MDS against the caller's identity
+ *                  (see loom_set_cred);
+ *      -ENOENT, -ENOTDIR, -ENAMETOOLONG, -ELOOP   for a path that cannot be resolved.
+ *  - A loom_fs may be used by many threads at once. A loom_file or loom_dir by one at a time.
+ *  - Consistency is close-to-open: data written through a file is visible to every open that
+ *    starts after that file's loom_close() or loom_fsync() returned.
+ */
+#ifndef LOOM_LOOM_H
+#define LOOM_LOOM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "loom/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct loom_fs loom_fs;
+typedef struct loom_file loom_file;
+typedef struct loom_dir loom_dir;
+
+/* ---- connecting ---- */
+
+/*
+ * Connects to the MDS at mds_addr ("HOST", "HOST:PORT"; the default port is 9900). fsname, if not
+ * NULL, must match the file system's name. The caller's identity defaults to the process's uid,
+ * gid and supplementary groups.
+ * Errors: -ECONNREFUSED, -ETIMEDOUT, -EHOSTUNREACH (nothing answers at that address);
+ *         -EINVAL (malformed address); -ENODEV (fsname differs); -EPROTONOSUPPORT (the MDS
+ *         speaks another protocol version).
+ */
+int loom_connect(const char *mds_addr, const char *fsname, loom_fs **out);
+
+/* Closes every connection. Files and directories still open are invalid afterwards. */
+void loom_disconnect(loom_fs *fs);
+
+/* The file system's name. */
+const char *loom_fsname(const loom_fs *fs);
+
+/* Sets the identity later calls present to the MDS (root may act for other users; a process
+ * that is not root can only present its own identity: -EPERM otherwise). */
+int loom_set_cred(loom_fs *fs, const struct loom_cred *cred);
+
+/* ---- names and attributes ---- */
+
+/* stat follows a final symlink, lstat does not. */
+int loom_stat(loom_fs *fs, const char *path, struct stat *st);
+int loom_lstat(loom_fs *fs, const char *path, struct stat *st);
+
+/* Errors: -EEXIST. */
+int loom_mkdir(loom_fs *fs, const char *path, mode_t mode);
+/* Errors: -ENOTEMPTY, -ENOTDIR, -EBUSY (the root). */
+int loom_rmdir(loom_fs *fs, const char *path);
+/* Errors: -EISDIR. An open file stays readable and writable until its last close. */
+int loom_unlink(loom_fs *fs, const char *path);
+
+#define LOOM_RENAME_NOREPLACE 0x1u /* as RENAME_NOREPLACE */
+#define LOOM_RENAME_EXCHANGE  0x2u /* as RENAME_EXCHANGE */
+/* Errors: -EINVAL (a directory into its own subtree, or bad flags), -ENOTEMPTY, -EISDIR,
+ *         -ENOTDIR, -EEXIST (NOREPLACE). */
+int loom_rename(loom_fs *fs, const char *from, const char *to, unsigned int flags);
+
+/* Errors: -EEXIST, -EPERM (from is a directory), -EMLINK. */
+int loom_link(loom_fs *fs, const char *from, const char *to);
+/* Creates linkpath pointing at target (stored as given, up to LOOM_SYMLINK_MAX bytes). */
+int loom_symlink(loom_fs *fs, const char *target, const char *linkpath);
+/* Copies the target (not NUL-terminated, truncated to cap) and its full length to *len.
+ * Errors: -EINVAL (not a symlink). */
+int loom_readlink(loom_fs *fs, const char *path, char *buf, size_t cap, size_t *len);
+
+int loom_chmod(loom_fs *fs, const char *path, mode_t mode);
+/* (uid_t)-1 / (gid_t)-1 leave that id unchanged. */
+int loom_chown(loom_fs *fs, const char *path, uid_t uid, gid_t gid);
+/* times[0] = atime, times[1] = mtime; UTIME_NOW and UTIME_OMIT as utimensat(2); NULL = now. */
+int loom_utimens(loom_fs *fs, const char *path, const struct timespec times[2]);
+/* Errors: -EISDIR, -EFBIG, -EINVAL (negative size). */
+int loom_truncate(loom_fs *fs, const char *path, off_t size);
+
+/* The file system as statfs(2) on a mount reports it: the OSTs' space, the MDT's inodes. */
+int loom_statfs(loom_fs *fs, struct statvfs *st);
+
+/* ---- extended attributes ---- */
+
+/* cap 0 asks for the size only. Errors: -ENODATA (no such attribute), -ERANGE (cap too small),
+ * -ENOTSUP. */
+int loom_getxattr(loom_fs *fs, const char *path, const char *name, void *buf, size_t cap,
+		  size_t *len);
+#define LOOM_XATTR_CREATE  0x1 /* as XATTR_CREATE: -EEXIST if it exists */
+#define LOOM_XATTR_REPLACE 0x2 /* as XATTR_REPLACE: -ENODATA if it does not */
+/* Errors: -E2BIG (value over LOOM_XATTR_SIZE_MAX), -ERANGE (name too long), -EEXIST, -ENODATA. */
+int loom_setxattr(loom_fs *fs, const char *path, const char *name, const void *value,
+		  size_t len, int flags);
+/* NUL-terminated names one after another; cap 0 asks for the size. Errors: -ERANGE. */
+int loom_listxattr(loom_fs *fs, const char *path, char *buf, size_t cap, size_t *len);
+int loom_removexattr(loom_fs *fs, const char *path, const char *name);
+
+/* ---- directories ---- */
+
+struct loom_dirent {
+	uint64_t ino;
+	unsigned char type;           /* DT_* */
+	char name[LOOM_NAME_MAX + 1]; /* NUL-terminated */
+};
+
+/* Errors: -ENOTDIR. */
+int loom_opendir(loom_fs *fs, const char *path, loom_dir **out);
+/* Returns 1 with the next entry ("." and ".." first), 0 at the end, or a negative errno.
+ * Entries added or removed meanwhile may or may not appear; the others appear exactly once. */
+int loom_readdir(loom_dir *dir, struct loom_dirent *ent);
+void loom_closedir(loom_dir *dir);
+
+/* ---- files ---- */
+
+/*
+ * Opens (and with O_CREAT creates) a file. flags: O_RDONLY, O_WRONLY, O_RDWR, O_CREAT, O_EXCL,
+ * O_TRUNC, O_APPEND; others are ignored. A new regular file takes its directory's default layout.
+ * Errors: -EEXIST (O_CREAT|O_EXCL), -EISDIR (a directory for writing), -ENOSPC (no OST can take
+ *         the new file's stripes).
+ */
+int loom_open(loom_fs *fs, const char *path, int flags, mode_t mode, loom_file **out);
+
+/* Like loom_open with O_CREAT, but a new file gets `layout` (stripe_size/stripe_count 0 and
+ * stripe_offset -1 inherit from the directory's default). */
+int loom_create(loom_fs *fs, const char *path, int flags, mode_t mode,
+		const struct loom_layout *layout, loom_file **out);
+
+/* Reads up to len bytes; returns the count (0 at end of file) or a negative errno. Holes read as
+ * zeros. Errors: -EBADF (not open for reading), -EIO (an OSS failed or a checksum mismatched). */
+ssize_t loom_pread(loom_file *f, void *buf, size_t len, off_t off);
+/* Writes len bytes; returns len or a negative errno (nothing is partly acknowledged).
+ * Errors: -EBADF (not open for writing), -ENOSPC (an OST is full), -EFBIG. */
+ssize_t loom_pwrite(loom_file *f, const void *buf, size_t len, off_t off);
+/* Read and write at the file position, which they advance. With O_APPEND writes go to the end. */
+ssize_t loom_read(loom_file *f, void *buf, size_t len);
+ssize_t loom_write(loom_file *f, const void *buf, size_t len);
+/* Sets the file position as lseek(2) (SEEK_SET, SEEK_CUR, SEEK_END); *pos gets the new one. */
+int loom_lseek(loom_file *f, off_t off, int whence, off_t *pos);
+
+/* Makes the file's data durable on its OSTs, then reports size and mtime to the MDS. */
+int loom_fsync(loom_file *f);
+/* Errors: -EBADF (not open for writing), -EFBIG. */
+int loom_ftruncate(loom_file *f, off_t size);
+int loom_fstat(loom_file *f, struct stat *st);
+/* Reports size and mtime to the MDS and frees f, even when it returns an error (which is the
+ * error of that last report: the data written is on the OSTs). */
+int loom_close(loom_file *f);
+
+/* ---- layouts ---- */
+
+/* A file's layout, or a directory's default (flags LOOM_LAYOUT_DEFAULT, and
+ * LOOM_LAYOUT_INHERITED when it has none of its own). Free with loom_layout_free().
+ * Errors: -ENODATA (a symlink or device has none). */
+int loom_getlayout(loom_fs *fs, const char *path, struct loom_layout **out);
+/*
+ * On a directory, sets the default layout for new files and directories in it (nobjs ignored;
+ * fields left 0 / -1 / "" inherit). On a path that does not exist, creates an empty file with that
+ * layout (as `lfs setstripe FILE`). On an existing empty file, lays it out again.
+ * Errors: -EEXIST (a file that holds data: its layout is fixed), -EINVAL (stripe size not a
+ *         multiple of 64 KiB, stripe count or offset out of range, no such OST).
+ */
+int loom_setlayout(loom_fs *fs, const char *path, const struct loom_layout *layout);
+/* Removes a directory's own default layout. Errors: -ENODATA (it had none), -EPERM (the root). */
+int loom_dellayout(loom_fs *fs, const char *path);
+void loom_layout_free(struct loom_layout *layout);
+
+/* ---- targets, for `loom df` ---- */
+
+#define LOOM_TGT_MDT 0
+#define LOOM_TGT_OST 1
+struct loom_target {
+	int kind;             /* LOOM_TGT_MDT or LOOM_TGT_OST */
+	uint32_t idx;
+	uint32_t flags;       /* LOOM_TGTF_* */
+	char uuid[40];
+	char addr[80];        /* "host:port" */
+	struct statvfs st;    /* valid unless LOOM_TGTF_INACTIVE */
+};
+#define LOOM_TGTF_INACTIVE 0x1u /* could not be reached */
+#define LOOM_TGTF_READONLY 0x2u
+#define LOOM_TGTF_NOCREATE 0x4u
+
+/* The MDT and every OST with fresh space figures, each asked directly. *out is malloc'd. */
+int loom_targets(loom_fs *fs, struct loom_target **out, uint32_t *count);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,29 @@
+#!/bin/sh
+# Installs the Debian 12 packages Loom needs to build and test, if any is missing.
+# Usage: scripts/deps.sh [build|test]   (test adds what the test suite needs)
+set -eu
+
+want="gcc make meson ninja-build pkg-config liblmdb-dev libisal-dev"
+if [ "${1:-build}" = test ]; then
+	want="$want python3 python3-pytest"
+fi
+
+missing=""
+for p in $want; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+echo "Installing missing Debian packages:$missing"
+if [ "$(id -u)" -eq 0 ]; then
+	SUDO=""
+elif command -v sudo >/dev/null 2>&1; then
+	SUDO="sudo"
+else
+	echo "error: need root (or sudo) to install:$missing" >&2
+	exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $missing

@@ -1,0 +1,602 @@
+/* The path API: names, attributes, xattrs, directories, layouts, targets. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "client/internal.h"
+#include "client/path.h"
+#include "common/util.h"
+
+void attr_to_stat(const struct lw_attr *a, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = a->ino;
+	st->st_mode = a->mode;
+	st->st_nlink = a->nlink;
+	st->st_uid = a->uid;
+	st->st_gid = a->gid;
+	st->st_rdev = a->rdev;
+	st->st_size = (off_t)a->size;
+	st->st_blksize = a->blksize ? a->blksize : 4096;
+	st->st_blocks = (blkcnt_t)a->blocks;
+	st->st_atim.tv_sec = a->atime;
+	st->st_atim.tv_nsec = a->atime_ns;
+	st->st_mtim.tv_sec = a->mtime;
+	st->st_mtim.tv_nsec = a->mtime_ns;
+	st->st_ctim.tv_sec = a->ctime;
+	st->st_ctim.tv_nsec = a->ctime_ns;
+}
+
+static int do_stat(loom_fs *fs, const char *path, bool follow, struct stat *st)
+{
+	struct loom_cred cr;
+	struct lw_attr attr;
+	int rc;
+
+	fs_cred(fs, &cr);
+	rc = path_resolve(fs, &cr, path, follow, &attr);
+	if (rc == 0)
+		attr_to_stat(&attr, st);
+	return rc;
+}
+
+int loom_stat(loom_fs *fs, const char *path, struct stat *st)
+{
+	return do_stat(fs, path, true, st);
+}
+
+int loom_lstat(loom_fs *fs, const char *path, struct stat *st)
+{
+	return do_stat(fs, path, false, st);
+}
+
+int loom_mkdir(loom_fs *fs, const char *path, mode_t mode)
+{
+	struct loom_cred cr;
+	char name[LOOM_NAME_MAX + 1];
+	struct lw_attr attr;
+	uint64_t parent;
+	size_t nlen;
+	bool trailing;
+	int rc;
+
+	fs_cred(fs, &cr);
+	rc = path_parent(fs, &cr, path, &parent, name, &nlen, &trailing);
+	if (rc == -EBUSY)
+		return -EEXIST;
+	if (rc)
+		return rc;
+	return mdc_mkdir(fs, &cr, parent, name, nlen, mode & 07777, &attr);
+}
+
+static int remove_name(loom_fs *fs, const char *path, uint16_t op)
+{
+	struct loom_cred cr;
+	char name[LOOM_NAME_MAX + 1];
+	uint64_t parent;
+	size_t nlen;
+	bool trailing;
+	int rc;
+
+	fs_cred(fs, &cr);
+	rc = path_parent(fs, &cr, path, &parent, name, &nlen, &trailing);
+	if (rc == -EBUSY)
+		return op == LW_OP_MDS_RMDIR ? -EBUSY : -EISDIR;
+	if (rc)
+		return rc;
+	if (trailing && op == LW_OP_MDS_UNLINK) {
+		/* "file/" names a directory, or nothing. */
+		struct lw_attr attr;
+		rc = mdc_lookup(fs, &cr, parent, name, nlen, &attr);
+		if (rc)
+			return rc;
+		return S_ISDIR(attr.mode) ? -EISDIR : -ENOTDIR;
+	}
+	return mdc_unlink(fs, &cr, op, parent, name, nlen);
+}
+
+int loom_rmdir(loom_fs *fs, const char *path)
+{
+	return remove_name(fs, path, LW_OP_MDS_RMDIR);
+}
+
+int loom_unlink(loom_fs *fs, const char *path)
+{
+	return remove_name(fs, path, LW_OP_MDS_UNLINK);
+}
+
+int loom_rename(loom_fs *fs, const char *from, const char *to, unsigned int flags)
+{
+	struct loom_cred cr;
+	char sname[LOOM_NAME_MAX + 1], dname[LOOM_NAME_MAX + 1];
+	uint64_t sp, dp;
+	size_t sl, dl;
+	bool trailing;
+	int rc;
+
+	if (flags & ~(LOOM_RENAME_NOREPLACE | LOOM_RENAME_EXCHANGE))
+		return -EINVAL;
+	fs_cred(fs, &cr);
+	rc = path_parent(fs, &cr, from, &sp, sname, &sl, &trailing);
+	if (rc == 0)
+		rc = path_parent(fs, &cr, to, &dp, dname, &dl, &trailing);
+	if (rc == -EBUSY)
+		return -EBUSY;
+	if (rc)
+		return rc;
+	return mdc_rename(fs, &cr, sp, sname, sl, dp, dname, dl, flags);
+}
+
+int loom_link(loom_fs *fs, const char *from, const char *to)
+{
+	struct loom_cred cr;
+	char name[LOOM_NAME_MAX + 1];
+	struct lw_attr src, attr;
+	uint64_t parent;
+	size_t nlen;
+	bool trailing;
+	int rc;
+
+	fs_cred(fs, &cr);
+	rc = path_resolve(fs, &cr, from, false, &src);
+	if (rc)
+		return rc;
+	rc = path_parent(fs, &cr, to, &parent, name, &nlen, &trailing);
+	if (rc == -EBUSY)
+		return -EEXIST;
+	if (rc)
+		return rc;
+	return mdc_link(fs, &cr, src.ino, parent, name, nlen, &attr);
+}
+
+int loom_symlink(loom_fs *fs, const char *target, const char *linkpath)
+{
+	struct loom_cred cr;
+	char name[LOOM_NAME_MAX + 1];
+	struct lw_attr attr;
+	uint64_t parent;
+	size_t nlen;
+	bool trailing;
+	int rc;
+
+	fs_cred(fs, &cr);
+	rc = path_parent(fs, &cr, linkpath, &parent, name, &nlen, &trailing);
+	if (rc == -EBUSY)
+		return -EEXIST;
+	if (rc)
+		return rc;
+	return mdc_symlink(fs, &cr, parent, name, nlen, target, strlen(target), &attr);
+}
+
+int loom_readlink(loom_fs *fs, const char *path, char *buf, size_t cap, size_t *len)
+{
+	struct loom_cred cr;
+	struct lw_attr attr;
+	int rc;
+
+	fs_cred(fs, &cr);
+	rc = path_resolve(fs, &cr, path, false, &attr);
+	if (rc)
+		return rc;
+	if (!S_ISLNK(attr.mode))
+		return -EINVAL;
+	return mdc_readlink(fs, &cr, attr.ino, buf, cap, len);
+}
+
+static int setattr_path(loom_fs *fs, const char *path, struct lw_setattr *sa, struct lw_attr *out)
+{
+	struct loom_cred cr;
+	struct lw_attr attr;
+	int rc;
+
+	fs_cred(fs, &cr);
+	rc = path_resolve(fs, &cr, path, true, &attr);
+	if (rc)
+		return rc;
+	sa->ino = attr.ino;
+	return mdc_setattr(fs, &cr, sa, out ? out : &attr);
+}
+
+int loom_chmod(loom_fs *fs, const char *path, mode_t mode)
+{
+	struct lw_setattr sa = { .valid = LW_SA_MODE, .mode = mode & 07777 };
+
+	return setattr_path(fs, path, &sa, NULL);
+}
+
+int loom_chown(loom_fs *fs, const char *path, uid_t uid, gid_t gid)
+{
+	struct lw_setattr sa = { 0 };
+
+	if (uid != (uid_t)-1) {
+		sa.valid |= LW_SA_UID;
+		sa.uid = uid;
+	}
+	if (gid != (gid_t)-1) {
+		sa.valid |= LW_SA_GID;
+		sa.gid = gid;
+	}
+	if (!sa.valid)
+		sa.valid = LW_SA_CTIME; /* chown(-1, -1) still checks the path and touches ctime */
+	if (sa.valid == LW_SA_CTIME) {
+		struct timespec now = clock_real();
+		sa.ctime = now.tv_sec;
+		sa.ctime_ns = (uint32_t)now.tv_nsec;
+	}
+	return setattr_path(fs, path, &sa, NULL);
+}
+
+int loom_utimens(loom_fs *fs, const char *path, const struct timespec times[2])
+{
+	struct lw_setattr sa = { 0 };
+
+	if (!times) {
+		sa.valid = LW_SA_ATIME_NOW | LW_SA_MTIME_NOW;
+	} else {
+		for (int i = 0; i < 2; i++) {
+			long ns = times[i].tv_nsec;
+			if (ns == UTIME_OMIT)
+				continue;
+			if (ns != UTIME_NOW && (ns < 0 || ns > 999999999))
+				return -EINVAL;
+			if (i == 0) {
+				sa.valid |= ns == UTIME_NOW ? LW_SA_ATIME_NOW : LW_SA_ATIME;
+				sa.atime = times[0].tv_sec;
+				sa.atime_ns = ns == UTIME_NOW ? 0 : (uint32_t)ns;
+			} else {
+				sa.valid |= ns == UTIME_NOW ? LW_SA_MTIME_NOW : LW_SA_MTIME;
+				sa.mtime = times[1].tv_sec;
+				sa.mtime_ns = ns == UTIME_NOW ? 0 : (uint32_t)ns;
+			}
+		}
+		if (!sa.valid)
+			return 0;
+	}
+	return setattr_path(fs, path, &sa, NULL);
+}
+
+int loom_truncate(loom_fs *fs, const char *path, off_t size)
+{
+	struct lw_setattr sa = { .valid = LW_SA_SIZE };
+	struct loom_layout *layout = NULL;
+	struct loom_cred cr;
+	struct lw_attr attr;
+	int rc;
+
+	if (size < 0)
+		return -EINVAL;
+	sa.size = (uint64_t)size;
+	rc = setattr_path(fs, path, &sa, &attr);
+	if (rc)
+		return rc;
+	fs_cred(fs, &cr);
+	rc = mdc_getlayout(fs, &cr, attr.ino, &layout);
+	if (rc == 0)
+		rc = io_punch(fs, layout, (uint64_t)size);
+	free(layout);
+	return rc;
+}
+
+int loom_statfs(loom_fs *fs, struct statvfs *st)
+{
+	struct lw_statfs_rep rep;
+	struct loom_cred cr;
+	int rc;
+
+	fs_cred(fs, &cr);
+	rc = mdc_statfs(fs, &cr, &rep);
+	if (rc)
+		return rc;
+	memset(st, 0, sizeof(*st));
+	st->f_bsize = rep.osts.bsize;
+	st->f_frsize = rep.osts.bsize;
+	st->f_blocks = rep.osts.blocks;
+	st->f_bfree = rep.osts.bfree;
+	st->f_bavail = rep.osts.bavail;
+	/* Inodes live on the MDT, as on Lustre. */
+	st->f_files = rep.mdt.files;
+	st->f_ffree = rep.mdt.ffree;
+	st->f_favail = rep.mdt.ffree;
+	st->f_namemax = LOOM_NAME_MAX;
+	return 0;
+}
+
+/* ---- xattrs ---- */
+
+static int xattr_target(loom_fs *fs, const char *path, struct loom_cred *cr, uint64_t *ino)
+{
+	struct lw_attr attr;
+	int rc;
+
+	fs_cred(fs, cr);
+	rc = path_resolve(fs, cr, path, true, &attr);
+	if (rc == 0)
+		*ino = attr.ino;
+	return rc;
+}
+
+int loom_getxattr(loom_fs *fs, const char *path, const char *name, void *buf, size_t cap,
+		  size_t *len)
+{
+	struct loom_cred cr;
+	uint64_t ino;
+	int rc = xattr_target(fs, path, &cr, &ino);
+
+	return rc ? rc : mdc_getxattr(fs, &cr, LW_OP_MDS_GETXATTR, ino, name, buf, cap, len);
+}
+
+int loom_setxattr(loom_fs *fs, const char *path, const char *name, const void *value,
+		  size_t len, int flags)
+{
+	struct loom_cred cr;
+	uint64_t ino;
+	int rc;
+
+	if (flags & ~(LOOM_XATTR_CREATE | LOOM_XATTR_REPLACE))
+		return -EINVAL;
+	rc = xattr_target(fs, path, &cr, &ino);
+	return rc ? rc : mdc_setxattr(fs, &cr, ino, name, value, len, (uint32_t)flags);
+}
+
+int loom_listxattr(loom_fs *fs, const char *path, char *buf, size_t cap, size_t *len)
+{
+	struct loom_cred cr;
+	uint64_t ino;
+	int rc = xattr_target(fs, path, &cr, &ino);
+
+	return rc ? rc : mdc_getxattr(fs, &cr, LW_OP_MDS_LISTXATTR, ino, NULL, buf, cap, len);
+}
+
+int loom_removexattr(loom_fs *fs, const char *path, const char *name)
+{
+	struct loom_cred cr;
+	uint64_t ino;
+	int rc = xattr_target(fs, path, &cr, &ino);
+
+	return rc ? rc : mdc_removexattr(fs, &cr, ino, name);
+}
+
+/* ---- directories ---- */
+
+static int dir_fetch(loom_dir *d)
+{
+	struct lw_readdir_rep rep;
+	int rc;
+
+	free(d->page);
+	d->page = NULL;
+	rc = mdc_readdir(d->fs, &d->cred, d->ino, d->cookie, 64u << 10, false, &d->page, &d->page_len);
+	if (rc)
+		return rc;
+	memcpy(&rep, d->page, sizeof(rep));
+	d->left = rep.count;
+	d->eof = rep.eof != 0;
+	lw_rd_init(&d->rd, (uint8_t *)d->page + sizeof(rep), d->page_len - sizeof(rep));
+	if (rep.count == 0 && !d->eof)
+		return -EPROTO; /* an empty page that is not the end would loop forever */
+	return 0;
+}
+
+int loom_opendir(loom_fs *fs, const char *path, loom_dir **out)
+{
+	struct lw_attr attr;
+	loom_dir *d;
+	int rc;
+
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->fs = fs;
+	fs_cred(fs, &d->cred);
+	rc = path_resolve(fs, &d->cred, path, true, &attr);
+	if (rc == 0 && !S_ISDIR(attr.mode))
+		rc = -ENOTDIR;
+	if (rc == 0) {
+		d->ino = attr.ino;
+		rc = dir_fetch(d); /* surfaces -EACCES here, as opendir(3) does */
+	}
+	if (rc) {
+		loom_closedir(d);
+		return rc;
+	}
+	*out = d;
+	return 0;
+}
+
+int loom_readdir(loom_dir *d, struct loom_dirent *ent)
+{
+	struct lw_dirent de;
+	struct lw_attr unused;
+	const char *name;
+	int rc;
+
+	while (d->left == 0) {
+		if (d->eof)
+			return 0;
+		rc = dir_fetch(d);
+		if (rc)
+			return rc;
+	}
+	rc = lw_readdir_next(&d->rd, (uint8_t *)d->page + sizeof(struct lw_readdir_rep), false, &de,
+			     &name, &unused);
+	if (rc)
+		return rc;
+	d->left--;
+	d->cookie = de.cookie;
+	ent->ino = de.ino;
+	ent->type = (unsigned char)de.type;
+	memcpy(ent->name, name, de.namelen);
+	ent->name[de.namelen] = '\0';
+	return 1;
+}
+
+void loom_closedir(loom_dir *d)
+{
+	if (!d)
+		return;
+	free(d->page);
+	free(d);
+}
+
+/* ---- layouts ---- */
+
+void loom_layout_free(struct loom_layout *layout)
+{
+	free(layout);
+}
+
+int loom_getlayout(loom_fs *fs, const char *path, struct loom_layout **out)
+{
+	struct loom_cred cr;
+	struct lw_attr attr;
+	int rc;
+
+	fs_cred(fs, &cr);
+	rc = path_resolve(fs, &cr, path, true, &attr);
+	return rc ? rc : mdc_getlayout(fs, &cr, attr.ino, out);
+}
+
+int loom_setlayout(loom_fs *fs, const char *path, const struct loom_layout *layout)
+{
+	struct loom_layout *res = NULL;
+	struct loom_cred cr;
+	struct lw_attr attr;
+	int rc;
+
+	fs_cred(fs, &cr);
+	rc = path_resolve(fs, &cr, path, true, &attr);
+	if (rc == -ENOENT) {
+		/* `lfs setstripe FILE` on a new name creates the file with that layout. */
+		struct lw_create_rep crep;
+		char name[LOOM_NAME_MAX + 1];
+		uint64_t parent;
+		size_t nlen;
+		bool trailing;
+
+		rc = path_parent(fs, &cr, path, &parent, name, &nlen, &trailing);
+		if (rc)
+			return rc;
+		if (trailing)
+			return -ENOENT;
+		return mdc_create(fs, &cr, parent, name, nlen, S_IFREG | 0666, 0, LW_CR_EXCL, 0, layout,
+				  &crep, NULL);
+	}
+	if (rc)
+		return rc;
+	rc = mdc_setlayout(fs, &cr, attr.ino, 0, layout, &res);
+	free(res);
+	return rc;
+}
+
+int loom_dellayout(loom_fs *fs, const char *path)
+{
+	struct loom_layout *res = NULL;
+	struct loom_cred cr;
+	struct lw_attr attr;
+	int rc;
+
+	fs_cred(fs, &cr);
+	rc = path_resolve(fs, &cr, path, true, &attr);
+	if (rc)
+		return rc;
+	if (!S_ISDIR(attr.mode))
+		return -ENOTDIR;
+	rc = mdc_setlayout(fs, &cr, attr.ino, LW_SL_DELETE, NULL, &res);
+	free(res);
+	return rc;
+}
+
+/* ---- targets ---- */
+
+static void statfs_to_statvfs(const struct lw_statfs *sf, struct statvfs *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->f_bsize = sf->bsize;
+	st->f_frsize = sf->bsize;
+	st->f_blocks = sf->blocks;
+	st->f_bfree = sf->bfree;
+	st->f_bavail = sf->bavail;
+	st->f_files = sf->files;
+	st->f_ffree = sf->ffree;
+	st->f_favail = sf->ffree;
+	st->f_namemax = sf->namemax;
+}
+
+int loom_targets(loom_fs *fs, struct loom_target **out, uint32_t *count)
+{
+	struct lw_statfs_rep mrep;
+	struct loom_target *t;
+	struct loom_cred cr;
+	struct rpc_wait w;
+	struct rpc_call *calls;
+	struct lw_ost_io *bodies;
+	void *table = NULL;
+	uint32_t n, gen;
+	int rc;
+
+	fs_cred(fs, &cr);
+	rc = mdc_statfs(fs, &cr, &mrep);
+	if (rc == 0)
+		rc = mdc_ost_table(fs, &table, &n, &gen);
+	if (rc)
+		return rc;
+	t = calloc(n + 1, sizeof(*t));
+	calls = calloc(n ? n : 1, sizeof(*calls));
+	bodies = calloc(n ? n : 1, sizeof(*bodies));
+	if (!t || !calls || !bodies) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	t[0].kind = LOOM_TGT_MDT;
+	snprintf(t[0].addr, sizeof(t[0].addr), "%s:%u", fs->mds_host, fs->mds_port);
+	statfs_to_statvfs(&mrep.mdt, &t[0].st);
+
+	/* Every OST is asked at once; one that does not answer is reported inactive. */
+	rpc_wait_init(&w);
+	for (uint32_t i = 0; i < n; i++) {
+		struct lw_ost_entry e;
+		struct rpc_conn *c;
+
+		memcpy(&e, (uint8_t *)table + sizeof(struct lw_ost_table_rep) + i * sizeof(e), sizeof(e));
+		t[i + 1].kind = LOOM_TGT_OST;
+		t[i + 1].idx = e.idx;
+		memcpy(t[i + 1].uuid, e.uuid, sizeof(t[i + 1].uuid));
+		snprintf(t[i + 1].addr, sizeof(t[i + 1].addr), "%s:%u", e.host, e.port);
+		if (e.state & LW_TGT_READONLY)
+			t[i + 1].flags |= LOOM_TGTF_READONLY;
+		if (e.state & LW_TGT_NOCREATE)
+			t[i + 1].flags |= LOOM_TGTF_NOCREATE;
+		bodies[i].ost_idx = e.idx;
+		rpc_call_init(&calls[i], LW_OP_OST_STATFS, &bodies[i], sizeof(bodies[i]));
+		if (fs_ost_conn(fs, e.idx, &c) != 0) {
+			calls[i].status = -EIO;
+			continue;
+		}
+		rpc_submit(c, &calls[i], &w);
+	}
+	rpc_wait_all(&w);
+	rpc_wait_destroy(&w);
+	for (uint32_t i = 0; i < n; i++) {
+		struct lw_statfs sf;
+
+		if (calls[i].status == 0 && calls[i].rbody_len == sizeof(sf)) {
+			memcpy(&sf, calls[i].rbody, sizeof(sf));
+			statfs_to_statvfs(&sf, &t[i + 1].st);
+		} else {
+			t[i + 1].flags |= LOOM_TGTF_INACTIVE;
+		}
+		rpc_call_release(&calls[i]);
+	}
+	*out = t;
+	*count = n + 1;
+	t = NULL;
+out:
+	free(t);
+	free(calls);
+	free(bodies);
+	free(table);
+	return rc;
+}

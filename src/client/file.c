@@ -1,0 +1,344 @@
+/* Files: open, read, write, fsync, truncate, close. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "client/internal.h"
+#include "client/path.h"
+#include "common/util.h"
+
+#define LOOM_MAX_FILE_SIZE (1ull << 62)
+
+static bool can_read(const loom_file *f)
+{
+	return (f->flags & O_ACCMODE) != O_WRONLY;
+}
+
+static bool can_write(const loom_file *f)
+{
+	return (f->flags & O_ACCMODE) != O_RDONLY;
+}
+
+static uint32_t wire_open_flags(int flags)
+{
+	/* The MDS needs the access mode and O_TRUNC; O_CREAT/O_EXCL are the CREATE request's. */
+	return (uint32_t)(flags & (O_ACCMODE | O_TRUNC | O_APPEND));
+}
+
+static int file_new(loom_fs *fs, int flags, const struct lw_attr *attr, uint64_t handle,
+		    struct loom_layout *layout, loom_file **out)
+{
+	loom_file *f = calloc(1, sizeof(*f));
+
+	if (!f) {
+		free(layout);
+		return -ENOMEM;
+	}
+	f->fs = fs;
+	f->ino = attr->ino;
+	f->handle = handle;
+	f->flags = flags;
+	f->layout = layout;
+	f->attr = *attr;
+	f->size = attr->size;
+	pthread_mutex_init(&f->lock, NULL);
+	*out = f;
+	return 0;
+}
+
+static int open_common(loom_fs *fs, const char *path, int flags, mode_t mode,
+		       const struct loom_layout *req_layout, loom_file **out)
+{
+	struct loom_cred cr;
+	struct loom_layout *layout = NULL;
+	struct lw_attr attr;
+	uint64_t handle = 0, parent;
+	char name[LOOM_NAME_MAX + 1];
+	size_t nlen;
+	bool trailing, created = false;
+	int rc;
+
+	fs_cred(fs, &cr);
+	if (flags & O_CREAT) {
+		if (!(flags & O_EXCL)) {
+			/* An existing file (or a symlink to one) is opened, not created. */
+			struct lw_open_rep orep;
+
+			rc = path_resolve(fs, &cr, path, true, &attr);
+			if (rc == 0) {
+				rc = mdc_open(fs, &cr, attr.ino, wire_open_flags(flags), &orep, &layout);
+				if (rc)
+					return rc;
+				attr = orep.attr;
+				handle = orep.handle;
+				goto opened;
+			}
+			if (rc != -ENOENT)
+				return rc;
+		}
+		rc = path_parent(fs, &cr, path, &parent, name, &nlen, &trailing);
+		if (rc == -EBUSY)
+			return -EISDIR;
+		if (rc)
+			return rc;
+		if (trailing)
+			return -EISDIR;
+		{
+			struct lw_create_rep crep;
+			uint32_t cflags = LW_CR_OPEN | ((flags & O_EXCL) ? LW_CR_EXCL : 0);
+
+			rc = mdc_create(fs, &cr, parent, name, nlen, S_IFREG | (mode & 07777), 0, cflags,
+					wire_open_flags(flags), req_layout, &crep, &layout);
+			if (rc)
+				return rc;
+			attr = crep.attr;
+			handle = crep.handle;
+			created = (crep.flags & LW_CRR_CREATED) != 0;
+		}
+	} else {
+		struct lw_open_rep orep;
+
+		rc = path_resolve(fs, &cr, path, true, &attr);
+		if (rc)
+			return rc;
+		rc = mdc_open(fs, &cr, attr.ino, wire_open_flags(flags), &orep, &layout);
+		if (rc)
+			return rc;
+		attr = orep.attr;
+		handle = orep.handle;
+	}
+opened:
+	/* O_TRUNC: the MDS set the size to 0; the objects must lose their bytes too, or a later
+	 * extension of the file would show them again. */
+	if ((flags & O_TRUNC) && !created && layout && (flags & O_ACCMODE) != O_RDONLY) {
+		rc = io_punch(fs, layout, 0);
+		if (rc) {
+			struct timespec zero = { 0 };
+			mdc_close(fs, &cr, LW_OP_MDS_CLOSE, attr.ino, handle, 0, 0, zero, NULL);
+			free(layout);
+			return rc;
+		}
+	}
+	return file_new(fs, flags, &attr, handle, layout, out);
+}
+
+int loom_open(loom_fs *fs, const char *path, int flags, mode_t mode, loom_file **out)
+{
+	return open_common(fs, path, flags, mode, NULL, out);
+}
+
+int loom_create(loom_fs *fs, const char *path, int flags, mode_t mode,
+		const struct loom_layout *layout, loom_file **out)
+{
+	return open_common(fs, path, flags | O_CREAT, mode, layout, out);
+}
+
+ssize_t loom_pread(loom_file *f, void *buf, size_t len, off_t off)
+{
+	uint64_t size;
+	int rc;
+
+	if (off < 0)
+		return -EINVAL;
+	if (!can_read(f))
+		return -EBADF;
+	if (S_ISDIR(f->attr.mode))
+		return -EISDIR;
+	if (!f->layout)
+		return -EINVAL;
+	pthread_mutex_lock(&f->lock);
+	size = f->size;
+	pthread_mutex_unlock(&f->lock);
+	if ((uint64_t)off >= size || len == 0)
+		return 0;
+	if (len > size - (uint64_t)off)
+		len = (size_t)(size - (uint64_t)off);
+	if (len > SSIZE_MAX)
+		len = SSIZE_MAX;
+	rc = io_read(f->fs, f->ino, f->layout, buf, len, (uint64_t)off);
+	return rc ? rc : (ssize_t)len;
+}
+
+ssize_t loom_pwrite(loom_file *f, const void *buf, size_t len, off_t off)
+{
+	int rc;
+
+	if (off < 0)
+		return -EINVAL;
+	if (!can_write(f))
+		return -EBADF;
+	if (!f->layout)
+		return -EINVAL;
+	if (f->flags & O_APPEND) {
+		pthread_mutex_lock(&f->lock);
+		off = (off_t)f->size;
+		pthread_mutex_unlock(&f->lock);
+	}
+	if (len == 0)
+		return 0;
+	if (len > SSIZE_MAX)
+		len = SSIZE_MAX;
+	if ((uint64_t)off >= LOOM_MAX_FILE_SIZE || len > LOOM_MAX_FILE_SIZE - (uint64_t)off)
+		return -EFBIG;
+	rc = io_write(f->fs, f->ino, f->layout, buf, len, (uint64_t)off);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&f->lock);
+	if ((uint64_t)off + len > f->size)
+		f->size = (uint64_t)off + len;
+	f->dirty = true;
+	f->mtime = clock_real();
+	pthread_mutex_unlock(&f->lock);
+	return (ssize_t)len;
+}
+
+ssize_t loom_read(loom_file *f, void *buf, size_t len)
+{
+	ssize_t n = loom_pread(f, buf, len, (off_t)f->pos);
+
+	if (n > 0)
+		f->pos += (uint64_t)n;
+	return n;
+}
+
+ssize_t loom_write(loom_file *f, const void *buf, size_t len)
+{
+	ssize_t n;
+
+	if (f->flags & O_APPEND) {
+		pthread_mutex_lock(&f->lock);
+		f->pos = f->size;
+		pthread_mutex_unlock(&f->lock);
+	}
+	n = loom_pwrite(f, buf, len, (off_t)f->pos);
+	if (n > 0)
+		f->pos += (uint64_t)n;
+	return n;
+}
+
+int loom_lseek(loom_file *f, off_t off, int whence, off_t *pos)
+{
+	int64_t base;
+
+	switch (whence) {
+	case SEEK_SET: base = 0; break;
+	case SEEK_CUR: base = (int64_t)f->pos; break;
+	case SEEK_END:
+		pthread_mutex_lock(&f->lock);
+		base = (int64_t)f->size;
+		pthread_mutex_unlock(&f->lock);
+		break;
+	default: return -EINVAL;
+	}
+	if ((off > 0 && base > INT64_MAX - off) || base + off < 0)
+		return -EINVAL;
+	f->pos = (uint64_t)(base + off);
+	if (pos)
+		*pos = (off_t)f->pos;
+	return 0;
+}
+
+/* Reports size and mtime of what this handle wrote. */
+static int report(loom_file *f, uint16_t op)
+{
+	struct loom_cred cr;
+	struct timespec mtime;
+	uint64_t size;
+	uint32_t flags = 0;
+	struct lw_attr attr;
+	int rc;
+
+	pthread_mutex_lock(&f->lock);
+	if (f->dirty)
+		flags = LW_CL_SIZE | LW_CL_MTIME;
+	size = f->size;
+	mtime = f->mtime;
+	pthread_mutex_unlock(&f->lock);
+	if (op == LW_OP_MDS_SIZE_UPDATE && !flags)
+		return 0;
+	fs_cred(f->fs, &cr);
+	rc = mdc_close(f->fs, &cr, op, f->ino, f->handle, flags, size, mtime, &attr);
+	if (rc == 0 && flags) {
+		pthread_mutex_lock(&f->lock);
+		f->dirty = false;
+		pthread_mutex_unlock(&f->lock);
+	}
+	return rc;
+}
+
+int loom_fsync(loom_file *f)
+{
+	int rc = 0;
+
+	if (f->layout)
+		rc = io_sync(f->fs, f->layout);
+	if (rc == 0)
+		rc = report(f, LW_OP_MDS_SIZE_UPDATE);
+	return rc;
+}
+
+int loom_ftruncate(loom_file *f, off_t size)
+{
+	struct lw_setattr sa = { .ino = f->ino, .valid = LW_SA_SIZE | LW_SA_FH };
+	struct loom_cred cr;
+	struct lw_attr attr;
+	int rc;
+
+	if (size < 0)
+		return -EINVAL;
+	if (!can_write(f))
+		return -EBADF;
+	if ((uint64_t)size > LOOM_MAX_FILE_SIZE)
+		return -EFBIG;
+	sa.size = (uint64_t)size;
+	fs_cred(f->fs, &cr);
+	rc = mdc_setattr(f->fs, &cr, &sa, &attr);
+	if (rc == 0 && f->layout)
+		rc = io_punch(f->fs, f->layout, (uint64_t)size);
+	if (rc == 0) {
+		pthread_mutex_lock(&f->lock);
+		f->size = (uint64_t)size;
+		pthread_mutex_unlock(&f->lock);
+	}
+	return rc;
+}
+
+int loom_fstat(loom_file *f, struct stat *st)
+{
+	struct loom_cred cr;
+	struct lw_attr attr;
+	int rc;
+
+	fs_cred(f->fs, &cr);
+	rc = mdc_getattr(f->fs, &cr, f->ino, &attr);
+	if (rc == -ENOENT) {
+		attr = f->attr; /* unlinked while open: what we know */
+		attr.nlink = 0;
+		rc = 0;
+	}
+	if (rc)
+		return rc;
+	/* Our own writes not yet reported are part of the file for us. */
+	pthread_mutex_lock(&f->lock);
+	if (f->dirty && f->size > attr.size)
+		attr.size = f->size;
+	pthread_mutex_unlock(&f->lock);
+	attr_to_stat(&attr, st);
+	return 0;
+}
+
+int loom_close(loom_file *f)
+{
+	int rc;
+
+	if (!f)
+		return -EBADF;
+	rc = report(f, LW_OP_MDS_CLOSE);
+	pthread_mutex_destroy(&f->lock);
+	free(f->layout);
+	free(f);
+	return rc;
+}

@@ -1,0 +1,147 @@
+/*
+ * libloom internals: the metadata client (mdc_*), the object client and striping (io_*), and
+ * the shared state of a connected file system.
+ */
+#ifndef LOOM_CLIENT_INTERNAL_H
+#define LOOM_CLIENT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "loom/loom.h"
+#include "net/rpc.h"
+#include "proto/codec.h"
+#include "proto/wire.h"
+
+/* One OSS address, shared by the OSTs it serves. */
+struct oss_link {
+	char host[64];
+	uint16_t port;
+	struct rpc_conn *conn; /* NULL until first use, or after it failed */
+};
+
+struct ost_slot {
+	bool known;
+	uint32_t state;
+	char uuid[40];
+	struct oss_link *link;
+};
+
+struct loom_fs {
+	pthread_mutex_t mds_lock;      /* mds, when it is replaced after a failure */
+	struct rpc_conn *mds;
+	char fsname[16];
+	char mds_host[64];
+	uint16_t mds_port;
+
+	pthread_mutex_t cred_lock;
+	struct loom_cred cred;
+
+	pthread_mutex_t ost_lock;      /* the OST table and the OSS links */
+	struct ost_slot *osts;         /* indexed by OST index */
+	uint32_t nosts;                /* slots allocated */
+	uint32_t ost_gen;
+	struct oss_link **links;
+	uint32_t nlinks;
+	struct rpc_conn **graveyard;   /* failed connections, freed at disconnect */
+	uint32_t ngraveyard;
+};
+
+struct loom_file {
+	loom_fs *fs;
+	uint64_t ino;
+	uint64_t handle;
+	int flags;                 /* open flags */
+	struct loom_layout *layout;/* NULL for non-regular files */
+	pthread_mutex_t lock;      /* size, pos, dirty */
+	uint64_t size;             /* the file's size as this client knows it */
+	uint64_t pos;
+	bool dirty;                /* written since the last report to the MDS */
+	struct timespec mtime;     /* of the last write */
+	struct lw_attr attr;       /* as of open */
+};
+
+struct loom_dir {
+	loom_fs *fs;
+	struct loom_cred cred;
+	uint64_t ino;
+	uint64_t cookie;
+	bool eof;
+	void *page;      /* the reply body being walked */
+	uint32_t page_len;
+	struct lw_rd rd;
+	uint32_t left;   /* entries left in the page */
+};
+
+/* fs.c */
+void fs_cred(loom_fs *fs, struct loom_cred *out);
+/* The MDS connection; a failed one is replaced by a new one first (requests that were in flight
+ * on the old one failed with -EIO). -EIO when the MDS cannot be reached. */
+int fs_mds_conn(loom_fs *fs, struct rpc_conn **out);
+/* The connection for an OST index, refreshing the OST table once if the index is unknown.
+ * -ENODEV for an index the MDS does not know; -EIO when the OSS cannot be reached. */
+int fs_ost_conn(loom_fs *fs, uint32_t ost_idx, struct rpc_conn **out);
+int fs_refresh_osts(loom_fs *fs);
+
+/* mdc.c: metadata RPCs, by inode. Replies are checked for length before use. */
+int mdc_connect(struct rpc_conn *conn, const char *fsname, struct lw_connect_rep *rep);
+int mdc_getattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, struct lw_attr *out);
+int mdc_lookup(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
+	       size_t len, struct lw_attr *out);
+int mdc_setattr(loom_fs *fs, const struct loom_cred *cr, const struct lw_setattr *sa,
+		struct lw_attr *out);
+/* layout_out may be NULL; handle is 0 unless LW_CR_OPEN. */
+int mdc_create(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
+	       size_t len, uint32_t mode, uint32_t rdev, uint32_t flags, uint32_t open_flags,
+	       const struct loom_layout *layout, struct lw_create_rep *rep,
+	       struct loom_layout **layout_out);
+int mdc_mkdir(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
+	      size_t len, uint32_t mode, struct lw_attr *out);
+int mdc_unlink(loom_fs *fs, const struct loom_cred *cr, uint16_t op, uint64_t parent,
+	       const char *name, size_t len);
+int mdc_rename(loom_fs *fs, const struct loom_cred *cr, uint64_t sp, const char *sn, size_t sl,
+	       uint64_t dp, const char *dn, size_t dl, uint32_t flags);
+int mdc_link(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t parent,
+	     const char *name, size_t len, struct lw_attr *out);
+int mdc_symlink(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
+		size_t len, const char *target, size_t tlen, struct lw_attr *out);
+int mdc_readlink(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, char *buf, size_t cap,
+		 size_t *len);
+/* Returns the reply body (caller frees) holding lw_readdir_rep + entries. */
+int mdc_readdir(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t cookie,
+		uint32_t max_bytes, bool plus, void **page, uint32_t *page_len);
+int mdc_statfs(loom_fs *fs, const struct loom_cred *cr, struct lw_statfs_rep *out);
+/* GETXATTR / LISTXATTR (name NULL). */
+int mdc_getxattr(loom_fs *fs, const struct loom_cred *cr, uint16_t op, uint64_t ino,
+		 const char *name, void *buf, size_t cap, size_t *len);
+int mdc_setxattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, const char *name,
+		 const void *value, size_t vlen, uint32_t flags);
+int mdc_removexattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, const char *name);
+int mdc_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t open_flags,
+	     struct lw_open_rep *rep, struct loom_layout **layout_out);
+/* MDS_CLOSE or MDS_SIZE_UPDATE. */
+int mdc_close(loom_fs *fs, const struct loom_cred *cr, uint16_t op, uint64_t ino, uint64_t handle,
+	      uint32_t flags, uint64_t size, struct timespec mtime, struct lw_attr *out);
+int mdc_getlayout(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, struct loom_layout **out);
+int mdc_setlayout(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t flags,
+		  const struct loom_layout *req, struct loom_layout **out);
+/* Returns the reply body (caller frees) holding lw_ost_table_rep + entries, checked. */
+int mdc_ost_table(loom_fs *fs, void **body, uint32_t *count, uint32_t *gen);
+
+/* io.c: striped data I/O against the OSSs. */
+/* Reads [off, off+len) of a file of file_size bytes; bytes past the objects' ends are zeros.
+ * The caller has clipped len to file_size. */
+int io_read(loom_fs *fs, uint64_t ino, const struct loom_layout *l, void *buf, uint64_t len,
+	    uint64_t off);
+int io_write(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const void *buf, uint64_t len,
+	     uint64_t off);
+/* Cuts every object to the size it has in a file of new_size bytes. */
+int io_punch(loom_fs *fs, const struct loom_layout *l, uint64_t new_size);
+/* fsync of every object. */
+int io_sync(loom_fs *fs, const struct loom_layout *l);
+
+/* attr.c */
+void attr_to_stat(const struct lw_attr *a, struct stat *st);
+
+#endif

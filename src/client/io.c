@@ -1,0 +1,250 @@
+/*
+ * Striped data I/O: a read or write is mapped onto its objects (stripe.h), cut into RPCs of at
+ * most LW_RPC_BULK bytes, and every RPC to every OSS is submitted before any is waited for, so
+ * the pieces travel to all their servers at once. Bulk moves straight between the caller's buffer
+ * and the socket.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/internal.h"
+#include "client/stripe.h"
+#include "common/util.h"
+
+#define IO_WINDOW (256ull << 20) /* bytes mapped at once, bounding the bookkeeping */
+
+struct io_piece {
+	struct rpc_call call;
+	struct lw_ost_io body;
+	struct iovec iov[RPC_MAX_IOV];
+	int iovcnt;
+};
+
+/* Keeps the most telling error of several pieces: a definite answer beats -EIO. */
+static int merge_err(int rc, int err)
+{
+	if (err == 0 || rc == -ENOSPC || rc == -EDQUOT)
+		return rc;
+	if (rc == 0 || rc == -EIO)
+		return err;
+	return rc;
+}
+
+static void zero_tail(struct io_piece *p, uint64_t from)
+{
+	for (int i = 0; i < p->iovcnt; i++) {
+		uint64_t len = p->iov[i].iov_len;
+		if (from >= len) {
+			from -= len;
+			continue;
+		}
+		memset((uint8_t *)p->iov[i].iov_base + from, 0, len - from);
+		from = 0;
+	}
+}
+
+/* Cuts one run into RPC-sized pieces appended at pieces[*np]. */
+static void cut_run(const struct stripe_run *run, const struct stripe_seg *segs, uint8_t *buf,
+		    uint64_t ino, const struct loom_layout *l, bool write, struct io_piece *pieces,
+		    uint32_t *np)
+{
+	struct io_piece *p = NULL;
+	uint64_t obj_off = run->obj_off, plen = 0;
+
+	for (uint32_t s = 0; s < run->nsegs; s++) {
+		const struct stripe_seg *seg = &segs[run->first_seg + s];
+		uint64_t done = 0;
+
+		while (done < seg->len) {
+			uint64_t n;
+
+			if (!p || plen == LW_RPC_BULK || p->iovcnt == RPC_MAX_IOV) {
+				if (p)
+					p->body.length = plen;
+				p = &pieces[(*np)++];
+				memset(&p->body, 0, sizeof(p->body));
+				p->iovcnt = 0;
+				p->body.ost_idx = l->objs[run->obj].ost_idx;
+				p->body.objid = l->objs[run->obj].objid;
+				p->body.offset = obj_off;
+				p->body.ino = ino;
+				p->body.stripe_idx = run->obj;
+				p->body.layout_gen = l->layout_gen;
+				plen = 0;
+			}
+			n = MIN(seg->len - done, LW_RPC_BULK - plen);
+			p->iov[p->iovcnt].iov_base = buf + seg->buf_off + done;
+			p->iov[p->iovcnt++].iov_len = n;
+			plen += n;
+			obj_off += n;
+			done += n;
+		}
+	}
+	if (p)
+		p->body.length = plen;
+	(void)write;
+}
+
+static int io_window(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint8_t *buf,
+		     uint64_t len, uint64_t off, bool write)
+{
+	struct stripe_geom g = { .size = l->stripe_size, .count = l->nobjs };
+	uint64_t maxsegs = stripe_max_segs(&g, off, len);
+	uint32_t nruns, nsegs, np = 0;
+	struct stripe_run *runs;
+	struct stripe_seg *segs;
+	struct io_piece *pieces;
+	struct rpc_wait w;
+	uint64_t maxpieces;
+	int rc = 0;
+
+	/* Each segment may open a piece, and each LW_RPC_BULK of data or RPC_MAX_IOV segments too. */
+	maxpieces = maxsegs + len / LW_RPC_BULK + MIN(maxsegs, (uint64_t)g.count) + 1;
+	runs = calloc(MIN(maxsegs, (uint64_t)g.count), sizeof(*runs));
+	segs = calloc(maxsegs, sizeof(*segs));
+	pieces = calloc(maxpieces, sizeof(*pieces));
+	if (!runs || !segs || !pieces) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	nruns = stripe_map(&g, off, len, runs, segs, &nsegs);
+	for (uint32_t r = 0; r < nruns; r++)
+		cut_run(&runs[r], segs, buf, ino, l, write, pieces, &np);
+
+	rpc_wait_init(&w);
+	for (uint32_t i = 0; i < np; i++) {
+		struct io_piece *p = &pieces[i];
+		struct rpc_conn *c;
+		int err;
+
+		rpc_call_init(&p->call, write ? LW_OP_OST_WRITE : LW_OP_OST_READ, &p->body,
+			      sizeof(p->body));
+		if (write) {
+			p->call.bulk = p->iov;
+			p->call.bulk_cnt = p->iovcnt;
+			p->call.bulk_len = (uint32_t)p->body.length;
+		} else {
+			p->call.rbulk = p->iov;
+			p->call.rbulk_cnt = p->iovcnt;
+		}
+		err = fs_ost_conn(fs, p->body.ost_idx, &c);
+		if (err) {
+			p->call.status = err;
+			continue;
+		}
+		rpc_submit(c, &p->call, &w);
+	}
+	rpc_wait_all(&w);
+	rpc_wait_destroy(&w);
+
+	for (uint32_t i = 0; i < np; i++) {
+		struct io_piece *p = &pieces[i];
+		struct lw_ost_io_rep rep;
+		int err = p->call.status;
+
+		if (err == 0 && p->call.rbody_len != sizeof(rep))
+			err = -EPROTO;
+		if (err == 0) {
+			memcpy(&rep, p->call.rbody, sizeof(rep));
+			if (write && rep.length != p->body.length)
+				err = -EIO;
+			if (!write && (rep.length != p->call.rbulk_len || rep.length > p->body.length))
+				err = -EPROTO;
+		}
+		/* The object ends before the piece does: a hole or the stripe's end, read as zeros. */
+		if (err == 0 && !write && p->call.rbulk_len < p->body.length)
+			zero_tail(p, p->call.rbulk_len);
+		if (err == -EBADMSG)
+			err = -EIO;
+		rc = merge_err(rc, err);
+		rpc_call_release(&p->call);
+	}
+out:
+	free(runs);
+	free(segs);
+	free(pieces);
+	return rc;
+}
+
+static int io_rw(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint8_t *buf, uint64_t len,
+		 uint64_t off, bool write)
+{
+	if (!l || l->nobjs == 0 || l->stripe_size == 0)
+		return -EIO;
+	while (len > 0) {
+		uint64_t n = MIN(len, IO_WINDOW);
+		int rc = io_window(fs, ino, l, buf, n, off, write);
+		if (rc)
+			return rc;
+		buf += n;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+int io_read(loom_fs *fs, uint64_t ino, const struct loom_layout *l, void *buf, uint64_t len,
+	    uint64_t off)
+{
+	return io_rw(fs, ino, l, buf, len, off, false);
+}
+
+int io_write(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const void *buf, uint64_t len,
+	     uint64_t off)
+{
+	/* The buffer is only read: the cast serves the shared walker. */
+	return io_rw(fs, ino, l, (uint8_t *)buf, len, off, true);
+}
+
+/* Sends one small request to every object at once. */
+static int io_each_object(loom_fs *fs, const struct loom_layout *l, uint16_t op, uint64_t new_size)
+{
+	struct stripe_geom g = { .size = l->stripe_size, .count = l->nobjs };
+	struct io_piece *pieces;
+	struct rpc_wait w;
+	int rc = 0;
+
+	if (l->nobjs == 0)
+		return 0;
+	pieces = calloc(l->nobjs, sizeof(*pieces));
+	if (!pieces)
+		return -ENOMEM;
+	rpc_wait_init(&w);
+	for (uint32_t k = 0; k < l->nobjs; k++) {
+		struct io_piece *p = &pieces[k];
+		struct rpc_conn *c;
+		int err;
+
+		p->body.ost_idx = l->objs[k].ost_idx;
+		p->body.objid = l->objs[k].objid;
+		p->body.stripe_idx = k;
+		if (op == LW_OP_OST_PUNCH)
+			p->body.length = stripe_obj_size(&g, k, new_size);
+		rpc_call_init(&p->call, op, &p->body, sizeof(p->body));
+		err = fs_ost_conn(fs, p->body.ost_idx, &c);
+		if (err) {
+			p->call.status = err;
+			continue;
+		}
+		rpc_submit(c, &p->call, &w);
+	}
+	rpc_wait_all(&w);
+	rpc_wait_destroy(&w);
+	for (uint32_t k = 0; k < l->nobjs; k++) {
+		rc = merge_err(rc, pieces[k].call.status);
+		rpc_call_release(&pieces[k].call);
+	}
+	free(pieces);
+	return rc;
+}
+
+int io_punch(loom_fs *fs, const struct loom_layout *l, uint64_t new_size)
+{
+	return io_each_object(fs, l, LW_OP_OST_PUNCH, new_size);
+}
+
+int io_sync(loom_fs *fs, const struct loom_layout *l)
+{
+	return io_each_object(fs, l, LW_OP_OST_SYNC, 0);
+}

@@ -1,0 +1,486 @@
+/* The metadata client: one function per MDS request, each checking its reply before use. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/internal.h"
+#include "common/util.h"
+
+/* The parts of a request body after the cred prefix: a fixed struct and up to three tails. */
+struct mdc_body {
+	const void *part[4];
+	size_t len[4];
+};
+
+/*
+ * Sends one MDS request and waits. On success the reply body is in call->rbody (release with
+ * rpc_call_release). cred NULL: the request has no cred prefix.
+ */
+static int mdc_call_on(struct rpc_conn *conn, const struct loom_cred *cr, uint16_t op,
+		       const struct mdc_body *b, struct rpc_call *call)
+{
+	size_t total = sizeof(struct lw_cred) + LOOM_MAX_GROUPS * sizeof(uint32_t);
+	uint8_t stackbuf[8192], *buf = stackbuf;
+	struct lw_wr w;
+	int rc;
+
+	for (int i = 0; i < 4; i++)
+		total += b ? b->len[i] : 0;
+	if (total > LW_MAX_BODY)
+		return -E2BIG;
+	if (total > sizeof(stackbuf)) {
+		buf = malloc(total);
+		if (!buf)
+			return -ENOMEM;
+	}
+	lw_wr_init(&w, buf, total);
+	if (cr)
+		lw_put_cred(&w, cr);
+	for (int i = 0; b && i < 4; i++)
+		if (b->len[i])
+			lw_wr_put(&w, b->part[i], b->len[i]);
+	rpc_call_init(call, op, buf, (uint32_t)w.len);
+	rc = w.err ? w.err : rpc_call_sync(conn, call);
+	if (buf != stackbuf)
+		free(buf);
+	if (rc)
+		rpc_call_release(call);
+	return rc;
+}
+
+static int mdc_call(loom_fs *fs, const struct loom_cred *cr, uint16_t op, const struct mdc_body *b,
+		    struct rpc_call *call)
+{
+	struct rpc_conn *conn;
+	int rc = fs_mds_conn(fs, &conn);
+
+	return rc ? rc : mdc_call_on(conn, cr, op, b, call);
+}
+
+/* A reply of exactly `len` bytes (copied to out unless it is NULL). */
+static int fixed_reply(int rc, struct rpc_call *call, void *out, size_t len)
+{
+	if (rc)
+		return rc;
+	if (call->rbody_len != len)
+		rc = -EPROTO;
+	else if (out)
+		memcpy(out, call->rbody, len);
+	rpc_call_release(call);
+	return rc;
+}
+
+static int mdc_call_fixed(loom_fs *fs, const struct loom_cred *cr, uint16_t op,
+			  const struct mdc_body *b, void *out, size_t len)
+{
+	struct rpc_call call;
+	int rc = mdc_call(fs, cr, op, b, &call);
+
+	return fixed_reply(rc, &call, out, len);
+}
+
+int mdc_connect(struct rpc_conn *conn, const char *fsname, struct lw_connect_rep *rep)
+{
+	struct lw_connect_req req = { .proto_version = LW_VERSION, .client_kind = LW_CLIENT_CLIENT };
+	struct mdc_body b = { { &req }, { sizeof(req) } };
+	struct rpc_call call;
+
+	if (fsname)
+		strncpy(req.fsname, fsname, sizeof(req.fsname) - 1);
+	return fixed_reply(mdc_call_on(conn, NULL, LW_OP_MDS_CONNECT, &b, &call), &call, rep, sizeof(*rep));
+}
+
+int mdc_getattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, struct lw_attr *out)
+{
+	struct lw_ino_req req = { .ino = ino };
+	struct mdc_body b = { { &req }, { sizeof(req) } };
+
+	return mdc_call_fixed(fs, cr, LW_OP_MDS_GETATTR, &b, out, sizeof(*out));
+}
+
+static int name_len(size_t len)
+{
+	if (len == 0)
+		return -ENOENT;
+	if (len > LOOM_NAME_MAX)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int mdc_lookup(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
+	       size_t len, struct lw_attr *out)
+{
+	struct lw_name_req req = { .parent = parent, .namelen = (uint16_t)len };
+	struct mdc_body b = { { &req, name }, { sizeof(req), len } };
+	int rc = name_len(len);
+
+	return rc ? rc : mdc_call_fixed(fs, cr, LW_OP_MDS_LOOKUP, &b, out, sizeof(*out));
+}
+
+int mdc_setattr(loom_fs *fs, const struct loom_cred *cr, const struct lw_setattr *sa,
+		struct lw_attr *out)
+{
+	struct mdc_body b = { { sa }, { sizeof(*sa) } };
+
+	return mdc_call_fixed(fs, cr, LW_OP_MDS_SETATTR, &b, out, sizeof(*out));
+}
+
+static void layout_req(const struct loom_layout *l, struct lw_layout *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->magic = LW_LAYOUT_MAGIC;
+	out->version = LW_LAYOUT_V1;
+	out->pattern = l->pattern ? (uint16_t)l->pattern : LW_PATTERN_RAID0;
+	out->stripe_size = l->stripe_size;
+	out->stripe_count = l->stripe_count;
+	out->stripe_offset = l->stripe_offset;
+	memcpy(out->pool, l->pool, strnlen(l->pool, LOOM_POOL_NAME_MAX));
+}
+
+/* A reply of one fixed struct, optionally followed by a layout. */
+static int decode_with_layout(const struct rpc_call *call, void *fixed, size_t flen, bool has_layout,
+			      struct loom_layout **layout_out)
+{
+	struct lw_rd r;
+	struct loom_layout *l = NULL;
+	int rc;
+
+	lw_rd_init(&r, call->rbody, call->rbody_len);
+	lw_rd_fixed(&r, fixed, flen);
+	if (r.err)
+		return -EPROTO;
+	if (has_layout) {
+		rc = lw_layout_decode(&r, &l);
+		if (rc)
+			return rc;
+	}
+	rc = lw_rd_done(&r);
+	if (rc) {
+		free(l);
+		return -EPROTO;
+	}
+	if (layout_out)
+		*layout_out = l;
+	else
+		free(l);
+	return 0;
+}
+
+int mdc_create(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
+	       size_t len, uint32_t mode, uint32_t rdev, uint32_t flags, uint32_t open_flags,
+	       const struct loom_layout *layout, struct lw_create_rep *rep,
+	       struct loom_layout **layout_out)
+{
+	struct lw_create_req req = { .parent = parent, .mode = mode, .rdev = rdev,
+				     .flags = flags, .open_flags = open_flags, .namelen = (uint16_t)len };
+	struct lw_layout lreq;
+	struct mdc_body b = { { &req, name }, { sizeof(req), len } };
+	struct rpc_call call;
+	int rc = name_len(len);
+
+	if (rc)
+		return rc;
+	if (layout) {
+		layout_req(layout, &lreq);
+		req.flags |= LW_CR_LAYOUT;
+		b.part[2] = &lreq;
+		b.len[2] = sizeof(lreq);
+	}
+	if (layout_out)
+		*layout_out = NULL;
+	rc = mdc_call(fs, cr, LW_OP_MDS_CREATE, &b, &call);
+	if (rc)
+		return rc;
+	rc = call.rbody_len >= sizeof(*rep) ? 0 : -EPROTO;
+	if (rc == 0) {
+		memcpy(rep, call.rbody, sizeof(*rep));
+		rc = decode_with_layout(&call, rep, sizeof(*rep), rep->has_layout != 0, layout_out);
+	}
+	rpc_call_release(&call);
+	return rc;
+}
+
+int mdc_mkdir(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
+	      size_t len, uint32_t mode, struct lw_attr *out)
+{
+	struct lw_mkdir_req req = { .parent = parent, .mode = mode, .namelen = (uint16_t)len };
+	struct mdc_body b = { { &req, name }, { sizeof(req), len } };
+	int rc = name_len(len);
+
+	return rc ? rc : mdc_call_fixed(fs, cr, LW_OP_MDS_MKDIR, &b, out, sizeof(*out));
+}
+
+int mdc_unlink(loom_fs *fs, const struct loom_cred *cr, uint16_t op, uint64_t parent,
+	       const char *name, size_t len)
+{
+	struct lw_name_req req = { .parent = parent, .namelen = (uint16_t)len };
+	struct mdc_body b = { { &req, name }, { sizeof(req), len } };
+	int rc = name_len(len);
+
+	return rc ? rc : mdc_call_fixed(fs, cr, op, &b, NULL, 0);
+}
+
+int mdc_rename(loom_fs *fs, const struct loom_cred *cr, uint64_t sp, const char *sn, size_t sl,
+	       uint64_t dp, const char *dn, size_t dl, uint32_t flags)
+{
+	struct lw_rename_req req = { .src_parent = sp, .dst_parent = dp, .flags = flags,
+				     .src_namelen = (uint16_t)sl, .dst_namelen = (uint16_t)dl };
+	struct mdc_body b = { { &req, sn, dn }, { sizeof(req), sl, dl } };
+	int rc = name_len(sl);
+
+	if (rc == 0)
+		rc = name_len(dl);
+	return rc ? rc : mdc_call_fixed(fs, cr, LW_OP_MDS_RENAME, &b, NULL, 0);
+}
+
+int mdc_link(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t parent,
+	     const char *name, size_t len, struct lw_attr *out)
+{
+	struct lw_link_req req = { .ino = ino, .new_parent = parent, .namelen = (uint16_t)len };
+	struct mdc_body b = { { &req, name }, { sizeof(req), len } };
+	int rc = name_len(len);
+
+	return rc ? rc : mdc_call_fixed(fs, cr, LW_OP_MDS_LINK, &b, out, sizeof(*out));
+}
+
+int mdc_symlink(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
+		size_t len, const char *target, size_t tlen, struct lw_attr *out)
+{
+	struct lw_symlink_req req = { .parent = parent, .namelen = (uint16_t)len,
+				      .targetlen = (uint32_t)tlen };
+	struct mdc_body b = { { &req, name, target }, { sizeof(req), len, tlen } };
+	int rc = name_len(len);
+
+	if (rc == 0 && tlen == 0)
+		rc = -ENOENT;
+	if (rc == 0 && tlen > LOOM_SYMLINK_MAX)
+		rc = -ENAMETOOLONG;
+	return rc ? rc : mdc_call_fixed(fs, cr, LW_OP_MDS_SYMLINK, &b, out, sizeof(*out));
+}
+
+/* A reply of lw_blob_rep + bytes. With cap 0 only the length is wanted. */
+static int decode_blob(const struct rpc_call *call, void *buf, size_t cap, size_t *len, bool size_only)
+{
+	struct lw_blob_rep rep;
+	size_t have;
+
+	if (call->rbody_len < sizeof(rep))
+		return -EPROTO;
+	memcpy(&rep, call->rbody, sizeof(rep));
+	have = call->rbody_len - sizeof(rep);
+	if (size_only ? have != 0 : have != rep.len)
+		return -EPROTO;
+	*len = rep.len;
+	if (!size_only)
+		memcpy(buf, (const uint8_t *)call->rbody + sizeof(rep), MIN(cap, have));
+	return 0;
+}
+
+int mdc_readlink(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, char *buf, size_t cap,
+		 size_t *len)
+{
+	struct lw_ino_req req = { .ino = ino };
+	struct mdc_body b = { { &req }, { sizeof(req) } };
+	struct rpc_call call;
+	int rc = mdc_call(fs, cr, LW_OP_MDS_READLINK, &b, &call);
+
+	if (rc)
+		return rc;
+	rc = decode_blob(&call, buf, cap, len, false);
+	rpc_call_release(&call);
+	return rc;
+}
+
+int mdc_readdir(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t cookie,
+		uint32_t max_bytes, bool plus, void **page, uint32_t *page_len)
+{
+	struct lw_readdir_req req = { .ino = ino, .cookie = cookie, .max_bytes = max_bytes,
+				      .flags = plus ? LW_RD_PLUS : 0 };
+	struct mdc_body b = { { &req }, { sizeof(req) } };
+	struct rpc_call call;
+	int rc = mdc_call(fs, cr, LW_OP_MDS_READDIR, &b, &call);
+
+	if (rc)
+		return rc;
+	if (call.rbody_len < sizeof(struct lw_readdir_rep)) {
+		rpc_call_release(&call);
+		return -EPROTO;
+	}
+	/* Entries are checked one by one as the reader walks them (lw_readdir_next). */
+	*page = call.rbody;
+	*page_len = call.rbody_len;
+	return 0;
+}
+
+int mdc_statfs(loom_fs *fs, const struct loom_cred *cr, struct lw_statfs_rep *out)
+{
+	return mdc_call_fixed(fs, cr, LW_OP_MDS_STATFS, NULL, out, sizeof(*out));
+}
+
+int mdc_getxattr(loom_fs *fs, const struct loom_cred *cr, uint16_t op, uint64_t ino,
+		 const char *name, void *buf, size_t cap, size_t *len)
+{
+	size_t nlen = name ? strlen(name) : 0;
+	struct lw_xattr_req req = { .ino = ino, .size = (uint32_t)MIN(cap, LOOM_XATTR_SIZE_MAX),
+				    .namelen = (uint16_t)nlen };
+	struct mdc_body b = { { &req, name }, { sizeof(req), nlen } };
+	struct rpc_call call;
+	int rc;
+
+	if (name && (nlen == 0 || nlen > LOOM_XATTR_NAME_MAX))
+		return nlen ? -ERANGE : -EINVAL;
+	rc = mdc_call(fs, cr, op, &b, &call);
+	if (rc)
+		return rc;
+	rc = decode_blob(&call, buf, cap, len, req.size == 0);
+	rpc_call_release(&call);
+	return rc;
+}
+
+int mdc_setxattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, const char *name,
+		 const void *value, size_t vlen, uint32_t flags)
+{
+	size_t nlen = strlen(name);
+	struct lw_xattr_req req = { .ino = ino, .size = (uint32_t)vlen, .flags = flags,
+				    .namelen = (uint16_t)nlen };
+	struct mdc_body b = { { &req, name, value }, { sizeof(req), nlen, vlen } };
+
+	if (nlen == 0)
+		return -EINVAL;
+	if (nlen > LOOM_XATTR_NAME_MAX)
+		return -ERANGE;
+	if (vlen > LOOM_XATTR_SIZE_MAX)
+		return -E2BIG;
+	return mdc_call_fixed(fs, cr, LW_OP_MDS_SETXATTR, &b, NULL, 0);
+}
+
+int mdc_removexattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, const char *name)
+{
+	size_t nlen = strlen(name);
+	struct lw_xattr_req req = { .ino = ino, .namelen = (uint16_t)nlen };
+	struct mdc_body b = { { &req, name }, { sizeof(req), nlen } };
+
+	if (nlen == 0)
+		return -EINVAL;
+	if (nlen > LOOM_XATTR_NAME_MAX)
+		return -ERANGE;
+	return mdc_call_fixed(fs, cr, LW_OP_MDS_REMOVEXATTR, &b, NULL, 0);
+}
+
+int mdc_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t open_flags,
+	     struct lw_open_rep *rep, struct loom_layout **layout_out)
+{
+	struct lw_open_req req = { .ino = ino, .open_flags = open_flags };
+	struct mdc_body b = { { &req }, { sizeof(req) } };
+	struct rpc_call call;
+	int rc;
+
+	*layout_out = NULL;
+	rc = mdc_call(fs, cr, LW_OP_MDS_OPEN, &b, &call);
+	if (rc)
+		return rc;
+	rc = call.rbody_len >= sizeof(*rep) ? 0 : -EPROTO;
+	if (rc == 0) {
+		memcpy(rep, call.rbody, sizeof(*rep));
+		rc = decode_with_layout(&call, rep, sizeof(*rep), rep->has_layout != 0, layout_out);
+	}
+	rpc_call_release(&call);
+	return rc;
+}
+
+int mdc_close(loom_fs *fs, const struct loom_cred *cr, uint16_t op, uint64_t ino, uint64_t handle,
+	      uint32_t flags, uint64_t size, struct timespec mtime, struct lw_attr *out)
+{
+	struct lw_close_req req = { .ino = ino, .handle = handle, .size = size, .mtime = mtime.tv_sec,
+				    .mtime_ns = (uint32_t)mtime.tv_nsec, .flags = flags };
+	struct mdc_body b = { { &req }, { sizeof(req) } };
+	struct lw_attr attr;
+
+	return mdc_call_fixed(fs, cr, op, &b, out ? out : &attr, sizeof(attr));
+}
+
+int mdc_getlayout(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, struct loom_layout **out)
+{
+	struct lw_ino_req req = { .ino = ino };
+	struct mdc_body b = { { &req }, { sizeof(req) } };
+	struct rpc_call call;
+	struct lw_rd r;
+	int rc;
+
+	rc = mdc_call(fs, cr, LW_OP_MDS_GETLAYOUT, &b, &call);
+	if (rc)
+		return rc;
+	lw_rd_init(&r, call.rbody, call.rbody_len);
+	rc = lw_layout_decode(&r, out);
+	if (rc == 0 && lw_rd_done(&r)) {
+		free(*out);
+		rc = -EPROTO;
+	}
+	rpc_call_release(&call);
+	return rc;
+}
+
+int mdc_setlayout(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t flags,
+		  const struct loom_layout *l, struct loom_layout **out)
+{
+	struct lw_setlayout_req req = { .ino = ino, .flags = flags };
+	struct lw_layout lreq;
+	struct mdc_body b = { { &req, &lreq }, { sizeof(req), sizeof(lreq) } };
+	struct loom_layout empty = { .stripe_offset = -1 };
+	struct rpc_call call;
+	struct lw_rd r;
+	int rc;
+
+	layout_req(l ? l : &empty, &lreq);
+	rc = mdc_call(fs, cr, LW_OP_MDS_SETLAYOUT, &b, &call);
+	if (rc)
+		return rc;
+	lw_rd_init(&r, call.rbody, call.rbody_len);
+	if (call.rbody_len == 0) {
+		*out = NULL; /* LW_SL_DELETE answers with nothing */
+	} else {
+		rc = lw_layout_decode(&r, out);
+		if (rc == 0 && lw_rd_done(&r)) {
+			free(*out);
+			rc = -EPROTO;
+		}
+	}
+	rpc_call_release(&call);
+	return rc;
+}
+
+int mdc_ost_table(loom_fs *fs, void **body, uint32_t *count, uint32_t *gen)
+{
+	struct lw_ost_table_rep rep;
+	struct loom_cred cr;
+	struct rpc_call call;
+	int rc;
+
+	fs_cred(fs, &cr);
+	rc = mdc_call(fs, &cr, LW_OP_MDS_OST_TABLE, NULL, &call);
+
+	if (rc)
+		return rc;
+	if (call.rbody_len < sizeof(rep)) {
+		rpc_call_release(&call);
+		return -EPROTO;
+	}
+	memcpy(&rep, call.rbody, sizeof(rep));
+	if (call.rbody_len != sizeof(rep) + (size_t)rep.count * sizeof(struct lw_ost_entry)) {
+		rpc_call_release(&call);
+		return -EPROTO;
+	}
+	for (uint32_t i = 0; i < rep.count; i++) {
+		struct lw_ost_entry e;
+		memcpy(&e, (uint8_t *)call.rbody + sizeof(rep) + i * sizeof(e), sizeof(e));
+		if (!memchr(e.host, '\0', sizeof(e.host)) || !memchr(e.uuid, '\0', sizeof(e.uuid)) ||
+		    e.idx >= 65536) {
+			rpc_call_release(&call);
+			return -EPROTO;
+		}
+	}
+	*body = call.rbody;
+	*count = rep.count;
+	*gen = rep.gen;
+	return 0;
+}

@@ -1,0 +1,145 @@
+#include "client/path.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Splits the next component off *p (skipping slashes). Returns its length, 0 at the end. */
+static size_t next_component(const char **p, const char **comp)
+{
+	const char *s = *p, *e;
+
+	while (*s == '/')
+		s++;
+	e = s;
+	while (*e && *e != '/')
+		e++;
+	*comp = s;
+	*p = e;
+	return (size_t)(e - s);
+}
+
+static bool only_slashes(const char *p)
+{
+	while (*p == '/')
+		p++;
+	return *p == '\0';
+}
+
+/*
+ * The walk. With want_parent it stops before the last component and reports it; else it
+ * resolves it too (following a final symlink when follow). work holds the path being walked,
+ * rewritten when a symlink is expanded.
+ */
+static int walk(loom_fs *fs, const struct loom_cred *cr, const char *path, bool follow,
+		bool want_parent, struct lw_attr *cur, char *name, size_t *name_len, bool *trailing)
+{
+	char *work = malloc(2 * PATH_MAX + 2), *target = NULL;
+	const char *p, *comp;
+	int links = 0, rc;
+	size_t len;
+
+	if (!work)
+		return -ENOMEM;
+	if (path[0] == '\0') {
+		rc = -ENOENT;
+		goto out;
+	}
+	if (strlen(path) >= PATH_MAX) {
+		rc = -ENAMETOOLONG;
+		goto out;
+	}
+	strcpy(work, path);
+	rc = mdc_getattr(fs, cr, LOOM_ROOT_INO, cur);
+	if (rc)
+		goto out;
+	p = work;
+	for (;;) {
+		struct lw_attr child;
+		bool last;
+
+		len = next_component(&p, &comp);
+		if (len == 0) {
+			if (want_parent)
+				rc = -EBUSY;
+			break;
+		}
+		if (len > LOOM_NAME_MAX) {
+			rc = -ENAMETOOLONG;
+			break;
+		}
+		last = only_slashes(p);
+		if (!S_ISDIR(cur->mode)) {
+			rc = -ENOTDIR;
+			break;
+		}
+		if (last && want_parent) {
+			memcpy(name, comp, len);
+			name[len] = '\0';
+			*name_len = len;
+			*trailing = *p == '/';
+			break;
+		}
+		rc = mdc_lookup(fs, cr, cur->ino, comp, len, &child);
+		if (rc)
+			break;
+		if (S_ISLNK(child.mode) && (!last || follow || *p == '/')) {
+			size_t tlen, rest = strlen(p);
+
+			if (++links > PATH_MAX_SYMLINKS) {
+				rc = -ELOOP;
+				break;
+			}
+			if (!target && !(target = malloc(LOOM_SYMLINK_MAX + 1))) {
+				rc = -ENOMEM;
+				break;
+			}
+			rc = mdc_readlink(fs, cr, child.ino, target, LOOM_SYMLINK_MAX, &tlen);
+			if (rc)
+				break;
+			if (tlen + 1 + rest >= 2 * PATH_MAX) {
+				rc = -ENAMETOOLONG;
+				break;
+			}
+			/* work becomes target + "/" + the rest; p may point into work, so move first. */
+			memmove(work + tlen + 1, p, rest + 1);
+			memcpy(work, target, tlen);
+			work[tlen] = '/';
+			p = work;
+			if (target[0] == '/') {
+				rc = mdc_getattr(fs, cr, LOOM_ROOT_INO, cur);
+				if (rc)
+					break;
+			}
+			continue;
+		}
+		*cur = child;
+		if (last && *p == '/' && !S_ISDIR(cur->mode)) {
+			rc = -ENOTDIR;
+			break;
+		}
+	}
+out:
+	free(work);
+	free(target);
+	return rc;
+}
+
+int path_resolve(loom_fs *fs, const struct loom_cred *cr, const char *path, bool follow,
+		 struct lw_attr *out)
+{
+	return walk(fs, cr, path, follow, false, out, NULL, NULL, NULL);
+}
+
+int path_parent(loom_fs *fs, const struct loom_cred *cr, const char *path, uint64_t *parent,
+		char *name, size_t *len, bool *trailing_slash)
+{
+	struct lw_attr dir;
+	int rc = walk(fs, cr, path, false, true, &dir, name, len, trailing_slash);
+
+	if (rc == 0)
+		*parent = dir.ino;
+	return rc;
+}

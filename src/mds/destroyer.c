@@ -1,0 +1,224 @@
+/*
+ * Destroys the OST objects of released files, so that no object is ever leaked.
+ *
+ * The destroy queue lives in the MDT, written in the same transaction that released the inode,
+ * so a crash at any point leaves the work recorded. The metadata thread hands the destroyer a
+ * list from the head of the queue; the destroyer sends OST_DESTROY to every OSS at once and
+ * reports the objects that are gone back through the request queue; the metadata thread then
+ * deletes them from the queue. An OST that cannot be reached keeps its entries for a later try.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "mds/mds.h"
+#include "net/rpc.h"
+
+#define DESTROY_BATCH   256
+#define DESTROY_BACKOFF_NS (5ull * 1000000000ull)
+
+struct oss_conn {
+	char host[64];
+	uint16_t port;
+	struct rpc_conn *conn;
+};
+
+static struct rpc_conn *conn_for(struct oss_conn *conns, int *nconns, const char *host, uint16_t port)
+{
+	int i;
+
+	for (i = 0; i < *nconns; i++)
+		if (conns[i].port == port && !strcmp(conns[i].host, host))
+			break;
+	if (i == *nconns) {
+		if (*nconns == DESTROY_BATCH)
+			return NULL;
+		snprintf(conns[i].host, sizeof(conns[i].host), "%s", host);
+		conns[i].port = port;
+		conns[i].conn = NULL;
+		(*nconns)++;
+	}
+	if (conns[i].conn && !rpc_conn_alive(conns[i].conn)) {
+		rpc_conn_close(conns[i].conn);
+		conns[i].conn = NULL;
+	}
+	if (!conns[i].conn) {
+		struct rpc_conn_opts o = { .name = "OSS", .connect_timeout_ms = 2000 };
+		if (rpc_conn_open(host, port, &o, &conns[i].conn) < 0)
+			conns[i].conn = NULL;
+	}
+	return conns[i].conn;
+}
+
+static void destroy_list(struct mds *m, struct mds_destroy_item *items, uint32_t n)
+{
+	struct oss_conn *conns = calloc(DESTROY_BATCH, sizeof(*conns));
+	struct rpc_call *calls = calloc(n, sizeof(*calls));
+	struct lw_ost_io *bodies = calloc(n, sizeof(*bodies));
+	struct loom_ostobj *done = calloc(n ? n : 1, sizeof(*done));
+	struct srv_req *report;
+	struct rpc_wait w;
+	int nconns = 0;
+	uint32_t ndone = 0;
+	bool all_ok = true;
+
+	if (!conns || !calls || !bodies || !done) {
+		all_ok = false;
+		n = 0;
+	}
+	rpc_wait_init(&w);
+	for (uint32_t i = 0; i < n; i++) {
+		struct rpc_conn *c = conn_for(conns, &nconns, items[i].host, items[i].port);
+
+		bodies[i].ost_idx = items[i].obj.ost_idx;
+		bodies[i].objid = items[i].obj.objid;
+		rpc_call_init(&calls[i], LW_OP_OST_DESTROY, &bodies[i], sizeof(bodies[i]));
+		if (!c) {
+			calls[i].status = -EHOSTUNREACH;
+			continue;
+		}
+		rpc_submit(c, &calls[i], &w);
+	}
+	rpc_wait_all(&w);
+	rpc_wait_destroy(&w);
+	for (uint32_t i = 0; i < n; i++) {
+		if (calls[i].status == 0)
+			done[ndone++] = items[i].obj;
+		else
+			all_ok = false;
+		rpc_call_release(&calls[i]);
+	}
+	if (!all_ok)
+		log_warn("destroyer: %u of %u objects could not be destroyed yet; will retry", n - ndone, n);
+	for (int i = 0; i < nconns; i++)
+		rpc_conn_close(conns[i].conn);
+
+	/* Report back as an internal request: the body carries the destroyed objects. */
+	report = calloc(1, sizeof(*report) + (size_t)ndone * sizeof(*done));
+	if (report) {
+		report->hdr.opcode = MDS_INTERNAL_DESTROYED;
+		report->hdr.status = all_ok ? 0 : -EAGAIN;
+		report->hdr.body_len = ndone * (uint32_t)sizeof(*done);
+		report->body = (uint8_t *)(report + 1);
+		memcpy(report->body, done, (size_t)ndone * sizeof(*done));
+		reqq_push(&m->queue, report);
+	} else {
+		log_err("destroyer: out of memory reporting back; the objects stay queued");
+	}
+	free(conns);
+	free(calls);
+	free(bodies);
+	free(done);
+}
+
+static void *destroyer_main(void *arg)
+{
+	struct mds *m = arg;
+	struct mds_destroyer *d = &m->destroyer;
+
+	pthread_mutex_lock(&d->lock);
+	for (;;) {
+		struct mds_destroy_item *items;
+		uint32_t n;
+
+		while (!d->items && !d->stopping)
+			pthread_cond_wait(&d->cond, &d->lock);
+		if (d->stopping)
+			break;
+		items = d->items;
+		n = d->nitems;
+		d->items = NULL;
+		pthread_mutex_unlock(&d->lock);
+		destroy_list(m, items, n);
+		free(items);
+		pthread_mutex_lock(&d->lock);
+	}
+	pthread_mutex_unlock(&d->lock);
+	return NULL;
+}
+
+int mds_destroyer_start(struct mds *m)
+{
+	struct mds_destroyer *d = &m->destroyer;
+
+	pthread_mutex_init(&d->lock, NULL);
+	pthread_cond_init(&d->cond, NULL);
+	d->more = true; /* whatever a previous run left */
+	return -pthread_create(&d->thread, NULL, destroyer_main, m);
+}
+
+void mds_destroyer_stop(struct mds *m)
+{
+	struct mds_destroyer *d = &m->destroyer;
+
+	pthread_mutex_lock(&d->lock);
+	d->stopping = true;
+	pthread_cond_signal(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+	pthread_join(d->thread, NULL);
+	free(d->items);
+	pthread_mutex_destroy(&d->lock);
+	pthread_cond_destroy(&d->cond);
+}
+
+void mds_destroyer_kick(struct mds *m, struct mdt_txn *t)
+{
+	struct mds_destroyer *d = &m->destroyer;
+	struct loom_ostobj objs[DESTROY_BATCH];
+	struct mds_destroy_item *items;
+	const struct mdt_ost *table;
+	uint32_t count, gen, n = 0;
+	size_t got = 0;
+
+	if (d->busy || !d->more || clock_mono_ns() < d->next_try_ns)
+		return;
+	if (mdt_destroy_list(t, objs, DESTROY_BATCH, &got) < 0 || got == 0) {
+		d->more = false;
+		return;
+	}
+	items = calloc(got, sizeof(*items));
+	if (!items)
+		return;
+	table = mdt_ost_table(m->store, &count, &gen);
+	for (size_t i = 0; i < got; i++) {
+		for (uint32_t k = 0; k < count; k++) {
+			if (table[k].idx != objs[i].ost_idx)
+				continue;
+			items[n].obj = objs[i];
+			snprintf(items[n].host, sizeof(items[n].host), "%s", table[k].host);
+			items[n].port = table[k].port;
+			n++;
+			break;
+		}
+	}
+	if (n == 0) {
+		/* Every object is on an OST the table does not know (yet): try again later. */
+		free(items);
+		d->next_try_ns = clock_mono_ns() + DESTROY_BACKOFF_NS;
+		return;
+	}
+	d->busy = true;
+	pthread_mutex_lock(&d->lock);
+	d->items = items;
+	d->nitems = n;
+	pthread_cond_signal(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+}
+
+int mds_destroyer_done(struct mds *m, struct mdt_txn *t, const struct loom_ostobj *objs, uint32_t n,
+		       bool all_ok)
+{
+	struct mds_destroyer *d = &m->destroyer;
+	int rc = 0;
+
+	for (uint32_t i = 0; i < n && rc == 0; i++)
+		rc = mdt_destroy_done(t, objs[i].ost_idx, objs[i].objid);
+	d->busy = false;
+	d->more = true;
+	if (!all_ok)
+		d->next_try_ns = clock_mono_ns() + DESTROY_BACKOFF_NS;
+	return rc;
+}

@@ -1,0 +1,659 @@
+/*
+ * The metadata thread: decodes requests, runs them against the MDT in batches (group commit), and
+ * answers only after the batch is durable.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "mds/mds.h"
+#include "proto/codec.h"
+
+#define BATCH_MAX        1024
+#define READDIR_MAX      (128u << 10)
+#define TICK_MS          1000
+
+/* A reply waiting for its batch to commit. */
+struct reply {
+	int status;
+	void *body;     /* malloc'd */
+	uint32_t len;
+};
+
+/* What the requests of a batch did that matters after it ran. */
+struct batch_state {
+	bool released; /* an inode was released: objects joined the destroy queue */
+};
+
+static bool op_is_read_only(uint16_t op)
+{
+	switch (op) {
+	case LW_OP_PING:
+	case LW_OP_MDS_CONNECT:
+	case LW_OP_MDS_LOOKUP:
+	case LW_OP_MDS_GETATTR:
+	case LW_OP_MDS_READLINK:
+	case LW_OP_MDS_READDIR:
+	case LW_OP_MDS_STATFS:
+	case LW_OP_MDS_GETXATTR:
+	case LW_OP_MDS_LISTXATTR:
+	case LW_OP_MDS_GETLAYOUT:
+	case LW_OP_MDS_OST_TABLE:
+	case LW_OP_MDS_OST_HEARTBEAT: /* memory only */
+		return true;
+	default:
+		return false;
+	}
+}
+
+static int reply_alloc(struct reply *r, size_t len)
+{
+	r->body = malloc(len ? len : 1);
+	if (!r->body)
+		return -ENOMEM;
+	r->len = (uint32_t)len;
+	return 0;
+}
+
+static int reply_copy(struct reply *r, const void *p, size_t len)
+{
+	int rc = reply_alloc(r, len);
+	if (rc == 0)
+		memcpy(r->body, p, len);
+	return rc;
+}
+
+/* A fixed struct followed by an optional layout. */
+static int reply_with_layout(struct reply *r, const void *fixed, size_t flen,
+			     const struct loom_layout *l)
+{
+	size_t len = flen + (l ? lw_layout_size(l->nobjs) : 0);
+	struct lw_wr w;
+	int rc = reply_alloc(r, len);
+
+	if (rc)
+		return rc;
+	lw_wr_init(&w, r->body, len);
+	lw_wr_put(&w, fixed, flen);
+	if (l)
+		lw_layout_encode(&w, l);
+	return w.err;
+}
+
+static void release_if_unused(struct mds *m, struct mdt_txn *t, const struct mdt_unlinked *v,
+			      struct batch_state *bs, int *rc)
+{
+	if (*rc || v->ino == 0 || v->nlink != 0 || mds_ino_is_open(m, v->ino))
+		return;
+	*rc = mdt_inode_release(t, v->ino);
+	bs->released = true;
+}
+
+/* Adds an OST's figures to a sum kept in 4 KiB blocks, converting from its own block size. */
+static void statfs_add(struct lw_statfs *sum, const struct lw_statfs *sf)
+{
+	uint64_t bs = sf->bsize ? sf->bsize : 4096;
+
+	sum->blocks += sf->blocks * bs / 4096;
+	sum->bfree += sf->bfree * bs / 4096;
+	sum->bavail += sf->bavail * bs / 4096;
+	sum->files += sf->files;
+	sum->ffree += sf->ffree;
+}
+
+static int exec_statfs(struct mds *m, struct mdt_txn *t, struct reply *r)
+{
+	struct lw_statfs_rep rep = { 0 };
+	const struct mdt_ost *table;
+	uint32_t count, gen;
+	int rc;
+
+	rc = mdt_statfs(t, &rep.mdt);
+	if (rc)
+		return rc;
+	rep.osts.bsize = 4096;
+	rep.osts.namemax = LOOM_NAME_MAX;
+	table = mdt_ost_table(m->store, &count, &gen);
+	for (uint32_t i = 0; i < count; i++) {
+		if (table[i].state & LW_TGT_INACTIVE)
+			continue;
+		statfs_add(&rep.osts, &table[i].sf);
+		rep.ost_count++;
+	}
+	return reply_copy(r, &rep, sizeof(rep));
+}
+
+static int exec_ost_table(struct mds *m, struct reply *r)
+{
+	const struct mdt_ost *table;
+	struct lw_ost_table_rep rep;
+	struct lw_wr w;
+	uint32_t count, gen;
+	size_t len;
+	int rc;
+
+	table = mdt_ost_table(m->store, &count, &gen);
+	len = sizeof(rep) + (size_t)count * sizeof(struct lw_ost_entry);
+	if (len > LW_MAX_BODY)
+		return -E2BIG;
+	rc = reply_alloc(r, len);
+	if (rc)
+		return rc;
+	rep.gen = gen;
+	rep.count = count;
+	lw_wr_init(&w, r->body, len);
+	lw_wr_put(&w, &rep, sizeof(rep));
+	for (uint32_t i = 0; i < count; i++) {
+		struct lw_ost_entry *e = lw_wr_reserve(&w, sizeof(*e));
+		e->idx = table[i].idx;
+		e->state = table[i].state;
+		e->port = table[i].port;
+		memcpy(e->host, table[i].host, sizeof(e->host));
+		memcpy(e->uuid, table[i].uuid, sizeof(e->uuid));
+		e->sf = table[i].sf;
+	}
+	return w.err;
+}
+
+static int exec_readdir(struct mdt_txn *t, const struct lw_mds_req *q, struct reply *r)
+{
+	uint32_t cap = q->u.readdir.max_bytes, count = 0;
+	struct lw_readdir_rep rep;
+	struct lw_wr w;
+	bool eof = false;
+	int rc;
+
+	if (cap < 512)
+		cap = 512;
+	if (cap > READDIR_MAX)
+		cap = READDIR_MAX;
+	rc = reply_alloc(r, sizeof(rep) + cap);
+	if (rc)
+		return rc;
+	lw_wr_init(&w, (uint8_t *)r->body + sizeof(rep), cap);
+	rc = mdt_readdir(t, &q->cred, q->u.readdir.ino, q->u.readdir.cookie,
+			 (q->u.readdir.flags & LW_RD_PLUS) != 0, &w, &count, &eof);
+	if (rc)
+		return rc;
+	rep.count = count;
+	rep.eof = eof;
+	memcpy(r->body, &rep, sizeof(rep));
+	r->len = (uint32_t)(sizeof(rep) + w.len);
+	return 0;
+}
+
+static int exec_getxattr(struct mdt_txn *t, const struct lw_mds_req *q, struct reply *r)
+{
+	struct lw_blob_rep rep = { 0 };
+	size_t cap = q->u.xattr.f.size, len = 0;
+	int rc;
+
+	if (cap > LOOM_XATTR_SIZE_MAX)
+		cap = LOOM_XATTR_SIZE_MAX;
+	rc = reply_alloc(r, sizeof(rep) + cap);
+	if (rc)
+		return rc;
+	if (q->op == LW_OP_MDS_GETXATTR)
+		rc = mdt_getxattr(t, &q->cred, q->u.xattr.f.ino, q->u.xattr.name.s, q->u.xattr.name.len,
+				  (uint8_t *)r->body + sizeof(rep), cap, &len);
+	else
+		rc = mdt_listxattr(t, &q->cred, q->u.xattr.f.ino, (uint8_t *)r->body + sizeof(rep), cap,
+				   &len);
+	if (rc)
+		return rc;
+	rep.len = (uint32_t)len;
+	memcpy(r->body, &rep, sizeof(rep));
+	/* A size query (cap 0) carries the size and no bytes. */
+	r->len = (uint32_t)(sizeof(rep) + (cap ? len : 0));
+	return 0;
+}
+
+static int exec_create(struct mds *m, struct mdt_txn *t, struct srv_req *req,
+		       const struct lw_mds_req *q, struct timespec now, struct reply *r)
+{
+	struct lw_create_rep rep = { 0 };
+	struct loom_layout *layout = NULL;
+	bool created = false;
+	int rc;
+
+	rc = mdt_create(t, &q->cred, q->u.create.f.parent, q->u.create.name.s, q->u.create.name.len,
+			q->u.create.f.mode, q->u.create.f.rdev, (q->u.create.f.flags & LW_CR_EXCL) != 0,
+			q->u.create.has_layout ? &q->u.create.layout : NULL, now, &rep.attr, &layout,
+			&created);
+	if (rc)
+		goto out;
+	if (created)
+		rep.flags |= LW_CRR_CREATED;
+	if (q->u.create.f.flags & LW_CR_OPEN) {
+		if (!created) {
+			/* Opening an existing file: the same checks (and O_TRUNC) as a plain open. */
+			free(layout);
+			layout = NULL;
+			rc = mdt_open(t, &q->cred, rep.attr.ino, q->u.create.f.open_flags, now, &rep.attr,
+				      &layout);
+			if (rc)
+				goto out;
+		}
+		rc = mds_handle_open(m, rep.attr.ino, req->conn_id, &rep.handle);
+		if (rc)
+			goto out;
+	}
+	rep.has_layout = layout != NULL;
+	rc = reply_with_layout(r, &rep, sizeof(rep), layout);
+out:
+	free(layout);
+	return rc;
+}
+
+static int exec_open(struct mds *m, struct mdt_txn *t, struct srv_req *req, const struct lw_mds_req *q,
+		     struct timespec now, struct reply *r)
+{
+	struct lw_open_rep rep = { 0 };
+	struct loom_layout *layout = NULL;
+	int rc;
+
+	rc = mdt_open(t, &q->cred, q->u.open.ino, q->u.open.open_flags, now, &rep.attr, &layout);
+	if (rc == 0)
+		rc = mds_handle_open(m, rep.attr.ino, req->conn_id, &rep.handle);
+	if (rc == 0) {
+		rep.has_layout = layout != NULL;
+		rc = reply_with_layout(r, &rep, sizeof(rep), layout);
+	}
+	free(layout);
+	return rc;
+}
+
+static int exec_close(struct mds *m, struct mdt_txn *t, struct srv_req *req,
+		      const struct lw_mds_req *q, struct batch_state *bs, struct reply *r)
+{
+	const struct lw_close_req *c = &q->u.close;
+	struct timespec mt = { .tv_sec = c->mtime, .tv_nsec = c->mtime_ns };
+	struct lw_attr attr = { 0 };
+	int rc;
+
+	/* Only the connection that opened a handle reports through it. A handle this MDS does not
+	 * know was opened before a restart and is taken on trust. */
+	rc = mds_handle_check(m, c->handle, c->ino, req->conn_id);
+	if (rc)
+		return rc;
+	if (c->flags)
+		rc = mdt_size_update(t, c->ino, c->flags, c->size, mt, &attr);
+	else
+		rc = mdt_getattr(t, c->ino, &attr);
+	if (q->op == LW_OP_MDS_CLOSE) {
+		/* The file may be gone (unlinked and released by another client's close): the close
+		 * itself still succeeds, as close(2) does. */
+		if (rc == -ENOENT)
+			rc = 0;
+		if (rc == 0)
+			rc = mds_handle_close(m, t, c->handle, c->ino, req->conn_id, &bs->released);
+	}
+	if (rc)
+		return rc;
+	return reply_copy(r, &attr, sizeof(attr));
+}
+
+static int exec_ost_register(struct mds *m, struct mdt_txn *t, struct srv_req *req,
+			     const struct lw_mds_req *q, struct reply *r)
+{
+	struct lw_ost_register_rep rep = { 0 };
+	int rc;
+
+	rc = mdt_ost_register(t, &q->u.ost_register, clock_mono_ns(), &rep.idx);
+	if (rc) {
+		log_warn("refused OST %s from %s (wants index %d): %s", q->u.ost_register.uuid,
+			 srv_req_peer(req), (int)q->u.ost_register.want_idx, strerror(-rc));
+		return rc;
+	}
+	log_info("OST%04x registered: %s at %s:%u", rep.idx, q->u.ost_register.uuid,
+		 q->u.ost_register.host, q->u.ost_register.port);
+	snprintf(rep.fsname, sizeof(rep.fsname), "%s", mdt_store_fsname(m->store));
+	/* The OSTs it brings are usable at once: the destroyer may have waited for one. */
+	m->destroyer.more = true;
+	m->destroyer.next_try_ns = 0;
+	return reply_copy(r, &rep, sizeof(rep));
+}
+
+static int exec_heartbeat(struct mds *m, const struct lw_mds_req *q)
+{
+	uint64_t now = clock_mono_ns();
+
+	for (uint32_t i = 0; i < q->u.heartbeat.f.count; i++) {
+		struct lw_ost_heartbeat_ent e;
+		lw_heartbeat_ent(q, i, &e);
+		if (mdt_ost_heartbeat(m->store, e.idx, &e.sf, now) == -ENOENT)
+			return -ENOENT; /* the OSS re-registers */
+	}
+	return 0;
+}
+
+static int exec_connect(struct mds *m, struct srv_req *req, const struct lw_mds_req *q,
+			struct reply *r)
+{
+	struct lw_connect_rep rep = { 0 };
+	uint32_t count, gen;
+	const char *fsname = mdt_store_fsname(m->store);
+
+	if (q->u.connect.proto_version != LW_VERSION)
+		return -EPROTONOSUPPORT;
+	if (q->u.connect.fsname[0] && strncmp(q->u.connect.fsname, fsname, sizeof(q->u.connect.fsname))) {
+		log_warn("client %s asked for file system '%.16s'; this is '%s'", srv_req_peer(req),
+			 q->u.connect.fsname, fsname);
+		return -ENODEV;
+	}
+	mdt_ost_table(m->store, &count, &gen);
+	rep.root_ino = LOOM_ROOT_INO;
+	rep.session_id = req->conn_id;
+	snprintf(rep.fsname, sizeof(rep.fsname), "%s", fsname);
+	rep.max_bulk = LW_MAX_BULK;
+	rep.ost_table_gen = gen;
+	return reply_copy(r, &rep, sizeof(rep));
+}
+
+/* Runs one decoded request. */
+static int exec(struct mds *m, struct mdt_txn *t, struct srv_req *req, const struct lw_mds_req *q,
+		struct batch_state *bs, struct reply *r)
+{
+	struct timespec now = clock_real();
+	struct mdt_unlinked victim = { 0 };
+	struct lw_attr attr;
+	struct loom_layout *layout = NULL;
+	int rc;
+
+	switch (q->op) {
+	case LW_OP_PING:
+		return 0;
+	case LW_OP_MDS_CONNECT:
+		return exec_connect(m, req, q, r);
+	case LW_OP_MDS_LOOKUP:
+		rc = mdt_lookup(t, &q->cred, q->u.name.f.parent, q->u.name.name.s, q->u.name.name.len, &attr);
+		return rc ? rc : reply_copy(r, &attr, sizeof(attr));
+	case LW_OP_MDS_GETATTR:
+		rc = mdt_getattr(t, q->u.ino.ino, &attr);
+		return rc ? rc : reply_copy(r, &attr, sizeof(attr));
+	case LW_OP_MDS_SETATTR:
+		rc = mdt_setattr(t, &q->cred, &q->u.setattr, now, &attr);
+		return rc ? rc : reply_copy(r, &attr, sizeof(attr));
+	case LW_OP_MDS_CREATE:
+		return exec_create(m, t, req, q, now, r);
+	case LW_OP_MDS_MKDIR:
+		rc = mdt_mkdir(t, &q->cred, q->u.mkdir.f.parent, q->u.mkdir.name.s, q->u.mkdir.name.len,
+			       q->u.mkdir.f.mode, now, &attr);
+		return rc ? rc : reply_copy(r, &attr, sizeof(attr));
+	case LW_OP_MDS_UNLINK:
+		rc = mdt_unlink(t, &q->cred, q->u.name.f.parent, q->u.name.name.s, q->u.name.name.len, now,
+				&victim);
+		release_if_unused(m, t, &victim, bs, &rc);
+		return rc;
+	case LW_OP_MDS_RMDIR:
+		return mdt_rmdir(t, &q->cred, q->u.name.f.parent, q->u.name.name.s, q->u.name.name.len, now);
+	case LW_OP_MDS_RENAME:
+		rc = mdt_rename(t, &q->cred, q->u.rename.f.src_parent, q->u.rename.src.s,
+				q->u.rename.src.len, q->u.rename.f.dst_parent, q->u.rename.dst.s,
+				q->u.rename.dst.len, q->u.rename.f.flags, now, &victim);
+		release_if_unused(m, t, &victim, bs, &rc);
+		return rc;
+	case LW_OP_MDS_LINK:
+		rc = mdt_link(t, &q->cred, q->u.link.f.ino, q->u.link.f.new_parent, q->u.link.name.s,
+			      q->u.link.name.len, now, &attr);
+		return rc ? rc : reply_copy(r, &attr, sizeof(attr));
+	case LW_OP_MDS_SYMLINK:
+		rc = mdt_symlink(t, &q->cred, q->u.symlink.f.parent, q->u.symlink.name.s,
+				 q->u.symlink.name.len, q->u.symlink.target, q->u.symlink.f.targetlen, now,
+				 &attr);
+		return rc ? rc : reply_copy(r, &attr, sizeof(attr));
+	case LW_OP_MDS_READLINK: {
+		struct lw_blob_rep rep = { 0 };
+		size_t len = 0;
+
+		rc = reply_alloc(r, sizeof(rep) + LOOM_SYMLINK_MAX);
+		if (rc)
+			return rc;
+		rc = mdt_readlink(t, q->u.ino.ino, (char *)r->body + sizeof(rep), LOOM_SYMLINK_MAX, &len);
+		if (rc)
+			return rc;
+		rep.len = (uint32_t)len;
+		memcpy(r->body, &rep, sizeof(rep));
+		r->len = (uint32_t)(sizeof(rep) + len);
+		return 0;
+	}
+	case LW_OP_MDS_READDIR:
+		return exec_readdir(t, q, r);
+	case LW_OP_MDS_STATFS:
+		return exec_statfs(m, t, r);
+	case LW_OP_MDS_GETXATTR:
+	case LW_OP_MDS_LISTXATTR:
+		return exec_getxattr(t, q, r);
+	case LW_OP_MDS_SETXATTR:
+		return mdt_setxattr(t, &q->cred, q->u.xattr.f.ino, q->u.xattr.name.s, q->u.xattr.name.len,
+				    q->u.xattr.value, q->u.xattr.f.size, q->u.xattr.f.flags, now);
+	case LW_OP_MDS_REMOVEXATTR:
+		return mdt_removexattr(t, &q->cred, q->u.xattr.f.ino, q->u.xattr.name.s,
+				       q->u.xattr.name.len, now);
+	case LW_OP_MDS_OPEN:
+		return exec_open(m, t, req, q, now, r);
+	case LW_OP_MDS_CLOSE:
+	case LW_OP_MDS_SIZE_UPDATE:
+		return exec_close(m, t, req, q, bs, r);
+	case LW_OP_MDS_GETLAYOUT:
+		rc = mdt_getlayout(t, q->u.ino.ino, &layout);
+		if (rc == 0)
+			rc = reply_with_layout(r, NULL, 0, layout);
+		free(layout);
+		return rc;
+	case LW_OP_MDS_SETLAYOUT:
+		/* A file open elsewhere may hold written data its size does not show yet: laying it
+		 * out again would destroy that data. */
+		if (mds_ino_is_open(m, q->u.setlayout.f.ino) && mdt_getattr(t, q->u.setlayout.f.ino, &attr) == 0 &&
+		    S_ISREG(attr.mode))
+			return -EBUSY;
+		rc = mdt_setlayout(t, &q->cred, q->u.setlayout.f.ino, &q->u.setlayout.layout,
+				   q->u.setlayout.f.flags, &layout);
+		if (rc == 0) {
+			rc = reply_with_layout(r, NULL, 0, layout);
+			bs->released = true; /* old objects may have joined the destroy queue */
+		}
+		free(layout);
+		return rc;
+	case LW_OP_MDS_OST_TABLE:
+		return exec_ost_table(m, r);
+	case LW_OP_MDS_OST_REGISTER:
+		return exec_ost_register(m, t, req, q, r);
+	case LW_OP_MDS_OST_HEARTBEAT:
+		return exec_heartbeat(m, q);
+	default:
+		return -EOPNOTSUPP;
+	}
+}
+
+/* Internal items: a client went away, or the destroyer finished a list. */
+static int exec_internal(struct mds *m, struct mdt_txn *t, struct srv_req *item, struct batch_state *bs)
+{
+	switch (item->hdr.opcode) {
+	case MDS_INTERNAL_DISCONNECT:
+		return mds_handles_drop_conn(m, t, item->conn_id, &bs->released);
+	case MDS_INTERNAL_DESTROYED:
+		return mds_destroyer_done(m, t, (const struct loom_ostobj *)item->body,
+					  item->hdr.body_len / (uint32_t)sizeof(struct loom_ostobj),
+					  item->hdr.status == 0);
+	default:
+		return -EINVAL;
+	}
+}
+
+/* Runs one item in its own child transaction (write batches), so its failure leaves no trace. */
+static void run_one(struct mds *m, struct mdt_txn *txn, bool write, struct srv_req *req,
+		    struct batch_state *bs, struct reply *r)
+{
+	struct mdt_txn *child = txn;
+	struct lw_mds_req q;
+	int rc;
+
+	if (req->conn) {
+		rc = lw_mds_req_decode(req->hdr.opcode, req->body, req->hdr.body_len, &q);
+		if (rc) {
+			if (rc == -EPROTO || rc == -EOPNOTSUPP)
+				log_warn("%s from %s: malformed request (%s)", lw_op_name(req->hdr.opcode),
+					 srv_req_peer(req), strerror(-rc));
+			r->status = rc;
+			return;
+		}
+	}
+	if (write) {
+		rc = mdt_txn_child(txn, &child);
+		if (rc) {
+			r->status = rc;
+			return;
+		}
+	}
+	rc = req->conn ? exec(m, child, req, &q, bs, r) : exec_internal(m, child, req, bs);
+	if (write) {
+		if (rc == 0)
+			rc = mdt_txn_commit(child);
+		else
+			mdt_txn_abort(child);
+	}
+	if (rc) {
+		free(r->body);
+		r->body = NULL;
+		r->len = 0;
+		if (!req->conn)
+			log_err("internal work item %#x failed: %s", req->hdr.opcode, strerror(-rc));
+	}
+	r->status = rc;
+}
+
+static void run_batch(struct mds *m, struct srv_req *list, uint32_t n)
+{
+	struct reply *replies = calloc(n, sizeof(*replies));
+	struct batch_state bs = { 0 };
+	struct mdt_txn *txn = NULL;
+	uint32_t i, durable = 0; /* replies [0, durable) are committed whatever happens later */
+	bool write = false;
+	int rc;
+
+	for (struct srv_req *req = list; req; req = req->next)
+		if (!req->conn || !op_is_read_only(req->hdr.opcode))
+			write = true;
+	rc = replies ? mdt_txn_begin(m->store, write, &txn) : -ENOMEM;
+	if (rc == 0) {
+		uint32_t first = 0; /* first request of the open transaction */
+
+		i = 0;
+		for (struct srv_req *req = list; req; req = req->next, i++) {
+			run_one(m, txn, write, req, &bs, &replies[i]);
+			if (!write || replies[i].status != -E2BIG || i == first)
+				continue;
+			/* The transaction grew too big for LMDB: commit what ran so far and give this
+			 * request a transaction of its own. */
+			rc = mdt_txn_commit(txn);
+			txn = NULL;
+			if (rc == 0) {
+				durable = i;
+				rc = mdt_txn_begin(m->store, true, &txn);
+			}
+			if (rc)
+				break;
+			first = i;
+			run_one(m, txn, write, req, &bs, &replies[i]);
+		}
+		if (bs.released)
+			m->destroyer.more = true;
+		if (txn) {
+			if (write && rc == 0) {
+				rc = mdt_txn_commit(txn);
+			} else {
+				mdt_txn_abort(txn);
+			}
+		}
+		if (rc)
+			log_err("commit of a batch of %u requests failed: %s; answering EIO", n, strerror(-rc));
+		else
+			durable = n;
+	} else {
+		log_err("cannot start a transaction: %s", strerror(-rc));
+	}
+
+	/* Durable (or failed) as a whole: now answer. */
+	i = 0;
+	while (list) {
+		struct srv_req *req = list;
+		struct reply *r = replies ? &replies[i] : NULL;
+
+		list = req->next;
+		if (!req->conn)
+			free(req);
+		else if (!r)
+			srv_reply(req, -ENOMEM, NULL, 0, NULL, 0, NULL);
+		else if (i >= durable)
+			srv_reply(req, -EIO, NULL, 0, NULL, 0, NULL);
+		else
+			srv_reply(req, r->status, r->body, r->status ? 0 : r->len, NULL, 0, NULL);
+		if (r)
+			free(r->body);
+		i++;
+	}
+	free(replies);
+}
+
+static void periodic(struct mds *m)
+{
+	uint64_t now = clock_mono_ns();
+	uint64_t dead = (uint64_t)MDS_OST_DEAD_SECONDS * 1000000000ull;
+	struct mdt_txn *t;
+
+	if (now > dead && mdt_ost_expire(m->store, now - dead))
+		log_info("OST table changed: an OST went silent or came back");
+	if (mdt_txn_begin(m->store, false, &t) == 0) {
+		mds_destroyer_kick(m, t);
+		mdt_txn_abort(t);
+	}
+}
+
+void mds_metadata_loop(struct mds *m)
+{
+	uint64_t last_tick = clock_mono_ns();
+
+	for (;;) {
+		uint32_t n = 0;
+		struct srv_req *list = reqq_pop_batch(&m->queue, BATCH_MAX, TICK_MS, &n);
+
+		if (!list && m->queue.closed)
+			break;
+		if (list)
+			run_batch(m, list, n);
+		if (m->destroyer.more && !m->destroyer.busy)
+			periodic(m);
+		else if (clock_mono_ns() - last_tick >= TICK_MS * 1000000ull) {
+			periodic(m);
+			last_tick = clock_mono_ns();
+		}
+	}
+}
+
+void mds_deliver(struct srv_req *req, void *arg)
+{
+	struct mds *m = arg;
+	reqq_push(&m->queue, req);
+}
+
+void mds_disconnect(uint64_t conn_id, void *arg)
+{
+	struct mds *m = arg;
+	struct srv_req *item = calloc(1, sizeof(*item));
+
+	if (!item) {
+		log_err("out of memory: the open handles of connection %llu stay until restart",
+			(unsigned long long)conn_id);
+		return;
+	}
+	item->hdr.opcode = MDS_INTERNAL_DISCONNECT;
+	item->conn_id = conn_id;
+	item->body = (uint8_t *)(item + 1);
+	reqq_push(&m->queue, item);
+}

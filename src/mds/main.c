@@ -1,0 +1,205 @@
+/*
+ * loom-mds: the metadata server. Serves the namespace from an MDT (an LMDB environment in a
+ * directory) and keeps the table of OSTs.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "mds/mds.h"
+
+static struct mds *the_mds;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	if (the_mds)
+		srv_stop(the_mds->srv);
+}
+
+static void *md_thread_main(void *arg)
+{
+	mds_metadata_loop(arg);
+	return NULL;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: loom-mds --mdt DIR [--listen HOST[:PORT]] [options]\n"
+		"       loom-mds --format --fsname NAME --mdt DIR\n"
+		"Serves the namespace of a Loom file system.\n\n"
+		"  --mdt DIR             the MDT directory (an LMDB environment)\n"
+		"  --listen HOST[:PORT]  address to serve on (default 0.0.0.0:%u; port 0 = any free)\n"
+		"  --port-file FILE      write the bound HOST:PORT here once serving\n"
+		"  --format              create the MDT (needs --fsname) and exit\n"
+		"  --fsname NAME         file system name, 1 to %d of [A-Za-z0-9_-]\n"
+		"  --log-level LEVEL     error, warn, info (default) or debug\n",
+		LW_DEFAULT_MDS_PORT, LOOM_FSNAME_MAX);
+}
+
+static int parse_level(const char *s, enum log_level *out)
+{
+	static const char *const names[] = { "error", "warn", "info", "debug" };
+	for (int i = 0; i < 4; i++)
+		if (!strcmp(s, names[i])) {
+			*out = (enum log_level)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+/* Inodes unlinked while open when the MDS last stopped: nobody holds them now. */
+static int release_orphans(struct mds *m)
+{
+	uint64_t inos[256];
+	size_t n = 0, total = 0;
+	int rc;
+
+	do {
+		struct mdt_txn *t;
+
+		rc = mdt_txn_begin(m->store, true, &t);
+		if (rc)
+			return rc;
+		rc = mdt_orphan_list(t, inos, ARRAY_SIZE(inos), &n);
+		for (size_t i = 0; rc == 0 && i < n; i++)
+			rc = mdt_inode_release(t, inos[i]);
+		if (rc) {
+			mdt_txn_abort(t);
+			return rc;
+		}
+		rc = mdt_txn_commit(t);
+		total += n;
+	} while (rc == 0 && n == ARRAY_SIZE(inos));
+	if (total)
+		log_info("released %zu inodes left unlinked-but-open by the previous run", total);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "mdt", required_argument, NULL, 'd' },       { "listen", required_argument, NULL, 'l' },
+		{ "port-file", required_argument, NULL, 'p' }, { "format", no_argument, NULL, 'F' },
+		{ "fsname", required_argument, NULL, 'n' },    { "log-level", required_argument, NULL, 'L' },
+		{ "help", no_argument, NULL, 'h' },            { NULL, 0, NULL, 0 },
+	};
+	const char *mdt_dir = NULL, *listen_addr = NULL, *port_file = NULL, *fsname = NULL;
+	struct mds m = { 0 };
+	struct srv_opts so = { 0 };
+	char listen_host[64];
+	uint16_t listen_port;
+	enum log_level level = LOG_INFO;
+	bool format = false;
+	int c, rc;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd': mdt_dir = optarg; break;
+		case 'l': listen_addr = optarg; break;
+		case 'p': port_file = optarg; break;
+		case 'F': format = true; break;
+		case 'n': fsname = optarg; break;
+		case 'L':
+			if (parse_level(optarg, &level)) {
+				fprintf(stderr, "loom-mds: unknown log level '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	log_init("loom-mds", level);
+	if (!mdt_dir || optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (format) {
+		if (!fsname) {
+			fprintf(stderr, "loom-mds: --format needs --fsname NAME\n");
+			return 2;
+		}
+		rc = mdt_format(mdt_dir, fsname);
+		if (rc) {
+			fprintf(stderr, "loom-mds: cannot format %s: %s\n", mdt_dir,
+				rc == -EINVAL ? "bad file system name (1 to 8 of A-Z a-z 0-9 _ -)" : strerror(-rc));
+			return 1;
+		}
+		printf("formatted MDT in %s for file system %s\n", mdt_dir, fsname);
+		return 0;
+	}
+	if (addr_parse(listen_addr ? listen_addr : "0.0.0.0", listen_host, sizeof(listen_host),
+		       &listen_port, LW_DEFAULT_MDS_PORT)) {
+		fprintf(stderr, "loom-mds: bad --listen address '%s'\n", listen_addr);
+		return 2;
+	}
+	rc = mdt_store_open(mdt_dir, &m.store);
+	if (rc) {
+		log_err("cannot open the MDT in %s: %s%s", mdt_dir, strerror(-rc),
+			rc == -ENOENT ? " (format it with --format --fsname NAME)" : "");
+		return 1;
+	}
+	rc = release_orphans(&m);
+	if (rc) {
+		log_err("cannot release orphan inodes: %s", strerror(-rc));
+		return 1;
+	}
+	raise_nofile_limit();
+	signal(SIGPIPE, SIG_IGN);
+	reqq_init(&m.queue);
+	mds_handles_init(&m);
+
+	so.name = "mds";
+	so.listen_host = listen_host;
+	so.listen_port = listen_port;
+	so.deliver = mds_deliver;
+	so.disconnect = mds_disconnect;
+	so.arg = &m;
+	rc = srv_create(&so, &m.srv);
+	if (rc) {
+		log_err("cannot listen on %s:%u: %s", listen_host, listen_port, strerror(-rc));
+		return 1;
+	}
+	the_mds = &m;
+	signal(SIGTERM, on_signal);
+	signal(SIGINT, on_signal);
+	rc = mds_destroyer_start(&m);
+	if (rc == 0)
+		rc = -pthread_create(&m.md_thread, NULL, md_thread_main, &m);
+	if (rc) {
+		log_err("cannot start threads: %s", strerror(-rc));
+		return 1;
+	}
+	if (port_file) {
+		char buf[96];
+		int n = snprintf(buf, sizeof(buf), "%s:%u\n", listen_host, srv_port(m.srv));
+		rc = file_write_atomic(port_file, buf, (size_t)n);
+		if (rc)
+			log_warn("cannot write %s: %s", port_file, strerror(-rc));
+	}
+	log_info("file system %s: MDT %s, serving on %s:%u", mdt_store_fsname(m.store), mdt_dir,
+		 listen_host, srv_port(m.srv));
+
+	rc = srv_run(m.srv);
+
+	log_info("shutting down");
+	reqq_close(&m.queue);
+	pthread_join(m.md_thread, NULL);
+	mds_destroyer_stop(&m);
+	srv_destroy(m.srv);
+	/* Disconnect items queued by srv_destroy are moot: handles die with the process. */
+	for (struct srv_req *r; (r = reqq_pop_batch(&m.queue, 1, 0, NULL));)
+		r->conn ? srv_req_drop(r) : free(r);
+	mds_handles_destroy(&m);
+	mdt_store_close(m.store);
+	reqq_destroy(&m.queue);
+	return rc ? 1 : 0;
+}

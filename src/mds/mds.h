@@ -1,0 +1,103 @@
+/*
+ * loom-mds internals.
+ *
+ * Threads:
+ *  - the event loop (main thread) reads and checks frames and queues them;
+ *  - the metadata thread takes every queued request at once, runs them in one LMDB write
+ *    transaction (one child transaction each, so a failed one leaves no trace), commits once
+ *    (group commit: one fsync for the whole batch), and only then sends the replies, so nothing
+ *    is acknowledged before it is durable;
+ *  - the destroyer sends OST_DESTROY for the objects of released files, outside the metadata
+ *    thread, and reports back through the same queue.
+ * Only the metadata thread touches the store, the open-handle tables and the OST table.
+ */
+#ifndef LOOM_MDS_MDS_H
+#define LOOM_MDS_MDS_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/u64map.h"
+#include "mdt/store.h"
+#include "net/reqq.h"
+#include "net/server.h"
+
+/* Internal work items travel in the request queue as srv_reqs with conn == NULL. */
+#define MDS_INTERNAL_DISCONNECT 0xFF01 /* conn_id: a client went away */
+#define MDS_INTERNAL_DESTROYED  0xFF02 /* body: struct loom_ostobj[] destroyed on their OSTs */
+
+#define MDS_OST_DEAD_SECONDS 10 /* an OST not heard from this long is inactive */
+
+/* One entry handed to the destroyer: an object and where its OST is served. */
+struct mds_destroy_item {
+	struct loom_ostobj obj;
+	char host[64];
+	uint16_t port;
+};
+
+struct mds_destroyer {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct mds_destroy_item *items; /* handed over by the metadata thread */
+	uint32_t nitems;
+	bool busy;      /* metadata thread's view: a list is out */
+	bool stopping;
+	uint64_t next_try_ns; /* metadata thread: back-off after failures */
+	bool more;      /* metadata thread: the queue may hold more */
+};
+
+struct mds {
+	struct mdt_store *store;
+	struct srv *srv;
+	struct reqq queue;
+	pthread_t md_thread;
+
+	/* Open handles (metadata thread only). */
+	uint64_t next_handle;
+	struct u64map handles;     /* handle -> struct mds_handle */
+	struct u64map open_counts; /* ino -> (uintptr_t) number of open handles */
+	struct u64map conn_handles;/* conn_id -> first struct mds_handle of that connection */
+
+	struct mds_destroyer destroyer;
+	struct reqq *queue_for_destroyer;
+};
+
+/* dispatch.c */
+void mds_metadata_loop(struct mds *m);
+void mds_deliver(struct srv_req *req, void *arg);
+void mds_disconnect(uint64_t conn_id, void *arg);
+
+/* handles.c: open handles, and release of unlinked inodes at their last close. */
+struct mds_handle {
+	uint64_t handle;
+	uint64_t ino;
+	uint64_t conn_id;
+	struct mds_handle *prev_conn, *next_conn;
+};
+
+void mds_handles_init(struct mds *m);
+void mds_handles_destroy(struct mds *m);
+int mds_handle_open(struct mds *m, uint64_t ino, uint64_t conn_id, uint64_t *handle);
+/* Checks that a handle, if this MDS knows it, was opened on ino by conn_id: -EBADF if not.
+ * An unknown handle is fine: it comes from before a restart. */
+int mds_handle_check(struct mds *m, uint64_t handle, uint64_t ino, uint64_t conn_id);
+/* Ends a handle (checked as mds_handle_check does); when it was the last on an unlinked inode,
+ * releases the inode in t. */
+int mds_handle_close(struct mds *m, struct mdt_txn *t, uint64_t handle, uint64_t ino,
+		     uint64_t conn_id, bool *released);
+/* Ends every handle of a connection. */
+int mds_handles_drop_conn(struct mds *m, struct mdt_txn *t, uint64_t conn_id, bool *released);
+bool mds_ino_is_open(struct mds *m, uint64_t ino);
+
+/* destroyer.c */
+int mds_destroyer_start(struct mds *m);
+void mds_destroyer_stop(struct mds *m);
+/* Metadata thread, after a commit: hands pending destroys to the destroyer if it is idle. */
+void mds_destroyer_kick(struct mds *m, struct mdt_txn *read_txn);
+/* Metadata thread: the destroyer finished a list (internal item). */
+int mds_destroyer_done(struct mds *m, struct mdt_txn *t, const struct loom_ostobj *objs, uint32_t n,
+		       bool all_ok);
+
+#endif

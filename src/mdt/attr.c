@@ -1,0 +1,193 @@
+/*
+ * Attributes: setattr (chmod, chown, utimes, truncate), open, and the size and mtime a client
+ * reports for data it wrote through a handle.
+ *
+ * The MDS keeps a file's size; data lives on the OSTs. Truncation here only changes that size:
+ * the client punches the objects itself (before shrinking, so that no reader sees stale bytes
+ * past the new end once the MDS says the file is shorter).
+ */
+#include "mdt/internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+
+static bool nsec_ok(uint32_t ns)
+{
+	return ns < 1000000000u;
+}
+
+int mdt_setattr(struct mdt_txn *t, const struct loom_cred *cr, const struct lw_setattr *sa,
+		struct timespec now, struct lw_attr *out)
+{
+	uint32_t valid = sa->valid;
+	struct mdt_owner cur, next;
+	struct mdt_inode in;
+	int rc;
+
+	if (valid & ~LW_SA_ALL)
+		return -EINVAL;
+	if (((valid & LW_SA_ATIME) && !(valid & LW_SA_ATIME_NOW) && !nsec_ok(sa->atime_ns)) ||
+	    ((valid & LW_SA_MTIME) && !(valid & LW_SA_MTIME_NOW) && !nsec_ok(sa->mtime_ns)) ||
+	    ((valid & LW_SA_CTIME) && !nsec_ok(sa->ctime_ns)))
+		return -EINVAL;
+	rc = mdt_inode_get(t, sa->ino, &in);
+	if (rc)
+		return rc;
+	if ((valid & LW_SA_MODE) && S_ISLNK(in.mode))
+		return -EOPNOTSUPP; /* a symlink's mode is fixed (fchmodat(AT_SYMLINK_NOFOLLOW)) */
+	if (valid & LW_SA_SIZE) {
+		/* vfs_truncate(): the type first. */
+		if (S_ISDIR(in.mode))
+			return -EISDIR;
+		if (!S_ISREG(in.mode))
+			return -EINVAL;
+	}
+	cur = mdt_owner_of(&in);
+	rc = mdt_perm_setattr(cr, &cur, sa, &next);
+	if (rc)
+		return rc;
+	if ((valid & LW_SA_SIZE) && sa->size > MDT_MAX_FILE_SIZE)
+		return -EFBIG;
+	if (!(valid & ~(uint32_t)LW_SA_FH))
+		goto out;
+
+	in.mode = next.mode;
+	in.uid = next.uid;
+	in.gid = next.gid;
+	if ((valid & LW_SA_SIZE) && sa->size != in.size) {
+		in.size = sa->size;
+		mdt_inode_touch(&in, MDT_T_MTIME, now);
+	}
+	if (valid & LW_SA_ATIME_NOW) {
+		mdt_inode_touch(&in, MDT_T_ATIME, now);
+	} else if (valid & LW_SA_ATIME) {
+		in.atime = sa->atime;
+		in.atime_ns = sa->atime_ns;
+	}
+	if (valid & LW_SA_MTIME_NOW) {
+		mdt_inode_touch(&in, MDT_T_MTIME, now);
+	} else if (valid & LW_SA_MTIME) {
+		in.mtime = sa->mtime;
+		in.mtime_ns = sa->mtime_ns;
+	}
+	if (valid & LW_SA_CTIME) {
+		in.ctime = sa->ctime;
+		in.ctime_ns = sa->ctime_ns;
+	} else {
+		mdt_inode_touch(&in, MDT_T_CTIME, now);
+	}
+	rc = mdt_inode_put(t, &in);
+	if (rc)
+		return rc;
+out:
+	mdt_inode_attr(&in, out);
+	return 0;
+}
+
+/* ACC_MODE(): what an open asks for. O_TRUNC asks for write as well. */
+static int open_may(uint32_t open_flags)
+{
+	int may;
+
+	switch (open_flags & O_ACCMODE) {
+	case O_RDONLY:
+		may = MDT_MAY_READ;
+		break;
+	case O_WRONLY:
+		may = MDT_MAY_WRITE;
+		break;
+	default: /* O_RDWR, and 3, which Linux reads as both */
+		may = MDT_MAY_READ | MDT_MAY_WRITE;
+		break;
+	}
+	if (open_flags & O_TRUNC)
+		may |= MDT_MAY_WRITE;
+	return may;
+}
+
+int mdt_open(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino, uint32_t open_flags,
+	     struct timespec now, struct lw_attr *out, struct loom_layout **layout_out)
+{
+	struct mdt_owner own;
+	struct mdt_inode in;
+	int may = open_may(open_flags);
+	int rc;
+
+	if (layout_out)
+		*layout_out = NULL;
+	rc = mdt_inode_get(t, ino, &in);
+	if (rc)
+		return rc;
+	/* The client resolves symlinks; one reaching open is opened with O_NOFOLLOW semantics. */
+	if (S_ISLNK(in.mode))
+		return -ELOOP;
+	if ((open_flags & O_DIRECTORY) && !S_ISDIR(in.mode))
+		return -ENOTDIR;
+	if (S_ISDIR(in.mode) && (may & MDT_MAY_WRITE))
+		return -EISDIR;
+	rc = mdt_may(cr, &in, may);
+	if (rc)
+		return rc;
+	own = mdt_owner_of(&in);
+	if ((open_flags & O_NOATIME) && !mdt_perm_owner_or_root(cr, &own))
+		return -EPERM;
+
+	if ((open_flags & O_TRUNC) && S_ISREG(in.mode)) {
+		/* handle_truncate(): size 0, mtime and ctime now even if it was empty, and the
+		 * privileges a non-root truncation removes. */
+		in.size = 0;
+		in.mode &= ~mdt_perm_kill_on_truncate(cr, &own);
+		mdt_inode_touch(&in, MDT_T_MTIME | MDT_T_CTIME, now);
+		rc = mdt_inode_put(t, &in);
+		if (rc)
+			return rc;
+	}
+	if (layout_out && S_ISREG(in.mode)) {
+		rc = mdt_layout_load(t, MDT_DB_LAYOUTS, ino, layout_out);
+		if (rc == -ENODATA)
+			rc = 0;
+		if (rc)
+			return rc;
+	}
+	mdt_inode_attr(&in, out);
+	return 0;
+}
+
+int mdt_size_update(struct mdt_txn *t, uint64_t ino, uint32_t flags, uint64_t size,
+		    struct timespec mtime, struct lw_attr *out)
+{
+	struct mdt_inode in;
+	bool changed = false;
+	int rc;
+
+	if (flags & ~(LW_CL_SIZE | LW_CL_MTIME))
+		return -EINVAL;
+	rc = mdt_inode_get(t, ino, &in);
+	if (rc)
+		return rc;
+	if (flags & LW_CL_SIZE) {
+		if (!S_ISREG(in.mode))
+			return -EINVAL;
+		if (size > MDT_MAX_FILE_SIZE)
+			return -EFBIG;
+		/* Only grows: a close racing a truncate must not bring the old size back. */
+		if (size > in.size) {
+			in.size = size;
+			changed = true;
+		}
+	}
+	if (flags & LW_CL_MTIME) {
+		if (mtime.tv_nsec < 0 || !nsec_ok((uint32_t)mtime.tv_nsec))
+			return -EINVAL;
+		in.mtime = in.ctime = mtime.tv_sec;
+		in.mtime_ns = in.ctime_ns = (uint32_t)mtime.tv_nsec;
+		changed = true;
+	}
+	if (changed) {
+		rc = mdt_inode_put(t, &in);
+		if (rc)
+			return rc;
+	}
+	mdt_inode_attr(&in, out);
+	return 0;
+}

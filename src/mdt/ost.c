@@ -1,0 +1,495 @@
+/*
+ * The OST table and stripe allocation.
+ *
+ * What an OST is (index, uuid, address, its NOCREATE/READONLY flags, the next object id) is kept
+ * in the `osts` database. How it is doing (free space, when it was last heard, whether it is
+ * inactive) is kept only in memory: it changes every few seconds and means nothing after a
+ * restart. The in-memory table mirrors the database as of the last top-level commit: a
+ * registration writes its record in the caller's transaction and leaves a note in it
+ * (struct mdt_ost_update); only the commit that makes the record durable rebuilds the table
+ * (mdt_ost_prepare, mdt_ost_install), so an aborted registration leaves no trace in memory either.
+ *
+ * After an MDS restart every known OST starts active with the free space it last registered with,
+ * and has one expiry period (from the open) to be heard from again.
+ */
+#include "mdt/internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "common/log.h"
+#include "common/util.h"
+
+/* The flags an OSS reports for its OST and the MDT keeps; LW_TGT_INACTIVE is the MDS's own. */
+#define OST_REPORTED_STATE (LW_TGT_READONLY | LW_TGT_NOCREATE)
+
+/* Loom's balance threshold: free space is "balanced" while the emptiest OST has at most 17% more
+ * free space than the fullest (Lustre's qos_threshold_rr default). */
+#define QOS_THRESHOLD_PCT 17
+
+static struct mdt_ost *table_find(struct mdt_ost *tab, uint32_t n, uint32_t idx)
+{
+	uint32_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (tab[mid].idx == idx)
+			return &tab[mid];
+		if (tab[mid].idx < idx)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+bool mdt_ost_known(const struct mdt_store *s, uint32_t idx)
+{
+	return table_find(s->osts, s->nosts, idx) != NULL;
+}
+
+static int rec_get(struct mdt_txn *t, uint32_t idx, struct mdt_ost_rec *rec)
+{
+	uint8_t key[4];
+	MDB_val v;
+	int rc;
+
+	mdt_put_be32(key, idx);
+	rc = mdt_get(t, MDT_DB_OSTS, key, sizeof(key), &v);
+	if (rc)
+		return rc;
+	if (v.mv_size != sizeof(*rec))
+		return -EIO;
+	memcpy(rec, v.mv_data, sizeof(*rec));
+	return 0;
+}
+
+static int rec_put(struct mdt_txn *t, const struct mdt_ost_rec *rec)
+{
+	uint8_t key[4];
+
+	mdt_put_be32(key, rec->idx);
+	return mdt_put(t, MDT_DB_OSTS, key, sizeof(key), rec, sizeof(*rec));
+}
+
+/* Calls fn for every record in index order; stops at fn's first non-zero return (1 = found). */
+static int rec_each(struct mdt_txn *t, int (*fn)(const struct mdt_ost_rec *rec, void *arg),
+		    void *arg)
+{
+	struct mdt_ost_rec rec;
+	MDB_cursor *cur;
+	MDB_val k, v;
+	int rc, mrc;
+
+	rc = mdt_errno(mdb_cursor_open(t->mdb, t->s->dbi[MDT_DB_OSTS], &cur));
+	if (rc)
+		return rc;
+	for (mrc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); mrc == MDB_SUCCESS;
+	     mrc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		if (v.mv_size != sizeof(rec)) {
+			rc = -EIO;
+			break;
+		}
+		memcpy(&rec, v.mv_data, sizeof(rec));
+		rc = fn(&rec, arg);
+		if (rc)
+			break;
+	}
+	mdb_cursor_close(cur);
+	if (rc)
+		return rc;
+	return mrc == MDB_NOTFOUND ? 0 : mdt_errno(mrc);
+}
+
+/* ---- the in-memory table ---- */
+
+struct table_build {
+	struct mdt_ost *tab;
+	uint32_t n, cap;
+	const struct mdt_store *old; /* runtime fields carried over from the current table */
+	uint64_t now_ns;
+};
+
+static int build_one(const struct mdt_ost_rec *rec, void *arg)
+{
+	struct table_build *b = arg;
+	struct mdt_ost *e, *prev;
+
+	if (b->n == b->cap) {
+		uint32_t cap = b->cap ? b->cap * 2 : 16;
+		struct mdt_ost *tab = realloc(b->tab, cap * sizeof(*tab));
+		if (!tab)
+			return -ENOMEM;
+		b->tab = tab;
+		b->cap = cap;
+	}
+	e = &b->tab[b->n++];
+	memset(e, 0, sizeof(*e));
+	e->idx = rec->idx;
+	e->port = rec->port;
+	memcpy(e->host, rec->host, sizeof(e->host));
+	e->host[sizeof(e->host) - 1] = '\0';
+	memcpy(e->uuid, rec->uuid, sizeof(e->uuid));
+	e->uuid[sizeof(e->uuid) - 1] = '\0';
+	e->state = rec->state & OST_REPORTED_STATE;
+	e->sf = rec->sf;
+	e->last_heard_ns = b->now_ns;
+	prev = b->old ? table_find(b->old->osts, b->old->nosts, rec->idx) : NULL;
+	if (prev) {
+		e->sf = prev->sf;
+		e->last_heard_ns = prev->last_heard_ns;
+		e->state = prev->state;
+	}
+	return 0;
+}
+
+int mdt_ost_load(struct mdt_store *s, struct mdt_txn *t)
+{
+	struct table_build b = { .now_ns = clock_mono_ns() };
+	int rc;
+
+	rc = rec_each(t, build_one, &b);
+	if (rc) {
+		free(b.tab);
+		return rc;
+	}
+	s->osts = b.tab;
+	s->nosts = b.n;
+	/* Not persistent: a generation that differs from anything the previous incarnation handed
+	 * out, unless it changed the table more than once a second on average. */
+	s->ost_gen = (uint32_t)clock_real().tv_sec;
+	return 0;
+}
+
+void mdt_ost_free(struct mdt_store *s)
+{
+	free(s->osts);
+	s->osts = NULL;
+	s->nosts = 0;
+}
+
+int mdt_ost_prepare(struct mdt_txn *t, struct mdt_ost **table, uint32_t *count)
+{
+	struct table_build b = { .old = t->s, .now_ns = clock_mono_ns() };
+	int rc;
+
+	rc = rec_each(t, build_one, &b);
+	if (rc) {
+		free(b.tab);
+		return rc;
+	}
+	/* A registration: heard now, with the free space it brought, active again. */
+	for (size_t i = 0; i < t->n_ost_updates; i++) {
+		const struct mdt_ost_update *u = &t->ost_updates[i];
+		struct mdt_ost *e = table_find(b.tab, b.n, u->idx);
+		if (!e)
+			continue;
+		e->sf = u->sf;
+		e->last_heard_ns = u->heard_ns;
+		e->state = u->sf.state & OST_REPORTED_STATE;
+	}
+	*table = b.tab;
+	*count = b.n;
+	return 0;
+}
+
+static bool ost_differs(const struct mdt_ost *a, const struct mdt_ost *b)
+{
+	return a->idx != b->idx || a->state != b->state || a->port != b->port ||
+	       strcmp(a->host, b->host) != 0 || strcmp(a->uuid, b->uuid) != 0;
+}
+
+void mdt_ost_install(struct mdt_store *s, struct mdt_ost *table, uint32_t count)
+{
+	bool changed = count != s->nosts;
+
+	for (uint32_t i = 0; !changed && i < count; i++)
+		changed = ost_differs(&table[i], &s->osts[i]);
+	free(s->osts);
+	s->osts = table;
+	s->nosts = count;
+	if (changed)
+		s->ost_gen++;
+}
+
+const struct mdt_ost *mdt_ost_table(const struct mdt_store *s, uint32_t *count, uint32_t *gen)
+{
+	*count = s->nosts;
+	*gen = s->ost_gen;
+	return s->osts;
+}
+
+/* ---- registration, heartbeats, expiry ---- */
+
+struct reg_scan {
+	const char *uuid;
+	uint32_t found_idx;  /* the uuid's index, or UINT32_MAX */
+	uint32_t first_free; /* the lowest index no record holds */
+};
+
+static int reg_scan_one(const struct mdt_ost_rec *rec, void *arg)
+{
+	struct reg_scan *sc = arg;
+
+	if (strncmp(rec->uuid, sc->uuid, sizeof(rec->uuid)) == 0)
+		sc->found_idx = rec->idx;
+	if (rec->idx == sc->first_free)
+		sc->first_free++; /* records come in index order */
+	return 0;
+}
+
+static bool str_ok(const char *s, size_t cap)
+{
+	return s[0] != '\0' && memchr(s, '\0', cap) != NULL;
+}
+
+int mdt_ost_register(struct mdt_txn *t, const struct lw_ost_register_req *req, uint64_t now_ns,
+		     uint32_t *idx_out)
+{
+	struct reg_scan sc = { .uuid = req->uuid, .found_idx = UINT32_MAX };
+	struct mdt_ost_rec rec;
+	uint32_t idx;
+	int rc;
+
+	if (!memchr(req->fsname, '\0', sizeof(req->fsname)) ||
+	    strcmp(req->fsname, t->s->fsname) != 0)
+		return -EINVAL;
+	if (!str_ok(req->host, sizeof(req->host)) || !str_ok(req->uuid, sizeof(req->uuid)))
+		return -EINVAL;
+	if (req->want_idx != UINT32_MAX && req->want_idx > MDT_MAX_OST_IDX)
+		return -EINVAL;
+	rc = mdt_txn_reserve_updates(t, 1);
+	if (rc)
+		return rc;
+	rc = rec_each(t, reg_scan_one, &sc);
+	if (rc)
+		return rc;
+
+	if (sc.found_idx != UINT32_MAX) {
+		/* A known OST keeps its index; one that asks for another is misconfigured. */
+		if (req->want_idx != UINT32_MAX && req->want_idx != sc.found_idx)
+			return -EINVAL;
+		idx = sc.found_idx;
+		rc = rec_get(t, idx, &rec);
+		if (rc)
+			return rc == -ENOENT ? -EIO : rc;
+	} else {
+		if (req->want_idx == UINT32_MAX) {
+			idx = sc.first_free;
+			if (idx > MDT_MAX_OST_IDX)
+				return -ENOSPC;
+		} else {
+			idx = req->want_idx;
+			rc = rec_get(t, idx, &rec);
+			if (rc == 0)
+				return -EEXIST; /* held by another uuid */
+			if (rc != -ENOENT)
+				return rc;
+		}
+		memset(&rec, 0, sizeof(rec));
+		rec.version = MDT_FORMAT_VERSION;
+		rec.idx = idx;
+		rec.next_objid = 1;
+		memcpy(rec.uuid, req->uuid, strlen(req->uuid)); /* NUL-padded, as host below */
+	}
+	memset(rec.host, 0, sizeof(rec.host));
+	memcpy(rec.host, req->host, strlen(req->host));
+	rec.port = req->port;
+	rec.state = req->sf.state & OST_REPORTED_STATE;
+	rec.sf = req->sf;
+	rc = rec_put(t, &rec);
+	if (rc)
+		return rc;
+	t->ost_dirty = true;
+	t->ost_updates[t->n_ost_updates++] = (struct mdt_ost_update){
+		.idx = idx, .sf = req->sf, .heard_ns = now_ns
+	};
+	*idx_out = idx;
+	return 0;
+}
+
+int mdt_ost_heartbeat(struct mdt_store *s, uint32_t idx, const struct lw_statfs *sf,
+		      uint64_t now_ns)
+{
+	struct mdt_ost *e = table_find(s->osts, s->nosts, idx);
+	uint32_t state;
+
+	if (!e)
+		return -ENOENT;
+	e->sf = *sf;
+	e->last_heard_ns = now_ns;
+	/* Heard from: active, with the flags it reports now. */
+	state = sf->state & OST_REPORTED_STATE;
+	if (state != e->state) {
+		e->state = state;
+		s->ost_gen++;
+	}
+	return 0;
+}
+
+bool mdt_ost_expire(struct mdt_store *s, uint64_t deadline_ns)
+{
+	bool changed = false;
+
+	for (uint32_t i = 0; i < s->nosts; i++) {
+		struct mdt_ost *e = &s->osts[i];
+		bool silent = e->last_heard_ns < deadline_ns;
+
+		if (silent != !!(e->state & LW_TGT_INACTIVE)) {
+			e->state ^= LW_TGT_INACTIVE;
+			changed = true;
+			log_info("mdt: OST%04x %s", e->idx, silent ? "inactive: not heard from" : "active");
+		}
+	}
+	if (changed)
+		s->ost_gen++;
+	return changed;
+}
+
+/* ---- allocation ---- */
+
+static bool ost_usable(const struct mdt_ost *e)
+{
+	return !(e->state & (LW_TGT_INACTIVE | LW_TGT_NOCREATE | LW_TGT_READONLY));
+}
+
+static uint64_t ost_free_kib(const struct mdt_ost *e)
+{
+	uint64_t bsize = e->sf.bsize;
+
+	return bsize >= 1024 ? e->sf.bavail * (bsize / 1024) : e->sf.bavail * bsize / 1024;
+}
+
+/* xorshift64*: the weighted allocator needs spread, not secrecy. */
+static uint64_t rng_next(struct mdt_store *s)
+{
+	s->rng ^= s->rng >> 12;
+	s->rng ^= s->rng << 25;
+	s->rng ^= s->rng >> 27;
+	return s->rng * 0x2545F4914F6CDD1Dull;
+}
+
+static bool space_balanced(const struct mdt_ost *tab, const uint32_t *usable, uint32_t n)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t f = ost_free_kib(&tab[usable[i]]);
+		lo = MIN(lo, f);
+		hi = MAX(hi, f);
+	}
+	return hi - lo <= hi / 100 * QOS_THRESHOLD_PCT;
+}
+
+/* Picks `want` of the n usable OSTs at random, each with a chance proportional to its free space
+ * (without replacement: a file's stripes are on distinct OSTs). usable[] is reordered so that the
+ * picks are its first `want` entries. */
+static void pick_weighted(struct mdt_store *s, uint32_t *usable, uint32_t n, uint32_t want)
+{
+	for (uint32_t k = 0; k < want; k++) {
+		uint64_t total = 0, r, acc = 0;
+		uint32_t pick = n - 1, tmp;
+
+		for (uint32_t i = k; i < n; i++)
+			total += ost_free_kib(&s->osts[usable[i]]);
+		if (total == 0) {
+			pick = k + (uint32_t)(rng_next(s) % (n - k));
+		} else {
+			r = rng_next(s) % total;
+			for (uint32_t i = k; i < n; i++) {
+				acc += ost_free_kib(&s->osts[usable[i]]);
+				if (r < acc) {
+					pick = i;
+					break;
+				}
+			}
+		}
+		tmp = usable[k];
+		usable[k] = usable[pick];
+		usable[pick] = tmp;
+	}
+}
+
+/* The table positions of the OSTs to use, in stripe order, into chosen[]. */
+static int choose_osts(struct mdt_store *s, int32_t count, int32_t offset, uint32_t *chosen,
+		       uint32_t *n_out)
+{
+	uint32_t *usable, n_usable = 0, want, n = 0;
+	int rc = 0;
+
+	usable = malloc(s->nosts * sizeof(*usable));
+	if (!usable)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < s->nosts; i++)
+		if (ost_usable(&s->osts[i]))
+			usable[n_usable++] = i;
+	if (n_usable == 0) {
+		rc = -ENOSPC;
+		goto out;
+	}
+	/* More stripes than usable OSTs: as many as there are (Lustre caps silently). */
+	want = count == -1 || (uint32_t)count > n_usable ? n_usable : (uint32_t)count;
+	want = MIN(want, (uint32_t)LOOM_MAX_STRIPES);
+
+	if (offset >= 0) {
+		/* From the OST asked for, up the index order with wrap-around. */
+		uint32_t start = (uint32_t)(table_find(s->osts, s->nosts, (uint32_t)offset) - s->osts);
+		for (uint32_t i = 0; i < s->nosts && n < want; i++) {
+			uint32_t p = (start + i) % s->nosts;
+			if (ost_usable(&s->osts[p]))
+				chosen[n++] = p;
+		}
+	} else if (space_balanced(s->osts, usable, n_usable)) {
+		/* Round robin: each file starts one OST further, so that stripe 0 (and with it
+		 * the load of small files) spreads over every OST. */
+		uint32_t start = s->rr_next % n_usable;
+		for (n = 0; n < want; n++)
+			chosen[n] = usable[(start + n) % n_usable];
+		s->rr_next = start + 1;
+	} else {
+		pick_weighted(s, usable, n_usable, want);
+		memcpy(chosen, usable, want * sizeof(*chosen));
+		n = want;
+	}
+	*n_out = n;
+out:
+	free(usable);
+	return rc;
+}
+
+int mdt_alloc_stripes(struct mdt_txn *t, int32_t count, int32_t offset, struct loom_ostobj *objs,
+		      uint32_t *n_out)
+{
+	struct mdt_store *s = t->s;
+	struct mdt_ost_rec rec;
+	uint32_t *chosen = NULL, n = 0;
+	int rc;
+
+	if (count == 0 || count < -1 || offset < -1)
+		return -EINVAL;
+	if (offset >= 0 && !mdt_ost_known(s, (uint32_t)offset))
+		return -EINVAL;
+	if (s->nosts == 0)
+		return -ENOSPC;
+	chosen = malloc(s->nosts * sizeof(*chosen));
+	if (!chosen)
+		return -ENOMEM;
+	rc = choose_osts(s, count, offset, chosen, &n);
+	for (uint32_t i = 0; rc == 0 && i < n; i++) {
+		/* The counter is persisted in the caller's transaction, with the layout that uses
+		 * the id: an aborted request hands its ids out again, but none that any client saw. */
+		rc = rec_get(t, s->osts[chosen[i]].idx, &rec);
+		if (rc == -ENOENT)
+			rc = -EIO;
+		if (rc)
+			break;
+		objs[i].ost_idx = rec.idx;
+		objs[i].pad = 0;
+		objs[i].objid = rec.next_objid++;
+		rc = rec_put(t, &rec);
+	}
+	free(chosen);
+	if (rc == 0)
+		*n_out = n;
+	return rc;
+}

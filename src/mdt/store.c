@@ -1,0 +1,651 @@
+/*
+ * The MDT's environment: format, open, transactions, and the record helpers the operations share.
+ */
+#include "mdt/internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+
+static const char *const db_names[MDT_DB_COUNT] = {
+	[MDT_DB_META] = "meta",
+	[MDT_DB_INODES] = "inodes",
+	[MDT_DB_DENTRIES] = "dentries",
+	[MDT_DB_DIRCOOKIES] = "dircookies",
+	[MDT_DB_SYMLINKS] = "symlinks",
+	[MDT_DB_XATTRS] = "xattrs",
+	[MDT_DB_LAYOUTS] = "layouts",
+	[MDT_DB_DIRDEFAULTS] = "dirdefaults",
+	[MDT_DB_OSTS] = "osts",
+	[MDT_DB_ORPHANS] = "orphans",
+	[MDT_DB_DESTROY] = "destroy",
+};
+
+#define META_VERSION  "version"
+#define META_FSNAME   "fsname"
+#define META_UUID     "uuid"
+#define META_NEXT_INO "next_ino"
+
+/* ---- errors and raw access ---- */
+
+int mdt_errno(int mdb_rc)
+{
+	switch (mdb_rc) {
+	case MDB_SUCCESS:
+		return 0;
+	case MDB_NOTFOUND:
+		return -ENOENT;
+	case MDB_KEYEXIST:
+		return -EEXIST;
+	case MDB_MAP_FULL:
+		return -ENOSPC;
+	case MDB_TXN_FULL:
+		/* The batch touched too many pages: the server should commit it and retry the request
+		 * in a transaction of its own. */
+		return -E2BIG;
+	case MDB_READERS_FULL:
+		return -EAGAIN;
+	default:
+		/* Corruption, version mismatch, a transaction already failed, a panic. */
+		return mdb_rc > 0 ? -mdb_rc : -EIO;
+	}
+}
+
+int mdt_get(struct mdt_txn *t, enum mdt_db db, const void *key, size_t klen, MDB_val *val)
+{
+	MDB_val k = { .mv_size = klen, .mv_data = (void *)key };
+
+	return mdt_errno(mdb_get(t->mdb, t->s->dbi[db], &k, val));
+}
+
+int mdt_put(struct mdt_txn *t, enum mdt_db db, const void *key, size_t klen, const void *val,
+	    size_t vlen)
+{
+	MDB_val k = { .mv_size = klen, .mv_data = (void *)key };
+	MDB_val v = { .mv_size = vlen, .mv_data = (void *)val };
+
+	return mdt_errno(mdb_put(t->mdb, t->s->dbi[db], &k, &v, 0));
+}
+
+int mdt_del(struct mdt_txn *t, enum mdt_db db, const void *key, size_t klen)
+{
+	MDB_val k = { .mv_size = klen, .mv_data = (void *)key };
+
+	return mdt_errno(mdb_del(t->mdb, t->s->dbi[db], &k, NULL));
+}
+
+int mdt_del_prefix(struct mdt_txn *t, enum mdt_db db, const void *prefix, size_t plen)
+{
+	MDB_cursor *cur;
+	MDB_val k = { .mv_size = plen, .mv_data = (void *)prefix }, v;
+	int rc;
+
+	rc = mdt_errno(mdb_cursor_open(t->mdb, t->s->dbi[db], &cur));
+	if (rc)
+		return rc;
+	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+	while (rc == MDB_SUCCESS && k.mv_size >= plen && memcmp(k.mv_data, prefix, plen) == 0) {
+		rc = mdb_cursor_del(cur, 0);
+		if (rc)
+			break;
+		/* After a delete the cursor sits on the next key, which MDB_NEXT returns. */
+		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+	}
+	mdb_cursor_close(cur);
+	return rc == MDB_NOTFOUND ? 0 : mdt_errno(rc);
+}
+
+static int meta_get(struct mdt_txn *t, const char *key, void *buf, size_t len)
+{
+	MDB_val v;
+	int rc = mdt_get(t, MDT_DB_META, key, strlen(key), &v);
+
+	if (rc)
+		return rc == -ENOENT ? -EIO : rc; /* every meta key is written at format */
+	if (v.mv_size != len)
+		return -EIO;
+	memcpy(buf, v.mv_data, len);
+	return 0;
+}
+
+static int meta_put(struct mdt_txn *t, const char *key, const void *buf, size_t len)
+{
+	return mdt_put(t, MDT_DB_META, key, strlen(key), buf, len);
+}
+
+/* ---- inodes ---- */
+
+int mdt_inode_get(struct mdt_txn *t, uint64_t ino, struct mdt_inode *out)
+{
+	uint8_t key[8];
+	MDB_val v;
+	int rc;
+
+	mdt_put_be64(key, ino);
+	rc = mdt_get(t, MDT_DB_INODES, key, sizeof(key), &v);
+	if (rc)
+		return rc;
+	if (v.mv_size != sizeof(*out)) {
+		log_err("mdt: inode %llu: record of %zu bytes, expected %zu", (unsigned long long)ino,
+			v.mv_size, sizeof(*out));
+		return -EIO;
+	}
+	memcpy(out, v.mv_data, sizeof(*out));
+	return 0;
+}
+
+int mdt_inode_put(struct mdt_txn *t, const struct mdt_inode *in)
+{
+	uint8_t key[8];
+
+	mdt_put_be64(key, in->ino);
+	return mdt_put(t, MDT_DB_INODES, key, sizeof(key), in, sizeof(*in));
+}
+
+int mdt_ino_alloc(struct mdt_txn *t, uint64_t *ino)
+{
+	uint64_t next;
+	int rc;
+
+	rc = meta_get(t, META_NEXT_INO, &next, sizeof(next));
+	if (rc)
+		return rc;
+	*ino = next++;
+	return meta_put(t, META_NEXT_INO, &next, sizeof(next));
+}
+
+void mdt_inode_touch(struct mdt_inode *in, uint32_t which, struct timespec now)
+{
+	if (which & MDT_T_ATIME) {
+		in->atime = now.tv_sec;
+		in->atime_ns = (uint32_t)now.tv_nsec;
+	}
+	if (which & MDT_T_MTIME) {
+		in->mtime = now.tv_sec;
+		in->mtime_ns = (uint32_t)now.tv_nsec;
+	}
+	if (which & MDT_T_CTIME) {
+		in->ctime = now.tv_sec;
+		in->ctime_ns = (uint32_t)now.tv_nsec;
+	}
+}
+
+void mdt_inode_init(struct mdt_inode *in, uint64_t ino, uint32_t mode, uint32_t uid, uint32_t gid,
+		    struct timespec now)
+{
+	memset(in, 0, sizeof(*in));
+	in->ino = ino;
+	in->gen = 1;
+	in->mode = mode;
+	in->uid = uid;
+	in->gid = gid;
+	in->nlink = S_ISDIR(mode) ? 2 : 1;
+	in->blksize = MDT_DEF_BLKSIZE;
+	if (S_ISDIR(mode))
+		in->next_cookie = MDT_COOKIE_FIRST;
+	mdt_inode_touch(in, MDT_T_ATIME | MDT_T_MTIME | MDT_T_CTIME, now);
+}
+
+void mdt_inode_attr(const struct mdt_inode *in, struct lw_attr *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->ino = in->ino;
+	out->gen = in->gen;
+	out->atime = in->atime;
+	out->mtime = in->mtime;
+	out->ctime = in->ctime;
+	out->atime_ns = in->atime_ns;
+	out->mtime_ns = in->mtime_ns;
+	out->ctime_ns = in->ctime_ns;
+	out->mode = in->mode;
+	out->uid = in->uid;
+	out->gid = in->gid;
+	out->nlink = in->nlink;
+	out->rdev = in->rdev;
+	out->blksize = MDT_DEF_BLKSIZE;
+	if (S_ISDIR(in->mode)) {
+		out->size = MDT_DIR_SIZE;
+		out->blocks = MDT_DIR_SIZE / 512;
+	} else if (S_ISREG(in->mode) || S_ISLNK(in->mode)) {
+		out->size = in->size;
+		out->blocks = (in->size + 511) / 512;
+		if (S_ISREG(in->mode) && in->blksize)
+			out->blksize = in->blksize;
+	}
+}
+
+/* ---- environment ---- */
+
+static bool fsname_ok(const char *fsname)
+{
+	size_t n = fsname ? strlen(fsname) : 0;
+
+	if (n == 0 || n > LOOM_FSNAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = fsname[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+static void store_free(struct mdt_store *s)
+{
+	if (!s)
+		return;
+	if (s->env)
+		mdb_env_close(s->env);
+	if (s->lock_fd >= 0)
+		close(s->lock_fd);
+	mdt_ost_free(s);
+	free(s->dir);
+	free(s);
+}
+
+/* Opens the LMDB environment in dir with the largest map the process may have, from
+ * MDT_MAP_SIZE down to 1 GiB: a map is only address space, but a process limited by
+ * RLIMIT_AS (or run under valgrind) cannot have 64 GiB of it. */
+static int env_open(const char *dir, MDB_env **out)
+{
+	uint64_t map = MDT_MAP_SIZE;
+	MDB_env *env;
+	int rc;
+
+	for (;;) {
+		rc = mdt_errno(mdb_env_create(&env));
+		if (rc)
+			return rc;
+		rc = mdt_errno(mdb_env_set_maxdbs(env, MDT_DB_COUNT + 4));
+		if (rc == 0)
+			rc = mdt_errno(mdb_env_set_mapsize(env, map));
+		/* MDB_NOTLS: read transactions are not tied to a thread. No MDB_WRITEMAP: it
+		 * forbids the nested transactions every request runs in. No MDB_NOSYNC: a commit
+		 * is durable. */
+		if (rc == 0)
+			rc = mdt_errno(mdb_env_open(env, dir, MDB_NOTLS, 0600));
+		if (rc == 0)
+			break;
+		mdb_env_close(env);
+		if ((rc != -ENOMEM && rc != -EINVAL) || map <= (1ull << 30))
+			return rc;
+		map /= 2;
+	}
+	if (map != MDT_MAP_SIZE)
+		log_warn("mdt: %s: mapped with %llu GiB of address space, not %llu: the MDT can hold "
+			 "less", dir, (unsigned long long)(map >> 30),
+			 (unsigned long long)(MDT_MAP_SIZE >> 30));
+	*out = env;
+	return 0;
+}
+
+/* Opens (or with create, makes) the environment in dir, holding the MDT's lock file, and opens
+ * every named database. */
+static int store_setup(const char *dir, bool create, struct mdt_store **out)
+{
+	struct mdt_store *s;
+	char path[PATH_MAX];
+	MDB_txn *txn = NULL;
+	int rc;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->lock_fd = -1;
+	s->dir = strdup(dir);
+	if (!s->dir) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	if (snprintf(path, sizeof(path), "%s/mdt.lock", dir) >= (int)sizeof(path)) {
+		rc = -ENAMETOOLONG;
+		goto fail;
+	}
+	s->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (s->lock_fd < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	/* LMDB would let a second process share the environment; two MDSs on one MDT would not
+	 * share their in-memory OST tables or batches, so the second is refused. */
+	if (flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		goto fail;
+	}
+
+	rc = env_open(dir, &s->env);
+	if (rc)
+		goto fail;
+
+	rc = mdt_errno(mdb_txn_begin(s->env, NULL, 0, &txn));
+	if (rc)
+		goto fail;
+	for (int i = 0; i < MDT_DB_COUNT; i++) {
+		rc = mdt_errno(mdb_dbi_open(txn, db_names[i], create ? MDB_CREATE : 0, &s->dbi[i]));
+		if (rc) {
+			if (rc == -ENOENT) {
+				log_err("mdt: %s: database '%s' missing", dir, db_names[i]);
+				rc = -EIO;
+			}
+			mdb_txn_abort(txn);
+			goto fail;
+		}
+	}
+	rc = mdt_errno(mdb_txn_commit(txn));
+	if (rc)
+		goto fail;
+	*out = s;
+	return 0;
+fail:
+	store_free(s);
+	return rc;
+}
+
+static bool mdt_exists(const char *dir)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (snprintf(path, sizeof(path), "%s/data.mdb", dir) >= (int)sizeof(path))
+		return false;
+	return stat(path, &st) == 0;
+}
+
+/* The root directory and the filesystem default layout. */
+static int format_root(struct mdt_txn *t)
+{
+	struct timespec now = clock_real();
+	struct loom_layout def = {
+		.pattern = LOOM_PATTERN_RAID0,
+		.stripe_size = LOOM_DEFAULT_STRIPE_SIZE,
+		.stripe_count = 1,
+		.stripe_offset = -1,
+		.flags = LOOM_LAYOUT_DEFAULT,
+	};
+	struct mdt_inode root;
+	int rc;
+
+	mdt_inode_init(&root, LOOM_ROOT_INO, S_IFDIR | 0755, 0, 0, now);
+	root.parent = LOOM_ROOT_INO;
+	rc = mdt_inode_put(t, &root);
+	if (rc == 0)
+		rc = mdt_layout_save(t, MDT_DB_DIRDEFAULTS, LOOM_ROOT_INO, &def);
+	return rc;
+}
+
+int mdt_format(const char *mdt_dir, const char *fsname)
+{
+	struct mdt_store *s = NULL;
+	struct mdt_txn *t = NULL;
+	uint32_t version = MDT_FORMAT_VERSION;
+	uint64_t next_ino = LOOM_ROOT_INO + 1;
+	uint8_t uuid[16];
+	MDB_val v;
+	int rc;
+
+	if (!fsname_ok(fsname))
+		return -EINVAL;
+	rc = mkdir_p(mdt_dir, 0700);
+	if (rc)
+		return rc;
+	rc = random_bytes(uuid, sizeof(uuid));
+	if (rc)
+		return rc;
+	/* Under the MDT's lock (-EBUSY while an MDS runs on it). Format writes everything in one
+	 * transaction, so the version key says whether an MDT is there; an environment without
+	 * it is a format that was interrupted, and is formatted again. */
+	rc = store_setup(mdt_dir, true, &s);
+	if (rc)
+		return rc;
+	rc = mdt_txn_begin(s, true, &t);
+	if (rc)
+		goto out;
+	rc = mdt_get(t, MDT_DB_META, META_VERSION, strlen(META_VERSION), &v);
+	if (rc != -ENOENT) {
+		mdt_txn_abort(t);
+		rc = rc == 0 ? -EEXIST : rc;
+		goto out;
+	}
+	rc = meta_put(t, META_VERSION, &version, sizeof(version));
+	if (rc == 0)
+		rc = meta_put(t, META_FSNAME, fsname, strlen(fsname));
+	if (rc == 0)
+		rc = meta_put(t, META_UUID, uuid, sizeof(uuid));
+	if (rc == 0)
+		rc = meta_put(t, META_NEXT_INO, &next_ino, sizeof(next_ino));
+	if (rc == 0)
+		rc = format_root(t);
+	if (rc) {
+		mdt_txn_abort(t);
+		goto out;
+	}
+	rc = mdt_txn_commit(t);
+out:
+	store_free(s);
+	return rc;
+}
+
+static int store_load(struct mdt_store *s)
+{
+	struct mdt_txn *t;
+	uint32_t version;
+	MDB_val v;
+	int rc;
+
+	rc = mdt_txn_begin(s, false, &t);
+	if (rc)
+		return rc;
+	rc = meta_get(t, META_VERSION, &version, sizeof(version));
+	if (rc)
+		goto out;
+	if (version != MDT_FORMAT_VERSION) {
+		log_err("mdt: %s: format version %u, this MDS reads %u", s->dir, version,
+			MDT_FORMAT_VERSION);
+		rc = -EPROTONOSUPPORT;
+		goto out;
+	}
+	rc = mdt_get(t, MDT_DB_META, META_FSNAME, strlen(META_FSNAME), &v);
+	if (rc == 0 && (v.mv_size == 0 || v.mv_size > LOOM_FSNAME_MAX))
+		rc = -EIO;
+	if (rc)
+		goto out;
+	memcpy(s->fsname, v.mv_data, v.mv_size);
+	s->fsname[v.mv_size] = '\0';
+	rc = mdt_ost_load(s, t);
+out:
+	mdt_txn_abort(t);
+	return rc;
+}
+
+int mdt_store_open(const char *mdt_dir, struct mdt_store **out)
+{
+	struct mdt_store *s;
+	uint64_t seed;
+	int rc;
+
+	if (!mdt_exists(mdt_dir))
+		return -ENOENT;
+	rc = store_setup(mdt_dir, false, &s);
+	if (rc)
+		return rc;
+	rc = store_load(s);
+	if (rc) {
+		store_free(s);
+		return rc;
+	}
+	if (random_bytes(&seed, sizeof(seed)) != 0)
+		seed = clock_mono_ns();
+	s->rng = seed | 1;
+	*out = s;
+	return 0;
+}
+
+void mdt_store_close(struct mdt_store *s)
+{
+	store_free(s);
+}
+
+const char *mdt_store_fsname(const struct mdt_store *s)
+{
+	return s->fsname;
+}
+
+/* ---- transactions ---- */
+
+static void txn_free(struct mdt_txn *t)
+{
+	free(t->ost_updates);
+	free(t);
+}
+
+static int txn_new(struct mdt_store *s, struct mdt_txn *parent, bool write, struct mdt_txn **out)
+{
+	struct mdt_txn *t = calloc(1, sizeof(*t));
+	int rc;
+
+	if (!t)
+		return -ENOMEM;
+	t->s = s;
+	t->parent = parent;
+	t->write = write;
+	rc = mdt_errno(mdb_txn_begin(s->env, parent ? parent->mdb : NULL, write ? 0 : MDB_RDONLY,
+				     &t->mdb));
+	if (rc) {
+		txn_free(t);
+		return rc;
+	}
+	*out = t;
+	return 0;
+}
+
+int mdt_txn_begin(struct mdt_store *s, bool write, struct mdt_txn **out)
+{
+	return txn_new(s, NULL, write, out);
+}
+
+int mdt_txn_child(struct mdt_txn *parent, struct mdt_txn **out)
+{
+	if (!parent->write)
+		return -EINVAL;
+	return txn_new(parent->s, parent, true, out);
+}
+
+int mdt_txn_reserve_updates(struct mdt_txn *t, size_t more)
+{
+	size_t want = t->n_ost_updates + more;
+	struct mdt_ost_update *u;
+
+	if (want <= t->cap_ost_updates)
+		return 0;
+	u = realloc(t->ost_updates, want * sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	t->ost_updates = u;
+	t->cap_ost_updates = want;
+	return 0;
+}
+
+static int commit_child(struct mdt_txn *t)
+{
+	struct mdt_txn *p = t->parent;
+	int rc;
+
+	/* A child's pending OST registrations become its parent's. Capacity is reserved before
+	 * the child commits so that nothing can fail once it has. */
+	rc = mdt_txn_reserve_updates(p, t->n_ost_updates);
+	if (rc) {
+		mdb_txn_abort(t->mdb);
+		return rc;
+	}
+	rc = mdt_errno(mdb_txn_commit(t->mdb));
+	if (rc)
+		return rc;
+	if (t->n_ost_updates)
+		memcpy(p->ost_updates + p->n_ost_updates, t->ost_updates,
+		       t->n_ost_updates * sizeof(*t->ost_updates));
+	p->n_ost_updates += t->n_ost_updates;
+	p->ost_dirty |= t->ost_dirty;
+	return 0;
+}
+
+static int commit_top(struct mdt_txn *t)
+{
+	struct mdt_ost *table = NULL;
+	uint32_t count = 0;
+	int rc;
+
+	if (t->ost_dirty || t->n_ost_updates) {
+		rc = mdt_ost_prepare(t, &table, &count);
+		if (rc) {
+			mdb_txn_abort(t->mdb);
+			return rc;
+		}
+	}
+	rc = mdt_errno(mdb_txn_commit(t->mdb));
+	if (rc) {
+		free(table);
+		return rc;
+	}
+	if (t->ost_dirty || t->n_ost_updates)
+		mdt_ost_install(t->s, table, count);
+	return 0;
+}
+
+int mdt_txn_commit(struct mdt_txn *t)
+{
+	int rc;
+
+	if (!t->write) {
+		mdb_txn_abort(t->mdb); /* nothing to make durable */
+		rc = 0;
+	} else if (t->parent) {
+		rc = commit_child(t);
+	} else {
+		rc = commit_top(t);
+	}
+	txn_free(t);
+	return rc;
+}
+
+void mdt_txn_abort(struct mdt_txn *t)
+{
+	if (!t)
+		return;
+	mdb_txn_abort(t->mdb);
+	txn_free(t);
+}
+
+/* ---- statfs ---- */
+
+int mdt_statfs(struct mdt_txn *t, struct lw_statfs *out)
+{
+	struct statvfs vfs;
+	MDB_stat st;
+	int rc;
+
+	if (statvfs(t->s->dir, &vfs) < 0)
+		return -errno;
+	rc = mdt_errno(mdb_stat(t->mdb, t->s->dbi[MDT_DB_INODES], &st));
+	if (rc)
+		return rc;
+	memset(out, 0, sizeof(*out));
+	out->bsize = (uint32_t)(vfs.f_frsize ? vfs.f_frsize : vfs.f_bsize);
+	out->blocks = vfs.f_blocks;
+	out->bfree = vfs.f_bfree;
+	out->bavail = vfs.f_bavail;
+	/* Each inode costs LMDB well under a KiB; a file system that keeps no inode count (btrfs
+	 * reports 0) gets an estimate from its free space instead. */
+	out->ffree = vfs.f_files ? vfs.f_ffree : (uint64_t)vfs.f_bavail * out->bsize / 1024;
+	out->files = st.ms_entries + out->ffree;
+	out->namemax = LOOM_NAME_MAX;
+	return 0;
+}

@@ -1,0 +1,91 @@
+#include "net/reqq.h"
+
+#include <errno.h>
+#include <time.h>
+
+void reqq_init(struct reqq *q)
+{
+	pthread_condattr_t ca;
+
+	pthread_mutex_init(&q->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&q->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	q->head = q->tail = NULL;
+	q->len = 0;
+	q->closed = false;
+}
+
+void reqq_destroy(struct reqq *q)
+{
+	pthread_mutex_destroy(&q->lock);
+	pthread_cond_destroy(&q->cond);
+}
+
+void reqq_push(struct reqq *q, struct srv_req *req)
+{
+	req->next = NULL;
+	pthread_mutex_lock(&q->lock);
+	if (q->tail)
+		q->tail->next = req;
+	else
+		q->head = req;
+	q->tail = req;
+	q->len++;
+	pthread_cond_signal(&q->cond);
+	pthread_mutex_unlock(&q->lock);
+}
+
+struct srv_req *reqq_pop_batch(struct reqq *q, uint32_t max, int timeout_ms, uint32_t *n)
+{
+	struct srv_req *list = NULL, **tailp = &list;
+	struct timespec deadline;
+	uint32_t count = 0;
+
+	if (timeout_ms >= 0) {
+		clock_gettime(CLOCK_MONOTONIC, &deadline);
+		deadline.tv_sec += timeout_ms / 1000;
+		deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+		if (deadline.tv_nsec >= 1000000000L) {
+			deadline.tv_sec++;
+			deadline.tv_nsec -= 1000000000L;
+		}
+	}
+	pthread_mutex_lock(&q->lock);
+	while (!q->head && !q->closed) {
+		if (timeout_ms < 0) {
+			pthread_cond_wait(&q->cond, &q->lock);
+		} else if (pthread_cond_timedwait(&q->cond, &q->lock, &deadline) == ETIMEDOUT) {
+			break;
+		}
+	}
+	while (q->head && count < max) {
+		struct srv_req *r = q->head;
+		q->head = r->next;
+		r->next = NULL;
+		*tailp = r;
+		tailp = &r->next;
+		count++;
+	}
+	if (!q->head)
+		q->tail = NULL;
+	q->len -= count;
+	pthread_mutex_unlock(&q->lock);
+	if (n)
+		*n = count;
+	return list;
+}
+
+struct srv_req *reqq_pop(struct reqq *q)
+{
+	return reqq_pop_batch(q, 1, -1, NULL);
+}
+
+void reqq_close(struct reqq *q)
+{
+	pthread_mutex_lock(&q->lock);
+	q->closed = true;
+	pthread_cond_broadcast(&q->cond);
+	pthread_mutex_unlock(&q->lock);
+}

@@ -1,0 +1,616 @@
+#include "net/rpc.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/crc.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "proto/codec.h"
+
+#define RBUF_SIZE (64u << 10)
+
+enum rstate { RS_HDR, RS_BODY, RS_BULK };
+
+struct rpc_conn {
+	int fd;
+	int wake_fd;
+	pthread_t thread;
+	char peer[96];
+
+	pthread_mutex_t lock;        /* the queues, next_id, failed, stopping */
+	struct rpc_call *sendq_head; /* submitted, not yet (fully) sent */
+	struct rpc_call *sendq_tail;
+	struct rpc_call *inflight;   /* sent, awaiting a reply */
+	uint64_t next_id;
+	bool failed;
+	bool stopping;
+
+	/* Receive state, I/O thread only. */
+	uint8_t *rbuf;
+	uint32_t rpos, rlen;
+	enum rstate rstate;
+	struct lw_hdr hdr;
+	uint32_t hgot;
+	struct rpc_call *rcall; /* the call the reply being read belongs to */
+	uint8_t *rbody;
+	uint32_t got;
+	uint32_t rbulk_crc;
+};
+
+void rpc_wait_init(struct rpc_wait *w)
+{
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->cond, NULL);
+	w->pending = 0;
+}
+
+void rpc_wait_destroy(struct rpc_wait *w)
+{
+	pthread_mutex_destroy(&w->lock);
+	pthread_cond_destroy(&w->cond);
+}
+
+void rpc_wait_all(struct rpc_wait *w)
+{
+	pthread_mutex_lock(&w->lock);
+	while (w->pending > 0)
+		pthread_cond_wait(&w->cond, &w->lock);
+	pthread_mutex_unlock(&w->lock);
+}
+
+static void call_complete(struct rpc_call *call, int status)
+{
+	struct rpc_wait *w = call->wait;
+
+	call->status = status;
+	pthread_mutex_lock(&w->lock);
+	if (--w->pending == 0)
+		pthread_cond_broadcast(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+void rpc_call_init(struct rpc_call *call, uint16_t opcode, const void *body, uint32_t body_len)
+{
+	memset(call, 0, sizeof(*call));
+	call->opcode = opcode;
+	call->body = body;
+	call->body_len = body_len;
+}
+
+void rpc_call_release(struct rpc_call *call)
+{
+	free(call->rbody);
+	call->rbody = NULL;
+	call->rbody_len = 0;
+}
+
+/* Fails every queued and in-flight call. Under c->lock. */
+static void conn_fail_locked(struct rpc_conn *c, const char *why)
+{
+	struct rpc_call *list[2] = { c->sendq_head, c->inflight };
+
+	if (!c->failed && !c->stopping && why)
+		log_warn("connection to %s lost: %s", c->peer, why);
+	c->failed = true;
+	c->sendq_head = c->sendq_tail = NULL;
+	c->inflight = NULL;
+	for (int i = 0; i < 2; i++) {
+		while (list[i]) {
+			struct rpc_call *call = list[i];
+			list[i] = call->next;
+			call_complete(call, -EIO);
+		}
+	}
+}
+
+static void conn_fail(struct rpc_conn *c, const char *why)
+{
+	pthread_mutex_lock(&c->lock);
+	if (c->rcall) {
+		/* Taken off the in-flight list while its reply was being read. */
+		call_complete(c->rcall, -EIO);
+		c->rcall = NULL;
+	}
+	conn_fail_locked(c, why);
+	pthread_mutex_unlock(&c->lock);
+	free(c->rbody);
+	c->rbody = NULL;
+}
+
+void rpc_submit(struct rpc_conn *c, struct rpc_call *call, struct rpc_wait *w)
+{
+	uint64_t one = 1;
+	bool was_empty;
+
+	call->wait = w;
+	call->next = NULL;
+	call->sent = 0;
+	call->status = 0;
+	call->rbody = NULL;
+	call->rbody_len = 0;
+	call->rbulk_len = 0;
+	call->rbulk_cap = 0;
+	for (int i = 0; i < call->rbulk_cnt; i++)
+		call->rbulk_cap += (uint32_t)call->rbulk[i].iov_len;
+	pthread_mutex_lock(&w->lock);
+	w->pending++;
+	pthread_mutex_unlock(&w->lock);
+
+	pthread_mutex_lock(&c->lock);
+	if (c->failed) {
+		pthread_mutex_unlock(&c->lock);
+		call_complete(call, -EIO);
+		return;
+	}
+	call->req_id = ++c->next_id;
+	lw_hdr_fill(&call->hdr, call->opcode, 0, 0, call->req_id, call->body, call->body_len,
+		    call->bulk_len,
+		    call->bulk_len ? crc32c_iov(0, call->bulk, call->bulk_cnt, call->bulk_len) : 0);
+	was_empty = c->sendq_head == NULL;
+	if (c->sendq_tail)
+		c->sendq_tail->next = call;
+	else
+		c->sendq_head = call;
+	c->sendq_tail = call;
+	pthread_mutex_unlock(&c->lock);
+	if (was_empty && write(c->wake_fd, &one, sizeof(one)) < 0)
+		log_warn("connection to %s: eventfd write: %s", c->peer, strerror(errno));
+}
+
+int rpc_call_sync(struct rpc_conn *c, struct rpc_call *call)
+{
+	struct rpc_wait w;
+
+	rpc_wait_init(&w);
+	rpc_submit(c, call, &w);
+	rpc_wait_all(&w);
+	rpc_wait_destroy(&w);
+	return call->status;
+}
+
+bool rpc_conn_alive(struct rpc_conn *c)
+{
+	bool alive;
+
+	pthread_mutex_lock(&c->lock);
+	alive = !c->failed;
+	pthread_mutex_unlock(&c->lock);
+	return alive;
+}
+
+const char *rpc_conn_peer(const struct rpc_conn *c)
+{
+	return c->peer;
+}
+
+int rpc_conn_local_host(const struct rpc_conn *c, char *buf, size_t cap)
+{
+	struct sockaddr_in sa;
+	socklen_t sl = sizeof(sa);
+
+	if (getsockname(c->fd, (struct sockaddr *)&sa, &sl) < 0)
+		return -errno;
+	if (!inet_ntop(AF_INET, &sa.sin_addr, buf, (socklen_t)cap))
+		return -errno;
+	return 0;
+}
+
+/*
+ * Sends from the head of the send queue until the socket is full. A call moves to the in-flight
+ * list once its last byte is written. Returns 0, or -errno on a broken socket.
+ */
+static int conn_send(struct rpc_conn *c)
+{
+	for (;;) {
+		struct iovec iov[RPC_MAX_IOV + 2];
+		struct rpc_call *call;
+		size_t total, skip;
+		int n = 0, first = 0;
+		ssize_t w;
+
+		pthread_mutex_lock(&c->lock);
+		call = c->sendq_head;
+		pthread_mutex_unlock(&c->lock);
+		if (!call)
+			return 0;
+
+		/* The queue head is stable: only this thread removes from it. */
+		iov[n].iov_base = &call->hdr;
+		iov[n++].iov_len = sizeof(call->hdr);
+		if (call->body_len) {
+			iov[n].iov_base = (void *)call->body;
+			iov[n++].iov_len = call->body_len;
+		}
+		for (int i = 0; i < call->bulk_cnt && n < (int)ARRAY_SIZE(iov); i++)
+			iov[n++] = call->bulk[i];
+		total = sizeof(call->hdr) + call->body_len + call->bulk_len;
+		/* Skip what was already written. */
+		skip = call->sent;
+		while (skip > 0 && first < n) {
+			if (skip >= iov[first].iov_len) {
+				skip -= iov[first].iov_len;
+				first++;
+			} else {
+				iov[first].iov_base = (uint8_t *)iov[first].iov_base + skip;
+				iov[first].iov_len -= skip;
+				skip = 0;
+			}
+		}
+		struct msghdr mh = { .msg_iov = iov + first, .msg_iovlen = (size_t)(n - first) };
+		/* MSG_NOSIGNAL: a library must not raise SIGPIPE in its host program. */
+		w = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return 0;
+			return -errno;
+		}
+		call->sent += (size_t)w;
+		if (call->sent < total)
+			continue;
+		pthread_mutex_lock(&c->lock);
+		c->sendq_head = call->next;
+		if (!c->sendq_head)
+			c->sendq_tail = NULL;
+		call->next = c->inflight;
+		c->inflight = call;
+		pthread_mutex_unlock(&c->lock);
+	}
+}
+
+/* Takes the call with this request id off the in-flight list. */
+static struct rpc_call *conn_take_inflight(struct rpc_conn *c, uint64_t id)
+{
+	struct rpc_call **pp, *call = NULL;
+
+	pthread_mutex_lock(&c->lock);
+	for (pp = &c->inflight; *pp; pp = &(*pp)->next) {
+		if ((*pp)->req_id == id) {
+			call = *pp;
+			*pp = call->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	return call;
+}
+
+/* Copies reply bulk bytes into the call's iovecs at offset `off`. */
+static void rbulk_copy(struct rpc_call *call, uint32_t off, const uint8_t *p, uint32_t n)
+{
+	for (int i = 0; i < call->rbulk_cnt && n > 0; i++) {
+		uint32_t len = (uint32_t)call->rbulk[i].iov_len, k;
+		if (off >= len) {
+			off -= len;
+			continue;
+		}
+		k = MIN(n, len - off);
+		memcpy((uint8_t *)call->rbulk[i].iov_base + off, p, k);
+		p += k;
+		n -= k;
+		off = 0;
+	}
+}
+
+/* Finds where reply bulk offset `off` lands, to receive straight into the caller's buffer. */
+static void *rbulk_at(struct rpc_call *call, uint32_t off, uint32_t *room)
+{
+	for (int i = 0; i < call->rbulk_cnt; i++) {
+		uint32_t len = (uint32_t)call->rbulk[i].iov_len;
+		if (off < len) {
+			*room = len - off;
+			return (uint8_t *)call->rbulk[i].iov_base + off;
+		}
+		off -= len;
+	}
+	*room = 0;
+	return NULL;
+}
+
+static void reply_done(struct rpc_conn *c)
+{
+	struct rpc_call *call = c->rcall;
+	int status = lw_errno_from_wire(c->hdr.status);
+
+	c->rcall = NULL;
+	c->rstate = RS_HDR;
+	c->hgot = 0;
+	call->rbody = c->rbody;
+	call->rbody_len = c->hdr.body_len;
+	call->rbulk_len = c->hdr.bulk_len;
+	c->rbody = NULL;
+	if (c->hdr.bulk_len && crc32c_iov(0, call->rbulk, call->rbulk_cnt, c->hdr.bulk_len) != c->hdr.bulk_crc) {
+		log_warn("reply from %s to %s: bulk checksum mismatch", c->peer, lw_op_name(c->hdr.opcode));
+		status = -EBADMSG;
+	}
+	call_complete(call, status);
+}
+
+/* The reply header is complete. NULL, or why the connection is unusable. */
+static const char *reply_hdr_done(struct rpc_conn *c)
+{
+	struct lw_hdr *h = &c->hdr;
+
+	if (lw_hdr_check(h) || !(h->flags & LW_F_REPLY))
+		return "malformed reply header";
+	c->rcall = conn_take_inflight(c, h->req_id);
+	if (!c->rcall)
+		return "reply to an unknown request";
+	if (h->opcode != c->rcall->opcode)
+		return "reply opcode differs from the request's";
+	if (h->bulk_len > c->rcall->rbulk_cap)
+		return "reply bulk larger than the buffer for it";
+	c->rbody = malloc(h->body_len ? h->body_len : 1);
+	if (!c->rbody)
+		return "out of memory";
+	c->got = 0;
+	c->rstate = RS_BODY;
+	return NULL;
+}
+
+static const char *reply_body_done(struct rpc_conn *c)
+{
+	if (lw_hdr_crc_check(&c->hdr, c->rbody))
+		return "reply header checksum mismatch";
+	c->got = 0;
+	if (c->hdr.bulk_len)
+		c->rstate = RS_BULK;
+	else
+		reply_done(c);
+	return NULL;
+}
+
+static const char *conn_parse(struct rpc_conn *c)
+{
+	while (c->rpos < c->rlen) {
+		const uint8_t *p = c->rbuf + c->rpos;
+		uint32_t avail = c->rlen - c->rpos, n = 0;
+		const char *why = NULL;
+
+		switch (c->rstate) {
+		case RS_HDR:
+			n = MIN(avail, (uint32_t)sizeof(c->hdr) - c->hgot);
+			memcpy((uint8_t *)&c->hdr + c->hgot, p, n);
+			c->hgot += n;
+			if (c->hgot == sizeof(c->hdr)) {
+				why = reply_hdr_done(c);
+				if (!why && c->hdr.body_len == 0)
+					why = reply_body_done(c);
+			}
+			break;
+		case RS_BODY:
+			n = MIN(avail, c->hdr.body_len - c->got);
+			memcpy(c->rbody + c->got, p, n);
+			c->got += n;
+			if (c->got == c->hdr.body_len)
+				why = reply_body_done(c);
+			break;
+		case RS_BULK:
+			n = MIN(avail, c->hdr.bulk_len - c->got);
+			rbulk_copy(c->rcall, c->got, p, n);
+			c->got += n;
+			if (c->got == c->hdr.bulk_len)
+				reply_done(c);
+			break;
+		}
+		c->rpos += n;
+		if (why)
+			return why;
+	}
+	c->rpos = c->rlen = 0;
+	return NULL;
+}
+
+/* Reads what the socket has. 0, or -1 when the connection failed (already reported). */
+static int conn_recv(struct rpc_conn *c)
+{
+	char why[96];
+
+	for (;;) {
+		const char *err;
+		ssize_t n;
+		uint32_t room;
+		void *dst;
+
+		if (c->rstate == RS_BULK && c->hdr.bulk_len - c->got >= RBUF_SIZE &&
+		    (dst = rbulk_at(c->rcall, c->got, &room)) != NULL) {
+			/* Large reply bulk lands straight in the caller's buffer. */
+			n = recv(c->fd, dst, MIN(room, c->hdr.bulk_len - c->got), 0);
+			if (n > 0) {
+				c->got += (uint32_t)n;
+				if (c->got == c->hdr.bulk_len)
+					reply_done(c);
+				continue;
+			}
+		} else {
+			n = recv(c->fd, c->rbuf, RBUF_SIZE, 0);
+			if (n > 0) {
+				c->rpos = 0;
+				c->rlen = (uint32_t)n;
+				err = conn_parse(c);
+				if (err) {
+					conn_fail(c, err);
+					return -1;
+				}
+				continue;
+			}
+		}
+		if (n == 0) {
+			conn_fail(c, "server closed the connection");
+			return -1;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN)
+			return 0;
+		snprintf(why, sizeof(why), "receive error: %s", strerror(errno));
+		conn_fail(c, why);
+		return -1;
+	}
+}
+
+static void *conn_thread(void *arg)
+{
+	struct rpc_conn *c = arg;
+
+	for (;;) {
+		struct pollfd pfd[2] = {
+			{ .fd = c->fd, .events = POLLIN },
+			{ .fd = c->wake_fd, .events = POLLIN },
+		};
+		bool stopping, failed, want_out;
+		uint64_t v;
+		int rc;
+
+		pthread_mutex_lock(&c->lock);
+		stopping = c->stopping;
+		failed = c->failed;
+		want_out = c->sendq_head != NULL;
+		pthread_mutex_unlock(&c->lock);
+		if (stopping)
+			break;
+		if (failed)
+			pfd[0].fd = -1;
+		if (want_out && !failed)
+			pfd[0].events |= POLLOUT;
+		rc = poll(pfd, 2, -1);
+		if (rc < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (pfd[1].revents & POLLIN) {
+			if (read(c->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				break;
+		}
+		if (failed)
+			continue;
+		if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+			if (conn_recv(c) < 0)
+				continue;
+		}
+		/* Try to send whenever something is queued; POLLOUT only matters when it was full. */
+		rc = conn_send(c);
+		if (rc < 0) {
+			char why[96];
+			snprintf(why, sizeof(why), "send error: %s", strerror(-rc));
+			conn_fail(c, why);
+		}
+	}
+	return NULL;
+}
+
+static int connect_timeout(int fd, const struct sockaddr *sa, socklen_t len, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+	int err = 0;
+	socklen_t el = sizeof(err);
+
+	if (connect(fd, sa, len) == 0)
+		return 0;
+	if (errno != EINPROGRESS)
+		return -errno;
+	for (;;) {
+		int rc = poll(&pfd, 1, timeout_ms);
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc < 0)
+			return -errno;
+		if (rc == 0)
+			return -ETIMEDOUT;
+		break;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0)
+		return -errno;
+	return -err;
+}
+
+int rpc_conn_open(const char *host, uint16_t port, const struct rpc_conn_opts *opts,
+		  struct rpc_conn **out)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *ai = NULL;
+	struct rpc_conn *c;
+	char portstr[8];
+	int one = 1, rc, timeout = opts && opts->connect_timeout_ms ? opts->connect_timeout_ms : 5000;
+
+	snprintf(portstr, sizeof(portstr), "%u", port);
+	rc = getaddrinfo(host, portstr, &hints, &ai);
+	if (rc != 0)
+		return rc == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
+
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		rc = -ENOMEM;
+		goto out_ai;
+	}
+	c->fd = c->wake_fd = -1;
+	if (opts && opts->name)
+		snprintf(c->peer, sizeof(c->peer), "%s (%s:%u)", opts->name, host, port);
+	else
+		snprintf(c->peer, sizeof(c->peer), "%s:%u", host, port);
+	c->rbuf = malloc(RBUF_SIZE);
+	c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	c->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (!c->rbuf || c->fd < 0 || c->wake_fd < 0) {
+		rc = c->rbuf ? -errno : -ENOMEM;
+		goto fail;
+	}
+	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(c->fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	rc = connect_timeout(c->fd, ai->ai_addr, ai->ai_addrlen, timeout);
+	if (rc)
+		goto fail;
+	pthread_mutex_init(&c->lock, NULL);
+	rc = -pthread_create(&c->thread, NULL, conn_thread, c);
+	if (rc) {
+		pthread_mutex_destroy(&c->lock);
+		goto fail;
+	}
+	*out = c;
+	freeaddrinfo(ai);
+	return 0;
+fail:
+	if (c->fd >= 0)
+		close(c->fd);
+	if (c->wake_fd >= 0)
+		close(c->wake_fd);
+	free(c->rbuf);
+	free(c);
+out_ai:
+	freeaddrinfo(ai);
+	return rc;
+}
+
+void rpc_conn_close(struct rpc_conn *c)
+{
+	uint64_t one = 1;
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	c->stopping = true;
+	pthread_mutex_unlock(&c->lock);
+	if (write(c->wake_fd, &one, sizeof(one)) < 0)
+		log_warn("connection to %s: eventfd write: %s", c->peer, strerror(errno));
+	pthread_join(c->thread, NULL);
+	conn_fail(c, NULL);
+	close(c->fd);
+	close(c->wake_fd);
+	pthread_mutex_destroy(&c->lock);
+	free(c->rbuf);
+	free(c);
+}

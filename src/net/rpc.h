@@ -1,0 +1,92 @@
+/*
+ * The client side of the wire: one TCP connection to one server carrying many requests at once,
+ * matched to their replies by request id.
+ *
+ * Each connection has one I/O thread that sends queued requests and receives replies, so that the
+ * pieces of one striped read or write travel to all their servers at the same time: the caller
+ * submits every piece (rpc_submit), then waits for all of them (rpc_wait). Bulk data moves
+ * between the socket and the caller's own buffers with no copy in between; the caller's body and
+ * bulk buffers must stay valid until the call completes.
+ */
+#ifndef LOOM_NET_RPC_H
+#define LOOM_NET_RPC_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "proto/wire.h"
+
+struct rpc_conn;
+
+/* Completion of a group of calls. */
+struct rpc_wait {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int pending;
+};
+
+#define RPC_MAX_IOV 64
+
+struct rpc_call {
+	/* The request, filled by the caller. */
+	uint16_t opcode;
+	const void *body;
+	uint32_t body_len;
+	const struct iovec *bulk;   /* request bulk, bulk_cnt iovecs totalling bulk_len bytes */
+	int bulk_cnt;
+	uint32_t bulk_len;
+	/* Where reply bulk goes: rbulk_cnt iovecs; a reply with more bulk than they hold fails the
+	 * call with -EPROTO. */
+	const struct iovec *rbulk;
+	int rbulk_cnt;
+
+	/* The result, valid once the call completed. */
+	int status;          /* 0, the server's negative errno, or -EIO (connection lost), -EPROTO,
+	                      * -EBADMSG (bulk checksum mismatch) */
+	void *rbody;         /* reply body (malloc'd; released by rpc_call_release) */
+	uint32_t rbody_len;
+	uint32_t rbulk_len;  /* reply bulk bytes received into rbulk */
+
+	/* Internal. */
+	struct lw_hdr hdr;
+	uint64_t req_id;
+	size_t sent;
+	uint32_t rbulk_cap;
+	struct rpc_wait *wait;
+	struct rpc_call *next;
+};
+
+struct rpc_conn_opts {
+	const char *name; /* for log lines, e.g. "OST0003" */
+	int connect_timeout_ms; /* 0 = 5000 */
+};
+
+/* Connects to host:port (numeric IPv4 or a name). -ECONNREFUSED, -ETIMEDOUT, -EHOSTUNREACH... */
+int rpc_conn_open(const char *host, uint16_t port, const struct rpc_conn_opts *opts,
+		  struct rpc_conn **out);
+/* Fails calls still in flight with -EIO, stops the thread and frees the connection. */
+void rpc_conn_close(struct rpc_conn *c);
+/* false once the connection has failed; every later call fails at once with -EIO. */
+bool rpc_conn_alive(struct rpc_conn *c);
+const char *rpc_conn_peer(const struct rpc_conn *c);
+/* The local address of the connection (numeric), which is how the peer reaches us back. */
+int rpc_conn_local_host(const struct rpc_conn *c, char *buf, size_t cap);
+
+void rpc_wait_init(struct rpc_wait *w);
+void rpc_wait_destroy(struct rpc_wait *w);
+/* Blocks until every call submitted with w completed. */
+void rpc_wait_all(struct rpc_wait *w);
+
+/* Sets up a call; the caller then sets bulk/rbulk as needed. */
+void rpc_call_init(struct rpc_call *call, uint16_t opcode, const void *body, uint32_t body_len);
+/* Queues the call for sending; completion is signalled on w. Never blocks on the network. */
+void rpc_submit(struct rpc_conn *c, struct rpc_call *call, struct rpc_wait *w);
+/* Submit and wait: returns call->status. */
+int rpc_call_sync(struct rpc_conn *c, struct rpc_call *call);
+/* Frees the reply body. */
+void rpc_call_release(struct rpc_call *call);
+
+#endif

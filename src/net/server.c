@@ -1,0 +1,759 @@
+#include "net/server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "common/crc.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "proto/codec.h"
+
+#define RBUF_SIZE     (64u << 10)
+#define READ_BUDGET   (4u << 20)  /* bytes read from one connection per event, for fairness */
+#define WRITE_IOVS    64
+
+struct out_frame {
+	struct out_frame *next;
+	void *bulk;
+	void (*bulk_free)(void *);
+	uint32_t bulk_len;
+	uint32_t hb_len;  /* header + body */
+	size_t sent;      /* bytes of hb then bulk already written */
+	uint8_t hb[];
+};
+
+enum rstate { RS_HDR, RS_BODY, RS_BULK };
+
+struct srv_conn {
+	struct srv *srv;
+	int fd;
+	uint64_t id;
+	char peer[48];
+
+	pthread_mutex_t lock;   /* everything below up to the read state */
+	int refs;               /* the loop's while open, plus one per request handed out */
+	bool closed;            /* fd closed: replies are dropped */
+	bool paused;            /* not reading: too much in flight */
+	bool resume_queued;     /* on srv->resume, to parse what rbuf still holds */
+	uint32_t events;        /* what epoll is asked for now */
+	uint32_t inflight;
+	uint64_t inflight_bytes;
+	struct out_frame *out_head;
+	struct out_frame *out_tail;
+
+	/* Read state, touched by the loop thread only. */
+	uint8_t *rbuf;
+	uint32_t rpos;
+	uint32_t rlen;
+	enum rstate rstate;
+	struct lw_hdr hdr;
+	uint32_t hgot;
+	struct srv_req *req;
+	uint32_t got; /* of body or bulk, per rstate */
+
+	struct srv_conn *prev_open, *next_open; /* loop thread only */
+	struct srv_conn *next_resume;           /* under srv->resume_lock */
+};
+
+struct srv {
+	struct srv_opts opts;
+	char name[16];
+	int epfd;
+	int listen_fd;
+	int wake_fd;
+	uint16_t port;
+	volatile int stopping;
+	uint64_t next_conn_id;
+	struct srv_conn *open_conns;
+	uint64_t accept_paused_until;
+
+	pthread_mutex_t resume_lock;
+	struct srv_conn *resume;
+};
+
+/* epoll data for the two non-connection fds */
+static char tag_listen, tag_wake;
+
+static void conn_unref(struct srv_conn *c)
+{
+	int left;
+
+	pthread_mutex_lock(&c->lock);
+	left = --c->refs;
+	pthread_mutex_unlock(&c->lock);
+	if (left > 0)
+		return;
+	pthread_mutex_destroy(&c->lock);
+	free(c->rbuf);
+	free(c);
+}
+
+static void out_frame_free(struct out_frame *f)
+{
+	if (f->bulk) {
+		if (f->bulk_free)
+			f->bulk_free(f->bulk);
+		else
+			free(f->bulk);
+	}
+	free(f);
+}
+
+/* Under c->lock. Asks epoll for what the connection needs now. */
+static void conn_set_events(struct srv_conn *c)
+{
+	uint32_t ev = 0;
+	struct epoll_event e;
+
+	if (c->closed)
+		return;
+	if (!c->paused)
+		ev |= EPOLLIN;
+	if (c->out_head)
+		ev |= EPOLLOUT;
+	if (ev == c->events)
+		return;
+	e.events = ev | EPOLLRDHUP;
+	e.data.ptr = c;
+	if (epoll_ctl(c->srv->epfd, EPOLL_CTL_MOD, c->fd, &e) == 0)
+		c->events = ev;
+}
+
+/*
+ * Under c->lock. Writes as much of the out queue as the socket takes, several frames per writev.
+ * Returns 0, or -errno when the connection is broken (the loop will close it on its next event).
+ */
+static int conn_flush(struct srv_conn *c)
+{
+	while (c->out_head && !c->closed) {
+		struct iovec iov[WRITE_IOVS];
+		int n = 0;
+		ssize_t w;
+
+		for (struct out_frame *f = c->out_head; f && n + 2 <= WRITE_IOVS; f = f->next) {
+			size_t off = f == c->out_head ? f->sent : 0;
+			if (off < f->hb_len) {
+				iov[n].iov_base = f->hb + off;
+				iov[n++].iov_len = f->hb_len - off;
+				off = 0;
+			} else {
+				off -= f->hb_len;
+			}
+			if (f->bulk_len > off) {
+				iov[n].iov_base = (uint8_t *)f->bulk + off;
+				iov[n++].iov_len = f->bulk_len - off;
+			}
+		}
+		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
+		w = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return 0;
+			return -errno;
+		}
+		while (w > 0 && c->out_head) {
+			struct out_frame *f = c->out_head;
+			size_t left = f->hb_len + (size_t)f->bulk_len - f->sent;
+			if ((size_t)w < left) {
+				f->sent += (size_t)w;
+				break;
+			}
+			w -= (ssize_t)left;
+			c->out_head = f->next;
+			if (!c->out_head)
+				c->out_tail = NULL;
+			out_frame_free(f);
+		}
+	}
+	return 0;
+}
+
+static void conn_close(struct srv_conn *c, const char *why)
+{
+	struct srv *s = c->srv;
+	struct out_frame *f;
+
+	if (why)
+		log_info("%s: closing connection %llu from %s: %s", s->name, (unsigned long long)c->id,
+			 c->peer, why);
+	pthread_mutex_lock(&c->lock);
+	c->closed = true;
+	epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	c->fd = -1;
+	while ((f = c->out_head)) {
+		c->out_head = f->next;
+		out_frame_free(f);
+	}
+	c->out_tail = NULL;
+	pthread_mutex_unlock(&c->lock);
+
+	if (c->req) {
+		free(c->req->bulk);
+		free(c->req);
+		c->req = NULL;
+	}
+	if (c->prev_open)
+		c->prev_open->next_open = c->next_open;
+	else
+		s->open_conns = c->next_open;
+	if (c->next_open)
+		c->next_open->prev_open = c->prev_open;
+	if (s->opts.disconnect)
+		s->opts.disconnect(c->id, s->opts.arg);
+	conn_unref(c);
+}
+
+static void conn_deliver(struct srv_conn *c)
+{
+	struct srv *s = c->srv;
+	struct srv_req *req = c->req;
+	uint64_t bytes = (uint64_t)req->hdr.body_len + req->hdr.bulk_len;
+
+	c->req = NULL;
+	req->recv_ns = clock_mono_ns();
+	pthread_mutex_lock(&c->lock);
+	c->refs++;
+	c->inflight++;
+	c->inflight_bytes += bytes;
+	if (c->inflight >= s->opts.max_inflight || c->inflight_bytes >= s->opts.max_inflight_bytes) {
+		c->paused = true;
+		conn_set_events(c);
+	}
+	pthread_mutex_unlock(&c->lock);
+	s->opts.deliver(req, s->opts.arg);
+}
+
+/* A request whose bulk failed its checksum is answered here; the framing is still sound. */
+static void conn_reject_bulk(struct srv_conn *c)
+{
+	struct srv_req *req = c->req;
+
+	log_warn("%s: %s from %s: bulk checksum mismatch, answering EBADMSG", c->srv->name,
+		 lw_op_name(req->hdr.opcode), c->peer);
+	c->req = NULL;
+	pthread_mutex_lock(&c->lock);
+	c->refs++;
+	c->inflight++;
+	c->inflight_bytes += (uint64_t)req->hdr.body_len + req->hdr.bulk_len;
+	pthread_mutex_unlock(&c->lock);
+	srv_reply(req, -EBADMSG, NULL, 0, NULL, 0, NULL);
+}
+
+/* The header is complete: check it and allocate the request. NULL or why the peer is dropped. */
+static const char *conn_hdr_done(struct srv_conn *c)
+{
+	struct lw_hdr *h = &c->hdr;
+	struct srv_req *req;
+
+	if (lw_hdr_check(h))
+		return h->magic != LW_MAGIC ? "not a Loom frame (bad magic)" : "malformed frame header";
+	if (h->flags & LW_F_REPLY)
+		return "reply frame sent to a server";
+	req = malloc(sizeof(*req) + h->body_len);
+	if (!req)
+		return "out of memory for a request";
+	memset(req, 0, sizeof(*req));
+	req->hdr = *h;
+	req->body = (uint8_t *)(req + 1);
+	req->conn = c;
+	req->conn_id = c->id;
+	if (h->bulk_len) {
+		/* Page-aligned, so that an OSS may hand it to O_DIRECT or io_uring unchanged. */
+		if (posix_memalign((void **)&req->bulk, 4096, h->bulk_len)) {
+			free(req);
+			return "out of memory for bulk data";
+		}
+	}
+	c->req = req;
+	c->got = 0;
+	c->rstate = RS_BODY;
+	return NULL;
+}
+
+static const char *conn_body_done(struct srv_conn *c)
+{
+	if (lw_hdr_crc_check(&c->req->hdr, c->req->body))
+		return "header checksum mismatch";
+	c->got = 0;
+	if (c->req->hdr.bulk_len) {
+		c->rstate = RS_BULK;
+		return NULL;
+	}
+	c->rstate = RS_HDR;
+	c->hgot = 0;
+	conn_deliver(c);
+	return NULL;
+}
+
+static void conn_bulk_done(struct srv_conn *c)
+{
+	struct srv_req *req = c->req;
+
+	c->rstate = RS_HDR;
+	c->hgot = 0;
+	if (crc32c(0, req->bulk, req->hdr.bulk_len) != req->hdr.bulk_crc)
+		conn_reject_bulk(c);
+	else
+		conn_deliver(c);
+}
+
+/* Consumes buffered bytes through the frame state machine. NULL, or why the peer is dropped. */
+static const char *conn_parse(struct srv_conn *c)
+{
+	while (c->rpos < c->rlen && !c->paused) {
+		const uint8_t *p = c->rbuf + c->rpos;
+		uint32_t avail = c->rlen - c->rpos, n;
+		const char *why = NULL;
+
+		switch (c->rstate) {
+		case RS_HDR:
+			n = MIN(avail, (uint32_t)sizeof(c->hdr) - c->hgot);
+			memcpy((uint8_t *)&c->hdr + c->hgot, p, n);
+			c->hgot += n;
+			c->rpos += n;
+			if (c->hgot == sizeof(c->hdr)) {
+				why = conn_hdr_done(c);
+				if (!why && c->req->hdr.body_len == 0)
+					why = conn_body_done(c);
+			}
+			break;
+		case RS_BODY:
+			n = MIN(avail, c->req->hdr.body_len - c->got);
+			memcpy(c->req->body + c->got, p, n);
+			c->got += n;
+			c->rpos += n;
+			if (c->got == c->req->hdr.body_len)
+				why = conn_body_done(c);
+			break;
+		case RS_BULK:
+			n = MIN(avail, c->req->hdr.bulk_len - c->got);
+			memcpy(c->req->bulk + c->got, p, n);
+			c->got += n;
+			c->rpos += n;
+			if (c->got == c->req->hdr.bulk_len)
+				conn_bulk_done(c);
+			break;
+		}
+		if (why)
+			return why;
+	}
+	if (c->rpos == c->rlen)
+		c->rpos = c->rlen = 0;
+	return NULL;
+}
+
+static bool conn_is_paused(struct srv_conn *c)
+{
+	bool paused;
+
+	pthread_mutex_lock(&c->lock);
+	paused = c->paused;
+	pthread_mutex_unlock(&c->lock);
+	return paused;
+}
+
+static void conn_read(struct srv_conn *c)
+{
+	uint32_t budget = READ_BUDGET;
+	const char *why;
+	char ebuf[64];
+
+	if (!c->rbuf && !(c->rbuf = malloc(RBUF_SIZE))) {
+		conn_close(c, "out of memory for a read buffer");
+		return;
+	}
+	for (;;) {
+		ssize_t n;
+
+		why = conn_parse(c);
+		if (why) {
+			conn_close(c, why);
+			return;
+		}
+		if (c->rpos < c->rlen || conn_is_paused(c) || budget == 0)
+			return;
+		if (c->rstate == RS_BULK && c->req->hdr.bulk_len - c->got >= RBUF_SIZE) {
+			/* Large bulk goes straight into the request, not through rbuf. */
+			n = recv(c->fd, c->req->bulk + c->got, c->req->hdr.bulk_len - c->got, 0);
+			if (n > 0) {
+				c->got += (uint32_t)n;
+				if (c->got == c->req->hdr.bulk_len)
+					conn_bulk_done(c);
+			}
+		} else {
+			n = recv(c->fd, c->rbuf, RBUF_SIZE, 0);
+			if (n > 0) {
+				c->rpos = 0;
+				c->rlen = (uint32_t)n;
+			}
+		}
+		if (n == 0) {
+			conn_close(c, c->rstate == RS_HDR && c->hgot == 0 ? NULL : "peer closed mid-frame");
+			return;
+		}
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return;
+			snprintf(ebuf, sizeof(ebuf), "read error: %s", strerror(errno));
+			conn_close(c, ebuf);
+			return;
+		}
+		budget = (uint32_t)n >= budget ? 0 : budget - (uint32_t)n;
+	}
+}
+
+/* Returns true when the connection was closed (and c may be gone). */
+static bool conn_write_ready(struct srv_conn *c)
+{
+	int rc;
+
+	pthread_mutex_lock(&c->lock);
+	rc = conn_flush(c);
+	conn_set_events(c);
+	pthread_mutex_unlock(&c->lock);
+	if (rc < 0) {
+		conn_close(c, "write error");
+		return true;
+	}
+	return false;
+}
+
+static void srv_accept(struct srv *s)
+{
+	for (int i = 0; i < 64; i++) {
+		struct sockaddr_in sa;
+		socklen_t sl = sizeof(sa);
+		struct srv_conn *c;
+		struct epoll_event e;
+		int one = 1, fd;
+
+		fd = accept4(s->listen_fd, (struct sockaddr *)&sa, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE || errno == ENOMEM || errno == ENOBUFS) {
+				/* Out of descriptors: stop accepting for a moment rather than spin. */
+				log_warn("%s: cannot accept: %s; pausing accepts for 100 ms", s->name,
+					 strerror(errno));
+				s->accept_paused_until = clock_mono_ns() + 100000000ull;
+				e.events = 0;
+				e.data.ptr = &tag_listen;
+				epoll_ctl(s->epfd, EPOLL_CTL_MOD, s->listen_fd, &e);
+			}
+			return;
+		}
+		c = calloc(1, sizeof(*c));
+		if (!c) {
+			close(fd);
+			return;
+		}
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		c->srv = s;
+		c->fd = fd;
+		c->id = ++s->next_conn_id;
+		c->refs = 1;
+		pthread_mutex_init(&c->lock, NULL);
+		inet_ntop(AF_INET, &sa.sin_addr, c->peer, sizeof(c->peer));
+		snprintf(c->peer + strlen(c->peer), sizeof(c->peer) - strlen(c->peer), ":%u",
+			 ntohs(sa.sin_port));
+		c->events = EPOLLIN;
+		e.events = EPOLLIN | EPOLLRDHUP;
+		e.data.ptr = c;
+		if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &e) < 0) {
+			close(fd);
+			pthread_mutex_destroy(&c->lock);
+			free(c);
+			continue;
+		}
+		c->next_open = s->open_conns;
+		if (s->open_conns)
+			s->open_conns->prev_open = c;
+		s->open_conns = c;
+		log_debug("%s: connection %llu from %s", s->name, (unsigned long long)c->id, c->peer);
+	}
+}
+
+/* Connections un-paused by replies: parse whatever their read buffer still holds. */
+static void srv_resume(struct srv *s)
+{
+	struct srv_conn *list;
+	uint64_t v;
+
+	if (read(s->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		log_warn("%s: eventfd read: %s", s->name, strerror(errno));
+	pthread_mutex_lock(&s->resume_lock);
+	list = s->resume;
+	s->resume = NULL;
+	pthread_mutex_unlock(&s->resume_lock);
+	while (list) {
+		struct srv_conn *c = list;
+		bool closed;
+
+		list = c->next_resume;
+		pthread_mutex_lock(&c->lock);
+		c->resume_queued = false;
+		closed = c->closed;
+		pthread_mutex_unlock(&c->lock);
+		if (!closed)
+			conn_read(c);
+		conn_unref(c);
+	}
+}
+
+int srv_create(const struct srv_opts *opts, struct srv **out)
+{
+	struct srv *s;
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
+	struct epoll_event e;
+	int one = 1, rc;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->opts = *opts;
+	if (!s->opts.max_inflight)
+		s->opts.max_inflight = 64;
+	if (!s->opts.max_inflight_bytes)
+		s->opts.max_inflight_bytes = 64ull << 20;
+	snprintf(s->name, sizeof(s->name), "%s", opts->name ? opts->name : "srv");
+	s->listen_fd = s->wake_fd = s->epfd = -1;
+	pthread_mutex_init(&s->resume_lock, NULL);
+
+	if (inet_pton(AF_INET, opts->listen_host ? opts->listen_host : "0.0.0.0", &sa.sin_addr) != 1) {
+		rc = -EINVAL;
+		goto fail;
+	}
+	sa.sin_port = htons(opts->listen_port);
+	s->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (s->listen_fd < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	setsockopt(s->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(s->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(s->listen_fd, 4096) < 0 ||
+	    getsockname(s->listen_fd, (struct sockaddr *)&sa, &sl) < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	s->port = ntohs(sa.sin_port);
+	s->epfd = epoll_create1(EPOLL_CLOEXEC);
+	s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (s->epfd < 0 || s->wake_fd < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	e.events = EPOLLIN;
+	e.data.ptr = &tag_listen;
+	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->listen_fd, &e) < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	e.data.ptr = &tag_wake;
+	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->wake_fd, &e) < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	*out = s;
+	return 0;
+fail:
+	if (s->listen_fd >= 0)
+		close(s->listen_fd);
+	if (s->epfd >= 0)
+		close(s->epfd);
+	if (s->wake_fd >= 0)
+		close(s->wake_fd);
+	pthread_mutex_destroy(&s->resume_lock);
+	free(s);
+	return rc;
+}
+
+uint16_t srv_port(const struct srv *s)
+{
+	return s->port;
+}
+
+int srv_run(struct srv *s)
+{
+	struct epoll_event evs[128];
+
+	while (!s->stopping) {
+		int timeout = s->accept_paused_until ? 100 : -1;
+		int n = epoll_wait(s->epfd, evs, (int)ARRAY_SIZE(evs), timeout);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (s->accept_paused_until && clock_mono_ns() >= s->accept_paused_until) {
+			struct epoll_event e = { .events = EPOLLIN, .data.ptr = &tag_listen };
+			s->accept_paused_until = 0;
+			epoll_ctl(s->epfd, EPOLL_CTL_MOD, s->listen_fd, &e);
+		}
+		for (int i = 0; i < n; i++) {
+			void *p = evs[i].data.ptr;
+			struct srv_conn *c;
+
+			if (p == &tag_listen) {
+				srv_accept(s);
+				continue;
+			}
+			if (p == &tag_wake) {
+				srv_resume(s);
+				continue;
+			}
+			c = p;
+			/* A connection closed earlier in this batch cannot appear: closing removes it
+			 * from epoll, and events are per fd, so each connection appears at most once. */
+			if ((evs[i].events & EPOLLOUT) && conn_write_ready(c))
+				continue;
+			if (evs[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+				conn_read(c);
+		}
+	}
+	return 0;
+}
+
+void srv_stop(struct srv *s)
+{
+	uint64_t one = 1;
+
+	s->stopping = 1;
+	if (write(s->wake_fd, &one, sizeof(one)) < 0) {
+		/* The loop polls stopping on its next wake-up anyway. */
+	}
+}
+
+void srv_destroy(struct srv *s)
+{
+	while (s->open_conns)
+		conn_close(s->open_conns, NULL);
+	srv_resume(s);
+	close(s->listen_fd);
+	close(s->epfd);
+	close(s->wake_fd);
+	pthread_mutex_destroy(&s->resume_lock);
+	free(s);
+}
+
+void srv_reply(struct srv_req *req, int status, const void *body, uint32_t body_len, void *bulk,
+	       uint32_t bulk_len, void (*bulk_free)(void *))
+{
+	struct srv_conn *c = req->conn;
+	struct srv *s = c->srv;
+	struct out_frame *f;
+	struct lw_hdr *h;
+	bool wake = false;
+	int rc = 0;
+
+	f = malloc(sizeof(*f) + sizeof(*h) + body_len);
+	if (f) {
+		f->next = NULL;
+		f->bulk = bulk;
+		f->bulk_free = bulk_free;
+		f->bulk_len = bulk ? bulk_len : 0;
+		f->hb_len = (uint32_t)sizeof(*h) + body_len;
+		f->sent = 0;
+		h = (struct lw_hdr *)f->hb;
+		if (body_len)
+			memcpy(f->hb + sizeof(*h), body, body_len);
+		lw_hdr_fill(h, req->hdr.opcode, LW_F_REPLY, lw_errno_to_wire(status), req->hdr.req_id,
+			    f->hb + sizeof(*h), body_len, f->bulk_len,
+			    f->bulk_len ? crc32c(0, bulk, f->bulk_len) : 0);
+	} else {
+		log_err("%s: out of memory for a reply to %s; dropping the connection", s->name,
+			lw_op_name(req->hdr.opcode));
+		if (bulk)
+			bulk_free ? bulk_free(bulk) : free(bulk);
+	}
+
+	pthread_mutex_lock(&c->lock);
+	c->inflight--;
+	c->inflight_bytes -= (uint64_t)req->hdr.body_len + req->hdr.bulk_len;
+	if (!f) {
+		/* Without its reply the client would wait forever: make it see a broken connection. */
+		if (!c->closed)
+			shutdown(c->fd, SHUT_RDWR);
+	} else if (c->closed) {
+		out_frame_free(f);
+	} else {
+		bool was_idle = c->out_head == NULL;
+
+		if (c->out_tail)
+			c->out_tail->next = f;
+		else
+			c->out_head = f;
+		c->out_tail = f;
+		/* Write at once from this thread when nothing is queued ahead of us: one system call
+		 * instead of a wake-up of the loop. If the socket is full, epoll takes over. */
+		if (was_idle)
+			rc = conn_flush(c);
+		if (rc < 0)
+			shutdown(c->fd, SHUT_RDWR);
+	}
+	if (c->paused && c->inflight < s->opts.max_inflight / 2 + 1 &&
+	    c->inflight_bytes < s->opts.max_inflight_bytes / 2) {
+		c->paused = false;
+		if (!c->resume_queued && !c->closed) {
+			c->resume_queued = true;
+			c->refs++;
+			wake = true;
+		}
+	}
+	conn_set_events(c);
+	pthread_mutex_unlock(&c->lock);
+
+	if (wake) {
+		uint64_t one = 1;
+		pthread_mutex_lock(&s->resume_lock);
+		c->next_resume = s->resume;
+		s->resume = c;
+		pthread_mutex_unlock(&s->resume_lock);
+		if (write(s->wake_fd, &one, sizeof(one)) < 0)
+			log_warn("%s: eventfd write: %s", s->name, strerror(errno));
+	}
+	free(req->bulk);
+	free(req);
+	conn_unref(c);
+}
+
+void srv_req_drop(struct srv_req *req)
+{
+	struct srv_conn *c = req->conn;
+
+	pthread_mutex_lock(&c->lock);
+	c->inflight--;
+	c->inflight_bytes -= (uint64_t)req->hdr.body_len + req->hdr.bulk_len;
+	pthread_mutex_unlock(&c->lock);
+	free(req->bulk);
+	free(req);
+	conn_unref(c);
+}
+
+void *srv_req_take_bulk(struct srv_req *req)
+{
+	void *b = req->bulk;
+
+	req->bulk = NULL;
+	return b;
+}
+
+const char *srv_req_peer(const struct srv_req *req)
+{
+	return req->conn->peer;
+}

@@ -1,0 +1,79 @@
+/*
+ * The server side of the wire: one event-loop thread that accepts connections, reads frames and
+ * writes replies for thousands of clients, with no thread per connection.
+ *
+ * The loop validates every frame (header, lengths, crc32c of header+body and of bulk) before a
+ * program sees it, and closes a connection that sends garbage, with a log line naming the peer.
+ * Complete requests are handed to the program's deliver callback on the loop thread; the program
+ * queues them to its own workers and answers each exactly once with srv_reply(), from any thread.
+ *
+ * Flow control: a connection with too many requests (or bytes) in flight stops being read until
+ * replies drain, so one client cannot make the server buffer without bound.
+ */
+#ifndef LOOM_NET_SERVER_H
+#define LOOM_NET_SERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "proto/wire.h"
+
+struct srv;
+struct srv_conn;
+
+struct srv_req {
+	struct lw_hdr hdr;
+	uint8_t *body;          /* hdr.body_len bytes, part of this allocation */
+	uint8_t *bulk;          /* hdr.bulk_len bytes (NULL when 0); srv_req_take_bulk() steals it */
+	struct srv_conn *conn;  /* held (referenced) until the reply */
+	uint64_t conn_id;
+	struct srv_req *next;   /* free for the program's queues */
+	uint64_t recv_ns;       /* clock_mono_ns() when the frame was complete */
+};
+
+/* Called on the loop thread for each complete, checked request. Takes ownership of req: the
+ * program must eventually call srv_reply() on it (exactly once). */
+typedef void (*srv_deliver_fn)(struct srv_req *req, void *arg);
+/* Called on the loop thread when a connection has closed, after its last request was delivered
+ * (replies to requests still being worked on are dropped). */
+typedef void (*srv_disconnect_fn)(uint64_t conn_id, void *arg);
+
+struct srv_opts {
+	const char *name;         /* for log lines: "mds", "oss" */
+	const char *listen_host;  /* numeric IPv4 address; "0.0.0.0" for all */
+	uint16_t listen_port;     /* 0: any free port, see srv_port() */
+	srv_deliver_fn deliver;
+	srv_disconnect_fn disconnect; /* may be NULL */
+	void *arg;
+	uint32_t max_inflight;    /* requests per connection before it is paused; 0 = 64 */
+	uint64_t max_inflight_bytes; /* body+bulk bytes per connection; 0 = 64 MiB */
+};
+
+int srv_create(const struct srv_opts *opts, struct srv **out);
+/* The bound port (useful with listen_port 0). */
+uint16_t srv_port(const struct srv *s);
+/* Runs the event loop on the calling thread until srv_stop(). Returns 0 or -errno. */
+int srv_run(struct srv *s);
+/* Asks the loop to return; safe from any thread and from a signal handler. */
+void srv_stop(struct srv *s);
+/* Closes every connection and frees the server. Only after srv_run() returned. Requests still
+ * held by the program must have been answered or are answered into the void (their connections
+ * stay allocated until then). */
+void srv_destroy(struct srv *s);
+
+/*
+ * Answers req and frees it. body (body_len bytes) is copied. bulk, when not NULL, is owned by the
+ * reply from now on and released with bulk_free(bulk) (or free() if bulk_free is NULL) once sent
+ * or dropped. status is 0 or a negative errno. Safe from any thread.
+ */
+void srv_reply(struct srv_req *req, int status, const void *body, uint32_t body_len, void *bulk,
+	       uint32_t bulk_len, void (*bulk_free)(void *));
+/* Frees a request that will get no reply because the program is shutting down. */
+void srv_req_drop(struct srv_req *req);
+/* Takes the bulk buffer out of the request (the caller frees it with free()). */
+void *srv_req_take_bulk(struct srv_req *req);
+
+/* The peer's "a.b.c.d:port", for log lines. */
+const char *srv_req_peer(const struct srv_req *req);
+
+#endif

@@ -1,0 +1,458 @@
+/*
+ * loom-oss: serves one or more OSTs over TCP, and keeps them registered with the MDS.
+ *
+ * Threads: the event loop (main thread) reads and checks frames; a pool of workers does the disk
+ * I/O, so a slow disk read never stalls other clients' frames; one thread registers the OSTs with
+ * the MDS and sends heartbeats (free space), reconnecting whenever the MDS restarts.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "net/reqq.h"
+#include "net/rpc.h"
+#include "net/server.h"
+#include "oss/ost.h"
+#include "proto/codec.h"
+
+#define MAX_OSTS          64
+#define HEARTBEAT_SECONDS 2
+
+struct oss {
+	struct ost *osts[MAX_OSTS];
+	int nosts;
+	struct srv *srv;
+	struct reqq queue;
+	pthread_t *workers;
+	int nworkers;
+	char mds_host[64];
+	uint16_t mds_port;
+	char advertise[64];
+	pthread_t mds_thread;
+	pthread_mutex_t stop_lock;
+	pthread_cond_t stop_cond;
+	bool stopping;
+};
+
+static struct oss *the_oss;
+
+static struct ost *oss_find(struct oss *oss, uint32_t idx)
+{
+	for (int i = 0; i < oss->nosts; i++)
+		if (ost_index(oss->osts[i]) == idx)
+			return oss->osts[i];
+	return NULL;
+}
+
+static void oss_serve(struct oss *oss, struct srv_req *req)
+{
+	uint16_t op = req->hdr.opcode;
+	struct lw_ost_io io;
+	struct lw_ost_io_rep rep = { 0 };
+	struct lw_statfs sf;
+	struct ost *ost;
+	void *buf = NULL;
+	size_t nread = 0;
+	int rc;
+
+	if (op == LW_OP_PING) {
+		srv_reply(req, 0, NULL, 0, NULL, 0, NULL);
+		return;
+	}
+	rc = lw_ost_req_decode(op, req->body, req->hdr.body_len, &io);
+	if (rc) {
+		log_warn("%s from %s: malformed request: %s", lw_op_name(op), srv_req_peer(req),
+			 strerror(-rc));
+		srv_reply(req, rc, NULL, 0, NULL, 0, NULL);
+		return;
+	}
+	ost = oss_find(oss, io.ost_idx);
+	if (!ost) {
+		srv_reply(req, -ENODEV, NULL, 0, NULL, 0, NULL);
+		return;
+	}
+	if (io.objid == 0 && op != LW_OP_OST_STATFS && op != LW_OP_OST_SYNC) {
+		srv_reply(req, -EINVAL, NULL, 0, NULL, 0, NULL);
+		return;
+	}
+	if (op != LW_OP_OST_WRITE && req->hdr.bulk_len != 0) {
+		srv_reply(req, -EPROTO, NULL, 0, NULL, 0, NULL);
+		return;
+	}
+
+	switch (op) {
+	case LW_OP_OST_READ:
+		if (io.length && posix_memalign(&buf, 4096, io.length)) {
+			rc = -ENOMEM;
+			break;
+		}
+		rc = ost_read(ost, io.objid, io.offset, buf, io.length, &nread, &rep.obj_size);
+		rep.length = nread;
+		break;
+	case LW_OP_OST_WRITE:
+		if (io.length != req->hdr.bulk_len) {
+			rc = -EPROTO;
+			break;
+		}
+		rc = ost_write(ost, io.objid, io.offset, req->bulk, io.length, io.ino, io.stripe_idx,
+			       &rep.obj_size);
+		rep.length = rc ? 0 : io.length;
+		break;
+	case LW_OP_OST_PUNCH:
+		rc = ost_punch(ost, io.objid, io.length, &rep.obj_size);
+		break;
+	case LW_OP_OST_GETATTR:
+		rc = ost_getattr(ost, io.objid, &rep.obj_size);
+		break;
+	case LW_OP_OST_SYNC:
+		rc = ost_sync(ost, io.objid);
+		break;
+	case LW_OP_OST_DESTROY:
+		rc = ost_destroy(ost, io.objid);
+		break;
+	case LW_OP_OST_STATFS:
+		rc = ost_statfs(ost, &sf);
+		srv_reply(req, rc, &sf, rc ? 0 : sizeof(sf), NULL, 0, NULL);
+		return;
+	default:
+		rc = -EOPNOTSUPP;
+		break;
+	}
+	if (rc) {
+		if (rc != -ENOSPC)
+			log_warn("OST%04x: %s of object %llx: %s", io.ost_idx, lw_op_name(op),
+				 (unsigned long long)io.objid, strerror(-rc));
+		free(buf);
+		srv_reply(req, rc, NULL, 0, NULL, 0, NULL);
+		return;
+	}
+	if (nread == 0) {
+		free(buf);
+		buf = NULL;
+	}
+	srv_reply(req, 0, &rep, sizeof(rep), buf, (uint32_t)nread, NULL);
+}
+
+static void *worker_main(void *arg)
+{
+	struct oss *oss = arg;
+	struct srv_req *req;
+
+	while ((req = reqq_pop(&oss->queue)))
+		oss_serve(oss, req);
+	return NULL;
+}
+
+static void oss_deliver(struct srv_req *req, void *arg)
+{
+	struct oss *oss = arg;
+	reqq_push(&oss->queue, req);
+}
+
+/* ---- the MDS side: registration and heartbeats ---- */
+
+static bool oss_sleep(struct oss *oss, int seconds)
+{
+	struct timespec ts;
+	bool stopping;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += seconds;
+	pthread_mutex_lock(&oss->stop_lock);
+	while (!oss->stopping && pthread_cond_timedwait(&oss->stop_cond, &oss->stop_lock, &ts) == 0)
+		;
+	stopping = oss->stopping;
+	pthread_mutex_unlock(&oss->stop_lock);
+	return stopping;
+}
+
+static int oss_register(struct oss *oss, struct rpc_conn *mds, struct ost *ost)
+{
+	struct lw_ost_register_req req = { 0 };
+	struct lw_ost_register_rep rep;
+	struct rpc_call call;
+	int rc;
+
+	req.want_idx = ost_index(ost);
+	req.port = srv_port(oss->srv);
+	if (oss->advertise[0])
+		snprintf(req.host, sizeof(req.host), "%s", oss->advertise);
+	else if (rpc_conn_local_host(mds, req.host, sizeof(req.host)) < 0)
+		snprintf(req.host, sizeof(req.host), "127.0.0.1");
+	snprintf(req.uuid, sizeof(req.uuid), "%s", ost_uuid(ost));
+	snprintf(req.fsname, sizeof(req.fsname), "%s", ost_fsname(ost));
+	rc = ost_statfs(ost, &req.sf);
+	if (rc)
+		return rc;
+	rpc_call_init(&call, LW_OP_MDS_OST_REGISTER, &req, sizeof(req));
+	rc = rpc_call_sync(mds, &call);
+	if (rc == 0 && call.rbody_len != sizeof(rep))
+		rc = -EPROTO;
+	if (rc == 0) {
+		memcpy(&rep, call.rbody, sizeof(rep));
+		rc = ost_set_index(ost, rep.idx);
+		if (rc == 0)
+			log_info("OST%04x (%s, %s) registered with the MDS at %s:%u, serving on %s:%u",
+				 rep.idx, ost_dir(ost), ost_uuid(ost), oss->mds_host, oss->mds_port,
+				 req.host, req.port);
+	}
+	rpc_call_release(&call);
+	return rc;
+}
+
+static int oss_heartbeat(struct oss *oss, struct rpc_conn *mds)
+{
+	uint8_t body[sizeof(struct lw_ost_heartbeat_req) + MAX_OSTS * sizeof(struct lw_ost_heartbeat_ent)];
+	struct lw_wr w;
+	struct lw_ost_heartbeat_req hb = { .count = (uint32_t)oss->nosts };
+	struct rpc_call call;
+	int rc;
+
+	lw_wr_init(&w, body, sizeof(body));
+	lw_wr_put(&w, &hb, sizeof(hb));
+	for (int i = 0; i < oss->nosts; i++) {
+		struct lw_ost_heartbeat_ent e = { .idx = ost_index(oss->osts[i]) };
+		ost_statfs(oss->osts[i], &e.sf);
+		lw_wr_put(&w, &e, sizeof(e));
+	}
+	rpc_call_init(&call, LW_OP_MDS_OST_HEARTBEAT, body, (uint32_t)w.len);
+	rc = rpc_call_sync(mds, &call);
+	rpc_call_release(&call);
+	return rc;
+}
+
+static void *mds_thread_main(void *arg)
+{
+	struct oss *oss = arg;
+	struct rpc_conn *mds = NULL;
+	bool warned = false;
+
+	while (!oss->stopping) {
+		int rc = 0;
+
+		if (!mds) {
+			struct rpc_conn_opts o = { .name = "MDS" };
+			rc = rpc_conn_open(oss->mds_host, oss->mds_port, &o, &mds);
+			if (rc) {
+				if (!warned)
+					log_warn("cannot reach the MDS at %s:%u: %s; retrying", oss->mds_host,
+						 oss->mds_port, strerror(-rc));
+				warned = true;
+				mds = NULL;
+				if (oss_sleep(oss, 1))
+					break;
+				continue;
+			}
+			warned = false;
+			for (int i = 0; i < oss->nosts && rc == 0; i++) {
+				rc = oss_register(oss, mds, oss->osts[i]);
+				if (rc == -EEXIST || rc == -EINVAL) {
+					log_err("the MDS refused %s: %s (%s)", ost_dir(oss->osts[i]), strerror(-rc),
+						rc == -EEXIST ? "its index belongs to another OST"
+							      : "it belongs to another file system, or its record is invalid");
+					exit(1);
+				}
+			}
+		} else {
+			rc = oss_heartbeat(oss, mds);
+		}
+		if (rc) {
+			log_warn("lost the MDS at %s:%u (%s); reconnecting", oss->mds_host, oss->mds_port,
+				 strerror(-rc));
+			rpc_conn_close(mds);
+			mds = NULL;
+			if (oss_sleep(oss, 1))
+				break;
+			continue;
+		}
+		if (oss_sleep(oss, HEARTBEAT_SECONDS))
+			break;
+	}
+	rpc_conn_close(mds);
+	return NULL;
+}
+
+/* ---- start-up ---- */
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	if (the_oss)
+		srv_stop(the_oss->srv);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: loom-oss --ost DIR [--ost DIR...] --mds HOST[:PORT] [options]\n"
+		"       loom-oss --format --fsname NAME --ost DIR [--ost DIR...]\n"
+		"Serves object storage targets (OSTs) of a Loom file system.\n\n"
+		"  --ost DIR          an OST directory (repeatable)\n"
+		"  --mds HOST[:PORT]  the MDS to register with (port %u by default)\n"
+		"  --listen HOST[:PORT]  address to serve on (default 0.0.0.0, any free port)\n"
+		"  --advertise HOST   address clients should use (default: the one facing the MDS)\n"
+		"  --port-file FILE   write the bound HOST:PORT here once serving\n"
+		"  --threads N        I/O worker threads (default 8)\n"
+		"  --format           create the OSTs (needs --fsname) and exit\n"
+		"  --fsname NAME      file system name, up to %d characters\n"
+		"  --log-level LEVEL  error, warn, info (default) or debug\n",
+		LW_DEFAULT_MDS_PORT, LOOM_FSNAME_MAX);
+}
+
+static int parse_level(const char *s, enum log_level *out)
+{
+	static const char *const names[] = { "error", "warn", "info", "debug" };
+	for (int i = 0; i < 4; i++)
+		if (!strcmp(s, names[i])) {
+			*out = (enum log_level)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "ost", required_argument, NULL, 'o' },     { "mds", required_argument, NULL, 'm' },
+		{ "listen", required_argument, NULL, 'l' },  { "advertise", required_argument, NULL, 'a' },
+		{ "port-file", required_argument, NULL, 'p' }, { "threads", required_argument, NULL, 't' },
+		{ "format", no_argument, NULL, 'F' },        { "fsname", required_argument, NULL, 'n' },
+		{ "log-level", required_argument, NULL, 'L' }, { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *dirs[MAX_OSTS], *mds = NULL, *listen_addr = "0.0.0.0", *port_file = NULL,
+				     *fsname = NULL;
+	struct oss oss = { .nworkers = 8 };
+	struct srv_opts so = { 0 };
+	char listen_host[64];
+	uint16_t listen_port;
+	enum log_level level = LOG_INFO;
+	bool format = false;
+	int ndirs = 0, c, rc;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			if (ndirs == MAX_OSTS) {
+				fprintf(stderr, "loom-oss: at most %d OSTs\n", MAX_OSTS);
+				return 2;
+			}
+			dirs[ndirs++] = optarg;
+			break;
+		case 'm': mds = optarg; break;
+		case 'l': listen_addr = optarg; break;
+		case 'a': snprintf(oss.advertise, sizeof(oss.advertise), "%s", optarg); break;
+		case 'p': port_file = optarg; break;
+		case 't':
+			oss.nworkers = atoi(optarg);
+			if (oss.nworkers < 1 || oss.nworkers > 256) {
+				fprintf(stderr, "loom-oss: --threads takes 1..256\n");
+				return 2;
+			}
+			break;
+		case 'F': format = true; break;
+		case 'n': fsname = optarg; break;
+		case 'L':
+			if (parse_level(optarg, &level)) {
+				fprintf(stderr, "loom-oss: unknown log level '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	log_init("loom-oss", level);
+	if (ndirs == 0 || optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (format) {
+		if (!fsname || !*fsname || strlen(fsname) > LOOM_FSNAME_MAX) {
+			fprintf(stderr, "loom-oss: --format needs --fsname of 1 to %d characters\n", LOOM_FSNAME_MAX);
+			return 2;
+		}
+		for (int i = 0; i < ndirs; i++) {
+			rc = ost_format(dirs[i], fsname);
+			if (rc) {
+				fprintf(stderr, "loom-oss: cannot format %s: %s\n", dirs[i], strerror(-rc));
+				return 1;
+			}
+			printf("formatted OST in %s for file system %s\n", dirs[i], fsname);
+		}
+		return 0;
+	}
+	if (!mds || addr_parse(mds, oss.mds_host, sizeof(oss.mds_host), &oss.mds_port, LW_DEFAULT_MDS_PORT)) {
+		fprintf(stderr, "loom-oss: --mds HOST[:PORT] is required\n");
+		return 2;
+	}
+	if (addr_parse(listen_addr, listen_host, sizeof(listen_host), &listen_port, 0)) {
+		fprintf(stderr, "loom-oss: bad --listen address '%s'\n", listen_addr);
+		return 2;
+	}
+	for (int i = 0; i < ndirs; i++) {
+		rc = ost_open(dirs[i], &oss.osts[i]);
+		if (rc) {
+			log_err("cannot open the OST in %s: %s%s", dirs[i], strerror(-rc),
+				rc == -ENOENT ? " (format it with --format --fsname NAME)" : "");
+			return 1;
+		}
+		oss.nosts++;
+	}
+	raise_nofile_limit();
+	signal(SIGPIPE, SIG_IGN);
+
+	reqq_init(&oss.queue);
+	pthread_mutex_init(&oss.stop_lock, NULL);
+	pthread_cond_init(&oss.stop_cond, NULL);
+	so.name = "oss";
+	so.listen_host = listen_host;
+	so.listen_port = listen_port;
+	so.deliver = oss_deliver;
+	so.arg = &oss;
+	rc = srv_create(&so, &oss.srv);
+	if (rc) {
+		log_err("cannot listen on %s: %s", listen_addr, strerror(-rc));
+		return 1;
+	}
+	the_oss = &oss;
+	signal(SIGTERM, on_signal);
+	signal(SIGINT, on_signal);
+	oss.workers = calloc((size_t)oss.nworkers, sizeof(pthread_t));
+	for (int i = 0; i < oss.nworkers; i++)
+		pthread_create(&oss.workers[i], NULL, worker_main, &oss);
+	if (port_file) {
+		char buf[96];
+		int n = snprintf(buf, sizeof(buf), "%s:%u\n", listen_host, srv_port(oss.srv));
+		rc = file_write_atomic(port_file, buf, (size_t)n);
+		if (rc)
+			log_warn("cannot write %s: %s", port_file, strerror(-rc));
+	}
+	log_info("serving %d OST(s) on %s:%u with %d workers", oss.nosts, listen_host, srv_port(oss.srv),
+		 oss.nworkers);
+	pthread_create(&oss.mds_thread, NULL, mds_thread_main, &oss);
+
+	rc = srv_run(oss.srv);
+
+	log_info("shutting down");
+	pthread_mutex_lock(&oss.stop_lock);
+	oss.stopping = true;
+	pthread_cond_broadcast(&oss.stop_cond);
+	pthread_mutex_unlock(&oss.stop_lock);
+	pthread_join(oss.mds_thread, NULL);
+	reqq_close(&oss.queue);
+	for (int i = 0; i < oss.nworkers; i++)
+		pthread_join(oss.workers[i], NULL);
+	srv_destroy(oss.srv);
+	for (int i = 0; i < oss.nosts; i++)
+		ost_close(oss.osts[i]);
+	free(oss.workers);
+	reqq_destroy(&oss.queue);
+	return rc ? 1 : 0;
+}

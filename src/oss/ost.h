@@ -1,0 +1,55 @@
+/*
+ * One OST: a directory on a local file system holding one file per object.
+ *
+ *   DIR/ost.conf           fsname, uuid and (once the MDS assigned it) index
+ *   DIR/O/<xx>/<objid>     objects; xx = the low byte of the id in hex, objid in hex
+ *
+ * An object's bytes are its stripe's bytes in object space (stripe k of a file holds file bytes
+ * [k*S + n*count*S, ...) contiguously). Objects are created by their first write; a missing
+ * object reads as empty, and holes read as zeros, so the client never has to create objects.
+ *
+ * Thread-safe: any number of OSS workers call these at once.
+ */
+#ifndef LOOM_OSS_OST_H
+#define LOOM_OSS_OST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/wire.h"
+
+#define OST_IDX_NONE UINT32_MAX
+
+struct ost;
+
+/* Creates an empty OST in dir (created if missing). -EEXIST if one is already there. */
+int ost_format(const char *dir, const char *fsname);
+/* Opens an OST; -ENOENT if dir holds none. */
+int ost_open(const char *dir, struct ost **out);
+void ost_close(struct ost *o);
+
+const char *ost_dir(const struct ost *o);
+const char *ost_uuid(const struct ost *o);
+const char *ost_fsname(const struct ost *o);
+/* The index the MDS gave this OST, or OST_IDX_NONE before its first registration. */
+uint32_t ost_index(const struct ost *o);
+/* Records the index the MDS assigned (persistently, in ost.conf). */
+int ost_set_index(struct ost *o, uint32_t idx);
+
+/* Reads up to len bytes at off. *nread < len at the object's end; a missing object gives 0. */
+int ost_read(struct ost *o, uint64_t objid, uint64_t off, void *buf, size_t len, size_t *nread,
+	     uint64_t *obj_size);
+/* Writes len bytes at off, creating the object (tagged with ino/stripe for fsck) if needed.
+ * -ENOSPC when the OST is full; nothing is half-acknowledged: on error the caller reports it. */
+int ost_write(struct ost *o, uint64_t objid, uint64_t off, const void *buf, size_t len,
+	      uint64_t ino, uint32_t stripe_idx, uint64_t *obj_size);
+/* Discards data at and beyond size (never extends; a missing object is fine). */
+int ost_punch(struct ost *o, uint64_t objid, uint64_t size, uint64_t *obj_size);
+int ost_getattr(struct ost *o, uint64_t objid, uint64_t *obj_size);
+/* Makes the object's data and its directory entry durable. objid 0: the whole OST. */
+int ost_sync(struct ost *o, uint64_t objid);
+/* Removes the object; a missing one is not an error. */
+int ost_destroy(struct ost *o, uint64_t objid);
+int ost_statfs(struct ost *o, struct lw_statfs *out);
+
+#endif

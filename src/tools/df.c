@@ -1,0 +1,95 @@
+/* loom df: the space of the MDT and of every OST, in the format of `lfs df`. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "tools/tool.h"
+
+struct df_row {
+	uint64_t total, used, avail; /* bytes */
+};
+
+static void df_row_of(const struct statvfs *st, struct df_row *r)
+{
+	r->total = (uint64_t)st->f_blocks * st->f_frsize;
+	r->used = (uint64_t)(st->f_blocks - st->f_bfree) * st->f_frsize;
+	r->avail = (uint64_t)st->f_bavail * st->f_frsize;
+}
+
+static void df_print(const char *uuid, const struct df_row *r, bool human, const char *mnt)
+{
+	char t[32], u[32], a[32], pct[8];
+	uint64_t denom = r->used + r->avail;
+	/* df rounds the percentage up */
+	unsigned p = denom ? (unsigned)((r->used * 100 + denom - 1) / denom) : 0;
+
+	if (human) {
+		size_human(r->total, t, sizeof(t));
+		size_human(r->used, u, sizeof(u));
+		size_human(r->avail, a, sizeof(a));
+	} else {
+		snprintf(t, sizeof(t), "%" PRIu64, r->total >> 10);
+		snprintf(u, sizeof(u), "%" PRIu64, r->used >> 10);
+		snprintf(a, sizeof(a), "%" PRIu64, r->avail >> 10);
+	}
+	snprintf(pct, sizeof(pct), "%u%%", p);
+	printf("%-20s%12s%12s%12s%5s %s\n", uuid, t, u, a, pct, mnt);
+}
+
+int cmd_df(struct tool_ctx *ctx, int argc, char **argv)
+{
+	struct loom_target *t = NULL;
+	struct df_row sum = { 0 }, r;
+	bool human = false;
+	uint32_t n;
+	loom_fs *fs;
+	char uuid[64], mnt[160], where[128];
+	int c, rc;
+
+	optind = 1;
+	while ((c = getopt(argc, argv, "h")) != -1) {
+		if (c == 'h')
+			human = true;
+		else
+			return 2;
+	}
+	fs = tool_connect(ctx);
+	if (!fs)
+		return 1;
+	rc = loom_targets(fs, &t, &n);
+	if (rc) {
+		loom_disconnect(fs);
+		return tool_fail("df", "cannot list targets", rc);
+	}
+	/* Until a mount exists, the "Mounted on" column names the file system as a mount source. */
+	snprintf(where, sizeof(where), "%s:/%s", t[0].addr, loom_fsname(fs));
+	printf("%-20s%12s%12s%12s%5s %s\n", "UUID", human ? "bytes" : "1K-blocks", "Used", "Available",
+	       "Use%", "Mounted on");
+	for (uint32_t i = 0; i < n; i++) {
+		bool mdt = t[i].kind == LOOM_TGT_MDT;
+
+		snprintf(uuid, sizeof(uuid), "%s-%s%04x_UUID", loom_fsname(fs), mdt ? "MDT" : "OST", t[i].idx);
+		if (t[i].flags & LOOM_TGTF_INACTIVE) {
+			char name[16];
+			snprintf(name, sizeof(name), "%s%04x", mdt ? "MDT" : "OST", t[i].idx);
+			printf("%-20s: inactive device\n", name);
+			continue;
+		}
+		df_row_of(&t[i].st, &r);
+		snprintf(mnt, sizeof(mnt), "%s[%s:%u]", where, mdt ? "MDT" : "OST", t[i].idx);
+		df_print(uuid, &r, human, mnt);
+		if (!mdt) {
+			sum.total += r.total;
+			sum.used += r.used;
+			sum.avail += r.avail;
+		}
+	}
+	printf("\n");
+	df_print("filesystem_summary:", &sum, human, where);
+	free(t);
+	loom_disconnect(fs);
+	return 0;
+}

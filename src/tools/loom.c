@@ -1,0 +1,131 @@
+/*
+ * loom: the admin and user tool, with Lustre's `lfs` verbs where Loom has the same concept.
+ * Until a mount exists, it reaches the file system through libloom: --fs HOST[:PORT], $LOOM_FS,
+ * or the `mds = HOST:PORT` line of a config file (--config, $LOOM_CONFIG, /etc/loom/loom.conf).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/tool.h"
+
+struct command {
+	const char *name;
+	int (*fn)(struct tool_ctx *, int, char **);
+	const char *help;
+};
+
+static const struct command commands[] = {
+	{ "setstripe", cmd_setstripe, "[-c COUNT] [-S SIZE] [-i IDX] [-p POOL] | -d  PATH   set a layout" },
+	{ "getstripe", cmd_getstripe, "[-c|-S|-i|-p] [-d] PATH...   show layouts (lfs getstripe format)" },
+	{ "df", cmd_df, "[-h]   space of the MDT and every OST (lfs df format)" },
+	{ "cluster", cmd_cluster, "up|down|status --dir DIR [--osts N]   a local file system" },
+	{ "put", cmd_put, "LOCAL PATH   copy a local file in" },
+	{ "get", cmd_get, "PATH LOCAL   copy a file out" },
+	{ "cat", cmd_cat, "PATH...   print files" },
+	{ "ls", cmd_ls, "[-l] [PATH]   list a directory" },
+	{ "mkdir", cmd_mkdir, "[-p] PATH...   make directories" },
+	{ "rm", cmd_rm, "[-r] PATH...   remove files (and trees with -r)" },
+	{ "mv", cmd_mv, "FROM TO   rename" },
+	{ "stat", cmd_stat, "PATH...   show attributes" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: loom [--fs HOST[:PORT]] [--config FILE] COMMAND [ARGS]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+	fprintf(f, "\nThe file system is found from --fs, then $LOOM_FS, then the 'mds = HOST:PORT' line of\n"
+		   "--config FILE, $LOOM_CONFIG or /etc/loom/loom.conf. `loom cluster up` prints it.\n");
+}
+
+int tool_fail(const char *cmd, const char *what, int err)
+{
+	fprintf(stderr, "loom %s: %s: %s\n", cmd, what, strerror(err < 0 ? -err : err));
+	return 1;
+}
+
+/* Reads `mds = HOST:PORT` from a config file. */
+static int config_addr(const char *path, char *buf, size_t cap)
+{
+	FILE *f = fopen(path, "r");
+	char line[256];
+	int rc = -ENOENT;
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		char key[32], val[160];
+		if (sscanf(line, " %31[a-z_] = %159s", key, val) == 2 && !strcmp(key, "mds")) {
+			snprintf(buf, cap, "%s", val);
+			rc = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return rc;
+}
+
+loom_fs *tool_connect(struct tool_ctx *ctx)
+{
+	loom_fs *fs = NULL;
+	const char *addr = ctx->fs_addr;
+	int rc;
+
+	if (!addr)
+		addr = getenv("LOOM_FS");
+	if (!addr) {
+		const char *cfg = ctx->config ? ctx->config : getenv("LOOM_CONFIG");
+		if (!cfg)
+			cfg = "/etc/loom/loom.conf";
+		if (config_addr(cfg, ctx->addr_buf, sizeof(ctx->addr_buf)) == 0)
+			addr = ctx->addr_buf;
+	}
+	if (!addr) {
+		fprintf(stderr, "%s: no file system given: use --fs HOST[:PORT], $LOOM_FS or a config file\n",
+			ctx->prog);
+		return NULL;
+	}
+	rc = loom_connect(addr, NULL, &fs);
+	if (rc) {
+		fprintf(stderr, "%s: cannot connect to the MDS at %s: %s\n", ctx->prog, addr, strerror(-rc));
+		return NULL;
+	}
+	return fs;
+}
+
+int main(int argc, char **argv)
+{
+	struct tool_ctx ctx = { .prog = "loom" };
+	int i = 1;
+
+	while (i < argc && argv[i][0] == '-') {
+		if (!strcmp(argv[i], "--fs") && i + 1 < argc) {
+			ctx.fs_addr = argv[i + 1];
+			i += 2;
+		} else if (!strncmp(argv[i], "--fs=", 5)) {
+			ctx.fs_addr = argv[i++] + 5;
+		} else if (!strcmp(argv[i], "--config") && i + 1 < argc) {
+			ctx.config = argv[i + 1];
+			i += 2;
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return 0;
+		} else {
+			fprintf(stderr, "loom: unknown option '%s'\n", argv[i]);
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (i == argc) {
+		usage(stderr);
+		return 2;
+	}
+	for (size_t k = 0; k < sizeof(commands) / sizeof(commands[0]); k++)
+		if (!strcmp(argv[i], commands[k].name))
+			return commands[k].fn(&ctx, argc - i, argv + i);
+	fprintf(stderr, "loom: unknown command '%s'\n", argv[i]);
+	usage(stderr);
+	return 2;
+}

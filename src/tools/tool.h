@@ -1,0 +1,36 @@
+/* The `loom` command: shared helpers of its subcommands. */
+#ifndef LOOM_TOOLS_TOOL_H
+#define LOOM_TOOLS_TOOL_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "loom/loom.h"
+
+/* Global options, parsed before the subcommand. */
+struct tool_ctx {
+	const char *prog;     /* "loom" */
+	const char *fs_addr;  /* --fs, $LOOM_FS or the config file's mds = */
+	const char *config;   /* --config */
+	char addr_buf[128];
+};
+
+/* Connects to the file system the context names; prints the error and returns NULL on failure. */
+loom_fs *tool_connect(struct tool_ctx *ctx);
+/* Prints "loom CMD: WHAT: strerror" to stderr; returns 1 (the exit code). */
+int tool_fail(const char *cmd, const char *what, int err);
+
+int cmd_setstripe(struct tool_ctx *ctx, int argc, char **argv);
+int cmd_getstripe(struct tool_ctx *ctx, int argc, char **argv);
+int cmd_df(struct tool_ctx *ctx, int argc, char **argv);
+int cmd_cluster(struct tool_ctx *ctx, int argc, char **argv);
+int cmd_put(struct tool_ctx *ctx, int argc, char **argv);
+int cmd_get(struct tool_ctx *ctx, int argc, char **argv);
+int cmd_cat(struct tool_ctx *ctx, int argc, char **argv);
+int cmd_ls(struct tool_ctx *ctx, int argc, char **argv);
+int cmd_mkdir(struct tool_ctx *ctx, int argc, char **argv);
+int cmd_rm(struct tool_ctx *ctx, int argc, char **argv);
+int cmd_stat(struct tool_ctx *ctx, int argc, char **argv);
+int cmd_mv(struct tool_ctx *ctx, int argc, char **argv);
+
+#endif

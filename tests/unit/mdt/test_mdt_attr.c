@@ -1,0 +1,319 @@
+/* setattr, open and size updates through the store. */
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "fixture.h"
+
+static struct loom_cred root_cr;
+
+struct env {
+	struct fx f;
+	uint64_t dir, file, fifo, sym;
+};
+
+static void env_init(struct env *e)
+{
+	struct loom_cred owner = fx_cred(1000, 100, 0);
+
+	fx_init(&e->f);
+	fx_add_osts(&e->f, 2);
+	REQUIRE_RC(fx_mkdir(&e->f, &root_cr, LOOM_ROOT_INO, "d", 0777, &e->dir), 0);
+	REQUIRE_RC(fx_create(&e->f, &owner, e->dir, "file", 0664, &e->file), 0);
+	REQUIRE_RC(fx_create(&e->f, &owner, e->dir, "fifo", S_IFIFO | 0666, &e->fifo), 0);
+	REQUIRE_RC(fx_symlink(&e->f, &owner, e->dir, "sym", "file", &e->sym), 0);
+}
+
+static void test_setattr_basic(void)
+{
+	struct env e;
+	struct loom_cred owner = fx_cred(1000, 100, 0);
+	struct lw_setattr sa;
+	struct lw_attr a, b;
+
+	env_init(&e);
+	REQUIRE_RC(fx_getattr(&e.f, e.file, &b), 0);
+
+	/* chmod: mode and ctime, nothing else */
+	memset(&sa, 0, sizeof(sa));
+	sa.ino = e.file;
+	sa.valid = LW_SA_MODE;
+	sa.mode = 0600;
+	REQUIRE_RC(fx_setattr(&e.f, &owner, &sa, &a), 0);
+	CHECK_EQ(a.mode, S_IFREG | 0600);
+	CHECK_EQ(a.ctime, e.f.now.tv_sec);
+	CHECK_EQ(a.mtime, b.mtime);
+	CHECK_EQ(a.atime, b.atime);
+	CHECK_RC(fx_getattr(&e.f, e.file, &b), 0);
+	CHECK(memcmp(&a, &b, sizeof(a)) == 0);
+
+	/* explicit times */
+	sa.valid = LW_SA_ATIME | LW_SA_MTIME;
+	sa.atime = 1000;
+	sa.atime_ns = 5;
+	sa.mtime = 2000;
+	sa.mtime_ns = 6;
+	REQUIRE_RC(fx_setattr(&e.f, &owner, &sa, &a), 0);
+	CHECK_EQ(a.atime, 1000);
+	CHECK_EQ(a.atime_ns, 5);
+	CHECK_EQ(a.mtime, 2000);
+	CHECK_EQ(a.mtime_ns, 6);
+	CHECK_EQ(a.ctime, e.f.now.tv_sec);
+	sa.mtime_ns = 1000000000;
+	CHECK_RC(fx_setattr(&e.f, &owner, &sa, &a), -EINVAL);
+	/* now */
+	sa.valid = LW_SA_ATIME | LW_SA_MTIME | LW_SA_ATIME_NOW | LW_SA_MTIME_NOW;
+	REQUIRE_RC(fx_setattr(&e.f, &owner, &sa, &a), 0);
+	CHECK_EQ(a.atime, e.f.now.tv_sec);
+	CHECK_EQ(a.mtime, e.f.now.tv_sec);
+	/* explicit ctime */
+	sa.valid = LW_SA_CTIME;
+	sa.ctime = 77;
+	sa.ctime_ns = 8;
+	REQUIRE_RC(fx_setattr(&e.f, &owner, &sa, &a), 0);
+	CHECK_EQ(a.ctime, 77);
+	CHECK_EQ(a.ctime_ns, 8);
+	/* nothing asked: nothing changes */
+	sa.valid = 0;
+	REQUIRE_RC(fx_setattr(&e.f, &owner, &sa, &b), 0);
+	CHECK(memcmp(&a, &b, sizeof(a)) == 0);
+	sa.valid = 0x8000;
+	CHECK_RC(fx_setattr(&e.f, &owner, &sa, &b), -EINVAL);
+	sa.ino = 999999;
+	sa.valid = LW_SA_MODE;
+	CHECK_RC(fx_setattr(&e.f, &owner, &sa, &b), -ENOENT);
+	fx_fini(&e.f);
+}
+
+static void test_setattr_size(void)
+{
+	struct env e;
+	struct loom_cred owner = fx_cred(1000, 100, 0), other = fx_cred(2000, 200, 0);
+	struct lw_setattr sa;
+	struct lw_attr a;
+	uint64_t mtime;
+
+	env_init(&e);
+	memset(&sa, 0, sizeof(sa));
+	sa.ino = e.file;
+	sa.valid = LW_SA_SIZE;
+	sa.size = 10000;
+	REQUIRE_RC(fx_setattr(&e.f, &owner, &sa, &a), 0);
+	CHECK_EQ(a.size, 10000);
+	CHECK_EQ(a.blocks, 20);
+	CHECK_EQ(a.mtime, e.f.now.tv_sec);
+	mtime = (uint64_t)a.mtime;
+	/* the same size: ctime moves, mtime does not */
+	REQUIRE_RC(fx_setattr(&e.f, &owner, &sa, &a), 0);
+	CHECK_EQ(a.mtime, mtime);
+	CHECK_EQ(a.ctime, e.f.now.tv_sec);
+	sa.size = 1;
+	REQUIRE_RC(fx_setattr(&e.f, &owner, &sa, &a), 0);
+	CHECK_EQ(a.blocks, 1);
+	sa.size = 1ull << 62;
+	CHECK_RC(fx_setattr(&e.f, &owner, &sa, &a), 0);
+	sa.size = (1ull << 62) + 1;
+	CHECK_RC(fx_setattr(&e.f, &owner, &sa, &a), -EFBIG);
+	/* write permission, unless through a handle */
+	sa.size = 0;
+	CHECK_RC(fx_setattr(&e.f, &other, &sa, &a), -EACCES);
+	sa.valid |= LW_SA_FH;
+	CHECK_RC(fx_setattr(&e.f, &other, &sa, &a), 0);
+	CHECK_EQ(a.size, 0);
+	/* the type */
+	sa.valid = LW_SA_SIZE;
+	sa.ino = e.dir;
+	CHECK_RC(fx_setattr(&e.f, &root_cr, &sa, &a), -EISDIR);
+	sa.ino = e.fifo;
+	CHECK_RC(fx_setattr(&e.f, &root_cr, &sa, &a), -EINVAL);
+	sa.ino = e.sym;
+	CHECK_RC(fx_setattr(&e.f, &root_cr, &sa, &a), -EINVAL);
+	/* a symlink's mode cannot change; its owner and times can */
+	sa.valid = LW_SA_MODE;
+	sa.mode = 0600;
+	CHECK_RC(fx_setattr(&e.f, &root_cr, &sa, &a), -EOPNOTSUPP);
+	sa.valid = LW_SA_UID | LW_SA_MTIME;
+	sa.uid = 5;
+	sa.mtime = 12345;
+	REQUIRE_RC(fx_setattr(&e.f, &root_cr, &sa, &a), 0);
+	CHECK(a.uid == 5 && a.mtime == 12345 && a.mode == (S_IFLNK | 0777));
+	fx_fini(&e.f);
+}
+
+/* Who may change what, end to end (perm.c's own tests cover the matrix). */
+static void test_setattr_perm(void)
+{
+	struct env e;
+	struct loom_cred owner = fx_cred(1000, 100, 1, 101u), member = fx_cred(1500, 100, 0);
+	struct loom_cred other = fx_cred(2000, 200, 0);
+	struct lw_setattr sa;
+	struct lw_attr a;
+
+	env_init(&e);
+	memset(&sa, 0, sizeof(sa));
+	sa.ino = e.file;
+	sa.valid = LW_SA_MODE;
+	sa.mode = 06775;
+	CHECK_RC(fx_setattr(&e.f, &member, &sa, &a), -EPERM);
+	REQUIRE_RC(fx_setattr(&e.f, &owner, &sa, &a), 0);
+	CHECK_EQ(a.mode, S_IFREG | 06775);
+	/* chgrp to a group the owner is in: allowed, and setuid/setgid (group-exec) go */
+	sa.valid = LW_SA_GID;
+	sa.gid = 101;
+	REQUIRE_RC(fx_setattr(&e.f, &owner, &sa, &a), 0);
+	CHECK_EQ(a.gid, 101);
+	CHECK_EQ(a.mode, S_IFREG | 0775);
+	sa.gid = 300;
+	CHECK_RC(fx_setattr(&e.f, &owner, &sa, &a), -EPERM);
+	sa.valid = LW_SA_UID;
+	sa.uid = 2000;
+	CHECK_RC(fx_setattr(&e.f, &owner, &sa, &a), -EPERM);
+	REQUIRE_RC(fx_setattr(&e.f, &root_cr, &sa, &a), 0);
+	CHECK_EQ(a.uid, 2000);
+	/* now other owns it: touch by a non-owner needs write permission */
+	sa.valid = LW_SA_MODE;
+	sa.mode = 0754;
+	CHECK_RC(fx_setattr(&e.f, &owner, &sa, &a), -EPERM);
+	REQUIRE_RC(fx_setattr(&e.f, &other, &sa, &a), 0);
+	sa.valid = LW_SA_ATIME_NOW | LW_SA_MTIME_NOW;
+	CHECK_RC(fx_setattr(&e.f, &owner, &sa, &a), -EACCES); /* group 101 has r-x... */
+	sa.valid = LW_SA_MODE;
+	sa.mode = 0664;
+	REQUIRE_RC(fx_setattr(&e.f, &other, &sa, &a), 0);
+	sa.valid = LW_SA_ATIME_NOW | LW_SA_MTIME_NOW;
+	CHECK_RC(fx_setattr(&e.f, &owner, &sa, &a), 0); /* ...and now rw */
+	sa.valid = LW_SA_MTIME;
+	CHECK_RC(fx_setattr(&e.f, &owner, &sa, &a), -EPERM);
+	CHECK_RC(fx_setattr(&e.f, &other, &sa, &a), 0);
+	/* a non-root truncation drops setuid */
+	sa.valid = LW_SA_MODE;
+	sa.mode = 04666;
+	REQUIRE_RC(fx_setattr(&e.f, &other, &sa, &a), 0);
+	sa.valid = LW_SA_SIZE;
+	sa.size = 0;
+	REQUIRE_RC(fx_setattr(&e.f, &owner, &sa, &a), 0);
+	CHECK_EQ(a.mode, S_IFREG | 0666);
+	fx_fini(&e.f);
+}
+
+static void test_open(void)
+{
+	struct env e;
+	struct loom_cred owner = fx_cred(1000, 100, 0), member = fx_cred(1500, 100, 0);
+	struct loom_cred other = fx_cred(2000, 200, 0);
+	struct loom_layout *l;
+	struct lw_attr a;
+
+	env_init(&e);
+	/* file 0664 owner 1000 group 100 */
+	l = NULL;
+	REQUIRE_RC(fx_open(&e.f, &owner, e.file, O_RDWR, &a, &l), 0);
+	CHECK_EQ(a.ino, e.file);
+	REQUIRE(l != NULL);
+	CHECK_EQ(l->nobjs, 1);
+	free(l);
+	CHECK_RC(fx_open(&e.f, &member, e.file, O_WRONLY, &a, NULL), 0);
+	CHECK_RC(fx_open(&e.f, &other, e.file, O_RDONLY, &a, NULL), 0);
+	CHECK_RC(fx_open(&e.f, &other, e.file, O_WRONLY, &a, NULL), -EACCES);
+	CHECK_RC(fx_open(&e.f, &other, e.file, O_RDWR, &a, NULL), -EACCES);
+	CHECK_RC(fx_open(&e.f, &other, e.file, O_RDONLY | O_TRUNC, &a, NULL), -EACCES);
+	CHECK_RC(fx_open(&e.f, &other, e.file, O_ACCMODE, &a, NULL), -EACCES);
+	/* O_CREAT/O_EXCL mean nothing here */
+	CHECK_RC(fx_open(&e.f, &other, e.file, O_RDONLY | O_CREAT | O_EXCL, &a, NULL), 0);
+	CHECK_RC(fx_open(&e.f, &other, e.file, O_RDONLY | O_NOATIME, &a, NULL), -EPERM);
+	CHECK_RC(fx_open(&e.f, &owner, e.file, O_RDONLY | O_NOATIME, &a, NULL), 0);
+	CHECK_RC(fx_open(&e.f, &owner, e.file, O_RDONLY | O_DIRECTORY, &a, NULL), -ENOTDIR);
+	/* directories: read only */
+	CHECK_RC(fx_open(&e.f, &other, e.dir, O_RDONLY | O_DIRECTORY, &a, &l), 0);
+	CHECK(l == NULL);
+	CHECK_RC(fx_open(&e.f, &root_cr, e.dir, O_WRONLY, &a, NULL), -EISDIR);
+	CHECK_RC(fx_open(&e.f, &root_cr, e.dir, O_RDWR, &a, NULL), -EISDIR);
+	CHECK_RC(fx_open(&e.f, &root_cr, e.dir, O_RDONLY | O_TRUNC, &a, NULL), -EISDIR);
+	/* symlinks are never followed here */
+	CHECK_RC(fx_open(&e.f, &root_cr, e.sym, O_RDONLY, &a, NULL), -ELOOP);
+	/* fifos open, without a layout */
+	l = (struct loom_layout *)1;
+	CHECK_RC(fx_open(&e.f, &other, e.fifo, O_WRONLY, &a, &l), 0);
+	CHECK(l == NULL);
+	CHECK_RC(fx_open(&e.f, &other, 8888, O_RDONLY, &a, NULL), -ENOENT);
+	fx_fini(&e.f);
+}
+
+static void test_open_trunc(void)
+{
+	struct env e;
+	struct loom_cred owner = fx_cred(1000, 100, 0), member = fx_cred(1500, 100, 0);
+	struct lw_setattr sa;
+	struct lw_attr a;
+
+	env_init(&e);
+	memset(&sa, 0, sizeof(sa));
+	sa.ino = e.file;
+	sa.valid = LW_SA_SIZE | LW_SA_MODE;
+	sa.size = 123456;
+	sa.mode = 06674;
+	REQUIRE_RC(fx_setattr(&e.f, &owner, &sa, &a), 0);
+	REQUIRE_RC(fx_open(&e.f, &member, e.file, O_WRONLY | O_TRUNC, &a, NULL), 0);
+	CHECK_EQ(a.size, 0);
+	CHECK_EQ(a.mtime, e.f.now.tv_sec);
+	CHECK_EQ(a.ctime, e.f.now.tv_sec);
+	CHECK_EQ(a.mode, S_IFREG | 0674); /* group-exec: both privileges go */
+	CHECK_RC(fx_getattr(&e.f, e.file, &a), 0);
+	CHECK_EQ(a.size, 0);
+	/* even an empty file gets new times */
+	REQUIRE_RC(fx_open(&e.f, &owner, e.file, O_RDWR | O_TRUNC, &a, NULL), 0);
+	CHECK_EQ(a.mtime, e.f.now.tv_sec);
+	/* a fifo is not truncated, but O_TRUNC still needs write permission */
+	CHECK_RC(fx_open(&e.f, &member, e.fifo, O_RDONLY | O_TRUNC, &a, NULL), 0);
+	fx_fini(&e.f);
+}
+
+static void test_size_update(void)
+{
+	struct env e;
+	struct lw_attr a;
+	struct mdt_txn *t;
+	struct timespec mt = { .tv_sec = 5555, .tv_nsec = 42 };
+
+	env_init(&e);
+	t = fx_op_begin(&e.f);
+	REQUIRE_RC(mdt_size_update(t, e.file, LW_CL_SIZE, 4096, mt, &a), 0);
+	CHECK_EQ(a.size, 4096);
+	/* only grows */
+	REQUIRE_RC(mdt_size_update(t, e.file, LW_CL_SIZE, 100, mt, &a), 0);
+	CHECK_EQ(a.size, 4096);
+	REQUIRE_RC(mdt_size_update(t, e.file, LW_CL_SIZE | LW_CL_MTIME, 8192, mt, &a), 0);
+	CHECK_EQ(a.size, 8192);
+	CHECK_EQ(a.mtime, 5555);
+	CHECK_EQ(a.mtime_ns, 42);
+	CHECK_EQ(a.ctime, 5555);
+	CHECK_RC(mdt_size_update(t, e.file, LW_CL_SIZE, (1ull << 62) + 1, mt, &a), -EFBIG);
+	CHECK_RC(mdt_size_update(t, e.dir, LW_CL_SIZE, 1, mt, &a), -EINVAL);
+	CHECK_RC(mdt_size_update(t, e.file, 0x80, 1, mt, &a), -EINVAL);
+	CHECK_RC(mdt_size_update(t, 77777, LW_CL_SIZE, 1, mt, &a), -ENOENT);
+	mt.tv_nsec = 1000000000;
+	CHECK_RC(mdt_size_update(t, e.file, LW_CL_MTIME, 1, mt, &a), -EINVAL);
+	REQUIRE_RC(fx_op_end(&e.f, t, 0), 0);
+	REQUIRE_RC(fx_getattr(&e.f, e.file, &a), 0);
+	CHECK_EQ(a.size, 8192);
+	/* an orphan still takes updates; a released inode is gone */
+	REQUIRE_RC(fx_unlink(&e.f, &root_cr, e.dir, "file", NULL), 0);
+	t = fx_op_begin(&e.f);
+	mt.tv_nsec = 0;
+	CHECK_RC(mdt_size_update(t, e.file, LW_CL_SIZE, 9000, mt, &a), 0);
+	CHECK_RC(mdt_inode_release(t, e.file), 0);
+	CHECK_RC(mdt_size_update(t, e.file, LW_CL_SIZE, 9001, mt, &a), -ENOENT);
+	fx_op_end(&e.f, t, 0);
+	fx_fini(&e.f);
+}
+
+int main(void)
+{
+	root_cr = fx_root();
+	RUN(test_setattr_basic);
+	RUN(test_setattr_size);
+	RUN(test_setattr_perm);
+	RUN(test_open);
+	RUN(test_open_trunc);
+	RUN(test_size_update);
+	return check_report();
+}

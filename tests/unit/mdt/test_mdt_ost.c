@@ -1,0 +1,365 @@
+/* The OST table (register, heartbeat, expiry) and the stripe allocator. */
+#include "fixture.h"
+
+static struct loom_cred root_cr;
+
+static const struct mdt_ost *ost(struct fx *f, uint32_t idx)
+{
+	uint32_t n, gen;
+	const struct mdt_ost *t = mdt_ost_table(f->s, &n, &gen);
+
+	for (uint32_t i = 0; i < n; i++)
+		if (t[i].idx == idx)
+			return &t[i];
+	return NULL;
+}
+
+static uint32_t table_gen(struct fx *f)
+{
+	uint32_t n, gen;
+
+	mdt_ost_table(f->s, &n, &gen);
+	return gen;
+}
+
+static uint32_t table_count(struct fx *f)
+{
+	uint32_t n, gen;
+
+	mdt_ost_table(f->s, &n, &gen);
+	return n;
+}
+
+/* One allocation in its own request. */
+static int alloc(struct fx *f, int32_t count, int32_t offset, struct loom_ostobj *objs, uint32_t *n)
+{
+	struct mdt_txn *t = fx_op_begin(f);
+
+	return fx_op_end(f, t, mdt_alloc_stripes(t, count, offset, objs, n));
+}
+
+static void heartbeat(struct fx *f, uint32_t idx, uint64_t free_kib, uint32_t state, uint64_t now)
+{
+	struct lw_statfs sf = fx_statfs_kib(free_kib);
+
+	sf.state = state;
+	REQUIRE_RC(mdt_ost_heartbeat(f->s, idx, &sf, now), 0);
+}
+
+static void test_register(void)
+{
+	struct fx f;
+	struct lw_ost_register_req req;
+	struct mdt_txn *t;
+	uint32_t idx, gen;
+
+	fx_init(&f);
+	CHECK_EQ(table_count(&f), 0);
+	gen = table_gen(&f);
+	REQUIRE_RC(fx_ost_register(&f, 3, "uuid-3", 1000, &idx), 0);
+	CHECK_EQ(idx, 3);
+	CHECK(table_gen(&f) != gen);
+	/* any index: the lowest free one */
+	REQUIRE_RC(fx_ost_register(&f, UINT32_MAX, "uuid-a", 1000, &idx), 0);
+	CHECK_EQ(idx, 0);
+	REQUIRE_RC(fx_ost_register(&f, UINT32_MAX, "uuid-b", 1000, &idx), 0);
+	CHECK_EQ(idx, 1);
+	REQUIRE_RC(fx_ost_register(&f, UINT32_MAX, "uuid-c", 1000, &idx), 0);
+	CHECK_EQ(idx, 2);
+	REQUIRE_RC(fx_ost_register(&f, UINT32_MAX, "uuid-d", 1000, &idx), 0);
+	CHECK_EQ(idx, 4);
+	CHECK_EQ(table_count(&f), 5);
+	/* a known uuid keeps its index, with or without asking for it */
+	gen = table_gen(&f);
+	REQUIRE_RC(fx_ost_register(&f, UINT32_MAX, "uuid-3", 1000, &idx), 0);
+	CHECK_EQ(idx, 3);
+	REQUIRE_RC(fx_ost_register(&f, 3, "uuid-3", 1000, &idx), 0);
+	CHECK_EQ(table_gen(&f), gen); /* nothing changed */
+	CHECK_RC(fx_ost_register(&f, 4, "uuid-3", 1000, &idx), -EINVAL);
+	/* another uuid on a taken index */
+	CHECK_RC(fx_ost_register(&f, 3, "uuid-x", 1000, &idx), -EEXIST);
+	CHECK_RC(fx_ost_register(&f, 65536, "uuid-x", 1000, &idx), -EINVAL);
+	CHECK_RC(fx_ost_register(&f, 65535, "uuid-x", 1000, &idx), 0);
+
+	/* a new address for a known OST */
+	memset(&req, 0, sizeof(req));
+	req.want_idx = UINT32_MAX;
+	req.port = 9999;
+	strcpy(req.host, "elsewhere");
+	strcpy(req.uuid, "uuid-3");
+	strcpy(req.fsname, FX_FSNAME);
+	req.sf = fx_statfs_kib(5);
+	gen = table_gen(&f);
+	t = fx_op_begin(&f);
+	REQUIRE_RC(mdt_ost_register(t, &req, 5, &idx), 0);
+	CHECK(strcmp(ost(&f, 3)->host, "elsewhere") != 0); /* not before the commit */
+	REQUIRE_RC(fx_op_end(&f, t, 0), 0);
+	CHECK(strcmp(ost(&f, 3)->host, "elsewhere") == 0);
+	CHECK_EQ(ost(&f, 3)->port, 9999);
+	CHECK(strcmp(ost(&f, 3)->uuid, "uuid-3") == 0);
+	CHECK(table_gen(&f) != gen);
+	/* bad requests */
+	t = fx_op_begin(&f);
+	strcpy(req.fsname, "otherfs");
+	CHECK_RC(mdt_ost_register(t, &req, 5, &idx), -EINVAL);
+	strcpy(req.fsname, FX_FSNAME);
+	req.host[0] = '\0';
+	CHECK_RC(mdt_ost_register(t, &req, 5, &idx), -EINVAL);
+	strcpy(req.host, "h");
+	memset(req.uuid, 'u', sizeof(req.uuid));
+	CHECK_RC(mdt_ost_register(t, &req, 5, &idx), -EINVAL);
+	fx_op_end(&f, t, -EINVAL);
+
+	/* an aborted registration leaves no trace, on disk or in memory */
+	gen = table_gen(&f);
+	{
+		struct mdt_txn *top, *child;
+		REQUIRE_RC(mdt_txn_begin(f.s, true, &top), 0);
+		REQUIRE_RC(mdt_txn_child(top, &child), 0);
+		strcpy(req.uuid, "ghost");
+		req.want_idx = 100;
+		REQUIRE_RC(mdt_ost_register(child, &req, 5, &idx), 0);
+		mdt_txn_abort(child);
+		REQUIRE_RC(mdt_txn_commit(top), 0);
+	}
+	CHECK(ost(&f, 100) == NULL);
+	CHECK_EQ(table_gen(&f), gen);
+	fx_reopen(&f);
+	CHECK(ost(&f, 100) == NULL);
+	CHECK_EQ(table_count(&f), 6);
+	CHECK(strcmp(ost(&f, 3)->host, "elsewhere") == 0);
+	fx_fini(&f);
+}
+
+static void test_heartbeat_expire(void)
+{
+	struct fx f;
+	struct lw_statfs sf = fx_statfs_kib(1);
+	uint32_t gen;
+
+	fx_init(&f);
+	fx_add_osts(&f, 3); /* heard at 1000 */
+	CHECK_EQ(ost(&f, 0)->last_heard_ns, 1000);
+	CHECK_EQ(ost(&f, 0)->state, 0);
+	CHECK_RC(mdt_ost_heartbeat(f.s, 9, &sf, 2000), -ENOENT);
+
+	gen = table_gen(&f);
+	CHECK(!mdt_ost_expire(f.s, 500));
+	CHECK_EQ(table_gen(&f), gen);
+	heartbeat(&f, 1, 77, 0, 5000);
+	CHECK_EQ(ost(&f, 1)->sf.bavail, 77 / 4);
+	CHECK_EQ(table_gen(&f), gen); /* free space is not a table change */
+	CHECK(mdt_ost_expire(f.s, 3000));
+	CHECK(table_gen(&f) != gen);
+	CHECK(ost(&f, 0)->state & LW_TGT_INACTIVE);
+	CHECK(!(ost(&f, 1)->state & LW_TGT_INACTIVE));
+	CHECK(ost(&f, 2)->state & LW_TGT_INACTIVE);
+	CHECK(!mdt_ost_expire(f.s, 3000));
+	/* heard again: active at once */
+	gen = table_gen(&f);
+	heartbeat(&f, 0, 100, 0, 6000);
+	CHECK_EQ(ost(&f, 0)->state, 0);
+	CHECK(table_gen(&f) != gen);
+	/* and expiry would have said the same */
+	heartbeat(&f, 2, 100, 0, 6000);
+	CHECK(mdt_ost_expire(f.s, 5500)); /* 1 goes silent */
+	CHECK(ost(&f, 1)->state & LW_TGT_INACTIVE);
+	/* flags the OSS reports */
+	gen = table_gen(&f);
+	heartbeat(&f, 2, 100, LW_TGT_NOCREATE, 7000);
+	CHECK_EQ(ost(&f, 2)->state, LW_TGT_NOCREATE);
+	CHECK(table_gen(&f) != gen);
+	fx_fini(&f);
+}
+
+/* Balanced free space: round robin over distinct OSTs, stripe 0 moving along. */
+static void test_round_robin(void)
+{
+	struct fx f;
+	struct loom_ostobj objs[8];
+	uint32_t n, hits[4] = { 0 }, first[4] = { 0 };
+
+	fx_init(&f);
+	fx_add_osts(&f, 4);
+	for (int i = 0; i < 4; i++) {
+		REQUIRE_RC(alloc(&f, 1, -1, objs, &n), 0);
+		REQUIRE(n == 1 && objs[0].ost_idx < 4);
+		hits[objs[0].ost_idx]++;
+	}
+	for (int i = 0; i < 4; i++)
+		CHECK_EQ(hits[i], 1);
+	for (int i = 0; i < 40; i++) {
+		REQUIRE_RC(alloc(&f, 3, -1, objs, &n), 0);
+		REQUIRE(n == 3);
+		CHECK(objs[0].ost_idx != objs[1].ost_idx && objs[1].ost_idx != objs[2].ost_idx &&
+		      objs[0].ost_idx != objs[2].ost_idx);
+		first[objs[0].ost_idx]++;
+		for (int j = 0; j < 3; j++)
+			hits[objs[j].ost_idx]++;
+	}
+	for (int i = 0; i < 4; i++) {
+		CHECK_EQ(first[i], 10);
+		CHECK_EQ(hits[i], 31);
+	}
+	fx_fini(&f);
+}
+
+static void test_offset_and_count(void)
+{
+	struct fx f;
+	struct loom_ostobj objs[8];
+	uint32_t n;
+
+	fx_init(&f);
+	fx_add_osts(&f, 4);
+	REQUIRE_RC(alloc(&f, 3, 2, objs, &n), 0);
+	CHECK(n == 3 && objs[0].ost_idx == 2 && objs[1].ost_idx == 3 && objs[2].ost_idx == 0);
+	REQUIRE_RC(alloc(&f, 4, 3, objs, &n), 0);
+	CHECK(n == 4 && objs[0].ost_idx == 3 && objs[1].ost_idx == 0 && objs[3].ost_idx == 2);
+	/* -1: every OST; more than there are: capped */
+	REQUIRE_RC(alloc(&f, -1, -1, objs, &n), 0);
+	CHECK_EQ(n, 4);
+	REQUIRE_RC(alloc(&f, 7, -1, objs, &n), 0);
+	CHECK_EQ(n, 4);
+	REQUIRE_RC(alloc(&f, 2000, 1, objs, &n), 0);
+	CHECK(n == 4 && objs[0].ost_idx == 1);
+	CHECK_RC(alloc(&f, 1, 4, objs, &n), -EINVAL);
+	CHECK_RC(alloc(&f, 0, -1, objs, &n), -EINVAL);
+	CHECK_RC(alloc(&f, -2, -1, objs, &n), -EINVAL);
+	CHECK_RC(alloc(&f, 1, -2, objs, &n), -EINVAL);
+
+	/* unusable OSTs are skipped, also when named by the offset */
+	heartbeat(&f, 0, 1u << 30, LW_TGT_NOCREATE, 2000);
+	heartbeat(&f, 1, 1u << 30, LW_TGT_READONLY, 2000);
+	heartbeat(&f, 2, 1u << 30, 0, 2000);
+	heartbeat(&f, 3, 1u << 30, 0, 1);
+	CHECK(mdt_ost_expire(f.s, 1000)); /* 3 inactive */
+	REQUIRE_RC(alloc(&f, -1, -1, objs, &n), 0);
+	CHECK(n == 1 && objs[0].ost_idx == 2);
+	REQUIRE_RC(alloc(&f, 3, 0, objs, &n), 0);
+	CHECK(n == 1 && objs[0].ost_idx == 2);
+	REQUIRE_RC(alloc(&f, 1, 3, objs, &n), 0);
+	CHECK(n == 1 && objs[0].ost_idx == 2);
+	heartbeat(&f, 2, 1u << 30, LW_TGT_NOCREATE, 2000);
+	CHECK_RC(alloc(&f, 1, -1, objs, &n), -ENOSPC);
+	CHECK_RC(fx_create(&f, &root_cr, LOOM_ROOT_INO, "f", 0644, NULL), -ENOSPC);
+	fx_fini(&f);
+}
+
+/* Unbalanced free space: chosen at random in proportion to free space. */
+static void test_weighted(void)
+{
+	struct fx f;
+	struct loom_ostobj objs[4];
+	uint32_t idx, n, hits[4] = { 0 };
+
+	fx_init(&f);
+	REQUIRE_RC(fx_ost_register(&f, 0, "small0", 1ull << 30, &idx), 0);
+	REQUIRE_RC(fx_ost_register(&f, 1, "big", 10ull << 30, &idx), 0);
+	REQUIRE_RC(fx_ost_register(&f, 2, "small2", 1ull << 30, &idx), 0);
+	REQUIRE_RC(fx_ost_register(&f, 3, "empty", 0, &idx), 0); /* full: never chosen */
+	fx_batch_begin(&f);
+	for (int i = 0; i < 3000; i++) {
+		REQUIRE_RC(alloc(&f, 1, -1, objs, &n), 0);
+		hits[objs[0].ost_idx]++;
+	}
+	fx_batch_commit(&f);
+	/* expected 10/12 for the big one */
+	CHECK(hits[1] > 2200 && hits[1] < 2800);
+	CHECK(hits[0] > 100 && hits[2] > 100);
+	CHECK_EQ(hits[3], 0);
+	/* stripes of one file stay distinct */
+	for (int i = 0; i < 100; i++) {
+		REQUIRE_RC(alloc(&f, 3, -1, objs, &n), 0);
+		REQUIRE(n == 3);
+		CHECK(objs[0].ost_idx != objs[1].ost_idx && objs[1].ost_idx != objs[2].ost_idx &&
+		      objs[0].ost_idx != objs[2].ost_idx);
+	}
+	/* once balanced (within 17%), round robin again: each OST in turn */
+	heartbeat(&f, 0, 10ull << 30, 0, 2000);
+	heartbeat(&f, 2, 9ull << 30, 0, 2000);
+	heartbeat(&f, 3, 9ull << 30, 0, 2000);
+	memset(hits, 0, sizeof(hits));
+	for (int i = 0; i < 8; i++) {
+		REQUIRE_RC(alloc(&f, 1, -1, objs, &n), 0);
+		hits[objs[0].ost_idx]++;
+	}
+	for (int i = 0; i < 4; i++)
+		CHECK_EQ(hits[i], 2);
+	fx_fini(&f);
+}
+
+/* Object ids: per OST from 1, never handed out twice once committed, across restarts. */
+static void test_objids(void)
+{
+	struct fx f;
+	struct loom_ostobj objs[4];
+	uint64_t last[2] = { 0, 0 };
+	uint32_t n;
+
+	fx_init(&f);
+	fx_add_osts(&f, 2);
+	for (int round = 0; round < 3; round++) {
+		for (int i = 0; i < 10; i++) {
+			REQUIRE_RC(alloc(&f, 2, 0, objs, &n), 0);
+			REQUIRE(n == 2);
+			for (int j = 0; j < 2; j++) {
+				uint32_t o = objs[j].ost_idx;
+				CHECK_EQ(objs[j].objid, last[o] + 1);
+				last[o] = objs[j].objid;
+			}
+		}
+		fx_reopen(&f);
+	}
+	CHECK_EQ(last[0], 30);
+	/* ids taken by an aborted request come back (no client ever saw them)... */
+	{
+		struct mdt_txn *t = fx_op_begin(&f);
+		REQUIRE_RC(mdt_alloc_stripes(t, 1, 0, objs, &n), 0);
+		CHECK_EQ(objs[0].objid, 31);
+		fx_op_end(&f, t, -EIO);
+	}
+	REQUIRE_RC(alloc(&f, 1, 0, objs, &n), 0);
+	CHECK_EQ(objs[0].objid, 31);
+	/* ...and a re-registration does not reset the counter */
+	REQUIRE_RC(fx_ost_register(&f, 0, "ost0", 5, NULL), 0);
+	REQUIRE_RC(alloc(&f, 1, 0, objs, &n), 0);
+	CHECK_EQ(objs[0].objid, 32);
+	fx_fini(&f);
+}
+
+/* After a restart the OSTs are usable at once, with what they last registered. */
+static void test_reopen(void)
+{
+	struct fx f;
+	struct loom_ostobj objs[4];
+	uint32_t n;
+
+	fx_init(&f);
+	fx_add_osts(&f, 2);
+	heartbeat(&f, 1, 1, LW_TGT_NOCREATE, 2000); /* memory only: gone after the restart */
+	fx_reopen(&f);
+	CHECK_EQ(table_count(&f), 2);
+	CHECK_EQ(ost(&f, 1)->state, 0);
+	CHECK_EQ(ost(&f, 0)->state, 0);
+	CHECK_EQ(ost(&f, 0)->sf.bavail, (1ull << 30) / 4);
+	CHECK(ost(&f, 0)->last_heard_ns > 2000);
+	CHECK(strcmp(ost(&f, 1)->host, "oss-ost1") == 0);
+	CHECK_EQ(ost(&f, 1)->port, 7000);
+	REQUIRE_RC(alloc(&f, -1, -1, objs, &n), 0);
+	CHECK_EQ(n, 2);
+	fx_fini(&f);
+}
+
+int main(void)
+{
+	root_cr = fx_root();
+	RUN(test_register);
+	RUN(test_heartbeat_expire);
+	RUN(test_round_robin);
+	RUN(test_offset_and_count);
+	RUN(test_weighted);
+	RUN(test_objids);
+	RUN(test_reopen);
+	return check_report();
+}

@@ -1,0 +1,318 @@
+/* The RPC layer end to end in one process: an echo server on the real event loop, clients with
+ * many requests in flight, bulk both ways, replies out of order, garbage from a raw socket. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "net/reqq.h"
+#include "proto/codec.h"
+#include "net/rpc.h"
+#include "net/server.h"
+
+int check_failures;
+const char *check_current = "";
+
+#define NWORKERS 4
+
+static struct srv *server;
+static struct reqq queue;
+static pthread_t loop_thread, workers[NWORKERS];
+static int disconnects;
+
+/* PING echoes: reply body = request body reversed, reply bulk = request bulk. Other opcodes get
+ * -EOPNOTSUPP. Workers take requests in any order, so replies come back out of order. */
+static void *worker(void *arg)
+{
+	struct srv_req *req;
+
+	(void)arg;
+	while ((req = reqq_pop(&queue))) {
+		uint8_t rev[512];
+		uint32_t n = req->hdr.body_len;
+		void *bulk;
+
+		if (req->hdr.opcode != LW_OP_PING || n > sizeof(rev)) {
+			srv_reply(req, -EOPNOTSUPP, NULL, 0, NULL, 0, NULL);
+			continue;
+		}
+		for (uint32_t i = 0; i < n; i++)
+			rev[i] = req->body[n - 1 - i];
+		n = req->hdr.body_len;
+		bulk = srv_req_take_bulk(req);
+		srv_reply(req, 0, rev, n, bulk, req->hdr.bulk_len, NULL);
+	}
+	return NULL;
+}
+
+static void deliver(struct srv_req *req, void *arg)
+{
+	(void)arg;
+	reqq_push(&queue, req);
+}
+
+static void on_disconnect(uint64_t id, void *arg)
+{
+	(void)id;
+	(void)arg;
+	__atomic_add_fetch(&disconnects, 1, __ATOMIC_SEQ_CST);
+}
+
+static void *loop_main(void *arg)
+{
+	srv_run(arg);
+	return NULL;
+}
+
+static void start_server(void)
+{
+	struct srv_opts o = { .name = "test", .listen_host = "127.0.0.1", .deliver = deliver,
+			      .disconnect = on_disconnect, .max_inflight = 16 };
+
+	reqq_init(&queue);
+	REQUIRE_RC(srv_create(&o, &server), 0);
+	for (int i = 0; i < NWORKERS; i++)
+		pthread_create(&workers[i], NULL, worker, NULL);
+	pthread_create(&loop_thread, NULL, loop_main, server);
+}
+
+static void stop_server(void)
+{
+	srv_stop(server);
+	pthread_join(loop_thread, NULL);
+	reqq_close(&queue);
+	for (int i = 0; i < NWORKERS; i++)
+		pthread_join(workers[i], NULL);
+	srv_destroy(server);
+	reqq_destroy(&queue);
+}
+
+struct echo {
+	struct rpc_call call;
+	uint8_t body[200];
+	uint8_t *bulk, *rbulk;
+	struct iovec out[2], in[3];
+	uint32_t body_len, bulk_len;
+};
+
+static void echo_prepare(struct echo *e, unsigned seed)
+{
+	e->body_len = 1 + seed % 200;
+	e->bulk_len = (seed % 3 == 0) ? 0 : (uint32_t)(seed * 2654435761u % (300u << 10));
+	for (uint32_t i = 0; i < e->body_len; i++)
+		e->body[i] = (uint8_t)(seed + i * 7);
+	e->bulk = malloc(e->bulk_len + 1);
+	e->rbulk = malloc(e->bulk_len + 1);
+	for (uint32_t i = 0; i < e->bulk_len; i++)
+		e->bulk[i] = (uint8_t)(seed ^ (i * 13));
+	rpc_call_init(&e->call, LW_OP_PING, e->body, e->body_len);
+	/* Bulk out in two iovecs and in three, to exercise the scatter-gather paths. */
+	e->out[0] = (struct iovec){ e->bulk, e->bulk_len / 2 };
+	e->out[1] = (struct iovec){ e->bulk + e->bulk_len / 2, e->bulk_len - e->bulk_len / 2 };
+	e->in[0] = (struct iovec){ e->rbulk, e->bulk_len / 3 };
+	e->in[1] = (struct iovec){ e->rbulk + e->bulk_len / 3, e->bulk_len / 3 };
+	e->in[2] = (struct iovec){ e->rbulk + 2 * (e->bulk_len / 3), e->bulk_len - 2 * (e->bulk_len / 3) };
+	e->call.bulk = e->out;
+	e->call.bulk_cnt = 2;
+	e->call.bulk_len = e->bulk_len;
+	e->call.rbulk = e->in;
+	e->call.rbulk_cnt = 3;
+}
+
+static void echo_check(struct echo *e)
+{
+	CHECK_RC(e->call.status, 0);
+	CHECK_EQ(e->call.rbody_len, e->body_len);
+	CHECK_EQ(e->call.rbulk_len, e->bulk_len);
+	if (e->call.status == 0 && e->call.rbody_len == e->body_len) {
+		for (uint32_t i = 0; i < e->body_len; i++)
+			if (((uint8_t *)e->call.rbody)[i] != e->body[e->body_len - 1 - i]) {
+				CHECK_FAIL_("reply body differs at %u", i);
+				break;
+			}
+		CHECK(memcmp(e->rbulk, e->bulk, e->bulk_len) == 0);
+	}
+	rpc_call_release(&e->call);
+	free(e->bulk);
+	free(e->rbulk);
+}
+
+static void test_many_in_flight(void)
+{
+	enum { N = 600 };
+	struct echo *e = calloc(N, sizeof(*e));
+	struct rpc_conn *c;
+	struct rpc_wait w;
+
+	REQUIRE(e);
+	REQUIRE_RC(rpc_conn_open("127.0.0.1", srv_port(server), NULL, &c), 0);
+	rpc_wait_init(&w);
+	for (unsigned i = 0; i < N; i++) {
+		echo_prepare(&e[i], i + 1);
+		rpc_submit(c, &e[i].call, &w);
+	}
+	rpc_wait_all(&w);
+	rpc_wait_destroy(&w);
+	for (unsigned i = 0; i < N; i++)
+		echo_check(&e[i]);
+	CHECK(rpc_conn_alive(c));
+	rpc_conn_close(c);
+	free(e);
+}
+
+struct client_arg {
+	unsigned seed;
+};
+
+static void *client_thread(void *arg)
+{
+	struct client_arg *a = arg;
+	struct rpc_conn *c;
+
+	if (rpc_conn_open("127.0.0.1", srv_port(server), NULL, &c) != 0) {
+		CHECK_FAIL_("client %u cannot connect", a->seed);
+		return NULL;
+	}
+	for (unsigned i = 0; i < 50; i++) {
+		struct echo e;
+		echo_prepare(&e, a->seed * 1000 + i);
+		rpc_call_sync(c, &e.call);
+		echo_check(&e);
+	}
+	rpc_conn_close(c);
+	return NULL;
+}
+
+static void test_many_clients(void)
+{
+	enum { T = 16 };
+	pthread_t th[T];
+	struct client_arg args[T];
+
+	for (unsigned i = 0; i < T; i++) {
+		args[i].seed = i + 1;
+		pthread_create(&th[i], NULL, client_thread, &args[i]);
+	}
+	for (unsigned i = 0; i < T; i++)
+		pthread_join(th[i], NULL);
+}
+
+static void test_error_reply(void)
+{
+	struct rpc_conn *c;
+	struct rpc_call call;
+	uint8_t body[8] = { 0 };
+
+	REQUIRE_RC(rpc_conn_open("127.0.0.1", srv_port(server), NULL, &c), 0);
+	rpc_call_init(&call, LW_OP_MDS_GETATTR, body, sizeof(body));
+	CHECK_RC(rpc_call_sync(c, &call), -EOPNOTSUPP);
+	rpc_call_release(&call);
+	/* A reply bulk bigger than the buffer offered is a protocol error, not an overflow. */
+	{
+		struct echo e;
+		echo_prepare(&e, 2); /* seed 2: bulk present */
+		REQUIRE(e.bulk_len > 10);
+		e.in[2].iov_len -= 10;
+		rpc_call_sync(c, &e.call);
+		CHECK_RC(e.call.status, -EIO);
+		rpc_call_release(&e.call);
+		free(e.bulk);
+		free(e.rbulk);
+	}
+	/* The connection is gone now; later calls fail at once. */
+	CHECK(!rpc_conn_alive(c));
+	rpc_call_init(&call, LW_OP_PING, body, sizeof(body));
+	CHECK_RC(rpc_call_sync(c, &call), -EIO);
+	rpc_conn_close(c);
+}
+
+static int raw_connect(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(srv_port(server)) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Garbage, a header with a bad crc, a header announcing a huge body: each closes only that
+ * connection; a well-behaved client keeps working throughout. */
+static void test_garbage(void)
+{
+	struct rpc_conn *good;
+	int before = __atomic_load_n(&disconnects, __ATOMIC_SEQ_CST);
+	char buf[64];
+
+	REQUIRE_RC(rpc_conn_open("127.0.0.1", srv_port(server), NULL, &good), 0);
+	for (int kind = 0; kind < 4; kind++) {
+		int fd = raw_connect();
+		struct lw_hdr h;
+		ssize_t n;
+
+		REQUIRE(fd >= 0);
+		lw_hdr_fill(&h, LW_OP_PING, 0, 0, 1, NULL, 0, 0, 0);
+		switch (kind) {
+		case 0: memset(&h, 0xAB, sizeof(h)); break;
+		case 1: h.hdr_crc ^= 1; break;
+		case 2: h.body_len = LW_MAX_BODY + 1; break;
+		case 3: h.flags = LW_F_REPLY; lw_hdr_fill(&h, LW_OP_PING, LW_F_REPLY, 0, 1, NULL, 0, 0, 0); break;
+		}
+		if (write(fd, &h, sizeof(h)) != (ssize_t)sizeof(h))
+			CHECK_FAIL_("short write");
+		n = read(fd, buf, sizeof(buf)); /* the server closes: EOF, no reply */
+		CHECK_EQ(n, 0);
+		close(fd);
+
+		struct echo e;
+		echo_prepare(&e, 100 + (unsigned)kind);
+		rpc_call_sync(good, &e.call);
+		echo_check(&e);
+	}
+	/* A half-open connection that sent half a header does not disturb anyone. */
+	{
+		int fd = raw_connect();
+		struct lw_hdr h;
+		struct echo e;
+
+		lw_hdr_fill(&h, LW_OP_PING, 0, 0, 1, NULL, 0, 0, 0);
+		CHECK_EQ(write(fd, &h, 20), 20);
+		echo_prepare(&e, 77);
+		rpc_call_sync(good, &e.call);
+		echo_check(&e);
+		close(fd);
+	}
+	rpc_conn_close(good);
+	for (int i = 0; i < 100 && __atomic_load_n(&disconnects, __ATOMIC_SEQ_CST) < before + 6; i++)
+		usleep(10000);
+	CHECK(__atomic_load_n(&disconnects, __ATOMIC_SEQ_CST) >= before + 6);
+}
+
+static void test_refused(void)
+{
+	struct rpc_conn *c = NULL;
+	/* Port 1 on loopback: nothing listens there. */
+	CHECK_RC(rpc_conn_open("127.0.0.1", 1, NULL, &c), -ECONNREFUSED);
+}
+
+int main(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	start_server();
+	RUN(test_many_in_flight);
+	RUN(test_many_clients);
+	RUN(test_error_reply);
+	RUN(test_garbage);
+	RUN(test_refused);
+	stop_server();
+	return check_report();
+}

@@ -1,0 +1,367 @@
+/* The wire codec: round trips, and malformed, truncated and random bodies rejected (never read
+ * out of bounds: run under ASan to make that a hard failure). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "common/crc.h"
+#include "proto/codec.h"
+
+int check_failures;
+const char *check_current = "";
+
+static const struct loom_cred test_cred = { .uid = 1000, .gid = 100, .ngroups = 2, .groups = { 100, 27 } };
+
+static void test_crc32c(void)
+{
+	CHECK_EQ(crc32c(0, "123456789", 9), 0xe3069283u);
+	CHECK_EQ(crc32c(crc32c(0, "1234", 4), "56789", 5), 0xe3069283u);
+	CHECK_EQ(crc32c(0, "", 0), 0);
+}
+
+static void test_header(void)
+{
+	uint8_t body[100];
+	struct lw_hdr h;
+
+	memset(body, 7, sizeof(body));
+	lw_hdr_fill(&h, LW_OP_MDS_GETATTR, 0, 0, 42, body, sizeof(body), 0, 0);
+	CHECK_RC(lw_hdr_check(&h), 0);
+	CHECK_RC(lw_hdr_crc_check(&h, body), 0);
+	body[50] ^= 1;
+	CHECK_RC(lw_hdr_crc_check(&h, body), -EBADMSG);
+	body[50] ^= 1;
+	h.req_id ^= 1;
+	CHECK_RC(lw_hdr_crc_check(&h, body), -EBADMSG);
+	h.req_id ^= 1;
+
+	struct lw_hdr bad = h;
+	bad.magic = 0x12345678;
+	CHECK_RC(lw_hdr_check(&bad), -EPROTO);
+	bad = h;
+	bad.version = 2;
+	CHECK_RC(lw_hdr_check(&bad), -EPROTO);
+	bad = h;
+	bad.body_len = LW_MAX_BODY + 1;
+	CHECK_RC(lw_hdr_check(&bad), -EPROTO);
+	bad = h;
+	bad.bulk_len = LW_MAX_BULK + 1;
+	CHECK_RC(lw_hdr_check(&bad), -EPROTO);
+	bad = h;
+	bad.flags = 0x80;
+	CHECK_RC(lw_hdr_check(&bad), -EPROTO);
+	bad = h;
+	bad.status = -5; /* a request never carries a status */
+	CHECK_RC(lw_hdr_check(&bad), -EPROTO);
+	bad.flags = LW_F_REPLY;
+	CHECK_RC(lw_hdr_check(&bad), 0);
+}
+
+static void test_errno(void)
+{
+	CHECK_EQ(lw_errno_to_wire(-ENOENT), -ENOENT);
+	CHECK_EQ(lw_errno_to_wire(0), 0);
+	CHECK_EQ(lw_errno_to_wire(-100000), -EIO);
+	CHECK_EQ(lw_errno_from_wire(-ENOSPC), -ENOSPC);
+	CHECK_EQ(lw_errno_from_wire(5), -EIO);       /* positive: not a success */
+	CHECK_EQ(lw_errno_from_wire(-9999), -EIO);
+}
+
+/* Builds cred + fixed + tails. */
+static size_t build(uint8_t *buf, size_t cap, bool cred, const void *fixed, size_t flen, const void *t1,
+		    size_t l1, const void *t2, size_t l2)
+{
+	struct lw_wr w;
+
+	lw_wr_init(&w, buf, cap);
+	if (cred)
+		lw_put_cred(&w, &test_cred);
+	lw_wr_put(&w, fixed, flen);
+	if (l1)
+		lw_wr_put(&w, t1, l1);
+	if (l2)
+		lw_wr_put(&w, t2, l2);
+	REQUIRE(w.err == 0);
+	return w.len;
+}
+
+/* Every strict prefix of a valid body must be rejected, and so must a trailing extra byte. */
+static void check_truncations(uint16_t op, const uint8_t *body, size_t len)
+{
+	struct lw_mds_req q;
+	uint8_t *copy = malloc(len + 1);
+
+	REQUIRE(copy);
+	for (size_t n = 0; n < len; n++) {
+		memcpy(copy, body, n);
+		if (lw_mds_req_decode(op, n ? copy : NULL, (uint32_t)n, &q) == 0) {
+			CHECK_FAIL_("%s: a %zu-byte prefix of a %zu-byte body decoded", lw_op_name(op), n, len);
+			break;
+		}
+	}
+	memcpy(copy, body, len);
+	copy[len] = 0;
+	CHECK_RC(lw_mds_req_decode(op, copy, (uint32_t)len + 1, &q), -EPROTO);
+	free(copy);
+}
+
+static void test_mds_name_requests(void)
+{
+	uint8_t buf[1024];
+	struct lw_name_req f = { .parent = 5, .namelen = 5 };
+	struct lw_mds_req q;
+	size_t len;
+
+	len = build(buf, sizeof(buf), true, &f, sizeof(f), "hello", 5, NULL, 0);
+	CHECK_RC(lw_mds_req_decode(LW_OP_MDS_LOOKUP, buf, (uint32_t)len, &q), 0);
+	CHECK_EQ(q.cred.uid, 1000);
+	CHECK_EQ(q.cred.ngroups, 2);
+	CHECK_EQ(q.cred.groups[1], 27);
+	CHECK_EQ(q.u.name.f.parent, 5);
+	CHECK(q.u.name.name.len == 5 && !memcmp(q.u.name.name.s, "hello", 5));
+	check_truncations(LW_OP_MDS_LOOKUP, buf, len);
+
+	len = build(buf, sizeof(buf), true, &f, sizeof(f), "he/lo", 5, NULL, 0);
+	CHECK_RC(lw_mds_req_decode(LW_OP_MDS_LOOKUP, buf, (uint32_t)len, &q), -EINVAL);
+	len = build(buf, sizeof(buf), true, &f, sizeof(f), "he\0lo", 5, NULL, 0);
+	CHECK_RC(lw_mds_req_decode(LW_OP_MDS_UNLINK, buf, (uint32_t)len, &q), -EINVAL);
+	{
+		char longname[256];
+		memset(longname, 'a', sizeof(longname));
+		f.namelen = 256;
+		len = build(buf, sizeof(buf), true, &f, sizeof(f), longname, 256, NULL, 0);
+		CHECK_RC(lw_mds_req_decode(LW_OP_MDS_LOOKUP, buf, (uint32_t)len, &q), -ENAMETOOLONG);
+		f.namelen = 255;
+		len = build(buf, sizeof(buf), true, &f, sizeof(f), longname, 255, NULL, 0);
+		CHECK_RC(lw_mds_req_decode(LW_OP_MDS_LOOKUP, buf, (uint32_t)len, &q), 0);
+	}
+	f.namelen = 0;
+	len = build(buf, sizeof(buf), true, &f, sizeof(f), NULL, 0, NULL, 0);
+	CHECK_RC(lw_mds_req_decode(LW_OP_MDS_RMDIR, buf, (uint32_t)len, &q), -ENOENT);
+
+	/* A cred claiming more groups than the wire allows. */
+	{
+		struct lw_cred c = { .uid = 1, .gid = 1, .ngroups = LOOM_MAX_GROUPS + 1 };
+		struct lw_ino_req ino = { .ino = 1 };
+		struct lw_wr w;
+		lw_wr_init(&w, buf, sizeof(buf));
+		lw_wr_put(&w, &c, sizeof(c));
+		lw_wr_reserve(&w, (LOOM_MAX_GROUPS + 1) * 4);
+		lw_wr_put(&w, &ino, sizeof(ino));
+		CHECK_RC(lw_mds_req_decode(LW_OP_MDS_GETATTR, buf, (uint32_t)w.len, &q), -EPROTO);
+	}
+}
+
+static void test_mds_rename_symlink_xattr(void)
+{
+	uint8_t buf[8192];
+	struct lw_mds_req q;
+	size_t len;
+
+	struct lw_rename_req rn = { .src_parent = 1, .dst_parent = 2, .src_namelen = 3, .dst_namelen = 4 };
+	len = build(buf, sizeof(buf), true, &rn, sizeof(rn), "abc", 3, "defg", 4);
+	CHECK_RC(lw_mds_req_decode(LW_OP_MDS_RENAME, buf, (uint32_t)len, &q), 0);
+	CHECK(q.u.rename.dst.len == 4 && !memcmp(q.u.rename.dst.s, "defg", 4));
+	check_truncations(LW_OP_MDS_RENAME, buf, len);
+	rn.flags = LW_RENAME_EXCHANGE | LW_RENAME_NOREPLACE;
+	len = build(buf, sizeof(buf), true, &rn, sizeof(rn), "abc", 3, "defg", 4);
+	CHECK_RC(lw_mds_req_decode(LW_OP_MDS_RENAME, buf, (uint32_t)len, &q), -EINVAL);
+
+	struct lw_symlink_req sl = { .parent = 1, .namelen = 4, .targetlen = 9 };
+	len = build(buf, sizeof(buf), true, &sl, sizeof(sl), "link", 4, "../target", 9);
+	CHECK_RC(lw_mds_req_decode(LW_OP_MDS_SYMLINK, buf, (uint32_t)len, &q), 0);
+	CHECK(!memcmp(q.u.symlink.target, "../target", 9));
+	check_truncations(LW_OP_MDS_SYMLINK, buf, len);
+	sl.targetlen = LOOM_SYMLINK_MAX + 1;
+	{
+		char *t = calloc(1, LOOM_SYMLINK_MAX + 1);
+		memset(t, 'x', LOOM_SYMLINK_MAX + 1);
+		len = build(buf, sizeof(buf), true, &sl, sizeof(sl), "link", 4, t, LOOM_SYMLINK_MAX + 1);
+		CHECK_RC(lw_mds_req_decode(LW_OP_MDS_SYMLINK, buf, (uint32_t)len, &q), -ENAMETOOLONG);
+		free(t);
+	}
+
+	struct lw_xattr_req xr = { .ino = 3, .size = 5, .namelen = 8 };
+	len = build(buf, sizeof(buf), true, &xr, sizeof(xr), "user.a/b", 8, "value", 5);
+	CHECK_RC(lw_mds_req_decode(LW_OP_MDS_SETXATTR, buf, (uint32_t)len, &q), 0);
+	CHECK(!memcmp(q.u.xattr.value, "value", 5));
+	check_truncations(LW_OP_MDS_SETXATTR, buf, len);
+	xr.namelen = 0;
+	xr.size = 0;
+	len = build(buf, sizeof(buf), true, &xr, sizeof(xr), NULL, 0, NULL, 0);
+	CHECK_RC(lw_mds_req_decode(LW_OP_MDS_LISTXATTR, buf, (uint32_t)len, &q), 0);
+	CHECK_RC(lw_mds_req_decode(LW_OP_MDS_GETXATTR, buf, (uint32_t)len, &q), -EINVAL);
+}
+
+static void test_layouts(void)
+{
+	uint8_t buf[4096];
+	struct loom_layout *in = calloc(1, sizeof(*in) + 3 * sizeof(struct loom_ostobj)), *out = NULL;
+	struct lw_wr w;
+	struct lw_rd r;
+
+	REQUIRE(in);
+	in->pattern = LOOM_PATTERN_RAID0;
+	in->stripe_size = 1 << 20;
+	in->stripe_count = 3;
+	in->stripe_offset = 2;
+	in->layout_gen = 7;
+	strcpy(in->pool, "fast");
+	in->nobjs = 3;
+	for (uint32_t i = 0; i < 3; i++) {
+		in->objs[i].ost_idx = (2 + i) % 4;
+		in->objs[i].objid = 1000 + i;
+	}
+	lw_wr_init(&w, buf, sizeof(buf));
+	lw_layout_encode(&w, in);
+	CHECK_EQ(w.len, lw_layout_size(3));
+	lw_rd_init(&r, buf, w.len);
+	CHECK_RC(lw_layout_decode(&r, &out), 0);
+	CHECK_RC(lw_rd_done(&r), 0);
+	REQUIRE(out);
+	CHECK_EQ(out->stripe_size, 1 << 20);
+	CHECK_EQ(out->stripe_offset, 2);
+	CHECK_EQ(out->layout_gen, 7);
+	CHECK(!strcmp(out->pool, "fast"));
+	CHECK_EQ(out->objs[2].objid, 1002);
+	CHECK_EQ(out->objs[2].ost_idx, 0);
+	free(out);
+
+	/* Truncated object list, bad magic, absurd nobjs, stripe size not a 64 KiB multiple. */
+	lw_rd_init(&r, buf, w.len - 1);
+	CHECK(lw_layout_decode(&r, &out) < 0);
+	{
+		struct lw_layout l;
+		memcpy(&l, buf, sizeof(l));
+		l.magic ^= 1;
+		lw_rd_init(&r, &l, sizeof(l));
+		CHECK(lw_layout_decode(&r, &out) < 0);
+		memcpy(&l, buf, sizeof(l));
+		l.nobjs = 0xFFFFFFFF;
+		lw_rd_init(&r, &l, sizeof(l));
+		CHECK(lw_layout_decode(&r, &out) < 0);
+		memcpy(&l, buf, sizeof(l));
+		l.stripe_size = 65537;
+		CHECK_RC(lw_layout_req_check(&l), -EINVAL);
+		l.stripe_size = 0;
+		l.stripe_count = -2;
+		CHECK_RC(lw_layout_req_check(&l), -EINVAL);
+		l.stripe_count = -1;
+		memset(l.pool, 'p', sizeof(l.pool)); /* no terminating NUL */
+		CHECK_RC(lw_layout_req_check(&l), -EINVAL);
+	}
+
+	/* A create request carrying a layout request (nobjs must be 0). */
+	{
+		struct lw_create_req cr = { .parent = 1, .mode = 0100644, .flags = LW_CR_LAYOUT, .namelen = 1 };
+		struct lw_layout l = { .magic = LW_LAYOUT_MAGIC, .version = LW_LAYOUT_V1, .stripe_count = 2,
+				       .stripe_offset = -1 };
+		struct lw_mds_req q;
+		uint8_t body[512];
+		size_t len = build(body, sizeof(body), true, &cr, sizeof(cr), "f", 1, &l, sizeof(l));
+
+		CHECK_RC(lw_mds_req_decode(LW_OP_MDS_CREATE, body, (uint32_t)len, &q), 0);
+		CHECK(q.u.create.has_layout);
+		CHECK_EQ(q.u.create.layout.stripe_count, 2);
+		check_truncations(LW_OP_MDS_CREATE, body, len);
+		l.nobjs = 1;
+		len = build(body, sizeof(body), true, &cr, sizeof(cr), "f", 1, &l, sizeof(l));
+		CHECK(lw_mds_req_decode(LW_OP_MDS_CREATE, body, (uint32_t)len, &q) < 0);
+	}
+	free(in);
+}
+
+static void test_readdir_pages(void)
+{
+	uint8_t buf[512];
+	struct lw_wr w;
+	struct lw_rd r;
+	struct lw_dirent de = { .ino = 9, .cookie = 3, .type = 8, .namelen = 5 }, got;
+	struct lw_attr a = { .ino = 9, .mode = 0100644 }, ga;
+	const char *name;
+
+	lw_wr_init(&w, buf, sizeof(buf));
+	CHECK_RC(lw_readdir_put(&w, &de, "hello", &a), 0);
+	de.namelen = 1;
+	de.cookie = 4;
+	CHECK_RC(lw_readdir_put(&w, &de, "x", &a), 0);
+	CHECK_EQ(w.len % 8, 0);
+	lw_rd_init(&r, buf, w.len);
+	CHECK_RC(lw_readdir_next(&r, buf, true, &got, &name, &ga), 0);
+	CHECK(got.namelen == 5 && !memcmp(name, "hello", 5));
+	CHECK_EQ(ga.mode, 0100644);
+	CHECK_RC(lw_readdir_next(&r, buf, true, &got, &name, &ga), 0);
+	CHECK_EQ(got.cookie, 4);
+	CHECK_RC(lw_rd_done(&r), 0);
+
+	/* Non-zero padding, a name with '/', and a page that does not fit. */
+	buf[sizeof(de) + 5] = 1;
+	lw_rd_init(&r, buf, w.len);
+	CHECK(lw_readdir_next(&r, buf, true, &got, &name, &ga) < 0);
+	buf[sizeof(de) + 5] = 0;
+	buf[sizeof(de) + 2] = '/';
+	lw_rd_init(&r, buf, w.len);
+	CHECK(lw_readdir_next(&r, buf, true, &got, &name, &ga) < 0);
+	lw_wr_init(&w, buf, 30);
+	CHECK_RC(lw_readdir_put(&w, &de, "x", NULL), -EMSGSIZE);
+}
+
+static void test_ost_requests(void)
+{
+	struct lw_ost_io io = { .ost_idx = 1, .objid = 5, .offset = 100, .length = 4096 }, out;
+
+	CHECK_RC(lw_ost_req_decode(LW_OP_OST_READ, &io, sizeof(io), &out), 0);
+	CHECK_EQ(out.offset, 100);
+	CHECK_RC(lw_ost_req_decode(LW_OP_OST_READ, &io, sizeof(io) - 1, &out), -EPROTO);
+	CHECK_RC(lw_ost_req_decode(LW_OP_MDS_LOOKUP, &io, sizeof(io), &out), -EOPNOTSUPP);
+	io.length = LW_MAX_BULK + 1;
+	CHECK_RC(lw_ost_req_decode(LW_OP_OST_READ, &io, sizeof(io), &out), -EPROTO);
+	io.length = 1;
+	io.flags = 1;
+	CHECK_RC(lw_ost_req_decode(LW_OP_OST_WRITE, &io, sizeof(io), &out), -EPROTO);
+}
+
+/* Random bodies for every opcode: whatever they hold, decoding returns without reading past the
+ * end (ASan/valgrind would flag it) and either fails or yields names that pass the checks. */
+static void test_random_bodies(void)
+{
+	static const uint16_t ops[] = {
+#define LW_OP_LIST(name, value, kind) value,
+		LW_OPCODES(LW_OP_LIST)
+#undef LW_OP_LIST
+	};
+	uint8_t *buf = malloc(4096);
+
+	REQUIRE(buf);
+	srand(7);
+	for (int i = 0; i < 200000; i++) {
+		uint16_t op = ops[(size_t)rand() % (sizeof(ops) / sizeof(ops[0]))];
+		size_t len = (size_t)rand() % 300;
+		struct lw_mds_req q;
+		struct lw_ost_io io;
+		uint8_t *body = malloc(len ? len : 1);
+
+		for (size_t k = 0; k < len; k++)
+			body[k] = (uint8_t)(rand() & ((i & 1) ? 0xff : 0x07)); /* small values reach deeper */
+		if (lw_mds_req_decode(op, body, (uint32_t)len, &q) == 0 && op == LW_OP_MDS_LOOKUP)
+			CHECK_RC(lw_name_check(q.u.name.name.s, q.u.name.name.len), 0);
+		lw_ost_req_decode(op, body, (uint32_t)len, &io);
+		free(body);
+	}
+	free(buf);
+}
+
+int main(void)
+{
+	RUN(test_crc32c);
+	RUN(test_header);
+	RUN(test_errno);
+	RUN(test_mds_name_requests);
+	RUN(test_mds_rename_symlink_xattr);
+	RUN(test_layouts);
+	RUN(test_readdir_pages);
+	RUN(test_ost_requests);
+	RUN(test_random_bodies);
+	return check_report();
+}

@@ -1,0 +1,151 @@
+/* Stripe math against a plain reference model: deal the file's stripe units to objects one by
+ * one and follow every byte. */
+#include <stdlib.h>
+
+#include "check.h"
+#include "client/stripe.h"
+
+int check_failures;
+const char *check_current = "";
+
+/* The model: unit u of the file is the (u / C)-th unit of object u % C. Computed by walking the
+ * units and counting per object, not by the formula under test. */
+static void model_locate(uint64_t S, uint32_t C, uint64_t f, uint32_t *obj, uint64_t *obj_off)
+{
+	uint64_t unit = f / S, seen[64] = { 0 };
+
+	for (uint64_t u = 0; u < unit; u++)
+		seen[u % C]++;
+	*obj = (uint32_t)(unit % C);
+	*obj_off = seen[*obj] * S + f % S;
+}
+
+static uint64_t model_obj_size(uint64_t S, uint32_t C, uint32_t k, uint64_t L)
+{
+	uint64_t n = 0;
+
+	for (uint64_t u = 0; u * S < L; u++) {
+		if (u % C != k)
+			continue;
+		n += (u + 1) * S <= L ? S : L - u * S;
+	}
+	return n;
+}
+
+static uint64_t rnd(uint64_t n)
+{
+	return n ? ((uint64_t)rand() << 31 ^ (uint64_t)rand()) % n : 0;
+}
+
+static void test_locate(void)
+{
+	for (int i = 0; i < 20000; i++) {
+		struct stripe_geom g = { .size = 65536ull * (1 + rnd(8)), .count = 1 + (uint32_t)rnd(12) };
+		uint64_t f = rnd(g.size * g.count * 40), o1, o2;
+		uint32_t k1, k2;
+
+		stripe_locate(&g, f, &k1, &o1);
+		model_locate(g.size, g.count, f, &k2, &o2);
+		CHECK_EQ(k1, k2);
+		CHECK_EQ(o1, o2);
+	}
+}
+
+static void test_obj_size(void)
+{
+	for (int i = 0; i < 5000; i++) {
+		struct stripe_geom g = { .size = 65536ull * (1 + rnd(4)), .count = 1 + (uint32_t)rnd(9) };
+		uint64_t L = rnd(g.size * g.count * 6);
+		uint64_t total = 0;
+
+		for (uint32_t k = 0; k < g.count; k++) {
+			uint64_t s = stripe_obj_size(&g, k, L);
+			CHECK_EQ(s, model_obj_size(g.size, g.count, k, L));
+			total += s;
+		}
+		CHECK_EQ(total, L);
+	}
+}
+
+/* Every byte of the range is covered exactly once, by a segment of the run of the object that
+ * the model says holds it, at the object offset the model says, and runs are contiguous. */
+static void check_map(const struct stripe_geom *g, uint64_t off, uint64_t len)
+{
+	uint64_t maxsegs = stripe_max_segs(g, off, len);
+	struct stripe_run *runs = calloc(g->count, sizeof(*runs));
+	struct stripe_seg *segs = calloc(maxsegs + 1, sizeof(*segs));
+	unsigned char *seen = calloc(len + 1, 1);
+	uint32_t nsegs, nruns;
+
+	REQUIRE(runs && segs && seen);
+	nruns = stripe_map(g, off, len, runs, segs, &nsegs);
+	CHECK_EQ(nsegs, maxsegs);
+	CHECK(nruns <= g->count);
+	for (uint32_t r = 0; r < nruns; r++) {
+		uint64_t obj_off = runs[r].obj_off, sum = 0;
+
+		for (uint32_t s = 0; s < runs[r].nsegs; s++) {
+			const struct stripe_seg *sg = &segs[runs[r].first_seg + s];
+			/* Check the segment's first and last byte against the model, and mark all. */
+			uint64_t ends[2] = { sg->buf_off, sg->buf_off + sg->len - 1 };
+
+			CHECK(sg->len > 0);
+			for (int e = 0; e < 2; e++) {
+				uint32_t k;
+				uint64_t o;
+				model_locate(g->size, g->count, off + ends[e], &k, &o);
+				CHECK_EQ(k, runs[r].obj);
+				CHECK_EQ(o, obj_off + (ends[e] - sg->buf_off));
+			}
+			for (uint64_t b = sg->buf_off; b < sg->buf_off + sg->len && b < len; b++)
+				seen[b]++;
+			obj_off += sg->len;
+			sum += sg->len;
+		}
+		CHECK_EQ(sum, runs[r].len);
+	}
+	for (uint64_t b = 0; b < len; b++) {
+		if (seen[b] != 1) {
+			CHECK_EQ(seen[b], 1);
+			break;
+		}
+	}
+	free(runs);
+	free(segs);
+	free(seen);
+}
+
+static void test_map_random(void)
+{
+	for (int i = 0; i < 3000; i++) {
+		struct stripe_geom g = { .size = 65536ull * (1 + rnd(3)), .count = 1 + (uint32_t)rnd(8) };
+		uint64_t off = rnd(g.size * g.count * 3);
+		uint64_t len = 1 + rnd(g.size * g.count * 3);
+
+		check_map(&g, off, len);
+	}
+}
+
+static void test_map_edges(void)
+{
+	struct stripe_geom g = { .size = 65536, .count = 4 };
+
+	check_map(&g, 0, 1);
+	check_map(&g, 65535, 2);          /* straddles two units */
+	check_map(&g, 0, 65536 * 4);      /* exactly one row */
+	check_map(&g, 65536 * 4 - 1, 2);  /* straddles rows */
+	check_map(&g, 3 * 65536, 65536 * 9 + 17);
+	g.count = 1;
+	check_map(&g, 12345, 65536 * 5);
+	CHECK_EQ(stripe_max_segs(&g, 0, 0), 0);
+}
+
+int main(void)
+{
+	srand(12345);
+	RUN(test_locate);
+	RUN(test_obj_size);
+	RUN(test_map_random);
+	RUN(test_map_edges);
+	return check_report();
+}
