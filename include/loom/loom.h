@@ -19,6 +19,8 @@
  *                  (see loom_set_cred);
  *      -ENOENT, -ENOTDIR, -ENAMETOOLONG, -ELOOP   for a path that cannot be resolved.
  *  - A loom_fs may be used by many threads at once. A loom_file or loom_dir by one at a time.
+ *  - New files and directories get the mode asked for less the process's umask (as read at
+ *    loom_connect), as open(2) and mkdir(2) give them.
  *  - Consistency is close-to-open: data written through a file is visible to every open that
  *    starts after that file's loom_close() or loom_fsync() returned.
  */

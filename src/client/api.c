@@ -53,23 +53,31 @@ int loom_lstat(loom_fs *fs, const char *path, struct stat *st)
 	return do_stat(fs, path, false, st);
 }
 
-int loom_mkdir(loom_fs *fs, const char *path, mode_t mode)
-{
+/* Where a new entry named by path goes: its directory and its name. */
+struct new_entry {
 	struct loom_cred cr;
-	char name[LOOM_NAME_MAX + 1];
-	struct lw_attr attr;
 	uint64_t parent;
-	size_t nlen;
+	char name[LOOM_NAME_MAX + 1];
+	size_t len;
 	bool trailing;
+};
+
+static int new_entry_at(loom_fs *fs, const char *path, struct new_entry *e)
+{
 	int rc;
 
-	fs_cred(fs, &cr);
-	rc = path_parent(fs, &cr, path, &parent, name, &nlen, &trailing);
-	if (rc == -EBUSY)
-		return -EEXIST;
-	if (rc)
-		return rc;
-	return mdc_mkdir(fs, &cr, parent, name, nlen, mode & 07777, &attr);
+	fs_cred(fs, &e->cr);
+	rc = path_parent(fs, &e->cr, path, &e->parent, e->name, &e->len, &e->trailing);
+	return rc == -EBUSY ? -EEXIST : rc; /* "/" already exists */
+}
+
+int loom_mkdir(loom_fs *fs, const char *path, mode_t mode)
+{
+	struct new_entry e;
+	struct lw_attr attr;
+	int rc = new_entry_at(fs, path, &e);
+
+	return rc ? rc : mdc_mkdir(fs, &e.cr, e.parent, e.name, e.len, mode & 07777 & ~fs->umask, &attr);
 }
 
 static int remove_name(loom_fs *fs, const char *path, uint16_t op)
@@ -132,43 +140,24 @@ int loom_rename(loom_fs *fs, const char *from, const char *to, unsigned int flag
 
 int loom_link(loom_fs *fs, const char *from, const char *to)
 {
-	struct loom_cred cr;
-	char name[LOOM_NAME_MAX + 1];
+	struct new_entry e;
 	struct lw_attr src, attr;
-	uint64_t parent;
-	size_t nlen;
-	bool trailing;
 	int rc;
 
-	fs_cred(fs, &cr);
-	rc = path_resolve(fs, &cr, from, false, &src);
-	if (rc)
-		return rc;
-	rc = path_parent(fs, &cr, to, &parent, name, &nlen, &trailing);
-	if (rc == -EBUSY)
-		return -EEXIST;
-	if (rc)
-		return rc;
-	return mdc_link(fs, &cr, src.ino, parent, name, nlen, &attr);
+	fs_cred(fs, &e.cr);
+	rc = path_resolve(fs, &e.cr, from, false, &src);
+	if (rc == 0)
+		rc = new_entry_at(fs, to, &e);
+	return rc ? rc : mdc_link(fs, &e.cr, src.ino, e.parent, e.name, e.len, &attr);
 }
 
 int loom_symlink(loom_fs *fs, const char *target, const char *linkpath)
 {
-	struct loom_cred cr;
-	char name[LOOM_NAME_MAX + 1];
+	struct new_entry e;
 	struct lw_attr attr;
-	uint64_t parent;
-	size_t nlen;
-	bool trailing;
-	int rc;
+	int rc = new_entry_at(fs, linkpath, &e);
 
-	fs_cred(fs, &cr);
-	rc = path_parent(fs, &cr, linkpath, &parent, name, &nlen, &trailing);
-	if (rc == -EBUSY)
-		return -EEXIST;
-	if (rc)
-		return rc;
-	return mdc_symlink(fs, &cr, parent, name, nlen, target, strlen(target), &attr);
+	return rc ? rc : mdc_symlink(fs, &e.cr, e.parent, e.name, e.len, target, strlen(target), &attr);
 }
 
 int loom_readlink(loom_fs *fs, const char *path, char *buf, size_t cap, size_t *len)
@@ -471,17 +460,14 @@ int loom_setlayout(loom_fs *fs, const char *path, const struct loom_layout *layo
 	if (rc == -ENOENT) {
 		/* `lfs setstripe FILE` on a new name creates the file with that layout. */
 		struct lw_create_rep crep;
-		char name[LOOM_NAME_MAX + 1];
-		uint64_t parent;
-		size_t nlen;
-		bool trailing;
+		struct new_entry e;
 
-		rc = path_parent(fs, &cr, path, &parent, name, &nlen, &trailing);
+		rc = new_entry_at(fs, path, &e);
 		if (rc)
 			return rc;
-		if (trailing)
+		if (e.trailing)
 			return -ENOENT;
-		return mdc_create(fs, &cr, parent, name, nlen, S_IFREG | 0666, 0, LW_CR_EXCL, 0, layout,
+		return mdc_create(fs, &e.cr, e.parent, e.name, e.len, S_IFREG | (0666 & ~fs->umask), 0, LW_CR_EXCL, 0, layout,
 				  &crep, NULL);
 	}
 	if (rc)

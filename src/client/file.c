@@ -90,7 +90,7 @@ static int open_common(loom_fs *fs, const char *path, int flags, mode_t mode,
 			struct lw_create_rep crep;
 			uint32_t cflags = LW_CR_OPEN | ((flags & O_EXCL) ? LW_CR_EXCL : 0);
 
-			rc = mdc_create(fs, &cr, parent, name, nlen, S_IFREG | (mode & 07777), 0, cflags,
+			rc = mdc_create(fs, &cr, parent, name, nlen, S_IFREG | (mode & 07777 & ~fs->umask), 0, cflags,
 					wire_open_flags(flags), req_layout, &crep, &layout);
 			if (rc)
 				return rc;

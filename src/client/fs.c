@@ -47,6 +47,22 @@ int loom_set_cred(loom_fs *fs, const struct loom_cred *cred)
 	return 0;
 }
 
+/* The umask, read without changing it (umask(2) can only read by setting). */
+static mode_t process_umask(void)
+{
+	char line[128];
+	unsigned int m = 022;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return 022;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Umask: %o", &m) == 1)
+			break;
+	fclose(f);
+	return (mode_t)(m & 0777);
+}
+
 const char *loom_fsname(const loom_fs *fs)
 {
 	return fs->fsname;
@@ -66,6 +82,7 @@ int loom_connect(const char *mds_addr, const char *fsname, loom_fs **out)
 	pthread_mutex_init(&fs->ost_lock, NULL);
 	pthread_mutex_init(&fs->mds_lock, NULL);
 	cred_of_process(&fs->cred);
+	fs->umask = process_umask();
 	rc = addr_parse(mds_addr, fs->mds_host, sizeof(fs->mds_host), &fs->mds_port, LW_DEFAULT_MDS_PORT);
 	if (rc)
 		goto fail;

@@ -37,6 +37,8 @@ struct loom_fs {
 
 	pthread_mutex_t cred_lock;
 	struct loom_cred cred;
+	mode_t umask;                  /* the process's, applied to new files and directories as
+	                                * open(2) and mkdir(2) would */
 
 	pthread_mutex_t ost_lock;      /* the OST table and the OSS links */
 	struct ost_slot *osts;         /* indexed by OST index */

@@ -1,5 +1,6 @@
 #include "common/log.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,6 +17,19 @@ void log_init(const char *name, enum log_level level)
 }
 
 void log_set_level(enum log_level level) { log_level_cur = level; }
+
+int log_level_parse(const char *name, enum log_level *out)
+{
+	static const char *const names[] = { "error", "warn", "info", "debug" };
+
+	for (int i = 0; i < 4; i++) {
+		if (!strcmp(name, names[i])) {
+			*out = (enum log_level)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
 enum log_level log_get_level(void) { return log_level_cur; }
 
 void log_msg(enum log_level level, const char *fmt, ...)

@@ -312,6 +312,9 @@ static int exec_ost_register(struct mds *m, struct mdt_txn *t, struct srv_req *r
 	}
 	log_info("OST%04x registered: %s at %s:%u", rep.idx, q->u.ost_register.uuid,
 		 q->u.ost_register.host, q->u.ost_register.port);
+	/* Remember who speaks for it: if this connection drops, the OST is down. Memory only; at
+	 * worst (out of memory) the OST is found silent by its missing heartbeats instead. */
+	u64map_put(&m->ost_conns, rep.idx, (void *)(uintptr_t)req->conn_id);
 	snprintf(rep.fsname, sizeof(rep.fsname), "%s", mdt_store_fsname(m->store));
 	/* The OSTs it brings are usable at once: the destroyer may have waited for one. */
 	m->destroyer.more = true;
@@ -471,11 +474,39 @@ static int exec(struct mds *m, struct mdt_txn *t, struct srv_req *req, const str
 	}
 }
 
+struct lost_scan {
+	uint64_t conn_id;
+	uint32_t idx[64];
+	uint32_t n;
+};
+
+static void lost_scan_one(uint64_t idx, void *val, void *arg)
+{
+	struct lost_scan *ls = arg;
+
+	if ((uint64_t)(uintptr_t)val == ls->conn_id && ls->n < ARRAY_SIZE(ls->idx))
+		ls->idx[ls->n++] = (uint32_t)idx;
+}
+
+/* An OSS's connection closed: its OSTs take no new stripes until it registers again, rather than
+ * after the heartbeat timeout. */
+static void osts_of_conn_lost(struct mds *m, uint64_t conn_id)
+{
+	struct lost_scan ls = { .conn_id = conn_id };
+
+	u64map_each(&m->ost_conns, lost_scan_one, &ls);
+	for (uint32_t i = 0; i < ls.n; i++) {
+		u64map_del(&m->ost_conns, ls.idx[i]);
+		mdt_ost_lost(m->store, ls.idx[i]);
+	}
+}
+
 /* Internal items: a client went away, or the destroyer finished a list. */
 static int exec_internal(struct mds *m, struct mdt_txn *t, struct srv_req *item, struct batch_state *bs)
 {
 	switch (item->hdr.opcode) {
 	case MDS_INTERNAL_DISCONNECT:
+		osts_of_conn_lost(m, item->conn_id);
 		return mds_handles_drop_conn(m, t, item->conn_id, &bs->released);
 	case MDS_INTERNAL_DESTROYED:
 		return mds_destroyer_done(m, t, (const struct loom_ostobj *)item->body,

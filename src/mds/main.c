@@ -44,17 +44,6 @@ static void usage(FILE *f)
 		LW_DEFAULT_MDS_PORT, LOOM_FSNAME_MAX);
 }
 
-static int parse_level(const char *s, enum log_level *out)
-{
-	static const char *const names[] = { "error", "warn", "info", "debug" };
-	for (int i = 0; i < 4; i++)
-		if (!strcmp(s, names[i])) {
-			*out = (enum log_level)i;
-			return 0;
-		}
-	return -EINVAL;
-}
-
 /* Inodes unlinked while open when the MDS last stopped: nobody holds them now. */
 static int release_orphans(struct mds *m)
 {
@@ -108,7 +97,7 @@ int main(int argc, char **argv)
 		case 'F': format = true; break;
 		case 'n': fsname = optarg; break;
 		case 'L':
-			if (parse_level(optarg, &level)) {
+			if (log_level_parse(optarg, &level)) {
 				fprintf(stderr, "loom-mds: unknown log level '%s'\n", optarg);
 				return 2;
 			}
@@ -156,6 +145,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	reqq_init(&m.queue);
 	mds_handles_init(&m);
+	u64map_init(&m.ost_conns);
 
 	so.name = "mds";
 	so.listen_host = listen_host;
@@ -199,6 +189,7 @@ int main(int argc, char **argv)
 	for (struct srv_req *r; (r = reqq_pop_batch(&m.queue, 1, 0, NULL));)
 		r->conn ? srv_req_drop(r) : free(r);
 	mds_handles_destroy(&m);
+	u64map_destroy(&m.ost_conns);
 	mdt_store_close(m.store);
 	reqq_destroy(&m.queue);
 	return rc ? 1 : 0;

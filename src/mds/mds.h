@@ -60,6 +60,10 @@ struct mds {
 	struct u64map open_counts; /* ino -> (uintptr_t) number of open handles */
 	struct u64map conn_handles;/* conn_id -> first struct mds_handle of that connection */
 
+	/* OST index -> conn_id of the connection that registered it (metadata thread only): when
+	 * that connection closes, the OST is down. */
+	struct u64map ost_conns;
+
 	struct mds_destroyer destroyer;
 	struct reqq *queue_for_destroyer;
 };

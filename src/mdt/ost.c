@@ -346,6 +346,21 @@ bool mdt_ost_expire(struct mdt_store *s, uint64_t deadline_ns)
 	return changed;
 }
 
+int mdt_ost_lost(struct mdt_store *s, uint32_t idx)
+{
+	struct mdt_ost *e = table_find(s->osts, s->nosts, idx);
+
+	if (!e)
+		return -ENOENT;
+	e->last_heard_ns = 0;
+	if (!(e->state & LW_TGT_INACTIVE)) {
+		e->state |= LW_TGT_INACTIVE;
+		s->ost_gen++;
+		log_info("mdt: OST%04x inactive: its OSS disconnected", idx);
+	}
+	return 0;
+}
+
 /* ---- allocation ---- */
 
 static bool ost_usable(const struct mdt_ost *e)

@@ -252,6 +252,10 @@ int mdt_ost_heartbeat(struct mdt_store *s, uint32_t idx, const struct lw_statfs 
 /* Marks OSTs not heard from since `deadline_ns` inactive (and heard ones active); returns
  * whether any state changed (then the table generation was bumped). */
 bool mdt_ost_expire(struct mdt_store *s, uint64_t deadline_ns);
+/* Marks an OST inactive at once (its OSS's connection to the MDS closed: it stopped or died), so
+ * no new stripe goes there while it is down. Its next registration or heartbeat makes it active
+ * again. -ENOENT for an unknown index. */
+int mdt_ost_lost(struct mdt_store *s, uint32_t idx);
 /* The table, in index order. The array belongs to the store; heartbeats and expiry update its
  * entries in place, and the commit of a top-level transaction that registered an OST replaces it
  * (pointers into it are then stale). */

@@ -301,19 +301,10 @@ static void usage(FILE *f)
 		"  --threads N        I/O worker threads (default 8)\n"
 		"  --format           create the OSTs (needs --fsname) and exit\n"
 		"  --fsname NAME      file system name, up to %d characters\n"
+		"  --index N          with --format and one OST: the index it asks the MDS for\n"
+		"                     (default: the lowest free one at its first registration)\n"
 		"  --log-level LEVEL  error, warn, info (default) or debug\n",
 		LW_DEFAULT_MDS_PORT, LOOM_FSNAME_MAX);
-}
-
-static int parse_level(const char *s, enum log_level *out)
-{
-	static const char *const names[] = { "error", "warn", "info", "debug" };
-	for (int i = 0; i < 4; i++)
-		if (!strcmp(s, names[i])) {
-			*out = (enum log_level)i;
-			return 0;
-		}
-	return -EINVAL;
 }
 
 int main(int argc, char **argv)
@@ -324,6 +315,7 @@ int main(int argc, char **argv)
 		{ "port-file", required_argument, NULL, 'p' }, { "threads", required_argument, NULL, 't' },
 		{ "format", no_argument, NULL, 'F' },        { "fsname", required_argument, NULL, 'n' },
 		{ "log-level", required_argument, NULL, 'L' }, { "help", no_argument, NULL, 'h' },
+		{ "index", required_argument, NULL, 'i' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *dirs[MAX_OSTS], *mds = NULL, *listen_addr = "0.0.0.0", *port_file = NULL,
@@ -334,6 +326,7 @@ int main(int argc, char **argv)
 	uint16_t listen_port;
 	enum log_level level = LOG_INFO;
 	bool format = false;
+	uint32_t index = OST_IDX_NONE;
 	int ndirs = 0, c, rc;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -358,8 +351,18 @@ int main(int argc, char **argv)
 			break;
 		case 'F': format = true; break;
 		case 'n': fsname = optarg; break;
+		case 'i': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*end || end == optarg || v >= 65536) {
+				fprintf(stderr, "loom-oss: --index takes 0..65535\n");
+				return 2;
+			}
+			index = (uint32_t)v;
+			break;
+		}
 		case 'L':
-			if (parse_level(optarg, &level)) {
+			if (log_level_parse(optarg, &level)) {
 				fprintf(stderr, "loom-oss: unknown log level '%s'\n", optarg);
 				return 2;
 			}
@@ -378,8 +381,12 @@ int main(int argc, char **argv)
 			fprintf(stderr, "loom-oss: --format needs --fsname of 1 to %d characters\n", LOOM_FSNAME_MAX);
 			return 2;
 		}
+		if (index != OST_IDX_NONE && ndirs != 1) {
+			fprintf(stderr, "loom-oss: --index goes with exactly one --ost\n");
+			return 2;
+		}
 		for (int i = 0; i < ndirs; i++) {
-			rc = ost_format(dirs[i], fsname);
+			rc = ost_format(dirs[i], fsname, index);
 			if (rc) {
 				fprintf(stderr, "loom-oss: cannot format %s: %s\n", dirs[i], strerror(-rc));
 				return 1;

@@ -55,7 +55,7 @@ static int conf_write(const char *dir, const char *fsname, const char *uuid, uin
 	return file_write_atomic(path, buf, (size_t)n);
 }
 
-int ost_format(const char *dir, const char *fsname)
+int ost_format(const char *dir, const char *fsname, uint32_t idx)
 {
 	char path[PATH_MAX], uuid[40];
 	uint8_t r[16];
@@ -81,7 +81,7 @@ int ost_format(const char *dir, const char *fsname)
 	snprintf(uuid, sizeof(uuid), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
 		 r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13],
 		 r[14], r[15]);
-	return conf_write(dir, fsname, uuid, OST_IDX_NONE);
+	return conf_write(dir, fsname, uuid, idx);
 }
 
 static int conf_read(struct ost *o)

@@ -22,8 +22,9 @@
 
 struct ost;
 
-/* Creates an empty OST in dir (created if missing). -EEXIST if one is already there. */
-int ost_format(const char *dir, const char *fsname);
+/* Creates an empty OST in dir (created if missing) that will ask the MDS for index idx
+ * (OST_IDX_NONE: whichever it gives). -EEXIST if one is already there. */
+int ost_format(const char *dir, const char *fsname, uint32_t idx);
 /* Opens an OST; -ENOENT if dir holds none. */
 int ost_open(const char *dir, struct ost **out);
 void ost_close(struct ost *o);

@@ -345,12 +345,16 @@ static int cluster_up(struct cluster *c)
 		}
 	}
 	for (int k = 0; k < c->osts; k++) {
-		char *argv[] = { c->oss_bin, "--format", "--fsname", c->fsname, "--ost", target, NULL };
+		char index[16];
+		/* DIR/ostK is OST index K, so that names in `cluster status` and `df` agree. */
+		char *argv[] = { c->oss_bin, "--format", "--fsname", c->fsname, "--ost", target,
+				 "--index", index, NULL };
 		char name[16];
 
 		if (exists("%s/ost%d/ost.conf", c->dir, k))
 			continue;
 		snprintf(target, sizeof(target), "%s/ost%d", c->dir, k);
+		snprintf(index, sizeof(index), "%d", k);
 		snprintf(name, sizeof(name), "oss%d", k);
 		if (run_wait(c, name, argv)) {
 			fprintf(stderr, "loom cluster: formatting %s failed; see %s/log/%s.log\n", target, c->dir, name);

@@ -261,7 +261,8 @@ int cmd_ls(struct tool_ctx *ctx, int argc, char **argv)
 		names[n++] = strdup(ent.name);
 	}
 	loom_closedir(d);
-	qsort(names, n, sizeof(*names), name_cmp);
+	if (n)
+		qsort(names, n, sizeof(*names), name_cmp);
 	for (size_t i = 0; i < n; i++) {
 		if (lng) {
 			char full[4096];

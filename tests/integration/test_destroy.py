@@ -1,0 +1,89 @@
+"""The objects of removed files are destroyed on the OSTs, so that no space leaks."""
+
+import os
+
+from conftest import wait_until
+from loomutil import MiB, make_random_file, object_path, parse_file_getstripe, sha256_file
+
+DESTROY_TIMEOUT = 60  # seconds; the destroyer retries an unreachable OST every few seconds
+
+
+def object_paths(cluster, path):
+    layout = parse_file_getstripe(cluster.loom("getstripe", path).stdout)
+    return [object_path(cluster.ost_dir(idx), objid) for idx, objid in layout.objects]
+
+
+def all_gone(paths):
+    return lambda: not any(os.path.exists(p) for p in paths)
+
+
+def put_striped(cluster, workdir, path, size):
+    src = os.path.join(workdir, "src")
+    make_random_file(src, size)
+    cluster.loom("put", src, path)
+    paths = object_paths(cluster, path)
+    assert all(os.path.exists(p) for p in paths), "objects of %s not on disk: %r" % (path, paths)
+    return paths
+
+
+def test_rm_destroys_objects(cluster, workdir):
+    cluster.loom("setstripe", "-c", "4", "-S", "64k", "/")
+    paths = put_striped(cluster, workdir, "/f", MiB)
+    keep = put_striped(cluster, workdir, "/keep", MiB)
+    cluster.loom("rm", "/f")
+    assert wait_until(all_gone(paths), DESTROY_TIMEOUT), \
+        "objects of a removed file still on disk: %r" % [p for p in paths if os.path.exists(p)]
+    assert all(os.path.exists(p) for p in keep), "objects of another file were destroyed"
+
+
+def test_rm_r_destroys_objects_of_every_file(cluster, workdir):
+    cluster.loom("mkdir", "-p", "/t/sub")
+    cluster.loom("setstripe", "-c", "2", "-S", "64k", "/t")
+    paths = []
+    for i in range(5):
+        paths += put_striped(cluster, workdir, "/t/sub/f%d" % i if i % 2 else "/t/f%d" % i, 100_000 + i)
+    cluster.loom("rm", "-r", "/t")
+    assert wait_until(all_gone(paths), DESTROY_TIMEOUT), \
+        "objects of removed files still on disk: %r" % [p for p in paths if os.path.exists(p)]
+
+
+def test_mv_over_existing_file_destroys_the_replaced_objects(cluster, workdir):
+    cluster.loom("setstripe", "-c", "4", "-S", "64k", "/")
+    victim = put_striped(cluster, workdir, "/b", MiB)
+    survivor = put_striped(cluster, workdir, "/a", MiB)
+    cluster.loom("mv", "/a", "/b")
+    assert wait_until(all_gone(victim), DESTROY_TIMEOUT), "objects of the replaced file leaked"
+    assert all(os.path.exists(p) for p in survivor)
+
+
+def test_put_over_existing_file_leaks_no_objects(cluster, workdir):
+    # An overwrite (O_TRUNC) either keeps the objects and truncates them, or lays the file out
+    # anew and destroys the old objects; either way no byte of the old content stays on disk.
+    cluster.loom("setstripe", "-c", "4", "-S", "64k", "/")
+    before = put_striped(cluster, workdir, "/f", 2 * MiB)
+    src = os.path.join(workdir, "new")
+    size = MiB // 2 + 100
+    digest = make_random_file(src, size)
+    cluster.loom("put", src, "/f")
+    layout = parse_file_getstripe(cluster.loom("getstripe", "/f").stdout)
+    after = [object_path(cluster.ost_dir(idx), objid) for idx, objid in layout.objects]
+    replaced = [p for p in before if p not in after]
+    assert wait_until(all_gone(replaced), DESTROY_TIMEOUT), "objects replaced by an overwrite leaked"
+    on_disk = sum(os.path.getsize(p) for p in after if os.path.exists(p))
+    assert on_disk == size, "the OSTs hold %d bytes for a file of %d after the overwrite" % (on_disk, size)
+    out = os.path.join(workdir, "out")
+    cluster.loom("get", "/f", out)
+    assert sha256_file(out) == digest
+
+
+def test_destroy_survives_oss_down_and_mds_kill9(cluster, workdir):
+    # The OSS holding the objects is down when the file is removed, and the MDS is then killed:
+    # the destroy is recorded in the MDT and carried out once the OSS is back.
+    cluster.loom("setstripe", "-c", "1", "-i", "1", "/")
+    paths = put_striped(cluster, workdir, "/f", MiB)
+    cluster.kill9(cluster.oss_name(1))
+    cluster.loom("rm", "/f")
+    cluster.kill9("mds")
+    assert all(os.path.exists(p) for p in paths)
+    cluster.restart()
+    assert wait_until(all_gone(paths), DESTROY_TIMEOUT), "objects removed while their OSS was down leaked"
