@@ -1,11 +1,11 @@
 #!/bin/sh
 # Runs Loom's whole test suite: C unit tests and pytest integration tests against real servers,
-# first on a normal build, then the unit tests on an ASan+UBSan build. Starts everything it
+# first on a normal build, then both again on an ASan+UBSan build. Starts everything it
 # uses and stops it again.
 set -eu
 cd "$(dirname "$0")/.."
 scripts/deps.sh test
 make -s
 make -s test
-make -s asan-unit
+make -s asan
 echo "all tests passed"
