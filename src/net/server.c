@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/crc.h"
+#include "net/bulk.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "proto/codec.h"
@@ -202,7 +203,7 @@ static void conn_close(struct srv_conn *c, const char *why)
 	pthread_mutex_unlock(&c->lock);
 
 	if (c->req) {
-		free(c->req->bulk);
+		bulk_free(c->req->bulk);
 		free(c->req);
 		c->req = NULL;
 	}
@@ -273,7 +274,8 @@ static const char *conn_hdr_done(struct srv_conn *c)
 	req->conn_id = c->id;
 	if (h->bulk_len) {
 		/* Page-aligned, so that an OSS may hand it to O_DIRECT or io_uring unchanged. */
-		if (posix_memalign((void **)&req->bulk, 4096, h->bulk_len)) {
+		req->bulk = bulk_alloc(h->bulk_len);
+		if (!req->bulk) {
 			free(req);
 			return "out of memory for bulk data";
 		}
@@ -652,7 +654,7 @@ void srv_destroy(struct srv *s)
 }
 
 void srv_reply(struct srv_req *req, int status, const void *body, uint32_t body_len, void *bulk,
-	       uint32_t bulk_len, void (*bulk_free)(void *))
+	       uint32_t bulk_len, void (*release)(void *))
 {
 	struct srv_conn *c = req->conn;
 	struct srv *s = c->srv;
@@ -665,7 +667,7 @@ void srv_reply(struct srv_req *req, int status, const void *body, uint32_t body_
 	if (f) {
 		f->next = NULL;
 		f->bulk = bulk;
-		f->bulk_free = bulk_free;
+		f->bulk_free = release;
 		f->bulk_len = bulk ? bulk_len : 0;
 		f->hb_len = (uint32_t)sizeof(*h) + body_len;
 		f->sent = 0;
@@ -679,7 +681,7 @@ void srv_reply(struct srv_req *req, int status, const void *body, uint32_t body_
 		log_err("%s: out of memory for a reply to %s; dropping the connection", s->name,
 			lw_op_name(req->hdr.opcode));
 		if (bulk)
-			bulk_free ? bulk_free(bulk) : free(bulk);
+			release ? release(bulk) : free(bulk);
 	}
 
 	pthread_mutex_lock(&c->lock);
@@ -727,7 +729,7 @@ void srv_reply(struct srv_req *req, int status, const void *body, uint32_t body_
 		if (write(s->wake_fd, &one, sizeof(one)) < 0)
 			log_warn("%s: eventfd write: %s", s->name, strerror(errno));
 	}
-	free(req->bulk);
+	bulk_free(req->bulk);
 	free(req);
 	conn_unref(c);
 }
@@ -740,7 +742,7 @@ void srv_req_drop(struct srv_req *req)
 	c->inflight--;
 	c->inflight_bytes -= (uint64_t)req->hdr.body_len + req->hdr.bulk_len;
 	pthread_mutex_unlock(&c->lock);
-	free(req->bulk);
+	bulk_free(req->bulk);
 	free(req);
 	conn_unref(c);
 }

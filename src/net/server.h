@@ -24,7 +24,8 @@ struct srv_conn;
 struct srv_req {
 	struct lw_hdr hdr;
 	uint8_t *body;          /* hdr.body_len bytes, part of this allocation */
-	uint8_t *bulk;          /* hdr.bulk_len bytes (NULL when 0); srv_req_take_bulk() steals it */
+	uint8_t *bulk;          /* hdr.bulk_len bytes (NULL when 0), from bulk_alloc();
+	                         * srv_req_take_bulk() steals it */
 	struct srv_conn *conn;  /* held (referenced) until the reply */
 	uint64_t conn_id;
 	struct srv_req *next;   /* free for the program's queues */
@@ -63,14 +64,14 @@ void srv_destroy(struct srv *s);
 
 /*
  * Answers req and frees it. body (body_len bytes) is copied. bulk, when not NULL, is owned by the
- * reply from now on and released with bulk_free(bulk) (or free() if bulk_free is NULL) once sent
+ * reply from now on and released with release(bulk) (or free() if release is NULL) once sent
  * or dropped. status is 0 or a negative errno. Safe from any thread.
  */
 void srv_reply(struct srv_req *req, int status, const void *body, uint32_t body_len, void *bulk,
-	       uint32_t bulk_len, void (*bulk_free)(void *));
+	       uint32_t bulk_len, void (*release)(void *));
 /* Frees a request that will get no reply because the program is shutting down. */
 void srv_req_drop(struct srv_req *req);
-/* Takes the bulk buffer out of the request (the caller frees it with free()). */
+/* Takes the bulk buffer out of the request (the caller releases it with bulk_free()). */
 void *srv_req_take_bulk(struct srv_req *req);
 
 /* The peer's "a.b.c.d:port", for log lines. */

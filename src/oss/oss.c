@@ -15,6 +15,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "net/bulk.h"
 #include "net/reqq.h"
 #include "net/rpc.h"
 #include "net/server.h"
@@ -88,7 +89,7 @@ static void oss_serve(struct oss *oss, struct srv_req *req)
 
 	switch (op) {
 	case LW_OP_OST_READ:
-		if (io.length && posix_memalign(&buf, 4096, io.length)) {
+		if (io.length && !(buf = bulk_alloc(io.length))) {
 			rc = -ENOMEM;
 			break;
 		}
@@ -128,15 +129,15 @@ static void oss_serve(struct oss *oss, struct srv_req *req)
 		if (rc != -ENOSPC)
 			log_warn("OST%04x: %s of object %llx: %s", io.ost_idx, lw_op_name(op),
 				 (unsigned long long)io.objid, strerror(-rc));
-		free(buf);
+		bulk_free(buf);
 		srv_reply(req, rc, NULL, 0, NULL, 0, NULL);
 		return;
 	}
 	if (nread == 0) {
-		free(buf);
+		bulk_free(buf);
 		buf = NULL;
 	}
-	srv_reply(req, 0, &rep, sizeof(rep), buf, (uint32_t)nread, NULL);
+	srv_reply(req, 0, &rep, sizeof(rep), buf, (uint32_t)nread, bulk_free);
 }
 
 static void *worker_main(void *arg)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "net/bulk.h"
 #include "net/reqq.h"
 #include "proto/codec.h"
 #include "net/rpc.h"
@@ -46,7 +47,7 @@ static void *worker(void *arg)
 			rev[i] = req->body[n - 1 - i];
 		n = req->hdr.body_len;
 		bulk = srv_req_take_bulk(req);
-		srv_reply(req, 0, rev, n, bulk, req->hdr.bulk_len, NULL);
+		srv_reply(req, 0, rev, n, bulk, req->hdr.bulk_len, bulk_free);
 	}
 	return NULL;
 }
