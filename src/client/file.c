@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "client/internal.h"
+#include "loom/loom_ll.h"
 #include "client/path.h"
 #include "common/util.h"
 
@@ -28,8 +29,8 @@ static uint32_t wire_open_flags(int flags)
 	return (uint32_t)(flags & (O_ACCMODE | O_TRUNC | O_APPEND));
 }
 
-static int file_new(loom_fs *fs, int flags, const struct lw_attr *attr, uint64_t handle,
-		    struct loom_layout *layout, loom_file **out)
+static int file_new(loom_fs *fs, const struct loom_cred *cr, int flags, const struct lw_attr *attr,
+		    uint64_t handle, struct loom_layout *layout, loom_file **out)
 {
 	loom_file *f = calloc(1, sizeof(*f));
 
@@ -38,6 +39,7 @@ static int file_new(loom_fs *fs, int flags, const struct lw_attr *attr, uint64_t
 		return -ENOMEM;
 	}
 	f->fs = fs;
+	f->cred = *cr;
 	f->ino = attr->ino;
 	f->handle = handle;
 	f->flags = flags;
@@ -111,18 +113,26 @@ static int open_common(loom_fs *fs, const char *path, int flags, mode_t mode,
 		handle = orep.handle;
 	}
 opened:
+	return file_finish_open(fs, &cr, flags, &attr, handle, layout, created, out);
+}
+
+int file_finish_open(loom_fs *fs, const struct loom_cred *cr, int flags, const struct lw_attr *attr,
+		     uint64_t handle, struct loom_layout *layout, bool created, loom_file **out)
+{
+	int rc;
+
 	/* O_TRUNC: the MDS set the size to 0; the objects must lose their bytes too, or a later
 	 * extension of the file would show them again. */
 	if ((flags & O_TRUNC) && !created && layout && (flags & O_ACCMODE) != O_RDONLY) {
 		rc = io_punch(fs, layout, 0);
 		if (rc) {
 			struct timespec zero = { 0 };
-			mdc_close(fs, &cr, LW_OP_MDS_CLOSE, attr.ino, handle, 0, 0, zero, NULL);
+			mdc_close(fs, cr, LW_OP_MDS_CLOSE, attr->ino, handle, 0, 0, zero, NULL);
 			free(layout);
 			return rc;
 		}
 	}
-	return file_new(fs, flags, &attr, handle, layout, out);
+	return file_new(fs, cr, flags, attr, handle, layout, out);
 }
 
 int loom_open(loom_fs *fs, const char *path, int flags, mode_t mode, loom_file **out)
@@ -244,7 +254,6 @@ int loom_lseek(loom_file *f, off_t off, int whence, off_t *pos)
 /* Reports size and mtime of what this handle wrote. */
 static int report(loom_file *f, uint16_t op)
 {
-	struct loom_cred cr;
 	struct timespec mtime;
 	uint64_t size;
 	uint32_t flags = 0;
@@ -259,11 +268,12 @@ static int report(loom_file *f, uint16_t op)
 	pthread_mutex_unlock(&f->lock);
 	if (op == LW_OP_MDS_SIZE_UPDATE && !flags)
 		return 0;
-	fs_cred(f->fs, &cr);
-	rc = mdc_close(f->fs, &cr, op, f->ino, f->handle, flags, size, mtime, &attr);
-	if (rc == 0 && flags) {
+	rc = mdc_close(f->fs, &f->cred, op, f->ino, f->handle, flags, size, mtime, &attr);
+	if (rc == 0) {
 		pthread_mutex_lock(&f->lock);
-		f->dirty = false;
+		if (flags)
+			f->dirty = false;
+		f->attr = attr;
 		pthread_mutex_unlock(&f->lock);
 	}
 	return rc;
@@ -280,10 +290,19 @@ int loom_fsync(loom_file *f)
 	return rc;
 }
 
+int loom_flush(loom_file *f)
+{
+	return report(f, LW_OP_MDS_SIZE_UPDATE);
+}
+
+uint64_t loom_file_ino(const loom_file *f)
+{
+	return f->ino;
+}
+
 int loom_ftruncate(loom_file *f, off_t size)
 {
 	struct lw_setattr sa = { .ino = f->ino, .valid = LW_SA_SIZE | LW_SA_FH };
-	struct loom_cred cr;
 	struct lw_attr attr;
 	int rc;
 
@@ -294,8 +313,7 @@ int loom_ftruncate(loom_file *f, off_t size)
 	if ((uint64_t)size > LOOM_MAX_FILE_SIZE)
 		return -EFBIG;
 	sa.size = (uint64_t)size;
-	fs_cred(f->fs, &cr);
-	rc = mdc_setattr(f->fs, &cr, &sa, &attr);
+	rc = mdc_setattr(f->fs, &f->cred, &sa, &attr);
 	if (rc == 0 && f->layout)
 		rc = io_punch(f->fs, f->layout, (uint64_t)size);
 	if (rc == 0) {
@@ -308,12 +326,10 @@ int loom_ftruncate(loom_file *f, off_t size)
 
 int loom_fstat(loom_file *f, struct stat *st)
 {
-	struct loom_cred cr;
 	struct lw_attr attr;
 	int rc;
 
-	fs_cred(f->fs, &cr);
-	rc = mdc_getattr(f->fs, &cr, f->ino, &attr);
+	rc = mdc_getattr(f->fs, &f->cred, f->ino, &attr);
 	if (rc == -ENOENT) {
 		attr = f->attr; /* unlinked while open: what we know */
 		attr.nlink = 0;
@@ -321,13 +337,29 @@ int loom_fstat(loom_file *f, struct stat *st)
 	}
 	if (rc)
 		return rc;
-	/* Our own writes not yet reported are part of the file for us. */
+	/* Our own writes not yet reported are part of the file for us; growth by others that the
+	 * MDS has heard of is part of it too. */
 	pthread_mutex_lock(&f->lock);
 	if (f->dirty && f->size > attr.size)
 		attr.size = f->size;
+	else if (!f->dirty && attr.size > f->size)
+		f->size = attr.size;
+	f->attr = attr;
 	pthread_mutex_unlock(&f->lock);
 	attr_to_stat(&attr, st);
 	return 0;
+}
+
+void loom_file_attr(loom_file *f, struct stat *st)
+{
+	struct lw_attr attr;
+
+	pthread_mutex_lock(&f->lock);
+	attr = f->attr;
+	if (f->size > attr.size || f->dirty)
+		attr.size = f->size;
+	pthread_mutex_unlock(&f->lock);
+	attr_to_stat(&attr, st);
 }
 
 int loom_close(loom_file *f)

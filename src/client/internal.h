@@ -52,6 +52,7 @@ struct loom_fs {
 
 struct loom_file {
 	loom_fs *fs;
+	struct loom_cred cred;     /* who opened it: reports go out in that name */
 	uint64_t ino;
 	uint64_t handle;
 	int flags;                 /* open flags */
@@ -120,6 +121,7 @@ int mdc_getxattr(loom_fs *fs, const struct loom_cred *cr, uint16_t op, uint64_t 
 int mdc_setxattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, const char *name,
 		 const void *value, size_t vlen, uint32_t flags);
 int mdc_removexattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, const char *name);
+int mdc_access(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t mask);
 int mdc_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t open_flags,
 	     struct lw_open_rep *rep, struct loom_layout **layout_out);
 /* MDS_CLOSE or MDS_SIZE_UPDATE. */
@@ -143,7 +145,14 @@ int io_punch(loom_fs *fs, const struct loom_layout *l, uint64_t new_size);
 /* fsync of every object. */
 int io_sync(loom_fs *fs, const struct loom_layout *l);
 
-/* attr.c */
+/* file.c */
+/* Completes an open that the MDS granted: with O_TRUNC cuts the objects (the MDS already set the
+ * size to 0), then makes the handle. Takes ownership of layout. On failure the MDS handle is
+ * closed again. */
+int file_finish_open(loom_fs *fs, const struct loom_cred *cr, int flags, const struct lw_attr *attr,
+		     uint64_t handle, struct loom_layout *layout, bool created, loom_file **out);
+
+/* api.c */
 void attr_to_stat(const struct lw_attr *a, struct stat *st);
 
 #endif

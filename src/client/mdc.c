@@ -367,6 +367,14 @@ int mdc_removexattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, const
 	return mdc_call_fixed(fs, cr, LW_OP_MDS_REMOVEXATTR, &b, NULL, 0);
 }
 
+int mdc_access(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t mask)
+{
+	struct lw_access_req req = { .ino = ino, .mask = mask };
+	struct mdc_body b = { { &req }, { sizeof(req) } };
+
+	return mdc_call_fixed(fs, cr, LW_OP_MDS_ACCESS, &b, NULL, 0);
+}
+
 int mdc_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t open_flags,
 	     struct lw_open_rep *rep, struct loom_layout **layout_out)
 {

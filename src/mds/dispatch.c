@@ -43,6 +43,7 @@ static bool op_is_read_only(uint16_t op)
 	case LW_OP_MDS_GETXATTR:
 	case LW_OP_MDS_LISTXATTR:
 	case LW_OP_MDS_GETLAYOUT:
+	case LW_OP_MDS_ACCESS:
 	case LW_OP_MDS_OST_TABLE:
 	case LW_OP_MDS_OST_HEARTBEAT: /* memory only */
 		return true;
@@ -440,6 +441,8 @@ static int exec(struct mds *m, struct mdt_txn *t, struct srv_req *req, const str
 				       q->u.xattr.name.len, now);
 	case LW_OP_MDS_OPEN:
 		return exec_open(m, t, req, q, now, r);
+	case LW_OP_MDS_ACCESS:
+		return mdt_access(t, &q->cred, q->u.access.ino, q->u.access.mask);
 	case LW_OP_MDS_CLOSE:
 	case LW_OP_MDS_SIZE_UPDATE:
 		return exec_close(m, t, req, q, bs, r);

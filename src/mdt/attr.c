@@ -153,6 +153,17 @@ int mdt_open(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino, uint32
 	return 0;
 }
 
+int mdt_access(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino, uint32_t mask)
+{
+	struct mdt_inode in;
+	int rc = mdt_inode_get(t, ino, &in);
+
+	/* R_OK, W_OK and X_OK have the values of MDT_MAY_READ, _WRITE and _EXEC. */
+	if (rc == 0 && mask)
+		rc = mdt_may(cr, &in, (int)mask);
+	return rc;
+}
+
 int mdt_size_update(struct mdt_txn *t, uint64_t ino, uint32_t flags, uint64_t size,
 		    struct timespec mtime, struct lw_attr *out)
 {

@@ -184,6 +184,9 @@ int mdt_removexattr(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino,
 int mdt_open(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino, uint32_t open_flags,
 	     struct timespec now, struct lw_attr *out, struct loom_layout **layout_out);
 
+/* access(2): mask of R_OK (4), W_OK (2), X_OK (1), or 0 for existence; 0 or -EACCES (-ENOENT). */
+int mdt_access(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino, uint32_t mask);
+
 /* Data written through a handle: size = max(size, given) with LW_CL_SIZE (-EINVAL for a
  * non-regular file, -EFBIG beyond 2^62); mtime = ctime = given with LW_CL_MTIME. A missing inode
  * (unlinked and released) is -ENOENT. No permission check: the handle was checked at open. */

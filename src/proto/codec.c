@@ -510,6 +510,11 @@ int lw_mds_req_decode(uint16_t op, const void *body, uint32_t len, struct lw_mds
 	case LW_OP_MDS_OPEN:
 		lw_rd_fixed(&r, &out->u.open, sizeof(out->u.open));
 		break;
+	case LW_OP_MDS_ACCESS:
+		lw_rd_fixed(&r, &out->u.access, sizeof(out->u.access));
+		if (!r.err && (out->u.access.mask & ~7u))
+			r.err = -EINVAL;
+		break;
 	case LW_OP_MDS_CLOSE:
 	case LW_OP_MDS_SIZE_UPDATE:
 		lw_rd_fixed(&r, &out->u.close, sizeof(out->u.close));

@@ -119,6 +119,7 @@ struct lw_mds_req {
 			const void *value;   /* SETXATTR: f.size bytes */
 		} xattr;
 		struct lw_open_req open;
+		struct lw_access_req access;
 		struct lw_close_req close; /* CLOSE, SIZE_UPDATE */
 		struct {
 			struct lw_setlayout_req f;

@@ -67,6 +67,7 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "Loom's wire image ass
 	X(MDS_OST_TABLE,    0x0118, MDS)                \
 	X(MDS_OST_REGISTER, 0x0119, MDS)                \
 	X(MDS_OST_HEARTBEAT,0x011A, MDS)                \
+	X(MDS_ACCESS,       0x011B, MDS)                \
 	/* objects, served by loom-oss */               \
 	X(OST_READ,         0x0201, OSS)                \
 	X(OST_WRITE,        0x0202, OSS)                \
@@ -395,6 +396,15 @@ struct lw_xattr_req {
 	uint16_t pad[3];
 };
 _Static_assert(sizeof(struct lw_xattr_req) == 24, "lw_xattr_req");
+
+/* MDS_ACCESS: request lw_access_req; reply empty. access(2): mask is R_OK|W_OK|X_OK (F_OK 0),
+ * checked as an open or an exec would be. -EACCES when not allowed. */
+struct lw_access_req {
+	uint64_t ino;
+	uint32_t mask;
+	uint32_t pad;
+};
+_Static_assert(sizeof(struct lw_access_req) == 16, "lw_access_req");
 
 /* MDS_OPEN: request lw_open_req. Reply lw_open_rep [+ lw_layout + objects for a regular file].
  * The MDS checks access for open_flags' access mode (and O_TRUNC). A handle keeps an unlinked

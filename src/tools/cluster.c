@@ -38,6 +38,7 @@ struct cluster {
 	int osts;
 	char mds_bin[PATH_MAX];
 	char oss_bin[PATH_MAX];
+	char mount[PATH_MAX];    /* where `up --mount` mounted it, "" if nowhere */
 };
 
 static void sleep_ms(long ms)
@@ -96,8 +97,8 @@ static void conf_load(struct cluster *c)
 	if (file_read_all(path, &buf, NULL) != 0)
 		return;
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char key[32], val[64];
-		if (sscanf(line, "%31[^=]=%63s", key, val) != 2)
+		char key[32], val[PATH_MAX];
+		if (sscanf(line, "%31[^=]=%4095s", key, val) != 2)
 			continue;
 		if (!strcmp(key, "fsname"))
 			snprintf(c->fsname, sizeof(c->fsname), "%s", val);
@@ -105,17 +106,20 @@ static void conf_load(struct cluster *c)
 			c->port = (unsigned)atoi(val);
 		else if (!strcmp(key, "osts") && c->osts == 0)
 			c->osts = atoi(val);
+		else if (!strcmp(key, "mount") && !c->mount[0])
+			snprintf(c->mount, sizeof(c->mount), "%s", val);
 	}
 	free(buf);
 }
 
 static int conf_save(const struct cluster *c)
 {
-	char path[PATH_MAX + 32], buf[256];
+	char path[PATH_MAX + 32], buf[PATH_MAX + 256];
 	int n, rc;
 
 	snprintf(path, sizeof(path), "%s/cluster.conf", c->dir);
-	n = snprintf(buf, sizeof(buf), "fsname=%s\nport=%u\nosts=%d\n", c->fsname, c->port, c->osts);
+	n = snprintf(buf, sizeof(buf), "fsname=%s\nport=%u\nosts=%d\n%s%s%s", c->fsname, c->port, c->osts,
+		     c->mount[0] ? "mount=" : "", c->mount, c->mount[0] ? "\n" : "");
 	rc = file_write_atomic(path, buf, (size_t)n);
 	if (rc)
 		return rc;
@@ -231,6 +235,28 @@ static int run_wait(const struct cluster *c, const char *name, char *const argv[
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
 }
 
+/* Runs a system command (found in PATH) quietly; 0 if it succeeded. */
+static int run_cmd(char *const argv[])
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int nul = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (nul >= 0) {
+			dup2(nul, STDOUT_FILENO);
+			dup2(nul, STDERR_FILENO);
+		}
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) < 0)
+		return -errno;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
+}
+
 static bool exists(const char *fmt, const char *dir, int k)
 {
 	char path[PATH_MAX + 64];
@@ -318,6 +344,56 @@ static int wait_osts(const struct cluster *c, int want)
 	return -ETIMEDOUT;
 }
 
+/* Is dir a mount point of a Loom file system right now? */
+static bool is_loom_mount(const char *dir)
+{
+	FILE *f = fopen("/proc/self/mounts", "re");
+	char src[512], mnt[PATH_MAX], type[64];
+	bool found = false;
+
+	if (!f)
+		return false;
+	while (fscanf(f, "%511s %4095s %63s %*[^\n]", src, mnt, type) == 3)
+		if (!strcmp(mnt, dir) && !strcmp(type, "fuse.loom"))
+			found = true;
+	fclose(f);
+	return found;
+}
+
+static int mount_fs(struct cluster *c)
+{
+	char bin[PATH_MAX], spec[128];
+	char *argv[] = { bin, spec, c->mount, NULL };
+	int rc;
+
+	if (is_loom_mount(c->mount))
+		return 0;
+	if (find_bin("loom-mount", "fuse", bin, sizeof(bin))) {
+		fprintf(stderr, "loom cluster: cannot find loom-mount (set LOOM_BIN_DIR)\n");
+		return -ENOENT;
+	}
+	rc = mkdir_p(c->mount, 0755);
+	if (rc)
+		return rc;
+	snprintf(spec, sizeof(spec), "127.0.0.1:%u:/%s", c->port, c->fsname);
+	/* loom-mount returns once the mount is in place and serves it in the background. */
+	return run_wait(c, "mount", argv);
+}
+
+static void unmount_fs(const struct cluster *c)
+{
+	char *argv[] = { "umount", (char *)c->mount, NULL };
+	char *lazy[] = { "umount", "-l", (char *)c->mount, NULL };
+	char *user[] = { "fusermount3", "-u", (char *)c->mount, NULL };
+
+	if (!c->mount[0] || !is_loom_mount(c->mount))
+		return;
+	if (run_cmd(argv) == 0 || run_cmd(user) == 0)
+		return;
+	fprintf(stderr, "loom cluster: %s is busy; detaching it (lazy unmount)\n", c->mount);
+	run_cmd(lazy);
+}
+
 static int cluster_up(struct cluster *c)
 {
 	char sub[PATH_MAX + 16], target[PATH_MAX + 16];
@@ -387,9 +463,20 @@ static int cluster_up(struct cluster *c)
 	}
 	if (wait_osts(c, c->osts))
 		return 1;
+	if (c->mount[0]) {
+		rc = mount_fs(c);
+		if (rc) {
+			fprintf(stderr, "loom cluster: mounting on %s failed (%s); see %s/log/mount.log\n",
+				c->mount, strerror(-rc), c->dir);
+			return 1;
+		}
+	}
 	printf("Loom file system '%s' is up: MDS at 127.0.0.1:%u, %d OSS with one OST each, under %s\n",
 	       c->fsname, c->port, c->osts, c->dir);
 	printf("  export LOOM_FS=127.0.0.1:%u   (or: loom --config %s/loom.conf ...)\n", c->port, c->dir);
+	if (c->mount[0])
+		printf("  mounted on %s (mount -t loom 127.0.0.1:%u:/%s DIR mounts it elsewhere)\n", c->mount,
+		       c->port, c->fsname);
 	return 0;
 }
 
@@ -427,7 +514,9 @@ static int cluster_down(struct cluster *c)
 	char target[PATH_MAX + 16];
 	int stopped = 0;
 
-	/* OSSs first: they would otherwise spin reconnecting to a vanished MDS. */
+	/* The mount first, while the servers can still answer its last requests; then OSSs, which
+	 * would otherwise spin reconnecting to a vanished MDS. */
+	unmount_fs(c);
 	for (int k = 0; k < MAX_CLUSTER_OSTS; k++) {
 		char name[16];
 		snprintf(name, sizeof(name), "oss%d", k);
@@ -449,6 +538,8 @@ static int cluster_status(struct cluster *c)
 	snprintf(target, sizeof(target), "%s/mdt", c->dir);
 	pid = running_pid(c, "mds", "loom-mds", target);
 	printf("file system %s, MDS 127.0.0.1:%u\n", c->fsname, c->port);
+	if (c->mount[0])
+		printf("  mount  %s %s\n", c->mount, is_loom_mount(c->mount) ? "mounted" : "not mounted");
 	printf("  mds    %s", pid ? "running" : "stopped");
 	if (pid)
 		printf(" (pid %d)", (int)pid);
@@ -474,16 +565,17 @@ int cmd_cluster(struct tool_ctx *ctx, int argc, char **argv)
 	static const struct option opts[] = {
 		{ "dir", required_argument, NULL, 'd' },    { "osts", required_argument, NULL, 'n' },
 		{ "fsname", required_argument, NULL, 'f' }, { "port", required_argument, NULL, 'p' },
+		{ "mount", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 },
 	};
 	struct cluster c = { 0 };
-	const char *dir = NULL, *verb;
+	const char *dir = NULL, *verb, *mnt = NULL;
 	int ch, osts = 0;
 	long port = -1;
 
 	(void)ctx;
 	if (argc < 2 || argv[1][0] == '-') {
-		fprintf(stderr, "usage: loom cluster up|down|status --dir DIR [--osts N] [--fsname NAME] [--port PORT]\n");
+		fprintf(stderr, "usage: loom cluster up|down|status --dir DIR [--osts N] [--fsname NAME] [--port PORT] [--mount MNT]\n");
 		return 2;
 	}
 	verb = argv[1];
@@ -505,6 +597,7 @@ int cmd_cluster(struct tool_ctx *ctx, int argc, char **argv)
 			}
 			snprintf(c.fsname, sizeof(c.fsname), "%s", optarg);
 			break;
+		case 'm': mnt = optarg; break;
 		case 'p':
 			port = atol(optarg);
 			if (port < 0 || port > 65535) {
@@ -513,10 +606,12 @@ int cmd_cluster(struct tool_ctx *ctx, int argc, char **argv)
 			}
 			break;
 		case 'h':
-			printf("usage: loom cluster up|down|status --dir DIR [--osts N] [--fsname NAME] [--port PORT]\n"
+			printf("usage: loom cluster up|down|status --dir DIR [--osts N] [--fsname NAME] [--port PORT] [--mount MNT]\n"
 			       "  up      format (the first time) and start an MDS and N OSS (default 4) on\n"
-			       "          127.0.0.1 under DIR; starts again whatever is not running\n"
-			       "  down    stop the processes started under DIR\n"
+			       "          127.0.0.1 under DIR; starts again whatever is not running;\n"
+			       "          with --mount, mounts the file system on MNT too\n"
+			       "  down    unmount it, and stop the processes started under DIR\n"
+
 			       "  status  show which of them run (exit 3 if any does not)\n");
 			return 0;
 		default: return 2;
@@ -533,6 +628,8 @@ int cmd_cluster(struct tool_ctx *ctx, int argc, char **argv)
 		snprintf(keep_fsname, sizeof(keep_fsname), "%s", c.fsname);
 		c.osts = osts;
 		conf_load(&c);
+		if (strcmp(verb, "up") == 0)
+			c.mount[0] = '\0'; /* up mounts only where --mount says, this time */
 		if (osts > c.osts)
 			c.osts = osts;
 		if (keep_fsname[0] && c.fsname[0] && strcmp(keep_fsname, c.fsname) && exists("%s/mdt/data.mdb", c.dir, 0)) {
@@ -544,6 +641,10 @@ int cmd_cluster(struct tool_ctx *ctx, int argc, char **argv)
 	}
 	if (c.osts == 0)
 		c.osts = 4;
+	if (mnt) {
+		if (mkdir_p(mnt, 0755) || !realpath(mnt, c.mount))
+			return tool_fail("cluster", mnt, errno);
+	}
 	if (port >= 0 && !exists("%s/cluster.conf", c.dir, 0))
 		c.port = (unsigned)port;
 

@@ -1,0 +1,128 @@
+/*
+ * libloom's inode-level API, for file system front ends such as the FUSE mount.
+ *
+ * Calls name inodes by number (the root is LOOM_ROOT_INO) and entries by (directory inode,
+ * name), as the kernel's VFS does, and carry the identity of the process they act for. Inode
+ * numbers are never reused, so a front end may keep them as long as it likes (the generation is
+ * always 1). Conventions are those of loom.h: 0 or a negative errno; no symlink is ever followed.
+ */
+#ifndef LOOM_LOOM_LL_H
+#define LOOM_LOOM_LL_H
+
+#include <stdbool.h>
+
+#include "loom/loom.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Errors: -ENOENT, -ENOTDIR, -EACCES (no search permission on parent). */
+int loom_ll_lookup(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
+		   struct stat *st);
+int loom_ll_getattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, struct stat *st);
+
+#define LOOM_SET_MODE      0x001u
+#define LOOM_SET_UID       0x002u
+#define LOOM_SET_GID       0x004u
+#define LOOM_SET_SIZE      0x008u
+#define LOOM_SET_ATIME     0x010u
+#define LOOM_SET_MTIME     0x020u
+#define LOOM_SET_ATIME_NOW 0x040u
+#define LOOM_SET_MTIME_NOW 0x080u
+#define LOOM_SET_CTIME     0x100u
+
+struct loom_setattr {
+	unsigned int valid; /* LOOM_SET_* */
+	mode_t mode;
+	uid_t uid;
+	gid_t gid;
+	off_t size;
+	struct timespec atime;
+	struct timespec mtime;
+	struct timespec ctime;
+};
+
+/*
+ * chmod, chown, utimensat and truncate, with Linux's rules. f, when the caller holds the file
+ * open (ftruncate, futimens), lets a writable handle truncate whatever the mode says, and its
+ * unreported writes count. A size change also cuts the objects on the OSTs.
+ * Errors: -EPERM, -EACCES, -EISDIR (size of a directory), -EFBIG, -EINVAL.
+ */
+int loom_ll_setattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino,
+		    const struct loom_setattr *sa, loom_file *f, struct stat *st);
+
+/* Regular files, fifos, sockets, devices (by S_IFMT of mode). mode is used as given: the caller
+ * applies any umask. Errors: -EEXIST, -ENOSPC (no OST for a regular file's stripes). */
+int loom_ll_mknod(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
+		  mode_t mode, dev_t rdev, struct stat *st);
+int loom_ll_mkdir(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
+		  mode_t mode, struct stat *st);
+int loom_ll_unlink(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name);
+int loom_ll_rmdir(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name);
+/* flags: LOOM_RENAME_NOREPLACE, LOOM_RENAME_EXCHANGE. */
+int loom_ll_rename(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
+		   uint64_t newparent, const char *newname, unsigned int flags);
+int loom_ll_link(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t newparent,
+		 const char *newname, struct stat *st);
+int loom_ll_symlink(loom_fs *fs, const struct loom_cred *cr, const char *target, uint64_t parent,
+		    const char *name, struct stat *st);
+/* As loom_readlink. */
+int loom_ll_readlink(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, char *buf, size_t cap,
+		     size_t *len);
+
+/* access(2): mask of R_OK, W_OK, X_OK (F_OK = 0), checked by the MDS. Errors: -EACCES. */
+int loom_ll_access(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, int mask);
+
+/* Opens an inode (the MDS checks the access mode). *st holds the attributes as of the open, from
+ * the MDS, so a front end can tell whether cached data is still valid. Reads and writes then use
+ * loom_pread/loom_pwrite/loom_fsync/loom_close. The file acts with the identity given here. */
+int loom_ll_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, int flags, loom_file **out,
+		 struct stat *st);
+/* Creates (or with !(flags & O_EXCL) opens an existing) regular file and opens it. mode as given.
+ * Errors: -EEXIST (O_EXCL), -EISDIR. */
+int loom_ll_create(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
+		   mode_t mode, int flags, loom_file **out, struct stat *st);
+/* Reports the size and mtime of what f wrote to the MDS, without closing: after it returns,
+ * every later open anywhere sees the data (close-to-open). A no-op when nothing was written. */
+int loom_flush(loom_file *f);
+/* The inode a file handle is open on. */
+uint64_t loom_file_ino(const loom_file *f);
+/* The file's attributes as this handle last heard them from the MDS (at open, fstat, flush or
+ * fsync), with its own writes counted. No request is sent. */
+void loom_file_attr(loom_file *f, struct stat *st);
+
+/*
+ * Lists a directory from `cookie` (0 at the start). For each entry, calls fn with the entry, its
+ * attributes when plus (else NULL) and the cookie that resumes after it; fn returns nonzero to
+ * stop (its buffer is full), and that entry counts as not delivered. *eof tells whether the end
+ * was reached. Errors: -ENOTDIR, -EACCES.
+ */
+typedef int (*loom_ll_dirent_fn)(void *arg, const struct loom_dirent *ent, const struct stat *st,
+				 uint64_t next_cookie);
+int loom_ll_readdir(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t cookie,
+		    bool plus, size_t max_bytes, loom_ll_dirent_fn fn, void *arg, bool *eof);
+
+int loom_ll_getxattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, const char *name,
+		     void *buf, size_t cap, size_t *len);
+int loom_ll_setxattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, const char *name,
+		     const void *value, size_t len, int flags);
+int loom_ll_listxattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, char *buf, size_t cap,
+		      size_t *len);
+int loom_ll_removexattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, const char *name);
+
+/* As loom_getlayout / loom_setlayout / loom_dellayout, by inode. */
+int loom_ll_getlayout(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, struct loom_layout **out);
+int loom_ll_setlayout(loom_fs *fs, const struct loom_cred *cr, uint64_t ino,
+		      const struct loom_layout *layout);
+int loom_ll_dellayout(loom_fs *fs, const struct loom_cred *cr, uint64_t ino);
+
+/* The wire image of a layout (what the "loom.lov" virtual xattr holds), and back. */
+int loom_layout_to_xattr(const struct loom_layout *l, void *buf, size_t cap, size_t *len);
+int loom_layout_from_xattr(const void *buf, size_t len, struct loom_layout **out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,315 @@
+/* The inode-level API (loom_ll.h): what the FUSE mount calls. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "client/internal.h"
+#include "common/util.h"
+#include "loom/loom_ll.h"
+
+static int stat_reply(int rc, const struct lw_attr *attr, struct stat *st)
+{
+	if (rc == 0 && st)
+		attr_to_stat(attr, st);
+	return rc;
+}
+
+int loom_ll_lookup(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
+		   struct stat *st)
+{
+	struct lw_attr attr;
+
+	return stat_reply(mdc_lookup(fs, cr, parent, name, strlen(name), &attr), &attr, st);
+}
+
+int loom_ll_getattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, struct stat *st)
+{
+	struct lw_attr attr;
+
+	return stat_reply(mdc_getattr(fs, cr, ino, &attr), &attr, st);
+}
+
+int loom_ll_setattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino,
+		    const struct loom_setattr *sa, loom_file *f, struct stat *st)
+{
+	struct lw_setattr w = { .ino = ino, .valid = sa->valid & LW_SA_ALL };
+	struct loom_layout *layout = NULL;
+	struct lw_attr attr;
+	int rc;
+
+	_Static_assert(LOOM_SET_MODE == LW_SA_MODE && LOOM_SET_SIZE == LW_SA_SIZE &&
+			       LOOM_SET_MTIME_NOW == LW_SA_MTIME_NOW && LOOM_SET_CTIME == LW_SA_CTIME,
+		       "LOOM_SET_* are the wire's LW_SA_*");
+	if (sa->valid & ~(LW_SA_ALL & ~LW_SA_FH))
+		return -EINVAL;
+	if ((sa->valid & LOOM_SET_SIZE) && sa->size < 0)
+		return -EINVAL;
+	w.mode = sa->mode & 07777;
+	w.uid = sa->uid;
+	w.gid = sa->gid;
+	w.size = (uint64_t)sa->size;
+	w.atime = sa->atime.tv_sec;
+	w.atime_ns = (uint32_t)sa->atime.tv_nsec;
+	w.mtime = sa->mtime.tv_sec;
+	w.mtime_ns = (uint32_t)sa->mtime.tv_nsec;
+	w.ctime = sa->ctime.tv_sec;
+	w.ctime_ns = (uint32_t)sa->ctime.tv_nsec;
+	if (f && (f->flags & O_ACCMODE) != O_RDONLY)
+		w.valid |= LW_SA_FH;
+	rc = mdc_setattr(fs, cr, &w, &attr);
+	if (rc || !(sa->valid & LOOM_SET_SIZE) || !S_ISREG(attr.mode))
+		return stat_reply(rc, &attr, st);
+
+	/* The MDS has the new size: cut the objects to match, so that a later extension reads
+	 * zeros where the old bytes were. */
+	if (f && f->layout) {
+		rc = io_punch(fs, f->layout, w.size);
+	} else {
+		rc = mdc_getlayout(fs, cr, ino, &layout);
+		if (rc == 0)
+			rc = io_punch(fs, layout, w.size);
+		free(layout);
+	}
+	if (rc == 0 && f) {
+		pthread_mutex_lock(&f->lock);
+		f->size = w.size;
+		pthread_mutex_unlock(&f->lock);
+	}
+	return stat_reply(rc, &attr, st);
+}
+
+int loom_ll_mknod(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
+		  mode_t mode, dev_t rdev, struct stat *st)
+{
+	struct lw_create_rep rep;
+	int rc;
+
+	if ((mode & S_IFMT) == 0)
+		mode |= S_IFREG;
+	if (S_ISDIR(mode) || S_ISLNK(mode))
+		return -EINVAL; /* mkdir and symlink have their own calls */
+	rc = mdc_create(fs, cr, parent, name, strlen(name), mode, (uint32_t)rdev, LW_CR_EXCL, 0, NULL,
+			&rep, NULL);
+	return stat_reply(rc, &rep.attr, st);
+}
+
+int loom_ll_mkdir(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
+		  mode_t mode, struct stat *st)
+{
+	struct lw_attr attr;
+
+	return stat_reply(mdc_mkdir(fs, cr, parent, name, strlen(name), mode & 07777, &attr), &attr, st);
+}
+
+int loom_ll_unlink(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name)
+{
+	return mdc_unlink(fs, cr, LW_OP_MDS_UNLINK, parent, name, strlen(name));
+}
+
+int loom_ll_rmdir(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name)
+{
+	return mdc_unlink(fs, cr, LW_OP_MDS_RMDIR, parent, name, strlen(name));
+}
+
+int loom_ll_rename(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
+		   uint64_t newparent, const char *newname, unsigned int flags)
+{
+	if (flags & ~(LOOM_RENAME_NOREPLACE | LOOM_RENAME_EXCHANGE))
+		return -EINVAL;
+	return mdc_rename(fs, cr, parent, name, strlen(name), newparent, newname, strlen(newname), flags);
+}
+
+int loom_ll_link(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t newparent,
+		 const char *newname, struct stat *st)
+{
+	struct lw_attr attr;
+
+	return stat_reply(mdc_link(fs, cr, ino, newparent, newname, strlen(newname), &attr), &attr, st);
+}
+
+int loom_ll_symlink(loom_fs *fs, const struct loom_cred *cr, const char *target, uint64_t parent,
+		    const char *name, struct stat *st)
+{
+	struct lw_attr attr;
+
+	return stat_reply(mdc_symlink(fs, cr, parent, name, strlen(name), target, strlen(target), &attr),
+			  &attr, st);
+}
+
+int loom_ll_readlink(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, char *buf, size_t cap,
+		     size_t *len)
+{
+	return mdc_readlink(fs, cr, ino, buf, cap, len);
+}
+
+int loom_ll_access(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, int mask)
+{
+	if (mask & ~7)
+		return -EINVAL;
+	return mdc_access(fs, cr, ino, (uint32_t)mask);
+}
+
+int loom_ll_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, int flags, loom_file **out,
+		 struct stat *st)
+{
+	struct loom_layout *layout = NULL;
+	struct lw_open_rep rep;
+	int rc;
+
+	rc = mdc_open(fs, cr, ino, (uint32_t)(flags & (O_ACCMODE | O_TRUNC | O_APPEND | O_NOATIME | O_DIRECTORY)),
+		      &rep, &layout);
+	if (rc)
+		return rc;
+	rc = file_finish_open(fs, cr, flags, &rep.attr, rep.handle, layout, false, out);
+	return stat_reply(rc, &rep.attr, st);
+}
+
+int loom_ll_create(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
+		   mode_t mode, int flags, loom_file **out, struct stat *st)
+{
+	struct loom_layout *layout = NULL;
+	struct lw_create_rep rep;
+	uint32_t cflags = LW_CR_OPEN | ((flags & O_EXCL) ? LW_CR_EXCL : 0);
+	int rc;
+
+	rc = mdc_create(fs, cr, parent, name, strlen(name), S_IFREG | (mode & 07777), 0, cflags,
+			(uint32_t)(flags & (O_ACCMODE | O_TRUNC | O_APPEND)), NULL, &rep, &layout);
+	if (rc)
+		return rc;
+	if (!S_ISREG(rep.attr.mode)) {
+		/* An existing fifo or device: opened through the MDS like any inode. */
+		struct timespec zero = { 0 };
+		mdc_close(fs, cr, LW_OP_MDS_CLOSE, rep.attr.ino, rep.handle, 0, 0, zero, NULL);
+		free(layout);
+		return -EEXIST;
+	}
+	rc = file_finish_open(fs, cr, flags, &rep.attr, rep.handle, layout,
+			      (rep.flags & LW_CRR_CREATED) != 0, out);
+	return stat_reply(rc, &rep.attr, st);
+}
+
+struct rd_state {
+	loom_ll_dirent_fn fn;
+	void *arg;
+};
+
+int loom_ll_readdir(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t cookie,
+		    bool plus, size_t max_bytes, loom_ll_dirent_fn fn, void *arg, bool *eof)
+{
+	struct lw_readdir_rep rep;
+	struct lw_rd rd;
+	void *page = NULL;
+	uint32_t page_len;
+	int rc;
+
+	*eof = false;
+	/* Entries on the wire are a little larger than in a FUSE buffer; ask for about as many. */
+	rc = mdc_readdir(fs, cr, ino, cookie, (uint32_t)MIN(max_bytes * 2, 128u << 10), plus, &page,
+			 &page_len);
+	if (rc)
+		return rc;
+	memcpy(&rep, page, sizeof(rep));
+	lw_rd_init(&rd, (uint8_t *)page + sizeof(rep), page_len - sizeof(rep));
+	for (uint32_t i = 0; i < rep.count; i++) {
+		struct lw_dirent de;
+		struct lw_attr attr;
+		struct loom_dirent ent;
+		struct stat st;
+		const char *name;
+
+		rc = lw_readdir_next(&rd, (uint8_t *)page + sizeof(rep), plus, &de, &name, &attr);
+		if (rc)
+			goto out;
+		ent.ino = de.ino;
+		ent.type = (unsigned char)de.type;
+		memcpy(ent.name, name, de.namelen);
+		ent.name[de.namelen] = '\0';
+		if (plus)
+			attr_to_stat(&attr, &st);
+		if (fn(arg, &ent, plus ? &st : NULL, de.cookie))
+			goto out; /* the caller's buffer is full: it resumes from its last cookie */
+	}
+	*eof = rep.eof != 0;
+out:
+	free(page);
+	return rc;
+}
+
+int loom_ll_getxattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, const char *name,
+		     void *buf, size_t cap, size_t *len)
+{
+	return mdc_getxattr(fs, cr, LW_OP_MDS_GETXATTR, ino, name, buf, cap, len);
+}
+
+int loom_ll_setxattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, const char *name,
+		     const void *value, size_t len, int flags)
+{
+	if (flags & ~(LOOM_XATTR_CREATE | LOOM_XATTR_REPLACE))
+		return -EINVAL;
+	return mdc_setxattr(fs, cr, ino, name, value, len, (uint32_t)flags);
+}
+
+int loom_ll_listxattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, char *buf, size_t cap,
+		      size_t *len)
+{
+	return mdc_getxattr(fs, cr, LW_OP_MDS_LISTXATTR, ino, NULL, buf, cap, len);
+}
+
+int loom_ll_removexattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, const char *name)
+{
+	return mdc_removexattr(fs, cr, ino, name);
+}
+
+int loom_ll_getlayout(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, struct loom_layout **out)
+{
+	return mdc_getlayout(fs, cr, ino, out);
+}
+
+int loom_ll_setlayout(loom_fs *fs, const struct loom_cred *cr, uint64_t ino,
+		      const struct loom_layout *layout)
+{
+	struct loom_layout *res = NULL;
+	int rc = mdc_setlayout(fs, cr, ino, 0, layout, &res);
+
+	free(res);
+	return rc;
+}
+
+int loom_ll_dellayout(loom_fs *fs, const struct loom_cred *cr, uint64_t ino)
+{
+	struct loom_layout *res = NULL;
+	int rc = mdc_setlayout(fs, cr, ino, LW_SL_DELETE, NULL, &res);
+
+	free(res);
+	return rc;
+}
+
+int loom_layout_to_xattr(const struct loom_layout *l, void *buf, size_t cap, size_t *len)
+{
+	struct lw_wr w;
+
+	*len = lw_layout_size(l->nobjs);
+	if (cap == 0)
+		return 0;
+	if (cap < *len)
+		return -ERANGE;
+	lw_wr_init(&w, buf, cap);
+	lw_layout_encode(&w, l);
+	return w.err;
+}
+
+int loom_layout_from_xattr(const void *buf, size_t len, struct loom_layout **out)
+{
+	struct lw_rd r;
+	int rc;
+
+	lw_rd_init(&r, buf, len);
+	rc = lw_layout_decode(&r, out);
+	if (rc == 0 && lw_rd_done(&r)) {
+		free(*out);
+		rc = -EINVAL;
+	}
+	return rc == -EPROTO ? -EINVAL : rc;
+}

@@ -1,0 +1,95 @@
+/* What every operation shares: the caller's identity, replies, page-cache stamps. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuse/lmount.h"
+
+struct lmount *lm_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+void lm_cred(fuse_req_t req, struct loom_cred *cr)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	gid_t groups[LOOM_MAX_GROUPS];
+	int n;
+
+	cr->uid = ctx->uid;
+	cr->gid = ctx->gid;
+	cr->ngroups = 0;
+	/* Root passes every check that groups decide, so spare it the read of /proc. */
+	if (ctx->uid == 0)
+		return;
+	n = fuse_req_getgroups(req, LOOM_MAX_GROUPS, groups);
+	if (n > LOOM_MAX_GROUPS)
+		n = LOOM_MAX_GROUPS; /* the first ones; more than the wire carries */
+	for (int i = 0; i < n; i++)
+		cr->groups[i] = groups[i];
+	cr->ngroups = n > 0 ? (uint32_t)n : 0;
+}
+
+void lm_reply_entry(fuse_req_t req, int rc, const struct stat *st)
+{
+	struct lmount *m = lm_of(req);
+	struct fuse_entry_param e;
+
+	if (rc) {
+		lm_reply_err(req, rc);
+		return;
+	}
+	memset(&e, 0, sizeof(e));
+	e.ino = st->st_ino;
+	e.generation = 1; /* inode numbers are never reused */
+	e.attr = *st;
+	e.attr_timeout = m->opts.attr_timeout;
+	e.entry_timeout = m->opts.entry_timeout;
+	fuse_reply_entry(req, &e);
+}
+
+void lm_reply_attr(fuse_req_t req, int rc, const struct stat *st)
+{
+	if (rc)
+		lm_reply_err(req, rc);
+	else
+		fuse_reply_attr(req, st, lm_of(req)->opts.attr_timeout);
+}
+
+bool lm_stamp_matches(struct lmount *m, uint64_t ino, const struct stat *st)
+{
+	struct data_stamp *s;
+	bool same;
+
+	pthread_mutex_lock(&m->stamp_lock);
+	s = u64map_get(&m->stamps, ino);
+	same = s && s->mtime == st->st_mtim.tv_sec && s->mtime_ns == (uint32_t)st->st_mtim.tv_nsec &&
+	       s->size == (uint64_t)st->st_size;
+	pthread_mutex_unlock(&m->stamp_lock);
+	return same;
+}
+
+void lm_stamp_set(struct lmount *m, uint64_t ino, const struct stat *st)
+{
+	struct data_stamp *s;
+
+	pthread_mutex_lock(&m->stamp_lock);
+	s = u64map_get(&m->stamps, ino);
+	if (!s && (s = malloc(sizeof(*s))) != NULL && u64map_put(&m->stamps, ino, s) < 0) {
+		free(s);
+		s = NULL;
+	}
+	if (s) {
+		s->mtime = st->st_mtim.tv_sec;
+		s->mtime_ns = (uint32_t)st->st_mtim.tv_nsec;
+		s->size = (uint64_t)st->st_size;
+	}
+	pthread_mutex_unlock(&m->stamp_lock);
+}
+
+void lm_stamp_forget(struct lmount *m, uint64_t ino)
+{
+	pthread_mutex_lock(&m->stamp_lock);
+	free(u64map_del(&m->stamps, ino));
+	pthread_mutex_unlock(&m->stamp_lock);
+}

@@ -1,0 +1,77 @@
+/*
+ * loom-mount: Loom's POSIX mount, libfuse 3's low-level (inode-based) API over libloom.
+ *
+ * FUSE node ids are Loom inode numbers (the root is 1 in both), which are never reused, so the
+ * mount keeps no per-inode state for the kernel's lookup counts: forget is a no-op. Every request
+ * acts with the identity of the calling process (uid, gid, groups), checked by the MDS.
+ */
+#ifndef LOOM_FUSE_LMOUNT_H
+#define LOOM_FUSE_LMOUNT_H
+
+#define FUSE_USE_VERSION 314
+
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "common/u64map.h"
+#include "loom/loom_ll.h"
+
+struct lmount_opts {
+	char *spec;            /* HOST[:PORT]:/FSNAME */
+	char *mountpoint;
+	double attr_timeout;   /* seconds the kernel may trust attributes */
+	double entry_timeout;  /* ... a name's inode */
+	double negative_timeout; /* ... that a name does not exist */
+	unsigned max_threads;
+	int foreground;
+	int debug;
+	int readonly;
+};
+
+/* What this mount last saw of a file's data, to keep its page cache across opens only while
+ * nobody else changed the file (close-to-open). */
+struct data_stamp {
+	int64_t mtime;
+	uint32_t mtime_ns;
+	uint64_t size;
+};
+
+struct lmount {
+	loom_fs *fs;
+	struct lmount_opts opts;
+	char mds_addr[128];
+	char fsname[16];
+
+	pthread_mutex_t stamp_lock;
+	struct u64map stamps; /* ino -> struct data_stamp * */
+};
+
+/* The caller's identity for a request (groups read from /proc for non-root callers). */
+void lm_cred(fuse_req_t req, struct loom_cred *cr);
+struct lmount *lm_of(fuse_req_t req);
+/* Replies with an entry for st (or the error). */
+void lm_reply_entry(fuse_req_t req, int rc, const struct stat *st);
+void lm_reply_attr(fuse_req_t req, int rc, const struct stat *st);
+static inline void lm_reply_err(fuse_req_t req, int rc)
+{
+	fuse_reply_err(req, rc < 0 ? -rc : rc);
+}
+
+/* Page-cache stamps. */
+bool lm_stamp_matches(struct lmount *m, uint64_t ino, const struct stat *st);
+void lm_stamp_set(struct lmount *m, uint64_t ino, const struct stat *st);
+/* The kernel dropped the inode, and its cached pages with it. */
+void lm_stamp_forget(struct lmount *m, uint64_t ino);
+
+/* The operation tables, one file per group. */
+void lm_entry_ops(struct fuse_lowlevel_ops *ops);
+void lm_file_ops(struct fuse_lowlevel_ops *ops);
+void lm_dir_ops(struct fuse_lowlevel_ops *ops);
+void lm_xattr_ops(struct fuse_lowlevel_ops *ops);
+
+/* The virtual xattr holding a file's layout (as Lustre's lustre.lov). */
+#define LM_LOV_XATTR "loom.lov"
+#define LM_LOV_XATTR_LUSTRE "lustre.lov"
+
+#endif

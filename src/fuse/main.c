@@ -1,0 +1,205 @@
+/*
+ * loom-mount HOST[:PORT]:/FSNAME MOUNTPOINT [-o OPTIONS] [-f] [-d]
+ *
+ * Connects to the MDS, mounts, and serves FUSE requests with a pool of threads. Runs in the
+ * background once the mount is in place (unless -f), so `mount -t loom` returns with a working
+ * mount; unmount with `umount MOUNTPOINT` (or `fusermount3 -u` as a user).
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "fuse/lmount.h"
+
+#define LM_OPT(t, p) { t, offsetof(struct lmount_opts, p), 1 }
+
+enum { KEY_HELP, KEY_VERSION, KEY_DROP };
+
+static const struct fuse_opt lm_opt_spec[] = {
+	LM_OPT("attr_timeout=%lf", attr_timeout),
+	LM_OPT("entry_timeout=%lf", entry_timeout),
+	LM_OPT("negative_timeout=%lf", negative_timeout),
+	LM_OPT("threads=%u", max_threads),
+	LM_OPT("-f", foreground),
+	LM_OPT("-d", debug),
+	LM_OPT("debug", debug),
+	LM_OPT("ro", readonly),
+	FUSE_OPT_KEY("-h", KEY_HELP),
+	FUSE_OPT_KEY("--help", KEY_HELP),
+	FUSE_OPT_KEY("-V", KEY_VERSION),
+	FUSE_OPT_KEY("--version", KEY_VERSION),
+	/* fstab's and mount(8)'s own words, meaningless to FUSE */
+	FUSE_OPT_KEY("_netdev", KEY_DROP),
+	FUSE_OPT_KEY("defaults", KEY_DROP),
+	FUSE_OPT_KEY("auto", KEY_DROP),
+	FUSE_OPT_KEY("noauto", KEY_DROP),
+	FUSE_OPT_KEY("nofail", KEY_DROP),
+	FUSE_OPT_KEY("user", KEY_DROP),
+	FUSE_OPT_KEY("nouser", KEY_DROP),
+	FUSE_OPT_KEY("users", KEY_DROP),
+	FUSE_OPT_KEY("rw", KEY_DROP),
+	FUSE_OPT_END,
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: loom-mount HOST[:PORT]:/FSNAME MOUNTPOINT [-o OPTION[,OPTION...]] [-f] [-d]\n"
+		"Mounts a Loom file system (also as `mount -t loom HOST:/FSNAME MOUNTPOINT`).\n\n"
+		"Loom options:\n"
+		"  attr_timeout=SEC      how long the kernel trusts attributes (default 1.0)\n"
+		"  entry_timeout=SEC     how long the kernel trusts a name's inode (default 1.0)\n"
+		"  negative_timeout=SEC  how long it trusts that a name does not exist (default 0)\n"
+		"  threads=N             most threads serving requests at once (default 16)\n"
+		"  -f                    stay in the foreground;  -d  also print every request\n"
+		"Mount options handled by the kernel or FUSE:\n"
+		"  ro, rw, noatime, relatime, nosuid, nodev, noexec, allow_other, allow_root,\n"
+		"  default_permissions (check permissions in the kernel too; Loom checks them at the MDS\n"
+		"  anyway), max_read=N, fsname=, subtype=.\n"
+		"Ignored (for fstab): defaults, _netdev, auto, noauto, nofail, user, users.\n");
+}
+
+static int lm_opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
+{
+	struct lmount_opts *o = data;
+
+	(void)outargs;
+	switch (key) {
+	case KEY_HELP:
+		usage(stdout);
+		exit(0);
+	case KEY_VERSION:
+		printf("loom-mount 0.1 (libfuse %s)\n", fuse_pkgversion());
+		exit(0);
+	case KEY_DROP:
+		return 0;
+	case FUSE_OPT_KEY_NONOPT:
+		if (!o->spec) {
+			o->spec = strdup(arg);
+			return 0;
+		}
+		if (!o->mountpoint) {
+			o->mountpoint = realpath(arg, NULL);
+			if (!o->mountpoint) {
+				fprintf(stderr, "loom-mount: bad mount point %s: %s\n", arg, strerror(errno));
+				exit(1);
+			}
+			return 0;
+		}
+		fprintf(stderr, "loom-mount: unexpected argument '%s'\n", arg);
+		return -1;
+	default:
+		/* x-systemd.* and friends from fstab */
+		if (!strncmp(arg, "x-", 2))
+			return 0;
+		return 1;
+	}
+}
+
+/* HOST[:PORT]:/FSNAME -> "HOST[:PORT]" and "FSNAME". */
+static int parse_spec(const char *spec, char *addr, size_t acap, char *fsname, size_t fcap)
+{
+	const char *sep = strstr(spec, ":/");
+	size_t alen;
+
+	if (!sep)
+		return -EINVAL;
+	alen = (size_t)(sep - spec);
+	if (alen == 0 || alen >= acap || strlen(sep + 2) >= fcap || strlen(sep + 2) > LOOM_FSNAME_MAX)
+		return -EINVAL;
+	memcpy(addr, spec, alen);
+	addr[alen] = '\0';
+	strcpy(fsname, sep + 2);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct fuse_lowlevel_ops ops = { 0 };
+	struct fuse_loop_config *loop_cfg;
+	struct fuse_session *se;
+	struct lmount m = { 0 };
+	char fsopt[256];
+	int rc, ret = 1;
+
+	m.opts.attr_timeout = 1.0;
+	m.opts.entry_timeout = 1.0;
+	m.opts.negative_timeout = 0.0;
+	m.opts.max_threads = 16;
+	if (fuse_opt_parse(&args, &m.opts, lm_opt_spec, lm_opt_proc) < 0)
+		return 2;
+	if (m.opts.foreground)
+		fuse_opt_add_arg(&args, "-f");
+	if (m.opts.debug)
+		fuse_opt_add_arg(&args, "-d");
+	if (m.opts.readonly)
+		fuse_opt_add_arg(&args, "-oro");
+	if (!m.opts.spec || !m.opts.mountpoint) {
+		usage(stderr);
+		return 2;
+	}
+	if (parse_spec(m.opts.spec, m.mds_addr, sizeof(m.mds_addr), m.fsname, sizeof(m.fsname))) {
+		fprintf(stderr, "loom-mount: '%s' is not HOST[:PORT]:/FSNAME\n", m.opts.spec);
+		return 2;
+	}
+	log_init("loom-mount", m.opts.debug ? LOG_DEBUG : LOG_WARN);
+	/* A first connection tells the user at once when the file system cannot be reached. It is
+	 * closed again before daemonizing: its threads would not survive the fork. */
+	rc = loom_connect(m.mds_addr, m.fsname, &m.fs);
+	if (rc) {
+		fprintf(stderr, "loom-mount: cannot reach file system %s at %s: %s\n", m.fsname, m.mds_addr,
+			rc == -ENODEV ? "the MDS serves another file system" : strerror(-rc));
+		return 1;
+	}
+	loom_disconnect(m.fs);
+	m.fs = NULL;
+	pthread_mutex_init(&m.stamp_lock, NULL);
+	u64map_init(&m.stamps);
+
+	/* What /proc/mounts and df show: the source as given, type fuse.loom. */
+	snprintf(fsopt, sizeof(fsopt), "-ofsname=%s,subtype=loom", m.opts.spec);
+	fuse_opt_add_arg(&args, fsopt);
+	lm_entry_ops(&ops);
+	lm_file_ops(&ops);
+	lm_dir_ops(&ops);
+	lm_xattr_ops(&ops);
+
+	se = fuse_session_new(&args, &ops, sizeof(ops), &m);
+	if (!se)
+		goto out_fs;
+	if (fuse_set_signal_handlers(se) != 0)
+		goto out_session;
+	if (fuse_session_mount(se, m.opts.mountpoint) != 0)
+		goto out_signals;
+	/* Detach only now: the mount exists when the parent (and so `mount`) returns. */
+	fuse_daemonize(m.opts.foreground);
+	rc = loom_connect(m.mds_addr, m.fsname, &m.fs);
+	if (rc) {
+		log_err("cannot reach file system %s at %s: %s; unmounting", m.fsname, m.mds_addr,
+			strerror(-rc));
+		fuse_session_unmount(se);
+		goto out_signals;
+	}
+	loop_cfg = fuse_loop_cfg_create();
+	fuse_loop_cfg_set_max_threads(loop_cfg, m.opts.max_threads);
+	fuse_loop_cfg_set_clone_fd(loop_cfg, 0);
+	ret = fuse_session_loop_mt(se, loop_cfg) ? 1 : 0;
+	fuse_loop_cfg_destroy(loop_cfg);
+	fuse_session_unmount(se);
+out_signals:
+	fuse_remove_signal_handlers(se);
+out_session:
+	fuse_session_destroy(se);
+out_fs:
+	loom_disconnect(m.fs);
+	fuse_opt_free_args(&args);
+	free(m.opts.spec);
+	free(m.opts.mountpoint);
+	return ret;
+}

@@ -1,0 +1,237 @@
+/* Names and attributes: lookup, getattr, setattr, mknod, mkdir, unlink, rmdir, symlink, rename,
+ * link, readlink, access, statfs. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fuse/lmount.h"
+
+static void lm_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct lmount *m = lm_of(req);
+	struct loom_cred cr;
+	struct stat st;
+	int rc;
+
+	lm_cred(req, &cr);
+	rc = loom_ll_lookup(m->fs, &cr, parent, name, &st);
+	if (rc == -ENOENT && m->opts.negative_timeout > 0) {
+		/* A negative entry: the kernel may remember the name is absent. */
+		struct fuse_entry_param e = { .ino = 0, .entry_timeout = m->opts.negative_timeout };
+		fuse_reply_entry(req, &e);
+		return;
+	}
+	lm_reply_entry(req, rc, &st);
+}
+
+static void lm_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	(void)nlookup;
+	lm_stamp_forget(lm_of(req), ino);
+	fuse_reply_none(req);
+}
+
+static void lm_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	for (size_t i = 0; i < count; i++)
+		lm_stamp_forget(lm_of(req), forgets[i].ino);
+	fuse_reply_none(req);
+}
+
+static void lm_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct lmount *m = lm_of(req);
+	struct loom_cred cr;
+	struct stat st;
+	int rc;
+
+	if (fi && fi->fh) {
+		/* Through an open file: its writes not yet reported count. */
+		rc = loom_fstat((loom_file *)(uintptr_t)fi->fh, &st);
+	} else {
+		lm_cred(req, &cr);
+		rc = loom_ll_getattr(m->fs, &cr, ino, &st);
+	}
+	lm_reply_attr(req, rc, &st);
+}
+
+static void lm_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		       struct fuse_file_info *fi)
+{
+	struct lmount *m = lm_of(req);
+	struct loom_setattr sa = { 0 };
+	struct loom_cred cr;
+	struct stat st;
+	int rc;
+
+	if (to_set & FUSE_SET_ATTR_MODE) {
+		sa.valid |= LOOM_SET_MODE;
+		sa.mode = attr->st_mode;
+	}
+	if (to_set & FUSE_SET_ATTR_UID) {
+		sa.valid |= LOOM_SET_UID;
+		sa.uid = attr->st_uid;
+	}
+	if (to_set & FUSE_SET_ATTR_GID) {
+		sa.valid |= LOOM_SET_GID;
+		sa.gid = attr->st_gid;
+	}
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		sa.valid |= LOOM_SET_SIZE;
+		sa.size = attr->st_size;
+	}
+	if (to_set & FUSE_SET_ATTR_ATIME_NOW) {
+		sa.valid |= LOOM_SET_ATIME_NOW;
+	} else if (to_set & FUSE_SET_ATTR_ATIME) {
+		sa.valid |= LOOM_SET_ATIME;
+		sa.atime = attr->st_atim;
+	}
+	if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
+		sa.valid |= LOOM_SET_MTIME_NOW;
+	} else if (to_set & FUSE_SET_ATTR_MTIME) {
+		sa.valid |= LOOM_SET_MTIME;
+		sa.mtime = attr->st_mtim;
+	}
+	if (to_set & FUSE_SET_ATTR_CTIME) {
+		sa.valid |= LOOM_SET_CTIME;
+		sa.ctime = attr->st_ctim;
+	}
+	lm_cred(req, &cr);
+	rc = loom_ll_setattr(m->fs, &cr, ino, &sa, fi && fi->fh ? (loom_file *)(uintptr_t)fi->fh : NULL, &st);
+	/* This mount's own truncation keeps its cache valid: note what the file now is. */
+	if (rc == 0 && (sa.valid & LOOM_SET_SIZE))
+		lm_stamp_set(m, ino, &st);
+	lm_reply_attr(req, rc, &st);
+}
+
+static void lm_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct lmount *m = lm_of(req);
+	char buf[LOOM_SYMLINK_MAX + 1];
+	struct loom_cred cr;
+	size_t len;
+	int rc;
+
+	lm_cred(req, &cr);
+	rc = loom_ll_readlink(m->fs, &cr, ino, buf, LOOM_SYMLINK_MAX, &len);
+	if (rc) {
+		lm_reply_err(req, rc);
+		return;
+	}
+	buf[len < LOOM_SYMLINK_MAX ? len : LOOM_SYMLINK_MAX] = '\0';
+	fuse_reply_readlink(req, buf);
+}
+
+static void lm_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	struct lmount *m = lm_of(req);
+	struct loom_cred cr;
+	struct stat st;
+
+	lm_cred(req, &cr);
+	lm_reply_entry(req, loom_ll_mknod(m->fs, &cr, parent, name, mode, rdev, &st), &st);
+}
+
+static void lm_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	struct lmount *m = lm_of(req);
+	struct loom_cred cr;
+	struct stat st;
+
+	lm_cred(req, &cr);
+	lm_reply_entry(req, loom_ll_mkdir(m->fs, &cr, parent, name, mode, &st), &st);
+}
+
+static void lm_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct loom_cred cr;
+
+	lm_cred(req, &cr);
+	lm_reply_err(req, loom_ll_unlink(lm_of(req)->fs, &cr, parent, name));
+}
+
+static void lm_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct loom_cred cr;
+
+	lm_cred(req, &cr);
+	lm_reply_err(req, loom_ll_rmdir(lm_of(req)->fs, &cr, parent, name));
+}
+
+static void lm_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	struct lmount *m = lm_of(req);
+	struct loom_cred cr;
+	struct stat st;
+
+	lm_cred(req, &cr);
+	lm_reply_entry(req, loom_ll_symlink(m->fs, &cr, link, parent, name, &st), &st);
+}
+
+static void lm_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		      const char *newname, unsigned int flags)
+{
+	struct loom_cred cr;
+	unsigned int lflags = 0;
+
+	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
+		fuse_reply_err(req, EINVAL); /* RENAME_WHITEOUT: overlayfs only */
+		return;
+	}
+	if (flags & RENAME_NOREPLACE)
+		lflags |= LOOM_RENAME_NOREPLACE;
+	if (flags & RENAME_EXCHANGE)
+		lflags |= LOOM_RENAME_EXCHANGE;
+	lm_cred(req, &cr);
+	lm_reply_err(req, loom_ll_rename(lm_of(req)->fs, &cr, parent, name, newparent, newname, lflags));
+}
+
+static void lm_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	struct lmount *m = lm_of(req);
+	struct loom_cred cr;
+	struct stat st;
+
+	lm_cred(req, &cr);
+	lm_reply_entry(req, loom_ll_link(m->fs, &cr, ino, newparent, newname, &st), &st);
+}
+
+static void lm_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+	struct loom_cred cr;
+
+	lm_cred(req, &cr);
+	lm_reply_err(req, loom_ll_access(lm_of(req)->fs, &cr, ino, mask));
+}
+
+static void lm_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct statvfs st;
+	int rc;
+
+	(void)ino;
+	rc = loom_statfs(lm_of(req)->fs, &st);
+	if (rc)
+		lm_reply_err(req, rc);
+	else
+		fuse_reply_statfs(req, &st);
+}
+
+void lm_entry_ops(struct fuse_lowlevel_ops *ops)
+{
+	ops->lookup = lm_lookup;
+	ops->forget = lm_forget;
+	ops->forget_multi = lm_forget_multi;
+	ops->getattr = lm_getattr;
+	ops->setattr = lm_setattr;
+	ops->readlink = lm_readlink;
+	ops->mknod = lm_mknod;
+	ops->mkdir = lm_mkdir;
+	ops->unlink = lm_unlink;
+	ops->rmdir = lm_rmdir;
+	ops->symlink = lm_symlink;
+	ops->rename = lm_rename;
+	ops->link = lm_link;
+	ops->access = lm_access;
+	ops->statfs = lm_statfs;
+}

@@ -1,0 +1,171 @@
+/* Files: init (what the mount asks of the kernel), open, create, read, write, flush, release,
+ * fsync. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuse/lmount.h"
+
+#define LM_READAHEAD (4u << 20) /* lets the kernel keep several stripes' worth of reads going */
+
+static loom_file *file_of(struct fuse_file_info *fi)
+{
+	return (loom_file *)(uintptr_t)fi->fh;
+}
+
+static void lm_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	/* O_TRUNC arrives with the open, which truncates on the MDS and cuts the objects at once. */
+	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
+		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+	if (conn->capable & FUSE_CAP_EXPORT_SUPPORT)
+		conn->want |= FUSE_CAP_EXPORT_SUPPORT;
+	if (conn->capable & FUSE_CAP_READDIRPLUS)
+		conn->want |= FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO;
+	/* Cached pages are kept or dropped at open, by comparing the file with what this mount
+	 * last saw (close-to-open); dropping them whenever mtime moves would also drop this mount's
+	 * own fresh writes. */
+	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+	/* No write-back cache: the MDS must learn sizes from writes this mount acknowledged. */
+	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	conn->max_readahead = LM_READAHEAD;
+}
+
+static void open_reply(fuse_req_t req, struct fuse_file_info *fi, loom_file *f, const struct stat *st,
+		       const struct fuse_entry_param *e)
+{
+	struct lmount *m = lm_of(req);
+
+	fi->fh = (uintptr_t)f;
+	/* The pages this mount holds are still the file's if nobody changed it since we looked. */
+	fi->keep_cache = lm_stamp_matches(m, st->st_ino, st);
+	lm_stamp_set(m, st->st_ino, st);
+	if (fi->flags & O_DIRECT)
+		fi->direct_io = 1;
+	if ((e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi)) != 0)
+		loom_close(f); /* the opener was interrupted and will never release it */
+}
+
+static void lm_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct lmount *m = lm_of(req);
+	struct loom_cred cr;
+	loom_file *f;
+	struct stat st;
+	int rc;
+
+	lm_cred(req, &cr);
+	/* The kernel decides where O_APPEND writes go and passes the offset: the handle must write
+	 * exactly there. */
+	rc = loom_ll_open(m->fs, &cr, ino, fi->flags & ~O_APPEND, &f, &st);
+	if (rc) {
+		lm_reply_err(req, rc);
+		return;
+	}
+	open_reply(req, fi, f, &st, NULL);
+}
+
+static void lm_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	struct lmount *m = lm_of(req);
+	struct fuse_entry_param e;
+	struct loom_cred cr;
+	loom_file *f;
+	int rc;
+
+	lm_cred(req, &cr);
+	memset(&e, 0, sizeof(e));
+	rc = loom_ll_create(m->fs, &cr, parent, name, mode, fi->flags & ~O_APPEND, &f, &e.attr);
+	if (rc) {
+		lm_reply_err(req, rc);
+		return;
+	}
+	e.ino = e.attr.st_ino;
+	e.generation = 1;
+	e.attr_timeout = m->opts.attr_timeout;
+	e.entry_timeout = m->opts.entry_timeout;
+	open_reply(req, fi, f, &e.attr, &e);
+}
+
+static void lm_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	char *buf = malloc(size ? size : 1);
+	ssize_t n;
+
+	(void)ino;
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	n = loom_pread(file_of(fi), buf, size, off);
+	if (n < 0)
+		lm_reply_err(req, (int)n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+	free(buf);
+}
+
+static void lm_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	ssize_t n = loom_pwrite(file_of(fi), buf, size, off);
+
+	(void)ino;
+	if (n < 0)
+		lm_reply_err(req, (int)n);
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
+/* Every close(2): what this descriptor wrote becomes visible to every later open anywhere. */
+static void lm_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	loom_file *f = file_of(fi);
+	struct stat st;
+	int rc = loom_flush(f);
+
+	if (rc == 0) {
+		/* Our own change: the pages this mount caches are the new data. */
+		loom_file_attr(f, &st);
+		lm_stamp_set(lm_of(req), ino, &st);
+	}
+	lm_reply_err(req, rc);
+}
+
+static void lm_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	lm_reply_err(req, loom_close(file_of(fi)));
+}
+
+static void lm_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	loom_file *f = file_of(fi);
+	struct stat st;
+	int rc;
+
+	(void)datasync; /* the size must reach the MDS either way, or the data is not reachable */
+	rc = loom_fsync(f);
+	if (rc == 0) {
+		loom_file_attr(f, &st);
+		lm_stamp_set(lm_of(req), ino, &st);
+	}
+	lm_reply_err(req, rc);
+}
+
+void lm_file_ops(struct fuse_lowlevel_ops *ops)
+{
+	ops->init = lm_init;
+	ops->open = lm_open;
+	ops->create = lm_create;
+	ops->read = lm_read;
+	ops->write = lm_write;
+	ops->flush = lm_flush;
+	ops->release = lm_release;
+	ops->fsync = lm_fsync;
+}
