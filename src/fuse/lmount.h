@@ -27,6 +27,7 @@ struct lmount_opts {
 	int foreground;
 	int debug;
 	int readonly;
+	int owner_only;
 };
 
 /* What this mount last saw of a file's data, to keep its page cache across opens only while

@@ -29,6 +29,7 @@ static const struct fuse_opt lm_opt_spec[] = {
 	LM_OPT("-d", debug),
 	LM_OPT("debug", debug),
 	LM_OPT("ro", readonly),
+	LM_OPT("owner_only", owner_only),
 	FUSE_OPT_KEY("-h", KEY_HELP),
 	FUSE_OPT_KEY("--help", KEY_HELP),
 	FUSE_OPT_KEY("-V", KEY_VERSION),
@@ -56,6 +57,8 @@ static void usage(FILE *f)
 		"  entry_timeout=SEC     how long the kernel trusts a name's inode (default 1.0)\n"
 		"  negative_timeout=SEC  how long it trusts that a name does not exist (default 0)\n"
 		"  threads=N             most threads serving requests at once (default 16)\n"
+		"  owner_only            only the mounting user may use the mount (FUSE's default);\n"
+		"                        otherwise a mount by root is open to every user (allow_other)\n"
 		"  -f                    stay in the foreground;  -d  also print every request\n"
 		"Mount options handled by the kernel or FUSE:\n"
 		"  ro, rw, noatime, relatime, nosuid, nodev, noexec, allow_other, allow_root,\n"
@@ -165,6 +168,10 @@ int main(int argc, char **argv)
 	/* What /proc/mounts and df show: the source as given, type fuse.loom. */
 	snprintf(fsopt, sizeof(fsopt), "-ofsname=%s,subtype=loom", m.opts.spec);
 	fuse_opt_add_arg(&args, fsopt);
+	/* A cluster file system is for every user of the node, as a Lustre mount is; the MDS checks
+	 * each one's permissions. FUSE allows this to root (or with user_allow_other). */
+	if (getuid() == 0 && !m.opts.owner_only)
+		fuse_opt_add_arg(&args, "-oallow_other");
 	lm_entry_ops(&ops);
 	lm_file_ops(&ops);
 	lm_dir_ops(&ops);
