@@ -117,6 +117,26 @@ int loom_ll_setlayout(loom_fs *fs, const struct loom_cred *cr, uint64_t ino,
 		      const struct loom_layout *layout);
 int loom_ll_dellayout(loom_fs *fs, const struct loom_cred *cr, uint64_t ino);
 
+/* ---- locks, held at the MDS so that every mount sees them ---- */
+
+struct loom_lock {
+	int type;        /* F_RDLCK, F_WRLCK, F_UNLCK */
+	uint64_t start;
+	uint64_t end;    /* inclusive; UINT64_MAX: to the end of the file, however long */
+	uint32_t pid;    /* the process that holds (or asks for) it */
+};
+#define LOOM_LOCK_WAIT  0x1u /* block until granted (F_SETLKW, flock without LOCK_NB) */
+#define LOOM_LOCK_FLOCK 0x4u /* a flock(2) lock: whole file, apart from fcntl locks */
+
+/* Takes or releases (F_UNLCK) a lock for owner (an id the caller chooses: a process's for fcntl
+ * locks, an open file's for flock). Errors: -EAGAIN (conflict, no wait), -EINTR (waiting and
+ * loom_ll_lock_cancel was called), -ENOENT. */
+int loom_ll_lock(loom_fs *fs, uint64_t ino, uint64_t owner, const struct loom_lock *lk, unsigned flags);
+/* F_GETLK: *lk in, the first conflicting lock out (type F_UNLCK when there is none). */
+int loom_ll_getlock(loom_fs *fs, uint64_t ino, uint64_t owner, struct loom_lock *lk, unsigned flags);
+/* Ends a waiting loom_ll_lock of this owner on ino with -EINTR. */
+int loom_ll_lock_cancel(loom_fs *fs, uint64_t ino, uint64_t owner);
+
 /* The wire image of a layout (what the "loom.lov" virtual xattr holds), and back. */
 int loom_layout_to_xattr(const struct loom_layout *l, void *buf, size_t cap, size_t *len);
 int loom_layout_from_xattr(const void *buf, size_t len, struct loom_layout **out);

@@ -121,6 +121,9 @@ int mdc_getxattr(loom_fs *fs, const struct loom_cred *cr, uint16_t op, uint64_t 
 int mdc_setxattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, const char *name,
 		 const void *value, size_t vlen, uint32_t flags);
 int mdc_removexattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, const char *name);
+/* MDS_LOCK; rep is filled for a test. */
+int mdc_lock(loom_fs *fs, const struct loom_cred *cr, const struct lw_lock_req *req,
+	     struct lw_lock_rep *rep);
 int mdc_access(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t mask);
 int mdc_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t open_flags,
 	     struct lw_open_rep *rep, struct loom_layout **layout_out);

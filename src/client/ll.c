@@ -313,3 +313,50 @@ int loom_layout_from_xattr(const void *buf, size_t len, struct loom_layout **out
 	}
 	return rc == -EPROTO ? -EINVAL : rc;
 }
+
+static int lock_call(loom_fs *fs, uint64_t ino, uint64_t owner, struct loom_lock *lk, uint32_t flags)
+{
+	struct lw_lock_req req = { .ino = ino, .owner = owner, .start = lk->start, .end = lk->end,
+				   .type = (uint32_t)lk->type, .flags = flags, .pid = lk->pid };
+	struct lw_lock_rep rep;
+	struct loom_cred cr;
+	int rc;
+
+	if (lk->type != F_RDLCK && lk->type != F_WRLCK && lk->type != F_UNLCK)
+		return -EINVAL;
+	if (lk->start > lk->end)
+		return -EINVAL;
+	fs_cred(fs, &cr);
+	rc = mdc_lock(fs, &cr, &req, &rep);
+	if (rc == 0 && (flags & LW_LK_TEST)) {
+		lk->type = (int)rep.type;
+		lk->start = rep.start;
+		lk->end = rep.end;
+		lk->pid = rep.pid;
+	}
+	return rc;
+}
+
+int loom_ll_lock(loom_fs *fs, uint64_t ino, uint64_t owner, const struct loom_lock *lk, unsigned flags)
+{
+	struct loom_lock copy = *lk;
+
+	if (flags & ~(LOOM_LOCK_WAIT | LOOM_LOCK_FLOCK))
+		return -EINVAL;
+	return lock_call(fs, ino, owner, &copy, (flags & LOOM_LOCK_WAIT ? LW_LK_WAIT : 0) |
+						     (flags & LOOM_LOCK_FLOCK ? LW_LK_FLOCK : 0));
+}
+
+int loom_ll_getlock(loom_fs *fs, uint64_t ino, uint64_t owner, struct loom_lock *lk, unsigned flags)
+{
+	if (flags & ~LOOM_LOCK_FLOCK)
+		return -EINVAL;
+	return lock_call(fs, ino, owner, lk, LW_LK_TEST | (flags & LOOM_LOCK_FLOCK ? LW_LK_FLOCK : 0));
+}
+
+int loom_ll_lock_cancel(loom_fs *fs, uint64_t ino, uint64_t owner)
+{
+	struct loom_lock lk = { .type = F_UNLCK, .end = UINT64_MAX };
+
+	return lock_call(fs, ino, owner, &lk, LW_LK_CANCEL);
+}

@@ -367,6 +367,24 @@ int mdc_removexattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, const
 	return mdc_call_fixed(fs, cr, LW_OP_MDS_REMOVEXATTR, &b, NULL, 0);
 }
 
+int mdc_lock(loom_fs *fs, const struct loom_cred *cr, const struct lw_lock_req *req,
+	     struct lw_lock_rep *rep)
+{
+	struct mdc_body b = { { req }, { sizeof(*req) } };
+	struct rpc_call call;
+	int rc = mdc_call(fs, cr, LW_OP_MDS_LOCK, &b, &call);
+
+	if (rc)
+		return rc;
+	/* A cancel is answered with nothing; everything else with lw_lock_rep. */
+	if (call.rbody_len == sizeof(*rep))
+		memcpy(rep, call.rbody, sizeof(*rep));
+	else if (call.rbody_len != 0 || !(req->flags & LW_LK_CANCEL))
+		rc = -EPROTO;
+	rpc_call_release(&call);
+	return rc;
+}
+
 int mdc_access(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t mask)
 {
 	struct lw_access_req req = { .ino = ino, .mask = mask };

@@ -46,6 +46,9 @@ struct lmount {
 
 	pthread_mutex_t stamp_lock;
 	struct u64map stamps; /* ino -> struct data_stamp * */
+	/* Inodes this mount ever set an fcntl lock on (under stamp_lock): closing them must release
+	 * the closer's locks at the MDS, as close(2) releases a process's locks. */
+	struct u64map posix_locked;
 };
 
 /* The caller's identity for a request (groups read from /proc for non-root callers). */
@@ -65,11 +68,16 @@ void lm_stamp_set(struct lmount *m, uint64_t ino, const struct stat *st);
 /* The kernel dropped the inode, and its cached pages with it. */
 void lm_stamp_forget(struct lmount *m, uint64_t ino);
 
+/* Locks: record that ino has fcntl locks through this mount; release an owner's on close. */
+void lm_locks_note(struct lmount *m, uint64_t ino);
+void lm_locks_on_close(fuse_req_t req, uint64_t ino, struct fuse_file_info *fi);
+
 /* The operation tables, one file per group. */
 void lm_entry_ops(struct fuse_lowlevel_ops *ops);
 void lm_file_ops(struct fuse_lowlevel_ops *ops);
 void lm_dir_ops(struct fuse_lowlevel_ops *ops);
 void lm_xattr_ops(struct fuse_lowlevel_ops *ops);
+void lm_lock_ops(struct fuse_lowlevel_ops *ops);
 
 /* The virtual xattr holding a file's layout (as Lustre's lustre.lov). */
 #define LM_LOV_XATTR "loom.lov"

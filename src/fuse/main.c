@@ -137,10 +137,8 @@ int main(int argc, char **argv)
 	m.opts.max_threads = 16;
 	if (fuse_opt_parse(&args, &m.opts, lm_opt_spec, lm_opt_proc) < 0)
 		return 2;
-	if (m.opts.foreground)
-		fuse_opt_add_arg(&args, "-f");
 	if (m.opts.debug)
-		fuse_opt_add_arg(&args, "-d");
+		fuse_opt_add_arg(&args, "-odebug");
 	if (m.opts.readonly)
 		fuse_opt_add_arg(&args, "-oro");
 	if (!m.opts.spec || !m.opts.mountpoint) {
@@ -164,6 +162,7 @@ int main(int argc, char **argv)
 	m.fs = NULL;
 	pthread_mutex_init(&m.stamp_lock, NULL);
 	u64map_init(&m.stamps);
+	u64map_init(&m.posix_locked);
 
 	/* What /proc/mounts and df show: the source as given, type fuse.loom. */
 	snprintf(fsopt, sizeof(fsopt), "-ofsname=%s,subtype=loom", m.opts.spec);
@@ -176,6 +175,7 @@ int main(int argc, char **argv)
 	lm_file_ops(&ops);
 	lm_dir_ops(&ops);
 	lm_xattr_ops(&ops);
+	lm_lock_ops(&ops);
 
 	se = fuse_session_new(&args, &ops, sizeof(ops), &m);
 	if (!se)

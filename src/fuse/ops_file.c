@@ -127,8 +127,10 @@ static void lm_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	loom_file *f = file_of(fi);
 	struct stat st;
-	int rc = loom_flush(f);
+	int rc;
 
+	lm_locks_on_close(req, ino, fi);
+	rc = loom_flush(f);
 	if (rc == 0) {
 		/* Our own change: the pages this mount caches are the new data. */
 		loom_file_attr(f, &st);
@@ -139,7 +141,8 @@ static void lm_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 static void lm_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)ino;
+	if (fi->flock_release)
+		lm_locks_on_close(req, ino, fi);
 	lm_reply_err(req, loom_close(file_of(fi)));
 }
 

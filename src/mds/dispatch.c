@@ -44,6 +44,7 @@ static bool op_is_read_only(uint16_t op)
 	case LW_OP_MDS_LISTXATTR:
 	case LW_OP_MDS_GETLAYOUT:
 	case LW_OP_MDS_ACCESS:
+	case LW_OP_MDS_LOCK: /* memory only */
 	case LW_OP_MDS_OST_TABLE:
 	case LW_OP_MDS_OST_HEARTBEAT: /* memory only */
 		return true;
@@ -443,6 +444,10 @@ static int exec(struct mds *m, struct mdt_txn *t, struct srv_req *req, const str
 		return exec_open(m, t, req, q, now, r);
 	case LW_OP_MDS_ACCESS:
 		return mdt_access(t, &q->cred, q->u.access.ino, q->u.access.mask);
+	case LW_OP_MDS_LOCK:
+		if (!(q->u.lock.flags & LW_LK_CANCEL) && (rc = mdt_getattr(t, q->u.lock.ino, &attr)) != 0)
+			return rc;
+		return mds_lock(m, req, &q->u.lock, &r->body, &r->len);
 	case LW_OP_MDS_CLOSE:
 	case LW_OP_MDS_SIZE_UPDATE:
 		return exec_close(m, t, req, q, bs, r);
@@ -510,6 +515,7 @@ static int exec_internal(struct mds *m, struct mdt_txn *t, struct srv_req *item,
 	switch (item->hdr.opcode) {
 	case MDS_INTERNAL_DISCONNECT:
 		osts_of_conn_lost(m, item->conn_id);
+		mds_locks_drop_conn(m, item->conn_id);
 		return mds_handles_drop_conn(m, t, item->conn_id, &bs->released);
 	case MDS_INTERNAL_DESTROYED:
 		return mds_destroyer_done(m, t, (const struct loom_ostobj *)item->body,
@@ -546,6 +552,13 @@ static void run_one(struct mds *m, struct mdt_txn *txn, bool write, struct srv_r
 		}
 	}
 	rc = req->conn ? exec(m, child, req, &q, bs, r) : exec_internal(m, child, req, bs);
+	if (rc == MDS_PARKED) {
+		/* The lock manager holds the request now; it changed nothing durable. */
+		if (write)
+			mdt_txn_commit(child);
+		r->status = rc;
+		return;
+	}
 	if (write) {
 		if (rc == 0)
 			rc = mdt_txn_commit(child);
@@ -620,7 +633,9 @@ static void run_batch(struct mds *m, struct srv_req *list, uint32_t n)
 		struct reply *r = replies ? &replies[i] : NULL;
 
 		list = req->next;
-		if (!req->conn)
+		if (r && r->status == MDS_PARKED)
+			; /* answered later by the lock manager */
+		else if (!req->conn)
 			free(req);
 		else if (!r)
 			srv_reply(req, -ENOMEM, NULL, 0, NULL, 0, NULL);

@@ -146,6 +146,7 @@ int main(int argc, char **argv)
 	reqq_init(&m.queue);
 	mds_handles_init(&m);
 	u64map_init(&m.ost_conns);
+	u64map_init(&m.locks);
 
 	so.name = "mds";
 	so.listen_host = listen_host;
@@ -189,6 +190,7 @@ int main(int argc, char **argv)
 	for (struct srv_req *r; (r = reqq_pop_batch(&m.queue, 1, 0, NULL));)
 		r->conn ? srv_req_drop(r) : free(r);
 	mds_handles_destroy(&m);
+	mds_locks_destroy(&m);
 	u64map_destroy(&m.ost_conns);
 	mdt_store_close(m.store);
 	reqq_destroy(&m.queue);

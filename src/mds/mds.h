@@ -60,6 +60,9 @@ struct mds {
 	struct u64map open_counts; /* ino -> (uintptr_t) number of open handles */
 	struct u64map conn_handles;/* conn_id -> first struct mds_handle of that connection */
 
+	/* File locks (locks.c): ino -> struct lk_inode. */
+	struct u64map locks;
+
 	/* OST index -> conn_id of the connection that registered it (metadata thread only): when
 	 * that connection closes, the OST is down. */
 	struct u64map ost_conns;
@@ -94,6 +97,16 @@ int mds_handle_close(struct mds *m, struct mdt_txn *t, uint64_t handle, uint64_t
 /* Ends every handle of a connection. */
 int mds_handles_drop_conn(struct mds *m, struct mdt_txn *t, uint64_t conn_id, bool *released);
 bool mds_ino_is_open(struct mds *m, uint64_t ino);
+
+/* locks.c */
+/* A request answered later: the lock manager keeps it until the lock is granted or cancelled. */
+#define MDS_PARKED 1
+/* MDS_LOCK: 0 with a reply (malloc'd lw_lock_rep in *reply), a negative errno, or MDS_PARKED. */
+int mds_lock(struct mds *m, struct srv_req *req, const struct lw_lock_req *q, void **reply,
+	     uint32_t *reply_len);
+/* A connection went away: its locks go, its waiters are dropped, and others may be granted. */
+void mds_locks_drop_conn(struct mds *m, uint64_t conn_id);
+void mds_locks_destroy(struct mds *m);
 
 /* destroyer.c */
 int mds_destroyer_start(struct mds *m);

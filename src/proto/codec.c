@@ -510,6 +510,14 @@ int lw_mds_req_decode(uint16_t op, const void *body, uint32_t len, struct lw_mds
 	case LW_OP_MDS_OPEN:
 		lw_rd_fixed(&r, &out->u.open, sizeof(out->u.open));
 		break;
+	case LW_OP_MDS_LOCK:
+		lw_rd_fixed(&r, &out->u.lock, sizeof(out->u.lock));
+		if (r.err)
+			break;
+		if ((out->u.lock.flags & ~(LW_LK_WAIT | LW_LK_TEST | LW_LK_FLOCK | LW_LK_CANCEL)) ||
+		    out->u.lock.type > 2 || out->u.lock.start > out->u.lock.end)
+			r.err = -EINVAL;
+		break;
 	case LW_OP_MDS_ACCESS:
 		lw_rd_fixed(&r, &out->u.access, sizeof(out->u.access));
 		if (!r.err && (out->u.access.mask & ~7u))

@@ -120,6 +120,7 @@ struct lw_mds_req {
 		} xattr;
 		struct lw_open_req open;
 		struct lw_access_req access;
+		struct lw_lock_req lock;
 		struct lw_close_req close; /* CLOSE, SIZE_UPDATE */
 		struct {
 			struct lw_setlayout_req f;

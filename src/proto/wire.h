@@ -68,6 +68,7 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "Loom's wire image ass
 	X(MDS_OST_REGISTER, 0x0119, MDS)                \
 	X(MDS_OST_HEARTBEAT,0x011A, MDS)                \
 	X(MDS_ACCESS,       0x011B, MDS)                \
+	X(MDS_LOCK,         0x011C, MDS)                \
 	/* objects, served by loom-oss */               \
 	X(OST_READ,         0x0201, OSS)                \
 	X(OST_WRITE,        0x0202, OSS)                \
@@ -405,6 +406,39 @@ struct lw_access_req {
 	uint32_t pad;
 };
 _Static_assert(sizeof(struct lw_access_req) == 16, "lw_access_req");
+
+/* MDS_LOCK: request lw_lock_req; reply lw_lock_rep. Byte-range (fcntl) and whole-file (flock)
+ * locks, held in the MDS's memory so that every mount sees them. A lock belongs to its owner
+ * (the client's lock owner id) on its connection; locks and waits of a connection end with it.
+ *  - type F_RDLCK / F_WRLCK takes a lock, F_UNLCK releases [start, end] (end UINT64_MAX: to the
+ *    end of the file); POSIX locks of one owner merge and split as fcntl(2) says.
+ *  - LW_LK_TEST (F_GETLK): the reply describes a conflicting lock, or has type F_UNLCK.
+ *  - Without LW_LK_WAIT a conflict is -EAGAIN at once; with it, the reply comes when the lock is
+ *    granted, or -EINTR when the same owner sends LW_LK_CANCEL for that inode meanwhile.
+ *  - LW_LK_FLOCK: a flock(2) lock on the whole file, independent of POSIX locks, as on Linux. */
+#define LW_LK_WAIT   0x1u
+#define LW_LK_TEST   0x2u
+#define LW_LK_FLOCK  0x4u
+#define LW_LK_CANCEL 0x8u
+struct lw_lock_req {
+	uint64_t ino;
+	uint64_t owner;
+	uint64_t start;
+	uint64_t end;   /* inclusive */
+	uint32_t type;  /* F_RDLCK, F_WRLCK, F_UNLCK */
+	uint32_t flags; /* LW_LK_* */
+	uint32_t pid;   /* of the process asking, for F_GETLK's l_pid */
+	uint32_t pad;
+};
+_Static_assert(sizeof(struct lw_lock_req) == 48, "lw_lock_req");
+
+struct lw_lock_rep {
+	uint64_t start;
+	uint64_t end;
+	uint32_t type;
+	uint32_t pid;
+};
+_Static_assert(sizeof(struct lw_lock_rep) == 24, "lw_lock_rep");
 
 /* MDS_OPEN: request lw_open_req. Reply lw_open_rep [+ lw_layout + objects for a regular file].
  * The MDS checks access for open_flags' access mode (and O_TRUNC). A handle keeps an unlinked

@@ -1,0 +1,145 @@
+/* fcntl(2) and flock(2) locks, held at the MDS so that they hold across mounts. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+
+#include "fuse/lmount.h"
+
+/* struct flock (already made absolute by the kernel) -> an inclusive byte range. */
+static int flock_range(const struct flock *fl, struct loom_lock *lk)
+{
+	if (fl->l_start < 0)
+		return -EINVAL;
+	lk->start = (uint64_t)fl->l_start;
+	if (fl->l_len == 0) {
+		lk->end = UINT64_MAX;
+	} else if (fl->l_len > 0) {
+		lk->end = lk->start + (uint64_t)fl->l_len - 1;
+	} else {
+		/* A negative length covers the bytes before l_start. */
+		if ((uint64_t)-fl->l_len > lk->start)
+			return -EINVAL;
+		lk->end = lk->start - 1;
+		lk->start -= (uint64_t)-fl->l_len;
+	}
+	lk->type = fl->l_type;
+	lk->pid = (uint32_t)fl->l_pid;
+	return 0;
+}
+
+static void lm_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *fl)
+{
+	struct loom_lock lk;
+	int rc = flock_range(fl, &lk);
+
+	if (rc == 0)
+		rc = loom_ll_getlock(lm_of(req)->fs, ino, fi->lock_owner, &lk, 0);
+	if (rc) {
+		lm_reply_err(req, rc);
+		return;
+	}
+	fl->l_type = (short)lk.type;
+	if (lk.type != F_UNLCK) {
+		fl->l_whence = SEEK_SET;
+		fl->l_start = (off_t)lk.start;
+		fl->l_len = lk.end == UINT64_MAX ? 0 : (off_t)(lk.end - lk.start + 1);
+		fl->l_pid = (pid_t)lk.pid;
+	}
+	fuse_reply_lock(req, fl);
+}
+
+struct waiting_lock {
+	loom_fs *fs;
+	uint64_t ino;
+	uint64_t owner;
+};
+
+/* The waiting process got a signal: withdraw its request, which then fails with EINTR. */
+static void cancel_wait(fuse_req_t req, void *data)
+{
+	struct waiting_lock *w = data;
+
+	(void)req;
+	loom_ll_lock_cancel(w->fs, w->ino, w->owner);
+}
+
+static void set_lock(fuse_req_t req, fuse_ino_t ino, uint64_t owner, const struct loom_lock *lk,
+		     unsigned flags)
+{
+	struct waiting_lock w = { .fs = lm_of(req)->fs, .ino = ino, .owner = owner };
+	int rc;
+
+	if (flags & LOOM_LOCK_WAIT)
+		fuse_req_interrupt_func(req, cancel_wait, &w);
+	rc = loom_ll_lock(w.fs, ino, owner, lk, flags);
+	if (flags & LOOM_LOCK_WAIT)
+		fuse_req_interrupt_func(req, NULL, NULL);
+	lm_reply_err(req, rc);
+}
+
+static void lm_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *fl,
+		     int sleep)
+{
+	struct loom_lock lk;
+	int rc = flock_range(fl, &lk);
+
+	if (rc) {
+		lm_reply_err(req, rc);
+		return;
+	}
+	lk.pid = (uint32_t)fuse_req_ctx(req)->pid;
+	if (lk.type != F_UNLCK)
+		lm_locks_note(lm_of(req), ino);
+	set_lock(req, ino, fi->lock_owner, &lk, sleep ? LOOM_LOCK_WAIT : 0);
+}
+
+static void lm_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
+{
+	struct loom_lock lk = { .start = 0, .end = UINT64_MAX, .pid = (uint32_t)fuse_req_ctx(req)->pid };
+	unsigned flags = LOOM_LOCK_FLOCK;
+
+	switch (op & ~LOCK_NB) {
+	case LOCK_SH: lk.type = F_RDLCK; break;
+	case LOCK_EX: lk.type = F_WRLCK; break;
+	case LOCK_UN: lk.type = F_UNLCK; break;
+	default:
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (!(op & LOCK_NB) && lk.type != F_UNLCK)
+		flags |= LOOM_LOCK_WAIT;
+	set_lock(req, ino, fi->lock_owner, &lk, flags);
+}
+
+void lm_locks_note(struct lmount *m, uint64_t ino)
+{
+	pthread_mutex_lock(&m->stamp_lock);
+	u64map_put(&m->posix_locked, ino, (void *)1);
+	pthread_mutex_unlock(&m->stamp_lock);
+}
+
+void lm_locks_on_close(fuse_req_t req, uint64_t ino, struct fuse_file_info *fi)
+{
+	struct lmount *m = lm_of(req);
+	struct loom_lock all = { .type = F_UNLCK, .start = 0, .end = UINT64_MAX };
+	bool posix;
+
+	pthread_mutex_lock(&m->stamp_lock);
+	posix = u64map_get(&m->posix_locked, ino) != NULL;
+	pthread_mutex_unlock(&m->stamp_lock);
+	/* The kernel leaves remote locks to us: any close by a process drops its fcntl locks on the
+	 * file; the last close of an open file drops its flock. */
+	if (posix)
+		loom_ll_lock(m->fs, ino, fi->lock_owner, &all, 0);
+	if (fi->flock_release)
+		loom_ll_lock(m->fs, ino, fi->lock_owner, &all, LOOM_LOCK_FLOCK);
+}
+
+void lm_lock_ops(struct fuse_lowlevel_ops *ops)
+{
+	ops->getlk = lm_getlk;
+	ops->setlk = lm_setlk;
+	ops->flock = lm_flock;
+}
