@@ -46,8 +46,11 @@ int cmd_df(struct tool_ctx *ctx, int argc, char **argv)
 	bool human = false;
 	uint32_t n;
 	loom_fs *fs;
-	char uuid[64], mnt[160], where[128];
+	char uuid[64], row[4200], where[4096];
 	int c, rc;
+
+	struct tool_mount mnt;
+	bool mounted = false;
 
 	optind = 1;
 	while ((c = getopt(argc, argv, "h")) != -1) {
@@ -55,6 +58,17 @@ int cmd_df(struct tool_ctx *ctx, int argc, char **argv)
 			human = true;
 		else
 			return 2;
+	}
+	if (optind < argc) {
+		/* `lfs df /mnt/lustre`: the file system mounted there. */
+		if (tool_mount_of(argv[optind], &mnt) != 0) {
+			fprintf(stderr, "loom df: %s is not on a Loom mount\n", argv[optind]);
+			return 1;
+		}
+		ctx->fs_addr = mnt.mds_addr;
+		mounted = true;
+	} else if (!ctx->fs_addr && !getenv("LOOM_FS") && tool_first_mount(&mnt) == 0) {
+		mounted = true;
 	}
 	fs = tool_connect(ctx);
 	if (!fs)
@@ -64,8 +78,11 @@ int cmd_df(struct tool_ctx *ctx, int argc, char **argv)
 		loom_disconnect(fs);
 		return tool_fail("df", "cannot list targets", rc);
 	}
-	/* Until a mount exists, the "Mounted on" column names the file system as a mount source. */
-	snprintf(where, sizeof(where), "%s:/%s", t[0].addr, loom_fsname(fs));
+	/* "Mounted on": the mount point, or without a mount the file system as a mount source. */
+	if (mounted)
+		snprintf(where, sizeof(where), "%s", mnt.mountpoint);
+	else
+		snprintf(where, sizeof(where), "%s:/%s", t[0].addr, loom_fsname(fs));
 	printf("%-20s%12s%12s%12s%5s %s\n", "UUID", human ? "bytes" : "1K-blocks", "Used", "Available",
 	       "Use%", "Mounted on");
 	for (uint32_t i = 0; i < n; i++) {
@@ -79,8 +96,8 @@ int cmd_df(struct tool_ctx *ctx, int argc, char **argv)
 			continue;
 		}
 		df_row_of(&t[i].st, &r);
-		snprintf(mnt, sizeof(mnt), "%s[%s:%u]", where, mdt ? "MDT" : "OST", t[i].idx);
-		df_print(uuid, &r, human, mnt);
+		snprintf(row, sizeof(row), "%s[%s:%u]", where, mdt ? "MDT" : "OST", t[i].idx);
+		df_print(uuid, &r, human, row);
 		if (!mdt) {
 			sum.total += r.total;
 			sum.used += r.used;

@@ -83,8 +83,16 @@ loom_fs *tool_connect(struct tool_ctx *ctx)
 			addr = ctx->addr_buf;
 	}
 	if (!addr) {
-		fprintf(stderr, "%s: no file system given: use --fs HOST[:PORT], $LOOM_FS or a config file\n",
-			ctx->prog);
+		/* As lfs: the file system mounted on this node. */
+		struct tool_mount mnt;
+		if (tool_first_mount(&mnt) == 0) {
+			snprintf(ctx->addr_buf, sizeof(ctx->addr_buf), "%s", mnt.mds_addr);
+			addr = ctx->addr_buf;
+		}
+	}
+	if (!addr) {
+		fprintf(stderr, "%s: no file system given: use --fs HOST[:PORT], $LOOM_FS, a config file, "
+				"or mount one\n", ctx->prog);
 		return NULL;
 	}
 	rc = loom_connect(addr, NULL, &fs);

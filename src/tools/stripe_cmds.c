@@ -1,5 +1,6 @@
 /* loom setstripe / loom getstripe, in the syntax and output format of Lustre's lfs. */
 #include <dirent.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -7,7 +8,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <sys/xattr.h>
+#include <unistd.h>
+
 #include "common/util.h"
+#include "loom/loom_ll.h"
 #include "tools/tool.h"
 
 static int parse_int(const char *s, long lo, long hi, long *out)
@@ -21,6 +26,33 @@ static int parse_int(const char *s, long lo, long hi, long *out)
 		return -EINVAL;
 	*out = v;
 	return 0;
+}
+
+/* Through a mount, layouts travel in the virtual xattr loom.lov, as Lustre's lustre.lov. */
+#define LOV_XATTR "loom.lov"
+#define LOV_MAX   (64u << 10)
+
+static int set_via_mount(const char *path, const struct loom_layout *l)
+{
+	char buf[256];
+	size_t len;
+	int rc = loom_layout_to_xattr(l, buf, sizeof(buf), &len);
+
+	if (rc)
+		return rc;
+	if (access(path, F_OK) != 0) {
+		/* `lfs setstripe FILE` on a new name creates the file with that layout. */
+		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		if (fd < 0)
+			return -errno;
+		close(fd);
+	}
+	return setxattr(path, LOV_XATTR, buf, len, 0) < 0 ? -errno : 0;
+}
+
+static int del_via_mount(const char *path)
+{
+	return removexattr(path, LOV_XATTR) < 0 ? -errno : 0;
 }
 
 int cmd_setstripe(struct tool_ctx *ctx, int argc, char **argv)
@@ -91,11 +123,17 @@ int cmd_setstripe(struct tool_ctx *ctx, int argc, char **argv)
 		fprintf(stderr, "usage: loom setstripe [-c COUNT] [-S SIZE] [-i IDX] [-p POOL] PATH... | -d DIR...\n");
 		return 2;
 	}
-	fs = tool_connect(ctx);
-	if (!fs)
-		return 1;
+	fs = NULL;
 	for (int i = optind; i < argc; i++) {
-		rc = del ? loom_dellayout(fs, argv[i]) : loom_setlayout(fs, argv[i], &l);
+		struct tool_mount mnt;
+
+		if (tool_mount_of(argv[i], &mnt) == 0) {
+			rc = del ? del_via_mount(argv[i]) : set_via_mount(argv[i], &l);
+		} else {
+			if (!fs && !(fs = tool_connect(ctx)))
+				return 1;
+			rc = del ? loom_dellayout(fs, argv[i]) : loom_setlayout(fs, argv[i], &l);
+		}
 		if (rc == -EEXIST) {
 			fprintf(stderr, "loom setstripe: '%s': stripe already set (the file holds data)\n", argv[i]);
 			ret = 1;
@@ -103,7 +141,8 @@ int cmd_setstripe(struct tool_ctx *ctx, int argc, char **argv)
 			ret = tool_fail("setstripe", argv[i], rc);
 		}
 	}
-	loom_disconnect(fs);
+	if (fs)
+		loom_disconnect(fs);
 	return ret;
 }
 
@@ -148,10 +187,36 @@ static int print_one_field(const struct loom_layout *l, enum gs_field field)
 	return 0;
 }
 
-static int show(loom_fs *fs, const char *path, enum gs_field field, bool *first)
+/* Where getstripe looks: through libloom, or (fs NULL) through a mount's loom.lov xattr. */
+struct gs_src {
+	struct tool_ctx *ctx;
+	loom_fs *fs;
+};
+
+static int gs_layout(struct gs_src *src, const char *path, bool mounted, struct loom_layout **out)
+{
+	char *buf;
+	ssize_t n;
+	int rc;
+
+	if (!mounted) {
+		if (!src->fs && !(src->fs = tool_connect(src->ctx)))
+			return -ENOTCONN;
+		return loom_getlayout(src->fs, path, out);
+	}
+	buf = malloc(LOV_MAX);
+	if (!buf)
+		return -ENOMEM;
+	n = getxattr(path, LOV_XATTR, buf, LOV_MAX);
+	rc = n < 0 ? -errno : loom_layout_from_xattr(buf, (size_t)n, out);
+	free(buf);
+	return rc;
+}
+
+static int show(struct gs_src *src, const char *path, bool mounted, enum gs_field field, bool *first)
 {
 	struct loom_layout *l = NULL;
-	int rc = loom_getlayout(fs, path, &l);
+	int rc = gs_layout(src, path, mounted, &l);
 
 	if (rc == -ENODATA) {
 		if (field == GS_ALL) {
@@ -176,6 +241,48 @@ static int show(loom_fs *fs, const char *path, enum gs_field field, bool *first)
 	return 0;
 }
 
+/* The regular files of a directory, each shown after it (as lfs getstripe DIR). */
+static int show_entries(struct gs_src *src, const char *dir, bool mounted, enum gs_field field,
+			bool *first)
+{
+	char child[4096];
+	int rc = 0;
+
+	if (mounted) {
+		DIR *d = opendir(dir);
+		struct dirent *e;
+
+		if (!d)
+			return -errno;
+		while ((e = readdir(d)) != NULL && rc == 0) {
+			if (e->d_type != DT_REG)
+				continue;
+			snprintf(child, sizeof(child), "%s/%s", dir, e->d_name);
+			rc = show(src, child, true, field, first);
+		}
+		closedir(d);
+		return rc;
+	}
+	{
+		struct loom_dirent ent;
+		loom_dir *d;
+
+		rc = loom_opendir(src->fs, dir, &d);
+		if (rc)
+			return rc;
+		while ((rc = loom_readdir(d, &ent)) == 1) {
+			if (ent.type != DT_REG)
+				continue;
+			snprintf(child, sizeof(child), "%s/%s", dir, ent.name);
+			rc = show(src, child, false, field, first);
+			if (rc)
+				break;
+		}
+		loom_closedir(d);
+	}
+	return rc;
+}
+
 int cmd_getstripe(struct tool_ctx *ctx, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -186,7 +293,7 @@ int cmd_getstripe(struct tool_ctx *ctx, int argc, char **argv)
 	};
 	enum gs_field field = GS_ALL;
 	bool dir_only = false, first = true;
-	loom_fs *fs;
+	struct gs_src src = { .ctx = ctx };
 	int c, ret = 0;
 
 	optind = 1;
@@ -209,37 +316,29 @@ int cmd_getstripe(struct tool_ctx *ctx, int argc, char **argv)
 		fprintf(stderr, "usage: loom getstripe [-c|-S|-i|-p] [-d] PATH...\n");
 		return 2;
 	}
-	fs = tool_connect(ctx);
-	if (!fs)
-		return 1;
 	for (int i = optind; i < argc; i++) {
+		struct tool_mount mnt;
+		bool mounted = tool_mount_of(argv[i], &mnt) == 0;
 		struct stat st;
-		int rc = loom_stat(fs, argv[i], &st);
+		int rc;
 
-		if (rc == 0)
-			rc = show(fs, argv[i], field, &first);
-		if (rc == 0 && S_ISDIR(st.st_mode) && !dir_only && field == GS_ALL) {
-			struct loom_dirent ent;
-			loom_dir *d;
-
-			rc = loom_opendir(fs, argv[i], &d);
-			if (rc == 0) {
-				while ((rc = loom_readdir(d, &ent)) == 1) {
-					char child[4096];
-
-					if (ent.type != DT_REG)
-						continue;
-					snprintf(child, sizeof(child), "%s/%s", argv[i], ent.name);
-					rc = show(fs, child, field, &first);
-					if (rc)
-						break;
-				}
-				loom_closedir(d);
-			}
+		if (mounted) {
+			rc = stat(argv[i], &st) < 0 ? -errno : 0;
+		} else {
+			if (!src.fs && !(src.fs = tool_connect(ctx)))
+				return 1;
+			rc = loom_stat(src.fs, argv[i], &st);
 		}
+		if (rc == 0)
+			rc = show(&src, argv[i], mounted, field, &first);
+		if (rc == 0 && S_ISDIR(st.st_mode) && !dir_only && field == GS_ALL)
+			rc = show_entries(&src, argv[i], mounted, field, &first);
+		if (rc == -ENOTCONN)
+			return 1;
 		if (rc < 0)
 			ret = tool_fail("getstripe", argv[i], rc);
 	}
-	loom_disconnect(fs);
+	if (src.fs)
+		loom_disconnect(src.fs);
 	return ret;
 }

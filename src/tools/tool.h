@@ -15,6 +15,19 @@ struct tool_ctx {
 	char addr_buf[128];
 };
 
+/* A Loom mount on this node. */
+struct tool_mount {
+	char mountpoint[4096];
+	char source[512];   /* HOST:PORT:/FSNAME, as mounted */
+	char mds_addr[256]; /* HOST:PORT */
+};
+
+/* The Loom mount holding path (or, for a path that does not exist yet, its directory).
+ * -ENOENT when it is not under one. */
+int tool_mount_of(const char *path, struct tool_mount *out);
+/* Any Loom mount of this node (the first listed). */
+int tool_first_mount(struct tool_mount *out);
+
 /* Connects to the file system the context names; prints the error and returns NULL on failure. */
 loom_fs *tool_connect(struct tool_ctx *ctx);
 /* Prints "loom CMD: WHAT: strerror" to stderr; returns 1 (the exit code). */
