@@ -47,6 +47,7 @@ static int file_new(loom_fs *fs, const struct loom_cred *cr, int flags, const st
 	f->attr = *attr;
 	f->size = attr->size;
 	pthread_mutex_init(&f->lock, NULL);
+	pthread_mutex_init(&f->append_lock, NULL);
 	*out = f;
 	return 0;
 }
@@ -121,9 +122,9 @@ int file_finish_open(loom_fs *fs, const struct loom_cred *cr, int flags, const s
 {
 	int rc;
 
-	/* O_TRUNC: the MDS set the size to 0; the objects must lose their bytes too, or a later
-	 * extension of the file would show them again. */
-	if ((flags & O_TRUNC) && !created && layout && (flags & O_ACCMODE) != O_RDONLY) {
+	/* O_TRUNC: the MDS set the size to 0 (even for O_RDONLY, as Linux does); the objects must
+	 * lose their bytes too, or a later extension of the file would show them again. */
+	if ((flags & O_TRUNC) && !created && layout) {
 		rc = io_punch(fs, layout, 0);
 		if (rc) {
 			struct timespec zero = { 0 };
@@ -172,9 +173,33 @@ ssize_t loom_pread(loom_file *f, void *buf, size_t len, off_t off)
 	return rc ? rc : (ssize_t)len;
 }
 
-ssize_t loom_pwrite(loom_file *f, const void *buf, size_t len, off_t off)
+static ssize_t pwrite_at(loom_file *f, const void *buf, size_t len, uint64_t off)
 {
 	int rc;
+
+	if (len == 0)
+		return 0;
+	if (len > SSIZE_MAX)
+		len = SSIZE_MAX;
+	if (off >= LOOM_MAX_FILE_SIZE || len > LOOM_MAX_FILE_SIZE - off)
+		return -EFBIG;
+	rc = io_write(f->fs, f->ino, f->layout, buf, len, off);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&f->lock);
+	if (off + len > f->size)
+		f->size = off + len;
+	if (off + len > f->written_end)
+		f->written_end = off + len;
+	f->dirty = true;
+	f->mtime = clock_real();
+	pthread_mutex_unlock(&f->lock);
+	return (ssize_t)len;
+}
+
+ssize_t loom_pwrite(loom_file *f, const void *buf, size_t len, off_t off)
+{
+	ssize_t n;
 
 	if (off < 0)
 		return -EINVAL;
@@ -182,27 +207,17 @@ ssize_t loom_pwrite(loom_file *f, const void *buf, size_t len, off_t off)
 		return -EBADF;
 	if (!f->layout)
 		return -EINVAL;
-	if (f->flags & O_APPEND) {
-		pthread_mutex_lock(&f->lock);
-		off = (off_t)f->size;
-		pthread_mutex_unlock(&f->lock);
-	}
-	if (len == 0)
-		return 0;
-	if (len > SSIZE_MAX)
-		len = SSIZE_MAX;
-	if ((uint64_t)off >= LOOM_MAX_FILE_SIZE || len > LOOM_MAX_FILE_SIZE - (uint64_t)off)
-		return -EFBIG;
-	rc = io_write(f->fs, f->ino, f->layout, buf, len, (uint64_t)off);
-	if (rc)
-		return rc;
+	if (!(f->flags & O_APPEND))
+		return pwrite_at(f, buf, len, (uint64_t)off);
+	/* O_APPEND: the end is chosen and written in one step, so two appends through this handle
+	 * never land on the same offset. */
+	pthread_mutex_lock(&f->append_lock);
 	pthread_mutex_lock(&f->lock);
-	if ((uint64_t)off + len > f->size)
-		f->size = (uint64_t)off + len;
-	f->dirty = true;
-	f->mtime = clock_real();
+	off = (off_t)f->size;
 	pthread_mutex_unlock(&f->lock);
-	return (ssize_t)len;
+	n = pwrite_at(f, buf, len, (uint64_t)off);
+	pthread_mutex_unlock(&f->append_lock);
+	return n;
 }
 
 ssize_t loom_read(loom_file *f, void *buf, size_t len)
@@ -216,16 +231,14 @@ ssize_t loom_read(loom_file *f, void *buf, size_t len)
 
 ssize_t loom_write(loom_file *f, const void *buf, size_t len)
 {
-	ssize_t n;
+	ssize_t n = loom_pwrite(f, buf, len, (off_t)f->pos);
 
-	if (f->flags & O_APPEND) {
+	if (n > 0) {
 		pthread_mutex_lock(&f->lock);
-		f->pos = f->size;
+		/* After an append the position is the end it wrote to (which is the end now). */
+		f->pos = (f->flags & O_APPEND) ? f->size : f->pos + (uint64_t)n;
 		pthread_mutex_unlock(&f->lock);
 	}
-	n = loom_pwrite(f, buf, len, (off_t)f->pos);
-	if (n > 0)
-		f->pos += (uint64_t)n;
 	return n;
 }
 
@@ -263,7 +276,7 @@ static int report(loom_file *f, uint16_t op)
 	pthread_mutex_lock(&f->lock);
 	if (f->dirty)
 		flags = LW_CL_SIZE | LW_CL_MTIME;
-	size = f->size;
+	size = f->written_end;
 	mtime = f->mtime;
 	pthread_mutex_unlock(&f->lock);
 	if (op == LW_OP_MDS_SIZE_UPDATE && !flags)
@@ -271,8 +284,10 @@ static int report(loom_file *f, uint16_t op)
 	rc = mdc_close(f->fs, &f->cred, op, f->ino, f->handle, flags, size, mtime, &attr);
 	if (rc == 0) {
 		pthread_mutex_lock(&f->lock);
-		if (flags)
+		if (flags) {
 			f->dirty = false;
+			f->written_end = 0;
+		}
 		f->attr = attr;
 		pthread_mutex_unlock(&f->lock);
 	}
@@ -319,6 +334,8 @@ int loom_ftruncate(loom_file *f, off_t size)
 	if (rc == 0) {
 		pthread_mutex_lock(&f->lock);
 		f->size = (uint64_t)size;
+		if (f->written_end > (uint64_t)size)
+			f->written_end = (uint64_t)size;
 		pthread_mutex_unlock(&f->lock);
 	}
 	return rc;
@@ -370,6 +387,7 @@ int loom_close(loom_file *f)
 		return -EBADF;
 	rc = report(f, LW_OP_MDS_CLOSE);
 	pthread_mutex_destroy(&f->lock);
+	pthread_mutex_destroy(&f->append_lock);
 	free(f->layout);
 	free(f);
 	return rc;

@@ -115,6 +115,7 @@ void loom_disconnect(loom_fs *fs)
 	rpc_conn_close(fs->mds);
 	for (uint32_t i = 0; i < fs->nlinks; i++) {
 		rpc_conn_close(fs->links[i]->conn);
+		pthread_mutex_destroy(&fs->links[i]->lock);
 		free(fs->links[i]);
 	}
 	free(fs->links);
@@ -190,6 +191,7 @@ static struct oss_link *link_for(loom_fs *fs, const char *host, uint16_t port)
 	}
 	snprintf(l->host, sizeof(l->host), "%s", host);
 	l->port = port;
+	pthread_mutex_init(&l->lock, NULL);
 	fs->links = links;
 	fs->links[fs->nlinks++] = l;
 	return l;
@@ -244,48 +246,82 @@ int fs_refresh_osts(loom_fs *fs)
 	return rc;
 }
 
-int fs_ost_conn(loom_fs *fs, uint32_t ost_idx, struct rpc_conn **out)
+#define RECONNECT_BACKOFF_NS 1000000000ull /* 1 s */
+
+static struct oss_link *slot_link(loom_fs *fs, uint32_t ost_idx)
 {
 	struct oss_link *l = NULL;
-	struct rpc_conn *stale = NULL;
-	int rc = 0;
-
-	for (int attempt = 0; attempt < 2; attempt++) {
-		pthread_mutex_lock(&fs->ost_lock);
-		if (ost_idx < fs->nosts && fs->osts[ost_idx].known)
-			l = fs->osts[ost_idx].link;
-		pthread_mutex_unlock(&fs->ost_lock);
-		if (l || attempt)
-			break;
-		/* A layout names an OST we have not heard of: it joined after we connected. */
-		rc = fs_refresh_osts(fs);
-		if (rc)
-			return rc;
-	}
-	if (!l)
-		return -ENODEV;
 
 	pthread_mutex_lock(&fs->ost_lock);
+	if (ost_idx < fs->nosts && fs->osts[ost_idx].known)
+		l = fs->osts[ost_idx].link;
+	pthread_mutex_unlock(&fs->ost_lock);
+	return l;
+}
+
+/* The live connection of a link, connecting if needed. NULL when the OSS cannot be reached. */
+static struct rpc_conn *link_conn(loom_fs *fs, struct oss_link *l, uint32_t ost_idx)
+{
+	struct rpc_conn *c, *stale = NULL;
+	uint64_t now = clock_mono_ns();
+
+	pthread_mutex_lock(&l->lock);
 	if (l->conn && !rpc_conn_alive(l->conn)) {
 		stale = l->conn;
 		l->conn = NULL;
 	}
-	if (!l->conn) {
+	if (!l->conn && now - l->last_fail_ns >= RECONNECT_BACKOFF_NS) {
 		char name[16];
 		struct rpc_conn_opts o = { .name = name };
 
 		snprintf(name, sizeof(name), "OST%04x", ost_idx);
-		/* Connecting under the lock keeps two threads from racing to open the same link;
-		 * it only happens once per OSS (or after it restarted). */
-		rc = rpc_conn_open(l->host, l->port, &o, &l->conn);
-		if (rc) {
+		/* Under the link's own lock: two threads never race to connect to one OSS, and
+		 * a slow connect stalls only the users of this OSS. */
+		if (rpc_conn_open(l->host, l->port, &o, &l->conn) != 0) {
 			l->conn = NULL;
-			rc = -EIO;
+			l->last_fail_ns = now;
 		}
 	}
-	if (stale)
+	c = l->conn;
+	pthread_mutex_unlock(&l->lock);
+	if (stale) {
+		pthread_mutex_lock(&fs->ost_lock);
 		bury(fs, stale);
-	*out = l->conn;
-	pthread_mutex_unlock(&fs->ost_lock);
-	return rc;
+		pthread_mutex_unlock(&fs->ost_lock);
+	}
+	return c;
+}
+
+int fs_ost_conn(loom_fs *fs, uint32_t ost_idx, struct rpc_conn **out)
+{
+	for (int attempt = 0; attempt < 2; attempt++) {
+		struct oss_link *l = slot_link(fs, ost_idx);
+		uint64_t now = clock_mono_ns();
+		bool refresh;
+		int rc;
+
+		if (l) {
+			*out = link_conn(fs, l, ost_idx);
+			if (*out)
+				return 0;
+		}
+		if (attempt)
+			break;
+		/* An OST we have not heard of joined after we connected; one we cannot reach may
+		 * have come back elsewhere (an OSS restarted on another port): ask the MDS, at most
+		 * once a second. */
+		pthread_mutex_lock(&fs->ost_lock);
+		refresh = !l || now - fs->last_refresh_ns >= RECONNECT_BACKOFF_NS;
+		if (refresh)
+			fs->last_refresh_ns = now;
+		pthread_mutex_unlock(&fs->ost_lock);
+		if (!refresh)
+			break;
+		rc = fs_refresh_osts(fs);
+		if (rc)
+			return l ? -EIO : rc;
+		if (l && slot_link(fs, ost_idx) == l)
+			break; /* same address: it is down */
+	}
+	return slot_link(fs, ost_idx) ? -EIO : -ENODEV;
 }

@@ -18,7 +18,9 @@
 struct oss_link {
 	char host[64];
 	uint16_t port;
+	pthread_mutex_t lock;  /* conn, last_fail_ns: connecting blocks users of this OSS only */
 	struct rpc_conn *conn; /* NULL until first use, or after it failed */
+	uint64_t last_fail_ns; /* a connect that failed just now is not retried at once */
 };
 
 struct ost_slot {
@@ -48,6 +50,7 @@ struct loom_fs {
 	uint32_t nlinks;
 	struct rpc_conn **graveyard;   /* failed connections, freed at disconnect */
 	uint32_t ngraveyard;
+	uint64_t last_refresh_ns;      /* of the OST table, after a failure to reach an OST */
 };
 
 struct loom_file {
@@ -57,10 +60,13 @@ struct loom_file {
 	uint64_t handle;
 	int flags;                 /* open flags */
 	struct loom_layout *layout;/* NULL for non-regular files */
-	pthread_mutex_t lock;      /* size, pos, dirty */
+	pthread_mutex_t lock;      /* size, pos, dirty, written_end */
+	pthread_mutex_t append_lock; /* one O_APPEND write at a time: offset choice and I/O */
 	uint64_t size;             /* the file's size as this client knows it */
 	uint64_t pos;
 	bool dirty;                /* written since the last report to the MDS */
+	uint64_t written_end;      /* the end of what this handle wrote since its last report:
+	                            * what it reports, so a size it merely saw is never reported */
 	struct timespec mtime;     /* of the last write */
 	struct lw_attr attr;       /* as of open */
 };

@@ -75,6 +75,8 @@ int loom_ll_setattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino,
 	if (rc == 0 && f) {
 		pthread_mutex_lock(&f->lock);
 		f->size = w.size;
+		if (f->written_end > w.size)
+			f->written_end = w.size;
 		pthread_mutex_unlock(&f->lock);
 	}
 	return stat_reply(rc, &attr, st);
@@ -211,6 +213,10 @@ int loom_ll_readdir(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint6
 	if (rc)
 		return rc;
 	memcpy(&rep, page, sizeof(rep));
+	if (rep.count == 0 && !rep.eof) {
+		free(page); /* an empty page that is not the end: a caller would take it for the end */
+		return -EPROTO;
+	}
 	lw_rd_init(&rd, (uint8_t *)page + sizeof(rep), page_len - sizeof(rep));
 	for (uint32_t i = 0; i < rep.count; i++) {
 		struct lw_dirent de;

@@ -99,14 +99,18 @@ static int walk(loom_fs *fs, const struct loom_cred *cr, const char *path, bool 
 			rc = mdc_readlink(fs, cr, child.ino, target, LOOM_SYMLINK_MAX, &tlen);
 			if (rc)
 				break;
-			if (tlen + 1 + rest >= 2 * PATH_MAX) {
+			if (tlen == 0 || tlen > LOOM_SYMLINK_MAX) {
+				rc = -EPROTO; /* the MDS never stores such a target */
+				break;
+			}
+			if (tlen + rest >= 2 * PATH_MAX) {
 				rc = -ENAMETOOLONG;
 				break;
 			}
-			/* work becomes target + "/" + the rest; p may point into work, so move first. */
-			memmove(work + tlen + 1, p, rest + 1);
+			/* work becomes target + the rest (which starts with '/' when anything follows);
+			 * p may point into work, so move the rest first. */
+			memmove(work + tlen, p, rest + 1);
 			memcpy(work, target, tlen);
-			work[tlen] = '/';
 			p = work;
 			if (target[0] == '/') {
 				rc = mdc_getattr(fs, cr, LOOM_ROOT_INO, cur);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "common/util.h"
@@ -96,8 +97,12 @@ static void destroy_list(struct mds *m, struct mds_destroy_item *items, uint32_t
 	for (int i = 0; i < nconns; i++)
 		rpc_conn_close(conns[i].conn);
 
-	/* Report back as an internal request: the body carries the destroyed objects. */
-	report = calloc(1, sizeof(*report) + (size_t)ndone * sizeof(*done));
+	/* Report back as an internal request: the body carries the destroyed objects. Without
+	 * memory for it the metadata thread would wait for this report forever: keep trying. */
+	while (!(report = calloc(1, sizeof(*report) + (size_t)ndone * sizeof(*done)))) {
+		log_err("destroyer: out of memory reporting back; retrying");
+		sleep(1);
+	}
 	if (report) {
 		report->hdr.opcode = MDS_INTERNAL_DESTROYED;
 		report->hdr.status = all_ok ? 0 : -EAGAIN;
@@ -170,40 +175,51 @@ void mds_destroyer_kick(struct mds *m, struct mdt_txn *t)
 	struct loom_ostobj objs[DESTROY_BATCH];
 	struct mds_destroy_item *items;
 	const struct mdt_ost *table;
-	uint32_t count, gen, n = 0;
+	uint32_t count, gen, per_ost;
 	size_t got = 0;
 
 	if (d->busy || !d->more || clock_mono_ns() < d->next_try_ns)
 		return;
-	if (mdt_destroy_list(t, objs, DESTROY_BATCH, &got) < 0 || got == 0) {
+	table = mdt_ost_table(m->store, &count, &gen);
+	if (count == 0) {
+		d->more = false;
+		return;
+	}
+	/* A share of the batch for each reachable OST in turn: an OST that is down holds up no
+	 * other (its objects wait in the queue until it registers again). */
+	per_ost = DESTROY_BATCH / count ? DESTROY_BATCH / count : 1;
+	for (uint32_t k = 0; k < count && got < DESTROY_BATCH; k++) {
+		const struct mdt_ost *o = &table[(d->next_ost + k) % count];
+		size_t n = 0;
+
+		if (o->state & LW_TGT_INACTIVE)
+			continue;
+		if (mdt_destroy_list_ost(t, o->idx, objs + got, MIN(per_ost, DESTROY_BATCH - got), &n) < 0)
+			continue;
+		got += n;
+	}
+	d->next_ost = (d->next_ost + 1) % count;
+	if (got == 0) {
 		d->more = false;
 		return;
 	}
 	items = calloc(got, sizeof(*items));
 	if (!items)
 		return;
-	table = mdt_ost_table(m->store, &count, &gen);
 	for (size_t i = 0; i < got; i++) {
 		for (uint32_t k = 0; k < count; k++) {
 			if (table[k].idx != objs[i].ost_idx)
 				continue;
-			items[n].obj = objs[i];
-			snprintf(items[n].host, sizeof(items[n].host), "%s", table[k].host);
-			items[n].port = table[k].port;
-			n++;
+			items[i].obj = objs[i];
+			snprintf(items[i].host, sizeof(items[i].host), "%s", table[k].host);
+			items[i].port = table[k].port;
 			break;
 		}
-	}
-	if (n == 0) {
-		/* Every object is on an OST the table does not know (yet): try again later. */
-		free(items);
-		d->next_try_ns = clock_mono_ns() + DESTROY_BACKOFF_NS;
-		return;
 	}
 	d->busy = true;
 	pthread_mutex_lock(&d->lock);
 	d->items = items;
-	d->nitems = n;
+	d->nitems = (uint32_t)got;
 	pthread_cond_signal(&d->cond);
 	pthread_mutex_unlock(&d->lock);
 }

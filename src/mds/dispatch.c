@@ -484,16 +484,25 @@ static int exec(struct mds *m, struct mdt_txn *t, struct srv_req *req, const str
 
 struct lost_scan {
 	uint64_t conn_id;
-	uint32_t idx[64];
-	uint32_t n;
+	uint32_t *idx;
+	uint32_t n, cap;
 };
 
 static void lost_scan_one(uint64_t idx, void *val, void *arg)
 {
 	struct lost_scan *ls = arg;
 
-	if ((uint64_t)(uintptr_t)val == ls->conn_id && ls->n < ARRAY_SIZE(ls->idx))
-		ls->idx[ls->n++] = (uint32_t)idx;
+	if ((uint64_t)(uintptr_t)val != ls->conn_id)
+		return;
+	if (ls->n == ls->cap) {
+		uint32_t cap = ls->cap ? ls->cap * 2 : 16;
+		uint32_t *p = realloc(ls->idx, cap * sizeof(*p));
+		if (!p)
+			return; /* those left out are found silent by their missing heartbeats */
+		ls->idx = p;
+		ls->cap = cap;
+	}
+	ls->idx[ls->n++] = (uint32_t)idx;
 }
 
 /* An OSS's connection closed: its OSTs take no new stripes until it registers again, rather than
@@ -507,6 +516,7 @@ static void osts_of_conn_lost(struct mds *m, uint64_t conn_id)
 		u64map_del(&m->ost_conns, ls.idx[i]);
 		mdt_ost_lost(m->store, ls.idx[i]);
 	}
+	free(ls.idx);
 }
 
 /* Internal items: a client went away, or the destroyer finished a list. */
@@ -594,7 +604,7 @@ static void run_batch(struct mds *m, struct srv_req *list, uint32_t n)
 		i = 0;
 		for (struct srv_req *req = list; req; req = req->next, i++) {
 			run_one(m, txn, write, req, &bs, &replies[i]);
-			if (!write || replies[i].status != -E2BIG || i == first)
+			if (!write || replies[i].status != MDT_ETXNFULL || i == first)
 				continue;
 			/* The transaction grew too big for LMDB: commit what ran so far and give this
 			 * request a transaction of its own. */

@@ -98,19 +98,22 @@ int mds_handle_check(struct mds *m, uint64_t handle, uint64_t ino, uint64_t conn
 	return 0;
 }
 
-/* Ends a known handle. */
+/* Ends a known handle. The inode is released first, and the handle forgotten only if that
+ * worked, so that a failure (the request is answered with it) leaves the handle to retry. */
 static int handle_end(struct mds *m, struct mdt_txn *t, struct mds_handle *h, bool *released)
 {
-	uint64_t ino = h->ino;
-	int rc = 0;
+	uintptr_t count = (uintptr_t)u64map_get(&m->open_counts, h->ino);
 
-	if (handle_forget(m, h)) {
-		/* A no-op for an inode that still has names. */
-		rc = mdt_inode_release(t, ino);
+	if (count <= 1) {
+		/* The last handle: a no-op for an inode that still has names. */
+		int rc = mdt_inode_release(t, h->ino);
+		if (rc)
+			return rc;
 		*released = true;
 	}
+	handle_forget(m, h);
 	free(h);
-	return rc;
+	return 0;
 }
 
 int mds_handle_close(struct mds *m, struct mdt_txn *t, uint64_t handle, uint64_t ino,

@@ -195,6 +195,7 @@ static void wake_waiters(struct mds *m, uint64_t ino, struct lk_inode *li)
 		*pp = w->next;
 		reply_lock(w->req, rc);
 		free(w);
+		m->lock_waiters--;
 	}
 	inode_maybe_free(m, ino, li);
 }
@@ -212,10 +213,11 @@ int mds_lock(struct mds *m, struct srv_req *req, const struct lw_lock_req *q, vo
 		li = inode_get(m, q->ino, false);
 		for (struct lk_waiter **pp = li ? &li->waiters : NULL; pp && *pp; pp = &(*pp)->next) {
 			struct lk_waiter *w = *pp;
-			if (w->req->conn_id == req->conn_id && w->q.owner == q->owner) {
+			if (w->req->conn_id == req->conn_id && w->q.owner == q->owner && w->q.ino == q->ino) {
 				*pp = w->next;
 				reply_lock(w->req, -EINTR);
 				free(w);
+				m->lock_waiters--;
 				break;
 			}
 		}
@@ -260,6 +262,10 @@ int mds_lock(struct mds *m, struct srv_req *req, const struct lw_lock_req *q, vo
 		return -EAGAIN;
 	}
 	/* Park it: the answer comes when the conflict is gone. */
+	if (m->lock_waiters >= MDS_MAX_LOCK_WAITERS) {
+		inode_maybe_free(m, q->ino, li);
+		return -ENOLCK;
+	}
 	{
 		struct lk_waiter *w = calloc(1, sizeof(*w)), **tail = &li->waiters;
 
@@ -270,6 +276,9 @@ int mds_lock(struct mds *m, struct srv_req *req, const struct lw_lock_req *q, vo
 		while (*tail)
 			tail = &(*tail)->next;
 		*tail = w;
+		m->lock_waiters++;
+		/* A wait may be long: the client's other requests must keep flowing meanwhile. */
+		srv_req_park(req);
 	}
 	free(rep);
 	*reply = NULL;
@@ -334,6 +343,7 @@ void mds_locks_drop_conn(struct mds *m, uint64_t conn_id)
 				*wp = w->next;
 				srv_req_drop(w->req); /* nobody is left to answer */
 				free(w);
+				m->lock_waiters--;
 			} else {
 				wp = &w->next;
 			}

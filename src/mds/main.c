@@ -23,6 +23,13 @@ static void on_signal(int sig)
 		srv_stop(the_mds->srv);
 }
 
+/* No MDS request carries bulk data. */
+static bool no_bulk(uint16_t opcode)
+{
+	(void)opcode;
+	return false;
+}
+
 static void *md_thread_main(void *arg)
 {
 	mds_metadata_loop(arg);
@@ -149,6 +156,8 @@ int main(int argc, char **argv)
 	u64map_init(&m.locks);
 
 	so.name = "mds";
+	so.bulk_ok = no_bulk;
+	so.max_memory = 256ull << 20;
 	so.listen_host = listen_host;
 	so.listen_port = listen_port;
 	so.deliver = mds_deliver;

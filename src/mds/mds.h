@@ -46,6 +46,7 @@ struct mds_destroyer {
 	bool stopping;
 	uint64_t next_try_ns; /* metadata thread: back-off after failures */
 	bool more;      /* metadata thread: the queue may hold more */
+	uint32_t next_ost; /* metadata thread: where the next batch starts in the OST table */
 };
 
 struct mds {
@@ -62,6 +63,7 @@ struct mds {
 
 	/* File locks (locks.c): ino -> struct lk_inode. */
 	struct u64map locks;
+	uint32_t lock_waiters;
 
 	/* OST index -> conn_id of the connection that registered it (metadata thread only): when
 	 * that connection closes, the OST is down. */
@@ -101,6 +103,8 @@ bool mds_ino_is_open(struct mds *m, uint64_t ino);
 /* locks.c */
 /* A request answered later: the lock manager keeps it until the lock is granted or cancelled. */
 #define MDS_PARKED 1
+/* Requests waiting for a lock, over all clients: beyond, -ENOLCK (memory stays bounded). */
+#define MDS_MAX_LOCK_WAITERS 65536
 /* MDS_LOCK: 0 with a reply (malloc'd lw_lock_rep in *reply), a negative errno, or MDS_PARKED. */
 int mds_lock(struct mds *m, struct srv_req *req, const struct lw_lock_req *q, void **reply,
 	     uint32_t *reply_len);

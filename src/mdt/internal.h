@@ -190,7 +190,7 @@ static inline size_t mdt_key_name(uint8_t *key, uint64_t ino, const char *name, 
 /* ---- store.c: LMDB access ---- */
 
 /* An LMDB return code as a negative errno (MDB_NOTFOUND -> -ENOENT, MDB_MAP_FULL -> -ENOSPC,
- * MDB_TXN_FULL -> -E2BIG, corruption -> -EIO). */
+ * MDB_TXN_FULL -> MDT_ETXNFULL, corruption -> -EIO). */
 int mdt_errno(int mdb_rc);
 
 /* Copies nothing: val points into the map and is valid until the next write in this txn. */

@@ -138,6 +138,39 @@ int mdt_destroy_list(struct mdt_txn *t, struct loom_ostobj *out, size_t max, siz
 	return mrc == MDB_SUCCESS || mrc == MDB_NOTFOUND ? 0 : mdt_errno(mrc);
 }
 
+int mdt_destroy_list_ost(struct mdt_txn *t, uint32_t ost_idx, struct loom_ostobj *out, size_t max,
+			 size_t *n)
+{
+	uint8_t start[4];
+	MDB_cursor *cur;
+	MDB_val k, v;
+	int rc, mrc;
+
+	*n = 0;
+	rc = mdt_errno(mdb_cursor_open(t->mdb, t->s->dbi[MDT_DB_DESTROY], &cur));
+	if (rc)
+		return rc;
+	/* Keys are OST index then object id, big-endian: this OST's entries are one range. */
+	mdt_put_be32(start, ost_idx);
+	k.mv_data = start;
+	k.mv_size = sizeof(start);
+	for (mrc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); mrc == MDB_SUCCESS && *n < max;
+	     mrc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		if (k.mv_size != 12) {
+			mrc = MDB_CORRUPTED;
+			break;
+		}
+		if (mdt_get_be32(k.mv_data) != ost_idx)
+			break;
+		out[*n].ost_idx = ost_idx;
+		out[*n].pad = 0;
+		out[*n].objid = mdt_get_be64((const uint8_t *)k.mv_data + 4);
+		(*n)++;
+	}
+	mdb_cursor_close(cur);
+	return mrc == MDB_SUCCESS || mrc == MDB_NOTFOUND ? 0 : mdt_errno(mrc);
+}
+
 int mdt_destroy_done(struct mdt_txn *t, uint32_t ost_idx, uint64_t objid)
 {
 	uint8_t key[12];

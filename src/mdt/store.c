@@ -49,8 +49,8 @@ int mdt_errno(int mdb_rc)
 		return -ENOSPC;
 	case MDB_TXN_FULL:
 		/* The batch touched too many pages: the server should commit it and retry the request
-		 * in a transaction of its own. */
-		return -E2BIG;
+		 * in a transaction of its own. Not an errno, so it cannot be confused with one. */
+		return MDT_ETXNFULL;
 	case MDB_READERS_FULL:
 		return -EAGAIN;
 	default:

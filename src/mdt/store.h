@@ -30,6 +30,9 @@
 struct mdt_store;
 struct mdt_txn;
 
+/* Not an errno: LMDB's transaction is full (see mdt_txn_commit). Never leaves the MDS. */
+#define MDT_ETXNFULL (-4096 - 1)
+
 /* Creates a new MDT in mdt_dir (created if missing): root directory (ino 1, mode 0755, uid 0,
  * gid 0) and the filesystem default layout (RAID-0, 4 MiB, 1 stripe, offset -1).
  * -EEXIST if mdt_dir already holds an MDT, -EBUSY while an MDS has it open; -EINVAL for an
@@ -51,8 +54,9 @@ int mdt_txn_begin(struct mdt_store *s, bool write, struct mdt_txn **out);
 int mdt_txn_child(struct mdt_txn *parent, struct mdt_txn **out);
 /* Both end (and free) the transaction, also when commit fails. Commit makes it durable (fsync) for
  * a top-level one, and only then do OST registrations made in it reach the in-memory table.
- * Errors of the store's operations and of commit: -ENOSPC (map full), -E2BIG (the transaction
- * touched too many pages: commit the batch, retry the request alone), -EIO (damaged MDT). */
+ * Errors of the store's operations and of commit: -ENOSPC (map full), MDT_ETXNFULL (the
+ * transaction touched too many pages: commit the batch, retry the request alone), -EIO (damaged
+ * MDT). */
 int mdt_txn_commit(struct mdt_txn *t);
 void mdt_txn_abort(struct mdt_txn *t);
 
@@ -225,6 +229,9 @@ int mdt_orphan_list(struct mdt_txn *t, uint64_t *inos, size_t max, size_t *n);
 /* Objects waiting to be destroyed on their OSTs, from the start of the queue (ordered by OST,
  * then object id). mdt_destroy_done of an object not queued is 0, so a resend is harmless. */
 int mdt_destroy_list(struct mdt_txn *t, struct loom_ostobj *out, size_t max, size_t *n);
+/* The same for one OST only, so that an OST that is down holds up no other. */
+int mdt_destroy_list_ost(struct mdt_txn *t, uint32_t ost_idx, struct loom_ostobj *out, size_t max,
+			 size_t *n);
 int mdt_destroy_done(struct mdt_txn *t, uint32_t ost_idx, uint64_t objid);
 
 /* ---- the OST table ---- */

@@ -148,6 +148,10 @@ void rpc_submit(struct rpc_conn *c, struct rpc_call *call, struct rpc_wait *w)
 	w->pending++;
 	pthread_mutex_unlock(&w->lock);
 
+	if (call->bulk_cnt < 0 || call->bulk_cnt > RPC_MAX_IOV || call->rbulk_cnt < 0) {
+		call_complete(call, -EINVAL);
+		return;
+	}
 	pthread_mutex_lock(&c->lock);
 	if (c->failed) {
 		pthread_mutex_unlock(&c->lock);
@@ -200,6 +204,8 @@ int rpc_conn_local_host(const struct rpc_conn *c, char *buf, size_t cap)
 	struct sockaddr_in sa;
 	socklen_t sl = sizeof(sa);
 
+	if (c->fd < 0)
+		return -ENOTCONN;
 	if (getsockname(c->fd, (struct sockaddr *)&sa, &sl) < 0)
 		return -errno;
 	if (!inet_ntop(AF_INET, &sa.sin_addr, buf, (socklen_t)cap))
@@ -480,24 +486,21 @@ static void *conn_thread(void *arg)
 		failed = c->failed;
 		want_out = c->sendq_head != NULL;
 		pthread_mutex_unlock(&c->lock);
-		if (stopping)
-			break;
-		if (failed)
-			pfd[0].fd = -1;
-		if (want_out && !failed)
+		if (stopping || failed)
+			break; /* a failed connection fails new calls at once: nothing left to do here */
+		if (want_out)
 			pfd[0].events |= POLLOUT;
 		rc = poll(pfd, 2, -1);
 		if (rc < 0) {
 			if (errno == EINTR)
 				continue;
+			conn_fail(c, "poll failed");
 			break;
 		}
-		if (pfd[1].revents & POLLIN) {
-			if (read(c->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-				break;
+		if ((pfd[1].revents & POLLIN) && read(c->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN) {
+			conn_fail(c, "eventfd failed");
+			break;
 		}
-		if (failed)
-			continue;
 		if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) {
 			if (conn_recv(c) < 0)
 				continue;
@@ -510,6 +513,13 @@ static void *conn_thread(void *arg)
 			conn_fail(c, why);
 		}
 	}
+	/* Give the socket back now; the connection object lives until rpc_conn_close. */
+	pthread_mutex_lock(&c->lock);
+	if (c->failed && c->fd >= 0) {
+		close(c->fd);
+		c->fd = -1;
+	}
+	pthread_mutex_unlock(&c->lock);
 	return NULL;
 }
 
@@ -608,7 +618,8 @@ void rpc_conn_close(struct rpc_conn *c)
 		log_warn("connection to %s: eventfd write: %s", c->peer, strerror(errno));
 	pthread_join(c->thread, NULL);
 	conn_fail(c, NULL);
-	close(c->fd);
+	if (c->fd >= 0)
+		close(c->fd);
 	close(c->wake_fd);
 	pthread_mutex_destroy(&c->lock);
 	free(c->rbuf);

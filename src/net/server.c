@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,14 +16,23 @@
 #include <unistd.h>
 
 #include "common/crc.h"
-#include "net/bulk.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "net/bulk.h"
 #include "proto/codec.h"
 
 #define RBUF_SIZE     (64u << 10)
 #define READ_BUDGET   (4u << 20)  /* bytes read from one connection per event, for fairness */
 #define WRITE_IOVS    64
+
+/*
+ * Memory accounting. Every request, from the moment its header is accepted until its reply has
+ * been written to the socket (or dropped), is charged to its connection (count and bytes, which
+ * pause that connection's reading past a limit) and to the server (bytes, which pause every
+ * connection that wants to start a new frame past a limit). A reply is charged its own size too,
+ * so a client that asks for data and never reads it stops being served instead of growing the
+ * server without bound.
+ */
 
 struct out_frame {
 	struct out_frame *next;
@@ -31,6 +41,8 @@ struct out_frame {
 	uint32_t bulk_len;
 	uint32_t hb_len;  /* header + body */
 	size_t sent;      /* bytes of hb then bulk already written */
+	uint64_t charge;  /* bytes charged for it (its own size) */
+	bool ends_req;    /* its request is still counted in the connection's in-flight count */
 	uint8_t hb[];
 };
 
@@ -45,15 +57,15 @@ struct srv_conn {
 	pthread_mutex_t lock;   /* everything below up to the read state */
 	int refs;               /* the loop's while open, plus one per request handed out */
 	bool closed;            /* fd closed: replies are dropped */
-	bool paused;            /* not reading: too much in flight */
+	atomic_bool paused;     /* not reading: too much in flight (written under lock) */
 	bool resume_queued;     /* on srv->resume, to parse what rbuf still holds */
 	uint32_t events;        /* what epoll is asked for now */
-	uint32_t inflight;
+	uint32_t inflight;      /* requests read and not yet answered on the wire */
 	uint64_t inflight_bytes;
 	struct out_frame *out_head;
 	struct out_frame *out_tail;
 
-	/* Read state, touched by the loop thread only. */
+	/* Loop thread only. */
 	uint8_t *rbuf;
 	uint32_t rpos;
 	uint32_t rlen;
@@ -61,10 +73,13 @@ struct srv_conn {
 	struct lw_hdr hdr;
 	uint32_t hgot;
 	struct srv_req *req;
-	uint32_t got; /* of body or bulk, per rstate */
+	uint32_t got;            /* of body or bulk, per rstate */
+	bool starved;            /* waiting for server memory to start its next frame */
+	struct srv_conn *prev_open, *next_open;
+	struct srv_conn *next_starved;
+	struct srv_conn *next_grave;
 
-	struct srv_conn *prev_open, *next_open; /* loop thread only */
-	struct srv_conn *next_resume;           /* under srv->resume_lock */
+	struct srv_conn *next_resume; /* under srv->resume_lock */
 };
 
 struct srv {
@@ -74,10 +89,17 @@ struct srv {
 	int listen_fd;
 	int wake_fd;
 	uint16_t port;
-	volatile int stopping;
+	atomic_int stopping;
 	uint64_t next_conn_id;
-	struct srv_conn *open_conns;
 	uint64_t accept_paused_until;
+
+	atomic_uint_fast64_t mem; /* bytes charged to requests and replies */
+	atomic_bool starving;     /* some connection waits for mem to fall */
+
+	/* Loop thread only. */
+	struct srv_conn *open_conns;
+	struct srv_conn *starved;
+	struct srv_conn *grave;   /* closed during this loop iteration, freed at its end */
 
 	pthread_mutex_t resume_lock;
 	struct srv_conn *resume;
@@ -100,7 +122,25 @@ static void conn_unref(struct srv_conn *c)
 	free(c);
 }
 
-static void out_frame_free(struct out_frame *f)
+static void srv_wake(struct srv *s)
+{
+	uint64_t one = 1;
+
+	if (write(s->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		log_warn("%s: eventfd write: %s", s->name, strerror(errno));
+}
+
+/* Server memory was released: connections waiting for it may go on. */
+static void mem_release(struct srv *s, uint64_t bytes)
+{
+	uint64_t now = atomic_fetch_sub(&s->mem, bytes) - bytes;
+
+	if (atomic_load(&s->starving) && now < s->opts.max_memory / 2 &&
+	    atomic_exchange(&s->starving, false))
+		srv_wake(s);
+}
+
+static void out_frame_free(struct srv *s, struct out_frame *f)
 {
 	if (f->bulk) {
 		if (f->bulk_free)
@@ -108,6 +148,7 @@ static void out_frame_free(struct out_frame *f)
 		else
 			free(f->bulk);
 	}
+	mem_release(s, f->charge);
 	free(f);
 }
 
@@ -119,26 +160,83 @@ static void conn_set_events(struct srv_conn *c)
 
 	if (c->closed)
 		return;
-	if (!c->paused)
-		ev |= EPOLLIN;
+	/* Not even RDHUP while paused: it would be reported on every wait, and spin the loop. */
+	if (!atomic_load(&c->paused) && !c->starved)
+		ev |= EPOLLIN | EPOLLRDHUP;
 	if (c->out_head)
 		ev |= EPOLLOUT;
 	if (ev == c->events)
 		return;
-	e.events = ev | EPOLLRDHUP;
+	e.events = ev;
 	e.data.ptr = c;
 	if (epoll_ctl(c->srv->epfd, EPOLL_CTL_MOD, c->fd, &e) == 0)
 		c->events = ev;
+	else
+		log_warn("%s: epoll_ctl for connection %llu: %s", c->srv->name, (unsigned long long)c->id,
+			 strerror(errno));
+}
+
+/* Under c->lock: pauses reading past the connection's limits. */
+static void conn_check_pause(struct srv_conn *c)
+{
+	struct srv *s = c->srv;
+
+	if (!atomic_load(&c->paused) &&
+	    (c->inflight >= s->opts.max_inflight || c->inflight_bytes >= s->opts.max_inflight_bytes)) {
+		atomic_store(&c->paused, true);
+		conn_set_events(c);
+	}
 }
 
 /*
- * Under c->lock. Writes as much of the out queue as the socket takes, several frames per writev.
- * Returns 0, or -errno when the connection is broken (the loop will close it on its next event).
+ * Under c->lock: if the connection is paused and has drained enough, un-pauses it and queues it
+ * for the loop (its read buffer may hold whole frames that no event will announce). Returns
+ * true when the caller must hand it over with conn_queue_resume() after unlocking.
+ */
+static bool conn_check_resume(struct srv_conn *c)
+{
+	struct srv *s = c->srv;
+
+	if (!atomic_load(&c->paused) || c->closed || c->inflight > s->opts.max_inflight / 2 ||
+	    c->inflight_bytes > s->opts.max_inflight_bytes / 2)
+		return false;
+	atomic_store(&c->paused, false);
+	conn_set_events(c);
+	if (c->resume_queued)
+		return false;
+	c->resume_queued = true;
+	c->refs++;
+	return true;
+}
+
+static void conn_queue_resume(struct srv_conn *c)
+{
+	struct srv *s = c->srv;
+
+	pthread_mutex_lock(&s->resume_lock);
+	c->next_resume = s->resume;
+	s->resume = c;
+	pthread_mutex_unlock(&s->resume_lock);
+	srv_wake(s);
+}
+
+/* Under c->lock: a reply frame left (sent or dropped). */
+static void conn_frame_done(struct srv_conn *c, struct out_frame *f)
+{
+	if (f->ends_req)
+		c->inflight--;
+	c->inflight_bytes -= f->charge;
+}
+
+/*
+ * Under c->lock. Writes as much of the out queue as the socket takes, several frames per call.
+ * Returns 0, or -errno when the connection is broken (the loop closes it on its next event).
  */
 static int conn_flush(struct srv_conn *c)
 {
 	while (c->out_head && !c->closed) {
 		struct iovec iov[WRITE_IOVS];
+		struct msghdr mh = { .msg_iov = iov };
 		int n = 0;
 		ssize_t w;
 
@@ -156,7 +254,7 @@ static int conn_flush(struct srv_conn *c)
 				iov[n++].iov_len = f->bulk_len - off;
 			}
 		}
-		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
+		mh.msg_iovlen = (size_t)n;
 		w = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
 		if (w < 0) {
 			if (errno == EINTR)
@@ -176,17 +274,33 @@ static int conn_flush(struct srv_conn *c)
 			c->out_head = f->next;
 			if (!c->out_head)
 				c->out_tail = NULL;
-			out_frame_free(f);
+			conn_frame_done(c, f);
+			out_frame_free(c->srv, f);
 		}
 	}
 	return 0;
 }
 
+static void starved_remove(struct srv *s, struct srv_conn *c)
+{
+	for (struct srv_conn **pp = &s->starved; *pp; pp = &(*pp)->next_starved) {
+		if (*pp == c) {
+			*pp = c->next_starved;
+			break;
+		}
+	}
+	c->starved = false;
+}
+
+/* Loop thread. Idempotent. The memory goes at the end of the loop iteration, so that events
+ * of the same epoll batch that name this connection find it (closed) rather than freed. */
 static void conn_close(struct srv_conn *c, const char *why)
 {
 	struct srv *s = c->srv;
 	struct out_frame *f;
 
+	if (c->fd < 0)
+		return;
 	if (why)
 		log_info("%s: closing connection %llu from %s: %s", s->name, (unsigned long long)c->id,
 			 c->peer, why);
@@ -197,16 +311,20 @@ static void conn_close(struct srv_conn *c, const char *why)
 	c->fd = -1;
 	while ((f = c->out_head)) {
 		c->out_head = f->next;
-		out_frame_free(f);
+		conn_frame_done(c, f);
+		out_frame_free(s, f);
 	}
 	c->out_tail = NULL;
 	pthread_mutex_unlock(&c->lock);
 
 	if (c->req) {
 		bulk_free(c->req->bulk);
+		mem_release(s, sizeof(*c->req) + c->req->hdr.body_len + (uint64_t)c->req->hdr.bulk_len);
 		free(c->req);
 		c->req = NULL;
 	}
+	if (c->starved)
+		starved_remove(s, c);
 	if (c->prev_open)
 		c->prev_open->next_open = c->next_open;
 	else
@@ -215,25 +333,37 @@ static void conn_close(struct srv_conn *c, const char *why)
 		c->next_open->prev_open = c->prev_open;
 	if (s->opts.disconnect)
 		s->opts.disconnect(c->id, s->opts.arg);
-	conn_unref(c);
+	c->next_grave = s->grave;
+	s->grave = c;
+}
+
+static void srv_bury(struct srv *s)
+{
+	while (s->grave) {
+		struct srv_conn *c = s->grave;
+		s->grave = c->next_grave;
+		conn_unref(c);
+	}
+}
+
+static uint64_t req_charge(const struct lw_hdr *h)
+{
+	return sizeof(struct srv_req) + h->body_len + (uint64_t)h->bulk_len;
 }
 
 static void conn_deliver(struct srv_conn *c)
 {
 	struct srv *s = c->srv;
 	struct srv_req *req = c->req;
-	uint64_t bytes = (uint64_t)req->hdr.body_len + req->hdr.bulk_len;
 
 	c->req = NULL;
 	req->recv_ns = clock_mono_ns();
 	pthread_mutex_lock(&c->lock);
 	c->refs++;
 	c->inflight++;
-	c->inflight_bytes += bytes;
-	if (c->inflight >= s->opts.max_inflight || c->inflight_bytes >= s->opts.max_inflight_bytes) {
-		c->paused = true;
-		conn_set_events(c);
-	}
+	c->inflight_bytes += req_charge(&req->hdr);
+	req->counted = true;
+	conn_check_pause(c);
 	pthread_mutex_unlock(&c->lock);
 	s->opts.deliver(req, s->opts.arg);
 }
@@ -249,37 +379,60 @@ static void conn_reject_bulk(struct srv_conn *c)
 	pthread_mutex_lock(&c->lock);
 	c->refs++;
 	c->inflight++;
-	c->inflight_bytes += (uint64_t)req->hdr.body_len + req->hdr.bulk_len;
+	c->inflight_bytes += req_charge(&req->hdr);
+	req->counted = true;
 	pthread_mutex_unlock(&c->lock);
 	srv_reply(req, -EBADMSG, NULL, 0, NULL, 0, NULL);
 }
 
-/* The header is complete: check it and allocate the request. NULL or why the peer is dropped. */
+/*
+ * The header is complete: check it and allocate the request, if the server has the memory.
+ * Returns NULL (c->req set, or c->starved when it must wait), or why the peer is dropped.
+ */
 static const char *conn_hdr_done(struct srv_conn *c)
 {
+	struct srv *s = c->srv;
 	struct lw_hdr *h = &c->hdr;
+	uint64_t need = req_charge(h), before;
 	struct srv_req *req;
 
 	if (lw_hdr_check(h))
 		return h->magic != LW_MAGIC ? "not a Loom frame (bad magic)" : "malformed frame header";
 	if (h->flags & LW_F_REPLY)
 		return "reply frame sent to a server";
+	if (h->bulk_len && s->opts.bulk_ok && !s->opts.bulk_ok(h->opcode))
+		return "bulk data with an opcode that takes none";
+
+	before = atomic_fetch_add(&s->mem, need);
+	if (before + need > s->opts.max_memory && before > 0) {
+		/* Over budget: this connection waits until replies free memory. (With nothing
+		 * charged at all, one frame always goes, so the server cannot stall itself.) */
+		atomic_fetch_sub(&s->mem, need);
+		atomic_store(&s->starving, true);
+		if (!c->starved) {
+			c->starved = true;
+			c->next_starved = s->starved;
+			s->starved = c;
+			pthread_mutex_lock(&c->lock);
+			conn_set_events(c);
+			pthread_mutex_unlock(&c->lock);
+		}
+		return NULL;
+	}
 	req = malloc(sizeof(*req) + h->body_len);
-	if (!req)
+	if (req) {
+		memset(req, 0, sizeof(*req));
+		req->bulk = h->bulk_len ? bulk_alloc(h->bulk_len) : NULL;
+	}
+	if (!req || (h->bulk_len && !req->bulk)) {
+		free(req);
+		atomic_fetch_sub(&s->mem, need);
 		return "out of memory for a request";
-	memset(req, 0, sizeof(*req));
+	}
 	req->hdr = *h;
 	req->body = (uint8_t *)(req + 1);
 	req->conn = c;
 	req->conn_id = c->id;
-	if (h->bulk_len) {
-		/* Page-aligned, so that an OSS may hand it to O_DIRECT or io_uring unchanged. */
-		req->bulk = bulk_alloc(h->bulk_len);
-		if (!req->bulk) {
-			free(req);
-			return "out of memory for bulk data";
-		}
-	}
 	c->req = req;
 	c->got = 0;
 	c->rstate = RS_BODY;
@@ -313,10 +466,32 @@ static void conn_bulk_done(struct srv_conn *c)
 		conn_deliver(c);
 }
 
+/* A header waiting for memory gets it now, if there is some. NULL, or why to drop the peer. */
+static const char *conn_retry_alloc(struct srv_conn *c)
+{
+	const char *why;
+
+	if (c->rstate != RS_HDR || c->hgot != sizeof(c->hdr) || c->req)
+		return NULL;
+	if (c->starved)
+		starved_remove(c->srv, c);
+	why = conn_hdr_done(c);
+	if (why || c->starved)
+		return why;
+	if (c->req->hdr.body_len == 0)
+		return conn_body_done(c);
+	return NULL;
+}
+
+static bool conn_reading(struct srv_conn *c)
+{
+	return !atomic_load(&c->paused) && !c->starved;
+}
+
 /* Consumes buffered bytes through the frame state machine. NULL, or why the peer is dropped. */
 static const char *conn_parse(struct srv_conn *c)
 {
-	while (c->rpos < c->rlen && !c->paused) {
+	while (c->rpos < c->rlen && conn_reading(c)) {
 		const uint8_t *p = c->rbuf + c->rpos;
 		uint32_t avail = c->rlen - c->rpos, n;
 		const char *why = NULL;
@@ -327,11 +502,8 @@ static const char *conn_parse(struct srv_conn *c)
 			memcpy((uint8_t *)&c->hdr + c->hgot, p, n);
 			c->hgot += n;
 			c->rpos += n;
-			if (c->hgot == sizeof(c->hdr)) {
-				why = conn_hdr_done(c);
-				if (!why && c->req->hdr.body_len == 0)
-					why = conn_body_done(c);
-			}
+			if (c->hgot == sizeof(c->hdr))
+				why = conn_retry_alloc(c);
 			break;
 		case RS_BODY:
 			n = MIN(avail, c->req->hdr.body_len - c->got);
@@ -358,24 +530,21 @@ static const char *conn_parse(struct srv_conn *c)
 	return NULL;
 }
 
-static bool conn_is_paused(struct srv_conn *c)
-{
-	bool paused;
-
-	pthread_mutex_lock(&c->lock);
-	paused = c->paused;
-	pthread_mutex_unlock(&c->lock);
-	return paused;
-}
-
 static void conn_read(struct srv_conn *c)
 {
 	uint32_t budget = READ_BUDGET;
 	const char *why;
 	char ebuf[64];
 
+	if (c->fd < 0)
+		return;
 	if (!c->rbuf && !(c->rbuf = malloc(RBUF_SIZE))) {
 		conn_close(c, "out of memory for a read buffer");
+		return;
+	}
+	why = conn_retry_alloc(c);
+	if (why) {
+		conn_close(c, why);
 		return;
 	}
 	for (;;) {
@@ -386,7 +555,7 @@ static void conn_read(struct srv_conn *c)
 			conn_close(c, why);
 			return;
 		}
-		if (c->rpos < c->rlen || conn_is_paused(c) || budget == 0)
+		if (c->rpos < c->rlen || !conn_reading(c) || budget == 0)
 			return;
 		if (c->rstate == RS_BULK && c->req->hdr.bulk_len - c->got >= RBUF_SIZE) {
 			/* Large bulk goes straight into the request, not through rbuf. */
@@ -420,20 +589,22 @@ static void conn_read(struct srv_conn *c)
 	}
 }
 
-/* Returns true when the connection was closed (and c may be gone). */
-static bool conn_write_ready(struct srv_conn *c)
+static void conn_write_ready(struct srv_conn *c)
 {
+	bool resume;
 	int rc;
 
+	if (c->fd < 0)
+		return;
 	pthread_mutex_lock(&c->lock);
 	rc = conn_flush(c);
 	conn_set_events(c);
+	resume = conn_check_resume(c);
 	pthread_mutex_unlock(&c->lock);
-	if (rc < 0) {
+	if (resume)
+		conn_queue_resume(c);
+	if (rc < 0)
 		conn_close(c, "write error");
-		return true;
-	}
-	return false;
 }
 
 static void srv_accept(struct srv *s)
@@ -468,12 +639,13 @@ static void srv_accept(struct srv *s)
 		c->fd = fd;
 		c->id = ++s->next_conn_id;
 		c->refs = 1;
+		atomic_init(&c->paused, false);
 		pthread_mutex_init(&c->lock, NULL);
 		inet_ntop(AF_INET, &sa.sin_addr, c->peer, sizeof(c->peer));
 		snprintf(c->peer + strlen(c->peer), sizeof(c->peer) - strlen(c->peer), ":%u",
 			 ntohs(sa.sin_port));
-		c->events = EPOLLIN;
-		e.events = EPOLLIN | EPOLLRDHUP;
+		c->events = EPOLLIN | EPOLLRDHUP;
+		e.events = c->events;
 		e.data.ptr = c;
 		if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &e) < 0) {
 			close(fd);
@@ -489,10 +661,10 @@ static void srv_accept(struct srv *s)
 	}
 }
 
-/* Connections un-paused by replies: parse whatever their read buffer still holds. */
+/* Connections un-paused by replies, and those that waited for memory: read on. */
 static void srv_resume(struct srv *s)
 {
-	struct srv_conn *list;
+	struct srv_conn *list, *starved;
 	uint64_t v;
 
 	if (read(s->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
@@ -514,6 +686,25 @@ static void srv_resume(struct srv *s)
 			conn_read(c);
 		conn_unref(c);
 	}
+	/* Each starved connection retries its allocation; those that fail join the list again. */
+	starved = s->starved;
+	s->starved = NULL;
+	while (starved) {
+		struct srv_conn *c = starved;
+
+		starved = c->next_starved;
+		c->starved = false;
+		pthread_mutex_lock(&c->lock);
+		conn_set_events(c);
+		pthread_mutex_unlock(&c->lock);
+		conn_read(c);
+	}
+}
+
+static bool any_bulk(uint16_t opcode)
+{
+	(void)opcode;
+	return true;
 }
 
 int srv_create(const struct srv_opts *opts, struct srv **out)
@@ -532,8 +723,15 @@ int srv_create(const struct srv_opts *opts, struct srv **out)
 		s->opts.max_inflight = 64;
 	if (!s->opts.max_inflight_bytes)
 		s->opts.max_inflight_bytes = 64ull << 20;
+	if (!s->opts.max_memory)
+		s->opts.max_memory = 1ull << 30;
+	if (!s->opts.bulk_ok)
+		s->opts.bulk_ok = any_bulk;
 	snprintf(s->name, sizeof(s->name), "%s", opts->name ? opts->name : "srv");
 	s->listen_fd = s->wake_fd = s->epfd = -1;
+	atomic_init(&s->mem, 0);
+	atomic_init(&s->starving, false);
+	atomic_init(&s->stopping, 0);
 	pthread_mutex_init(&s->resume_lock, NULL);
 
 	if (inet_pton(AF_INET, opts->listen_host ? opts->listen_host : "0.0.0.0", &sa.sin_addr) != 1) {
@@ -593,7 +791,7 @@ int srv_run(struct srv *s)
 {
 	struct epoll_event evs[128];
 
-	while (!s->stopping) {
+	while (!atomic_load(&s->stopping)) {
 		int timeout = s->accept_paused_until ? 100 : -1;
 		int n = epoll_wait(s->epfd, evs, (int)ARRAY_SIZE(evs), timeout);
 
@@ -609,6 +807,7 @@ int srv_run(struct srv *s)
 		}
 		for (int i = 0; i < n; i++) {
 			void *p = evs[i].data.ptr;
+			uint32_t ev = evs[i].events;
 			struct srv_conn *c;
 
 			if (p == &tag_listen) {
@@ -619,26 +818,29 @@ int srv_run(struct srv *s)
 				srv_resume(s);
 				continue;
 			}
+			/* A connection closed earlier in this batch is still allocated (its memory
+			 * goes in srv_bury below), with fd -1: the handlers then do nothing. */
 			c = p;
-			/* A connection closed earlier in this batch cannot appear: closing removes it
-			 * from epoll, and events are per fd, so each connection appears at most once. */
-			if ((evs[i].events & EPOLLOUT) && conn_write_ready(c))
+			if (ev & EPOLLERR) {
+				conn_close(c, "socket error");
 				continue;
-			if (evs[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+			}
+			if (ev & EPOLLOUT)
+				conn_write_ready(c);
+			if (ev & (EPOLLIN | EPOLLRDHUP))
 				conn_read(c);
+			if ((ev & EPOLLHUP) && c->fd >= 0)
+				conn_close(c, NULL); /* both directions gone: nothing more can be said */
 		}
+		srv_bury(s);
 	}
 	return 0;
 }
 
 void srv_stop(struct srv *s)
 {
-	uint64_t one = 1;
-
-	s->stopping = 1;
-	if (write(s->wake_fd, &one, sizeof(one)) < 0) {
-		/* The loop polls stopping on its next wake-up anyway. */
-	}
+	atomic_store(&s->stopping, 1);
+	srv_wake(s);
 }
 
 void srv_destroy(struct srv *s)
@@ -646,11 +848,20 @@ void srv_destroy(struct srv *s)
 	while (s->open_conns)
 		conn_close(s->open_conns, NULL);
 	srv_resume(s);
+	srv_bury(s);
 	close(s->listen_fd);
 	close(s->epfd);
 	close(s->wake_fd);
 	pthread_mutex_destroy(&s->resume_lock);
 	free(s);
+}
+
+/* Frees a request's own memory (not its connection's count, which its reply or drop settles). */
+static void req_free(struct srv *s, struct srv_req *req)
+{
+	bulk_free(req->bulk);
+	mem_release(s, req_charge(&req->hdr));
+	free(req);
 }
 
 void srv_reply(struct srv_req *req, int status, const void *body, uint32_t body_len, void *bulk,
@@ -660,7 +871,7 @@ void srv_reply(struct srv_req *req, int status, const void *body, uint32_t body_
 	struct srv *s = c->srv;
 	struct out_frame *f;
 	struct lw_hdr *h;
-	bool wake = false;
+	bool resume = false;
 	int rc = 0;
 
 	f = malloc(sizeof(*f) + sizeof(*h) + body_len);
@@ -671,12 +882,15 @@ void srv_reply(struct srv_req *req, int status, const void *body, uint32_t body_
 		f->bulk_len = bulk ? bulk_len : 0;
 		f->hb_len = (uint32_t)sizeof(*h) + body_len;
 		f->sent = 0;
+		f->charge = (uint64_t)f->hb_len + f->bulk_len;
+		f->ends_req = req->counted;
 		h = (struct lw_hdr *)f->hb;
 		if (body_len)
 			memcpy(f->hb + sizeof(*h), body, body_len);
 		lw_hdr_fill(h, req->hdr.opcode, LW_F_REPLY, lw_errno_to_wire(status), req->hdr.req_id,
 			    f->hb + sizeof(*h), body_len, f->bulk_len,
 			    f->bulk_len ? crc32c(0, bulk, f->bulk_len) : 0);
+		atomic_fetch_add(&s->mem, f->charge);
 	} else {
 		log_err("%s: out of memory for a reply to %s; dropping the connection", s->name,
 			lw_op_name(req->hdr.opcode));
@@ -685,17 +899,23 @@ void srv_reply(struct srv_req *req, int status, const void *body, uint32_t body_
 	}
 
 	pthread_mutex_lock(&c->lock);
-	c->inflight--;
-	c->inflight_bytes -= (uint64_t)req->hdr.body_len + req->hdr.bulk_len;
+	/* The request's bytes leave the connection's count; its reply's join it until sent. */
+	if (req->counted)
+		c->inflight_bytes -= req_charge(&req->hdr);
 	if (!f) {
 		/* Without its reply the client would wait forever: make it see a broken connection. */
+		if (req->counted)
+			c->inflight--;
 		if (!c->closed)
 			shutdown(c->fd, SHUT_RDWR);
 	} else if (c->closed) {
-		out_frame_free(f);
+		if (req->counted)
+			c->inflight--;
+		out_frame_free(s, f);
 	} else {
 		bool was_idle = c->out_head == NULL;
 
+		c->inflight_bytes += f->charge;
 		if (c->out_tail)
 			c->out_tail->next = f;
 		else
@@ -707,44 +927,50 @@ void srv_reply(struct srv_req *req, int status, const void *body, uint32_t body_
 			rc = conn_flush(c);
 		if (rc < 0)
 			shutdown(c->fd, SHUT_RDWR);
-	}
-	if (c->paused && c->inflight < s->opts.max_inflight / 2 + 1 &&
-	    c->inflight_bytes < s->opts.max_inflight_bytes / 2) {
-		c->paused = false;
-		if (!c->resume_queued && !c->closed) {
-			c->resume_queued = true;
-			c->refs++;
-			wake = true;
-		}
+		conn_check_pause(c);
 	}
 	conn_set_events(c);
+	resume = conn_check_resume(c);
 	pthread_mutex_unlock(&c->lock);
-
-	if (wake) {
-		uint64_t one = 1;
-		pthread_mutex_lock(&s->resume_lock);
-		c->next_resume = s->resume;
-		s->resume = c;
-		pthread_mutex_unlock(&s->resume_lock);
-		if (write(s->wake_fd, &one, sizeof(one)) < 0)
-			log_warn("%s: eventfd write: %s", s->name, strerror(errno));
-	}
-	bulk_free(req->bulk);
-	free(req);
+	if (resume)
+		conn_queue_resume(c);
+	req_free(s, req);
 	conn_unref(c);
 }
 
 void srv_req_drop(struct srv_req *req)
 {
 	struct srv_conn *c = req->conn;
+	bool resume;
 
 	pthread_mutex_lock(&c->lock);
-	c->inflight--;
-	c->inflight_bytes -= (uint64_t)req->hdr.body_len + req->hdr.bulk_len;
+	if (req->counted) {
+		c->inflight--;
+		c->inflight_bytes -= req_charge(&req->hdr);
+	}
+	resume = conn_check_resume(c);
 	pthread_mutex_unlock(&c->lock);
-	bulk_free(req->bulk);
-	free(req);
+	if (resume)
+		conn_queue_resume(c);
+	req_free(c->srv, req);
 	conn_unref(c);
+}
+
+void srv_req_park(struct srv_req *req)
+{
+	struct srv_conn *c = req->conn;
+	bool resume;
+
+	pthread_mutex_lock(&c->lock);
+	if (req->counted) {
+		req->counted = false;
+		c->inflight--;
+		c->inflight_bytes -= req_charge(&req->hdr);
+	}
+	resume = conn_check_resume(c);
+	pthread_mutex_unlock(&c->lock);
+	if (resume)
+		conn_queue_resume(c);
 }
 
 void *srv_req_take_bulk(struct srv_req *req)

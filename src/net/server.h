@@ -30,6 +30,7 @@ struct srv_req {
 	uint64_t conn_id;
 	struct srv_req *next;   /* free for the program's queues */
 	uint64_t recv_ns;       /* clock_mono_ns() when the frame was complete */
+	bool counted;           /* in its connection's in-flight count (see srv_req_park) */
 };
 
 /* Called on the loop thread for each complete, checked request. Takes ownership of req: the
@@ -47,7 +48,11 @@ struct srv_opts {
 	srv_disconnect_fn disconnect; /* may be NULL */
 	void *arg;
 	uint32_t max_inflight;    /* requests per connection before it is paused; 0 = 64 */
-	uint64_t max_inflight_bytes; /* body+bulk bytes per connection; 0 = 64 MiB */
+	uint64_t max_inflight_bytes; /* request and reply bytes per connection; 0 = 64 MiB */
+	uint64_t max_memory;      /* request and reply bytes for the whole server; 0 = 1 GiB.
+	                           * Past it, no connection starts a new frame until replies drain. */
+	bool (*bulk_ok)(uint16_t opcode); /* may this opcode carry bulk? NULL: any may. A request
+	                           * with bulk it may not carry closes the connection. */
 };
 
 int srv_create(const struct srv_opts *opts, struct srv **out);
@@ -69,8 +74,11 @@ void srv_destroy(struct srv *s);
  */
 void srv_reply(struct srv_req *req, int status, const void *body, uint32_t body_len, void *bulk,
 	       uint32_t bulk_len, void (*release)(void *));
-/* Frees a request that will get no reply because the program is shutting down. */
+/* Frees a request that will get no reply (shutdown, or its client is gone). */
 void srv_req_drop(struct srv_req *req);
+/* The request will be answered much later (a lock wait): it stops counting against its
+ * connection's in-flight limits, so that the client's other requests keep being read. */
+void srv_req_park(struct srv_req *req);
 /* Takes the bulk buffer out of the request (the caller releases it with bulk_free()). */
 void *srv_req_take_bulk(struct srv_req *req);
 

@@ -140,6 +140,12 @@ static void oss_serve(struct oss *oss, struct srv_req *req)
 	srv_reply(req, 0, &rep, sizeof(rep), buf, (uint32_t)nread, bulk_free);
 }
 
+/* Only OST_WRITE carries bulk to an OSS. */
+static bool write_has_bulk(uint16_t opcode)
+{
+	return opcode == LW_OP_OST_WRITE;
+}
+
 static void *worker_main(void *arg)
 {
 	struct oss *oss = arg;
@@ -420,6 +426,7 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&oss.stop_lock, NULL);
 	pthread_cond_init(&oss.stop_cond, NULL);
 	so.name = "oss";
+	so.bulk_ok = write_has_bulk;
 	so.listen_host = listen_host;
 	so.listen_port = listen_port;
 	so.deliver = oss_deliver;
@@ -433,8 +440,16 @@ int main(int argc, char **argv)
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
 	oss.workers = calloc((size_t)oss.nworkers, sizeof(pthread_t));
-	for (int i = 0; i < oss.nworkers; i++)
-		pthread_create(&oss.workers[i], NULL, worker_main, &oss);
+	for (int i = 0; oss.workers && i < oss.nworkers; i++) {
+		if (pthread_create(&oss.workers[i], NULL, worker_main, &oss) != 0) {
+			oss.nworkers = i;
+			break;
+		}
+	}
+	if (!oss.workers || oss.nworkers == 0) {
+		log_err("cannot start worker threads");
+		return 1;
+	}
 	if (port_file) {
 		char buf[96];
 		int n = snprintf(buf, sizeof(buf), "%s:%u\n", listen_host, srv_port(oss.srv));

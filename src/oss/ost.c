@@ -38,6 +38,7 @@ struct ost {
 	int dirfd;
 	int odir[NDIRS];
 	atomic_bool odir_dirty[NDIRS]; /* an object was created there since the last dir fsync */
+	pthread_mutex_t odir_sync[NDIRS]; /* one directory fsync at a time, see ost_sync */
 	pthread_mutex_t fdc_lock;
 	struct fdc_slot fdc[FDC_SLOTS];
 };
@@ -120,8 +121,10 @@ int ost_open(const char *dir, struct ost **out)
 	if (!o)
 		return -ENOMEM;
 	o->dirfd = -1;
-	for (int i = 0; i < NDIRS; i++)
+	for (int i = 0; i < NDIRS; i++) {
 		o->odir[i] = -1;
+		pthread_mutex_init(&o->odir_sync[i], NULL);
+	}
 	for (int i = 0; i < FDC_SLOTS; i++)
 		o->fdc[i].fd = -1;
 	pthread_mutex_init(&o->fdc_lock, NULL);
@@ -159,9 +162,11 @@ void ost_close(struct ost *o)
 	for (int i = 0; i < FDC_SLOTS; i++)
 		if (o->fdc[i].fd >= 0)
 			close(o->fdc[i].fd);
-	for (int i = 0; i < NDIRS; i++)
+	for (int i = 0; i < NDIRS; i++) {
 		if (o->odir[i] >= 0)
 			close(o->odir[i]);
+		pthread_mutex_destroy(&o->odir_sync[i]);
+	}
 	if (o->dirfd >= 0)
 		close(o->dirfd);
 	pthread_mutex_destroy(&o->fdc_lock);
@@ -415,11 +420,17 @@ int ost_sync(struct ost *o, uint64_t objid)
 	if (fdatasync(fd) < 0)
 		rc = -errno;
 	obj_put(o, fd, s);
-	/* A new object's name must be durable too, or a crash could lose the whole object. */
+	/* A new object's name must be durable too, or a crash could lose the whole object. The
+	 * mutex makes a second syncer wait for a directory fsync in progress (which covers its
+	 * object too) instead of answering before it finished, or failed. */
 	d = obj_dir(objid);
-	if (rc == 0 && atomic_exchange(&o->odir_dirty[d], false) && fsync(o->odir[d]) < 0) {
-		atomic_store(&o->odir_dirty[d], true);
-		rc = -errno;
+	if (rc == 0) {
+		pthread_mutex_lock(&o->odir_sync[d]);
+		if (atomic_exchange(&o->odir_dirty[d], false) && fsync(o->odir[d]) < 0) {
+			atomic_store(&o->odir_dirty[d], true);
+			rc = -errno;
+		}
+		pthread_mutex_unlock(&o->odir_sync[d]);
 	}
 	return rc;
 }

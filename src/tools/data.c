@@ -255,10 +255,20 @@ int cmd_ls(struct tool_ctx *ctx, int argc, char **argv)
 		if (!all && ent.name[0] == '.')
 			continue;
 		if (n == cap) {
-			cap = cap ? cap * 2 : 256;
-			names = realloc(names, cap * sizeof(*names));
+			size_t ncap = cap ? cap * 2 : 256;
+			char **p = realloc(names, ncap * sizeof(*names));
+			if (!p) {
+				rc = -ENOMEM;
+				break;
+			}
+			names = p;
+			cap = ncap;
 		}
-		names[n++] = strdup(ent.name);
+		if (!(names[n] = strdup(ent.name))) {
+			rc = -ENOMEM;
+			break;
+		}
+		n++;
 	}
 	loom_closedir(d);
 	if (n)
@@ -284,6 +294,8 @@ static int mkdir_parents(loom_fs *fs, const char *path)
 	size_t len = strlen(path);
 	int rc;
 
+	if (len == 0)
+		return -ENOENT;
 	if (len >= sizeof(buf))
 		return -ENAMETOOLONG;
 	memcpy(buf, path, len + 1);
@@ -354,7 +366,10 @@ static int remove_tree(loom_fs *fs, const char *path)
 		char child[4096];
 		if (!strcmp(ent.name, ".") || !strcmp(ent.name, ".."))
 			continue;
-		snprintf(child, sizeof(child), "%s/%s", path, ent.name);
+		if (snprintf(child, sizeof(child), "%s/%s", path, ent.name) >= (int)sizeof(child)) {
+			rc = -ENAMETOOLONG; /* never act on a cut-off path: it may name another file */
+			break;
+		}
 		rc = remove_tree(fs, child);
 		if (rc)
 			break;

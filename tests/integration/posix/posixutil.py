@@ -205,7 +205,7 @@ def _child_exit(fn):
     code = UNEXPECTED
     try:
         r = fn()
-        code = OK if r is None else int(r)
+        code = r if type(r) is int else OK      # an int is a result code; anything else is success
     except OSError as e:
         code = e.errno if 0 < e.errno < UNEXPECTED else UNEXPECTED
         if code == UNEXPECTED:
@@ -227,8 +227,7 @@ def drop_privileges(uid=USER, gid=GROUP, groups=()):
 
 def run_as(fn, uid=USER, gid=GROUP, groups=()):
     """Runs fn() in a child process that has become uid/gid with exactly these supplementary
-    groups; returns its exit code: 0 when fn returned None, the errno of an OSError it raised, or
-    what fn returned (an int)."""
+    groups; returns its exit code: the errno of an OSError fn raised, the int fn returned, or 0."""
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
@@ -335,6 +334,14 @@ class LockHolder:
             time.sleep(0.01)
         self.pid = None
         assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, "lock holder failed: %#x" % status
+
+    def kill(self):
+        """SIGKILLs the child while it holds the lock (the lock must die with it)."""
+        os.kill(self.pid, 9)
+        os.waitpid(self.pid, 0)
+        os.close(self._down)
+        os.close(self._up)
+        self.pid = None
 
     def __exit__(self, *exc):
         self.release()
