@@ -86,6 +86,9 @@ int loom_ll_create(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, con
 /* Reports the size and mtime of what f wrote to the MDS, without closing: after it returns,
  * every later open anywhere sees the data (close-to-open). A no-op when nothing was written. */
 int loom_flush(loom_file *f);
+/* loom_flush of every handle this client holds open on ino (before releasing a lock, so that the
+ * next holder sees what was written under it). */
+int loom_ll_flush_ino(loom_fs *fs, uint64_t ino);
 /* The inode a file handle is open on. */
 uint64_t loom_file_ino(const loom_file *f);
 /* The file's attributes as this handle last heard them from the MDS (at open, fstat, flush or

@@ -38,8 +38,10 @@ static int do_stat(loom_fs *fs, const char *path, bool follow, struct stat *st)
 
 	fs_cred(fs, &cr);
 	rc = path_resolve(fs, &cr, path, follow, &attr);
-	if (rc == 0)
+	if (rc == 0) {
+		files_pending_attr(fs, &attr);
 		attr_to_stat(&attr, st);
+	}
 	return rc;
 }
 
@@ -186,7 +188,10 @@ static int setattr_path(loom_fs *fs, const char *path, struct lw_setattr *sa, st
 	if (rc)
 		return rc;
 	sa->ino = attr.ino;
-	return mdc_setattr(fs, &cr, sa, out ? out : &attr);
+	rc = mdc_setattr(fs, &cr, sa, out ? out : &attr);
+	if (rc == 0 && (sa->valid & (LW_SA_MTIME | LW_SA_MTIME_NOW)))
+		files_forget_mtime(fs, sa->ino);
+	return rc;
 }
 
 int loom_chmod(loom_fs *fs, const char *path, mode_t mode)
@@ -266,6 +271,8 @@ int loom_truncate(loom_fs *fs, const char *path, off_t size)
 	if (rc == 0)
 		rc = io_punch(fs, layout, (uint64_t)size);
 	free(layout);
+	if (rc == 0)
+		files_truncated(fs, attr.ino, (uint64_t)size);
 	return rc;
 }
 

@@ -29,6 +29,81 @@ static uint32_t wire_open_flags(int flags)
 	return (uint32_t)(flags & (O_ACCMODE | O_TRUNC | O_APPEND));
 }
 
+void files_add(loom_fs *fs, loom_file *f)
+{
+	pthread_mutex_lock(&fs->files_lock);
+	f->next_same_ino = u64map_get(&fs->files, f->ino);
+	if (u64map_put(&fs->files, f->ino, f) < 0)
+		f->next_same_ino = NULL; /* out of memory: only the stat-after-write nicety is lost */
+	pthread_mutex_unlock(&fs->files_lock);
+}
+
+void files_remove(loom_fs *fs, loom_file *f)
+{
+	loom_file *head, **pp;
+
+	pthread_mutex_lock(&fs->files_lock);
+	head = u64map_get(&fs->files, f->ino);
+	for (pp = &head; *pp; pp = &(*pp)->next_same_ino) {
+		if (*pp == f) {
+			*pp = f->next_same_ino;
+			break;
+		}
+	}
+	if (head)
+		u64map_put(&fs->files, f->ino, head);
+	else
+		u64map_del(&fs->files, f->ino);
+	pthread_mutex_unlock(&fs->files_lock);
+}
+
+void files_pending_attr(loom_fs *fs, struct lw_attr *attr)
+{
+	pthread_mutex_lock(&fs->files_lock);
+	for (loom_file *f = u64map_get(&fs->files, attr->ino); f; f = f->next_same_ino) {
+		pthread_mutex_lock(&f->lock);
+		/* Fresh word from the MDS: a handle with nothing of its own to report takes its size
+		 * (another client may have grown the file, and reads are clipped at f->size). */
+		if (!f->dirty)
+			f->size = attr->size;
+		if (f->dirty && f->size > attr->size) {
+			attr->size = f->size;
+			attr->blocks = (f->size + 511) / 512;
+		}
+		if (f->mtime_dirty && (f->mtime.tv_sec > attr->mtime ||
+				       (f->mtime.tv_sec == attr->mtime && (uint32_t)f->mtime.tv_nsec > attr->mtime_ns))) {
+			attr->mtime = attr->ctime = f->mtime.tv_sec;
+			attr->mtime_ns = attr->ctime_ns = (uint32_t)f->mtime.tv_nsec;
+		}
+		pthread_mutex_unlock(&f->lock);
+	}
+	pthread_mutex_unlock(&fs->files_lock);
+}
+
+void files_forget_mtime(loom_fs *fs, uint64_t ino)
+{
+	pthread_mutex_lock(&fs->files_lock);
+	for (loom_file *f = u64map_get(&fs->files, ino); f; f = f->next_same_ino) {
+		pthread_mutex_lock(&f->lock);
+		f->mtime_dirty = false;
+		pthread_mutex_unlock(&f->lock);
+	}
+	pthread_mutex_unlock(&fs->files_lock);
+}
+
+void files_truncated(loom_fs *fs, uint64_t ino, uint64_t size)
+{
+	pthread_mutex_lock(&fs->files_lock);
+	for (loom_file *f = u64map_get(&fs->files, ino); f; f = f->next_same_ino) {
+		pthread_mutex_lock(&f->lock);
+		f->size = size;
+		if (f->written_end > size)
+			f->written_end = size;
+		pthread_mutex_unlock(&f->lock);
+	}
+	pthread_mutex_unlock(&fs->files_lock);
+}
+
 static int file_new(loom_fs *fs, const struct loom_cred *cr, int flags, const struct lw_attr *attr,
 		    uint64_t handle, struct loom_layout *layout, loom_file **out)
 {
@@ -48,6 +123,7 @@ static int file_new(loom_fs *fs, const struct loom_cred *cr, int flags, const st
 	f->size = attr->size;
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_mutex_init(&f->append_lock, NULL);
+	files_add(fs, f);
 	*out = f;
 	return 0;
 }
@@ -132,6 +208,7 @@ int file_finish_open(loom_fs *fs, const struct loom_cred *cr, int flags, const s
 			free(layout);
 			return rc;
 		}
+		files_truncated(fs, attr->ino, 0);
 	}
 	return file_new(fs, cr, flags, attr, handle, layout, out);
 }
@@ -192,6 +269,7 @@ static ssize_t pwrite_at(loom_file *f, const void *buf, size_t len, uint64_t off
 	if (off + len > f->written_end)
 		f->written_end = off + len;
 	f->dirty = true;
+	f->mtime_dirty = true;
 	f->mtime = clock_real();
 	pthread_mutex_unlock(&f->lock);
 	return (ssize_t)len;
@@ -275,7 +353,7 @@ static int report(loom_file *f, uint16_t op)
 
 	pthread_mutex_lock(&f->lock);
 	if (f->dirty)
-		flags = LW_CL_SIZE | LW_CL_MTIME;
+		flags = LW_CL_SIZE | (f->mtime_dirty ? LW_CL_MTIME : 0);
 	size = f->written_end;
 	mtime = f->mtime;
 	pthread_mutex_unlock(&f->lock);
@@ -286,6 +364,7 @@ static int report(loom_file *f, uint16_t op)
 		pthread_mutex_lock(&f->lock);
 		if (flags) {
 			f->dirty = false;
+			f->mtime_dirty = false;
 			f->written_end = 0;
 		}
 		f->attr = attr;
@@ -310,6 +389,23 @@ int loom_flush(loom_file *f)
 	return report(f, LW_OP_MDS_SIZE_UPDATE);
 }
 
+int loom_ll_flush_ino(loom_fs *fs, uint64_t ino)
+{
+	int rc = 0;
+
+	/* files_lock is held across the reports so that no handle can be freed under us (a close
+	 * removes its handle from the registry before freeing it). This is the one place a request
+	 * goes out under it: releasing a lock of a file with unreported writes. */
+	pthread_mutex_lock(&fs->files_lock);
+	for (loom_file *f = u64map_get(&fs->files, ino); f; f = f->next_same_ino) {
+		int r = report(f, LW_OP_MDS_SIZE_UPDATE);
+		if (r && !rc)
+			rc = r;
+	}
+	pthread_mutex_unlock(&fs->files_lock);
+	return rc;
+}
+
 uint64_t loom_file_ino(const loom_file *f)
 {
 	return f->ino;
@@ -331,13 +427,8 @@ int loom_ftruncate(loom_file *f, off_t size)
 	rc = mdc_setattr(f->fs, &f->cred, &sa, &attr);
 	if (rc == 0 && f->layout)
 		rc = io_punch(f->fs, f->layout, (uint64_t)size);
-	if (rc == 0) {
-		pthread_mutex_lock(&f->lock);
-		f->size = (uint64_t)size;
-		if (f->written_end > (uint64_t)size)
-			f->written_end = (uint64_t)size;
-		pthread_mutex_unlock(&f->lock);
-	}
+	if (rc == 0)
+		files_truncated(f->fs, f->ino, (uint64_t)size);
 	return rc;
 }
 
@@ -386,6 +477,7 @@ int loom_close(loom_file *f)
 	if (!f)
 		return -EBADF;
 	rc = report(f, LW_OP_MDS_CLOSE);
+	files_remove(f->fs, f);
 	pthread_mutex_destroy(&f->lock);
 	pthread_mutex_destroy(&f->append_lock);
 	free(f->layout);

@@ -81,6 +81,8 @@ int loom_connect(const char *mds_addr, const char *fsname, loom_fs **out)
 	pthread_mutex_init(&fs->cred_lock, NULL);
 	pthread_mutex_init(&fs->ost_lock, NULL);
 	pthread_mutex_init(&fs->mds_lock, NULL);
+	pthread_mutex_init(&fs->files_lock, NULL);
+	u64map_init(&fs->files);
 	cred_of_process(&fs->cred);
 	fs->umask = process_umask();
 	rc = addr_parse(mds_addr, fs->mds_host, sizeof(fs->mds_host), &fs->mds_port, LW_DEFAULT_MDS_PORT);
@@ -126,6 +128,8 @@ void loom_disconnect(loom_fs *fs)
 	pthread_mutex_destroy(&fs->cred_lock);
 	pthread_mutex_destroy(&fs->ost_lock);
 	pthread_mutex_destroy(&fs->mds_lock);
+	pthread_mutex_destroy(&fs->files_lock);
+	u64map_destroy(&fs->files);
 	free(fs);
 }
 

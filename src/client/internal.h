@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "loom/loom.h"
+#include "common/u64map.h"
 #include "net/rpc.h"
 #include "proto/codec.h"
 #include "proto/wire.h"
@@ -51,10 +52,16 @@ struct loom_fs {
 	struct rpc_conn **graveyard;   /* failed connections, freed at disconnect */
 	uint32_t ngraveyard;
 	uint64_t last_refresh_ns;      /* of the OST table, after a failure to reach an OST */
+
+	/* Open files by inode, so that what this client wrote and has not reported yet shows in
+	 * every answer about that inode (stat after write), and an explicit mtime wins over it. */
+	pthread_mutex_t files_lock;
+	struct u64map files;           /* ino -> first loom_file (linked by next_same_ino) */
 };
 
 struct loom_file {
 	loom_fs *fs;
+	struct loom_file *next_same_ino; /* under fs->files_lock */
 	struct loom_cred cred;     /* who opened it: reports go out in that name */
 	uint64_t ino;
 	uint64_t handle;
@@ -65,6 +72,7 @@ struct loom_file {
 	uint64_t size;             /* the file's size as this client knows it */
 	uint64_t pos;
 	bool dirty;                /* written since the last report to the MDS */
+	bool mtime_dirty;          /* ... and no explicit mtime was set since: report the write time */
 	uint64_t written_end;      /* the end of what this handle wrote since its last report:
 	                            * what it reports, so a size it merely saw is never reported */
 	struct timespec mtime;     /* of the last write */
@@ -160,6 +168,17 @@ int io_sync(loom_fs *fs, const struct loom_layout *l);
  * closed again. */
 int file_finish_open(loom_fs *fs, const struct loom_cred *cr, int flags, const struct lw_attr *attr,
 		     uint64_t handle, struct loom_layout *layout, bool created, loom_file **out);
+
+/* Open-file registry (file.c). */
+void files_add(loom_fs *fs, loom_file *f);
+void files_remove(loom_fs *fs, loom_file *f);
+/* Folds this client's unreported writes to ino into attributes the MDS just gave (and lets
+ * handles without such writes learn the size). */
+void files_pending_attr(loom_fs *fs, struct lw_attr *attr);
+/* An explicit mtime was set on ino: the handles' write times must not overwrite it. */
+void files_forget_mtime(loom_fs *fs, uint64_t ino);
+/* ino was truncated to size through this client: its handles' sizes follow. */
+void files_truncated(loom_fs *fs, uint64_t ino, uint64_t size);
 
 /* api.c */
 void attr_to_stat(const struct lw_attr *a, struct stat *st);

@@ -9,10 +9,13 @@
 #include "common/util.h"
 #include "loom/loom_ll.h"
 
-static int stat_reply(int rc, const struct lw_attr *attr, struct stat *st)
+/* Attributes for the caller: what the MDS said, with this client's unreported writes. */
+static int stat_reply(loom_fs *fs, int rc, struct lw_attr *attr, struct stat *st)
 {
-	if (rc == 0 && st)
+	if (rc == 0 && st) {
+		files_pending_attr(fs, attr);
 		attr_to_stat(attr, st);
+	}
 	return rc;
 }
 
@@ -21,14 +24,14 @@ int loom_ll_lookup(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, con
 {
 	struct lw_attr attr;
 
-	return stat_reply(mdc_lookup(fs, cr, parent, name, strlen(name), &attr), &attr, st);
+	return stat_reply(fs, mdc_lookup(fs, cr, parent, name, strlen(name), &attr), &attr, st);
 }
 
 int loom_ll_getattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, struct stat *st)
 {
 	struct lw_attr attr;
 
-	return stat_reply(mdc_getattr(fs, cr, ino, &attr), &attr, st);
+	return stat_reply(fs, mdc_getattr(fs, cr, ino, &attr), &attr, st);
 }
 
 int loom_ll_setattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino,
@@ -59,8 +62,12 @@ int loom_ll_setattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino,
 	if (f && (f->flags & O_ACCMODE) != O_RDONLY)
 		w.valid |= LW_SA_FH;
 	rc = mdc_setattr(fs, cr, &w, &attr);
+	/* An explicit mtime (utimensat, touch, cp -a) is the file's now: the write times of open
+	 * handles must not overwrite it when they report. */
+	if (rc == 0 && (sa->valid & (LOOM_SET_MTIME | LOOM_SET_MTIME_NOW)))
+		files_forget_mtime(fs, ino);
 	if (rc || !(sa->valid & LOOM_SET_SIZE) || !S_ISREG(attr.mode))
-		return stat_reply(rc, &attr, st);
+		return stat_reply(fs, rc, &attr, st);
 
 	/* The MDS has the new size: cut the objects to match, so that a later extension reads
 	 * zeros where the old bytes were. */
@@ -72,14 +79,9 @@ int loom_ll_setattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino,
 			rc = io_punch(fs, layout, w.size);
 		free(layout);
 	}
-	if (rc == 0 && f) {
-		pthread_mutex_lock(&f->lock);
-		f->size = w.size;
-		if (f->written_end > w.size)
-			f->written_end = w.size;
-		pthread_mutex_unlock(&f->lock);
-	}
-	return stat_reply(rc, &attr, st);
+	if (rc == 0)
+		files_truncated(fs, ino, w.size);
+	return stat_reply(fs, rc, &attr, st);
 }
 
 int loom_ll_mknod(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
@@ -94,7 +96,7 @@ int loom_ll_mknod(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, cons
 		return -EINVAL; /* mkdir and symlink have their own calls */
 	rc = mdc_create(fs, cr, parent, name, strlen(name), mode, (uint32_t)rdev, LW_CR_EXCL, 0, NULL,
 			&rep, NULL);
-	return stat_reply(rc, &rep.attr, st);
+	return stat_reply(fs, rc, &rep.attr, st);
 }
 
 int loom_ll_mkdir(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
@@ -102,7 +104,7 @@ int loom_ll_mkdir(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, cons
 {
 	struct lw_attr attr;
 
-	return stat_reply(mdc_mkdir(fs, cr, parent, name, strlen(name), mode & 07777, &attr), &attr, st);
+	return stat_reply(fs, mdc_mkdir(fs, cr, parent, name, strlen(name), mode & 07777, &attr), &attr, st);
 }
 
 int loom_ll_unlink(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name)
@@ -128,7 +130,7 @@ int loom_ll_link(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t
 {
 	struct lw_attr attr;
 
-	return stat_reply(mdc_link(fs, cr, ino, newparent, newname, strlen(newname), &attr), &attr, st);
+	return stat_reply(fs, mdc_link(fs, cr, ino, newparent, newname, strlen(newname), &attr), &attr, st);
 }
 
 int loom_ll_symlink(loom_fs *fs, const struct loom_cred *cr, const char *target, uint64_t parent,
@@ -136,7 +138,7 @@ int loom_ll_symlink(loom_fs *fs, const struct loom_cred *cr, const char *target,
 {
 	struct lw_attr attr;
 
-	return stat_reply(mdc_symlink(fs, cr, parent, name, strlen(name), target, strlen(target), &attr),
+	return stat_reply(fs, mdc_symlink(fs, cr, parent, name, strlen(name), target, strlen(target), &attr),
 			  &attr, st);
 }
 
@@ -165,7 +167,7 @@ int loom_ll_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, int flag
 	if (rc)
 		return rc;
 	rc = file_finish_open(fs, cr, flags, &rep.attr, rep.handle, layout, false, out);
-	return stat_reply(rc, &rep.attr, st);
+	return stat_reply(fs, rc, &rep.attr, st);
 }
 
 int loom_ll_create(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
@@ -189,7 +191,7 @@ int loom_ll_create(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, con
 	}
 	rc = file_finish_open(fs, cr, flags, &rep.attr, rep.handle, layout,
 			      (rep.flags & LW_CRR_CREATED) != 0, out);
-	return stat_reply(rc, &rep.attr, st);
+	return stat_reply(fs, rc, &rep.attr, st);
 }
 
 struct rd_state {
@@ -232,8 +234,10 @@ int loom_ll_readdir(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint6
 		ent.type = (unsigned char)de.type;
 		memcpy(ent.name, name, de.namelen);
 		ent.name[de.namelen] = '\0';
-		if (plus)
+		if (plus) {
+			files_pending_attr(fs, &attr);
 			attr_to_stat(&attr, &st);
+		}
 		if (fn(arg, &ent, plus ? &st : NULL, de.cookie))
 			goto out; /* the caller's buffer is full: it resumes from its last cookie */
 	}

@@ -131,10 +131,16 @@ out:
 	return rc;
 }
 
+/* A directory on the way vanished while we walked (ESTALE): walk once more from the root,
+ * and if it is gone for good, the path does not exist. */
 int path_resolve(loom_fs *fs, const struct loom_cred *cr, const char *path, bool follow,
 		 struct lw_attr *out)
 {
-	return walk(fs, cr, path, follow, false, out, NULL, NULL, NULL);
+	int rc = walk(fs, cr, path, follow, false, out, NULL, NULL, NULL);
+
+	if (rc == -ESTALE)
+		rc = walk(fs, cr, path, follow, false, out, NULL, NULL, NULL);
+	return rc == -ESTALE ? -ENOENT : rc;
 }
 
 int path_parent(loom_fs *fs, const struct loom_cred *cr, const char *path, uint64_t *parent,
@@ -143,6 +149,10 @@ int path_parent(loom_fs *fs, const struct loom_cred *cr, const char *path, uint6
 	struct lw_attr dir;
 	int rc = walk(fs, cr, path, false, true, &dir, name, len, trailing_slash);
 
+	if (rc == -ESTALE)
+		rc = walk(fs, cr, path, false, true, &dir, name, len, trailing_slash);
+	if (rc == -ESTALE)
+		rc = -ENOENT;
 	if (rc == 0)
 		*parent = dir.ino;
 	return rc;

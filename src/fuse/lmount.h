@@ -40,6 +40,7 @@ struct data_stamp {
 
 struct lmount {
 	loom_fs *fs;
+	struct fuse_session *se; /* for invalidating cached pages */
 	struct lmount_opts opts;
 	char mds_addr[128];
 	char fsname[16];

@@ -180,6 +180,7 @@ int main(int argc, char **argv)
 	se = fuse_session_new(&args, &ops, sizeof(ops), &m);
 	if (!se)
 		goto out_fs;
+	m.se = se;
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out_session;
 	if (fuse_session_mount(se, m.opts.mountpoint) != 0)

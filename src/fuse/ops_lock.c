@@ -65,17 +65,40 @@ static void cancel_wait(fuse_req_t req, void *data)
 	loom_ll_lock_cancel(w->fs, w->ino, w->owner);
 }
 
+/*
+ * Locks also order data between mounts, as NFS's lock consistency does: before a lock is let go
+ * the size of what was written under it reaches the MDS, and once one is granted, pages this
+ * mount caches of a file that changed elsewhere are dropped, so the holder reads what the
+ * previous holder wrote (SQLite on two mounts depends on this).
+ */
+static void revalidate(fuse_req_t req, uint64_t ino)
+{
+	struct lmount *m = lm_of(req);
+	struct loom_cred cr;
+	struct stat st;
+
+	lm_cred(req, &cr);
+	if (loom_ll_getattr(m->fs, &cr, ino, &st) != 0 || lm_stamp_matches(m, ino, &st))
+		return;
+	fuse_lowlevel_notify_inval_inode(m->se, ino, 0, 0);
+	lm_stamp_set(m, ino, &st);
+}
+
 static void set_lock(fuse_req_t req, fuse_ino_t ino, uint64_t owner, const struct loom_lock *lk,
 		     unsigned flags)
 {
 	struct waiting_lock w = { .fs = lm_of(req)->fs, .ino = ino, .owner = owner };
 	int rc;
 
+	if (lk->type == F_UNLCK)
+		loom_ll_flush_ino(w.fs, ino);
 	if (flags & LOOM_LOCK_WAIT)
 		fuse_req_interrupt_func(req, cancel_wait, &w);
 	rc = loom_ll_lock(w.fs, ino, owner, lk, flags);
 	if (flags & LOOM_LOCK_WAIT)
 		fuse_req_interrupt_func(req, NULL, NULL);
+	if (rc == 0 && lk->type != F_UNLCK)
+		revalidate(req, ino);
 	lm_reply_err(req, rc);
 }
 
@@ -131,6 +154,8 @@ void lm_locks_on_close(fuse_req_t req, uint64_t ino, struct fuse_file_info *fi)
 	pthread_mutex_unlock(&m->stamp_lock);
 	/* The kernel leaves remote locks to us: any close by a process drops its fcntl locks on the
 	 * file; the last close of an open file drops its flock. */
+	if (posix || fi->flock_release)
+		loom_ll_flush_ino(m->fs, ino);
 	if (posix)
 		loom_ll_lock(m->fs, ino, fi->lock_owner, &all, 0);
 	if (fi->flock_release)

@@ -360,8 +360,71 @@ static int exec_connect(struct mds *m, struct srv_req *req, const struct lw_mds_
 	return reply_copy(r, &rep, sizeof(rep));
 }
 
-/* Runs one decoded request. */
+/*
+ * -ENOENT because the inode a request names (by number) is gone, not because a name is missing,
+ * becomes -ESTALE, as an NFS server says: a client that acted on a cached name (renamed over or
+ * removed on another node) then looks the name up again instead of failing.
+ */
+static int stale_if_gone(struct mdt_txn *t, int rc, uint64_t ino)
+{
+	struct lw_attr attr;
+
+	if (rc == -ENOENT && mdt_getattr(t, ino, &attr) == -ENOENT)
+		return -ESTALE;
+	return rc;
+}
+
+static uint64_t target_ino(const struct lw_mds_req *q)
+{
+	switch (q->op) {
+	case LW_OP_MDS_LOOKUP:
+	case LW_OP_MDS_UNLINK:
+	case LW_OP_MDS_RMDIR:
+		return q->u.name.f.parent;
+	case LW_OP_MDS_CREATE: return q->u.create.f.parent;
+	case LW_OP_MDS_MKDIR: return q->u.mkdir.f.parent;
+	case LW_OP_MDS_SYMLINK: return q->u.symlink.f.parent;
+	case LW_OP_MDS_LINK: return q->u.link.f.ino;
+	case LW_OP_MDS_GETATTR:
+	case LW_OP_MDS_READLINK:
+	case LW_OP_MDS_GETLAYOUT:
+		return q->u.ino.ino;
+	case LW_OP_MDS_SETATTR: return q->u.setattr.ino;
+	case LW_OP_MDS_READDIR: return q->u.readdir.ino;
+	case LW_OP_MDS_GETXATTR:
+	case LW_OP_MDS_SETXATTR:
+	case LW_OP_MDS_LISTXATTR:
+	case LW_OP_MDS_REMOVEXATTR:
+		return q->u.xattr.f.ino;
+	case LW_OP_MDS_OPEN: return q->u.open.ino;
+	case LW_OP_MDS_ACCESS: return q->u.access.ino;
+	case LW_OP_MDS_SETLAYOUT: return q->u.setlayout.f.ino;
+	case LW_OP_MDS_LOCK: return q->u.lock.ino;
+	default: return 0; /* CLOSE and SIZE_UPDATE: a gone inode is fine there */
+	}
+}
+
+static int exec_one(struct mds *m, struct mdt_txn *t, struct srv_req *req, const struct lw_mds_req *q,
+		    struct batch_state *bs, struct reply *r);
+
+/* Runs one decoded request, telling a vanished inode from a missing name. */
 static int exec(struct mds *m, struct mdt_txn *t, struct srv_req *req, const struct lw_mds_req *q,
+		struct batch_state *bs, struct reply *r)
+{
+	int rc = exec_one(m, t, req, q, bs, r);
+	uint64_t ino = target_ino(q);
+
+	if (rc != -ENOENT)
+		return rc;
+	if (q->op == LW_OP_MDS_RENAME) {
+		rc = stale_if_gone(t, rc, q->u.rename.f.src_parent);
+		return rc == -ENOENT ? stale_if_gone(t, rc, q->u.rename.f.dst_parent) : rc;
+	}
+	return ino ? stale_if_gone(t, rc, ino) : rc;
+}
+
+/* Runs one decoded request. */
+static int exec_one(struct mds *m, struct mdt_txn *t, struct srv_req *req, const struct lw_mds_req *q,
 		struct batch_state *bs, struct reply *r)
 {
 	struct timespec now = clock_real();

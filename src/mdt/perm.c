@@ -179,7 +179,9 @@ static const struct {
 	{ "user.", 5, MDT_XNS_USER },
 	{ "trusted.", 8, MDT_XNS_TRUSTED },
 	{ "security.", 9, MDT_XNS_SECURITY },
-	{ "system.", 7, MDT_XNS_SYSTEM },
+	/* No system.*: those are POSIX ACLs, which Loom does not implement. Storing them as plain
+	 * xattrs would let cp -a, tar and rsync believe an ACL now sets the mode bits; refusing
+	 * them (EOPNOTSUPP, as a file system mounted noacl does) makes them chmod instead. */
 };
 
 int mdt_xattr_ns(const char *name, size_t len, enum mdt_xattr_ns *ns)
@@ -204,9 +206,6 @@ int mdt_perm_xattr(const struct loom_cred *cr, const struct mdt_owner *o, enum m
 	case MDT_XNS_SECURITY:
 		/* cap_inode_setxattr(): writing security.* needs CAP_SYS_ADMIN. */
 		return write && !is_root(cr) ? -EPERM : 0;
-	case MDT_XNS_SYSTEM:
-		/* posix_acl_xattr_set(): the owner or CAP_FOWNER. */
-		return write && !mdt_perm_owner_or_root(cr, o) ? -EPERM : 0;
 	case MDT_XNS_TRUSTED:
 		if (!is_root(cr))
 			return write ? -EPERM : -ENODATA;

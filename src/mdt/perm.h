@@ -63,7 +63,7 @@ int mdt_perm_setattr(const struct loom_cred *cr, const struct mdt_owner *cur,
 uint32_t mdt_perm_kill_on_truncate(const struct loom_cred *cr, const struct mdt_owner *o);
 
 /* The xattr namespaces Loom stores. */
-enum mdt_xattr_ns { MDT_XNS_USER, MDT_XNS_TRUSTED, MDT_XNS_SECURITY, MDT_XNS_SYSTEM };
+enum mdt_xattr_ns { MDT_XNS_USER, MDT_XNS_TRUSTED, MDT_XNS_SECURITY };
 
 /* The namespace of an xattr name: -EOPNOTSUPP for an unknown prefix, -EINVAL for a bare prefix. */
 int mdt_xattr_ns(const char *name, size_t len, enum mdt_xattr_ns *ns);
@@ -72,7 +72,7 @@ int mdt_xattr_ns(const char *name, size_t len, enum mdt_xattr_ns *ns);
  * user.*: only on regular files and directories (-EPERM to write, -ENODATA to read others), only
  * by the owner or root in a sticky directory, then r/w permission (-EACCES). trusted.*: root only
  * (-EPERM to write, -ENODATA to read). security.*: anyone reads, root writes (as the capability
- * module requires without an LSM). system.*: anyone reads, the owner or root writes. */
+ * module requires without an LSM). system.* (POSIX ACLs) is not supported: -EOPNOTSUPP. */
 int mdt_perm_xattr(const struct loom_cred *cr, const struct mdt_owner *o, enum mdt_xattr_ns ns,
 		   int may);
 

@@ -201,6 +201,8 @@ def second_mount(mounted):
     c.watchdog.mounts.append(m)
     yield m
     problems = []
+    if c.watchdog.fired:
+        problems.append("watchdog: the test ran over %ds; its mount daemons were killed" % c.watchdog.seconds)
     x = mount_problem(path)
     if x:
         problems.append(x)

@@ -4,8 +4,9 @@ one mount saves, the other loads."""
 
 import os
 
-import numpy as np
 import pytest
+
+np = pytest.importorskip("numpy")
 
 # Element counts: empty, one, odd, just over a page, 1 MiB of int32, and > 8 MiB (several 4 MiB
 # stripe units).

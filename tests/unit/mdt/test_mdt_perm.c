@@ -320,8 +320,7 @@ static void test_xattr_ns(void)
 	CHECK_EQ(ns, MDT_XNS_TRUSTED);
 	CHECK_RC(mdt_xattr_ns("security.selinux", 16, &ns), 0);
 	CHECK_EQ(ns, MDT_XNS_SECURITY);
-	CHECK_RC(mdt_xattr_ns("system.posix_acl_access", 23, &ns), 0);
-	CHECK_EQ(ns, MDT_XNS_SYSTEM);
+	CHECK_RC(mdt_xattr_ns("system.posix_acl_access", 23, &ns), -EOPNOTSUPP);
 	CHECK_RC(mdt_xattr_ns("user.", 5, &ns), -EINVAL);
 	CHECK_RC(mdt_xattr_ns("user", 4, &ns), -EOPNOTSUPP);
 	CHECK_RC(mdt_xattr_ns("lustre.lov", 10, &ns), -EOPNOTSUPP);
@@ -357,10 +356,6 @@ static void test_xattr_perm(void)
 	CHECK_RC(mdt_perm_xattr(&stranger, &f, MDT_XNS_SECURITY, MDT_MAY_READ), 0);
 	CHECK_RC(mdt_perm_xattr(&owner, &f, MDT_XNS_SECURITY, MDT_MAY_WRITE), -EPERM);
 	CHECK_RC(mdt_perm_xattr(&root, &f, MDT_XNS_SECURITY, MDT_MAY_WRITE), 0);
-	/* system.*: anyone reads, the owner or root writes, on any type */
-	CHECK_RC(mdt_perm_xattr(&stranger, &f, MDT_XNS_SYSTEM, MDT_MAY_READ), 0);
-	CHECK_RC(mdt_perm_xattr(&stranger, &f, MDT_XNS_SYSTEM, MDT_MAY_WRITE), -EPERM);
-	CHECK_RC(mdt_perm_xattr(&owner, &lnk, MDT_XNS_SYSTEM, MDT_MAY_WRITE), 0);
 }
 
 int main(void)
