@@ -269,7 +269,7 @@ int loom_truncate(loom_fs *fs, const char *path, off_t size)
 	fs_cred(fs, &cr);
 	rc = mdc_getlayout(fs, &cr, attr.ino, &layout);
 	if (rc == 0)
-		rc = io_punch(fs, layout, (uint64_t)size);
+		rc = io_punch(fs, layout, (uint64_t)size, NULL);
 	free(layout);
 	if (rc == 0)
 		files_truncated(fs, attr.ino, (uint64_t)size);

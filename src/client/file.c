@@ -59,22 +59,36 @@ void files_remove(loom_fs *fs, loom_file *f)
 
 void files_pending_attr(loom_fs *fs, struct lw_attr *attr)
 {
+	loom_file *head;
+
 	pthread_mutex_lock(&fs->files_lock);
-	for (loom_file *f = u64map_get(&fs->files, attr->ino); f; f = f->next_same_ino) {
+	head = u64map_get(&fs->files, attr->ino);
+	/* First what the handles with unreported writes add to the MDS's figures... */
+	for (loom_file *f = head; f; f = f->next_same_ino) {
 		pthread_mutex_lock(&f->lock);
-		/* Fresh word from the MDS: a handle with nothing of its own to report takes its size
-		 * (another client may have grown the file, and reads are clipped at f->size). */
-		if (!f->dirty)
-			f->size = attr->size;
-		if (f->dirty && f->size > attr->size) {
+		if (f->dirty && f->size > attr->size)
 			attr->size = f->size;
-			attr->blocks = (f->size + 511) / 512;
+		if (f->dirty && f->obj_blocks) {
+			/* What the objects it wrote said they occupy (holes count for nothing). */
+			uint64_t blocks = 0;
+			for (uint32_t k = 0; k < f->layout->nobjs; k++)
+				blocks += f->obj_blocks[k] > 0 ? (uint64_t)f->obj_blocks[k] : 0;
+			if (blocks > attr->blocks)
+				attr->blocks = blocks;
 		}
 		if (f->mtime_dirty && (f->mtime.tv_sec > attr->mtime ||
 				       (f->mtime.tv_sec == attr->mtime && (uint32_t)f->mtime.tv_nsec > attr->mtime_ns))) {
 			attr->mtime = attr->ctime = f->mtime.tv_sec;
 			attr->mtime_ns = attr->ctime_ns = (uint32_t)f->mtime.tv_nsec;
 		}
+		pthread_mutex_unlock(&f->lock);
+	}
+	/* ...then the handles with nothing to report learn the size: another client may have grown
+	 * the file, another handle of ours may have, and reads are clipped at f->size. */
+	for (loom_file *f = head; f; f = f->next_same_ino) {
+		pthread_mutex_lock(&f->lock);
+		if (!f->dirty)
+			f->size = attr->size;
 		pthread_mutex_unlock(&f->lock);
 	}
 	pthread_mutex_unlock(&fs->files_lock);
@@ -119,8 +133,20 @@ static int file_new(loom_fs *fs, const struct loom_cred *cr, int flags, const st
 	f->handle = handle;
 	f->flags = flags;
 	f->layout = layout;
+	if (layout && layout->nobjs) {
+		f->obj_blocks = malloc(layout->nobjs * sizeof(*f->obj_blocks));
+		if (!f->obj_blocks) {
+			free(layout);
+			free(f);
+			return -ENOMEM;
+		}
+		for (uint32_t k = 0; k < layout->nobjs; k++)
+			f->obj_blocks[k] = -1;
+	}
 	f->attr = *attr;
-	f->size = attr->size;
+	/* Another handle of this client may hold writes the MDS has not heard of yet. */
+	files_pending_attr(fs, &f->attr);
+	f->size = f->attr.size;
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_mutex_init(&f->append_lock, NULL);
 	files_add(fs, f);
@@ -201,10 +227,10 @@ int file_finish_open(loom_fs *fs, const struct loom_cred *cr, int flags, const s
 	/* O_TRUNC: the MDS set the size to 0 (even for O_RDONLY, as Linux does); the objects must
 	 * lose their bytes too, or a later extension of the file would show them again. */
 	if ((flags & O_TRUNC) && !created && layout) {
-		rc = io_punch(fs, layout, 0);
+		rc = io_punch(fs, layout, 0, NULL);
 		if (rc) {
 			struct timespec zero = { 0 };
-			mdc_close(fs, cr, LW_OP_MDS_CLOSE, attr->ino, handle, 0, 0, zero, NULL);
+			mdc_close(fs, cr, LW_OP_MDS_CLOSE, attr->ino, handle, 0, 0, zero, 0, NULL);
 			free(layout);
 			return rc;
 		}
@@ -250,17 +276,43 @@ ssize_t loom_pread(loom_file *f, void *buf, size_t len, off_t off)
 	return rc ? rc : (ssize_t)len;
 }
 
+/* As the kernel's file_remove_privs(): a write by anyone but root drops setuid, and setgid on a
+ * group-executable file. The MDS does it (the writer may not own the file). */
+static int drop_privs(loom_file *f)
+{
+	struct lw_setattr sa = { .ino = f->ino, .valid = LW_SA_KILLPRIV | LW_SA_FH };
+	struct lw_attr attr;
+	uint32_t mode;
+	int rc;
+
+	pthread_mutex_lock(&f->lock);
+	mode = f->attr.mode;
+	pthread_mutex_unlock(&f->lock);
+	if (f->cred.uid == 0 || !(mode & (S_ISUID | S_ISGID)))
+		rc = 0;
+	else if ((rc = mdc_setattr(f->fs, &f->cred, &sa, &attr)) == 0) {
+		pthread_mutex_lock(&f->lock);
+		f->attr.mode = attr.mode;
+		pthread_mutex_unlock(&f->lock);
+	}
+	if (rc == 0)
+		f->privs_checked = true;
+	return rc;
+}
+
 static ssize_t pwrite_at(loom_file *f, const void *buf, size_t len, uint64_t off)
 {
 	int rc;
 
 	if (len == 0)
 		return 0;
+	if (!f->privs_checked && (rc = drop_privs(f)) != 0)
+		return rc;
 	if (len > SSIZE_MAX)
 		len = SSIZE_MAX;
 	if (off >= LOOM_MAX_FILE_SIZE || len > LOOM_MAX_FILE_SIZE - off)
 		return -EFBIG;
-	rc = io_write(f->fs, f->ino, f->layout, buf, len, off);
+	rc = io_write(f->fs, f->ino, f->layout, buf, len, off, f->obj_blocks);
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&f->lock);
@@ -346,7 +398,7 @@ int loom_lseek(loom_file *f, off_t off, int whence, off_t *pos)
 static int report(loom_file *f, uint16_t op)
 {
 	struct timespec mtime;
-	uint64_t size;
+	uint64_t size, blocks = 0;
 	uint32_t flags = 0;
 	struct lw_attr attr;
 	int rc;
@@ -359,7 +411,15 @@ static int report(loom_file *f, uint16_t op)
 	pthread_mutex_unlock(&f->lock);
 	if (op == LW_OP_MDS_SIZE_UPDATE && !flags)
 		return 0;
-	rc = mdc_close(f->fs, &f->cred, op, f->ino, f->handle, flags, size, mtime, &attr);
+	/* With the size goes what the objects occupy (st_blocks, which holes do not count): the
+	 * objects this handle wrote said so in their replies; the others are asked. */
+	if (flags && f->layout && f->obj_blocks && io_blocks(f->fs, f->layout, f->obj_blocks) == 0) {
+		blocks = 0;
+		for (uint32_t k = 0; k < f->layout->nobjs; k++)
+			blocks += (uint64_t)f->obj_blocks[k];
+		flags |= LW_CL_BLOCKS;
+	}
+	rc = mdc_close(f->fs, &f->cred, op, f->ino, f->handle, flags, size, mtime, blocks, &attr);
 	if (rc == 0) {
 		pthread_mutex_lock(&f->lock);
 		if (flags) {
@@ -426,7 +486,7 @@ int loom_ftruncate(loom_file *f, off_t size)
 	sa.size = (uint64_t)size;
 	rc = mdc_setattr(f->fs, &f->cred, &sa, &attr);
 	if (rc == 0 && f->layout)
-		rc = io_punch(f->fs, f->layout, (uint64_t)size);
+		rc = io_punch(f->fs, f->layout, (uint64_t)size, f->obj_blocks);
 	if (rc == 0)
 		files_truncated(f->fs, f->ino, (uint64_t)size);
 	return rc;
@@ -445,13 +505,9 @@ int loom_fstat(loom_file *f, struct stat *st)
 	}
 	if (rc)
 		return rc;
-	/* Our own writes not yet reported are part of the file for us; growth by others that the
-	 * MDS has heard of is part of it too. */
+	/* What this client wrote through any handle and did not report yet is part of the file. */
+	files_pending_attr(f->fs, &attr);
 	pthread_mutex_lock(&f->lock);
-	if (f->dirty && f->size > attr.size)
-		attr.size = f->size;
-	else if (!f->dirty && attr.size > f->size)
-		f->size = attr.size;
 	f->attr = attr;
 	pthread_mutex_unlock(&f->lock);
 	attr_to_stat(&attr, st);
@@ -480,6 +536,7 @@ int loom_close(loom_file *f)
 	files_remove(f->fs, f);
 	pthread_mutex_destroy(&f->lock);
 	pthread_mutex_destroy(&f->append_lock);
+	free(f->obj_blocks);
 	free(f->layout);
 	free(f);
 	return rc;

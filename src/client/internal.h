@@ -73,6 +73,9 @@ struct loom_file {
 	uint64_t pos;
 	bool dirty;                /* written since the last report to the MDS */
 	bool mtime_dirty;          /* ... and no explicit mtime was set since: report the write time */
+	bool privs_checked;        /* setuid/setgid dropped (or not there) before the first write */
+	int64_t *obj_blocks;       /* per stripe, blocks the object occupies as last heard (-1:
+	                            * unknown); reported as st_blocks with the size */
 	uint64_t written_end;      /* the end of what this handle wrote since its last report:
 	                            * what it reports, so a size it merely saw is never reported */
 	struct timespec mtime;     /* of the last write */
@@ -143,7 +146,7 @@ int mdc_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t ope
 	     struct lw_open_rep *rep, struct loom_layout **layout_out);
 /* MDS_CLOSE or MDS_SIZE_UPDATE. */
 int mdc_close(loom_fs *fs, const struct loom_cred *cr, uint16_t op, uint64_t ino, uint64_t handle,
-	      uint32_t flags, uint64_t size, struct timespec mtime, struct lw_attr *out);
+	      uint32_t flags, uint64_t size, struct timespec mtime, uint64_t blocks, struct lw_attr *out);
 int mdc_getlayout(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, struct loom_layout **out);
 int mdc_setlayout(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t flags,
 		  const struct loom_layout *req, struct loom_layout **out);
@@ -155,10 +158,13 @@ int mdc_ost_table(loom_fs *fs, void **body, uint32_t *count, uint32_t *gen);
  * The caller has clipped len to file_size. */
 int io_read(loom_fs *fs, uint64_t ino, const struct loom_layout *l, void *buf, uint64_t len,
 	    uint64_t off);
+/* obj_blocks (may be NULL): per stripe, the blocks each object occupies, as the replies say. */
 int io_write(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const void *buf, uint64_t len,
-	     uint64_t off);
+	     uint64_t off, int64_t *obj_blocks);
 /* Cuts every object to the size it has in a file of new_size bytes. */
-int io_punch(loom_fs *fs, const struct loom_layout *l, uint64_t new_size);
+int io_punch(loom_fs *fs, const struct loom_layout *l, uint64_t new_size, int64_t *obj_blocks);
+/* Fills the entries of obj_blocks that are < 0 (unknown) by asking those objects' OSSs. */
+int io_blocks(loom_fs *fs, const struct loom_layout *l, int64_t *obj_blocks);
 /* fsync of every object. */
 int io_sync(loom_fs *fs, const struct loom_layout *l);
 

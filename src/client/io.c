@@ -87,7 +87,7 @@ static void cut_run(const struct stripe_run *run, const struct stripe_seg *segs,
 }
 
 static int io_window(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint8_t *buf,
-		     uint64_t len, uint64_t off, bool write)
+		     uint64_t len, uint64_t off, bool write, int64_t *obj_blocks)
 {
 	struct stripe_geom g = { .size = l->stripe_size, .count = l->nobjs };
 	uint64_t maxsegs = stripe_max_segs(&g, off, len);
@@ -149,6 +149,9 @@ static int io_window(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uin
 			memcpy(&rep, p->call.rbody, sizeof(rep));
 			if (write && rep.length != p->body.length)
 				err = -EIO;
+			/* Pieces to one object finish in any order: the largest figure is the latest. */
+			if (obj_blocks && (int64_t)rep.obj_blocks > obj_blocks[p->body.stripe_idx])
+				obj_blocks[p->body.stripe_idx] = (int64_t)rep.obj_blocks;
 			if (!write && (rep.length != p->call.rbulk_len || rep.length > p->body.length))
 				err = -EPROTO;
 		}
@@ -168,13 +171,13 @@ out:
 }
 
 static int io_rw(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint8_t *buf, uint64_t len,
-		 uint64_t off, bool write)
+		 uint64_t off, bool write, int64_t *obj_blocks)
 {
 	if (!l || l->nobjs == 0 || l->stripe_size == 0)
 		return -EIO;
 	while (len > 0) {
 		uint64_t n = MIN(len, IO_WINDOW);
-		int rc = io_window(fs, ino, l, buf, n, off, write);
+		int rc = io_window(fs, ino, l, buf, n, off, write, obj_blocks);
 		if (rc)
 			return rc;
 		buf += n;
@@ -187,18 +190,20 @@ static int io_rw(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint8_t
 int io_read(loom_fs *fs, uint64_t ino, const struct loom_layout *l, void *buf, uint64_t len,
 	    uint64_t off)
 {
-	return io_rw(fs, ino, l, buf, len, off, false);
+	return io_rw(fs, ino, l, buf, len, off, false, NULL);
 }
 
 int io_write(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const void *buf, uint64_t len,
-	     uint64_t off)
+	     uint64_t off, int64_t *obj_blocks)
 {
 	/* The buffer is only read: the cast serves the shared walker. */
-	return io_rw(fs, ino, l, (uint8_t *)buf, len, off, true);
+	return io_rw(fs, ino, l, (uint8_t *)buf, len, off, true, obj_blocks);
 }
 
-/* Sends one small request to every object at once. */
-static int io_each_object(loom_fs *fs, const struct loom_layout *l, uint16_t op, uint64_t new_size)
+/* Sends one small request to every object at once (with obj_blocks and GETATTR: only to those
+ * whose figure is unknown, < 0), and records the blocks each one reports. */
+static int io_each_object(loom_fs *fs, const struct loom_layout *l, uint16_t op, uint64_t new_size,
+			  int64_t *obj_blocks)
 {
 	struct stripe_geom g = { .size = l->stripe_size, .count = l->nobjs };
 	struct io_piece *pieces;
@@ -222,6 +227,10 @@ static int io_each_object(loom_fs *fs, const struct loom_layout *l, uint16_t op,
 		if (op == LW_OP_OST_PUNCH)
 			p->body.length = stripe_obj_size(&g, k, new_size);
 		rpc_call_init(&p->call, op, &p->body, sizeof(p->body));
+		if (op == LW_OP_OST_GETATTR && obj_blocks && obj_blocks[k] >= 0) {
+			p->call.status = 1; /* known: not asked */
+			continue;
+		}
 		err = fs_ost_conn(fs, p->body.ost_idx, &c);
 		if (err) {
 			p->call.status = err;
@@ -232,19 +241,34 @@ static int io_each_object(loom_fs *fs, const struct loom_layout *l, uint16_t op,
 	rpc_wait_all(&w);
 	rpc_wait_destroy(&w);
 	for (uint32_t k = 0; k < l->nobjs; k++) {
-		rc = merge_err(rc, pieces[k].call.status);
-		rpc_call_release(&pieces[k].call);
+		struct io_piece *p = &pieces[k];
+		struct lw_ost_io_rep rep;
+
+		if (p->call.status == 1)
+			continue;
+		if (p->call.status == 0 && p->call.rbody_len == sizeof(rep) && obj_blocks &&
+		    op != LW_OP_OST_SYNC) {
+			memcpy(&rep, p->call.rbody, sizeof(rep));
+			obj_blocks[k] = (int64_t)rep.obj_blocks;
+		}
+		rc = merge_err(rc, p->call.status);
+		rpc_call_release(&p->call);
 	}
 	free(pieces);
 	return rc;
 }
 
-int io_punch(loom_fs *fs, const struct loom_layout *l, uint64_t new_size)
+int io_punch(loom_fs *fs, const struct loom_layout *l, uint64_t new_size, int64_t *obj_blocks)
 {
-	return io_each_object(fs, l, LW_OP_OST_PUNCH, new_size);
+	return io_each_object(fs, l, LW_OP_OST_PUNCH, new_size, obj_blocks);
 }
 
 int io_sync(loom_fs *fs, const struct loom_layout *l)
 {
-	return io_each_object(fs, l, LW_OP_OST_SYNC, 0);
+	return io_each_object(fs, l, LW_OP_OST_SYNC, 0, NULL);
+}
+
+int io_blocks(loom_fs *fs, const struct loom_layout *l, int64_t *obj_blocks)
+{
+	return io_each_object(fs, l, LW_OP_OST_GETATTR, 0, obj_blocks);
 }

@@ -72,11 +72,11 @@ int loom_ll_setattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino,
 	/* The MDS has the new size: cut the objects to match, so that a later extension reads
 	 * zeros where the old bytes were. */
 	if (f && f->layout) {
-		rc = io_punch(fs, f->layout, w.size);
+		rc = io_punch(fs, f->layout, w.size, f->obj_blocks);
 	} else {
 		rc = mdc_getlayout(fs, cr, ino, &layout);
 		if (rc == 0)
-			rc = io_punch(fs, layout, w.size);
+			rc = io_punch(fs, layout, w.size, NULL);
 		free(layout);
 	}
 	if (rc == 0)
@@ -185,7 +185,7 @@ int loom_ll_create(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, con
 	if (!S_ISREG(rep.attr.mode)) {
 		/* An existing fifo or device: opened through the MDS like any inode. */
 		struct timespec zero = { 0 };
-		mdc_close(fs, cr, LW_OP_MDS_CLOSE, rep.attr.ino, rep.handle, 0, 0, zero, NULL);
+		mdc_close(fs, cr, LW_OP_MDS_CLOSE, rep.attr.ino, rep.handle, 0, 0, zero, 0, NULL);
 		free(layout);
 		return -EEXIST;
 	}

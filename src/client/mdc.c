@@ -415,10 +415,10 @@ int mdc_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t ope
 }
 
 int mdc_close(loom_fs *fs, const struct loom_cred *cr, uint16_t op, uint64_t ino, uint64_t handle,
-	      uint32_t flags, uint64_t size, struct timespec mtime, struct lw_attr *out)
+	      uint32_t flags, uint64_t size, struct timespec mtime, uint64_t blocks, struct lw_attr *out)
 {
 	struct lw_close_req req = { .ino = ino, .handle = handle, .size = size, .mtime = mtime.tv_sec,
-				    .mtime_ns = (uint32_t)mtime.tv_nsec, .flags = flags };
+				    .mtime_ns = (uint32_t)mtime.tv_nsec, .flags = flags, .blocks = blocks };
 	struct mdc_body b = { { &req }, { sizeof(req) } };
 	struct lw_attr attr;
 

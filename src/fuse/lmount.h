@@ -28,6 +28,7 @@ struct lmount_opts {
 	int debug;
 	int readonly;
 	int owner_only;
+	int no_default_permissions;
 };
 
 /* What this mount last saw of a file's data, to keep its page cache across opens only while

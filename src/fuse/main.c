@@ -30,6 +30,7 @@ static const struct fuse_opt lm_opt_spec[] = {
 	LM_OPT("debug", debug),
 	LM_OPT("ro", readonly),
 	LM_OPT("owner_only", owner_only),
+	LM_OPT("no_default_permissions", no_default_permissions),
 	FUSE_OPT_KEY("-h", KEY_HELP),
 	FUSE_OPT_KEY("--help", KEY_HELP),
 	FUSE_OPT_KEY("-V", KEY_VERSION),
@@ -59,11 +60,12 @@ static void usage(FILE *f)
 		"  threads=N             most threads serving requests at once (default 16)\n"
 		"  owner_only            only the mounting user may use the mount (FUSE's default);\n"
 		"                        otherwise a mount by root is open to every user (allow_other)\n"
+		"  no_default_permissions  leave permission checks to the MDS alone (names the kernel\n"
+		"                        has cached are then walked without a search check)\n"
 		"  -f                    stay in the foreground;  -d  also print every request\n"
 		"Mount options handled by the kernel or FUSE:\n"
 		"  ro, rw, noatime, relatime, nosuid, nodev, noexec, allow_other, allow_root,\n"
-		"  default_permissions (check permissions in the kernel too; Loom checks them at the MDS\n"
-		"  anyway), max_read=N, fsname=, subtype=.\n"
+		"  max_read=N, fsname=, subtype=.\n"
 		"Ignored (for fstab): defaults, _netdev, auto, noauto, nofail, user, users.\n");
 }
 
@@ -171,6 +173,11 @@ int main(int argc, char **argv)
 	 * each one's permissions. FUSE allows this to root (or with user_allow_other). */
 	if (getuid() == 0 && !m.opts.owner_only)
 		fuse_opt_add_arg(&args, "-oallow_other");
+	/* The kernel checks permissions too, on the attributes it caches: a path walk through a
+	 * cached name then still needs search permission on each directory. The MDS checks every
+	 * request anyway. */
+	if (!m.opts.no_default_permissions)
+		fuse_opt_add_arg(&args, "-odefault_permissions");
 	lm_entry_ops(&ops);
 	lm_file_ops(&ops);
 	lm_dir_ops(&ops);

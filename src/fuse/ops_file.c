@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "fuse/lmount.h"
 
 #define LM_READAHEAD (4u << 20) /* lets the kernel keep several stripes' worth of reads going */
@@ -32,7 +33,13 @@ static void lm_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
 	/* No write-back cache: the MDS must learn sizes from writes this mount acknowledged. */
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	/* The file system clears setuid/setgid on writes by others (libloom asks the MDS, which
+	 * may allow it), rather than the kernel sending a chmod in the writer's name, which the
+	 * MDS must refuse to anyone but the owner. */
+	if (conn->capable & FUSE_CAP_HANDLE_KILLPRIV)
+		conn->want |= FUSE_CAP_HANDLE_KILLPRIV;
 	conn->max_readahead = LM_READAHEAD;
+	log_debug("FUSE capable %#x, want %#x", conn->capable, conn->want);
 }
 
 static void open_reply(fuse_req_t req, struct fuse_file_info *fi, loom_file *f, const struct stat *st,
@@ -44,6 +51,10 @@ static void open_reply(fuse_req_t req, struct fuse_file_info *fi, loom_file *f, 
 	/* The pages this mount holds are still the file's if nobody changed it since we looked. */
 	fi->keep_cache = lm_stamp_matches(m, st->st_ino, st);
 	lm_stamp_set(m, st->st_ino, st);
+	/* Close-to-open: if it changed, the kernel must also forget the size it may have cached
+	 * (from a stat within the attribute timeout), or it would cut reads at the old end. */
+	if (!fi->keep_cache && !e)
+		fuse_lowlevel_notify_inval_inode(m->se, st->st_ino, 0, 0);
 	if (fi->flags & O_DIRECT)
 		fi->direct_io = 1;
 	if ((e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi)) != 0)

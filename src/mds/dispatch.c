@@ -284,7 +284,7 @@ static int exec_close(struct mds *m, struct mdt_txn *t, struct srv_req *req,
 	if (rc)
 		return rc;
 	if (c->flags)
-		rc = mdt_size_update(t, c->ino, c->flags, c->size, mt, &attr);
+		rc = mdt_size_update(t, c->ino, c->flags, c->size, mt, c->blocks, &attr);
 	else
 		rc = mdt_getattr(t, c->ino, &attr);
 	if (q->op == LW_OP_MDS_CLOSE) {

@@ -16,6 +16,16 @@ static bool nsec_ok(uint32_t ns)
 	return ns < 1000000000u;
 }
 
+/* Is sa a mode change that only removes setuid and/or setgid? */
+static bool is_kill_privs(const struct lw_setattr *sa, const struct mdt_inode *in)
+{
+	uint32_t old = in->mode & 07777, want = sa->mode & 07777;
+
+	return (sa->valid & ~(LW_SA_MODE | LW_SA_CTIME | LW_SA_FH)) == 0 && (sa->valid & LW_SA_MODE) &&
+	       S_ISREG(in->mode) && want != old && (old & ~want & ~(uint32_t)(S_ISUID | S_ISGID)) == 0 &&
+	       (want & ~old) == 0;
+}
+
 int mdt_setattr(struct mdt_txn *t, const struct loom_cred *cr, const struct lw_setattr *sa,
 		struct timespec now, struct lw_attr *out)
 {
@@ -43,9 +53,26 @@ int mdt_setattr(struct mdt_txn *t, const struct loom_cred *cr, const struct lw_s
 			return -EINVAL;
 	}
 	cur = mdt_owner_of(&in);
-	rc = mdt_perm_setattr(cr, &cur, sa, &next);
-	if (rc)
-		return rc;
+	if (!mdt_perm_owner_or_root(cr, &cur) && is_kill_privs(sa, &in)) {
+		/* A chmod that only drops setuid/setgid, by someone who may write the file but does
+		 * not own it: what the kernel sends in a writer's name before a write (FUSE without
+		 * HANDLE_KILLPRIV). Any write by them drops the bits anyway: it grants nothing more. */
+		if (!(valid & LW_SA_FH) && (rc = mdt_may(cr, &in, MDT_MAY_WRITE)) != 0)
+			return -EPERM; /* as the chmod it is would have been refused */
+		next = cur;
+		next.mode = (cur.mode & S_IFMT) | (sa->mode & 07777);
+	} else {
+		rc = mdt_perm_setattr(cr, &cur, sa, &next);
+		if (rc)
+			return rc;
+	}
+	if (valid & LW_SA_KILLPRIV) {
+		/* file_remove_privs(): anyone who may write the file drops its setuid (and setgid)
+		 * by writing, whoever owns it. */
+		if (!(valid & LW_SA_FH) && (rc = mdt_may(cr, &in, MDT_MAY_WRITE)) != 0)
+			return rc;
+		next.mode &= ~mdt_perm_kill_on_truncate(cr, &cur);
+	}
 	if ((valid & LW_SA_SIZE) && sa->size > MDT_MAX_FILE_SIZE)
 		return -EFBIG;
 	if (!(valid & ~(uint32_t)LW_SA_FH))
@@ -56,6 +83,9 @@ int mdt_setattr(struct mdt_txn *t, const struct loom_cred *cr, const struct lw_s
 	in.gid = next.gid;
 	if ((valid & LW_SA_SIZE) && sa->size != in.size) {
 		in.size = sa->size;
+		/* The objects are cut to the new size: they hold no more than it. */
+		if ((in.flags & MDT_IF_BLOCKS) && in.blocks > (in.size + 511) / 512)
+			in.blocks = (in.size + 511) / 512;
 		mdt_inode_touch(&in, MDT_T_MTIME, now);
 	}
 	if (valid & LW_SA_ATIME_NOW) {
@@ -136,6 +166,7 @@ int mdt_open(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino, uint32
 		/* handle_truncate(): size 0, mtime and ctime now even if it was empty, and the
 		 * privileges a non-root truncation removes. */
 		in.size = 0;
+		in.blocks = 0; /* the client cuts every object to nothing */
 		in.mode &= ~mdt_perm_kill_on_truncate(cr, &own);
 		mdt_inode_touch(&in, MDT_T_MTIME | MDT_T_CTIME, now);
 		rc = mdt_inode_put(t, &in);
@@ -165,13 +196,13 @@ int mdt_access(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino, uint
 }
 
 int mdt_size_update(struct mdt_txn *t, uint64_t ino, uint32_t flags, uint64_t size,
-		    struct timespec mtime, struct lw_attr *out)
+		    struct timespec mtime, uint64_t blocks, struct lw_attr *out)
 {
 	struct mdt_inode in;
 	bool changed = false;
 	int rc;
 
-	if (flags & ~(LW_CL_SIZE | LW_CL_MTIME))
+	if (flags & ~(LW_CL_SIZE | LW_CL_MTIME | LW_CL_BLOCKS))
 		return -EINVAL;
 	rc = mdt_inode_get(t, ino, &in);
 	if (rc)
@@ -186,6 +217,11 @@ int mdt_size_update(struct mdt_txn *t, uint64_t ino, uint32_t flags, uint64_t si
 			in.size = size;
 			changed = true;
 		}
+	}
+	if ((flags & LW_CL_BLOCKS) && S_ISREG(in.mode)) {
+		in.blocks = blocks;
+		in.flags |= MDT_IF_BLOCKS;
+		changed = true;
 	}
 	if (flags & LW_CL_MTIME) {
 		if (mtime.tv_nsec < 0 || !nsec_ok((uint32_t)mtime.tv_nsec))

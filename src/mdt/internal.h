@@ -110,11 +110,17 @@ struct mdt_inode {
 	uint32_t nlink;
 	uint32_t rdev;
 	uint32_t blksize;       /* regular files: the layout's stripe size */
-	uint32_t flags;         /* reserved, 0 */
+	uint32_t flags;         /* MDT_IF_* */
 	uint64_t parent;        /* directories: the inode ".." names */
 	uint64_t next_cookie;   /* directories: the cookie the next entry gets */
-	uint64_t nentries;      /* directories: entries besides "." and ".." */
+	union {
+		uint64_t nentries;  /* directories: entries besides "." and ".." */
+		uint64_t blocks;    /* regular files with MDT_IF_BLOCKS: 512-byte blocks the objects
+		                     * occupied at the last report (holes take none) */
+	};
 };
+
+#define MDT_IF_BLOCKS 0x1u /* blocks was reported by a client; else it is estimated from size */
 _Static_assert(sizeof(struct mdt_inode) == 112, "mdt_inode is an on-disk format");
 
 struct mdt_dentry {

@@ -216,7 +216,8 @@ void mdt_inode_attr(const struct mdt_inode *in, struct lw_attr *out)
 		out->blocks = MDT_DIR_SIZE / 512;
 	} else if (S_ISREG(in->mode) || S_ISLNK(in->mode)) {
 		out->size = in->size;
-		out->blocks = (in->size + 511) / 512;
+		out->blocks = S_ISREG(in->mode) && (in->flags & MDT_IF_BLOCKS) ? in->blocks
+									       : (in->size + 511) / 512;
 		if (S_ISREG(in->mode) && in->blksize)
 			out->blksize = in->blksize;
 	}

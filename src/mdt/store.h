@@ -71,7 +71,8 @@ int mdt_getattr(struct mdt_txn *t, uint64_t ino, struct lw_attr *out);
 /* chmod/chown/utimes/truncate rules as Linux applies them (owner or root for chmod, root for
  * chown to another uid, setgid cleared by chmod of a non-member's file, setuid/setgid cleared by
  * chown (root's too) and by truncation by non-root, UTIME_NOW needs write permission or
- * ownership, SIZE needs write permission unless LW_SA_FH). ctime is updated on any change (to
+ * ownership, SIZE needs write permission unless LW_SA_FH; LW_SA_KILLPRIV drops setuid/setgid as a write by cr does, for anyone who may write).
+ * ctime is updated on any change (to
  * sa->ctime with LW_SA_CTIME). Truncation of a regular file changes only the MDS's size (and
  * mtime when the size changes); the client punches the objects. -ENOENT, -EPERM, -EACCES,
  * -EISDIR (size of a directory), -EINVAL (size of another non-regular file, bad nsec, unknown
@@ -195,7 +196,7 @@ int mdt_access(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino, uint
  * non-regular file, -EFBIG beyond 2^62); mtime = ctime = given with LW_CL_MTIME. A missing inode
  * (unlinked and released) is -ENOENT. No permission check: the handle was checked at open. */
 int mdt_size_update(struct mdt_txn *t, uint64_t ino, uint32_t flags, uint64_t size,
-		    struct timespec mtime, struct lw_attr *out);
+		    struct timespec mtime, uint64_t blocks, struct lw_attr *out);
 
 /* ---- layouts ---- */
 

@@ -56,6 +56,7 @@ static void oss_serve(struct oss *oss, struct srv_req *req)
 	uint16_t op = req->hdr.opcode;
 	struct lw_ost_io io;
 	struct lw_ost_io_rep rep = { 0 };
+	struct ost_objstat os = { 0 };
 	struct lw_statfs sf;
 	struct ost *ost;
 	void *buf = NULL;
@@ -93,7 +94,7 @@ static void oss_serve(struct oss *oss, struct srv_req *req)
 			rc = -ENOMEM;
 			break;
 		}
-		rc = ost_read(ost, io.objid, io.offset, buf, io.length, &nread, &rep.obj_size);
+		rc = ost_read(ost, io.objid, io.offset, buf, io.length, &nread, &os);
 		rep.length = nread;
 		break;
 	case LW_OP_OST_WRITE:
@@ -101,15 +102,14 @@ static void oss_serve(struct oss *oss, struct srv_req *req)
 			rc = -EPROTO;
 			break;
 		}
-		rc = ost_write(ost, io.objid, io.offset, req->bulk, io.length, io.ino, io.stripe_idx,
-			       &rep.obj_size);
+		rc = ost_write(ost, io.objid, io.offset, req->bulk, io.length, io.ino, io.stripe_idx, &os);
 		rep.length = rc ? 0 : io.length;
 		break;
 	case LW_OP_OST_PUNCH:
-		rc = ost_punch(ost, io.objid, io.length, &rep.obj_size);
+		rc = ost_punch(ost, io.objid, io.length, &os);
 		break;
 	case LW_OP_OST_GETATTR:
-		rc = ost_getattr(ost, io.objid, &rep.obj_size);
+		rc = ost_getattr(ost, io.objid, &os);
 		break;
 	case LW_OP_OST_SYNC:
 		rc = ost_sync(ost, io.objid);
@@ -137,6 +137,8 @@ static void oss_serve(struct oss *oss, struct srv_req *req)
 		bulk_free(buf);
 		buf = NULL;
 	}
+	rep.obj_size = os.size;
+	rep.obj_blocks = os.blocks;
 	srv_reply(req, 0, &rep, sizeof(rep), buf, (uint32_t)nread, bulk_free);
 }
 

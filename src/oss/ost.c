@@ -294,27 +294,28 @@ static void obj_put(struct ost *o, int fd, struct fdc_slot *s)
 		close(doomed_fd);
 }
 
-static int fd_size(int fd, uint64_t *size)
+static int fd_stat(int fd, struct ost_objstat *os)
 {
 	struct stat st;
 
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	*size = (uint64_t)st.st_size;
+	os->size = (uint64_t)st.st_size;
+	os->blocks = (uint64_t)st.st_blocks;
 	return 0;
 }
 
 /* ---- object I/O ---- */
 
 int ost_read(struct ost *o, uint64_t objid, uint64_t off, void *buf, size_t len, size_t *nread,
-	     uint64_t *obj_size)
+	     struct ost_objstat *os)
 {
 	struct fdc_slot *s;
 	size_t done = 0;
 	int fd, rc;
 
 	*nread = 0;
-	*obj_size = 0;
+	memset(os, 0, sizeof(*os));
 	rc = obj_get(o, objid, false, 0, 0, &fd, &s);
 	if (rc == -ENOENT)
 		return 0;
@@ -333,14 +334,14 @@ int ost_read(struct ost *o, uint64_t objid, uint64_t off, void *buf, size_t len,
 		done += (size_t)n;
 	}
 	*nread = done;
-	rc = fd_size(fd, obj_size);
+	rc = fd_stat(fd, os);
 out:
 	obj_put(o, fd, s);
 	return rc;
 }
 
 int ost_write(struct ost *o, uint64_t objid, uint64_t off, const void *buf, size_t len,
-	      uint64_t ino, uint32_t stripe_idx, uint64_t *obj_size)
+	      uint64_t ino, uint32_t stripe_idx, struct ost_objstat *os)
 {
 	struct fdc_slot *s;
 	size_t done = 0;
@@ -359,48 +360,46 @@ int ost_write(struct ost *o, uint64_t objid, uint64_t off, const void *buf, size
 		}
 		done += (size_t)n;
 	}
-	rc = fd_size(fd, obj_size);
+	rc = fd_stat(fd, os);
 out:
 	obj_put(o, fd, s);
 	return rc;
 }
 
-int ost_punch(struct ost *o, uint64_t objid, uint64_t size, uint64_t *obj_size)
+int ost_punch(struct ost *o, uint64_t objid, uint64_t size, struct ost_objstat *os)
 {
 	struct fdc_slot *s;
-	uint64_t cur;
 	int fd, rc;
 
-	*obj_size = 0;
+	memset(os, 0, sizeof(*os));
 	rc = obj_get(o, objid, false, 0, 0, &fd, &s);
 	if (rc == -ENOENT)
 		return 0;
 	if (rc)
 		return rc;
-	rc = fd_size(fd, &cur);
-	if (rc == 0 && cur > size) {
+	rc = fd_stat(fd, os);
+	if (rc == 0 && os->size > size) {
 		if (ftruncate(fd, (off_t)size) < 0)
 			rc = -errno;
 		else
-			cur = size;
+			rc = fd_stat(fd, os);
 	}
-	*obj_size = cur;
 	obj_put(o, fd, s);
 	return rc;
 }
 
-int ost_getattr(struct ost *o, uint64_t objid, uint64_t *obj_size)
+int ost_getattr(struct ost *o, uint64_t objid, struct ost_objstat *os)
 {
 	struct fdc_slot *s;
 	int fd, rc;
 
-	*obj_size = 0;
+	memset(os, 0, sizeof(*os));
 	rc = obj_get(o, objid, false, 0, 0, &fd, &s);
 	if (rc == -ENOENT)
 		return 0;
 	if (rc)
 		return rc;
-	rc = fd_size(fd, obj_size);
+	rc = fd_stat(fd, os);
 	obj_put(o, fd, s);
 	return rc;
 }

@@ -22,6 +22,13 @@
 
 struct ost;
 
+/* What an object holds after an operation: its size and the 512-byte blocks it occupies (less
+ * than size/512 when it has holes). Both 0 for a missing object. */
+struct ost_objstat {
+	uint64_t size;
+	uint64_t blocks;
+};
+
 /* Creates an empty OST in dir (created if missing) that will ask the MDS for index idx
  * (OST_IDX_NONE: whichever it gives). -EEXIST if one is already there. */
 int ost_format(const char *dir, const char *fsname, uint32_t idx);
@@ -39,14 +46,14 @@ int ost_set_index(struct ost *o, uint32_t idx);
 
 /* Reads up to len bytes at off. *nread < len at the object's end; a missing object gives 0. */
 int ost_read(struct ost *o, uint64_t objid, uint64_t off, void *buf, size_t len, size_t *nread,
-	     uint64_t *obj_size);
+	     struct ost_objstat *st);
 /* Writes len bytes at off, creating the object (tagged with ino/stripe for fsck) if needed.
  * -ENOSPC when the OST is full; nothing is half-acknowledged: on error the caller reports it. */
 int ost_write(struct ost *o, uint64_t objid, uint64_t off, const void *buf, size_t len,
-	      uint64_t ino, uint32_t stripe_idx, uint64_t *obj_size);
+	      uint64_t ino, uint32_t stripe_idx, struct ost_objstat *st);
 /* Discards data at and beyond size (never extends; a missing object is fine). */
-int ost_punch(struct ost *o, uint64_t objid, uint64_t size, uint64_t *obj_size);
-int ost_getattr(struct ost *o, uint64_t objid, uint64_t *obj_size);
+int ost_punch(struct ost *o, uint64_t objid, uint64_t size, struct ost_objstat *st);
+int ost_getattr(struct ost *o, uint64_t objid, struct ost_objstat *st);
 /* Makes the object's data and its directory entry durable. objid 0: the whole OST. */
 int ost_sync(struct ost *o, uint64_t objid);
 /* Removes the object; a missing one is not an error. */

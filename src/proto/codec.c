@@ -526,7 +526,7 @@ int lw_mds_req_decode(uint16_t op, const void *body, uint32_t len, struct lw_mds
 	case LW_OP_MDS_CLOSE:
 	case LW_OP_MDS_SIZE_UPDATE:
 		lw_rd_fixed(&r, &out->u.close, sizeof(out->u.close));
-		if (!r.err && (out->u.close.flags & ~(LW_CL_SIZE | LW_CL_MTIME)))
+		if (!r.err && (out->u.close.flags & ~(LW_CL_SIZE | LW_CL_MTIME | LW_CL_BLOCKS)))
 			r.err = -EINVAL;
 		break;
 	case LW_OP_MDS_SETLAYOUT:

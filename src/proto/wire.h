@@ -253,7 +253,8 @@ _Static_assert(sizeof(struct lw_name_req) == 16, "lw_name_req");
 #define LW_SA_MTIME_NOW 0x080u
 #define LW_SA_CTIME     0x100u
 #define LW_SA_FH        0x200u /* the caller holds the file open for writing (ftruncate) */
-#define LW_SA_ALL       0x3FFu
+#define LW_SA_KILLPRIV  0x400u /* a write by the caller: drop setuid/setgid as a write does */
+#define LW_SA_ALL       0x7FFu
 struct lw_setattr {
 	uint64_t ino;
 	uint32_t valid;   /* LW_SA_* */
@@ -461,8 +462,9 @@ _Static_assert(sizeof(struct lw_open_rep) == 112, "lw_open_rep");
 /* MDS_CLOSE (ends a handle) and MDS_SIZE_UPDATE (fsync: the handle stays open): request
  * lw_close_req. The size only grows the MDS's size (truncation is MDS_SETATTR's job); mtime
  * and ctime are set to the given time when LW_CL_MTIME. Reply lw_attr. */
-#define LW_CL_SIZE  0x1u
-#define LW_CL_MTIME 0x2u
+#define LW_CL_SIZE   0x1u
+#define LW_CL_MTIME  0x2u
+#define LW_CL_BLOCKS 0x4u /* blocks: what the file's objects occupy now (st_blocks) */
 struct lw_close_req {
 	uint64_t ino;
 	uint64_t handle;
@@ -470,8 +472,9 @@ struct lw_close_req {
 	int64_t  mtime;
 	uint32_t mtime_ns;
 	uint32_t flags; /* LW_CL_* */
+	uint64_t blocks;
 };
-_Static_assert(sizeof(struct lw_close_req) == 40, "lw_close_req");
+_Static_assert(sizeof(struct lw_close_req) == 48, "lw_close_req");
 
 /* MDS_SETLAYOUT: request lw_setlayout_req + lw_layout (nobjs 0). On a directory it sets the
  * default for new entries (LW_SL_DELETE removes it); on a regular file it lays out again a file
@@ -564,9 +567,10 @@ struct lw_ost_io {
 _Static_assert(sizeof(struct lw_ost_io) == 48, "lw_ost_io");
 
 struct lw_ost_io_rep {
-	uint64_t length;   /* bytes read or written */
-	uint64_t obj_size; /* object size after the operation; 0 for a missing object */
+	uint64_t length;     /* bytes read or written */
+	uint64_t obj_size;   /* object size after the operation; 0 for a missing object */
+	uint64_t obj_blocks; /* 512-byte blocks the object occupies (holes take none) */
 };
-_Static_assert(sizeof(struct lw_ost_io_rep) == 16, "lw_ost_io_rep");
+_Static_assert(sizeof(struct lw_ost_io_rep) == 24, "lw_ost_io_rep");
 
 #endif

@@ -20,6 +20,7 @@ import time
 import pytest
 
 import loomwire
+from loomutil import pid_alive, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -53,29 +54,6 @@ def _check_binaries():
     if missing:
         pytest.exit("Loom is not built (missing %s); run `make` or set LOOM_BUILD" % ", ".join(missing),
                     returncode=2)
-
-
-def pid_alive(pid):
-    """True if pid is a live process (a zombie counts as dead)."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            stat = f.read()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    state = stat[stat.rindex(")") + 2:].split()[0]
-    return state not in ("Z", "X")
-
-
-def wait_until(pred, timeout, interval=0.05):
-    """Polls pred() until it returns a true value (returned) or timeout seconds pass (None)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        v = pred()
-        if v:
-            return v
-        if time.monotonic() >= deadline:
-            return None
-        time.sleep(interval)
 
 
 class Cluster:

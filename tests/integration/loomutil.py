@@ -3,6 +3,7 @@ math (as a plain reference model), and random source files."""
 
 import hashlib
 import os
+import time
 import re
 
 KiB = 1 << 10
@@ -127,3 +128,26 @@ def read_at(path, offset, length):
     with open(path, "rb") as f:
         f.seek(offset)
         return f.read(length)
+
+
+def pid_alive(pid):
+    """True if pid is a live process (a zombie counts as dead)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            stat = f.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    state = stat[stat.rindex(")") + 2:].split()[0]
+    return state not in ("Z", "X")
+
+
+def wait_until(pred, timeout, interval=0.05):
+    """Polls pred() until it returns a true value (returned) or timeout seconds pass (None)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(interval)

@@ -92,7 +92,7 @@ assert OST_ENTRY.size == 176
 OST_IO = struct.Struct("<IIQQQQII")
 assert OST_IO.size == 48
 
-OST_IO_REP = struct.Struct("<QQ")
+OST_IO_REP = struct.Struct("<QQQ")  # length, obj_size, obj_blocks
 
 
 class Header:

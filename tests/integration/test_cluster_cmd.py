@@ -2,7 +2,7 @@
 
 import re
 
-from conftest import pid_alive
+from loomutil import pid_alive
 
 
 def status_pids(out):

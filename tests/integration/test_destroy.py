@@ -2,7 +2,7 @@
 
 import os
 
-from conftest import wait_until
+from loomutil import wait_until
 from loomutil import MiB, make_random_file, object_path, parse_file_getstripe, sha256_file
 
 DESTROY_TIMEOUT = 60  # seconds; the destroyer retries an unreachable OST every few seconds

@@ -3,7 +3,7 @@
 
 import re
 
-from conftest import wait_until
+from loomutil import wait_until
 from loomutil import parse_file_getstripe
 
 FS_DEFAULT_DIR_LINE = "stripe_count:  1 stripe_size:   4194304 pattern:       raid0 stripe_offset: -1"

@@ -3,7 +3,7 @@
 import os
 
 import loomwire
-from conftest import wait_until
+from loomutil import wait_until
 from loomutil import MiB, make_random_file, object_path, object_size, parse_file_getstripe, sha256_file
 
 

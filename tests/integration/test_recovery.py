@@ -7,7 +7,7 @@ import subprocess
 import threading
 
 import loomwire
-from conftest import wait_until
+from loomutil import wait_until
 from loomutil import KiB, MiB, make_random_file, parse_file_getstripe, sha256_file
 
 NLOADERS = 4

@@ -276,22 +276,22 @@ static void test_size_update(void)
 
 	env_init(&e);
 	t = fx_op_begin(&e.f);
-	REQUIRE_RC(mdt_size_update(t, e.file, LW_CL_SIZE, 4096, mt, &a), 0);
+	REQUIRE_RC(mdt_size_update(t, e.file, LW_CL_SIZE, 4096, mt, 0, &a), 0);
 	CHECK_EQ(a.size, 4096);
 	/* only grows */
-	REQUIRE_RC(mdt_size_update(t, e.file, LW_CL_SIZE, 100, mt, &a), 0);
+	REQUIRE_RC(mdt_size_update(t, e.file, LW_CL_SIZE, 100, mt, 0, &a), 0);
 	CHECK_EQ(a.size, 4096);
-	REQUIRE_RC(mdt_size_update(t, e.file, LW_CL_SIZE | LW_CL_MTIME, 8192, mt, &a), 0);
+	REQUIRE_RC(mdt_size_update(t, e.file, LW_CL_SIZE | LW_CL_MTIME, 8192, mt, 0, &a), 0);
 	CHECK_EQ(a.size, 8192);
 	CHECK_EQ(a.mtime, 5555);
 	CHECK_EQ(a.mtime_ns, 42);
 	CHECK_EQ(a.ctime, 5555);
-	CHECK_RC(mdt_size_update(t, e.file, LW_CL_SIZE, (1ull << 62) + 1, mt, &a), -EFBIG);
-	CHECK_RC(mdt_size_update(t, e.dir, LW_CL_SIZE, 1, mt, &a), -EINVAL);
-	CHECK_RC(mdt_size_update(t, e.file, 0x80, 1, mt, &a), -EINVAL);
-	CHECK_RC(mdt_size_update(t, 77777, LW_CL_SIZE, 1, mt, &a), -ENOENT);
+	CHECK_RC(mdt_size_update(t, e.file, LW_CL_SIZE, (1ull << 62) + 1, mt, 0, &a), -EFBIG);
+	CHECK_RC(mdt_size_update(t, e.dir, LW_CL_SIZE, 1, mt, 0, &a), -EINVAL);
+	CHECK_RC(mdt_size_update(t, e.file, 0x80, 1, mt, 0, &a), -EINVAL);
+	CHECK_RC(mdt_size_update(t, 77777, LW_CL_SIZE, 1, mt, 0, &a), -ENOENT);
 	mt.tv_nsec = 1000000000;
-	CHECK_RC(mdt_size_update(t, e.file, LW_CL_MTIME, 1, mt, &a), -EINVAL);
+	CHECK_RC(mdt_size_update(t, e.file, LW_CL_MTIME, 1, mt, 0, &a), -EINVAL);
 	REQUIRE_RC(fx_op_end(&e.f, t, 0), 0);
 	REQUIRE_RC(fx_getattr(&e.f, e.file, &a), 0);
 	CHECK_EQ(a.size, 8192);
@@ -299,11 +299,63 @@ static void test_size_update(void)
 	REQUIRE_RC(fx_unlink(&e.f, &root_cr, e.dir, "file", NULL), 0);
 	t = fx_op_begin(&e.f);
 	mt.tv_nsec = 0;
-	CHECK_RC(mdt_size_update(t, e.file, LW_CL_SIZE, 9000, mt, &a), 0);
+	CHECK_RC(mdt_size_update(t, e.file, LW_CL_SIZE, 9000, mt, 0, &a), 0);
 	CHECK_RC(mdt_inode_release(t, e.file), 0);
-	CHECK_RC(mdt_size_update(t, e.file, LW_CL_SIZE, 9001, mt, &a), -ENOENT);
+	CHECK_RC(mdt_size_update(t, e.file, LW_CL_SIZE, 9001, mt, 0, &a), -ENOENT);
 	fx_op_end(&e.f, t, 0);
 	fx_fini(&e.f);
+}
+
+/* st_blocks: estimated from the size until a client reports what the objects hold; holes then
+ * count for nothing, and a truncation caps it. */
+static void test_blocks(void)
+{
+	struct env e;
+	struct lw_attr a;
+	struct lw_setattr sa = { .valid = LW_SA_SIZE };
+	struct mdt_txn *t;
+	struct timespec mt = { .tv_sec = 5555 };
+
+	env_init(&e);
+	t = fx_op_begin(&e.f);
+	REQUIRE_RC(mdt_size_update(t, e.file, LW_CL_SIZE, 1ull << 30, mt, 0, &a), 0);
+	CHECK_EQ(a.blocks, (1ull << 30) / 512);
+	REQUIRE_RC(mdt_size_update(t, e.file, LW_CL_SIZE | LW_CL_BLOCKS, 1ull << 30, mt, 16, &a), 0);
+	CHECK_EQ(a.blocks, 16);
+	REQUIRE_RC(fx_op_end(&e.f, t, 0), 0);
+	sa.ino = e.file;
+	sa.size = 1024;
+	REQUIRE_RC(fx_setattr(&e.f, &root_cr, &sa, &a), 0);
+	CHECK_EQ(a.blocks, 2);
+}
+
+/* A writer who is not the owner drops setuid/setgid (as the kernel asks, by a chmod in the
+ * writer's name); a chmod that does anything else stays the owner's. */
+static void test_kill_privs(void)
+{
+	struct env e;
+	struct loom_cred owner = fx_cred(1000, 100, 0), writer = fx_cred(2000, 200, 0);
+	struct lw_setattr sa = { .valid = LW_SA_MODE };
+	struct lw_attr a;
+
+	env_init(&e);
+	sa.ino = e.file;
+	sa.mode = 06777;
+	REQUIRE_RC(fx_setattr(&e.f, &owner, &sa, &a), 0);
+	sa.mode = 02777; /* more than setuid/setgid removed? no: only setuid */
+	CHECK_RC(fx_setattr(&e.f, &writer, &sa, &a), 0);
+	CHECK_EQ(a.mode & 07777, 02777);
+	sa.mode = 02775; /* a real chmod by a non-owner */
+	CHECK_RC(fx_setattr(&e.f, &writer, &sa, &a), -EPERM);
+	sa.valid = LW_SA_KILLPRIV;
+	CHECK_RC(fx_setattr(&e.f, &writer, &sa, &a), 0);
+	CHECK_EQ(a.mode & 07777, 0777);
+	/* without write permission, nothing */
+	sa.valid = LW_SA_MODE;
+	sa.mode = 04744;
+	REQUIRE_RC(fx_setattr(&e.f, &owner, &sa, &a), 0);
+	sa.mode = 0744;
+	CHECK_RC(fx_setattr(&e.f, &writer, &sa, &a), -EPERM);
 }
 
 int main(void)
@@ -315,5 +367,7 @@ int main(void)
 	RUN(test_open);
 	RUN(test_open_trunc);
 	RUN(test_size_update);
+	RUN(test_blocks);
+	RUN(test_kill_privs);
 	return check_report();
 }

@@ -218,3 +218,16 @@ def test_1018_page_cache_of_b_dropped_when_a_changed_file(root):
         assert os.pread(fd, 4096, 512 * KiB) == b"b" * 4096
     finally:
         os.close(fd)
+
+
+def test_1019_stat_on_b_during_write_on_a_then_read_after_close(root):
+    # B looks at the file while A is still writing (B may see the old size then); once A has
+    # closed, an open on B reads everything A wrote.
+    fd = os.open(root.p("f"), os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, b"written on A" * 1000)
+        assert os.stat(root.q("f")).st_size in (0, 12000)
+    finally:
+        os.close(fd)
+    assert os.stat(root.p("f")).st_size == 12000
+    assert read_file(root.q("f")) == b"written on A" * 1000

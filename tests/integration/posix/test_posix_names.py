@@ -56,10 +56,10 @@ def test_0210_rmdir_empty_directory(root):
 def test_0211_rmdir_nonempty_enotempty(root):
     os.mkdir(root.p("d"))
     touch(root.p("d", "f"))
-    expect_errno((errno.ENOTEMPTY, errno.EEXIST), os.rmdir, root.p("d"))
+    expect_errno(errno.ENOTEMPTY, os.rmdir, root.p("d"))
     os.mkdir(root.p("e"))
     os.mkdir(root.p("e", "sub"))
-    expect_errno((errno.ENOTEMPTY, errno.EEXIST), os.rmdir, root.p("e"))
+    expect_errno(errno.ENOTEMPTY, os.rmdir, root.p("e"))
     assert sorted(os.listdir(root.path)) == ["d", "e"]
 
 
@@ -158,7 +158,7 @@ def test_0233_rename_dir_over_nonempty_dir_enotempty(root):
     os.mkdir(root.p("a"))
     os.mkdir(root.p("b"))
     touch(root.p("b", "x"))
-    expect_errno((errno.ENOTEMPTY, errno.EEXIST), os.rename, root.p("a"), root.p("b"))
+    expect_errno(errno.ENOTEMPTY, os.rename, root.p("a"), root.p("b"))
     assert sorted(os.listdir(root.path)) == ["a", "b"]
     assert os.listdir(root.p("b")) == ["x"]
 
