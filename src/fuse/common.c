@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "fuse/lmount.h"
 
@@ -45,15 +46,46 @@ void lm_reply_entry(fuse_req_t req, int rc, const struct stat *st)
 	e.attr = *st;
 	e.attr_timeout = m->opts.attr_timeout;
 	e.entry_timeout = m->opts.entry_timeout;
+	if (S_ISREG(st->st_mode))
+		lm_stamp_told(m, st->st_ino, st);
 	fuse_reply_entry(req, &e);
 }
 
 void lm_reply_attr(fuse_req_t req, int rc, const struct stat *st)
 {
-	if (rc)
+	if (rc) {
 		lm_reply_err(req, rc);
-	else
-		fuse_reply_attr(req, st, lm_of(req)->opts.attr_timeout);
+		return;
+	}
+	if (S_ISREG(st->st_mode))
+		lm_stamp_told(lm_of(req), st->st_ino, st);
+	fuse_reply_attr(req, st, lm_of(req)->opts.attr_timeout);
+}
+
+static bool stamp_is(const struct stamp *s, const struct stat *st)
+{
+	return s->valid && s->mtime == st->st_mtim.tv_sec && s->mtime_ns == (uint32_t)st->st_mtim.tv_nsec &&
+	       s->size == (uint64_t)st->st_size;
+}
+
+static void stamp_put(struct stamp *s, const struct stat *st)
+{
+	s->mtime = st->st_mtim.tv_sec;
+	s->mtime_ns = (uint32_t)st->st_mtim.tv_nsec;
+	s->size = (uint64_t)st->st_size;
+	s->valid = true;
+}
+
+/* Under stamp_lock: the stamps of ino, created when missing (NULL without memory). */
+static struct data_stamp *stamps_of(struct lmount *m, uint64_t ino)
+{
+	struct data_stamp *s = u64map_get(&m->stamps, ino);
+
+	if (!s && (s = calloc(1, sizeof(*s))) != NULL && u64map_put(&m->stamps, ino, s) < 0) {
+		free(s);
+		s = NULL;
+	}
+	return s;
 }
 
 bool lm_stamp_matches(struct lmount *m, uint64_t ino, const struct stat *st)
@@ -63,8 +95,7 @@ bool lm_stamp_matches(struct lmount *m, uint64_t ino, const struct stat *st)
 
 	pthread_mutex_lock(&m->stamp_lock);
 	s = u64map_get(&m->stamps, ino);
-	same = s && s->mtime == st->st_mtim.tv_sec && s->mtime_ns == (uint32_t)st->st_mtim.tv_nsec &&
-	       s->size == (uint64_t)st->st_size;
+	same = s && stamp_is(&s->data, st);
 	pthread_mutex_unlock(&m->stamp_lock);
 	return same;
 }
@@ -74,17 +105,33 @@ void lm_stamp_set(struct lmount *m, uint64_t ino, const struct stat *st)
 	struct data_stamp *s;
 
 	pthread_mutex_lock(&m->stamp_lock);
-	s = u64map_get(&m->stamps, ino);
-	if (!s && (s = malloc(sizeof(*s))) != NULL && u64map_put(&m->stamps, ino, s) < 0) {
-		free(s);
-		s = NULL;
-	}
-	if (s) {
-		s->mtime = st->st_mtim.tv_sec;
-		s->mtime_ns = (uint32_t)st->st_mtim.tv_nsec;
-		s->size = (uint64_t)st->st_size;
+	if ((s = stamps_of(m, ino)) != NULL) {
+		stamp_put(&s->data, st);
+		stamp_put(&s->told, st); /* whoever sets the data stamp tells the kernel too */
 	}
 	pthread_mutex_unlock(&m->stamp_lock);
+}
+
+void lm_stamp_told(struct lmount *m, uint64_t ino, const struct stat *st)
+{
+	struct data_stamp *s;
+
+	pthread_mutex_lock(&m->stamp_lock);
+	if ((s = stamps_of(m, ino)) != NULL)
+		stamp_put(&s->told, st);
+	pthread_mutex_unlock(&m->stamp_lock);
+}
+
+bool lm_stamp_told_matches(struct lmount *m, uint64_t ino, const struct stat *st)
+{
+	struct data_stamp *s;
+	bool same;
+
+	pthread_mutex_lock(&m->stamp_lock);
+	s = u64map_get(&m->stamps, ino);
+	same = s && stamp_is(&s->told, st);
+	pthread_mutex_unlock(&m->stamp_lock);
+	return same;
 }
 
 void lm_stamp_forget(struct lmount *m, uint64_t ino)

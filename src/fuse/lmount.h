@@ -24,6 +24,7 @@ struct lmount_opts {
 	double entry_timeout;  /* ... a name's inode */
 	double negative_timeout; /* ... that a name does not exist */
 	unsigned max_threads;
+	unsigned readahead_kb;
 	int foreground;
 	int debug;
 	int readonly;
@@ -31,12 +32,20 @@ struct lmount_opts {
 	int no_default_permissions;
 };
 
-/* What this mount last saw of a file's data, to keep its page cache across opens only while
- * nobody else changed the file (close-to-open). */
-struct data_stamp {
+/* A file as (size, mtime). */
+struct stamp {
 	int64_t mtime;
 	uint32_t mtime_ns;
+	bool valid;
 	uint64_t size;
+};
+
+/* Per inode: what this mount's cached pages hold (to keep them across opens only while nobody
+ * else changed the file: close-to-open), and what the kernel was last told (so an open of a
+ * changed file makes it forget only attributes that are in fact stale). */
+struct data_stamp {
+	struct stamp data;
+	struct stamp told;
 };
 
 struct lmount {
@@ -64,9 +73,12 @@ static inline void lm_reply_err(fuse_req_t req, int rc)
 	fuse_reply_err(req, rc < 0 ? -rc : rc);
 }
 
-/* Page-cache stamps. */
+/* Page-cache stamps: does st match what the pages hold; they hold st now. */
 bool lm_stamp_matches(struct lmount *m, uint64_t ino, const struct stat *st);
 void lm_stamp_set(struct lmount *m, uint64_t ino, const struct stat *st);
+/* The kernel was told st; does it hold st? */
+void lm_stamp_told(struct lmount *m, uint64_t ino, const struct stat *st);
+bool lm_stamp_told_matches(struct lmount *m, uint64_t ino, const struct stat *st);
 /* The kernel dropped the inode, and its cached pages with it. */
 void lm_stamp_forget(struct lmount *m, uint64_t ino);
 

@@ -6,6 +6,7 @@
  * mount; unmount with `umount MOUNTPOINT` (or `fusermount3 -u` as a user).
  */
 #include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@ static const struct fuse_opt lm_opt_spec[] = {
 	LM_OPT("entry_timeout=%lf", entry_timeout),
 	LM_OPT("negative_timeout=%lf", negative_timeout),
 	LM_OPT("threads=%u", max_threads),
+	LM_OPT("readahead_kb=%u", readahead_kb),
 	LM_OPT("-f", foreground),
 	LM_OPT("-d", debug),
 	LM_OPT("debug", debug),
@@ -58,6 +60,8 @@ static void usage(FILE *f)
 		"  entry_timeout=SEC     how long the kernel trusts a name's inode (default 1.0)\n"
 		"  negative_timeout=SEC  how long it trusts that a name does not exist (default 0)\n"
 		"  threads=N             most threads serving requests at once (default 16)\n"
+		"  readahead_kb=N        the kernel's read-ahead for this mount (default 16384: enough\n"
+		"                        to keep every stripe of a wide file busy)\n"
 		"  owner_only            only the mounting user may use the mount (FUSE's default);\n"
 		"                        otherwise a mount by root is open to every user (allow_other)\n"
 		"  no_default_permissions  leave permission checks to the MDS alone (names the kernel\n"
@@ -106,6 +110,37 @@ static int lm_opt_proc(void *data, const char *arg, int key, struct fuse_args *o
 	}
 }
 
+/*
+ * The kernel gives a FUSE mount 128 KiB of read-ahead and lets the INIT reply only lower it, so
+ * it is raised on the mount's backing device before INIT (lm_init then asks for the same).
+ * The device's major:minor comes from mountinfo: a stat of the mount point from here would ask
+ * this very process, which does not serve requests yet.
+ */
+static void set_readahead(const char *mountpoint, unsigned kb)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[4096], dev[32] = "", path[PATH_MAX];
+	unsigned maj, min;
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char mnt[PATH_MAX];
+		if (sscanf(line, "%*d %*d %u:%u %*s %4095s", &maj, &min, mnt) == 3 && !strcmp(mnt, mountpoint))
+			snprintf(dev, sizeof(dev), "%u:%u", maj, min); /* the last one: the newest mount */
+	}
+	fclose(f);
+	if (!dev[0])
+		return;
+	snprintf(path, sizeof(path), "/sys/class/bdi/%s/read_ahead_kb", dev);
+	f = fopen(path, "we");
+	if (!f)
+		return; /* not root: the kernel's default stays */
+	fprintf(f, "%u\n", kb);
+	if (fclose(f) != 0)
+		log_warn("cannot set read-ahead of %s to %u KiB", mountpoint, kb);
+}
+
 /* HOST[:PORT]:/FSNAME -> "HOST[:PORT]" and "FSNAME". */
 static int parse_spec(const char *spec, char *addr, size_t acap, char *fsname, size_t fcap)
 {
@@ -137,6 +172,7 @@ int main(int argc, char **argv)
 	m.opts.entry_timeout = 1.0;
 	m.opts.negative_timeout = 0.0;
 	m.opts.max_threads = 16;
+	m.opts.readahead_kb = 16384;
 	if (fuse_opt_parse(&args, &m.opts, lm_opt_spec, lm_opt_proc) < 0)
 		return 2;
 	if (m.opts.debug)
@@ -192,6 +228,8 @@ int main(int argc, char **argv)
 		goto out_session;
 	if (fuse_session_mount(se, m.opts.mountpoint) != 0)
 		goto out_signals;
+	if (m.opts.readahead_kb)
+		set_readahead(m.opts.mountpoint, m.opts.readahead_kb);
 	/* Detach only now: the mount exists when the parent (and so `mount`) returns. */
 	fuse_daemonize(m.opts.foreground);
 	rc = loom_connect(m.mds_addr, m.fsname, &m.fs);

@@ -37,6 +37,8 @@ static int fill_one(void *arg, const struct loom_dirent *ent, const struct stat 
 			e.attr = *st;
 			e.attr_timeout = d->m->opts.attr_timeout;
 			e.entry_timeout = d->m->opts.entry_timeout;
+			if (S_ISREG(st->st_mode))
+				lm_stamp_told(d->m, ent->ino, st);
 		}
 		n = fuse_add_direntry_plus(d->req, d->buf + d->used, room, ent->name, &e, (off_t)next);
 	} else {

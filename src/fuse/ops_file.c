@@ -8,8 +8,6 @@
 #include "common/log.h"
 #include "fuse/lmount.h"
 
-#define LM_READAHEAD (4u << 20) /* lets the kernel keep several stripes' worth of reads going */
-
 static loom_file *file_of(struct fuse_file_info *fi)
 {
 	return (loom_file *)(uintptr_t)fi->fh;
@@ -17,7 +15,8 @@ static loom_file *file_of(struct fuse_file_info *fi)
 
 static void lm_init(void *userdata, struct fuse_conn_info *conn)
 {
-	(void)userdata;
+	struct lmount *m = userdata;
+
 	/* O_TRUNC arrives with the open, which truncates on the MDS and cuts the objects at once. */
 	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
@@ -38,7 +37,9 @@ static void lm_init(void *userdata, struct fuse_conn_info *conn)
 	 * MDS must refuse to anyone but the owner. */
 	if (conn->capable & FUSE_CAP_HANDLE_KILLPRIV)
 		conn->want |= FUSE_CAP_HANDLE_KILLPRIV;
-	conn->max_readahead = LM_READAHEAD;
+	/* The kernel's default (128 KiB) keeps one stripe busy at a time; megabytes of read-ahead
+	 * keep every stripe of a wide file in flight, in requests of up to 1 MiB. */
+	conn->max_readahead = m->opts.readahead_kb << 10;
 	log_debug("FUSE capable %#x, want %#x", conn->capable, conn->want);
 }
 
@@ -46,15 +47,18 @@ static void open_reply(fuse_req_t req, struct fuse_file_info *fi, loom_file *f, 
 		       const struct fuse_entry_param *e)
 {
 	struct lmount *m = lm_of(req);
+	bool stale_attrs;
 
 	fi->fh = (uintptr_t)f;
 	/* The pages this mount holds are still the file's if nobody changed it since we looked. */
 	fi->keep_cache = lm_stamp_matches(m, st->st_ino, st);
+	/* Close-to-open: if the attributes the kernel holds (from a stat within the attribute
+	 * timeout) are not the file's now, it must forget them, or it would cut reads at the old
+	 * end. Usually they are what the lookup just said, and nothing needs doing. */
+	stale_attrs = !e && !lm_stamp_told_matches(m, st->st_ino, st);
 	lm_stamp_set(m, st->st_ino, st);
-	/* Close-to-open: if it changed, the kernel must also forget the size it may have cached
-	 * (from a stat within the attribute timeout), or it would cut reads at the old end. */
-	if (!fi->keep_cache && !e)
-		fuse_lowlevel_notify_inval_inode(m->se, st->st_ino, 0, 0);
+	if (stale_attrs)
+		fuse_lowlevel_notify_inval_inode(m->se, st->st_ino, -1, 0);
 	if (fi->flags & O_DIRECT)
 		fi->direct_io = 1;
 	if ((e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi)) != 0)
