@@ -1,34 +1,51 @@
 #!/bin/sh
-# Builds Loom, starts a local file system (one MDS and four OSS on 127.0.0.1) under
-# ./demo-cluster, and shows it at work. The file system keeps running afterwards; stop it with
+# Builds Loom, starts a local file system (one MDS and four OSS on 127.0.0.1, state under
+# ./demo-cluster), mounts it on /mnt/loom (or $LOOM_DEMO_MNT) and shows it at work the way the
+# seeds use Lustre. The file system stays up and mounted afterwards; stop it with
 #   build/src/tools/loom cluster down --dir demo-cluster
 set -eu
 cd "$(dirname "$0")/.."
 scripts/deps.sh build
 make -s
-LOOM=build/src/tools/loom
+LOOM=$PWD/build/src/tools/loom
 DIR=${LOOM_DEMO_DIR:-$PWD/demo-cluster}
+MNT=${LOOM_DEMO_MNT:-/mnt/loom}
 
-$LOOM cluster up --dir "$DIR" --osts 4
-export LOOM_CONFIG="$DIR/loom.conf"
+$LOOM cluster up --dir "$DIR" --osts 4 --mount "$MNT"
 step() { printf '\n$ %s\n' "$*"; "$@"; }
 
-step $LOOM df -h
-step $LOOM mkdir -p /models /data
+step mount -t fuse.loom
+step df -h "$MNT"
+step $LOOM df -h "$MNT"
+step mkdir -p "$MNT/models" "$MNT/data/tokenized" "$MNT/output"
 # As the seeds advise: a large shared model file over every OST, small examples on one.
-step $LOOM setstripe -c -1 /models
-step $LOOM setstripe -c 1 /data
-step $LOOM getstripe -d /models
+step $LOOM setstripe -c -1 "$MNT/models"
+step $LOOM setstripe -c 1 "$MNT/data"
+step $LOOM getstripe -d "$MNT/models"
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-head -c $((64 << 20)) /dev/urandom > "$tmp/model.safetensors"
-step $LOOM put "$tmp/model.safetensors" /models/model.safetensors
-step $LOOM getstripe /models/model.safetensors
-step $LOOM get /models/model.safetensors "$tmp/back"
-printf '\n$ sha256sum (original, read back through Loom)\n'
-sha256sum "$tmp/model.safetensors" "$tmp/back" | sed "s#$tmp/##"
-cmp -s "$tmp/model.safetensors" "$tmp/back" && echo "identical: 64 MiB striped over every OST and read back"
-step $LOOM ls -l /models
-printf '\nThe file system is still running: export LOOM_CONFIG=%s and use %s, or stop it with\n  %s cluster down --dir %s\n' \
-	"$LOOM_CONFIG" "$LOOM" "$LOOM" "$DIR"
+printf '\n$ head -c 256M /dev/urandom > %s/models/model.safetensors\n' "$MNT"
+head -c $((256 << 20)) /dev/urandom > "$MNT/models/model.safetensors"
+step $LOOM getstripe "$MNT/models/model.safetensors"
+step ls -l "$MNT/models"
+
+printf '\n$ python3: 200 tokenized examples with np.save, read back in shuffled order with np.load\n'
+/usr/bin/python3 - "$MNT/data/tokenized" <<'PY'
+import os, random, sys, time
+import numpy as np
+root = sys.argv[1]
+rng = np.random.default_rng(1)
+arrays = {}
+for i in range(200):
+    a = rng.integers(0, 50000, size=int(rng.integers(512, 4097)), dtype=np.int32)
+    np.save(os.path.join(root, "example_%d.npy" % i), a)
+    arrays[i] = a
+order = list(arrays)
+random.shuffle(order)
+t = time.monotonic()
+for i in order:
+    assert (np.load(os.path.join(root, "example_%d.npy" % i)) == arrays[i]).all()
+print("  200 examples written and read back identical (%.0f files/s)" % (200 / (time.monotonic() - t)))
+PY
+step $LOOM getstripe -c "$MNT/data/tokenized/example_0.npy"
+printf '\nLoom is mounted on %s. Try: ls %s; %s getstripe FILE; %s df -h.\nStop it with: %s cluster down --dir %s\n' \
+	"$MNT" "$MNT" "$LOOM" "$LOOM" "$LOOM" "$DIR"

@@ -3,9 +3,10 @@
 # Usage: scripts/deps.sh [build|test]   (test adds what the test suite needs)
 set -eu
 
-want="gcc make meson ninja-build pkg-config liblmdb-dev libisal-dev"
+want="gcc make meson ninja-build pkg-config liblmdb-dev libisal-dev libfuse3-dev fuse3 python3 python3-numpy"
 if [ "${1:-build}" = test ]; then
-	want="$want python3 python3-pytest"
+	# The integration tests run unmodified applications on the mount.
+	want="$want python3-pytest python3-torch rsync git sqlite3 attr"
 fi
 
 missing=""
