@@ -49,6 +49,24 @@ def pytest_runtest_makereport(item, call):
     setattr(item, "rep_" + rep.when, rep)
 
 
+MOUNT_HELPER = "/sbin/mount.loom"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def mount_helper():
+    """`mount -t loom` runs /sbin/mount.loom, which `meson install` puts there. On a machine where
+    Loom is not installed (CI), the build's helper stands in for the session."""
+    created = False
+    if not os.path.lexists(MOUNT_HELPER) and os.geteuid() == 0:
+        os.symlink(os.path.join(BUILD, "src", "fuse", "mount.loom"), MOUNT_HELPER)
+        created = True
+    try:
+        yield
+    finally:
+        if created:
+            os.unlink(MOUNT_HELPER)
+
+
 def _check_binaries():
     missing = [p for p in (LOOM, MDS_BIN, OSS_BIN) if not os.access(p, os.X_OK)]
     if missing:

@@ -1,0 +1,112 @@
+"""Mounting: mount -t loom, an fstab line, umount, options, cluster up --mount and down."""
+import errno
+import os
+import shutil
+import subprocess
+import tempfile
+
+import pytest
+
+
+
+def mounts():
+    """{mount point: (source, type, options)} from /proc/self/mounts."""
+    out = {}
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            src, mnt, typ, opts = line.split()[:4]
+            out[mnt] = (src, typ, opts.split(","))
+    return out
+
+
+def spec_of(cluster):
+    return "%s:/loom" % cluster.addr
+
+
+@pytest.fixture
+def mnt_dir():
+    d = tempfile.mkdtemp(prefix="loom-mnt-")
+    try:
+        yield d
+    finally:
+        if d in mounts():
+            subprocess.run(["umount", "-l", d])
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_mount_t_loom_then_umount(cluster, mnt_dir):
+    subprocess.run(["mount", "-t", "loom", spec_of(cluster), mnt_dir], check=True, timeout=60)
+    src, typ, _ = mounts()[mnt_dir]
+    assert (src, typ) == (spec_of(cluster), "fuse.loom")
+    with open(os.path.join(mnt_dir, "hello"), "w") as f:
+        f.write("through mount -t loom\n")
+    assert cluster.loom("cat", "/hello").stdout == "through mount -t loom\n"
+    subprocess.run(["umount", mnt_dir], check=True, timeout=60)
+    assert mnt_dir not in mounts()
+    # The daemon leaves once unmounted: nothing serves the directory any more.
+    assert os.listdir(mnt_dir) == []
+
+
+def test_fstab_line_mounts_with_mount_dir(cluster, mnt_dir):
+    line = "%s %s loom defaults,_netdev,noatime 0 0\n" % (spec_of(cluster), mnt_dir)
+    with open("/etc/fstab") as f:
+        saved = f.read()
+    try:
+        with open("/etc/fstab", "a") as f:
+            f.write(line)
+        subprocess.run(["mount", mnt_dir], check=True, timeout=60)
+        src, typ, opts = mounts()[mnt_dir]
+        assert typ == "fuse.loom" and "noatime" in opts
+        os.mkdir(os.path.join(mnt_dir, "from-fstab"))
+        assert "from-fstab" in cluster.loom("ls", "/").stdout.split()
+    finally:
+        with open("/etc/fstab", "w") as f:
+            f.write(saved)
+        subprocess.run(["umount", mnt_dir], timeout=60)
+
+
+def test_ro_mount_refuses_writes(cluster, mnt_dir):
+    cluster.loom("mkdir", "/d")
+    subprocess.run(["mount", "-t", "loom", "-o", "ro", spec_of(cluster), mnt_dir], check=True, timeout=60)
+    try:
+        assert "ro" in mounts()[mnt_dir][2]
+        assert os.listdir(mnt_dir) == ["d"]
+        with pytest.raises(OSError) as e:
+            open(os.path.join(mnt_dir, "x"), "w")
+        assert e.value.errno == errno.EROFS
+    finally:
+        subprocess.run(["umount", mnt_dir], timeout=60)
+
+
+def test_mount_of_another_fsname_fails_clearly(cluster, mnt_dir):
+    p = subprocess.run(["mount", "-t", "loom", "%s:/other" % cluster.addr, mnt_dir],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0
+    assert "another file system" in p.stderr
+    assert mnt_dir not in mounts()
+
+
+def test_mount_with_nothing_listening_fails_clearly(mnt_dir):
+    p = subprocess.run(["mount", "-t", "loom", "127.0.0.1:1:/loom", mnt_dir], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode != 0
+    assert "cannot reach" in p.stderr
+    assert mnt_dir not in mounts()
+
+
+def test_mount_fake_option_does_nothing(cluster, mnt_dir):
+    # mount -f: mount(8) asks the helper to do everything but the mount itself.
+    subprocess.run(["mount", "-f", "-t", "loom", spec_of(cluster), mnt_dir], check=True, timeout=60)
+    assert mnt_dir not in mounts()
+
+
+def test_cluster_up_mount_and_down_unmounts(cluster_factory, tmp_path):
+    mnt = str(tmp_path / "m")
+    c = cluster_factory(osts=2)
+    c.cluster_cmd("up", "--mount", mnt)   # on a running cluster: mounts, starts nothing new
+    assert mounts()[mnt][1] == "fuse.loom"
+    with open(os.path.join(mnt, "f"), "w") as f:
+        f.write("x")
+    assert "mounted" in c.cluster_cmd("status").stdout
+    c.down()
+    assert mnt not in mounts()
