@@ -344,7 +344,7 @@ static int exec_connect(struct mds *m, struct srv_req *req, const struct lw_mds_
 	uint32_t count, gen;
 	const char *fsname = mdt_store_fsname(m->store);
 
-	if (q->u.connect.proto_version != LW_VERSION)
+	if (q->u.connect.proto_version < LW_VERSION_MIN || q->u.connect.proto_version > LW_VERSION)
 		return -EPROTONOSUPPORT;
 	if (q->u.connect.fsname[0] && strncmp(q->u.connect.fsname, fsname, sizeof(q->u.connect.fsname))) {
 		log_warn("client %s asked for file system '%.16s'; this is '%s'", srv_req_peer(req),

@@ -3,7 +3,7 @@
  * locks and flock(2) whole-file locks, kept apart as Linux keeps them.
  *
  * Everything here runs on the metadata thread. Locks live in memory only: like an NFS server's,
- * they end with the client's connection, and with the MDS itself (recovery will replay them).
+ * they end with the client's connection, and with the MDS itself (nothing replays them yet).
  *
  * A request that must wait is parked: its srv_req stays here, unanswered, until the conflicting
  * lock goes away (then it is granted and answered) or its owner cancels (then -EINTR).
@@ -255,6 +255,9 @@ int mds_lock(struct mds *m, struct srv_req *req, const struct lw_lock_req *q, vo
 	c = find_conflict(li, req->conn_id, q);
 	if (!c) {
 		rc = apply(li, req->conn_id, q);
+		/* A write lock turned read (or shrunk) may let waiting readers in. */
+		if (rc == 0)
+			wake_waiters(m, q->ino, li);
 		return rc;
 	}
 	if (!(q->flags & LW_LK_WAIT)) {

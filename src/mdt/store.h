@@ -161,8 +161,7 @@ int mdt_readdir(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino, uin
  * and directories, else -EPERM on write, -ENODATA on read; in a sticky directory only its owner or
  * root writes them); trusted.* need root (uid 0): -EPERM to write, -ENODATA to read;
  * security.* are read by anyone and written by root only (-EPERM), as Linux without an LSM;
- * system.* are read by anyone and written by the owner or root (-EPERM); they are stored as
- * given, not interpreted (no POSIX ACLs yet). Another prefix: -EOPNOTSUPP; a bare prefix
+ * system.* (POSIX ACLs, which Loom does not implement) and any other prefix: -EOPNOTSUPP; a bare prefix
  * ("user."): -EINVAL. -ENODATA for a missing one; -ERANGE when cap is too small (cap 0 asks
  * for the size only; *len is set either way). Set and remove update ctime. Set: XATTR_CREATE on
  * an existing name -EEXIST, XATTR_REPLACE on a missing one -ENODATA, a value over
@@ -193,8 +192,10 @@ int mdt_open(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino, uint32
 int mdt_access(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino, uint32_t mask);
 
 /* Data written through a handle: size = max(size, given) with LW_CL_SIZE (-EINVAL for a
- * non-regular file, -EFBIG beyond 2^62); mtime = ctime = given with LW_CL_MTIME. A missing inode
- * (unlinked and released) is -ENOENT. No permission check: the handle was checked at open. */
+ * non-regular file, -EFBIG beyond 2^62); mtime = ctime = given with LW_CL_MTIME; with
+ * LW_CL_BLOCKS the 512-byte blocks its objects occupy (st_blocks from then on, holes counting
+ * for nothing). A missing inode (unlinked and released) is -ENOENT. No permission check: the
+ * handle was checked at open. */
 int mdt_size_update(struct mdt_txn *t, uint64_t ino, uint32_t flags, uint64_t size,
 		    struct timespec mtime, uint64_t blocks, struct lw_attr *out);
 

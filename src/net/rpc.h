@@ -38,14 +38,14 @@ struct rpc_call {
 	const struct iovec *bulk;   /* request bulk, bulk_cnt iovecs totalling bulk_len bytes */
 	int bulk_cnt;
 	uint32_t bulk_len;
-	/* Where reply bulk goes: rbulk_cnt iovecs; a reply with more bulk than they hold fails the
-	 * call with -EPROTO. */
+	/* Where reply bulk goes: rbulk_cnt iovecs; a reply with more bulk than they hold is a broken
+	 * peer: the connection is closed and its calls fail with -EIO. */
 	const struct iovec *rbulk;
 	int rbulk_cnt;
 
 	/* The result, valid once the call completed. */
-	int status;          /* 0, the server's negative errno, or -EIO (connection lost), -EPROTO,
-	                      * -EBADMSG (bulk checksum mismatch) */
+	int status;          /* 0, the server's negative errno, or -EIO (connection lost or peer
+	                      * broken), -EINVAL (too many iovecs), -EBADMSG (bulk checksum mismatch) */
 	void *rbody;         /* reply body (malloc'd; released by rpc_call_release) */
 	uint32_t rbody_len;
 	uint32_t rbulk_len;  /* reply bulk bytes received into rbulk */

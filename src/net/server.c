@@ -26,10 +26,10 @@
 #define WRITE_IOVS    64
 
 /*
- * Memory accounting. Every request, from the moment its header is accepted until its reply has
- * been written to the socket (or dropped), is charged to its connection (count and bytes, which
- * pause that connection's reading past a limit) and to the server (bytes, which pause every
- * connection that wants to start a new frame past a limit). A reply is charged its own size too,
+ * Memory accounting. Every request is charged to the server from the moment its header is
+ * accepted (bytes, which past a limit pause every connection that wants to start a new frame),
+ * and to its connection from the moment it is complete (count and bytes, which past a limit
+ * pause that connection's reading), until its reply has been written to the socket (or dropped). A reply is charged its own size too,
  * so a client that asks for data and never reads it stops being served instead of growing the
  * server without bound.
  */

@@ -83,10 +83,6 @@ static void oss_serve(struct oss *oss, struct srv_req *req)
 		srv_reply(req, -EINVAL, NULL, 0, NULL, 0, NULL);
 		return;
 	}
-	if (op != LW_OP_OST_WRITE && req->hdr.bulk_len != 0) {
-		srv_reply(req, -EPROTO, NULL, 0, NULL, 0, NULL);
-		return;
-	}
 
 	switch (op) {
 	case LW_OP_OST_READ:

@@ -94,7 +94,7 @@ const char *lw_op_name(uint16_t opcode);
 
 struct lw_hdr {
 	uint32_t magic;    /* LW_MAGIC */
-	uint16_t version;  /* LW_VERSION */
+	uint16_t version;  /* the sender's LW_VERSION; accepted within [LW_VERSION_MIN, LW_VERSION] */
 	uint16_t opcode;   /* enum lw_opcode; a reply echoes the request's */
 	uint32_t flags;    /* LW_F_* */
 	int32_t  status;   /* replies: 0 or a negative wire errno (Linux values, see lw_errno_*) */
