@@ -43,7 +43,7 @@ struct out_frame {
 	size_t sent;      /* bytes of hb then bulk already written */
 	uint64_t charge;  /* bytes charged for it (its own size) */
 	bool ends_req;    /* its request is still counted in the connection's in-flight count */
-	uint8_t hb[];
+	_Alignas(8) uint8_t hb[]; /* the header is read as struct lw_hdr: keep it aligned */
 };
 
 enum rstate { RS_HDR, RS_BODY, RS_BULK };

@@ -327,6 +327,7 @@ static void test_blocks(void)
 	sa.size = 1024;
 	REQUIRE_RC(fx_setattr(&e.f, &root_cr, &sa, &a), 0);
 	CHECK_EQ(a.blocks, 2);
+	fx_fini(&e.f);
 }
 
 /* A writer who is not the owner drops setuid/setgid (as the kernel asks, by a chmod in the
@@ -356,6 +357,7 @@ static void test_kill_privs(void)
 	REQUIRE_RC(fx_setattr(&e.f, &owner, &sa, &a), 0);
 	sa.mode = 0744;
 	CHECK_RC(fx_setattr(&e.f, &writer, &sa, &a), -EPERM);
+	fx_fini(&e.f);
 }
 
 int main(void)
