@@ -162,7 +162,7 @@ int lw_hdr_check(const struct lw_hdr *h)
 		return -EPROTO;
 	if (h->body_len > LW_MAX_BODY || h->bulk_len > LW_MAX_BULK)
 		return -EPROTO;
-	if (h->flags & ~LW_F_REPLY)
+	if (h->flags & ~(LW_F_REPLY | LW_F_RESENT))
 		return -EPROTO;
 	if (!(h->flags & LW_F_REPLY) && h->status != 0)
 		return -EPROTO;
@@ -580,6 +580,7 @@ int lw_ost_req_decode(uint16_t op, const void *body, uint32_t len, struct lw_ost
 	case LW_OP_OST_SYNC:
 	case LW_OP_OST_STATFS:
 	case LW_OP_OST_DESTROY:
+	case LW_OP_OST_SCRUB:
 		break;
 	default:
 		return -EOPNOTSUPP;

@@ -40,6 +40,8 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "Loom's wire image ass
  */
 #define LW_OPCODES(X)                                   \
 	X(PING,             0x0001, ANY)                \
+	X(AUTH_CHALLENGE,   0x0002, ANY)                \
+	X(AUTH_PROVE,       0x0003, ANY)                \
 	/* namespace, served by loom-mds */             \
 	X(MDS_CONNECT,      0x0101, MDS)                \
 	X(MDS_LOOKUP,       0x0102, MDS)                \
@@ -76,7 +78,8 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "Loom's wire image ass
 	X(OST_GETATTR,      0x0204, OSS)                \
 	X(OST_SYNC,         0x0205, OSS)                \
 	X(OST_STATFS,       0x0206, OSS)                \
-	X(OST_DESTROY,      0x0207, OSS)
+	X(OST_DESTROY,      0x0207, OSS)                \
+	X(OST_SCRUB,        0x0208, OSS)
 
 enum lw_opcode {
 #define LW_OP_ENUM(name, value, kind) LW_OP_##name = value,
@@ -90,7 +93,8 @@ const char *lw_op_name(uint16_t opcode);
 /* ---------------------------------------------------------------------------------------------
  * Frame header.
  */
-#define LW_F_REPLY 0x1u /* set on every reply */
+#define LW_F_REPLY  0x1u /* set on every reply */
+#define LW_F_RESENT 0x2u /* a request sent again after a reconnection: it may have been applied */
 
 struct lw_hdr {
 	uint32_t magic;    /* LW_MAGIC */
@@ -107,6 +111,34 @@ struct lw_hdr {
 _Static_assert(sizeof(struct lw_hdr) == 40, "lw_hdr");
 _Static_assert(offsetof(struct lw_hdr, req_id) == 16, "lw_hdr.req_id");
 _Static_assert(offsetof(struct lw_hdr, hdr_crc) == 36, "lw_hdr.hdr_crc");
+
+/* ---------------------------------------------------------------------------------------------
+ * Authentication, on every connection to a server that has a file system key, before anything
+ * else: the server proves it holds the key to the client and the client to the server.
+ *   AUTH_CHALLENGE  request empty; reply lw_auth_challenge (the server's fresh nonce)
+ *   AUTH_PROVE      request lw_auth_prove: the client's nonce and
+ *                     HMAC-SHA256(key, "loom-auth-client" || server nonce || client nonce);
+ *                   reply lw_auth_proof: HMAC-SHA256(key, "loom-auth-server" || client nonce ||
+ *                     server nonce), or -EACCES (and the connection is closed)
+ * Any other request on a connection not yet authenticated closes it.
+ */
+#define LW_AUTH_NONCE 32
+#define LW_AUTH_MAC   32
+struct lw_auth_challenge {
+	uint8_t nonce[LW_AUTH_NONCE];
+};
+_Static_assert(sizeof(struct lw_auth_challenge) == 32, "lw_auth_challenge");
+
+struct lw_auth_prove {
+	uint8_t nonce[LW_AUTH_NONCE];
+	uint8_t mac[LW_AUTH_MAC];
+};
+_Static_assert(sizeof(struct lw_auth_prove) == 64, "lw_auth_prove");
+
+struct lw_auth_proof {
+	uint8_t mac[LW_AUTH_MAC];
+};
+_Static_assert(sizeof(struct lw_auth_proof) == 32, "lw_auth_proof");
 
 /* ---------------------------------------------------------------------------------------------
  * Shared parts.
