@@ -29,6 +29,8 @@ static const struct command commands[] = {
 	{ "rm", cmd_rm, "[-r] PATH...   remove files (and trees with -r)" },
 	{ "mv", cmd_mv, "FROM TO   rename" },
 	{ "stat", cmd_stat, "PATH...   show attributes" },
+	{ "scrub", cmd_scrub, "OST_INDEX...   verify objects against their checksums" },
+	{ "fsck", cmd_fsck, "--dir DIR | ...   check and repair the namespace against the objects" },
 };
 
 static void usage(FILE *f)

@@ -45,5 +45,7 @@ int cmd_mkdir(struct tool_ctx *ctx, int argc, char **argv);
 int cmd_rm(struct tool_ctx *ctx, int argc, char **argv);
 int cmd_stat(struct tool_ctx *ctx, int argc, char **argv);
 int cmd_mv(struct tool_ctx *ctx, int argc, char **argv);
+int cmd_scrub(struct tool_ctx *ctx, int argc, char **argv);
+int cmd_fsck(struct tool_ctx *ctx, int argc, char **argv);
 
 #endif
