@@ -39,3 +39,21 @@ bench: all
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)
+
+# ---- fuzzing (tests/fuzz/README.md) ----
+# libFuzzer targets for every decoder, built by clang in their own dir, every object with
+# -fsanitize=fuzzer-no-link and ASan+UBSan. -Wno-unknown-warning-option: clang 14 does not know
+# the top-level meson.build's -Wno-format-truncation, a GCC-only option.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 20
+FUZZ_JOBS ?= 2
+
+.PHONY: fuzz
+
+$(FUZZ_BUILD)/build.ninja:
+	CC=clang meson setup $(FUZZ_BUILD) -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false \
+		-Dc_args='-fsanitize=fuzzer-no-link -fno-sanitize-recover=all -Wno-unknown-warning-option'
+
+# Every target for FUZZ_SECONDS, FUZZ_JOBS at a time; fails on any crash, leak or broken property.
+fuzz: $(FUZZ_BUILD)/build.ninja
+	tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_JOBS)

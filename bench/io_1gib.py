@@ -52,6 +52,7 @@ def main():
         up = subprocess.run([loom, "cluster", "up", "--dir", cdir, "--osts", "4"],
                             capture_output=True, text=True, check=True).stdout
         addr = re.search(r"LOOM_FS=(\S+)", up).group(1)
+        os.environ["LOOM_KEY_FILE"] = os.path.join(cdir, "fs.key")   # loom-iobench's key
         cold = True
         results = {}
         try:

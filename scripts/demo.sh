@@ -12,6 +12,7 @@ DIR=${LOOM_DEMO_DIR:-$PWD/demo-cluster}
 MNT=${LOOM_DEMO_MNT:-/mnt/loom}
 
 $LOOM cluster up --dir "$DIR" --osts 4 --mount "$MNT"
+export LOOM_KEY_FILE="$DIR/fs.key" # the tool proves it holds the file system's key
 step() { printf '\n$ %s\n' "$*"; "$@"; }
 
 step mount -t fuse.loom

@@ -3,10 +3,10 @@
 # Usage: scripts/deps.sh [build|test]   (test adds what the test suite needs)
 set -eu
 
-want="gcc make meson ninja-build pkg-config liblmdb-dev libisal-dev libfuse3-dev fuse3 python3 python3-numpy"
+want="gcc make meson ninja-build pkg-config liblmdb-dev libisal-dev libfuse3-dev fuse3 libssl-dev python3 python3-numpy"
 if [ "${1:-build}" = test ]; then
 	# The integration tests run unmodified applications on the mount.
-	want="$want python3-pytest python3-torch rsync git sqlite3 attr"
+	want="$want python3-pytest python3-torch rsync git sqlite3 attr clang libclang-rt-14-dev"
 fi
 
 missing=""

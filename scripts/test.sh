@@ -8,4 +8,5 @@ scripts/deps.sh test
 make -s
 make -s test
 make -s asan
+make -s fuzz
 echo "all tests passed"

@@ -56,6 +56,24 @@ typedef struct loom_dir loom_dir;
  */
 int loom_connect(const char *mds_addr, const char *fsname, loom_fs **out);
 
+/* How to connect, beyond the address. Zeroed fields take their defaults. */
+struct loom_connect_opts {
+	const char *fsname;        /* NULL: any; else must match the file system's name */
+	const char *key_file;      /* the file system key; NULL: $LOOM_KEY_FILE if set, else
+	                            * /etc/loom/loom.key if it exists, else none */
+	unsigned recovery_seconds; /* how long requests wait for a server that went away before
+	                            * they fail with -EIO; 0: $LOOM_RECOVERY_SECONDS, else 100 */
+};
+
+/*
+ * loom_connect with options. Beyond loom_connect's errors:
+ *         -EACCES (the servers refused this client's key, or it has none and they require one);
+ *         -EKEYREJECTED (the key file is not a key); -ENOENT (no key file there).
+ * While a server is away, calls wait for it to come back (the connection resends what was in
+ * flight; the servers apply it once) for the recovery window; then they fail with -EIO.
+ */
+int loom_connect_with(const char *mds_addr, const struct loom_connect_opts *opts, loom_fs **out);
+
 /* Closes every connection. Files and directories still open are invalid afterwards. */
 void loom_disconnect(loom_fs *fs);
 
@@ -206,6 +224,41 @@ struct loom_target {
 
 /* The MDT and every OST with fresh space figures, each asked directly. *out is malloc'd. */
 int loom_targets(loom_fs *fs, struct loom_target **out, uint32_t *count);
+
+/* ---- integrity, for `loom scrub` ---- */
+
+#define LOOM_SCRUB_START   0 /* commands */
+#define LOOM_SCRUB_STATUS  1
+#define LOOM_SCRUB_IDLE    0 /* states: none since the OSS started */
+#define LOOM_SCRUB_RUNNING 1
+#define LOOM_SCRUB_DONE    2
+#define LOOM_SCRUB_MAX_BAD 64
+struct loom_scrub_status {
+	int state;                 /* LOOM_SCRUB_IDLE/RUNNING/DONE */
+	int error;                 /* 0, or the negative errno that ended the scrub early */
+	time_t start_time;         /* 0 when idle */
+	time_t finish_time;        /* 0 unless done */
+	uint64_t objects_checked;
+	uint64_t bytes_checked;
+	uint64_t blocks_checked;   /* 64 KiB blocks compared with their checksum */
+	uint64_t blocks_unchecked; /* blocks read that have no checksum (holes, older data) */
+	uint64_t bad_blocks;       /* blocks whose data does not match their checksum */
+	uint64_t bad_objects;
+	uint64_t rate;             /* the scrub's limit, bytes per second; 0: none */
+	uint32_t nbad;             /* entries of bad_objids used */
+	uint64_t bad_objids[LOOM_SCRUB_MAX_BAD]; /* the first bad objects found */
+};
+
+/*
+ * The scrub of OST ost_idx: its OSS reads every object of the OST in the background, at a
+ * bounded rate, and checks each 64 KiB block against the crc32c stored when it was written
+ * (a bad block also fails every read of it with -EIO). LOOM_SCRUB_START starts one, unless one
+ * runs already (then it only reports that one); LOOM_SCRUB_STATUS asks about the running or
+ * last one. *st gets the status either way. Does not wait for a server that is away.
+ * Errors: -EINVAL (cmd), -ENODEV (no such OST), -EIO (its OSS cannot be reached),
+ *         -EOPNOTSUPP (its OSS cannot scrub).
+ */
+int loom_ost_scrub(loom_fs *fs, uint32_t ost_idx, int cmd, struct loom_scrub_status *st);
 
 #ifdef __cplusplus
 }

@@ -14,6 +14,7 @@
 #define LOOM_MAX_STRIPES     2000   /* as Lustre */
 #define LOOM_FSNAME_MAX      8      /* characters, as Lustre */
 #define LOOM_POOL_NAME_MAX   15     /* characters, as Lustre */
+#define LOOM_SQUASH_ID       65534u /* who root becomes under root squashing (nobody) */
 #define LOOM_ROOT_INO        1      /* the root directory; FUSE_ROOT_ID */
 #define LOOM_STRIPE_UNIT     65536  /* a stripe size is a multiple of this */
 #define LOOM_DEFAULT_STRIPE_SIZE (4u << 20) /* as Lustre 2.16 */

@@ -564,6 +564,7 @@ int loom_targets(loom_fs *fs, struct loom_target **out, uint32_t *count)
 			t[i + 1].flags |= LOOM_TGTF_NOCREATE;
 		bodies[i].ost_idx = e.idx;
 		rpc_call_init(&calls[i], LW_OP_OST_STATFS, &bodies[i], sizeof(bodies[i]));
+		calls[i].flags |= RPC_NOWAIT; /* df reports an OST that is away, not waits for it */
 		if (fs_ost_conn(fs, e.idx, &c) != 0) {
 			calls[i].status = -EIO;
 			continue;

@@ -36,6 +36,13 @@ void files_add(loom_fs *fs, loom_file *f)
 	if (u64map_put(&fs->files, f->ino, f) < 0)
 		f->next_same_ino = NULL; /* out of memory: only the stat-after-write nicety is lost */
 	pthread_mutex_unlock(&fs->files_lock);
+	pthread_mutex_lock(&fs->open_lock);
+	f->prev_open = NULL;
+	f->next_open = fs->open_list;
+	if (fs->open_list)
+		fs->open_list->prev_open = f;
+	fs->open_list = f;
+	pthread_mutex_unlock(&fs->open_lock);
 }
 
 void files_remove(loom_fs *fs, loom_file *f)
@@ -55,6 +62,15 @@ void files_remove(loom_fs *fs, loom_file *f)
 	else
 		u64map_del(&fs->files, f->ino);
 	pthread_mutex_unlock(&fs->files_lock);
+	pthread_mutex_lock(&fs->open_lock);
+	if (f->prev_open)
+		f->prev_open->next_open = f->next_open;
+	else if (fs->open_list == f)
+		fs->open_list = f->next_open;
+	if (f->next_open)
+		f->next_open->prev_open = f->prev_open;
+	f->prev_open = f->next_open = NULL;
+	pthread_mutex_unlock(&fs->open_lock);
 }
 
 void files_pending_attr(loom_fs *fs, struct lw_attr *attr)

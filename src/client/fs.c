@@ -1,5 +1,6 @@
 /* Connecting to a file system, the caller's identity, and the table of OSTs. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,8 @@
 #include <unistd.h>
 
 #include "client/internal.h"
+#include "common/auth.h"
+#include "common/log.h"
 #include "common/util.h"
 
 void fs_cred(loom_fs *fs, struct loom_cred *out)
@@ -68,10 +71,87 @@ const char *loom_fsname(const loom_fs *fs)
 	return fs->fsname;
 }
 
-int loom_connect(const char *mds_addr, const char *fsname, loom_fs **out)
+/*
+ * Every (re)connection to the MDS says who this client is (its sessions and reply cache are
+ * keyed by it). When the MDS restarted since the last time, it has forgotten the files this
+ * client holds open (handles live in its memory), so they are opened again, on the spot, before
+ * anything in flight is resent. Runs on the connection's own thread.
+ */
+static int mds_hello(struct rpc_hs *hs, void *arg)
 {
+	loom_fs *fs = arg;
+	struct lw_connect_req req = { .proto_version = LW_VERSION, .client_kind = LW_CLIENT_CLIENT };
 	struct lw_connect_rep rep;
-	struct rpc_conn_opts o = { .name = "MDS" };
+	struct loom_cred cr;
+	uint32_t len = 0;
+	int rc, reopened = 0;
+
+	memcpy(req.fsname, fs->fsname, sizeof(req.fsname));
+	memcpy(req.client_uuid, fs->uuid, sizeof(req.client_uuid));
+	rc = rpc_hs_call(hs, LW_OP_MDS_CONNECT, &req, sizeof(req), &rep, sizeof(rep), &len);
+	if (rc)
+		return rc;
+	if (len != sizeof(rep))
+		return -EPROTO;
+	if (!fs->fsname[0]) {
+		memcpy(fs->fsname, rep.fsname, sizeof(fs->fsname));
+		fs->fsname[sizeof(fs->fsname) - 1] = '\0';
+	}
+	if (fs->mds_boot && fs->mds_boot != rep.session_id) {
+		fs_cred(fs, &cr);
+		pthread_mutex_lock(&fs->open_lock);
+		for (loom_file *f = fs->open_list; f && rc == 0; f = f->next_open) {
+			uint8_t body[sizeof(struct lw_cred) + LOOM_MAX_GROUPS * 4 + sizeof(struct lw_open_req)];
+			struct lw_open_req o = { .ino = f->ino, .open_flags = (uint32_t)(f->flags & O_ACCMODE) };
+			uint8_t reply[sizeof(struct lw_open_rep)];
+			struct lw_open_rep orep;
+			struct lw_wr w;
+
+			lw_wr_init(&w, body, sizeof(body));
+			lw_put_cred(&w, &f->cred);
+			lw_wr_put(&w, &o, sizeof(o));
+			rc = rpc_hs_call(hs, LW_OP_MDS_OPEN, body, (uint32_t)w.len, reply, sizeof(reply), &len);
+			if (rc == -ENOENT || rc == -ESTALE) {
+				rc = 0; /* gone meanwhile (not unlinked-while-open): its I/O will say so */
+				continue;
+			}
+			if (rc == 0 && len < sizeof(orep))
+				rc = -EPROTO;
+			if (rc)
+				break;
+			memcpy(&orep, reply, sizeof(orep));
+			pthread_mutex_lock(&f->lock);
+			f->handle = orep.handle;
+			pthread_mutex_unlock(&f->lock);
+			reopened++;
+		}
+		pthread_mutex_unlock(&fs->open_lock);
+		if (rc)
+			return rc;
+		log_info("the MDS restarted; opened %d files again", reopened);
+	}
+	fs->mds_boot = rep.session_id;
+	return 0;
+}
+
+#define LOOM_DEFAULT_KEY_FILE "/etc/loom/loom.key"
+
+static unsigned recovery_seconds_default(void)
+{
+	const char *env = getenv("LOOM_RECOVERY_SECONDS");
+	long v = env ? atol(env) : 0;
+
+	return v > 0 && v <= 86400 ? (unsigned)v : 100; /* as Lustre's obd_timeout */
+}
+
+int loom_connect_with(const char *mds_addr, const struct loom_connect_opts *opts, loom_fs **out)
+{
+	struct rpc_conn_opts o = { .name = "MDS", .hello = mds_hello };
+	const char *key_file = opts && opts->key_file ? opts->key_file : getenv("LOOM_KEY_FILE");
+
+	if (!key_file && access(LOOM_DEFAULT_KEY_FILE, F_OK) == 0)
+		key_file = LOOM_DEFAULT_KEY_FILE;
+	const char *fsname = opts ? opts->fsname : NULL;
 	loom_fs *fs;
 	int rc;
 
@@ -82,24 +162,39 @@ int loom_connect(const char *mds_addr, const char *fsname, loom_fs **out)
 	pthread_mutex_init(&fs->ost_lock, NULL);
 	pthread_mutex_init(&fs->mds_lock, NULL);
 	pthread_mutex_init(&fs->files_lock, NULL);
+	pthread_mutex_init(&fs->open_lock, NULL);
 	u64map_init(&fs->files);
 	cred_of_process(&fs->cred);
 	fs->umask = process_umask();
+	fs->recovery_ms = 1000u * (opts && opts->recovery_seconds ? opts->recovery_seconds : recovery_seconds_default());
+	rc = random_bytes(fs->uuid, sizeof(fs->uuid));
+	if (rc)
+		goto fail;
 	rc = addr_parse(mds_addr, fs->mds_host, sizeof(fs->mds_host), &fs->mds_port, LW_DEFAULT_MDS_PORT);
 	if (rc)
 		goto fail;
-	if (fsname && strlen(fsname) > LOOM_FSNAME_MAX) {
+	if (fsname && (strlen(fsname) > LOOM_FSNAME_MAX || !*fsname)) {
 		rc = -ENODEV;
 		goto fail;
 	}
+	if (fsname)
+		snprintf(fs->fsname, sizeof(fs->fsname), "%s", fsname);
+	if (key_file && *key_file) {
+		rc = loom_key_load(key_file, fs->key, &fs->keylen);
+		if (rc) {
+			rc = rc == -EINVAL ? -EKEYREJECTED : rc;
+			goto fail;
+		}
+	}
+	o.key = fs->keylen ? fs->key : NULL;
+	o.keylen = fs->keylen;
+	o.recovery_ms = fs->recovery_ms;
+	o.arg = fs;
+	/* The first connection must work (else the caller learns at once that nothing is there);
+	 * later losses are recovered. */
 	rc = rpc_conn_open(fs->mds_host, fs->mds_port, &o, &fs->mds);
 	if (rc)
 		goto fail;
-	rc = mdc_connect(fs->mds, fsname, &rep);
-	if (rc)
-		goto fail;
-	memcpy(fs->fsname, rep.fsname, sizeof(fs->fsname));
-	fs->fsname[sizeof(fs->fsname) - 1] = '\0';
 	rc = fs_refresh_osts(fs);
 	if (rc)
 		goto fail;
@@ -110,26 +205,36 @@ fail:
 	return rc;
 }
 
+int loom_connect(const char *mds_addr, const char *fsname, loom_fs **out)
+{
+	struct loom_connect_opts o = { .fsname = fsname };
+
+	return loom_connect_with(mds_addr, &o, out);
+}
+
 void loom_disconnect(loom_fs *fs)
 {
 	if (!fs)
 		return;
 	rpc_conn_close(fs->mds);
-	for (uint32_t i = 0; i < fs->nlinks; i++) {
-		rpc_conn_close(fs->links[i]->conn);
-		pthread_mutex_destroy(&fs->links[i]->lock);
-		free(fs->links[i]);
+	for (uint32_t i = 0; i < fs->nosts; i++) {
+		struct ost_slot *sl = fs->osts[i];
+		if (!sl)
+			continue;
+		rpc_conn_close(sl->conn);
+		pthread_mutex_destroy(&sl->lock);
+		free(sl);
 	}
-	free(fs->links);
 	for (uint32_t i = 0; i < fs->ngraveyard; i++)
 		rpc_conn_close(fs->graveyard[i]);
 	free(fs->graveyard);
 	free(fs->osts);
+	u64map_destroy(&fs->files);
 	pthread_mutex_destroy(&fs->cred_lock);
 	pthread_mutex_destroy(&fs->ost_lock);
 	pthread_mutex_destroy(&fs->mds_lock);
 	pthread_mutex_destroy(&fs->files_lock);
-	u64map_destroy(&fs->files);
+	pthread_mutex_destroy(&fs->open_lock);
 	free(fs);
 }
 
@@ -147,20 +252,21 @@ static void bury(loom_fs *fs, struct rpc_conn *c)
 
 int fs_mds_conn(loom_fs *fs, struct rpc_conn **out)
 {
-	struct rpc_conn_opts o = { .name = "MDS" };
+	struct rpc_conn_opts o = { .name = "MDS", .hello = mds_hello, .arg = fs,
+				   .key = fs->keylen ? fs->key : NULL, .keylen = fs->keylen,
+				   .recovery_ms = fs->recovery_ms };
 	struct rpc_conn *c, *old = NULL;
 	int rc = 0;
 
 	pthread_mutex_lock(&fs->mds_lock);
 	c = fs->mds;
 	if (!rpc_conn_alive(c)) {
-		/* The MDS restarted (or the link broke): connect again. The new session has no
-		 * handles from the old one; replaying them is recovery's job. */
+		/* The MDS stayed away past the recovery window (its calls failed with EIO): try
+		 * afresh, so that the client works again once it is back. */
 		old = c;
 		rc = rpc_conn_open(fs->mds_host, fs->mds_port, &o, &c);
 		if (rc == 0) {
 			fs->mds = c;
-			rc = mdc_connect(c, fs->fsname, NULL);
 		} else {
 			c = old;
 			old = NULL;
@@ -177,155 +283,142 @@ int fs_mds_conn(loom_fs *fs, struct rpc_conn **out)
 	return rc;
 }
 
-/* Under ost_lock. The link for an address, created on first sight. */
-static struct oss_link *link_for(loom_fs *fs, const char *host, uint16_t port)
+/* Under ost_lock: the slot for an index, made when first seen. */
+static struct ost_slot *slot_for(loom_fs *fs, uint32_t idx)
 {
-	struct oss_link *l, **links;
+	if (idx >= fs->nosts) {
+		uint32_t n = idx + 1;
+		struct ost_slot **osts = realloc(fs->osts, n * sizeof(*osts));
 
-	for (uint32_t i = 0; i < fs->nlinks; i++)
-		if (fs->links[i]->port == port && !strcmp(fs->links[i]->host, host))
-			return fs->links[i];
-	l = calloc(1, sizeof(*l));
-	links = realloc(fs->links, (fs->nlinks + 1) * sizeof(*links));
-	if (!l || !links) {
-		free(l);
-		if (links)
-			fs->links = links;
-		return NULL;
+		if (!osts)
+			return NULL;
+		memset(osts + fs->nosts, 0, (n - fs->nosts) * sizeof(*osts));
+		fs->osts = osts;
+		fs->nosts = n;
 	}
-	snprintf(l->host, sizeof(l->host), "%s", host);
-	l->port = port;
-	pthread_mutex_init(&l->lock, NULL);
-	fs->links = links;
-	fs->links[fs->nlinks++] = l;
-	return l;
+	if (!fs->osts[idx]) {
+		struct ost_slot *sl = calloc(1, sizeof(*sl));
+		if (!sl)
+			return NULL;
+		sl->fs = fs;
+		sl->idx = idx;
+		pthread_mutex_init(&sl->lock, NULL);
+		fs->osts[idx] = sl;
+	}
+	return fs->osts[idx];
 }
 
 int fs_refresh_osts(loom_fs *fs)
 {
 	const struct lw_ost_entry *ents;
 	void *body = NULL;
-	uint32_t count, gen, max_idx = 0;
-	struct ost_slot *slots;
+	uint32_t count, gen;
 	int rc;
 
 	rc = mdc_ost_table(fs, &body, &count, &gen);
 	if (rc)
 		return rc;
 	ents = (const struct lw_ost_entry *)((uint8_t *)body + sizeof(struct lw_ost_table_rep));
-	for (uint32_t i = 0; i < count; i++) {
-		struct lw_ost_entry e;
-		memcpy(&e, &ents[i], sizeof(e));
-		if (e.idx + 1 > max_idx)
-			max_idx = e.idx + 1;
-	}
 	pthread_mutex_lock(&fs->ost_lock);
-	if (max_idx > fs->nosts) {
-		slots = realloc(fs->osts, max_idx * sizeof(*slots));
-		if (!slots) {
-			pthread_mutex_unlock(&fs->ost_lock);
-			free(body);
-			return -ENOMEM;
-		}
-		memset(slots + fs->nosts, 0, (max_idx - fs->nosts) * sizeof(*slots));
-		fs->osts = slots;
-		fs->nosts = max_idx;
-	}
-	for (uint32_t i = 0; i < count; i++) {
+	for (uint32_t i = 0; i < count && rc == 0; i++) {
 		struct lw_ost_entry e;
-		struct ost_slot *s;
+		struct ost_slot *sl;
 
 		memcpy(&e, &ents[i], sizeof(e));
-		s = &fs->osts[e.idx];
-		s->known = true;
-		s->state = e.state;
-		memcpy(s->uuid, e.uuid, sizeof(s->uuid));
-		s->link = link_for(fs, e.host, e.port);
-		if (!s->link)
+		sl = slot_for(fs, e.idx);
+		if (!sl) {
 			rc = -ENOMEM;
+			break;
+		}
+		pthread_mutex_lock(&sl->lock);
+		sl->known = true;
+		sl->state = e.state;
+		memcpy(sl->uuid, e.uuid, sizeof(sl->uuid));
+		snprintf(sl->host, sizeof(sl->host), "%s", e.host);
+		sl->port = e.port;
+		pthread_mutex_unlock(&sl->lock);
 	}
 	fs->ost_gen = gen;
+	fs->last_refresh_ns = clock_mono_ns();
 	pthread_mutex_unlock(&fs->ost_lock);
 	free(body);
 	return rc;
 }
 
-#define RECONNECT_BACKOFF_NS 1000000000ull /* 1 s */
+#define REFRESH_INTERVAL_NS 1000000000ull /* 1 s */
 
-static struct oss_link *slot_link(loom_fs *fs, uint32_t ost_idx)
+/* Before each reconnection attempt: where the OST is served now (an OSS that restarted may
+ * listen on another port), from the MDS's table, asked at most once a second. Runs on the
+ * OST connection's thread. */
+static void ost_resolve(void *arg, char *host, size_t cap, uint16_t *port)
 {
-	struct oss_link *l = NULL;
+	struct ost_slot *sl = arg;
+	loom_fs *fs = sl->fs;
+	bool refresh;
 
 	pthread_mutex_lock(&fs->ost_lock);
-	if (ost_idx < fs->nosts && fs->osts[ost_idx].known)
-		l = fs->osts[ost_idx].link;
+	refresh = clock_mono_ns() - fs->last_refresh_ns >= REFRESH_INTERVAL_NS;
 	pthread_mutex_unlock(&fs->ost_lock);
-	return l;
+	if (refresh)
+		fs_refresh_osts(fs);
+	pthread_mutex_lock(&sl->lock);
+	snprintf(host, cap, "%s", sl->host);
+	*port = sl->port;
+	pthread_mutex_unlock(&sl->lock);
 }
 
-/* The live connection of a link, connecting if needed. NULL when the OSS cannot be reached. */
-static struct rpc_conn *link_conn(loom_fs *fs, struct oss_link *l, uint32_t ost_idx)
+int fs_ost_conn(loom_fs *fs, uint32_t ost_idx, struct rpc_conn **out)
 {
-	struct rpc_conn *c, *stale = NULL;
-	uint64_t now = clock_mono_ns();
+	struct ost_slot *sl = NULL;
+	struct rpc_conn *stale = NULL;
+	int rc = 0;
 
-	pthread_mutex_lock(&l->lock);
-	if (l->conn && !rpc_conn_alive(l->conn)) {
-		stale = l->conn;
-		l->conn = NULL;
+	for (int attempt = 0; attempt < 2 && !sl; attempt++) {
+		pthread_mutex_lock(&fs->ost_lock);
+		if (ost_idx < fs->nosts && fs->osts[ost_idx] && fs->osts[ost_idx]->known)
+			sl = fs->osts[ost_idx];
+		pthread_mutex_unlock(&fs->ost_lock);
+		/* A layout names an OST we have not heard of: it joined after we connected. */
+		if (!sl && attempt == 0 && (rc = fs_refresh_osts(fs)) != 0)
+			return rc;
 	}
-	if (!l->conn && now - l->last_fail_ns >= RECONNECT_BACKOFF_NS) {
-		char name[16];
-		struct rpc_conn_opts o = { .name = name };
+	if (!sl)
+		return -ENODEV;
+
+	pthread_mutex_lock(&sl->lock);
+	if (sl->conn && !rpc_conn_alive(sl->conn)) {
+		stale = sl->conn; /* away past the recovery window: start a new one */
+		sl->conn = NULL;
+	}
+	if (!sl->conn) {
+		char name[16], host[64];
+		uint16_t port = sl->port;
+		struct rpc_conn_opts o = { .name = name, .recovery_ms = fs->recovery_ms, .lazy = true,
+					   .key = fs->keylen ? fs->key : NULL, .keylen = fs->keylen,
+					   .resolve = ost_resolve, .arg = sl };
 
 		snprintf(name, sizeof(name), "OST%04x", ost_idx);
-		/* Under the link's own lock: two threads never race to connect to one OSS, and
-		 * a slow connect stalls only the users of this OSS. */
-		if (rpc_conn_open(l->host, l->port, &o, &l->conn) != 0) {
-			l->conn = NULL;
-			l->last_fail_ns = now;
+		snprintf(host, sizeof(host), "%s", sl->host);
+		/* lazy: an OSS that is down now is waited for, as one that goes away later is. The
+		 * resolve callback takes sl->lock itself: release it while connecting. */
+		pthread_mutex_unlock(&sl->lock);
+		rc = rpc_conn_open(host, port, &o, out);
+		pthread_mutex_lock(&sl->lock);
+		if (rc == 0 && sl->conn) {
+			/* Another thread connected meanwhile: use theirs. */
+			rpc_conn_close(*out);
+		} else if (rc == 0) {
+			sl->conn = *out;
+		} else {
+			rc = rc == -EACCES ? -EACCES : -EIO;
 		}
 	}
-	c = l->conn;
-	pthread_mutex_unlock(&l->lock);
+	*out = sl->conn;
+	pthread_mutex_unlock(&sl->lock);
 	if (stale) {
 		pthread_mutex_lock(&fs->ost_lock);
 		bury(fs, stale);
 		pthread_mutex_unlock(&fs->ost_lock);
 	}
-	return c;
-}
-
-int fs_ost_conn(loom_fs *fs, uint32_t ost_idx, struct rpc_conn **out)
-{
-	for (int attempt = 0; attempt < 2; attempt++) {
-		struct oss_link *l = slot_link(fs, ost_idx);
-		uint64_t now = clock_mono_ns();
-		bool refresh;
-		int rc;
-
-		if (l) {
-			*out = link_conn(fs, l, ost_idx);
-			if (*out)
-				return 0;
-		}
-		if (attempt)
-			break;
-		/* An OST we have not heard of joined after we connected; one we cannot reach may
-		 * have come back elsewhere (an OSS restarted on another port): ask the MDS, at most
-		 * once a second. */
-		pthread_mutex_lock(&fs->ost_lock);
-		refresh = !l || now - fs->last_refresh_ns >= RECONNECT_BACKOFF_NS;
-		if (refresh)
-			fs->last_refresh_ns = now;
-		pthread_mutex_unlock(&fs->ost_lock);
-		if (!refresh)
-			break;
-		rc = fs_refresh_osts(fs);
-		if (rc)
-			return l ? -EIO : rc;
-		if (l && slot_link(fs, ost_idx) == l)
-			break; /* same address: it is down */
-	}
-	return slot_link(fs, ost_idx) ? -EIO : -ENODEV;
+	return sl->conn ? 0 : rc;
 }

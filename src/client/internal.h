@@ -15,20 +15,22 @@
 #include "proto/codec.h"
 #include "proto/wire.h"
 
-/* One OSS address, shared by the OSTs it serves. */
-struct oss_link {
-	char host[64];
-	uint16_t port;
-	pthread_mutex_t lock;  /* conn, last_fail_ns: connecting blocks users of this OSS only */
-	struct rpc_conn *conn; /* NULL until first use, or after it failed */
-	uint64_t last_fail_ns; /* a connect that failed just now is not retried at once */
-};
-
+/*
+ * One OST as this client knows it: where its OSS is, and a connection to it of its own. The
+ * connection recovers by itself (reconnects and resends within the recovery window), asking
+ * the MDS's OST table where the OST is now before each attempt (an OSS that restarted may listen
+ * elsewhere).
+ */
 struct ost_slot {
+	loom_fs *fs;
+	uint32_t idx;
+	pthread_mutex_t lock;  /* everything below */
 	bool known;
 	uint32_t state;
 	char uuid[40];
-	struct oss_link *link;
+	char host[64];
+	uint16_t port;
+	struct rpc_conn *conn; /* NULL until first use, or after it failed for good */
 };
 
 struct loom_fs {
@@ -37,18 +39,21 @@ struct loom_fs {
 	char fsname[16];
 	char mds_host[64];
 	uint16_t mds_port;
+	uint64_t uuid[2];              /* this client, for the MDS's sessions and reply cache */
+	uint8_t key[64];               /* the file system key (keylen 0: none) */
+	size_t keylen;
+	uint32_t recovery_ms;          /* how long a lost server is waited for */
+	uint64_t mds_boot;             /* the MDS run last connected to (MDS_CONNECT session_id) */
 
 	pthread_mutex_t cred_lock;
 	struct loom_cred cred;
 	mode_t umask;                  /* the process's, applied to new files and directories as
 	                                * open(2) and mkdir(2) would */
 
-	pthread_mutex_t ost_lock;      /* the OST table and the OSS links */
-	struct ost_slot *osts;         /* indexed by OST index */
+	pthread_mutex_t ost_lock;      /* the OST table (the slots array; each slot has its lock) */
+	struct ost_slot **osts;        /* indexed by OST index; NULL where none */
 	uint32_t nosts;                /* slots allocated */
 	uint32_t ost_gen;
-	struct oss_link **links;
-	uint32_t nlinks;
 	struct rpc_conn **graveyard;   /* failed connections, freed at disconnect */
 	uint32_t ngraveyard;
 	uint64_t last_refresh_ns;      /* of the OST table, after a failure to reach an OST */
@@ -57,11 +62,16 @@ struct loom_fs {
 	 * every answer about that inode (stat after write), and an explicit mtime wins over it. */
 	pthread_mutex_t files_lock;
 	struct u64map files;           /* ino -> first loom_file (linked by next_same_ino) */
+	/* The same files in a list of their own, which the MDS connection walks to open them again
+	 * after the MDS restarted: its lock is never held across a request. */
+	pthread_mutex_t open_lock;
+	loom_file *open_list;
 };
 
 struct loom_file {
 	loom_fs *fs;
 	struct loom_file *next_same_ino; /* under fs->files_lock */
+	struct loom_file *prev_open, *next_open; /* under fs->open_lock */
 	struct loom_cred cred;     /* who opened it: reports go out in that name */
 	uint64_t ino;
 	uint64_t handle;
@@ -105,7 +115,6 @@ int fs_ost_conn(loom_fs *fs, uint32_t ost_idx, struct rpc_conn **out);
 int fs_refresh_osts(loom_fs *fs);
 
 /* mdc.c: metadata RPCs, by inode. Replies are checked for length before use. */
-int mdc_connect(struct rpc_conn *conn, const char *fsname, struct lw_connect_rep *rep);
 int mdc_getattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, struct lw_attr *out);
 int mdc_lookup(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
 	       size_t len, struct lw_attr *out);

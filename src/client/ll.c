@@ -318,7 +318,8 @@ int loom_layout_from_xattr(const void *buf, size_t len, struct loom_layout **out
 	lw_rd_init(&r, buf, len);
 	rc = lw_layout_decode(&r, out);
 	if (rc == 0 && lw_rd_done(&r)) {
-		free(*out);
+		free(*out); /* trailing bytes */
+		*out = NULL;
 		rc = -EINVAL;
 	}
 	return rc == -EPROTO ? -EINVAL : rc;

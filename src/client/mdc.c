@@ -79,17 +79,6 @@ static int mdc_call_fixed(loom_fs *fs, const struct loom_cred *cr, uint16_t op,
 	return fixed_reply(rc, &call, out, len);
 }
 
-int mdc_connect(struct rpc_conn *conn, const char *fsname, struct lw_connect_rep *rep)
-{
-	struct lw_connect_req req = { .proto_version = LW_VERSION, .client_kind = LW_CLIENT_CLIENT };
-	struct mdc_body b = { { &req }, { sizeof(req) } };
-	struct rpc_call call;
-
-	if (fsname)
-		strncpy(req.fsname, fsname, sizeof(req.fsname) - 1);
-	return fixed_reply(mdc_call_on(conn, NULL, LW_OP_MDS_CONNECT, &b, &call), &call, rep, sizeof(*rep));
-}
-
 int mdc_getattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, struct lw_attr *out)
 {
 	struct lw_ino_req req = { .ino = ino };
@@ -439,7 +428,8 @@ int mdc_getlayout(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, struct 
 	lw_rd_init(&r, call.rbody, call.rbody_len);
 	rc = lw_layout_decode(&r, out);
 	if (rc == 0 && lw_rd_done(&r)) {
-		free(*out);
+		free(*out); /* trailing bytes */
+		*out = NULL;
 		rc = -EPROTO;
 	}
 	rpc_call_release(&call);
@@ -468,6 +458,7 @@ int mdc_setlayout(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_
 		rc = lw_layout_decode(&r, out);
 		if (rc == 0 && lw_rd_done(&r)) {
 			free(*out);
+			*out = NULL;
 			rc = -EPROTO;
 		}
 	}

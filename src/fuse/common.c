@@ -20,6 +20,12 @@ void lm_cred(fuse_req_t req, struct loom_cred *cr)
 	cr->uid = ctx->uid;
 	cr->gid = ctx->gid;
 	cr->ngroups = 0;
+	if (ctx->uid == 0 && lm_of(req)->opts.root_squash) {
+		/* As Lustre's root_squash: root of this node is nobody to the file system. */
+		cr->uid = LOOM_SQUASH_ID;
+		cr->gid = LOOM_SQUASH_ID;
+		return;
+	}
 	/* Root passes every check that groups decide, so spare it the read of /proc. */
 	if (ctx->uid == 0)
 		return;

@@ -30,6 +30,9 @@ struct lmount_opts {
 	int readonly;
 	int owner_only;
 	int no_default_permissions;
+	char *key_file;        /* key=PATH: the file system key (made absolute: the daemon runs in /) */
+	unsigned recovery;     /* recovery=SEC: how long requests wait for a server that is away */
+	int root_squash;       /* root_squash: root's requests go to the MDS as nobody */
 };
 
 /* A file as (size, mtime). */

@@ -19,7 +19,7 @@
 
 #define LM_OPT(t, p) { t, offsetof(struct lmount_opts, p), 1 }
 
-enum { KEY_HELP, KEY_VERSION, KEY_DROP };
+enum { KEY_HELP, KEY_VERSION, KEY_DROP, KEY_KEYFILE };
 
 static const struct fuse_opt lm_opt_spec[] = {
 	LM_OPT("attr_timeout=%lf", attr_timeout),
@@ -33,6 +33,9 @@ static const struct fuse_opt lm_opt_spec[] = {
 	LM_OPT("ro", readonly),
 	LM_OPT("owner_only", owner_only),
 	LM_OPT("no_default_permissions", no_default_permissions),
+	LM_OPT("recovery=%u", recovery),
+	LM_OPT("root_squash", root_squash),
+	FUSE_OPT_KEY("key=", KEY_KEYFILE),
 	FUSE_OPT_KEY("-h", KEY_HELP),
 	FUSE_OPT_KEY("--help", KEY_HELP),
 	FUSE_OPT_KEY("-V", KEY_VERSION),
@@ -66,6 +69,11 @@ static void usage(FILE *f)
 		"                        otherwise a mount by root is open to every user (allow_other)\n"
 		"  no_default_permissions  leave permission checks to the MDS alone (names the kernel\n"
 		"                        has cached are then walked without a search check)\n"
+		"  key=PATH              the file system key (default: $LOOM_KEY_FILE, else\n"
+		"                        /etc/loom/loom.key if it exists)\n"
+		"  recovery=SEC          how long requests wait for a server that went away before\n"
+		"                        they fail with EIO (default 100)\n"
+		"  root_squash           requests from root reach the MDS as nobody (65534)\n"
 		"  -f                    stay in the foreground;  -d  also print every request\n"
 		"Mount options handled by the kernel or FUSE:\n"
 		"  ro, rw, noatime, relatime, nosuid, nodev, noexec, allow_other, allow_root,\n"
@@ -86,6 +94,14 @@ static int lm_opt_proc(void *data, const char *arg, int key, struct fuse_args *o
 		printf("loom-mount 0.1 (libfuse %s)\n", fuse_pkgversion());
 		exit(0);
 	case KEY_DROP:
+		return 0;
+	case KEY_KEYFILE:
+		free(o->key_file);
+		o->key_file = realpath(arg + 4, NULL);
+		if (!o->key_file) {
+			fprintf(stderr, "loom-mount: cannot read the key file %s: %s\n", arg + 4, strerror(errno));
+			exit(1);
+		}
 		return 0;
 	case FUSE_OPT_KEY_NONOPT:
 		if (!o->spec) {
@@ -165,6 +181,7 @@ int main(int argc, char **argv)
 	struct fuse_loop_config *loop_cfg;
 	struct fuse_session *se;
 	struct lmount m = { 0 };
+	struct loom_connect_opts copts = { 0 };
 	char fsopt[256];
 	int rc, ret = 1;
 
@@ -190,10 +207,15 @@ int main(int argc, char **argv)
 	log_init("loom-mount", m.opts.debug ? LOG_DEBUG : LOG_WARN);
 	/* A first connection tells the user at once when the file system cannot be reached. It is
 	 * closed again before daemonizing: its threads would not survive the fork. */
-	rc = loom_connect(m.mds_addr, m.fsname, &m.fs);
+	copts.fsname = m.fsname;
+	copts.key_file = m.opts.key_file;
+	copts.recovery_seconds = m.opts.recovery;
+	rc = loom_connect_with(m.mds_addr, &copts, &m.fs);
 	if (rc) {
 		fprintf(stderr, "loom-mount: cannot reach file system %s at %s: %s\n", m.fsname, m.mds_addr,
-			rc == -ENODEV ? "the MDS serves another file system" : strerror(-rc));
+			rc == -ENODEV ? "the MDS serves another file system" :
+			rc == -EACCES ? "the servers refused this node: it must hold the file system key (-o key=PATH, or /etc/loom/loom.key)" :
+			rc == -EKEYREJECTED ? "the key file holds no key" : strerror(-rc));
 		return 1;
 	}
 	loom_disconnect(m.fs);
@@ -232,7 +254,7 @@ int main(int argc, char **argv)
 		set_readahead(m.opts.mountpoint, m.opts.readahead_kb);
 	/* Detach only now: the mount exists when the parent (and so `mount`) returns. */
 	fuse_daemonize(m.opts.foreground);
-	rc = loom_connect(m.mds_addr, m.fsname, &m.fs);
+	rc = loom_connect_with(m.mds_addr, &copts, &m.fs);
 	if (rc) {
 		log_err("cannot reach file system %s at %s: %s; unmounting", m.fsname, m.mds_addr,
 			strerror(-rc));
@@ -254,5 +276,6 @@ out_fs:
 	fuse_opt_free_args(&args);
 	free(m.opts.spec);
 	free(m.opts.mountpoint);
+	free(m.opts.key_file);
 	return ret;
 }

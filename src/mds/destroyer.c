@@ -27,7 +27,8 @@ struct oss_conn {
 	struct rpc_conn *conn;
 };
 
-static struct rpc_conn *conn_for(struct oss_conn *conns, int *nconns, const char *host, uint16_t port)
+static struct rpc_conn *conn_for(struct mds *m, struct oss_conn *conns, int *nconns, const char *host,
+				 uint16_t port)
 {
 	int i;
 
@@ -47,7 +48,8 @@ static struct rpc_conn *conn_for(struct oss_conn *conns, int *nconns, const char
 		conns[i].conn = NULL;
 	}
 	if (!conns[i].conn) {
-		struct rpc_conn_opts o = { .name = "OSS", .connect_timeout_ms = 2000 };
+		struct rpc_conn_opts o = { .name = "OSS", .connect_timeout_ms = 2000,
+					   .key = m->keylen ? m->key : NULL, .keylen = m->keylen };
 		if (rpc_conn_open(host, port, &o, &conns[i].conn) < 0)
 			conns[i].conn = NULL;
 	}
@@ -72,7 +74,7 @@ static void destroy_list(struct mds *m, struct mds_destroy_item *items, uint32_t
 	}
 	rpc_wait_init(&w);
 	for (uint32_t i = 0; i < n; i++) {
-		struct rpc_conn *c = conn_for(conns, &nconns, items[i].host, items[i].port);
+		struct rpc_conn *c = conn_for(m, conns, &nconns, items[i].host, items[i].port);
 
 		bodies[i].ost_idx = items[i].obj.ost_idx;
 		bodies[i].objid = items[i].obj.objid;

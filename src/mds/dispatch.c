@@ -87,6 +87,14 @@ static int reply_with_layout(struct reply *r, const void *fixed, size_t flen,
 	return w.err;
 }
 
+/* The session a request belongs to (sessions.c); 0 only without memory. */
+static uint64_t sid_of(struct mds *m, const struct srv_req *req)
+{
+	struct mds_session *s = mds_session_of(m, req->conn_id);
+
+	return s ? s->sid : 0;
+}
+
 static void release_if_unused(struct mds *m, struct mdt_txn *t, const struct mdt_unlinked *v,
 			      struct batch_state *bs, int *rc)
 {
@@ -241,7 +249,7 @@ static int exec_create(struct mds *m, struct mdt_txn *t, struct srv_req *req,
 			if (rc)
 				goto out;
 		}
-		rc = mds_handle_open(m, rep.attr.ino, req->conn_id, &rep.handle);
+		rc = mds_handle_open(m, rep.attr.ino, sid_of(m, req), &rep.handle);
 		if (rc)
 			goto out;
 	}
@@ -261,7 +269,7 @@ static int exec_open(struct mds *m, struct mdt_txn *t, struct srv_req *req, cons
 
 	rc = mdt_open(t, &q->cred, q->u.open.ino, q->u.open.open_flags, now, &rep.attr, &layout);
 	if (rc == 0)
-		rc = mds_handle_open(m, rep.attr.ino, req->conn_id, &rep.handle);
+		rc = mds_handle_open(m, rep.attr.ino, sid_of(m, req), &rep.handle);
 	if (rc == 0) {
 		rep.has_layout = layout != NULL;
 		rc = reply_with_layout(r, &rep, sizeof(rep), layout);
@@ -280,7 +288,7 @@ static int exec_close(struct mds *m, struct mdt_txn *t, struct srv_req *req,
 
 	/* Only the connection that opened a handle reports through it. A handle this MDS does not
 	 * know was opened before a restart and is taken on trust. */
-	rc = mds_handle_check(m, c->handle, c->ino, req->conn_id);
+	rc = mds_handle_check(m, c->handle, c->ino, sid_of(m, req));
 	if (rc)
 		return rc;
 	if (c->flags)
@@ -293,7 +301,7 @@ static int exec_close(struct mds *m, struct mdt_txn *t, struct srv_req *req,
 		if (rc == -ENOENT)
 			rc = 0;
 		if (rc == 0)
-			rc = mds_handle_close(m, t, c->handle, c->ino, req->conn_id, &bs->released);
+			rc = mds_handle_close(m, t, c->handle, c->ino, sid_of(m, req), &bs->released);
 	}
 	if (rc)
 		return rc;
@@ -351,9 +359,14 @@ static int exec_connect(struct mds *m, struct srv_req *req, const struct lw_mds_
 			 q->u.connect.fsname, fsname);
 		return -ENODEV;
 	}
+	/* The client's session, found again when it reconnects. */
+	if (!mds_session_connect(m, req->conn_id, q->u.connect.client_uuid))
+		return -ENOMEM;
 	mdt_ost_table(m->store, &count, &gen);
 	rep.root_ino = LOOM_ROOT_INO;
-	rep.session_id = req->conn_id;
+	/* Differs from the last one a client saw when the MDS restarted: it then opens its files
+	 * again (handles live in the MDS's memory). */
+	rep.session_id = m->boot_id;
 	snprintf(rep.fsname, sizeof(rep.fsname), "%s", fsname);
 	rep.max_bulk = LW_MAX_BULK;
 	rep.ost_table_gen = gen;
@@ -510,7 +523,7 @@ static int exec_one(struct mds *m, struct mdt_txn *t, struct srv_req *req, const
 	case LW_OP_MDS_LOCK:
 		if (!(q->u.lock.flags & LW_LK_CANCEL) && (rc = mdt_getattr(t, q->u.lock.ino, &attr)) != 0)
 			return rc;
-		return mds_lock(m, req, &q->u.lock, &r->body, &r->len);
+		return mds_lock(m, req, sid_of(m, req), &q->u.lock, &r->body, &r->len);
 	case LW_OP_MDS_CLOSE:
 	case LW_OP_MDS_SIZE_UPDATE:
 		return exec_close(m, t, req, q, bs, r);
@@ -588,8 +601,8 @@ static int exec_internal(struct mds *m, struct mdt_txn *t, struct srv_req *item,
 	switch (item->hdr.opcode) {
 	case MDS_INTERNAL_DISCONNECT:
 		osts_of_conn_lost(m, item->conn_id);
-		mds_locks_drop_conn(m, item->conn_id);
-		return mds_handles_drop_conn(m, t, item->conn_id, &bs->released);
+		mds_locks_drop_waiters(m, item->conn_id);
+		return mds_session_disconnect(m, t, item->conn_id, &bs->released);
 	case MDS_INTERNAL_DESTROYED:
 		return mds_destroyer_done(m, t, (const struct loom_ostobj *)item->body,
 					  item->hdr.body_len / (uint32_t)sizeof(struct loom_ostobj),
@@ -599,11 +612,33 @@ static int exec_internal(struct mds *m, struct mdt_txn *t, struct srv_req *item,
 	}
 }
 
+/* Requests that must not be applied twice: a resend of one that was applied is answered from
+ * the reply cache. The others are idempotent (reading, setting attributes, reporting sizes). */
+static bool op_cacheable(uint16_t op)
+{
+	switch (op) {
+	case LW_OP_MDS_CREATE:
+	case LW_OP_MDS_MKDIR:
+	case LW_OP_MDS_UNLINK:
+	case LW_OP_MDS_RMDIR:
+	case LW_OP_MDS_RENAME:
+	case LW_OP_MDS_LINK:
+	case LW_OP_MDS_SYMLINK:
+	case LW_OP_MDS_SETXATTR:
+	case LW_OP_MDS_REMOVEXATTR:
+	case LW_OP_MDS_SETLAYOUT:
+		return true;
+	default:
+		return false;
+	}
+}
+
 /* Runs one item in its own child transaction (write batches), so its failure leaves no trace. */
 static void run_one(struct mds *m, struct mdt_txn *txn, bool write, struct srv_req *req,
 		    struct batch_state *bs, struct reply *r)
 {
 	struct mdt_txn *child = txn;
+	struct mds_session *sess = NULL;
 	struct lw_mds_req q;
 	int rc;
 
@@ -616,6 +651,32 @@ static void run_one(struct mds *m, struct mdt_txn *txn, bool write, struct srv_r
 			r->status = rc;
 			return;
 		}
+		if (m->root_squash && q.cred.uid == 0) {
+			/* --root-squash: no client's root is root here. */
+			q.cred.uid = LOOM_SQUASH_ID;
+			q.cred.gid = LOOM_SQUASH_ID;
+			q.cred.ngroups = 0;
+		}
+	}
+	if (req->conn && write && op_cacheable(req->hdr.opcode)) {
+		sess = mds_session_of(m, req->conn_id);
+		if (sess && !sess->uuid[0] && !sess->uuid[1])
+			sess = NULL; /* a client without an identity cannot be told apart on resend */
+	}
+	if (sess && (req->hdr.flags & LW_F_RESENT)) {
+		void *body = NULL;
+		uint32_t len = 0;
+		int status;
+
+		if (mdt_reply_get(txn, sess->uuid, req->hdr.req_id, &status, &body, &len) == 0) {
+			log_debug("%s %llu from %s resent: answered from the reply cache",
+				  lw_op_name(req->hdr.opcode), (unsigned long long)req->hdr.req_id,
+				  srv_req_peer(req));
+			r->status = status;
+			r->body = body;
+			r->len = len;
+			return;
+		}
 	}
 	if (write) {
 		rc = mdt_txn_child(txn, &child);
@@ -625,6 +686,10 @@ static void run_one(struct mds *m, struct mdt_txn *txn, bool write, struct srv_r
 		}
 	}
 	rc = req->conn ? exec(m, child, req, &q, bs, r) : exec_internal(m, child, req, bs);
+	/* The answer is kept with the change, in the same transaction: at most once, also across
+	 * a restart of the MDS. */
+	if (rc == 0 && sess)
+		rc = mdt_reply_put(child, sess->uuid, req->hdr.req_id, 0, r->body, r->len, clock_real().tv_sec);
 	if (rc == MDS_PARKED) {
 		/* The lock manager holds the request now; it changed nothing durable. */
 		if (write)
@@ -723,6 +788,96 @@ static void run_batch(struct mds *m, struct srv_req *list, uint32_t n)
 	free(replies);
 }
 
+/* Inodes unlinked while open when the MDS last stopped: once the recovery window has passed,
+ * those that no client opened again are released. */
+static void release_orphans(struct mds *m)
+{
+	uint64_t inos[256];
+	size_t n = 0, total = 0;
+	int rc;
+
+	do {
+		struct mdt_txn *t;
+		bool released = false;
+
+		rc = mdt_txn_begin(m->store, true, &t);
+		if (rc)
+			break;
+		rc = mdt_orphan_list(t, inos, ARRAY_SIZE(inos), &n);
+		for (size_t i = 0; rc == 0 && i < n; i++) {
+			if (mds_ino_is_open(m, inos[i]))
+				continue;
+			rc = mdt_inode_release(t, inos[i]);
+			released = true;
+			total++;
+		}
+		if (rc) {
+			mdt_txn_abort(t);
+			break;
+		}
+		rc = mdt_txn_commit(t);
+		if (released)
+			m->destroyer.more = true;
+	} while (rc == 0 && n == ARRAY_SIZE(inos) && total > 0);
+	if (rc)
+		log_err("releasing orphan inodes: %s; will try again", strerror(-rc));
+	else
+		m->orphans_released = true;
+	if (total)
+		log_info("released %zu inodes left unlinked but open by the previous run", total);
+}
+
+struct away_scan {
+	uint64_t deadline;
+	bool any;
+};
+
+static void away_scan(uint64_t sid, void *val, void *arg)
+{
+	struct away_scan *a = arg;
+	struct mds_session *s = val;
+
+	(void)sid;
+	if (!s->conn_id && s->away_since_ns <= a->deadline)
+		a->any = true;
+}
+
+/* Work of its own transaction: sessions that ended, and old reply-cache entries. */
+static void housekeeping(struct mds *m, uint64_t now)
+{
+	uint64_t window = (uint64_t)m->recovery_s * 1000000000ull;
+	struct away_scan a = { .deadline = now > window ? now - window : 0 };
+	static uint64_t last_sweep, last_run;
+	struct mdt_txn *t;
+	bool released = false;
+	size_t swept = 0;
+	int rc;
+
+	if (now - last_run < 1000000000ull)
+		return;
+	last_run = now;
+	if (now > window)
+		u64map_each(&m->sessions, away_scan, &a);
+	if (!a.any && now - last_sweep < 60ull * 1000000000ull)
+		return;
+	if (mdt_txn_begin(m->store, true, &t) != 0)
+		return;
+	rc = a.any ? mds_sessions_expire(m, t, now, &released) : 0;
+	if (rc == 0 && now - last_sweep >= 60ull * 1000000000ull) {
+		/* A resend comes within the recovery window; ten of them is plenty. */
+		rc = mdt_reply_sweep(t, clock_real().tv_sec - 10 * (int64_t)m->recovery_s - 60, 20000, &swept);
+		last_sweep = now;
+	}
+	if (rc == 0)
+		rc = mdt_txn_commit(t);
+	else
+		mdt_txn_abort(t);
+	if (rc)
+		log_err("housekeeping: %s", strerror(-rc));
+	if (released)
+		m->destroyer.more = true;
+}
+
 static void periodic(struct mds *m)
 {
 	uint64_t now = clock_mono_ns();
@@ -731,6 +886,9 @@ static void periodic(struct mds *m)
 
 	if (now > dead && mdt_ost_expire(m->store, now - dead))
 		log_info("OST table changed: an OST went silent or came back");
+	if (!m->orphans_released && now - m->started_ns >= (uint64_t)m->recovery_s * 1000000000ull)
+		release_orphans(m);
+	housekeeping(m, now);
 	if (mdt_txn_begin(m->store, false, &t) == 0) {
 		mds_destroyer_kick(m, t);
 		mdt_txn_abort(t);

@@ -18,7 +18,7 @@
 
 struct lk {
 	struct lk *next;
-	uint64_t conn_id;
+	uint64_t sid;        /* the session holding it: locks outlive a broken connection */
 	uint64_t owner;
 	uint64_t start, end; /* inclusive */
 	uint32_t type;       /* F_RDLCK or F_WRLCK */
@@ -28,7 +28,8 @@ struct lk {
 
 struct lk_waiter {
 	struct lk_waiter *next;
-	struct srv_req *req;
+	struct srv_req *req;  /* answered when granted */
+	uint64_t sid;
 	struct lw_lock_req q;
 };
 
@@ -57,19 +58,19 @@ static void inode_maybe_free(struct mds *m, uint64_t ino, struct lk_inode *li)
 		free(u64map_del(&m->locks, ino));
 }
 
-static bool same_owner(const struct lk *l, uint64_t conn_id, uint64_t owner)
+static bool same_owner(const struct lk *l, uint64_t sid, uint64_t owner)
 {
-	return l->conn_id == conn_id && l->owner == owner;
+	return l->sid == sid && l->owner == owner;
 }
 
 /* The first lock of another owner that conflicts with q, or NULL. */
-static const struct lk *find_conflict(const struct lk_inode *li, uint64_t conn_id,
+static const struct lk *find_conflict(const struct lk_inode *li, uint64_t sid,
 				      const struct lw_lock_req *q)
 {
 	bool flock = q->flags & LW_LK_FLOCK;
 
 	for (const struct lk *l = li->locks; l; l = l->next) {
-		if (l->flock != flock || same_owner(l, conn_id, q->owner))
+		if (l->flock != flock || same_owner(l, sid, q->owner))
 			continue;
 		if (l->end < q->start || l->start > q->end)
 			continue;
@@ -79,13 +80,13 @@ static const struct lk *find_conflict(const struct lk_inode *li, uint64_t conn_i
 	return NULL;
 }
 
-static struct lk *lk_new(uint64_t conn_id, const struct lw_lock_req *q, uint64_t start, uint64_t end,
+static struct lk *lk_new(uint64_t sid, const struct lw_lock_req *q, uint64_t start, uint64_t end,
 			 uint32_t type)
 {
 	struct lk *l = calloc(1, sizeof(*l));
 
 	if (l) {
-		l->conn_id = conn_id;
+		l->sid = sid;
 		l->owner = q->owner;
 		l->start = start;
 		l->end = end;
@@ -101,19 +102,19 @@ static struct lk *lk_new(uint64_t conn_id, const struct lw_lock_req *q, uint64_t
  * when they stick out on both sides), the new one is added (unless F_UNLCK), and neighbours of the
  * same type are merged, as fcntl(2) describes. 0 or -ENOMEM (nothing changed).
  */
-static int apply(struct lk_inode *li, uint64_t conn_id, const struct lw_lock_req *q)
+static int apply(struct lk_inode *li, uint64_t sid, const struct lw_lock_req *q)
 {
 	bool flock = q->flags & LW_LK_FLOCK;
 	uint64_t start = q->start, end = q->end;
 	struct lk *fresh = NULL, *split = NULL, **pp;
 
 	/* Allocate first, so that a failure leaves the table as it was. */
-	if (q->type != F_UNLCK && !(fresh = lk_new(conn_id, q, start, end, q->type)))
+	if (q->type != F_UNLCK && !(fresh = lk_new(sid, q, start, end, q->type)))
 		return -ENOMEM;
 	for (struct lk *l = li->locks; l; l = l->next) {
-		if (l->flock == flock && same_owner(l, conn_id, q->owner) && l->start < start &&
+		if (l->flock == flock && same_owner(l, sid, q->owner) && l->start < start &&
 		    l->end > end && !split) {
-			if (!(split = lk_new(conn_id, q, 0, 0, l->type))) {
+			if (!(split = lk_new(sid, q, 0, 0, l->type))) {
 				free(fresh);
 				return -ENOMEM;
 			}
@@ -123,7 +124,7 @@ static int apply(struct lk_inode *li, uint64_t conn_id, const struct lw_lock_req
 	for (pp = &li->locks; *pp;) {
 		struct lk *l = *pp;
 
-		if (l->flock != flock || !same_owner(l, conn_id, q->owner)) {
+		if (l->flock != flock || !same_owner(l, sid, q->owner)) {
 			pp = &l->next;
 			continue;
 		}
@@ -187,11 +188,11 @@ static void wake_waiters(struct mds *m, uint64_t ino, struct lk_inode *li)
 		struct lk_waiter *w = *pp;
 		int rc;
 
-		if (find_conflict(li, w->req->conn_id, &w->q)) {
+		if (find_conflict(li, w->sid, &w->q)) {
 			pp = &w->next;
 			continue;
 		}
-		rc = apply(li, w->req->conn_id, &w->q);
+		rc = apply(li, w->sid, &w->q);
 		*pp = w->next;
 		reply_lock(w->req, rc);
 		free(w);
@@ -200,8 +201,8 @@ static void wake_waiters(struct mds *m, uint64_t ino, struct lk_inode *li)
 	inode_maybe_free(m, ino, li);
 }
 
-int mds_lock(struct mds *m, struct srv_req *req, const struct lw_lock_req *q, void **reply,
-	     uint32_t *reply_len)
+int mds_lock(struct mds *m, struct srv_req *req, uint64_t sid, const struct lw_lock_req *q,
+	     void **reply, uint32_t *reply_len)
 {
 	struct lk_inode *li;
 	const struct lk *c;
@@ -213,7 +214,7 @@ int mds_lock(struct mds *m, struct srv_req *req, const struct lw_lock_req *q, vo
 		li = inode_get(m, q->ino, false);
 		for (struct lk_waiter **pp = li ? &li->waiters : NULL; pp && *pp; pp = &(*pp)->next) {
 			struct lk_waiter *w = *pp;
-			if (w->req->conn_id == req->conn_id && w->q.owner == q->owner && w->q.ino == q->ino) {
+			if (w->sid == sid && w->q.owner == q->owner && w->q.ino == q->ino) {
 				*pp = w->next;
 				reply_lock(w->req, -EINTR);
 				free(w);
@@ -234,7 +235,7 @@ int mds_lock(struct mds *m, struct srv_req *req, const struct lw_lock_req *q, vo
 
 	li = inode_get(m, q->ino, q->type != F_UNLCK && !(q->flags & LW_LK_TEST));
 	if (q->flags & LW_LK_TEST) {
-		c = li ? find_conflict(li, req->conn_id, q) : NULL;
+		c = li ? find_conflict(li, sid, q) : NULL;
 		if (c) {
 			rep->start = c->start;
 			rep->end = c->end;
@@ -246,15 +247,15 @@ int mds_lock(struct mds *m, struct srv_req *req, const struct lw_lock_req *q, vo
 	if (q->type == F_UNLCK) {
 		if (!li)
 			return 0;
-		rc = apply(li, req->conn_id, q);
+		rc = apply(li, sid, q);
 		wake_waiters(m, q->ino, li);
 		return rc;
 	}
 	if (!li)
 		return -ENOMEM;
-	c = find_conflict(li, req->conn_id, q);
+	c = find_conflict(li, sid, q);
 	if (!c) {
-		rc = apply(li, req->conn_id, q);
+		rc = apply(li, sid, q);
 		/* A write lock turned read (or shrunk) may let waiting readers in. */
 		if (rc == 0)
 			wake_waiters(m, q->ino, li);
@@ -275,6 +276,7 @@ int mds_lock(struct mds *m, struct srv_req *req, const struct lw_lock_req *q, vo
 		if (!w)
 			return -ENOMEM;
 		w->req = req;
+		w->sid = sid;
 		w->q = *q;
 		while (*tail)
 			tail = &(*tail)->next;
@@ -289,51 +291,56 @@ int mds_lock(struct mds *m, struct srv_req *req, const struct lw_lock_req *q, vo
 	return MDS_PARKED;
 }
 
-struct conn_scan {
+/* Which inodes have locks or waiters matching (by session, or by connection for waiters). */
+struct lk_scan {
+	uint64_t sid;      /* 0: match waiters by conn_id instead */
 	uint64_t conn_id;
 	uint64_t *inos;
 	size_t n, cap;
 };
 
+static bool waiter_matches(const struct lk_scan *sc, const struct lk_waiter *w)
+{
+	return sc->sid ? w->sid == sc->sid : w->req->conn_id == sc->conn_id;
+}
+
 static void scan_inode(uint64_t ino, void *val, void *arg)
 {
-	struct conn_scan *cs = arg;
+	struct lk_scan *sc = arg;
 	struct lk_inode *li = val;
 	bool mine = false;
 
-	for (struct lk *l = li->locks; l && !mine; l = l->next)
-		mine = l->conn_id == cs->conn_id;
+	for (struct lk *l = li->locks; l && !mine && sc->sid; l = l->next)
+		mine = l->sid == sc->sid;
 	for (struct lk_waiter *w = li->waiters; w && !mine; w = w->next)
-		mine = w->req->conn_id == cs->conn_id;
+		mine = waiter_matches(sc, w);
 	if (!mine)
 		return;
-	if (cs->n == cs->cap) {
-		size_t cap = cs->cap ? cs->cap * 2 : 16;
-		uint64_t *p = realloc(cs->inos, cap * sizeof(*p));
+	if (sc->n == sc->cap) {
+		size_t cap = sc->cap ? sc->cap * 2 : 16;
+		uint64_t *p = realloc(sc->inos, cap * sizeof(*p));
 		if (!p)
 			return;
-		cs->inos = p;
-		cs->cap = cap;
+		sc->inos = p;
+		sc->cap = cap;
 	}
-	cs->inos[cs->n++] = ino;
+	sc->inos[sc->n++] = ino;
 }
 
-void mds_locks_drop_conn(struct mds *m, uint64_t conn_id)
+static void drop_matching(struct mds *m, struct lk_scan *sc)
 {
-	struct conn_scan cs = { .conn_id = conn_id };
-
 	/* Collect first: waking waiters changes the map being walked. */
-	u64map_each(&m->locks, scan_inode, &cs);
-	for (size_t i = 0; i < cs.n; i++) {
-		struct lk_inode *li = inode_get(m, cs.inos[i], false);
+	u64map_each(&m->locks, scan_inode, sc);
+	for (size_t i = 0; i < sc->n; i++) {
+		struct lk_inode *li = inode_get(m, sc->inos[i], false);
 		struct lk **pp;
 		struct lk_waiter **wp;
 
 		if (!li)
 			continue;
-		for (pp = &li->locks; *pp;) {
+		for (pp = &li->locks; sc->sid && *pp;) {
 			struct lk *l = *pp;
-			if (l->conn_id == conn_id) {
+			if (l->sid == sc->sid) {
 				*pp = l->next;
 				free(l);
 			} else {
@@ -342,18 +349,32 @@ void mds_locks_drop_conn(struct mds *m, uint64_t conn_id)
 		}
 		for (wp = &li->waiters; *wp;) {
 			struct lk_waiter *w = *wp;
-			if (w->req->conn_id == conn_id) {
+			if (waiter_matches(sc, w)) {
 				*wp = w->next;
-				srv_req_drop(w->req); /* nobody is left to answer */
+				srv_req_drop(w->req); /* its client resends it, or is gone */
 				free(w);
 				m->lock_waiters--;
 			} else {
 				wp = &w->next;
 			}
 		}
-		wake_waiters(m, cs.inos[i], li);
+		wake_waiters(m, sc->inos[i], li);
 	}
-	free(cs.inos);
+	free(sc->inos);
+}
+
+void mds_locks_drop_waiters(struct mds *m, uint64_t conn_id)
+{
+	struct lk_scan sc = { .conn_id = conn_id };
+
+	drop_matching(m, &sc);
+}
+
+void mds_locks_drop_session(struct mds *m, uint64_t sid)
+{
+	struct lk_scan sc = { .sid = sid };
+
+	drop_matching(m, &sc);
 }
 
 static void free_inode(uint64_t ino, void *val, void *arg)

@@ -4,12 +4,14 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "common/auth.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "mds/mds.h"
@@ -47,35 +49,44 @@ static void usage(FILE *f)
 		"  --port-file FILE      write the bound HOST:PORT here once serving\n"
 		"  --format              create the MDT (needs --fsname) and exit\n"
 		"  --fsname NAME         file system name, 1 to %d of [A-Za-z0-9_-]\n"
+		"  --key FILE            the file system key: clients and OSSs must prove they hold it\n"
+		"                        (default MDT/fs.key; --format makes it)\n"
+		"  --recovery-window SEC how long a client that lost its connection keeps its open\n"
+		"                        files and locks, and how long after a start unlinked files\n"
+		"                        still open wait to be opened again (default 100)\n"
+		"  --root-squash         requests from root on any client run as nobody (65534)\n"
 		"  --log-level LEVEL     error, warn, info (default) or debug\n",
 		LW_DEFAULT_MDS_PORT, LOOM_FSNAME_MAX);
 }
 
-/* Inodes unlinked while open when the MDS last stopped: nobody holds them now. */
-static int release_orphans(struct mds *m)
+#define MDT_KEY_NAME "fs.key"
+
+/* Formatting makes the file system's key, where --key says (kept if it is there already: a
+ * reformat keeps the key the OSSs and clients hold), else in the MDT directory. */
+static int format_key(const char *mdt_dir, const char *key_file)
 {
-	uint64_t inos[256];
-	size_t n = 0, total = 0;
+	char path[PATH_MAX];
 	int rc;
 
-	do {
-		struct mdt_txn *t;
+	if (key_file)
+		snprintf(path, sizeof(path), "%s", key_file);
+	else
+		snprintf(path, sizeof(path), "%s/" MDT_KEY_NAME, mdt_dir);
+	rc = loom_key_create(path);
+	if (rc == -EEXIST) {
+		uint8_t key[LOOM_KEY_MAX];
+		size_t len;
 
-		rc = mdt_txn_begin(m->store, true, &t);
-		if (rc)
-			return rc;
-		rc = mdt_orphan_list(t, inos, ARRAY_SIZE(inos), &n);
-		for (size_t i = 0; rc == 0 && i < n; i++)
-			rc = mdt_inode_release(t, inos[i]);
-		if (rc) {
-			mdt_txn_abort(t);
-			return rc;
-		}
-		rc = mdt_txn_commit(t);
-		total += n;
-	} while (rc == 0 && n == ARRAY_SIZE(inos));
-	if (total)
-		log_info("released %zu inodes left unlinked-but-open by the previous run", total);
+		rc = loom_key_load(path, key, &len);
+		if (rc == 0)
+			printf("the file system key is %s (kept)\n", path);
+	} else if (rc == 0) {
+		printf("the file system key is %s: every OSS and client needs a copy\n"
+		       "(loom-oss --key, mount -o key=, or /etc/loom/loom.key)\n", path);
+	}
+	if (rc)
+		fprintf(stderr, "loom-mds: cannot make the file system key %s: %s\n", path,
+			rc == -EINVAL ? "a file that is not a key is there" : strerror(-rc));
 	return rc;
 }
 
@@ -85,9 +96,14 @@ int main(int argc, char **argv)
 		{ "mdt", required_argument, NULL, 'd' },       { "listen", required_argument, NULL, 'l' },
 		{ "port-file", required_argument, NULL, 'p' }, { "format", no_argument, NULL, 'F' },
 		{ "fsname", required_argument, NULL, 'n' },    { "log-level", required_argument, NULL, 'L' },
-		{ "help", no_argument, NULL, 'h' },            { NULL, 0, NULL, 0 },
+		{ "help", no_argument, NULL, 'h' },            { "key", required_argument, NULL, 'k' },
+		{ "recovery-window", required_argument, NULL, 'r' },
+		{ "root-squash", no_argument, NULL, 'S' },     { NULL, 0, NULL, 0 },
 	};
-	const char *mdt_dir = NULL, *listen_addr = NULL, *port_file = NULL, *fsname = NULL;
+	const char *mdt_dir = NULL, *listen_addr = NULL, *port_file = NULL, *fsname = NULL, *key_file = NULL;
+	uint8_t key[LOOM_KEY_MAX];
+	char default_key[PATH_MAX];
+	size_t keylen = 0;
 	struct mds m = { 0 };
 	struct srv_opts so = { 0 };
 	char listen_host[64];
@@ -103,6 +119,15 @@ int main(int argc, char **argv)
 		case 'p': port_file = optarg; break;
 		case 'F': format = true; break;
 		case 'n': fsname = optarg; break;
+		case 'k': key_file = optarg; break;
+		case 'S': m.root_squash = true; break;
+		case 'r':
+			m.recovery_s = (uint32_t)atoi(optarg);
+			if (m.recovery_s < 1 || m.recovery_s > 86400) {
+				fprintf(stderr, "loom-mds: --recovery-window takes 1..86400 seconds\n");
+				return 2;
+			}
+			break;
 		case 'L':
 			if (log_level_parse(optarg, &level)) {
 				fprintf(stderr, "loom-mds: unknown log level '%s'\n", optarg);
@@ -130,33 +155,52 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		printf("formatted MDT in %s for file system %s\n", mdt_dir, fsname);
-		return 0;
+		return format_key(mdt_dir, key_file) ? 1 : 0;
 	}
 	if (addr_parse(listen_addr ? listen_addr : "0.0.0.0", listen_host, sizeof(listen_host),
 		       &listen_port, LW_DEFAULT_MDS_PORT)) {
 		fprintf(stderr, "loom-mds: bad --listen address '%s'\n", listen_addr);
 		return 2;
 	}
+	if (!key_file) {
+		snprintf(default_key, sizeof(default_key), "%s/" MDT_KEY_NAME, mdt_dir);
+		if (access(default_key, F_OK) == 0)
+			key_file = default_key;
+		else
+			log_warn("no file system key (--key FILE, or %s): any client may connect", default_key);
+	}
+	if (key_file) {
+		rc = loom_key_load(key_file, key, &keylen);
+		if (rc) {
+			log_err("cannot read the file system key %s: %s", key_file,
+				rc == -EINVAL ? "not a key" : strerror(-rc));
+			return 1;
+		}
+	}
+	if (!m.recovery_s)
+		m.recovery_s = 100; /* as Lustre's obd_timeout */
+	m.started_ns = clock_mono_ns();
+	if (random_bytes(&m.boot_id, sizeof(m.boot_id)) != 0 || m.boot_id == 0)
+		m.boot_id = m.started_ns | 1;
 	rc = mdt_store_open(mdt_dir, &m.store);
 	if (rc) {
 		log_err("cannot open the MDT in %s: %s%s", mdt_dir, strerror(-rc),
 			rc == -ENOENT ? " (format it with --format --fsname NAME)" : "");
 		return 1;
 	}
-	rc = release_orphans(&m);
-	if (rc) {
-		log_err("cannot release orphan inodes: %s", strerror(-rc));
-		return 1;
-	}
 	raise_nofile_limit();
 	signal(SIGPIPE, SIG_IGN);
 	reqq_init(&m.queue);
-	mds_handles_init(&m);
+	mds_sessions_init(&m);
 	u64map_init(&m.ost_conns);
 	u64map_init(&m.locks);
 
 	so.name = "mds";
 	so.bulk_ok = no_bulk;
+	so.key = keylen ? key : NULL;
+	so.keylen = keylen;
+	memcpy(m.key, key, keylen);
+	m.keylen = keylen;
 	so.max_memory = 256ull << 20;
 	so.listen_host = listen_host;
 	so.listen_port = listen_port;
@@ -198,7 +242,7 @@ int main(int argc, char **argv)
 	/* Disconnect items queued by srv_destroy are moot: handles die with the process. */
 	for (struct srv_req *r; (r = reqq_pop_batch(&m.queue, 1, 0, NULL));)
 		r->conn ? srv_req_drop(r) : free(r);
-	mds_handles_destroy(&m);
+	mds_sessions_destroy(&m);
 	mds_locks_destroy(&m);
 	u64map_destroy(&m.ost_conns);
 	mdt_store_close(m.store);

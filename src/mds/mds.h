@@ -49,17 +49,42 @@ struct mds_destroyer {
 	uint32_t next_ost; /* metadata thread: where the next batch starts in the OST table */
 };
 
+/*
+ * A client's session: what it holds (open handles, locks) outlives its connection, so that a
+ * client that reconnects (after a network break, or its own restart of the link) finds it again.
+ * A session whose client stays away longer than the recovery window ends, and what it held is
+ * released. Sessions live in memory: after an MDS restart clients open their files again.
+ */
+struct mds_handle;
+struct mds_session {
+	uint64_t sid;            /* this MDS run's number for it */
+	uint64_t uuid[2];        /* the client's, from MDS_CONNECT; zero for an anonymous one */
+	uint64_t conn_id;        /* its connection now; 0 while its client is away */
+	uint64_t away_since_ns;
+	struct mds_handle *handles;
+};
+
 struct mds {
 	struct mdt_store *store;
 	struct srv *srv;
 	struct reqq queue;
 	pthread_t md_thread;
+	uint64_t boot_id;          /* random per run: tells clients the MDS restarted */
+	uint64_t started_ns;
+	bool root_squash;          /* requests as uid 0 run as nobody (--root-squash) */
+	uint32_t recovery_s;       /* how long a session waits for its client, and how long after
+	                            * a start unlinked-but-open inodes wait to be reopened */
+	bool orphans_released;     /* those left by the previous run, once the window passed */
+	uint8_t key[64];           /* the file system key, for the destroyer's OSS connections */
+	size_t keylen;
 
-	/* Open handles (metadata thread only). */
+	/* Sessions and open handles (metadata thread only). */
+	uint64_t next_sid;
+	struct u64map sessions;      /* sid -> struct mds_session */
+	struct u64map conn_sessions; /* conn_id -> struct mds_session */
 	uint64_t next_handle;
 	struct u64map handles;     /* handle -> struct mds_handle */
 	struct u64map open_counts; /* ino -> (uintptr_t) number of open handles */
-	struct u64map conn_handles;/* conn_id -> first struct mds_handle of that connection */
 
 	/* File locks (locks.c): ino -> struct lk_inode. */
 	struct u64map locks;
@@ -78,26 +103,34 @@ void mds_metadata_loop(struct mds *m);
 void mds_deliver(struct srv_req *req, void *arg);
 void mds_disconnect(uint64_t conn_id, void *arg);
 
-/* handles.c: open handles, and release of unlinked inodes at their last close. */
+/* sessions.c: sessions, open handles, and release of unlinked inodes at their last close. */
 struct mds_handle {
 	uint64_t handle;
 	uint64_t ino;
-	uint64_t conn_id;
-	struct mds_handle *prev_conn, *next_conn;
+	uint64_t sid;
+	struct mds_handle *prev, *next; /* in the session's list */
 };
 
-void mds_handles_init(struct mds *m);
-void mds_handles_destroy(struct mds *m);
-int mds_handle_open(struct mds *m, uint64_t ino, uint64_t conn_id, uint64_t *handle);
-/* Checks that a handle, if this MDS knows it, was opened on ino by conn_id: -EBADF if not.
+void mds_sessions_init(struct mds *m);
+void mds_sessions_destroy(struct mds *m);
+/* The session of a connection (an anonymous one is made for a connection that never said
+ * MDS_CONNECT: an OSS, a raw client). NULL only without memory. */
+struct mds_session *mds_session_of(struct mds *m, uint64_t conn_id);
+/* MDS_CONNECT from a client with this uuid: its session, found again or new, now on conn_id. */
+struct mds_session *mds_session_connect(struct mds *m, uint64_t conn_id, const uint64_t uuid[2]);
+/* A connection went away: its session waits for its client (an anonymous one ends now). */
+int mds_session_disconnect(struct mds *m, struct mdt_txn *t, uint64_t conn_id, bool *released);
+/* Ends the sessions whose client has been away longer than the recovery window. */
+int mds_sessions_expire(struct mds *m, struct mdt_txn *t, uint64_t now_ns, bool *released);
+
+int mds_handle_open(struct mds *m, uint64_t ino, uint64_t sid, uint64_t *handle);
+/* Checks that a handle, if this MDS knows it, was opened on ino by session sid: -EBADF if not.
  * An unknown handle is fine: it comes from before a restart. */
-int mds_handle_check(struct mds *m, uint64_t handle, uint64_t ino, uint64_t conn_id);
+int mds_handle_check(struct mds *m, uint64_t handle, uint64_t ino, uint64_t sid);
 /* Ends a handle (checked as mds_handle_check does); when it was the last on an unlinked inode,
  * releases the inode in t. */
-int mds_handle_close(struct mds *m, struct mdt_txn *t, uint64_t handle, uint64_t ino,
-		     uint64_t conn_id, bool *released);
-/* Ends every handle of a connection. */
-int mds_handles_drop_conn(struct mds *m, struct mdt_txn *t, uint64_t conn_id, bool *released);
+int mds_handle_close(struct mds *m, struct mdt_txn *t, uint64_t handle, uint64_t ino, uint64_t sid,
+		     bool *released);
 bool mds_ino_is_open(struct mds *m, uint64_t ino);
 
 /* locks.c */
@@ -105,11 +138,14 @@ bool mds_ino_is_open(struct mds *m, uint64_t ino);
 #define MDS_PARKED 1
 /* Requests waiting for a lock, over all clients: beyond, -ENOLCK (memory stays bounded). */
 #define MDS_MAX_LOCK_WAITERS 65536
-/* MDS_LOCK: 0 with a reply (malloc'd lw_lock_rep in *reply), a negative errno, or MDS_PARKED. */
-int mds_lock(struct mds *m, struct srv_req *req, const struct lw_lock_req *q, void **reply,
-	     uint32_t *reply_len);
-/* A connection went away: its locks go, its waiters are dropped, and others may be granted. */
-void mds_locks_drop_conn(struct mds *m, uint64_t conn_id);
+/* MDS_LOCK for session sid: 0 with a reply (malloc'd lw_lock_rep in *reply), a negative errno,
+ * or MDS_PARKED. */
+int mds_lock(struct mds *m, struct srv_req *req, uint64_t sid, const struct lw_lock_req *q,
+	     void **reply, uint32_t *reply_len);
+/* A connection went away: its waiting requests are dropped (their client resends them). */
+void mds_locks_drop_waiters(struct mds *m, uint64_t conn_id);
+/* A session ended: its locks go, and others may be granted. */
+void mds_locks_drop_session(struct mds *m, uint64_t sid);
 void mds_locks_destroy(struct mds *m);
 
 /* destroyer.c */

@@ -54,6 +54,7 @@ enum mdt_db {
 	MDT_DB_OSTS,
 	MDT_DB_ORPHANS,
 	MDT_DB_DESTROY,
+	MDT_DB_REPLIES,
 	MDT_DB_COUNT
 };
 

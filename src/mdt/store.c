@@ -27,6 +27,7 @@ static const char *const db_names[MDT_DB_COUNT] = {
 	[MDT_DB_OSTS] = "osts",
 	[MDT_DB_ORPHANS] = "orphans",
 	[MDT_DB_DESTROY] = "destroy",
+	[MDT_DB_REPLIES] = "replies",
 };
 
 #define META_VERSION  "version"

@@ -236,6 +236,23 @@ int mdt_destroy_list_ost(struct mdt_txn *t, uint32_t ost_idx, struct loom_ostobj
 			 size_t *n);
 int mdt_destroy_done(struct mdt_txn *t, uint32_t ost_idx, uint64_t objid);
 
+/* ---- the reply cache: answers to requests that must not be applied twice ---- */
+
+/*
+ * A client that lost its connection resends what was in flight; a request the MDS had already
+ * applied is answered from here instead of being applied again (an unlink that succeeded must
+ * not fail with ENOENT the second time). Entries are written in the same transaction as the
+ * change they answer, so they survive a restart exactly when the change does.
+ * Keys are the client's uuid and the request id.
+ */
+int mdt_reply_put(struct mdt_txn *t, const uint64_t uuid[2], uint64_t req_id, int status,
+		  const void *body, uint32_t len, int64_t now_s);
+/* -ENOENT if there is none; else *body is malloc'd (caller frees). */
+int mdt_reply_get(struct mdt_txn *t, const uint64_t uuid[2], uint64_t req_id, int *status,
+		  void **body, uint32_t *len);
+/* Removes up to max entries written before older_than_s; *removed counts them. */
+int mdt_reply_sweep(struct mdt_txn *t, int64_t older_than_s, size_t max, size_t *removed);
+
 /* ---- the OST table ---- */
 
 struct mdt_ost {

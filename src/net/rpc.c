@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/auth.h"
 #include "common/crc.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -23,18 +24,35 @@
 
 enum rstate { RS_HDR, RS_BODY, RS_BULK };
 
+enum conn_state {
+	CS_CONNECTED,
+	CS_RECOVERING, /* the socket is gone; reconnecting until recover_deadline */
+	CS_FAILED,     /* for good: calls fail at once */
+};
+
+struct rpc_hs {
+	struct rpc_conn *conn;
+	int fd;
+	int timeout_ms;
+};
+
 struct rpc_conn {
 	int fd;
 	int wake_fd;
 	pthread_t thread;
 	char peer[96];
+	char host[64];
+	uint16_t port;
+	struct rpc_conn_opts opts;
+	uint8_t key[LOOM_KEY_MAX];
 
-	pthread_mutex_t lock;        /* the queues, next_id, failed, stopping */
+	pthread_mutex_t lock;        /* the queues, next_id, state, stopping */
 	struct rpc_call *sendq_head; /* submitted, not yet (fully) sent */
 	struct rpc_call *sendq_tail;
 	struct rpc_call *inflight;   /* sent, awaiting a reply */
 	uint64_t next_id;
-	bool failed;
+	enum conn_state state;
+	uint64_t recover_deadline_ns;
 	bool stopping;
 
 	/* Receive state, I/O thread only. */
@@ -101,9 +119,9 @@ static void conn_fail_locked(struct rpc_conn *c, const char *why)
 {
 	struct rpc_call *list[2] = { c->sendq_head, c->inflight };
 
-	if (!c->failed && !c->stopping && why)
+	if (c->state != CS_FAILED && !c->stopping && why)
 		log_warn("connection to %s lost: %s", c->peer, why);
-	c->failed = true;
+	c->state = CS_FAILED;
 	c->sendq_head = c->sendq_tail = NULL;
 	c->inflight = NULL;
 	for (int i = 0; i < 2; i++) {
@@ -153,7 +171,7 @@ void rpc_submit(struct rpc_conn *c, struct rpc_call *call, struct rpc_wait *w)
 		return;
 	}
 	pthread_mutex_lock(&c->lock);
-	if (c->failed) {
+	if (c->state == CS_FAILED || (c->state == CS_RECOVERING && (call->flags & RPC_NOWAIT))) {
 		pthread_mutex_unlock(&c->lock);
 		call_complete(call, -EIO);
 		return;
@@ -189,9 +207,19 @@ bool rpc_conn_alive(struct rpc_conn *c)
 	bool alive;
 
 	pthread_mutex_lock(&c->lock);
-	alive = !c->failed;
+	alive = c->state != CS_FAILED;
 	pthread_mutex_unlock(&c->lock);
 	return alive;
+}
+
+bool rpc_conn_recovering(struct rpc_conn *c)
+{
+	bool r;
+
+	pthread_mutex_lock(&c->lock);
+	r = c->state == CS_RECOVERING;
+	pthread_mutex_unlock(&c->lock);
+	return r;
 }
 
 const char *rpc_conn_peer(const struct rpc_conn *c)
@@ -420,7 +448,117 @@ static const char *conn_parse(struct rpc_conn *c)
 	return NULL;
 }
 
-/* Reads what the socket has. 0, or -1 when the connection failed (already reported). */
+/* Orders calls by request id, so that resent calls go out in the order they were first sent. */
+static struct rpc_call *sort_by_id(struct rpc_call *list)
+{
+	struct rpc_call *sorted = NULL;
+
+	while (list) {
+		struct rpc_call *c = list, **pp = &sorted;
+
+		list = c->next;
+		while (*pp && (*pp)->req_id < c->req_id)
+			pp = &(*pp)->next;
+		c->next = *pp;
+		*pp = c;
+	}
+	return sorted;
+}
+
+/* The call goes out again: marked resent (the server may have applied it already and answers
+ * from its reply cache then), same request id; the bulk checksum stays what it was. */
+static void call_mark_resent(struct rpc_call *call)
+{
+	call->sent = 0;
+	lw_hdr_fill(&call->hdr, call->opcode, LW_F_RESENT, 0, call->req_id, call->body, call->body_len,
+		    call->bulk_len, call->hdr.bulk_crc);
+}
+
+/* Clears the receive state after the socket went away. I/O thread. */
+static void recv_reset(struct rpc_conn *c)
+{
+	free(c->rbody);
+	c->rbody = NULL;
+	c->rstate = RS_HDR;
+	c->hgot = 0;
+	c->rpos = c->rlen = 0;
+	c->got = 0;
+}
+
+/*
+ * The socket broke. Without recovery every call fails. With it, the calls that were in flight
+ * (and the one whose reply was being read) go back to the front of the queue to be resent after
+ * reconnecting, except RPC_NOWAIT ones, which fail now. I/O thread.
+ */
+static void conn_broken(struct rpc_conn *c, const char *why)
+{
+	struct rpc_call *back, *keep = NULL, **kt = &keep, *fail = NULL;
+
+	pthread_mutex_lock(&c->lock);
+	if (c->fd >= 0) {
+		close(c->fd);
+		c->fd = -1;
+	}
+	if (!c->opts.recovery_ms || c->stopping) {
+		if (c->rcall) {
+			call_complete(c->rcall, -EIO);
+			c->rcall = NULL;
+		}
+		conn_fail_locked(c, why);
+		pthread_mutex_unlock(&c->lock);
+		recv_reset(c);
+		return;
+	}
+	back = c->inflight;
+	c->inflight = NULL;
+	if (c->rcall) {
+		c->rcall->next = back;
+		back = c->rcall;
+		c->rcall = NULL;
+	}
+	if (c->sendq_head) {
+		/* The head may be half sent: it goes again too. */
+		struct rpc_call *h = c->sendq_head;
+		c->sendq_head = h->next;
+		if (!c->sendq_head)
+			c->sendq_tail = NULL;
+		h->next = back;
+		back = h;
+	}
+	back = sort_by_id(back);
+	while (back) {
+		struct rpc_call *call = back;
+		back = call->next;
+		call->next = NULL;
+		if (call->flags & RPC_NOWAIT) {
+			call->next = fail;
+			fail = call;
+			continue;
+		}
+		call_mark_resent(call);
+		*kt = call;
+		kt = &call->next;
+	}
+	*kt = c->sendq_head;
+	c->sendq_head = keep;
+	if (!c->sendq_tail || !*kt)
+		for (c->sendq_tail = c->sendq_head; c->sendq_tail && c->sendq_tail->next;)
+			c->sendq_tail = c->sendq_tail->next;
+	if (c->state != CS_RECOVERING)
+		log_warn("connection to %s lost: %s; reconnecting for up to %u s", c->peer, why,
+			 c->opts.recovery_ms / 1000);
+	c->state = CS_RECOVERING;
+	c->recover_deadline_ns = clock_mono_ns() + (uint64_t)c->opts.recovery_ms * 1000000ull;
+	pthread_mutex_unlock(&c->lock);
+	while (fail) {
+		struct rpc_call *call = fail;
+		fail = call->next;
+		call_complete(call, -EIO);
+	}
+	recv_reset(c);
+}
+
+/* Reads what the socket has. 0, or -1 when the connection broke (already handled). */
 static int conn_recv(struct rpc_conn *c)
 {
 	char why[96];
@@ -448,14 +586,22 @@ static int conn_recv(struct rpc_conn *c)
 				c->rlen = (uint32_t)n;
 				err = conn_parse(c);
 				if (err) {
-					conn_fail(c, err);
+					/* A peer that breaks the protocol is not recovered. */
+					pthread_mutex_lock(&c->lock);
+					if (c->rcall) {
+						call_complete(c->rcall, -EIO);
+						c->rcall = NULL;
+					}
+					conn_fail_locked(c, err);
+					pthread_mutex_unlock(&c->lock);
+					recv_reset(c);
 					return -1;
 				}
 				continue;
 			}
 		}
 		if (n == 0) {
-			conn_fail(c, "server closed the connection");
+			conn_broken(c, "server closed the connection");
 			return -1;
 		}
 		if (errno == EINTR)
@@ -463,31 +609,270 @@ static int conn_recv(struct rpc_conn *c)
 		if (errno == EAGAIN)
 			return 0;
 		snprintf(why, sizeof(why), "receive error: %s", strerror(errno));
-		conn_fail(c, why);
+		conn_broken(c, why);
 		return -1;
 	}
+}
+
+/* ---- connecting, the handshake, authentication ---- */
+
+static int wait_fd(int fd, short ev, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = fd, .events = ev };
+
+	for (;;) {
+		int rc = poll(&pfd, 1, timeout_ms);
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc < 0)
+			return -errno;
+		return rc == 0 ? -ETIMEDOUT : 0;
+	}
+}
+
+static int hs_send(int fd, const void *buf, size_t len, int timeout_ms)
+{
+	const uint8_t *p = buf;
+
+	while (len > 0) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN) {
+				int rc = wait_fd(fd, POLLOUT, timeout_ms);
+				if (rc)
+					return rc;
+				continue;
+			}
+			return -EIO;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int hs_recv(int fd, void *buf, size_t len, int timeout_ms)
+{
+	uint8_t *p = buf;
+
+	while (len > 0) {
+		ssize_t n = recv(fd, p, len, 0);
+		if (n == 0)
+			return -EIO;
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN) {
+				int rc = wait_fd(fd, POLLIN, timeout_ms);
+				if (rc)
+					return rc;
+				continue;
+			}
+			return -EIO;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int rpc_hs_call(struct rpc_hs *hs, uint16_t opcode, const void *body, uint32_t len, void *reply,
+		uint32_t cap, uint32_t *rlen)
+{
+	struct lw_hdr h;
+	uint8_t *rbody = NULL;
+	uint64_t id;
+	int rc;
+
+	pthread_mutex_lock(&hs->conn->lock);
+	id = ++hs->conn->next_id;
+	pthread_mutex_unlock(&hs->conn->lock);
+	lw_hdr_fill(&h, opcode, 0, 0, id, body, len, 0, 0);
+	rc = hs_send(hs->fd, &h, sizeof(h), hs->timeout_ms);
+	if (rc == 0 && len)
+		rc = hs_send(hs->fd, body, len, hs->timeout_ms);
+	if (rc == 0)
+		rc = hs_recv(hs->fd, &h, sizeof(h), hs->timeout_ms);
+	if (rc)
+		return rc;
+	if (lw_hdr_check(&h) || !(h.flags & LW_F_REPLY) || h.req_id != id || h.opcode != opcode ||
+	    h.bulk_len != 0)
+		return -EPROTO;
+	rbody = malloc(h.body_len ? h.body_len : 1);
+	if (!rbody)
+		return -ENOMEM;
+	rc = hs_recv(hs->fd, rbody, h.body_len, hs->timeout_ms);
+	if (rc == 0 && lw_hdr_crc_check(&h, rbody))
+		rc = -EPROTO;
+	if (rc == 0) {
+		memcpy(reply, rbody, MIN(cap, h.body_len));
+		if (rlen)
+			*rlen = h.body_len;
+		rc = lw_errno_from_wire(h.status);
+	}
+	free(rbody);
+	return rc;
+}
+
+/* Proves to the server that we hold the key, and has it prove the same to us. */
+static int authenticate(struct rpc_hs *hs)
+{
+	struct rpc_conn *c = hs->conn;
+	struct lw_auth_challenge ch;
+	struct lw_auth_prove pr;
+	struct lw_auth_proof proof;
+	uint8_t want[LOOM_MAC_LEN];
+	uint32_t len = 0;
+	int rc;
+
+	rc = rpc_hs_call(hs, LW_OP_AUTH_CHALLENGE, NULL, 0, &ch, sizeof(ch), &len);
+	if (rc == -EOPNOTSUPP) {
+		log_err("%s does not authenticate clients, but this client has a key: refusing it", c->peer);
+		return -EACCES;
+	}
+	if (rc)
+		return rc;
+	if (len != sizeof(ch))
+		return -EPROTO;
+	rc = random_bytes(pr.nonce, sizeof(pr.nonce));
+	if (rc)
+		return rc;
+	loom_auth_mac(c->key, c->opts.keylen, "loom-auth-client", ch.nonce, pr.nonce, LW_AUTH_NONCE, pr.mac);
+	rc = rpc_hs_call(hs, LW_OP_AUTH_PROVE, &pr, sizeof(pr), &proof, sizeof(proof), &len);
+	if (rc == -EACCES) {
+		log_err("%s refused this client's file system key", c->peer);
+		return rc;
+	}
+	if (rc)
+		return rc;
+	loom_auth_mac(c->key, c->opts.keylen, "loom-auth-server", pr.nonce, ch.nonce, LW_AUTH_NONCE, want);
+	if (len != sizeof(proof) || !loom_auth_equal(proof.mac, want)) {
+		log_err("%s could not prove it holds the file system key: refusing it", c->peer);
+		return -EACCES;
+	}
+	return 0;
+}
+
+static int connect_timeout(int fd, const struct sockaddr *sa, socklen_t len, int timeout_ms)
+{
+	int err = 0, rc;
+	socklen_t el = sizeof(err);
+
+	if (connect(fd, sa, len) == 0)
+		return 0;
+	if (errno != EINPROGRESS)
+		return -errno;
+	rc = wait_fd(fd, POLLOUT, timeout_ms);
+	if (rc)
+		return rc;
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0)
+		return -errno;
+	return -err;
+}
+
+static bool fatal_hello_error(int rc)
+{
+	return rc == -EACCES || rc == -ENODEV || rc == -EPROTONOSUPPORT || rc == -EPROTO;
+}
+
+/* A connected, authenticated socket that has said hello, or a negative errno. */
+static int conn_dial(struct rpc_conn *c, int *fd_out)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *ai = NULL;
+	char portstr[8];
+	int one = 1, fd, rc;
+	int timeout = c->opts.connect_timeout_ms ? c->opts.connect_timeout_ms : 5000;
+	struct rpc_hs hs = { .conn = c, .timeout_ms = timeout };
+
+	if (c->opts.resolve)
+		c->opts.resolve(c->opts.arg, c->host, sizeof(c->host), &c->port);
+	snprintf(portstr, sizeof(portstr), "%u", c->port);
+	rc = getaddrinfo(c->host, portstr, &hints, &ai);
+	if (rc != 0)
+		return rc == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		rc = -errno;
+		goto out;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	rc = connect_timeout(fd, ai->ai_addr, ai->ai_addrlen, timeout);
+	hs.fd = fd;
+	if (rc == 0 && c->opts.keylen)
+		rc = authenticate(&hs);
+	if (rc == 0 && c->opts.hello)
+		rc = c->opts.hello(&hs, c->opts.arg);
+	if (rc) {
+		close(fd);
+		goto out;
+	}
+	*fd_out = fd;
+out:
+	freeaddrinfo(ai);
+	return rc;
+}
+
+/* One reconnection attempt while recovering; on success the queue flows again. I/O thread. */
+static void conn_reconnect(struct rpc_conn *c)
+{
+	int fd = -1, rc;
+
+	rc = conn_dial(c, &fd);
+	pthread_mutex_lock(&c->lock);
+	if (rc == 0) {
+		c->fd = fd;
+		c->state = CS_CONNECTED;
+		snprintf(c->peer, sizeof(c->peer), "%s (%s:%u)", c->opts.name ? c->opts.name : "server",
+			 c->host, c->port);
+		log_info("reconnected to %s; resending what was in flight", c->peer);
+	} else if (fatal_hello_error(rc)) {
+		conn_fail_locked(c, "the server refused this client after it restarted");
+	} else if (clock_mono_ns() >= c->recover_deadline_ns) {
+		char why[96];
+		snprintf(why, sizeof(why), "still unreachable after %u s (%s)", c->opts.recovery_ms / 1000,
+			 strerror(-rc));
+		conn_fail_locked(c, why);
+	}
+	pthread_mutex_unlock(&c->lock);
 }
 
 static void *conn_thread(void *arg)
 {
 	struct rpc_conn *c = arg;
+	int backoff_ms = 50;
 
 	for (;;) {
 		struct pollfd pfd[2] = {
 			{ .fd = c->fd, .events = POLLIN },
 			{ .fd = c->wake_fd, .events = POLLIN },
 		};
-		bool stopping, failed, want_out;
+		enum conn_state state;
+		bool stopping, want_out;
 		uint64_t v;
 		int rc;
 
 		pthread_mutex_lock(&c->lock);
 		stopping = c->stopping;
-		failed = c->failed;
+		state = c->state;
 		want_out = c->sendq_head != NULL;
 		pthread_mutex_unlock(&c->lock);
-		if (stopping || failed)
+		if (stopping || state == CS_FAILED)
 			break; /* a failed connection fails new calls at once: nothing left to do here */
+		if (state == CS_RECOVERING) {
+			/* Wait a little (a stop request cuts it short), then try again. */
+			pfd[0].fd = -1;
+			if (poll(pfd, 2, backoff_ms) > 0 && (pfd[1].revents & POLLIN) &&
+			    read(c->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				break;
+			backoff_ms = MIN(backoff_ms * 2, 1000);
+			conn_reconnect(c);
+			continue;
+		}
+		backoff_ms = 50;
 		if (want_out)
 			pfd[0].events |= POLLOUT;
 		rc = poll(pfd, 2, -1);
@@ -510,12 +895,12 @@ static void *conn_thread(void *arg)
 		if (rc < 0) {
 			char why[96];
 			snprintf(why, sizeof(why), "send error: %s", strerror(-rc));
-			conn_fail(c, why);
+			conn_broken(c, why);
 		}
 	}
 	/* Give the socket back now; the connection object lives until rpc_conn_close. */
 	pthread_mutex_lock(&c->lock);
-	if (c->failed && c->fd >= 0) {
+	if (c->fd >= 0) {
 		close(c->fd);
 		c->fd = -1;
 	}
@@ -523,85 +908,61 @@ static void *conn_thread(void *arg)
 	return NULL;
 }
 
-static int connect_timeout(int fd, const struct sockaddr *sa, socklen_t len, int timeout_ms)
-{
-	struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-	int err = 0;
-	socklen_t el = sizeof(err);
-
-	if (connect(fd, sa, len) == 0)
-		return 0;
-	if (errno != EINPROGRESS)
-		return -errno;
-	for (;;) {
-		int rc = poll(&pfd, 1, timeout_ms);
-		if (rc < 0 && errno == EINTR)
-			continue;
-		if (rc < 0)
-			return -errno;
-		if (rc == 0)
-			return -ETIMEDOUT;
-		break;
-	}
-	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0)
-		return -errno;
-	return -err;
-}
-
 int rpc_conn_open(const char *host, uint16_t port, const struct rpc_conn_opts *opts,
 		  struct rpc_conn **out)
 {
-	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
-	struct addrinfo *ai = NULL;
 	struct rpc_conn *c;
-	char portstr[8];
-	int one = 1, rc, timeout = opts && opts->connect_timeout_ms ? opts->connect_timeout_ms : 5000;
-
-	snprintf(portstr, sizeof(portstr), "%u", port);
-	rc = getaddrinfo(host, portstr, &hints, &ai);
-	if (rc != 0)
-		return rc == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
+	int rc, fd = -1;
 
 	c = calloc(1, sizeof(*c));
-	if (!c) {
-		rc = -ENOMEM;
-		goto out_ai;
-	}
+	if (!c)
+		return -ENOMEM;
 	c->fd = c->wake_fd = -1;
-	if (opts && opts->name)
-		snprintf(c->peer, sizeof(c->peer), "%s (%s:%u)", opts->name, host, port);
-	else
-		snprintf(c->peer, sizeof(c->peer), "%s:%u", host, port);
+	if (opts)
+		c->opts = *opts;
+	if (c->opts.keylen > sizeof(c->key)) {
+		free(c);
+		return -EINVAL;
+	}
+	if (c->opts.keylen)
+		memcpy(c->key, c->opts.key, c->opts.keylen);
+	c->opts.key = NULL;
+	c->opts.name = NULL; /* the caller's string may not live on: the name is kept in peer */
+	snprintf(c->host, sizeof(c->host), "%s", host);
+	c->port = port;
+	snprintf(c->peer, sizeof(c->peer), "%s (%s:%u)", opts && opts->name ? opts->name : "server", host, port);
+	pthread_mutex_init(&c->lock, NULL);
 	c->rbuf = malloc(RBUF_SIZE);
-	c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	c->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (!c->rbuf || c->fd < 0 || c->wake_fd < 0) {
+	if (!c->rbuf || c->wake_fd < 0) {
 		rc = c->rbuf ? -errno : -ENOMEM;
 		goto fail;
 	}
-	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	setsockopt(c->fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-	rc = connect_timeout(c->fd, ai->ai_addr, ai->ai_addrlen, timeout);
-	if (rc)
-		goto fail;
-	pthread_mutex_init(&c->lock, NULL);
+	rc = conn_dial(c, &fd);
+	if (rc) {
+		/* With recovery and lazy, a server that is away is waited for like one that left. */
+		if (!(c->opts.lazy && c->opts.recovery_ms) || fatal_hello_error(rc))
+			goto fail;
+		c->state = CS_RECOVERING;
+		c->recover_deadline_ns = clock_mono_ns() + (uint64_t)c->opts.recovery_ms * 1000000ull;
+		log_warn("cannot reach %s yet (%s); waiting for it for up to %u s", c->peer, strerror(-rc),
+			 c->opts.recovery_ms / 1000);
+	}
+	c->fd = fd;
 	rc = -pthread_create(&c->thread, NULL, conn_thread, c);
 	if (rc) {
-		pthread_mutex_destroy(&c->lock);
+		if (fd >= 0)
+			close(fd);
 		goto fail;
 	}
 	*out = c;
-	freeaddrinfo(ai);
 	return 0;
 fail:
-	if (c->fd >= 0)
-		close(c->fd);
 	if (c->wake_fd >= 0)
 		close(c->wake_fd);
+	pthread_mutex_destroy(&c->lock);
 	free(c->rbuf);
 	free(c);
-out_ai:
-	freeaddrinfo(ai);
 	return rc;
 }
 

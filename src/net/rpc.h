@@ -30,9 +30,13 @@ struct rpc_wait {
 
 #define RPC_MAX_IOV 64
 
+#define RPC_NOWAIT 0x1u /* while the server is away, fail at once with -EIO instead of waiting
+                          * for it to come back (and never resend) */
+
 struct rpc_call {
 	/* The request, filled by the caller. */
 	uint16_t opcode;
+	uint32_t flags;      /* RPC_* */
 	const void *body;
 	uint32_t body_len;
 	const struct iovec *bulk;   /* request bulk, bulk_cnt iovecs totalling bulk_len bytes */
@@ -59,18 +63,50 @@ struct rpc_call {
 	struct rpc_call *next;
 };
 
+/* A handshake: requests sent and answered one at a time on a fresh socket, before any other
+ * traffic (authentication, session set-up, replay after a server restart). */
+struct rpc_hs;
+/* Sends one request (no bulk) and waits for its reply body (cap bytes at most; *rlen gets its
+ * length). Returns the server's status, or -EIO/-ETIMEDOUT/-EPROTO for a transport failure. */
+int rpc_hs_call(struct rpc_hs *hs, uint16_t opcode, const void *body, uint32_t len, void *reply,
+		uint32_t cap, uint32_t *rlen);
+
 struct rpc_conn_opts {
-	const char *name; /* for log lines, e.g. "OST0003" */
+	const char *name;       /* for log lines, e.g. "OST0003" */
 	int connect_timeout_ms; /* 0 = 5000 */
+	/*
+	 * Recovery. With recovery_ms 0, a broken connection fails its calls with -EIO at once. Else
+	 * the connection keeps its calls, reconnects (asking `resolve` where the server is now), runs
+	 * its handshake again, and resends what was in flight (marked LW_F_RESENT, same request
+	 * ids), for up to recovery_ms; only then do calls fail with -EIO. Meanwhile new calls wait
+	 * (unless RPC_NOWAIT).
+	 */
+	uint32_t recovery_ms;
+	/* With recovery: rpc_conn_open succeeds although the server cannot be reached yet. */
+	bool lazy;
+	const uint8_t *key;     /* the file system key (NULL: none), to authenticate every connection */
+	size_t keylen;
+	/* Runs on every (re)connection after authentication and before anything is (re)sent.
+	 * Returns 0, or a negative errno: -EACCES, -ENODEV, -EPROTONOSUPPORT end the connection for
+	 * good; others are retried like a failed connect. */
+	int (*hello)(struct rpc_hs *hs, void *arg);
+	/* Before each reconnection attempt: may change host/port (a server that moved). */
+	void (*resolve)(void *arg, char *host, size_t cap, uint16_t *port);
+	void *arg;
 };
 
-/* Connects to host:port (numeric IPv4 or a name). -ECONNREFUSED, -ETIMEDOUT, -EHOSTUNREACH... */
+/* Connects to host:port (numeric IPv4 or a name) and runs the handshake. -ECONNREFUSED,
+ * -ETIMEDOUT, -EHOSTUNREACH (nothing there), -EACCES (authentication failed or missing), or the
+ * hello's error. */
 int rpc_conn_open(const char *host, uint16_t port, const struct rpc_conn_opts *opts,
 		  struct rpc_conn **out);
 /* Fails calls still in flight with -EIO, stops the thread and frees the connection. */
 void rpc_conn_close(struct rpc_conn *c);
-/* false once the connection has failed; every later call fails at once with -EIO. */
+/* false once the connection has failed for good (no recovery, or its window passed); every
+ * later call then fails at once with -EIO. */
 bool rpc_conn_alive(struct rpc_conn *c);
+/* true while a connection is away and being recovered. */
+bool rpc_conn_recovering(struct rpc_conn *c);
 const char *rpc_conn_peer(const struct rpc_conn *c);
 /* The local address of the connection (numeric), which is how the peer reaches us back. */
 int rpc_conn_local_host(const struct rpc_conn *c, char *buf, size_t cap);

@@ -15,6 +15,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "common/auth.h"
 #include "common/crc.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -57,6 +58,7 @@ struct srv_conn {
 	pthread_mutex_t lock;   /* everything below up to the read state */
 	int refs;               /* the loop's while open, plus one per request handed out */
 	bool closed;            /* fd closed: replies are dropped */
+	bool close_when_flushed;/* an authentication failure: say why, then hang up */
 	atomic_bool paused;     /* not reading: too much in flight (written under lock) */
 	bool resume_queued;     /* on srv->resume, to parse what rbuf still holds */
 	uint32_t events;        /* what epoll is asked for now */
@@ -75,6 +77,9 @@ struct srv_conn {
 	struct srv_req *req;
 	uint32_t got;            /* of body or bulk, per rstate */
 	bool starved;            /* waiting for server memory to start its next frame */
+	bool authed;             /* proved it holds the key (always true when the server has none) */
+	bool challenged;
+	uint8_t nonce[LW_AUTH_NONCE];
 	struct srv_conn *prev_open, *next_open;
 	struct srv_conn *next_starved;
 	struct srv_conn *next_grave;
@@ -94,6 +99,7 @@ struct srv {
 	uint64_t accept_paused_until;
 
 	atomic_uint_fast64_t mem; /* bytes charged to requests and replies */
+	uint8_t key[LOOM_KEY_MAX];
 	atomic_bool starving;     /* some connection waits for mem to fall */
 
 	/* Loop thread only. */
@@ -278,6 +284,8 @@ static int conn_flush(struct srv_conn *c)
 			out_frame_free(c->srv, f);
 		}
 	}
+	if (!c->out_head && c->close_when_flushed && !c->closed)
+		shutdown(c->fd, SHUT_RDWR); /* the loop closes it on the hang-up */
 	return 0;
 }
 
@@ -351,10 +359,13 @@ static uint64_t req_charge(const struct lw_hdr *h)
 	return sizeof(struct srv_req) + h->body_len + (uint64_t)h->bulk_len;
 }
 
+static void conn_authenticate(struct srv_conn *c, struct srv_req *req);
+
 static void conn_deliver(struct srv_conn *c)
 {
 	struct srv *s = c->srv;
 	struct srv_req *req = c->req;
+	uint16_t op = req->hdr.opcode;
 
 	c->req = NULL;
 	req->recv_ns = clock_mono_ns();
@@ -365,7 +376,69 @@ static void conn_deliver(struct srv_conn *c)
 	req->counted = true;
 	conn_check_pause(c);
 	pthread_mutex_unlock(&c->lock);
+	if (op == LW_OP_AUTH_CHALLENGE || op == LW_OP_AUTH_PROVE || !c->authed) {
+		conn_authenticate(c, req);
+		return;
+	}
 	s->opts.deliver(req, s->opts.arg);
+}
+
+/* Loop thread: the authentication exchange (wire.h), and the gate before it is done. */
+static void conn_authenticate(struct srv_conn *c, struct srv_req *req)
+{
+	struct srv *s = c->srv;
+	uint16_t op = req->hdr.opcode;
+
+	if (!s->opts.keylen) {
+		/* A server without a key answers the exchange with "not supported"; a client that
+		 * wants one then refuses the server. */
+		c->authed = true;
+		if (op == LW_OP_AUTH_CHALLENGE || op == LW_OP_AUTH_PROVE)
+			srv_reply(req, -EOPNOTSUPP, NULL, 0, NULL, 0, NULL);
+		else
+			s->opts.deliver(req, s->opts.arg);
+		return;
+	}
+	if (op == LW_OP_AUTH_CHALLENGE && req->hdr.body_len == 0 && random_bytes(c->nonce, sizeof(c->nonce)) == 0) {
+		struct lw_auth_challenge ch;
+
+		memcpy(ch.nonce, c->nonce, sizeof(ch.nonce));
+		c->challenged = true;
+		srv_reply(req, 0, &ch, sizeof(ch), NULL, 0, NULL);
+		return;
+	}
+	if (op == LW_OP_AUTH_PROVE && c->challenged && req->hdr.body_len == sizeof(struct lw_auth_prove)) {
+		struct lw_auth_prove pr;
+		struct lw_auth_proof proof;
+		uint8_t want[LOOM_MAC_LEN];
+
+		memcpy(&pr, req->body, sizeof(pr));
+		loom_auth_mac(s->key, s->opts.keylen, "loom-auth-client", c->nonce, pr.nonce, LW_AUTH_NONCE, want);
+		c->challenged = false; /* one proof per challenge */
+		if (loom_auth_equal(pr.mac, want)) {
+			c->authed = true;
+			loom_auth_mac(s->key, s->opts.keylen, "loom-auth-server", pr.nonce, c->nonce,
+				      LW_AUTH_NONCE, proof.mac);
+			srv_reply(req, 0, &proof, sizeof(proof), NULL, 0, NULL);
+			return;
+		}
+		log_warn("%s: connection %llu from %s: wrong file system key; refusing it", s->name,
+			 (unsigned long long)c->id, c->peer);
+	} else if (op == LW_OP_AUTH_CHALLENGE || op == LW_OP_AUTH_PROVE) {
+		log_warn("%s: connection %llu from %s: malformed authentication; refusing it", s->name,
+			 (unsigned long long)c->id, c->peer);
+	} else {
+		log_warn("%s: connection %llu from %s: %s before authenticating (the client has no key "
+			 "or the wrong one); refusing it", s->name, (unsigned long long)c->id, c->peer,
+			 lw_op_name(op));
+	}
+	/* Tell the client why (EACCES), then hang up. */
+	pthread_mutex_lock(&c->lock);
+	c->close_when_flushed = true;
+	atomic_store(&c->paused, true); /* read nothing more from it */
+	conn_set_events(c);
+	pthread_mutex_unlock(&c->lock);
+	srv_reply(req, -EACCES, NULL, 0, NULL, 0, NULL);
 }
 
 /* A request whose bulk failed its checksum is answered here; the framing is still sound. */
@@ -639,6 +712,7 @@ static void srv_accept(struct srv *s)
 		c->fd = fd;
 		c->id = ++s->next_conn_id;
 		c->refs = 1;
+		c->authed = s->opts.keylen == 0;
 		atomic_init(&c->paused, false);
 		pthread_mutex_init(&c->lock, NULL);
 		inet_ntop(AF_INET, &sa.sin_addr, c->peer, sizeof(c->peer));
@@ -727,6 +801,13 @@ int srv_create(const struct srv_opts *opts, struct srv **out)
 		s->opts.max_memory = 1ull << 30;
 	if (!s->opts.bulk_ok)
 		s->opts.bulk_ok = any_bulk;
+	if (s->opts.keylen > sizeof(s->key)) {
+		free(s);
+		return -EINVAL;
+	}
+	if (s->opts.keylen)
+		memcpy(s->key, opts->key, s->opts.keylen);
+	s->opts.key = NULL;
 	snprintf(s->name, sizeof(s->name), "%s", opts->name ? opts->name : "srv");
 	s->listen_fd = s->wake_fd = s->epfd = -1;
 	atomic_init(&s->mem, 0);

@@ -53,6 +53,9 @@ struct srv_opts {
 	                           * Past it, no connection starts a new frame until replies drain. */
 	bool (*bulk_ok)(uint16_t opcode); /* may this opcode carry bulk? NULL: any may. A request
 	                           * with bulk it may not carry closes the connection. */
+	const uint8_t *key;       /* the file system key: every connection must prove it holds it
+	                           * (AUTH_CHALLENGE, AUTH_PROVE) before anything else. NULL: none. */
+	size_t keylen;
 };
 
 int srv_create(const struct srv_opts *opts, struct srv **out);

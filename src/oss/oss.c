@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/auth.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "net/bulk.h"
@@ -24,6 +25,7 @@
 
 #define MAX_OSTS          64
 #define HEARTBEAT_SECONDS 2
+#define SCRUB_RATE_MIB    128 /* default limit of a scrub, per OST */
 
 struct oss {
 	struct ost *osts[MAX_OSTS];
@@ -35,10 +37,13 @@ struct oss {
 	char mds_host[64];
 	uint16_t mds_port;
 	char advertise[64];
+	uint64_t scrub_rate;      /* bytes per second a scrub may read from one OST; 0: no limit */
 	pthread_t mds_thread;
 	pthread_mutex_t stop_lock;
 	pthread_cond_t stop_cond;
 	bool stopping;
+	uint8_t key[LOOM_KEY_MAX]; /* the file system key (keylen 0: none) */
+	size_t keylen;
 };
 
 static struct oss *the_oss;
@@ -79,7 +84,7 @@ static void oss_serve(struct oss *oss, struct srv_req *req)
 		srv_reply(req, -ENODEV, NULL, 0, NULL, 0, NULL);
 		return;
 	}
-	if (io.objid == 0 && op != LW_OP_OST_STATFS && op != LW_OP_OST_SYNC) {
+	if (io.objid == 0 && op != LW_OP_OST_STATFS && op != LW_OP_OST_SYNC && op != LW_OP_OST_SCRUB) {
 		srv_reply(req, -EINVAL, NULL, 0, NULL, 0, NULL);
 		return;
 	}
@@ -117,6 +122,19 @@ static void oss_serve(struct oss *oss, struct srv_req *req)
 		rc = ost_statfs(ost, &sf);
 		srv_reply(req, rc, &sf, rc ? 0 : sizeof(sf), NULL, 0, NULL);
 		return;
+	case LW_OP_OST_SCRUB: {
+		struct lw_scrub_rep sr;
+
+		/* The codec let only the two commands through. */
+		if (io.length == LW_SCRUB_START) {
+			rc = ost_scrub_start(ost, io.objid, oss->scrub_rate, &sr);
+		} else {
+			ost_scrub_status(ost, &sr);
+			rc = 0;
+		}
+		srv_reply(req, rc, &sr, rc ? 0 : sizeof(sr), NULL, 0, NULL);
+		return;
+	}
 	default:
 		rc = -EOPNOTSUPP;
 		break;
@@ -242,7 +260,8 @@ static void *mds_thread_main(void *arg)
 		int rc = 0;
 
 		if (!mds) {
-			struct rpc_conn_opts o = { .name = "MDS" };
+			struct rpc_conn_opts o = { .name = "MDS", .key = oss->keylen ? oss->key : NULL,
+						   .keylen = oss->keylen };
 			rc = rpc_conn_open(oss->mds_host, oss->mds_port, &o, &mds);
 			if (rc) {
 				if (!warned)
@@ -304,13 +323,18 @@ static void usage(FILE *f)
 		"  --advertise HOST   address clients should use (default: the one facing the MDS)\n"
 		"  --port-file FILE   write the bound HOST:PORT here once serving\n"
 		"  --threads N        I/O worker threads (default 8)\n"
+		"  --scrub-rate MIB   MiB/s a scrub may read from each OST (default %d; 0: no limit)\n"
+		"  --key FILE         the file system key: clients must prove they hold it, and the\n"
+		"                     MDS is asked to (default /etc/loom/loom.key, if it exists)\n"
 		"  --format           create the OSTs (needs --fsname) and exit\n"
 		"  --fsname NAME      file system name, up to %d characters\n"
 		"  --index N          with --format and one OST: the index it asks the MDS for\n"
 		"                     (default: the lowest free one at its first registration)\n"
 		"  --log-level LEVEL  error, warn, info (default) or debug\n",
-		LW_DEFAULT_MDS_PORT, LOOM_FSNAME_MAX);
+		LW_DEFAULT_MDS_PORT, SCRUB_RATE_MIB, LOOM_FSNAME_MAX);
 }
+
+#define DEFAULT_KEY_FILE "/etc/loom/loom.key"
 
 int main(int argc, char **argv)
 {
@@ -320,12 +344,14 @@ int main(int argc, char **argv)
 		{ "port-file", required_argument, NULL, 'p' }, { "threads", required_argument, NULL, 't' },
 		{ "format", no_argument, NULL, 'F' },        { "fsname", required_argument, NULL, 'n' },
 		{ "log-level", required_argument, NULL, 'L' }, { "help", no_argument, NULL, 'h' },
+		{ "key", required_argument, NULL, 'k' },
 		{ "index", required_argument, NULL, 'i' },
+		{ "scrub-rate", required_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *dirs[MAX_OSTS], *mds = NULL, *listen_addr = "0.0.0.0", *port_file = NULL,
-				     *fsname = NULL;
-	struct oss oss = { .nworkers = 8 };
+				     *fsname = NULL, *key_file = NULL;
+	struct oss oss = { .nworkers = 8, .scrub_rate = (uint64_t)SCRUB_RATE_MIB << 20 };
 	struct srv_opts so = { 0 };
 	char listen_host[64];
 	uint16_t listen_port;
@@ -347,6 +373,7 @@ int main(int argc, char **argv)
 		case 'l': listen_addr = optarg; break;
 		case 'a': snprintf(oss.advertise, sizeof(oss.advertise), "%s", optarg); break;
 		case 'p': port_file = optarg; break;
+		case 'k': key_file = optarg; break;
 		case 't':
 			oss.nworkers = atoi(optarg);
 			if (oss.nworkers < 1 || oss.nworkers > 256) {
@@ -354,6 +381,16 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'r': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*end || end == optarg || v > 1000000) {
+				fprintf(stderr, "loom-oss: --scrub-rate takes MiB/s, 0..1000000\n");
+				return 2;
+			}
+			oss.scrub_rate = (uint64_t)v << 20;
+			break;
+		}
 		case 'F': format = true; break;
 		case 'n': fsname = optarg; break;
 		case 'i': {
@@ -408,6 +445,19 @@ int main(int argc, char **argv)
 		fprintf(stderr, "loom-oss: bad --listen address '%s'\n", listen_addr);
 		return 2;
 	}
+	if (!key_file && access(DEFAULT_KEY_FILE, F_OK) == 0)
+		key_file = DEFAULT_KEY_FILE;
+	if (key_file) {
+		rc = loom_key_load(key_file, oss.key, &oss.keylen);
+		if (rc) {
+			log_err("cannot read the file system key %s: %s", key_file,
+				rc == -EINVAL ? "not a key" : strerror(-rc));
+			return 1;
+		}
+	} else {
+		log_warn("no file system key (--key FILE, or %s): any client may connect",
+			 DEFAULT_KEY_FILE);
+	}
 	for (int i = 0; i < ndirs; i++) {
 		rc = ost_open(dirs[i], &oss.osts[i]);
 		if (rc) {
@@ -425,6 +475,8 @@ int main(int argc, char **argv)
 	pthread_cond_init(&oss.stop_cond, NULL);
 	so.name = "oss";
 	so.bulk_ok = write_has_bulk;
+	so.key = oss.keylen ? oss.key : NULL;
+	so.keylen = oss.keylen;
 	so.listen_host = listen_host;
 	so.listen_port = listen_port;
 	so.deliver = oss_deliver;

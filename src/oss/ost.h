@@ -3,10 +3,15 @@
  *
  *   DIR/ost.conf           fsname, uuid and (once the MDS assigned it) index
  *   DIR/O/<xx>/<objid>     objects; xx = the low byte of the id in hex, objid in hex
+ *   DIR/O/<xx>/<objid>.crc the object's checksums: a crc32c per 64 KiB block (see ost_impl.h)
+ *   DIR/csum_intents       writes in progress, so that a crash never leaves false mismatches
  *
  * An object's bytes are its stripe's bytes in object space (stripe k of a file holds file bytes
  * [k*S + n*count*S, ...) contiguously). Objects are created by their first write; a missing
  * object reads as empty, and holes read as zeros, so the client never has to create objects.
+ *
+ * Every block read is checked against the checksum stored when it was written: a mismatch (a bit
+ * flipped on disk) is -EIO with an ERROR log line naming the OST, object and block, never data.
  *
  * Thread-safe: any number of OSS workers call these at once.
  */
@@ -32,7 +37,7 @@ struct ost_objstat {
 /* Creates an empty OST in dir (created if missing) that will ask the MDS for index idx
  * (OST_IDX_NONE: whichever it gives). -EEXIST if one is already there. */
 int ost_format(const char *dir, const char *fsname, uint32_t idx);
-/* Opens an OST; -ENOENT if dir holds none. */
+/* Opens an OST; -ENOENT if dir holds none. Repairs the checksums of writes a crash interrupted. */
 int ost_open(const char *dir, struct ost **out);
 void ost_close(struct ost *o);
 
@@ -44,20 +49,34 @@ uint32_t ost_index(const struct ost *o);
 /* Records the index the MDS assigned (persistently, in ost.conf). */
 int ost_set_index(struct ost *o, uint32_t idx);
 
-/* Reads up to len bytes at off. *nread < len at the object's end; a missing object gives 0. */
+/* Reads up to len bytes at off. *nread < len at the object's end; a missing object gives 0.
+ * -EIO when a block read does not match its checksum. */
 int ost_read(struct ost *o, uint64_t objid, uint64_t off, void *buf, size_t len, size_t *nread,
 	     struct ost_objstat *st);
 /* Writes len bytes at off, creating the object (tagged with ino/stripe for fsck) if needed.
- * -ENOSPC when the OST is full; nothing is half-acknowledged: on error the caller reports it. */
+ * -ENOSPC when the OST is full; nothing is half-acknowledged: on error the caller reports it.
+ * -EIO when a block the write covers only partly is already bad (it is not blessed with a new
+ * checksum; overwriting the whole block heals it). */
 int ost_write(struct ost *o, uint64_t objid, uint64_t off, const void *buf, size_t len,
 	      uint64_t ino, uint32_t stripe_idx, struct ost_objstat *st);
-/* Discards data at and beyond size (never extends; a missing object is fine). */
+/* Discards data at and beyond size (never extends; a missing object is fine). -EIO when the
+ * block that size cuts is bad. */
 int ost_punch(struct ost *o, uint64_t objid, uint64_t size, struct ost_objstat *st);
 int ost_getattr(struct ost *o, uint64_t objid, struct ost_objstat *st);
-/* Makes the object's data and its directory entry durable. objid 0: the whole OST. */
+/* Makes the object's data, its checksums and their directory entries durable. objid 0: the
+ * whole OST. */
 int ost_sync(struct ost *o, uint64_t objid);
 /* Removes the object; a missing one is not an error. */
 int ost_destroy(struct ost *o, uint64_t objid);
 int ost_statfs(struct ost *o, struct lw_statfs *out);
+
+/*
+ * Starts a scrub in the background: every block of every object of the OST (objid 0) or of one
+ * object is read and compared with its checksum, at most rate bytes per second (0: no limit),
+ * each bad block logged. Does nothing when a scrub is running already. *st gets the status.
+ */
+int ost_scrub_start(struct ost *o, uint64_t objid, uint64_t rate, struct lw_scrub_rep *st);
+/* The running or last scrub (state LW_SCRUB_IDLE when none ran since ost_open). */
+void ost_scrub_status(struct ost *o, struct lw_scrub_rep *st);
 
 #endif

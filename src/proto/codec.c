@@ -186,7 +186,7 @@ int32_t lw_errno_to_wire(int err)
 {
 	if (err >= 0)
 		return 0;
-	if (-err > LW_ERRNO_MAX)
+	if (err < -LW_ERRNO_MAX) /* also keeps -err from overflowing */
 		return -EIO;
 	return err;
 }
@@ -285,6 +285,9 @@ int lw_layout_decode(struct lw_rd *r, struct loom_layout **out)
 		return -EPROTO;
 	if (lw_rd_left(r) < (size_t)l.nobjs * sizeof(struct lw_ostobj))
 		return -EPROTO;
+	/* A file's layout maps bytes to objects: its stripe size divides offsets. */
+	if (l.nobjs && l.stripe_size == 0)
+		return -EPROTO;
 	ll = calloc(1, sizeof(*ll) + (size_t)l.nobjs * sizeof(struct loom_ostobj));
 	if (!ll)
 		return -ENOMEM;
@@ -298,8 +301,12 @@ int lw_layout_decode(struct lw_rd *r, struct loom_layout **out)
 	ll->pool[LOOM_POOL_NAME_MAX] = '\0';
 	ll->nobjs = l.nobjs;
 	lw_rd_fixed(r, ll->objs, (size_t)l.nobjs * sizeof(struct lw_ostobj));
-	for (uint32_t i = 0; i < ll->nobjs; i++)
-		ll->objs[i].pad = 0;
+	for (uint32_t i = 0; i < ll->nobjs; i++) {
+		if (ll->objs[i].pad != 0) { /* reserved: one layout, one byte image */
+			free(ll);
+			return -EPROTO;
+		}
+	}
 	*out = ll;
 	return 0;
 }
@@ -593,5 +600,9 @@ int lw_ost_req_decode(uint16_t op, const void *body, uint32_t len, struct lw_ost
 		r.err = -EPROTO;
 	if (!r.err && out->offset > (1ull << 62))
 		r.err = -EFBIG;
+	/* OST_SCRUB's length is a command; an unknown one may be a newer client's. */
+	if (!r.err && op == LW_OP_OST_SCRUB && out->length != LW_SCRUB_START &&
+	    out->length != LW_SCRUB_STATUS)
+		r.err = -EINVAL;
 	return lw_rd_done(&r);
 }

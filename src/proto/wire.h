@@ -585,6 +585,9 @@ _Static_assert(sizeof(struct lw_ost_heartbeat_ent) == 64, "lw_ost_heartbeat_ent"
  *  OST_SYNC     fsync the object (the whole OST when objid is 0).
  *  OST_STATFS   reply lw_statfs in place of lw_ost_io_rep.
  *  OST_DESTROY  remove the object; a missing object is not an error.
+ *  OST_SCRUB    `length` is a command: LW_SCRUB_START starts a background scrub of the OST
+ *               (objid 0) or of one object, unless one runs already; LW_SCRUB_STATUS only
+ *               asks. Either replies lw_scrub_rep in place of lw_ost_io_rep.
  */
 struct lw_ost_io {
 	uint32_t ost_idx;
@@ -604,5 +607,34 @@ struct lw_ost_io_rep {
 	uint64_t obj_blocks; /* 512-byte blocks the object occupies (holes take none) */
 };
 _Static_assert(sizeof(struct lw_ost_io_rep) == 24, "lw_ost_io_rep");
+
+/* OST_SCRUB reply: the OST's scrub, running or last finished (kept in the OSS's memory only). The
+ * OSS checks every 64 KiB block of every object against the crc32c it stored when the block was
+ * written; bad_objids lists the first LW_SCRUB_MAX_BAD objects found bad. */
+#define LW_SCRUB_START   0u /* lw_ost_io.length: the commands */
+#define LW_SCRUB_STATUS  1u
+#define LW_SCRUB_IDLE    0u /* lw_scrub_rep.state: none since the OSS started */
+#define LW_SCRUB_RUNNING 1u
+#define LW_SCRUB_DONE    2u /* finished, or stopped by an error (`error`) */
+#define LW_SCRUB_MAX_BAD 64u
+struct lw_scrub_rep {
+	uint32_t state;            /* LW_SCRUB_IDLE/RUNNING/DONE */
+	int32_t  error;            /* 0, or the negative errno that ended the scrub early */
+	uint64_t objid;            /* what it covers: 0 the whole OST, else that one object */
+	int64_t  start_time;       /* Unix seconds; 0 when idle */
+	int64_t  finish_time;      /* Unix seconds; 0 unless done */
+	uint64_t objects_checked;
+	uint64_t bytes_checked;
+	uint64_t blocks_checked;   /* blocks compared with their stored checksum */
+	uint64_t blocks_unchecked; /* blocks read that have no checksum (holes, older data) */
+	uint64_t bad_blocks;       /* blocks whose data does not match their checksum */
+	uint64_t bad_objects;      /* objects with at least one bad block */
+	uint64_t rate;             /* the scrub's limit in bytes per second; 0: none */
+	uint32_t nbad;             /* entries of bad_objids used (<= LW_SCRUB_MAX_BAD) */
+	uint32_t pad;
+	uint64_t bad_objids[LW_SCRUB_MAX_BAD];
+};
+_Static_assert(sizeof(struct lw_scrub_rep) == 608, "lw_scrub_rep");
+_Static_assert(offsetof(struct lw_scrub_rep, bad_objids) == 96, "lw_scrub_rep.bad_objids");
 
 #endif

@@ -3,7 +3,8 @@
  * processes on loopback, for trying Loom out and for tests.
  *
  *   DIR/cluster.conf   fsname, MDS port and number of OSTs (kept across restarts)
- *   DIR/loom.conf      "mds = 127.0.0.1:PORT", usable with `loom --config`
+ *   DIR/loom.conf      "mds = 127.0.0.1:PORT" and "key = DIR/fs.key", usable with `loom --config`
+ *   DIR/fs.key         the file system key, which every daemon and client must hold
  *   DIR/mdt, DIR/ostN  the targets
  *   DIR/log/NAME.log   each daemon's log
  *   DIR/run/NAME.pid   each daemon's pid
@@ -26,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/auth.h"
 #include "common/util.h"
 #include "tools/tool.h"
 
@@ -39,6 +41,7 @@ struct cluster {
 	char mds_bin[PATH_MAX];
 	char oss_bin[PATH_MAX];
 	char mount[PATH_MAX];    /* where `up --mount` mounted it, "" if nowhere */
+	char key[PATH_MAX + 16]; /* DIR/fs.key */
 };
 
 static void sleep_ms(long ms)
@@ -124,8 +127,8 @@ static int conf_save(const struct cluster *c)
 	if (rc)
 		return rc;
 	snprintf(path, sizeof(path), "%s/loom.conf", c->dir);
-	n = snprintf(buf, sizeof(buf), "# Loom file system %s, started by `loom cluster up`\nmds = 127.0.0.1:%u\n",
-		     c->fsname, c->port);
+	n = snprintf(buf, sizeof(buf), "# Loom file system %s, started by `loom cluster up`\nmds = 127.0.0.1:%u\nkey = %s\n",
+		     c->fsname, c->port, c->key);
 	return file_write_atomic(path, buf, (size_t)n);
 }
 
@@ -276,7 +279,8 @@ static bool child_alive(pid_t pid)
 static int start_mds(struct cluster *c)
 {
 	char mdt[PATH_MAX + 16], listen[32], addrfile[PATH_MAX + 32], *buf;
-	char *argv[] = { c->mds_bin, "--mdt", mdt, "--listen", listen, "--port-file", addrfile, NULL };
+	char *argv[] = { c->mds_bin, "--mdt", mdt, "--listen", listen, "--port-file", addrfile,
+			 "--key", (char *)c->key, NULL };
 	pid_t pid;
 	int rc;
 
@@ -305,7 +309,8 @@ static int start_mds(struct cluster *c)
 static int start_oss(const struct cluster *c, int k)
 {
 	char name[16], ost[PATH_MAX + 16], mds[32];
-	char *argv[] = { (char *)c->oss_bin, "--ost", ost, "--mds", mds, "--listen", "127.0.0.1:0", NULL };
+	char *argv[] = { (char *)c->oss_bin, "--ost", ost, "--mds", mds, "--listen", "127.0.0.1:0",
+			 "--key", (char *)c->key, NULL };
 	pid_t pid;
 
 	snprintf(name, sizeof(name), "oss%d", k);
@@ -317,6 +322,7 @@ static int start_oss(const struct cluster *c, int k)
 /* Waits until the MDS reports `want` OSTs that answer. */
 static int wait_osts(const struct cluster *c, int want)
 {
+	struct loom_connect_opts o = { .key_file = c->key };
 	char addr[32];
 	int active = 0;
 
@@ -327,7 +333,7 @@ static int wait_osts(const struct cluster *c, int want)
 		uint32_t n = 0;
 
 		active = 0;
-		if (loom_connect(addr, NULL, &fs) == 0) {
+		if (loom_connect_with(addr, &o, &fs) == 0) {
 			if (loom_targets(fs, &t, &n) == 0) {
 				for (uint32_t k = 0; k < n; k++)
 					if (t[k].kind == LOOM_TGT_OST && !(t[k].flags & LOOM_TGTF_INACTIVE))
@@ -362,8 +368,8 @@ static bool is_loom_mount(const char *dir)
 
 static int mount_fs(struct cluster *c)
 {
-	char bin[PATH_MAX], spec[128];
-	char *argv[] = { bin, spec, c->mount, NULL };
+	char bin[PATH_MAX], spec[128], opts[PATH_MAX + 32];
+	char *argv[] = { bin, spec, c->mount, "-o", opts, NULL };
 	int rc;
 
 	if (is_loom_mount(c->mount))
@@ -376,6 +382,7 @@ static int mount_fs(struct cluster *c)
 	if (rc)
 		return rc;
 	snprintf(spec, sizeof(spec), "127.0.0.1:%u:/%s", c->port, c->fsname);
+	snprintf(opts, sizeof(opts), "key=%s", c->key);
 	/* loom-mount returns once the mount is in place and serves it in the background. */
 	return run_wait(c, "mount", argv);
 }
@@ -412,8 +419,14 @@ static int cluster_up(struct cluster *c)
 	if (rc)
 		return tool_fail("cluster", c->dir, rc);
 
+	/* The key first: formatting by hand makes one too, and a cluster made before keys existed
+	 * gets one now. */
+	rc = loom_key_create(c->key);
+	if (rc && rc != -EEXIST)
+		return tool_fail("cluster", "cannot make the file system key", rc);
 	if (!exists("%s/mdt/data.mdb", c->dir, 0)) {
-		char *argv[] = { c->mds_bin, "--format", "--fsname", c->fsname, "--mdt", target, NULL };
+		char *argv[] = { c->mds_bin, "--format", "--fsname", c->fsname, "--mdt", target,
+				 "--key", c->key, NULL };
 		snprintf(target, sizeof(target), "%s/mdt", c->dir);
 		if (run_wait(c, "mds", argv)) {
 			fprintf(stderr, "loom cluster: formatting the MDT failed; see %s/log/mds.log\n", c->dir);
@@ -473,10 +486,11 @@ static int cluster_up(struct cluster *c)
 	}
 	printf("Loom file system '%s' is up: MDS at 127.0.0.1:%u, %d OSS with one OST each, under %s\n",
 	       c->fsname, c->port, c->osts, c->dir);
-	printf("  export LOOM_FS=127.0.0.1:%u   (or: loom --config %s/loom.conf ...)\n", c->port, c->dir);
+	printf("  export LOOM_FS=127.0.0.1:%u LOOM_KEY_FILE=%s   (or: loom --config %s/loom.conf ...)\n",
+	       c->port, c->key, c->dir);
 	if (c->mount[0])
-		printf("  mounted on %s (mount -t loom 127.0.0.1:%u:/%s DIR mounts it elsewhere)\n", c->mount,
-		       c->port, c->fsname);
+		printf("  mounted on %s (mount -t loom -o key=%s 127.0.0.1:%u:/%s DIR mounts it elsewhere)\n",
+		       c->mount, c->key, c->port, c->fsname);
 	return 0;
 }
 
@@ -623,6 +637,7 @@ int cmd_cluster(struct tool_ctx *ctx, int argc, char **argv)
 	}
 	if (mkdir_p(dir, 0755) || !realpath(dir, c.dir))
 		return tool_fail("cluster", dir, errno);
+	snprintf(c.key, sizeof(c.key), "%s/fs.key", c.dir);
 	{
 		char keep_fsname[16];
 		snprintf(keep_fsname, sizeof(keep_fsname), "%s", c.fsname);

@@ -1,12 +1,15 @@
 /*
  * loom: the admin and user tool, with Lustre's `lfs` verbs where Loom has the same concept.
  * Until a mount exists, it reaches the file system through libloom: --fs HOST[:PORT], $LOOM_FS,
- * or the `mds = HOST:PORT` line of a config file (--config, $LOOM_CONFIG, /etc/loom/loom.conf).
+ * or the `mds = HOST:PORT` line of a config file (--config, $LOOM_CONFIG, /etc/loom/loom.conf);
+ * the file system key from --key, $LOOM_KEY_FILE, that file's `key = FILE` or /etc/loom/loom.key.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tools/tool.h"
 
@@ -29,17 +32,19 @@ static const struct command commands[] = {
 	{ "rm", cmd_rm, "[-r] PATH...   remove files (and trees with -r)" },
 	{ "mv", cmd_mv, "FROM TO   rename" },
 	{ "stat", cmd_stat, "PATH...   show attributes" },
-	{ "scrub", cmd_scrub, "OST_INDEX...   verify objects against their checksums" },
+	{ "scrub", cmd_scrub, "[--wait] [--status] [--paths] OST_INDEX... | --all   verify objects against their checksums" },
 	{ "fsck", cmd_fsck, "--dir DIR | ...   check and repair the namespace against the objects" },
 };
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: loom [--fs HOST[:PORT]] [--config FILE] COMMAND [ARGS]\n\ncommands:\n");
+	fprintf(f, "usage: loom [--fs HOST[:PORT]] [--config FILE] [--key FILE] COMMAND [ARGS]\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
 	fprintf(f, "\nThe file system is found from --fs, then $LOOM_FS, then the 'mds = HOST:PORT' line of\n"
-		   "--config FILE, $LOOM_CONFIG or /etc/loom/loom.conf. `loom cluster up` prints it.\n");
+		   "--config FILE, $LOOM_CONFIG or /etc/loom/loom.conf. `loom cluster up` prints it.\n"
+		   "The file system key is read from --key, $LOOM_KEY_FILE, the config file's\n"
+		   "'key = FILE' line, or /etc/loom/loom.key.\n");
 }
 
 int tool_fail(const char *cmd, const char *what, int err)
@@ -48,18 +53,18 @@ int tool_fail(const char *cmd, const char *what, int err)
 	return 1;
 }
 
-/* Reads `mds = HOST:PORT` from a config file. */
-static int config_addr(const char *path, char *buf, size_t cap)
+/* Reads `NAME = VALUE` from a config file. */
+static int config_value(const char *path, const char *name, char *buf, size_t cap)
 {
 	FILE *f = fopen(path, "r");
-	char line[256];
+	char line[4200];
 	int rc = -ENOENT;
 
 	if (!f)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
-		char key[32], val[160];
-		if (sscanf(line, " %31[a-z_] = %159s", key, val) == 2 && !strcmp(key, "mds")) {
+		char key[32], val[4096];
+		if (sscanf(line, " %31[a-z_] = %4095s", key, val) == 2 && !strcmp(key, name)) {
 			snprintf(buf, cap, "%s", val);
 			rc = 0;
 			break;
@@ -71,18 +76,23 @@ static int config_addr(const char *path, char *buf, size_t cap)
 
 loom_fs *tool_connect(struct tool_ctx *ctx)
 {
+	struct loom_connect_opts copts = { 0 };
 	loom_fs *fs = NULL;
 	const char *addr = ctx->fs_addr;
 	int rc;
 
 	if (!addr)
 		addr = getenv("LOOM_FS");
-	if (!addr) {
+	if (!addr || !ctx->key_file) {
 		const char *cfg = ctx->config ? ctx->config : getenv("LOOM_CONFIG");
 		if (!cfg)
 			cfg = "/etc/loom/loom.conf";
-		if (config_addr(cfg, ctx->addr_buf, sizeof(ctx->addr_buf)) == 0)
+		if (!addr && config_value(cfg, "mds", ctx->addr_buf, sizeof(ctx->addr_buf)) == 0)
 			addr = ctx->addr_buf;
+		/* The file system's key goes with its address (a --key or $LOOM_KEY_FILE wins). */
+		if (!ctx->key_file && !getenv("LOOM_KEY_FILE") &&
+		    config_value(cfg, "key", ctx->key_buf, sizeof(ctx->key_buf)) == 0)
+			ctx->key_file = ctx->key_buf;
 	}
 	if (!addr) {
 		/* As lfs: the file system mounted on this node. */
@@ -97,9 +107,20 @@ loom_fs *tool_connect(struct tool_ctx *ctx)
 				"or mount one\n", ctx->prog);
 		return NULL;
 	}
-	rc = loom_connect(addr, NULL, &fs);
+	copts.key_file = ctx->key_file;
+	rc = loom_connect_with(addr, &copts, &fs);
+	if (rc == -EACCES) {
+		const char *env = getenv("LOOM_KEY_FILE");
+		bool keyless = !ctx->key_file && !(env && *env) && access("/etc/loom/loom.key", F_OK) != 0;
+
+		fprintf(stderr, "%s: the servers at %s %s (--key FILE, $LOOM_KEY_FILE or the config "
+				"file's 'key = FILE')\n", ctx->prog, addr,
+			keyless ? "require the file system key, and none was given" : "refused this client's key");
+		return NULL;
+	}
 	if (rc) {
-		fprintf(stderr, "%s: cannot connect to the MDS at %s: %s\n", ctx->prog, addr, strerror(-rc));
+		fprintf(stderr, "%s: cannot connect to the MDS at %s: %s\n", ctx->prog, addr,
+			rc == -EKEYREJECTED ? "the key file holds no key" : strerror(-rc));
 		return NULL;
 	}
 	return fs;
@@ -116,6 +137,9 @@ int main(int argc, char **argv)
 			i += 2;
 		} else if (!strncmp(argv[i], "--fs=", 5)) {
 			ctx.fs_addr = argv[i++] + 5;
+		} else if (!strcmp(argv[i], "--key") && i + 1 < argc) {
+			ctx.key_file = argv[i + 1];
+			i += 2;
 		} else if (!strcmp(argv[i], "--config") && i + 1 < argc) {
 			ctx.config = argv[i + 1];
 			i += 2;

@@ -12,7 +12,9 @@ struct tool_ctx {
 	const char *prog;     /* "loom" */
 	const char *fs_addr;  /* --fs, $LOOM_FS or the config file's mds = */
 	const char *config;   /* --config */
+	const char *key_file; /* --key, or the config file's key = */
 	char addr_buf[128];
+	char key_buf[4096];
 };
 
 /* A Loom mount on this node. */

@@ -39,6 +39,7 @@ OSS_SERVING = re.compile(r"serving \d+ OST\(s\) on ([0-9.]+):(\d+)")
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "allow_log(*regexes): daemon log lines matching these are expected, not failures")
+    config.addinivalue_line("markers", "slow: a long case (deselect with -m 'not slow')")
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -52,19 +53,37 @@ def pytest_runtest_makereport(item, call):
 MOUNT_HELPER = "/sbin/mount.loom"
 
 
+_made_mount_helper = False
+
+
+def _ensure_mount_helper():
+    global _made_mount_helper
+    if os.path.lexists(MOUNT_HELPER) or os.geteuid() != 0:
+        return
+    try:
+        os.symlink(os.path.join(BUILD, "src", "fuse", "mount.loom"), MOUNT_HELPER)
+        _made_mount_helper = True
+    except FileExistsError:
+        pass
+
+
 @pytest.fixture(scope="session", autouse=True)
 def mount_helper():
     """`mount -t loom` runs /sbin/mount.loom, which `meson install` puts there. On a machine where
     Loom is not installed (CI), the build's helper stands in for the session."""
-    created = False
-    if not os.path.lexists(MOUNT_HELPER) and os.geteuid() == 0:
-        os.symlink(os.path.join(BUILD, "src", "fuse", "mount.loom"), MOUNT_HELPER)
-        created = True
+    _ensure_mount_helper()
     try:
         yield
     finally:
-        if created:
+        ours = os.path.join(BUILD, "src", "fuse", "mount.loom")
+        if _made_mount_helper and os.path.islink(MOUNT_HELPER) and os.readlink(MOUNT_HELPER) == ours:
             os.unlink(MOUNT_HELPER)
+
+
+@pytest.fixture(autouse=True)
+def _mount_helper_still_there(mount_helper):
+    # Another test session on this machine may have removed the link it made when it ended.
+    _ensure_mount_helper()
 
 
 def _check_binaries():
@@ -87,6 +106,8 @@ class Cluster:
         self.env = dict(os.environ)
         for var in ("LOOM_CONFIG", "LOOM_FS", "LOOM_BIN_DIR"):   # always this build, this cluster
             self.env.pop(var, None)
+        self.key = os.path.join(root, "fs.key")   # `loom cluster up` makes it
+        self.env["LOOM_KEY_FILE"] = self.key
 
     # ---- running the tool ----
 
@@ -130,6 +151,7 @@ class Cluster:
         m = re.search(r"export LOOM_FS=([0-9.]+):(\d+)", p.stdout)
         assert m, "`loom cluster up` did not print the MDS address:\n" + p.stdout
         self.mds_host, self.mds_port = m.group(1), int(m.group(2))
+        loomwire.DEFAULT_KEY = loomwire.load_key(self.key)   # raw-wire tests speak as a client
         self.expected = {"mds"} | {"oss%d" % k for k in range(self.osts)}
         return p
 

@@ -39,8 +39,8 @@ def test_1000_simultaneous_connections_each_get_root_attributes(cluster, enough_
     socks = []
     try:
         for i in range(NCONN):
-            s = socket.create_connection((cluster.mds_host, cluster.mds_port), timeout=30)
-            socks.append(s)
+            # Each proves it holds the file system key, as every client does.
+            socks.append(w.Conn(cluster.mds_host, cluster.mds_port, timeout=30).sock)
         # Every connection is open; now each sends its request before any reply is read.
         for i, s in enumerate(socks):
             s.sendall(w.frame(w.OP["MDS_GETATTR"], w.cred() + struct.pack("<Q", 1), req_id=1000 + i))

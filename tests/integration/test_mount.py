@@ -23,6 +23,10 @@ def spec_of(cluster):
     return "%s:/loom" % cluster.addr
 
 
+def key_opt(cluster):
+    return "key=" + cluster.key
+
+
 @pytest.fixture
 def mnt_dir():
     d = tempfile.mkdtemp(prefix="loom-mnt-")
@@ -35,7 +39,8 @@ def mnt_dir():
 
 
 def test_mount_t_loom_then_umount(cluster, mnt_dir):
-    subprocess.run(["mount", "-t", "loom", spec_of(cluster), mnt_dir], check=True, timeout=60)
+    subprocess.run(["mount", "-t", "loom", "-o", key_opt(cluster), spec_of(cluster), mnt_dir], check=True,
+                   timeout=60)
     src, typ, _ = mounts()[mnt_dir]
     assert (src, typ) == (spec_of(cluster), "fuse.loom")
     with open(os.path.join(mnt_dir, "hello"), "w") as f:
@@ -48,7 +53,7 @@ def test_mount_t_loom_then_umount(cluster, mnt_dir):
 
 
 def test_fstab_line_mounts_with_mount_dir(cluster, mnt_dir):
-    line = "%s %s loom defaults,_netdev,noatime 0 0\n" % (spec_of(cluster), mnt_dir)
+    line = "%s %s loom defaults,_netdev,noatime,%s 0 0\n" % (spec_of(cluster), mnt_dir, key_opt(cluster))
     with open("/etc/fstab") as f:
         saved = f.read()
     try:
@@ -67,7 +72,8 @@ def test_fstab_line_mounts_with_mount_dir(cluster, mnt_dir):
 
 def test_ro_mount_refuses_writes(cluster, mnt_dir):
     cluster.loom("mkdir", "/d")
-    subprocess.run(["mount", "-t", "loom", "-o", "ro", spec_of(cluster), mnt_dir], check=True, timeout=60)
+    subprocess.run(["mount", "-t", "loom", "-o", "ro," + key_opt(cluster), spec_of(cluster), mnt_dir], check=True,
+                   timeout=60)
     try:
         assert "ro" in mounts()[mnt_dir][2]
         assert os.listdir(mnt_dir) == ["d"]
@@ -79,7 +85,7 @@ def test_ro_mount_refuses_writes(cluster, mnt_dir):
 
 
 def test_mount_of_another_fsname_fails_clearly(cluster, mnt_dir):
-    p = subprocess.run(["mount", "-t", "loom", "%s:/other" % cluster.addr, mnt_dir],
+    p = subprocess.run(["mount", "-t", "loom", "-o", key_opt(cluster), "%s:/other" % cluster.addr, mnt_dir],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode != 0
     assert "another file system" in p.stderr
@@ -96,7 +102,8 @@ def test_mount_with_nothing_listening_fails_clearly(mnt_dir):
 
 def test_mount_fake_option_does_nothing(cluster, mnt_dir):
     # mount -f: mount(8) asks the helper to do everything but the mount itself.
-    subprocess.run(["mount", "-f", "-t", "loom", spec_of(cluster), mnt_dir], check=True, timeout=60)
+    subprocess.run(["mount", "-f", "-t", "loom", "-o", key_opt(cluster), spec_of(cluster), mnt_dir], check=True,
+                   timeout=60)
     assert mnt_dir not in mounts()
 
 

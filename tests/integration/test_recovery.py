@@ -195,12 +195,18 @@ def test_oss_kill9_fails_reads_on_it_serves_others_and_restart_keeps_data(cluste
 
     cluster.kill9(cluster.oss_name(victim))
 
-    p = cluster.loom("get", "/wide/f", "-", check=False, text=False)
+    # A read waits for the OSS through the recovery window (shortened here), then fails with EIO.
+    cluster.env["LOOM_RECOVERY_SECONDS"] = "3"
+    try:
+        p = cluster.loom("get", "/wide/f", "-", check=False, text=False)
+    finally:
+        del cluster.env["LOOM_RECOVERY_SECONDS"]
     assert p.returncode != 0, "reading a file striped on a dead OSS succeeded (%d bytes)" % len(p.stdout)
     assert len(p.stdout) < len(wide_data) and wide_data.startswith(p.stdout), \
         "reading a file striped on a dead OSS returned wrong data"
-    err = p.stderr.decode(errors="replace")
-    assert "/wide/f" in err and err.strip().startswith("loom get:"), "unclear error message: %r" % err
+    err = p.stderr.decode(errors="replace").strip().splitlines()
+    assert "OST0003" in "\n".join(err), "no word of which OST is away: %r" % err
+    assert err[-1] == "loom get: /wide/f: Input/output error", "unclear error message: %r" % err
 
     out = os.path.join(workdir, "out")
     cluster.loom("get", "/safe/f", out)

@@ -158,7 +158,7 @@ def mounted(request):
     c.mnt = os.path.join(c.dir, "mnt")
     out = c.up().stdout
     assert is_mounted(c.mnt, "fuse.loom"), "`loom cluster up --mount %s` did not mount it:\n%s" % (c.mnt, out)
-    m = re.search(r"mount -t loom (\S+) DIR", out)
+    m = re.search(r"mount -t loom -o key=\S+ (\S+) DIR", out)
     assert m, "`loom cluster up --mount` did not say how to mount it elsewhere:\n" + out
     mnt = Mount(c.mnt, c, m.group(1))
     mnt.pids = mount_daemon_pids(c.mnt)
@@ -192,7 +192,7 @@ def second_mount(mounted):
     c = mounted.cluster
     path = os.path.join(c.dir, "mnt2")
     os.mkdir(path)
-    p = subprocess.run(["mount", "-t", "loom", mounted.spec, path], capture_output=True, text=True,
+    p = subprocess.run(["mount", "-t", "loom", "-o", "key=" + c.key, mounted.spec, path], capture_output=True, text=True,
                        timeout=MOUNT_TIMEOUT)
     assert p.returncode == 0 and is_mounted(path, "fuse.loom"), \
         "`mount -t loom %s %s` failed (%d): %s%s" % (mounted.spec, path, p.returncode, p.stderr, c.log_tails())

@@ -134,7 +134,7 @@ def loom_space(request):
         c.up()
         assert _is_mounted(mnt_a, "fuse.loom"), "`loom cluster up --mount` did not mount " + mnt_a
         spec = "%s:%d:/loom" % (c.mds_host, c.mds_port)
-        p = subprocess.run(["mount", "-t", "loom", spec, mnt_b], capture_output=True, text=True,
+        p = subprocess.run(["mount", "-t", "loom", "-o", "key=" + c.key, spec, mnt_b], capture_output=True, text=True,
                            timeout=P.CMD_TIMEOUT)
         assert p.returncode == 0 and _is_mounted(mnt_b, "fuse.loom"), \
             "mount -t loom %s %s failed (%d): %s%s" % (spec, mnt_b, p.returncode, p.stderr, c.log_tails())

@@ -1,0 +1,286 @@
+/*
+ * Client sessions and open handles. A handle keeps an unlinked file's inode and objects alive
+ * until its last close; it belongs to a session, which outlives a broken connection for the
+ * recovery window, so a client that reconnects keeps what it had open (and locked).
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "mds/mds.h"
+
+void mds_sessions_init(struct mds *m)
+{
+	m->next_sid = 0;
+	m->next_handle = 0;
+	u64map_init(&m->sessions);
+	u64map_init(&m->conn_sessions);
+	u64map_init(&m->handles);
+	u64map_init(&m->open_counts);
+}
+
+static void free_handle(uint64_t key, void *val, void *arg)
+{
+	(void)key;
+	(void)arg;
+	free(val);
+}
+
+void mds_sessions_destroy(struct mds *m)
+{
+	u64map_each(&m->handles, free_handle, NULL);
+	u64map_each(&m->sessions, free_handle, NULL); /* sessions hold no other memory */
+	u64map_destroy(&m->handles);
+	u64map_destroy(&m->open_counts);
+	u64map_destroy(&m->sessions);
+	u64map_destroy(&m->conn_sessions);
+}
+
+static struct mds_session *session_new(struct mds *m, uint64_t conn_id, const uint64_t uuid[2])
+{
+	struct mds_session *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->sid = ++m->next_sid;
+	if (uuid)
+		memcpy(s->uuid, uuid, sizeof(s->uuid));
+	s->conn_id = conn_id;
+	if (u64map_put(&m->sessions, s->sid, s) < 0 || u64map_put(&m->conn_sessions, conn_id, s) < 0) {
+		u64map_del(&m->sessions, s->sid);
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+struct mds_session *mds_session_of(struct mds *m, uint64_t conn_id)
+{
+	struct mds_session *s = u64map_get(&m->conn_sessions, conn_id);
+
+	return s ? s : session_new(m, conn_id, NULL);
+}
+
+struct uuid_find {
+	const uint64_t *uuid;
+	struct mds_session *found;
+};
+
+static void find_uuid(uint64_t key, void *val, void *arg)
+{
+	struct uuid_find *f = arg;
+	struct mds_session *s = val;
+
+	(void)key;
+	if (s->uuid[0] == f->uuid[0] && s->uuid[1] == f->uuid[1])
+		f->found = s;
+}
+
+struct mds_session *mds_session_connect(struct mds *m, uint64_t conn_id, const uint64_t uuid[2])
+{
+	struct uuid_find f = { .uuid = uuid };
+	struct mds_session *cur = u64map_get(&m->conn_sessions, conn_id);
+
+	if (uuid[0] == 0 && uuid[1] == 0)
+		return mds_session_of(m, conn_id);
+	/* Connecting is rare (once per client and reconnection): a walk over the sessions will do. */
+	u64map_each(&m->sessions, find_uuid, &f);
+	if (!f.found) {
+		if (cur) {
+			/* The connection said something before connecting: its anonymous session
+			 * becomes this client's. */
+			memcpy(cur->uuid, uuid, sizeof(cur->uuid));
+			return cur;
+		}
+		return session_new(m, conn_id, uuid);
+	}
+	if (cur && cur != f.found && !cur->handles) {
+		/* An anonymous session of this connection gives way to the client's own. */
+		mds_locks_drop_session(m, cur->sid);
+		u64map_del(&m->sessions, cur->sid);
+		free(cur);
+	}
+	if (f.found->conn_id && f.found->conn_id != conn_id)
+		u64map_del(&m->conn_sessions, f.found->conn_id); /* its old connection is dead */
+	if (f.found->conn_id != conn_id)
+		log_info("client session %llu resumed on connection %llu", (unsigned long long)f.found->sid,
+			 (unsigned long long)conn_id);
+	f.found->conn_id = conn_id;
+	f.found->away_since_ns = 0;
+	if (u64map_put(&m->conn_sessions, conn_id, f.found) < 0)
+		return NULL;
+	return f.found;
+}
+
+bool mds_ino_is_open(struct mds *m, uint64_t ino)
+{
+	return u64map_get(&m->open_counts, ino) != NULL;
+}
+
+int mds_handle_open(struct mds *m, uint64_t ino, uint64_t sid, uint64_t *handle)
+{
+	struct mds_session *s = u64map_get(&m->sessions, sid);
+	struct mds_handle *h;
+	uintptr_t count = (uintptr_t)u64map_get(&m->open_counts, ino);
+
+	if (!s)
+		return -EIO;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	h->handle = ++m->next_handle;
+	h->ino = ino;
+	h->sid = sid;
+	if (u64map_put(&m->handles, h->handle, h) < 0 ||
+	    u64map_put(&m->open_counts, ino, (void *)(count + 1)) < 0) {
+		u64map_del(&m->handles, h->handle);
+		if (count)
+			u64map_put(&m->open_counts, ino, (void *)count);
+		else
+			u64map_del(&m->open_counts, ino);
+		free(h);
+		return -ENOMEM;
+	}
+	h->next = s->handles;
+	if (s->handles)
+		s->handles->prev = h;
+	s->handles = h;
+	*handle = h->handle;
+	return 0;
+}
+
+int mds_handle_check(struct mds *m, uint64_t handle, uint64_t ino, uint64_t sid)
+{
+	struct mds_handle *h = u64map_get(&m->handles, handle);
+
+	if (h && (h->ino != ino || h->sid != sid))
+		return -EBADF;
+	return 0;
+}
+
+/* Ends a known handle. The inode is released first, and the handle forgotten only if that
+ * worked, so that a failure (the request is answered with it) leaves the handle to retry. */
+static int handle_end(struct mds *m, struct mdt_txn *t, struct mds_handle *h, bool *released)
+{
+	uintptr_t count = (uintptr_t)u64map_get(&m->open_counts, h->ino);
+	struct mds_session *s = u64map_get(&m->sessions, h->sid);
+
+	if (count <= 1) {
+		/* The last handle: a no-op for an inode that still has names. */
+		int rc = mdt_inode_release(t, h->ino);
+		if (rc)
+			return rc;
+		*released = true;
+		u64map_del(&m->open_counts, h->ino);
+	} else {
+		u64map_put(&m->open_counts, h->ino, (void *)(count - 1));
+	}
+	u64map_del(&m->handles, h->handle);
+	if (h->prev)
+		h->prev->next = h->next;
+	else if (s)
+		s->handles = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	free(h);
+	return 0;
+}
+
+int mds_handle_close(struct mds *m, struct mdt_txn *t, uint64_t handle, uint64_t ino, uint64_t sid,
+		     bool *released)
+{
+	struct mds_handle *h = u64map_get(&m->handles, handle);
+
+	if (!h)
+		return 0;
+	if (h->ino != ino || h->sid != sid)
+		return -EBADF;
+	return handle_end(m, t, h, released);
+}
+
+/* Ends a session: its handles close (releasing unlinked inodes), its locks go. */
+static int session_end(struct mds *m, struct mdt_txn *t, struct mds_session *s, bool *released)
+{
+	int rc = 0;
+
+	while (s->handles) {
+		int r = handle_end(m, t, s->handles, released);
+		if (r) {
+			rc = r;
+			break; /* keep the session: its end is tried again on the next tick */
+		}
+	}
+	if (rc)
+		return rc;
+	mds_locks_drop_session(m, s->sid);
+	if (s->conn_id)
+		u64map_del(&m->conn_sessions, s->conn_id);
+	u64map_del(&m->sessions, s->sid);
+	free(s);
+	return 0;
+}
+
+int mds_session_disconnect(struct mds *m, struct mdt_txn *t, uint64_t conn_id, bool *released)
+{
+	struct mds_session *s = u64map_get(&m->conn_sessions, conn_id);
+
+	if (!s)
+		return 0;
+	u64map_del(&m->conn_sessions, conn_id);
+	if (s->conn_id != conn_id)
+		return 0; /* it moved to a newer connection already */
+	s->conn_id = 0;
+	/* An anonymous session has no client that could come back for it. */
+	if (!s->uuid[0] && !s->uuid[1])
+		return session_end(m, t, s, released);
+	s->away_since_ns = clock_mono_ns();
+	return 0;
+}
+
+struct expire_scan {
+	uint64_t deadline;
+	uint64_t *sids;
+	size_t n, cap;
+};
+
+static void expire_scan_one(uint64_t sid, void *val, void *arg)
+{
+	struct expire_scan *e = arg;
+	struct mds_session *s = val;
+
+	if (s->conn_id || s->away_since_ns > e->deadline)
+		return;
+	if (e->n == e->cap) {
+		size_t cap = e->cap ? e->cap * 2 : 16;
+		uint64_t *p = realloc(e->sids, cap * sizeof(*p));
+		if (!p)
+			return;
+		e->sids = p;
+		e->cap = cap;
+	}
+	e->sids[e->n++] = sid;
+}
+
+int mds_sessions_expire(struct mds *m, struct mdt_txn *t, uint64_t now_ns, bool *released)
+{
+	uint64_t window = (uint64_t)m->recovery_s * 1000000000ull;
+	struct expire_scan e = { .deadline = now_ns > window ? now_ns - window : 0 };
+	int rc = 0;
+
+	if (now_ns <= window)
+		return 0;
+	u64map_each(&m->sessions, expire_scan_one, &e);
+	for (size_t i = 0; i < e.n && rc == 0; i++) {
+		struct mds_session *s = u64map_get(&m->sessions, e.sids[i]);
+		if (!s)
+			continue;
+		log_info("client session %llu ended: its client has been away for %u s",
+			 (unsigned long long)s->sid, m->recovery_s);
+		rc = session_end(m, t, s, released);
+	}
+	free(e.sids);
+	return rc;
+}

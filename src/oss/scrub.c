@@ -1,0 +1,285 @@
+/*
+ * The scrubber: a background thread per OST (one scrub at a time) reads every block of every
+ * object, or of one object, and compares it with its checksum. It reads 1 MiB at a time under
+ * a shared range lock, so a writer waits for one chunk at most, and sleeps as needed to stay
+ * under its rate, so that clients keep their bandwidth. Each bad block is logged (ERROR, by
+ * csum_check) and counted; the status lists the first LW_SCRUB_MAX_BAD bad objects. The status
+ * lives in memory only: a restarted OSS reports LW_SCRUB_IDLE.
+ */
+#include "oss/ost_impl.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+
+#define SCRUB_CHUNK_BLOCKS 16u /* blocks read, checked and throttled at a time (1 MiB) */
+#define SCRUB_STOPPED      (-ECANCELED)
+
+struct scrub_run {
+	struct ost *o;
+	uint8_t *buf;     /* SCRUB_CHUNK_BLOCKS blocks */
+	uint64_t rate;    /* bytes per second; 0: no limit */
+	uint64_t t0_ns;   /* when it started, for the rate limit */
+	uint64_t bytes;   /* read since then */
+};
+
+void scrub_init(struct ost *o)
+{
+	pthread_condattr_t ca;
+
+	pthread_mutex_init(&o->scrub.lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&o->scrub.cond, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
+void scrub_fini(struct ost *o)
+{
+	struct ost_scrub *s = &o->scrub;
+
+	pthread_mutex_lock(&s->lock);
+	s->stop = true;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	if (s->joinable)
+		pthread_join(s->thread, NULL);
+	pthread_mutex_destroy(&s->lock);
+	pthread_cond_destroy(&s->cond);
+}
+
+/* Accounts n bytes read and sleeps until the rate allows more. false: asked to stop. */
+static bool scrub_throttle(struct scrub_run *r, size_t n)
+{
+	struct ost_scrub *s = &r->o->scrub;
+	uint64_t due_ns;
+	bool stop;
+
+	r->bytes += n;
+	due_ns = r->rate ? r->t0_ns + (uint64_t)((double)r->bytes * 1e9 / (double)r->rate) : 0;
+	pthread_mutex_lock(&s->lock);
+	while (!s->stop && clock_mono_ns() < due_ns) {
+		struct timespec ts = { .tv_sec = (time_t)(due_ns / 1000000000u),
+				       .tv_nsec = (long)(due_ns % 1000000000u) };
+		pthread_cond_timedwait(&s->cond, &s->lock, &ts);
+	}
+	stop = s->stop;
+	pthread_mutex_unlock(&s->lock);
+	return !stop;
+}
+
+static void scrub_note_bad(struct ost_scrub *s, uint64_t objid)
+{
+	s->st.bad_objects++;
+	if (s->st.nbad < LW_SCRUB_MAX_BAD)
+		s->st.bad_objids[s->st.nbad++] = objid;
+}
+
+/* Checks one object, chunk by chunk. 0 (also for an object destroyed meanwhile), SCRUB_STOPPED,
+ * or the errno of a failed read (the object then counts as bad). */
+static int scrub_object(struct scrub_run *r, uint64_t objid)
+{
+	struct ost *o = r->o;
+	struct ost_scrub *s = &o->scrub;
+	const size_t chunk = (size_t)SCRUB_CHUNK_BLOCKS << CSUM_SHIFT;
+	uint32_t stored[SCRUB_CHUNK_BLOCKS];
+	uint64_t bad = 0;
+	char name[40];
+	int fd, cfd, d = obj_dir(objid), rc = 0;
+
+	pthread_mutex_lock(&s->lock);
+	rc = s->stop ? SCRUB_STOPPED : 0;
+	pthread_mutex_unlock(&s->lock);
+	if (rc)
+		return rc;
+	obj_name(objid, name, sizeof(name));
+	fd = openat(o->odir[d], name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	csum_name(objid, name, sizeof(name));
+	cfd = openat(o->odir[d], name, O_RDONLY | O_CLOEXEC);
+	if (cfd < 0 && errno != ENOENT) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	for (uint64_t b = 0;; b += SCRUB_CHUNK_BLOCKS) {
+		struct csum_tally t = { 0 };
+		struct rl_ent rl;
+		size_t got = 0;
+
+		rl_lock(o, &rl, objid, b, b + SCRUB_CHUNK_BLOCKS - 1, false);
+		rc = pread_full(fd, r->buf, chunk, b << CSUM_SHIFT, &got);
+		if (rc == 0 && got)
+			rc = csum_load(cfd, b, SCRUB_CHUNK_BLOCKS, stored);
+		if (rc == 0 && got)
+			csum_check(o, "scrub", objid, b, r->buf, got, stored, &t);
+		rl_unlock(o, &rl);
+		if (rc) {
+			log_err("OST%04x: scrub: object %llx: cannot read block %llu on: %s", o->idx,
+				(unsigned long long)objid, (unsigned long long)b, strerror(-rc));
+			bad++;
+			break;
+		}
+		pthread_mutex_lock(&s->lock);
+		s->st.bytes_checked += got;
+		s->st.blocks_checked += t.checked;
+		s->st.blocks_unchecked += t.unchecked;
+		s->st.bad_blocks += t.bad;
+		pthread_mutex_unlock(&s->lock);
+		bad += t.bad;
+		if (got < chunk)
+			break;
+		if (!scrub_throttle(r, got)) {
+			rc = SCRUB_STOPPED;
+			break;
+		}
+	}
+	if (cfd >= 0)
+		close(cfd);
+	close(fd);
+	if (rc == SCRUB_STOPPED)
+		return rc;
+	pthread_mutex_lock(&s->lock);
+	s->st.objects_checked++;
+	if (bad)
+		scrub_note_bad(s, objid);
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+/* An object's file name: lowercase hex, no suffix, not 0. */
+static bool parse_objid(const char *name, uint64_t *objid)
+{
+	uint64_t v = 0;
+	size_t n = 0;
+
+	for (; name[n]; n++) {
+		char c = name[n];
+		int x = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+		if (x < 0 || n >= 16)
+			return false;
+		v = v << 4 | (uint64_t)x;
+	}
+	*objid = v;
+	return n > 0 && v != 0;
+}
+
+static int scrub_all(struct scrub_run *r)
+{
+	struct ost *o = r->o;
+	int rc = 0;
+
+	for (int d = 0; d < NDIRS && rc != SCRUB_STOPPED; d++) {
+		int fd = openat(o->odir[d], ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		struct dirent *de;
+		DIR *dir;
+
+		if (fd < 0)
+			return -errno;
+		dir = fdopendir(fd);
+		if (!dir) {
+			rc = -errno;
+			close(fd);
+			return rc;
+		}
+		while (rc != SCRUB_STOPPED && (de = readdir(dir))) {
+			uint64_t objid;
+
+			if (parse_objid(de->d_name, &objid) && obj_dir(objid) == d)
+				rc = scrub_object(r, objid);
+		}
+		closedir(dir);
+	}
+	return rc == SCRUB_STOPPED ? rc : 0;
+}
+
+static void *scrub_main(void *arg)
+{
+	struct ost *o = arg;
+	struct ost_scrub *s = &o->scrub;
+	struct scrub_run r = { .o = o, .t0_ns = clock_mono_ns() };
+	struct lw_scrub_rep st;
+	uint64_t objid;
+	int rc;
+
+	pthread_mutex_lock(&s->lock);
+	objid = s->st.objid;
+	r.rate = s->st.rate;
+	pthread_mutex_unlock(&s->lock);
+	if (objid)
+		log_info("OST%04x: scrub of object %llx started", o->idx, (unsigned long long)objid);
+	else
+		log_info("OST%04x: scrub started (at most %llu MiB/s)", o->idx,
+			 (unsigned long long)(r.rate >> 20));
+	r.buf = malloc((size_t)SCRUB_CHUNK_BLOCKS << CSUM_SHIFT);
+	if (!r.buf)
+		rc = -ENOMEM;
+	else if (objid)
+		rc = scrub_object(&r, objid);
+	else
+		rc = scrub_all(&r);
+	free(r.buf);
+
+	pthread_mutex_lock(&s->lock);
+	s->st.error = rc;
+	s->st.state = LW_SCRUB_DONE;
+	s->st.finish_time = (int64_t)time(NULL);
+	st = s->st;
+	pthread_mutex_unlock(&s->lock);
+	/* Nothing after this takes s->lock: ost_scrub_start may be joining this thread. */
+	if (rc == SCRUB_STOPPED)
+		log_info("OST%04x: scrub stopped", o->idx);
+	else
+		log_info("OST%04x: scrub done: %llu objects, %llu bytes, %llu blocks checked, %llu "
+			 "without checksums, %llu bad blocks in %llu objects%s%s",
+			 o->idx, (unsigned long long)st.objects_checked,
+			 (unsigned long long)st.bytes_checked, (unsigned long long)st.blocks_checked,
+			 (unsigned long long)st.blocks_unchecked, (unsigned long long)st.bad_blocks,
+			 (unsigned long long)st.bad_objects, rc ? "; ended by " : "",
+			 rc ? strerror(-rc) : "");
+	return NULL;
+}
+
+int ost_scrub_start(struct ost *o, uint64_t objid, uint64_t rate, struct lw_scrub_rep *st)
+{
+	struct ost_scrub *s = &o->scrub;
+	int rc = 0;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->st.state != LW_SCRUB_RUNNING && !s->stop) {
+		if (s->joinable) {
+			/* The last scrub is done; its thread has left (or is leaving) the lock for good. */
+			pthread_join(s->thread, NULL);
+			s->joinable = false;
+		}
+		memset(&s->st, 0, sizeof(s->st));
+		s->st.state = LW_SCRUB_RUNNING;
+		s->st.objid = objid;
+		s->st.rate = rate;
+		s->st.start_time = (int64_t)time(NULL);
+		if (pthread_create(&s->thread, NULL, scrub_main, o) == 0) {
+			s->joinable = true;
+		} else {
+			memset(&s->st, 0, sizeof(s->st));
+			rc = -EAGAIN;
+		}
+	}
+	*st = s->st;
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+void ost_scrub_status(struct ost *o, struct lw_scrub_rep *st)
+{
+	pthread_mutex_lock(&o->scrub.lock);
+	*st = o->scrub.st;
+	pthread_mutex_unlock(&o->scrub.lock);
+}

@@ -1,0 +1,69 @@
+/*
+ * OSS request bodies: lw_ost_req_decode. Input: the opcode (2 bytes, little endian), then the
+ * body. A body that decodes is exactly one lw_ost_io, copied unchanged, with flags 0, an offset
+ * of at most 2^62, a READ of at most LW_MAX_BULK and a SCRUB command the OSS knows.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "fuzz.h"
+#include "proto/codec.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc;
+	(void)argv;
+	fuzz_quiet();
+	return 0;
+}
+
+static bool is_ost_op(uint16_t op)
+{
+	switch (op) {
+#define KIND_OSS(name, value, kind) case value: return LW_KIND_##kind;
+#define LW_KIND_MDS false
+#define LW_KIND_OSS true
+#define LW_KIND_ANY false
+		LW_OPCODES(KIND_OSS)
+#undef KIND_OSS
+	default:
+		return false;
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct lw_ost_io io, again;
+	uint16_t op;
+	uint32_t len;
+	int rc;
+
+	if (size < 2 || size - 2 > LW_MAX_BODY)
+		return 0;
+	op = (uint16_t)(data[0] | data[1] << 8);
+	len = (uint32_t)(size - 2);
+
+	rc = lw_ost_req_decode(op, data + 2, len, &io);
+	FUZZ_CHECK(rc == 0 || rc == -EPROTO || rc == -EOPNOTSUPP || rc == -EFBIG || rc == -EINVAL);
+	FUZZ_CHECK((rc == -EOPNOTSUPP) == !is_ost_op(op));
+	if (rc == -EOPNOTSUPP)
+		return 0;
+	/* Too short is always -EPROTO; past the fixed part, a bad field may decide first. */
+	if (len < sizeof(io))
+		FUZZ_CHECK(rc == -EPROTO);
+	if (len > sizeof(io))
+		FUZZ_CHECK(rc != 0);
+	FUZZ_CHECK(lw_ost_req_decode(op, data + 2, len, &again) == rc);
+	if (rc)
+		return 0;
+	FUZZ_CHECK(!memcmp(&io, data + 2, sizeof(io)));
+	FUZZ_CHECK(io.flags == 0);
+	FUZZ_CHECK(io.offset <= (1ull << 62));
+	if (op == LW_OP_OST_READ)
+		FUZZ_CHECK(io.length <= LW_MAX_BULK);
+#ifdef LW_SCRUB_START
+	if (op == LW_OP_OST_SCRUB)
+		FUZZ_CHECK(io.length == LW_SCRUB_START || io.length == LW_SCRUB_STATUS);
+#endif
+	return 0;
+}
