@@ -77,6 +77,13 @@ const char *loom_fsname(const loom_fs *fs)
  * client holds open (handles live in its memory), so they are opened again, on the spot, before
  * anything in flight is resent. Runs on the connection's own thread.
  */
+/* The connection failed (rather than the MDS answering). */
+static bool conn_error(int rc)
+{
+	return rc == -EIO || rc == -EPIPE || rc == -ECONNRESET || rc == -ECONNREFUSED ||
+	       rc == -ETIMEDOUT || rc == -ENOTCONN || rc == -EPROTO;
+}
+
 static int mds_hello(struct rpc_hs *hs, void *arg)
 {
 	loom_fs *fs = arg;
@@ -111,12 +118,17 @@ static int mds_hello(struct rpc_hs *hs, void *arg)
 			lw_put_cred(&w, &f->cred);
 			lw_wr_put(&w, &o, sizeof(o));
 			rc = rpc_hs_call(hs, LW_OP_MDS_OPEN, body, (uint32_t)w.len, reply, sizeof(reply), &len);
-			if (rc == -ENOENT || rc == -ESTALE) {
-				rc = 0; /* gone meanwhile (not unlinked-while-open): its I/O will say so */
-				continue;
-			}
 			if (rc == 0 && len < sizeof(orep))
 				rc = -EPROTO;
+			if (rc && !conn_error(rc)) {
+				/* The MDS's answer for this one file (gone meanwhile, or no longer open to
+				 * its opener): its own I/O will say so; the others go on. */
+				if (rc != -ENOENT && rc != -ESTALE)
+					log_warn("the MDS restarted and inode %llu could not be opened again: %s",
+						 (unsigned long long)f->ino, strerror(-rc));
+				rc = 0;
+				continue;
+			}
 			if (rc)
 				break;
 			memcpy(&orep, reply, sizeof(orep));
@@ -128,7 +140,8 @@ static int mds_hello(struct rpc_hs *hs, void *arg)
 		pthread_mutex_unlock(&fs->open_lock);
 		if (rc)
 			return rc;
-		log_info("the MDS restarted; opened %d files again", reopened);
+		log_info("the MDS restarted (or ended this client's session); opened %d files again",
+			 reopened);
 	}
 	fs->mds_boot = rep.session_id;
 	return 0;
@@ -148,12 +161,16 @@ int loom_connect_with(const char *mds_addr, const struct loom_connect_opts *opts
 {
 	struct rpc_conn_opts o = { .name = "MDS", .hello = mds_hello };
 	const char *key_file = opts && opts->key_file ? opts->key_file : getenv("LOOM_KEY_FILE");
+	const char *fsname = opts ? opts->fsname : NULL;
+	unsigned recovery_s = opts && opts->recovery_seconds ? opts->recovery_seconds
+							    : recovery_seconds_default();
+	loom_fs *fs;
+	int rc;
 
 	if (!key_file && access(LOOM_DEFAULT_KEY_FILE, F_OK) == 0)
 		key_file = LOOM_DEFAULT_KEY_FILE;
-	const char *fsname = opts ? opts->fsname : NULL;
-	loom_fs *fs;
-	int rc;
+	if (recovery_s > 86400)
+		return -EINVAL;
 
 	fs = calloc(1, sizeof(*fs));
 	if (!fs)
@@ -166,7 +183,7 @@ int loom_connect_with(const char *mds_addr, const struct loom_connect_opts *opts
 	u64map_init(&fs->files);
 	cred_of_process(&fs->cred);
 	fs->umask = process_umask();
-	fs->recovery_ms = 1000u * (opts && opts->recovery_seconds ? opts->recovery_seconds : recovery_seconds_default());
+	fs->recovery_ms = 1000u * recovery_s;
 	rc = random_bytes(fs->uuid, sizeof(fs->uuid));
 	if (rc)
 		goto fail;
@@ -216,6 +233,30 @@ void loom_disconnect(loom_fs *fs)
 {
 	if (!fs)
 		return;
+	/* First every connection's thread stops (calls still in flight fail), while all of them
+	 * are still valid memory: an OST connection's thread may be asking the MDS where its OSS
+	 * went, and fs_mds_conn must not open a new connection meanwhile. */
+	__atomic_store_n(&fs->stopping, true, __ATOMIC_RELEASE);
+	rpc_conn_stop(fs->mds);
+	pthread_mutex_lock(&fs->ost_lock);
+	for (uint32_t i = 0; i < fs->nosts; i++) {
+		struct ost_slot *sl = fs->osts[i];
+		struct rpc_conn *c;
+
+		if (!sl)
+			continue;
+		pthread_mutex_lock(&sl->lock);
+		c = sl->conn;
+		pthread_mutex_unlock(&sl->lock);
+		/* Not under ost_lock: a recovering thread may want it to refresh the OST table. */
+		pthread_mutex_unlock(&fs->ost_lock);
+		rpc_conn_stop(c);
+		pthread_mutex_lock(&fs->ost_lock);
+	}
+	pthread_mutex_unlock(&fs->ost_lock);
+	for (uint32_t i = 0; i < fs->ngraveyard; i++)
+		rpc_conn_stop(fs->graveyard[i]);
+
 	rpc_conn_close(fs->mds);
 	for (uint32_t i = 0; i < fs->nosts; i++) {
 		struct ost_slot *sl = fs->osts[i];
@@ -260,10 +301,11 @@ int fs_mds_conn(loom_fs *fs, struct rpc_conn **out)
 
 	pthread_mutex_lock(&fs->mds_lock);
 	c = fs->mds;
-	if (!rpc_conn_alive(c)) {
+	if (!rpc_conn_alive(c) && !__atomic_load_n(&fs->stopping, __ATOMIC_ACQUIRE)) {
 		/* The MDS stayed away past the recovery window (its calls failed with EIO): try
 		 * afresh, so that the client works again once it is back. */
 		old = c;
+		o.first_req_id = rpc_conn_last_id(old);
 		rc = rpc_conn_open(fs->mds_host, fs->mds_port, &o, &c);
 		if (rc == 0) {
 			fs->mds = c;
@@ -357,7 +399,8 @@ static void ost_resolve(void *arg, char *host, size_t cap, uint16_t *port)
 	bool refresh;
 
 	pthread_mutex_lock(&fs->ost_lock);
-	refresh = clock_mono_ns() - fs->last_refresh_ns >= REFRESH_INTERVAL_NS;
+	refresh = clock_mono_ns() - fs->last_refresh_ns >= REFRESH_INTERVAL_NS &&
+		  !__atomic_load_n(&fs->stopping, __ATOMIC_ACQUIRE);
 	pthread_mutex_unlock(&fs->ost_lock);
 	if (refresh)
 		fs_refresh_osts(fs);
@@ -370,7 +413,7 @@ static void ost_resolve(void *arg, char *host, size_t cap, uint16_t *port)
 int fs_ost_conn(loom_fs *fs, uint32_t ost_idx, struct rpc_conn **out)
 {
 	struct ost_slot *sl = NULL;
-	struct rpc_conn *stale = NULL;
+	struct rpc_conn *stale = NULL, *extra = NULL;
 	int rc = 0;
 
 	for (int attempt = 0; attempt < 2 && !sl; attempt++) {
@@ -405,8 +448,9 @@ int fs_ost_conn(loom_fs *fs, uint32_t ost_idx, struct rpc_conn **out)
 		rc = rpc_conn_open(host, port, &o, out);
 		pthread_mutex_lock(&sl->lock);
 		if (rc == 0 && sl->conn) {
-			/* Another thread connected meanwhile: use theirs. */
-			rpc_conn_close(*out);
+			/* Another thread connected meanwhile: use theirs (ours is closed below, without
+			 * sl->lock, which its thread may want). */
+			extra = *out;
 		} else if (rc == 0) {
 			sl->conn = *out;
 		} else {
@@ -415,6 +459,7 @@ int fs_ost_conn(loom_fs *fs, uint32_t ost_idx, struct rpc_conn **out)
 	}
 	*out = sl->conn;
 	pthread_mutex_unlock(&sl->lock);
+	rpc_conn_close(extra);
 	if (stale) {
 		pthread_mutex_lock(&fs->ost_lock);
 		bury(fs, stale);

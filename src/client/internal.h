@@ -43,7 +43,8 @@ struct loom_fs {
 	uint8_t key[64];               /* the file system key (keylen 0: none) */
 	size_t keylen;
 	uint32_t recovery_ms;          /* how long a lost server is waited for */
-	uint64_t mds_boot;             /* the MDS run last connected to (MDS_CONNECT session_id) */
+	uint64_t mds_boot;             /* the MDS session last connected to (MDS_CONNECT session_id) */
+	bool stopping;                 /* loom_disconnect began (atomic) */
 
 	pthread_mutex_t cred_lock;
 	struct loom_cred cred;

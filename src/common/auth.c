@@ -74,7 +74,7 @@ int loom_key_create(const char *path)
 	return rc;
 }
 
-void loom_auth_mac(const uint8_t *key, size_t keylen, const char *label, const uint8_t *a,
+int loom_auth_mac(const uint8_t *key, size_t keylen, const char *label, const uint8_t *a,
 		   const uint8_t *b, size_t n, uint8_t out[LOOM_MAC_LEN])
 {
 	uint8_t msg[64 + 2 * 64];
@@ -88,7 +88,9 @@ void loom_auth_mac(const uint8_t *key, size_t keylen, const char *label, const u
 	len += n;
 	memcpy(msg + len, b, n);
 	len += n;
-	HMAC(EVP_sha256(), key, (int)keylen, msg, len, out, &outlen);
+	if (!HMAC(EVP_sha256(), key, (int)keylen, msg, len, out, &outlen) || outlen != LOOM_MAC_LEN)
+		return -EIO;
+	return 0;
 }
 
 int loom_auth_equal(const uint8_t *x, const uint8_t *y)

@@ -14,8 +14,9 @@ int loom_key_load(const char *path, uint8_t *key, size_t *len);
 /* Writes a new random 32-byte key to path (mode 0600); -EEXIST if the file exists. */
 int loom_key_create(const char *path);
 
-/* HMAC-SHA256(key, label || a || b) with a and b of n bytes each. */
-void loom_auth_mac(const uint8_t *key, size_t keylen, const char *label, const uint8_t *a,
+/* HMAC-SHA256(key, label || a || b) with a and b of n bytes each. 0, or -EIO if libcrypto
+ * failed (out is then unusable). */
+int loom_auth_mac(const uint8_t *key, size_t keylen, const char *label, const uint8_t *a,
 		   const uint8_t *b, size_t n, uint8_t out[LOOM_MAC_LEN]);
 /* Constant-time comparison of two MACs: 1 if equal. */
 int loom_auth_equal(const uint8_t *x, const uint8_t *y);

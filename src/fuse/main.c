@@ -204,6 +204,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "loom-mount: '%s' is not HOST[:PORT]:/FSNAME\n", m.opts.spec);
 		return 2;
 	}
+	if (m.opts.recovery > 86400) {
+		fprintf(stderr, "loom-mount: recovery=%u: at most 86400 seconds\n", m.opts.recovery);
+		return 2;
+	}
 	log_init("loom-mount", m.opts.debug ? LOG_DEBUG : LOG_WARN);
 	/* A first connection tells the user at once when the file system cannot be reached. It is
 	 * closed again before daemonizing: its threads would not survive the fork. */

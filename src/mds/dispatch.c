@@ -349,6 +349,7 @@ static int exec_connect(struct mds *m, struct srv_req *req, const struct lw_mds_
 			struct reply *r)
 {
 	struct lw_connect_rep rep = { 0 };
+	struct mds_session *sess;
 	uint32_t count, gen;
 	const char *fsname = mdt_store_fsname(m->store);
 
@@ -360,13 +361,15 @@ static int exec_connect(struct mds *m, struct srv_req *req, const struct lw_mds_
 		return -ENODEV;
 	}
 	/* The client's session, found again when it reconnects. */
-	if (!mds_session_connect(m, req->conn_id, q->u.connect.client_uuid))
+	sess = mds_session_connect(m, req->conn_id, q->u.connect.client_uuid);
+	if (!sess)
 		return -ENOMEM;
 	mdt_ost_table(m->store, &count, &gen);
 	rep.root_ino = LOOM_ROOT_INO;
-	/* Differs from the last one a client saw when the MDS restarted: it then opens its files
-	 * again (handles live in the MDS's memory). */
-	rep.session_id = m->boot_id;
+	/* Differs from the last one a client saw when its session is not the one it had: the MDS
+	 * restarted, or ended the session after the client stayed away past the recovery window.
+	 * The client then opens its files again (handles live in the session). */
+	rep.session_id = m->boot_id ^ (sess->sid * 0x9e3779b97f4a7c15ull);
 	snprintf(rep.fsname, sizeof(rep.fsname), "%s", fsname);
 	rep.max_bulk = LW_MAX_BULK;
 	rep.ost_table_gen = gen;
@@ -668,7 +671,8 @@ static void run_one(struct mds *m, struct mdt_txn *txn, bool write, struct srv_r
 		uint32_t len = 0;
 		int status;
 
-		if (mdt_reply_get(txn, sess->uuid, req->hdr.req_id, &status, &body, &len) == 0) {
+		if (mdt_reply_get(txn, sess->uuid, req->hdr.req_id, req->hdr.opcode, &status, &body,
+				  &len) == 0) {
 			log_debug("%s %llu from %s resent: answered from the reply cache",
 				  lw_op_name(req->hdr.opcode), (unsigned long long)req->hdr.req_id,
 				  srv_req_peer(req));
@@ -689,7 +693,8 @@ static void run_one(struct mds *m, struct mdt_txn *txn, bool write, struct srv_r
 	/* The answer is kept with the change, in the same transaction: at most once, also across
 	 * a restart of the MDS. */
 	if (rc == 0 && sess)
-		rc = mdt_reply_put(child, sess->uuid, req->hdr.req_id, 0, r->body, r->len, clock_real().tv_sec);
+		rc = mdt_reply_put(child, sess->uuid, req->hdr.req_id, req->hdr.opcode, 0, r->body,
+				   r->len, clock_real().tv_sec);
 	if (rc == MDS_PARKED) {
 		/* The lock manager holds the request now; it changed nothing durable. */
 		if (write)
@@ -792,10 +797,11 @@ static void run_batch(struct mds *m, struct srv_req *list, uint32_t n)
  * those that no client opened again are released. */
 static void release_orphans(struct mds *m)
 {
-	uint64_t inos[256];
+	uint64_t inos[256], after = 0;
 	size_t n = 0, total = 0;
 	int rc;
 
+	/* In order of inode number, each once: those still open stay in the table. */
 	do {
 		struct mdt_txn *t;
 		bool released = false;
@@ -803,8 +809,9 @@ static void release_orphans(struct mds *m)
 		rc = mdt_txn_begin(m->store, true, &t);
 		if (rc)
 			break;
-		rc = mdt_orphan_list(t, inos, ARRAY_SIZE(inos), &n);
+		rc = mdt_orphan_list(t, after, inos, ARRAY_SIZE(inos), &n);
 		for (size_t i = 0; rc == 0 && i < n; i++) {
+			after = inos[i];
 			if (mds_ino_is_open(m, inos[i]))
 				continue;
 			rc = mdt_inode_release(t, inos[i]);
@@ -818,7 +825,7 @@ static void release_orphans(struct mds *m)
 		rc = mdt_txn_commit(t);
 		if (released)
 			m->destroyer.more = true;
-	} while (rc == 0 && n == ARRAY_SIZE(inos) && total > 0);
+	} while (rc == 0 && n == ARRAY_SIZE(inos));
 	if (rc)
 		log_err("releasing orphan inodes: %s; will try again", strerror(-rc));
 	else
@@ -858,12 +865,12 @@ static void housekeeping(struct mds *m, uint64_t now)
 	last_run = now;
 	if (now > window)
 		u64map_each(&m->sessions, away_scan, &a);
-	if (!a.any && now - last_sweep < 60ull * 1000000000ull)
+	if (!a.any && now - last_sweep < 10ull * 1000000000ull)
 		return;
 	if (mdt_txn_begin(m->store, true, &t) != 0)
 		return;
 	rc = a.any ? mds_sessions_expire(m, t, now, &released) : 0;
-	if (rc == 0 && now - last_sweep >= 60ull * 1000000000ull) {
+	if (rc == 0 && now - last_sweep >= 10ull * 1000000000ull) {
 		/* A resend comes within the recovery window; ten of them is plenty. */
 		rc = mdt_reply_sweep(t, clock_real().tv_sec - 10 * (int64_t)m->recovery_s - 60, 20000, &swept);
 		last_sweep = now;

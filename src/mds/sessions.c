@@ -102,6 +102,10 @@ struct mds_session *mds_session_connect(struct mds *m, uint64_t conn_id, const u
 		mds_locks_drop_session(m, cur->sid);
 		u64map_del(&m->sessions, cur->sid);
 		free(cur);
+	} else if (cur && cur != f.found) {
+		/* ... and one that opened files first is left to expire like a lost client's. */
+		cur->conn_id = 0;
+		cur->away_since_ns = clock_mono_ns();
 	}
 	if (f.found->conn_id && f.found->conn_id != conn_id)
 		u64map_del(&m->conn_sessions, f.found->conn_id); /* its old connection is dead */

@@ -331,7 +331,7 @@ static bool cookie_name(struct mdt_fsck *f, uint64_t dir, uint64_t cookie, const
 	if (mdt_get(f->t, MDT_DB_DIRCOOKIES, key, sizeof(key), &v) != 0 || v.mv_size < sizeof(rec))
 		return false;
 	memcpy(&rec, v.mv_data, sizeof(rec));
-	if (rec.namelen == 0 || v.mv_size != sizeof(rec) + rec.namelen)
+	if (rec.namelen == 0 || rec.namelen > LOOM_NAME_MAX || v.mv_size != sizeof(rec) + rec.namelen)
 		return false;
 	*name = (const char *)v.mv_data + sizeof(rec);
 	*len = rec.namelen;

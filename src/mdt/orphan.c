@@ -91,17 +91,23 @@ int mdt_inode_release(struct mdt_txn *t, uint64_t ino)
 	return rc;
 }
 
-int mdt_orphan_list(struct mdt_txn *t, uint64_t *inos, size_t max, size_t *n)
+int mdt_orphan_list(struct mdt_txn *t, uint64_t after, uint64_t *inos, size_t max, size_t *n)
 {
+	uint8_t from[8];
 	MDB_cursor *cur;
 	MDB_val k, v;
 	int rc, mrc;
 
 	*n = 0;
+	if (after == UINT64_MAX)
+		return 0;
 	rc = mdt_errno(mdb_cursor_open(t->mdb, t->s->dbi[MDT_DB_ORPHANS], &cur));
 	if (rc)
 		return rc;
-	for (mrc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); mrc == MDB_SUCCESS && *n < max;
+	mdt_put_be64(from, after + 1);
+	k.mv_data = from;
+	k.mv_size = sizeof(from);
+	for (mrc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); mrc == MDB_SUCCESS && *n < max;
 	     mrc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
 		if (k.mv_size != 8) {
 			mrc = MDB_CORRUPTED;

@@ -28,6 +28,7 @@ static const char *const db_names[MDT_DB_COUNT] = {
 	[MDT_DB_ORPHANS] = "orphans",
 	[MDT_DB_DESTROY] = "destroy",
 	[MDT_DB_REPLIES] = "replies",
+	[MDT_DB_REPLY_AGES] = "reply_ages",
 };
 
 #define META_VERSION  "version"
@@ -332,7 +333,11 @@ static int store_setup(const char *dir, bool create, struct mdt_store **out)
 	if (rc)
 		goto fail;
 	for (int i = 0; i < MDT_DB_COUNT; i++) {
-		rc = mdt_errno(mdb_dbi_open(txn, db_names[i], create ? MDB_CREATE : 0, &s->dbi[i]));
+		/* The reply cache's tables are made where missing: an MDT formatted before they
+		 * existed simply has no replies to keep. */
+		bool cache = i == MDT_DB_REPLIES || i == MDT_DB_REPLY_AGES;
+
+		rc = mdt_errno(mdb_dbi_open(txn, db_names[i], create || cache ? MDB_CREATE : 0, &s->dbi[i]));
 		if (rc) {
 			if (rc == -ENOENT) {
 				log_err("mdt: %s: database '%s' missing", dir, db_names[i]);

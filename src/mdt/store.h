@@ -225,8 +225,9 @@ int mdt_setlayout(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino,
  * destroy queue and the inode, its xattrs and layout are deleted. A no-op (0) for an inode that
  * still has links or is already gone. */
 int mdt_inode_release(struct mdt_txn *t, uint64_t ino);
-/* Inodes with nlink 0 not yet released (at start-up, after a crash, all of them are). */
-int mdt_orphan_list(struct mdt_txn *t, uint64_t *inos, size_t max, size_t *n);
+/* Up to max inodes numbered above after, in order, with nlink 0 and not yet released (at
+ * start-up, after a crash, all of them are). */
+int mdt_orphan_list(struct mdt_txn *t, uint64_t after, uint64_t *inos, size_t max, size_t *n);
 
 /* Objects waiting to be destroyed on their OSTs, from the start of the queue (ordered by OST,
  * then object id). mdt_destroy_done of an object not queued is 0, so a resend is harmless. */
@@ -245,12 +246,13 @@ int mdt_destroy_done(struct mdt_txn *t, uint32_t ost_idx, uint64_t objid);
  * change they answer, so they survive a restart exactly when the change does.
  * Keys are the client's uuid and the request id.
  */
-int mdt_reply_put(struct mdt_txn *t, const uint64_t uuid[2], uint64_t req_id, int status,
-		  const void *body, uint32_t len, int64_t now_s);
-/* -ENOENT if there is none; else *body is malloc'd (caller frees). */
-int mdt_reply_get(struct mdt_txn *t, const uint64_t uuid[2], uint64_t req_id, int *status,
-		  void **body, uint32_t *len);
-/* Removes up to max entries written before older_than_s; *removed counts them. */
+int mdt_reply_put(struct mdt_txn *t, const uint64_t uuid[2], uint64_t req_id, uint16_t opcode,
+		  int status, const void *body, uint32_t len, int64_t now_s);
+/* -ENOENT if there is none (or the one there answered another opcode); else *body is malloc'd
+ * (caller frees). */
+int mdt_reply_get(struct mdt_txn *t, const uint64_t uuid[2], uint64_t req_id, uint16_t opcode,
+		  int *status, void **body, uint32_t *len);
+/* Removes up to max entries written before older_than_s, oldest first; *removed counts them. */
 int mdt_reply_sweep(struct mdt_txn *t, int64_t older_than_s, size_t max, size_t *removed);
 
 /* ---- the OST table ---- */

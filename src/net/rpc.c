@@ -54,6 +54,7 @@ struct rpc_conn {
 	enum conn_state state;
 	uint64_t recover_deadline_ns;
 	bool stopping;
+	bool joined;                 /* the thread was stopped (rpc_conn_stop) */
 
 	/* Receive state, I/O thread only. */
 	uint8_t *rbuf;
@@ -220,6 +221,16 @@ bool rpc_conn_recovering(struct rpc_conn *c)
 	r = c->state == CS_RECOVERING;
 	pthread_mutex_unlock(&c->lock);
 	return r;
+}
+
+uint64_t rpc_conn_last_id(struct rpc_conn *c)
+{
+	uint64_t id;
+
+	pthread_mutex_lock(&c->lock);
+	id = c->next_id;
+	pthread_mutex_unlock(&c->lock);
+	return id;
 }
 
 const char *rpc_conn_peer(const struct rpc_conn *c)
@@ -739,7 +750,10 @@ static int authenticate(struct rpc_hs *hs)
 	rc = random_bytes(pr.nonce, sizeof(pr.nonce));
 	if (rc)
 		return rc;
-	loom_auth_mac(c->key, c->opts.keylen, "loom-auth-client", ch.nonce, pr.nonce, LW_AUTH_NONCE, pr.mac);
+	rc = loom_auth_mac(c->key, c->opts.keylen, "loom-auth-client", ch.nonce, pr.nonce,
+			   LW_AUTH_NONCE, pr.mac);
+	if (rc)
+		return rc;
 	rc = rpc_hs_call(hs, LW_OP_AUTH_PROVE, &pr, sizeof(pr), &proof, sizeof(proof), &len);
 	if (rc == -EACCES) {
 		log_err("%s refused this client's file system key", c->peer);
@@ -747,8 +761,9 @@ static int authenticate(struct rpc_hs *hs)
 	}
 	if (rc)
 		return rc;
-	loom_auth_mac(c->key, c->opts.keylen, "loom-auth-server", pr.nonce, ch.nonce, LW_AUTH_NONCE, want);
-	if (len != sizeof(proof) || !loom_auth_equal(proof.mac, want)) {
+	rc = loom_auth_mac(c->key, c->opts.keylen, "loom-auth-server", pr.nonce, ch.nonce,
+			   LW_AUTH_NONCE, want);
+	if (rc || len != sizeof(proof) || !loom_auth_equal(proof.mac, want)) {
 		log_err("%s could not prove it holds the file system key: refusing it", c->peer);
 		return -EACCES;
 	}
@@ -869,6 +884,11 @@ static void *conn_thread(void *arg)
 			    read(c->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 				break;
 			backoff_ms = MIN(backoff_ms * 2, 1000);
+			pthread_mutex_lock(&c->lock);
+			stopping = c->stopping;
+			pthread_mutex_unlock(&c->lock);
+			if (stopping)
+				break;
 			conn_reconnect(c);
 			continue;
 		}
@@ -926,6 +946,7 @@ int rpc_conn_open(const char *host, uint16_t port, const struct rpc_conn_opts *o
 	}
 	if (c->opts.keylen)
 		memcpy(c->key, c->opts.key, c->opts.keylen);
+	c->next_id = c->opts.first_req_id;
 	c->opts.key = NULL;
 	c->opts.name = NULL; /* the caller's string may not live on: the name is kept in peer */
 	snprintf(c->host, sizeof(c->host), "%s", host);
@@ -966,19 +987,31 @@ fail:
 	return rc;
 }
 
-void rpc_conn_close(struct rpc_conn *c)
+void rpc_conn_stop(struct rpc_conn *c)
 {
 	uint64_t one = 1;
+	bool joined;
 
 	if (!c)
 		return;
 	pthread_mutex_lock(&c->lock);
 	c->stopping = true;
+	joined = c->joined;
+	c->joined = true;
 	pthread_mutex_unlock(&c->lock);
+	if (joined)
+		return;
 	if (write(c->wake_fd, &one, sizeof(one)) < 0)
 		log_warn("connection to %s: eventfd write: %s", c->peer, strerror(errno));
 	pthread_join(c->thread, NULL);
 	conn_fail(c, NULL);
+}
+
+void rpc_conn_close(struct rpc_conn *c)
+{
+	if (!c)
+		return;
+	rpc_conn_stop(c);
 	if (c->fd >= 0)
 		close(c->fd);
 	close(c->wake_fd);

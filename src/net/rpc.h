@@ -84,6 +84,10 @@ struct rpc_conn_opts {
 	uint32_t recovery_ms;
 	/* With recovery: rpc_conn_open succeeds although the server cannot be reached yet. */
 	bool lazy;
+	/* Request ids continue after this one: a connection that replaces a failed one keeps
+	 * counting where it stopped (rpc_conn_last_id), so that a server's reply cache, keyed by
+	 * client and request id, never mistakes a new request for an old one. */
+	uint64_t first_req_id;
 	const uint8_t *key;     /* the file system key (NULL: none), to authenticate every connection */
 	size_t keylen;
 	/* Runs on every (re)connection after authentication and before anything is (re)sent.
@@ -102,11 +106,16 @@ int rpc_conn_open(const char *host, uint16_t port, const struct rpc_conn_opts *o
 		  struct rpc_conn **out);
 /* Fails calls still in flight with -EIO, stops the thread and frees the connection. */
 void rpc_conn_close(struct rpc_conn *c);
+/* The same without freeing: later calls fail at once with -EIO, and the connection stays valid
+ * memory until rpc_conn_close (for teardowns where other threads may still hold it). */
+void rpc_conn_stop(struct rpc_conn *c);
 /* false once the connection has failed for good (no recovery, or its window passed); every
  * later call then fails at once with -EIO. */
 bool rpc_conn_alive(struct rpc_conn *c);
 /* true while a connection is away and being recovered. */
 bool rpc_conn_recovering(struct rpc_conn *c);
+/* The last request id this connection gave out. */
+uint64_t rpc_conn_last_id(struct rpc_conn *c);
 const char *rpc_conn_peer(const struct rpc_conn *c);
 /* The local address of the connection (numeric), which is how the peer reaches us back. */
 int rpc_conn_local_host(const struct rpc_conn *c, char *buf, size_t cap);

@@ -25,6 +25,7 @@
 #define RBUF_SIZE     (64u << 10)
 #define READ_BUDGET   (4u << 20)  /* bytes read from one connection per event, for fairness */
 #define WRITE_IOVS    64
+#define SRV_PREAUTH_BODY_MAX 1024u /* bytes of body a frame may carry before authentication */
 
 /*
  * Memory accounting. Every request is charged to the server from the moment its header is
@@ -413,12 +414,13 @@ static void conn_authenticate(struct srv_conn *c, struct srv_req *req)
 		uint8_t want[LOOM_MAC_LEN];
 
 		memcpy(&pr, req->body, sizeof(pr));
-		loom_auth_mac(s->key, s->opts.keylen, "loom-auth-client", c->nonce, pr.nonce, LW_AUTH_NONCE, want);
 		c->challenged = false; /* one proof per challenge */
-		if (loom_auth_equal(pr.mac, want)) {
+		if (loom_auth_mac(s->key, s->opts.keylen, "loom-auth-client", c->nonce, pr.nonce,
+				  LW_AUTH_NONCE, want) == 0 &&
+		    loom_auth_equal(pr.mac, want) &&
+		    loom_auth_mac(s->key, s->opts.keylen, "loom-auth-server", pr.nonce, c->nonce,
+				  LW_AUTH_NONCE, proof.mac) == 0) {
 			c->authed = true;
-			loom_auth_mac(s->key, s->opts.keylen, "loom-auth-server", pr.nonce, c->nonce,
-				      LW_AUTH_NONCE, proof.mac);
 			srv_reply(req, 0, &proof, sizeof(proof), NULL, 0, NULL);
 			return;
 		}
@@ -475,6 +477,10 @@ static const char *conn_hdr_done(struct srv_conn *c)
 		return "reply frame sent to a server";
 	if (h->bulk_len && s->opts.bulk_ok && !s->opts.bulk_ok(h->opcode))
 		return "bulk data with an opcode that takes none";
+	/* Until the peer proved it holds the key, it gets no memory beyond a small frame (which
+	 * is answered by the gate): a stranger cannot eat the budget of the clients. */
+	if (!c->authed && (h->bulk_len || h->body_len > SRV_PREAUTH_BODY_MAX))
+		return "a large frame before authenticating (the client has no key or the wrong one)";
 
 	before = atomic_fetch_add(&s->mem, need);
 	if (before + need > s->opts.max_memory && before > 0) {

@@ -194,3 +194,31 @@ def test_raw_connections_without_the_key_are_refused_by_every_server(cluster, wo
     still_serves(cluster, workdir)
     for name in cluster.daemon_names():
         assert cluster.alive(name), "%s died" % name
+
+
+def test_large_frames_before_authentication_are_cut_off_without_taking_memory(cluster, workdir):
+    # A stranger announcing 16 MiB of bulk (or a 64 KiB body) on many connections, and never
+    # sending it: each connection is closed at once, with nothing read or answered, and the
+    # servers go on serving the clients that hold the key.
+    for name, host, port in cluster.server_addrs():
+        opcode = w.OP["MDS_GETATTR"] if name == "mds" else w.OP["OST_WRITE"]
+        conns = []
+        try:
+            for k in range(32):
+                c = w.Conn(host, port, auth=False)
+                conns.append(c)
+                if k % 2:
+                    hdr = w.pack_header(opcode, bulk_len=16 << 20, bulk_crc=0)
+                else:
+                    hdr = w.pack_header(opcode, body_len=64 << 10)
+                c.send(hdr)
+            for c in conns:
+                closed, extra = c.wait_closed(10)
+                assert closed, "%s kept a connection open that announced a large frame unauthenticated" % name
+                assert extra == b"", "%s answered a large unauthenticated frame: %r" % (name, extra[:64])
+        finally:
+            for c in conns:
+                c.close()
+        with w.Conn(host, port) as c:
+            assert c.ping() == 0
+    still_serves(cluster, workdir)

@@ -510,7 +510,7 @@ static void test_orphan_list(void)
 		uint64_t inos[8];
 		size_t n;
 		struct mdt_txn *t = fx_read_begin(&f);
-		REQUIRE_RC(mdt_orphan_list(t, inos, 8, &n), 0);
+		REQUIRE_RC(mdt_orphan_list(t, 0, inos, 8, &n), 0);
 		mdt_txn_abort(t);
 		CHECK_EQ(n, 2);
 		CHECK(n == 2 && inos[0] == b && inos[1] == c);

@@ -298,9 +298,9 @@ static void test_orphan_release_destroy(void)
 	/* orphans outlive a restart: that is how the server finds them after a crash */
 	fx_reopen(&f);
 	t = fx_read_begin(&f);
-	REQUIRE_RC(mdt_orphan_list(t, inos, 4, &n), 0);
+	REQUIRE_RC(mdt_orphan_list(t, 0, inos, 4, &n), 0);
 	CHECK(n == 2 && inos[0] == ino && inos[1] == sym);
-	REQUIRE_RC(mdt_orphan_list(t, inos, 1, &n), 0);
+	REQUIRE_RC(mdt_orphan_list(t, 0, inos, 1, &n), 0);
 	CHECK_EQ(n, 1);
 	REQUIRE_RC(mdt_destroy_list(t, q, 16, &n), 0);
 	CHECK_EQ(n, 0);
@@ -319,7 +319,7 @@ static void test_orphan_release_destroy(void)
 		CHECK(gone == NULL);
 	}
 	t = fx_read_begin(&f);
-	REQUIRE_RC(mdt_orphan_list(t, inos, 4, &n), 0);
+	REQUIRE_RC(mdt_orphan_list(t, 0, inos, 4, &n), 0);
 	CHECK_EQ(n, 0);
 	REQUIRE_RC(mdt_destroy_list(t, q, 16, &n), 0);
 	mdt_txn_abort(t);

@@ -303,6 +303,67 @@ static void test_corrupt_record(void)
 	fx_fini(&f);
 }
 
+/* The reply cache: an entry answers only its client, request id and opcode; it survives a
+ * reopen; the sweep takes the oldest first and leaves younger ones. */
+static void test_reply_cache(void)
+{
+	const uint64_t a[2] = { 1, 2 }, b[2] = { 3, 4 };
+	struct mdt_txn *t;
+	struct fx f;
+	void *body;
+	uint32_t len;
+	size_t n;
+	int status;
+
+	fx_init(&f);
+	REQUIRE_RC(mdt_txn_begin(f.s, true, &t), 0);
+	CHECK_RC(mdt_reply_put(t, a, 7, 0x111, 0, "seven", 5, 1000), 0);
+	CHECK_RC(mdt_reply_put(t, a, 8, 0x112, -17, NULL, 0, 2000), 0);
+	CHECK_RC(mdt_reply_put(t, b, 7, 0x111, 0, "other", 5, 3000), 0);
+	REQUIRE_RC(mdt_txn_commit(t), 0);
+	fx_reopen(&f);
+
+	REQUIRE_RC(mdt_txn_begin(f.s, false, &t), 0);
+	REQUIRE_RC(mdt_reply_get(t, a, 7, 0x111, &status, &body, &len), 0);
+	CHECK_EQ(status, 0);
+	CHECK(len == 5 && memcmp(body, "seven", 5) == 0);
+	free(body);
+	REQUIRE_RC(mdt_reply_get(t, a, 8, 0x112, &status, &body, &len), 0);
+	CHECK(status == -17 && len == 0);
+	free(body);
+	CHECK_RC(mdt_reply_get(t, a, 7, 0x112, &status, &body, &len), -ENOENT); /* another opcode */
+	CHECK_RC(mdt_reply_get(t, a, 9, 0x111, &status, &body, &len), -ENOENT);
+	REQUIRE_RC(mdt_reply_get(t, b, 7, 0x111, &status, &body, &len), 0);
+	CHECK(len == 5 && memcmp(body, "other", 5) == 0);
+	free(body);
+	mdt_txn_abort(t);
+
+	/* Older than 2500: a's two entries, oldest first, one at a time. */
+	REQUIRE_RC(mdt_txn_begin(f.s, true, &t), 0);
+	CHECK_RC(mdt_reply_sweep(t, 2500, 1, &n), 0);
+	CHECK_EQ(n, 1);
+	CHECK_RC(mdt_reply_get(t, a, 7, 0x111, &status, &body, &len), -ENOENT);
+	REQUIRE_RC(mdt_reply_get(t, a, 8, 0x112, &status, &body, &len), 0);
+	free(body);
+	CHECK_RC(mdt_reply_sweep(t, 2500, 100, &n), 0);
+	CHECK_EQ(n, 1);
+	CHECK_RC(mdt_reply_get(t, a, 8, 0x112, &status, &body, &len), -ENOENT);
+	REQUIRE_RC(mdt_reply_get(t, b, 7, 0x111, &status, &body, &len), 0);
+	free(body);
+	/* Written again later under the same key: the old age entry does not take the new one. */
+	CHECK_RC(mdt_reply_put(t, b, 7, 0x111, 0, "again", 5, 5000), 0);
+	CHECK_RC(mdt_reply_sweep(t, 4000, 100, &n), 0);
+	CHECK_EQ(n, 1);
+	REQUIRE_RC(mdt_reply_get(t, b, 7, 0x111, &status, &body, &len), 0);
+	CHECK(len == 5 && memcmp(body, "again", 5) == 0);
+	free(body);
+	CHECK_RC(mdt_reply_sweep(t, 6000, 100, &n), 0);
+	CHECK_EQ(n, 1);
+	CHECK_RC(mdt_reply_get(t, b, 7, 0x111, &status, &body, &len), -ENOENT);
+	REQUIRE_RC(mdt_txn_commit(t), 0);
+	fx_fini(&f);
+}
+
 int main(void)
 {
 	RUN(test_format_fsname);
@@ -315,5 +376,6 @@ int main(void)
 	RUN(test_interrupted_format);
 	RUN(test_bad_names);
 	RUN(test_corrupt_record);
+	RUN(test_reply_cache);
 	return check_report();
 }
