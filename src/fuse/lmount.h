@@ -63,6 +63,11 @@ struct lmount {
 	/* Inodes this mount ever set an fcntl lock on (under stamp_lock): closing them must release
 	 * the closer's locks at the MDS, as close(2) releases a process's locks. */
 	struct u64map posix_locked;
+	/* Closes dropping locks that are under way (under stamp_lock): the kernel sends the
+	 * release of a process that died without waiting for it, so a lock request that finds the
+	 * lock still held waits for them and asks again, as it would find it free on a local disk. */
+	unsigned unlocks_running;
+	pthread_cond_t unlocks_done;
 };
 
 /* The caller's identity for a request (groups read from /proc for non-root callers). */
@@ -87,6 +92,10 @@ void lm_stamp_forget(struct lmount *m, uint64_t ino);
 
 /* Locks: record that ino has fcntl locks through this mount; release an owner's on close. */
 void lm_locks_note(struct lmount *m, uint64_t ino);
+/* Around the work of a close (flush or release): lock requests that find a conflict wait for
+ * it. */
+void lm_unlock_begin(struct lmount *m);
+void lm_unlock_end(struct lmount *m);
 void lm_locks_on_close(fuse_req_t req, uint64_t ino, struct fuse_file_info *fi);
 
 /* The operation tables, one file per group. */

@@ -225,6 +225,7 @@ int main(int argc, char **argv)
 	loom_disconnect(m.fs);
 	m.fs = NULL;
 	pthread_mutex_init(&m.stamp_lock, NULL);
+	pthread_cond_init(&m.unlocks_done, NULL);
 	u64map_init(&m.stamps);
 	u64map_init(&m.posix_locked);
 

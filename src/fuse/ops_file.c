@@ -144,7 +144,9 @@ static void lm_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct stat st;
 	int rc;
 
+	lm_unlock_begin(lm_of(req));
 	lm_locks_on_close(req, ino, fi);
+	lm_unlock_end(lm_of(req));
 	rc = loom_flush(f);
 	if (rc == 0) {
 		/* Our own change: the pages this mount caches are the new data. */
@@ -156,9 +158,14 @@ static void lm_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 static void lm_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	int rc;
+
+	lm_unlock_begin(lm_of(req));
 	if (fi->flock_release)
 		lm_locks_on_close(req, ino, fi);
-	lm_reply_err(req, loom_close(file_of(fi)));
+	rc = loom_close(file_of(fi));
+	lm_unlock_end(lm_of(req));
+	lm_reply_err(req, rc);
 }
 
 static void lm_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <time.h>
 
 #include "fuse/lmount.h"
 
@@ -84,6 +85,38 @@ static void revalidate(fuse_req_t req, uint64_t ino)
 	lm_stamp_set(m, ino, &st);
 }
 
+void lm_unlock_begin(struct lmount *m)
+{
+	pthread_mutex_lock(&m->stamp_lock);
+	m->unlocks_running++;
+	pthread_mutex_unlock(&m->stamp_lock);
+}
+
+void lm_unlock_end(struct lmount *m)
+{
+	pthread_mutex_lock(&m->stamp_lock);
+	if (--m->unlocks_running == 0)
+		pthread_cond_broadcast(&m->unlocks_done);
+	pthread_mutex_unlock(&m->stamp_lock);
+}
+
+/* Waits (a second at most) for the closes under way; true if there were any. */
+static bool unlocks_settled(struct lmount *m)
+{
+	struct timespec until;
+	bool any;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 1;
+	pthread_mutex_lock(&m->stamp_lock);
+	any = m->unlocks_running > 0;
+	while (m->unlocks_running > 0)
+		if (pthread_cond_timedwait(&m->unlocks_done, &m->stamp_lock, &until) != 0)
+			break;
+	pthread_mutex_unlock(&m->stamp_lock);
+	return any;
+}
+
 static void set_lock(fuse_req_t req, fuse_ino_t ino, uint64_t owner, const struct loom_lock *lk,
 		     unsigned flags)
 {
@@ -95,6 +128,8 @@ static void set_lock(fuse_req_t req, fuse_ino_t ino, uint64_t owner, const struc
 	if (flags & LOOM_LOCK_WAIT)
 		fuse_req_interrupt_func(req, cancel_wait, &w);
 	rc = loom_ll_lock(w.fs, ino, owner, lk, flags);
+	if (rc == -EAGAIN && !(flags & LOOM_LOCK_WAIT) && unlocks_settled(lm_of(req)))
+		rc = loom_ll_lock(w.fs, ino, owner, lk, flags);
 	if (flags & LOOM_LOCK_WAIT)
 		fuse_req_interrupt_func(req, NULL, NULL);
 	if (rc == 0 && lk->type != F_UNLCK)
