@@ -236,7 +236,11 @@ void loom_disconnect(loom_fs *fs)
 	/* First every connection's thread stops (calls still in flight fail), while all of them
 	 * are still valid memory: an OST connection's thread may be asking the MDS where its OSS
 	 * went, and fs_mds_conn must not open a new connection meanwhile. */
-	__atomic_store_n(&fs->stopping, true, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&fs->mds_lock);
+	pthread_mutex_lock(&fs->ost_lock);
+	fs->stopping = true;
+	pthread_mutex_unlock(&fs->ost_lock);
+	pthread_mutex_unlock(&fs->mds_lock);
 	rpc_conn_stop(fs->mds);
 	pthread_mutex_lock(&fs->ost_lock);
 	for (uint32_t i = 0; i < fs->nosts; i++) {
@@ -301,7 +305,7 @@ int fs_mds_conn(loom_fs *fs, struct rpc_conn **out)
 
 	pthread_mutex_lock(&fs->mds_lock);
 	c = fs->mds;
-	if (!rpc_conn_alive(c) && !__atomic_load_n(&fs->stopping, __ATOMIC_ACQUIRE)) {
+	if (!rpc_conn_alive(c) && !fs->stopping) {
 		/* The MDS stayed away past the recovery window (its calls failed with EIO): try
 		 * afresh, so that the client works again once it is back. */
 		old = c;
@@ -399,8 +403,7 @@ static void ost_resolve(void *arg, char *host, size_t cap, uint16_t *port)
 	bool refresh;
 
 	pthread_mutex_lock(&fs->ost_lock);
-	refresh = clock_mono_ns() - fs->last_refresh_ns >= REFRESH_INTERVAL_NS &&
-		  !__atomic_load_n(&fs->stopping, __ATOMIC_ACQUIRE);
+	refresh = clock_mono_ns() - fs->last_refresh_ns >= REFRESH_INTERVAL_NS && !fs->stopping;
 	pthread_mutex_unlock(&fs->ost_lock);
 	if (refresh)
 		fs_refresh_osts(fs);

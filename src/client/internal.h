@@ -44,7 +44,7 @@ struct loom_fs {
 	size_t keylen;
 	uint32_t recovery_ms;          /* how long a lost server is waited for */
 	uint64_t mds_boot;             /* the MDS session last connected to (MDS_CONNECT session_id) */
-	bool stopping;                 /* loom_disconnect began (atomic) */
+	bool stopping;                 /* loom_disconnect began (set under mds_lock and ost_lock) */
 
 	pthread_mutex_t cred_lock;
 	struct loom_cred cred;

@@ -643,8 +643,10 @@ int cmd_cluster(struct tool_ctx *ctx, int argc, char **argv)
 		snprintf(keep_fsname, sizeof(keep_fsname), "%s", c.fsname);
 		c.osts = osts;
 		conf_load(&c);
-		if (strcmp(verb, "up") == 0)
-			c.mount[0] = '\0'; /* up mounts only where --mount says, this time */
+		/* up mounts only where --mount says, this time; a mount of the cluster's that is
+		 * still in place (servers restarted under it) stays the cluster's, for down. */
+		if (strcmp(verb, "up") == 0 && c.mount[0] && !is_loom_mount(c.mount))
+			c.mount[0] = '\0';
 		if (osts > c.osts)
 			c.osts = osts;
 		if (keep_fsname[0] && c.fsname[0] && strcmp(keep_fsname, c.fsname) && exists("%s/mdt/data.mdb", c.dir, 0)) {

@@ -262,6 +262,19 @@ class Cluster:
         return bad
 
 
+def _loom_mounts_under(d):
+    """Loom mounts at or under directory d (a test's own mounts elsewhere are its business)."""
+    d = os.path.realpath(d).rstrip("/") + "/"
+    out = []
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            fields = line.split()
+            path = fields[1].replace("\\040", " ")
+            if fields[2] == "fuse.loom" and (path + "/").startswith(d):
+                out.append(path)
+    return out
+
+
 def _teardown(cluster):
     """Stops the cluster (always) and returns a list of problems found."""
     problems = []
@@ -285,6 +298,11 @@ def _teardown(cluster):
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+    left = _loom_mounts_under(cluster.dir)
+    for m in left:
+        subprocess.run(["umount", "-l", m], capture_output=True, timeout=60)
+    if left:
+        problems.append("mounts left behind after `loom cluster down`: %s" % left)
     bad = cluster.bad_log_lines()
     if bad:
         problems.append("unexpected ERROR or sanitizer lines in the daemon logs:\n  " + "\n  ".join(bad[:50]))

@@ -117,3 +117,19 @@ def test_cluster_up_mount_and_down_unmounts(cluster_factory, tmp_path):
     assert "mounted" in c.cluster_cmd("status").stdout
     c.down()
     assert mnt not in mounts()
+
+
+def test_cluster_up_again_keeps_the_mount_for_down(cluster_factory, tmp_path):
+    # Servers restarted under a mounted file system (`up` without --mount after a crash): the
+    # mount rides through, and `down` still unmounts it.
+    mnt = str(tmp_path / "m")
+    c = cluster_factory(osts=2)
+    c.cluster_cmd("up", "--mount", mnt)
+    c.kill9("mds")
+    c.cluster_cmd("up")
+    assert mounts()[mnt][1] == "fuse.loom"
+    with open(os.path.join(mnt, "g"), "w") as f:
+        f.write("after the restart")
+    assert "mounted" in c.cluster_cmd("status").stdout
+    c.down()
+    assert mnt not in mounts(), "`cluster down` left the mount behind after an `up` without --mount"
