@@ -35,9 +35,19 @@ static struct rpc_conn *conn_for(struct mds *m, struct oss_conn *conns, int *nco
 	for (i = 0; i < *nconns; i++)
 		if (conns[i].port == port && !strcmp(conns[i].host, host))
 			break;
-	if (i == *nconns) {
-		if (*nconns == DESTROY_BATCH)
+	if (i == *nconns && *nconns == DESTROY_BATCH) {
+		/* Full (the connections outlive lists): take the place of one that failed, e.g. to
+		 * an OSS that restarted elsewhere. */
+		for (i = 0; i < *nconns; i++)
+			if (!conns[i].conn || !rpc_conn_alive(conns[i].conn))
+				break;
+		if (i == *nconns)
 			return NULL;
+		rpc_conn_close(conns[i].conn);
+		snprintf(conns[i].host, sizeof(conns[i].host), "%s", host);
+		conns[i].port = port;
+		conns[i].conn = NULL;
+	} else if (i == *nconns) {
 		snprintf(conns[i].host, sizeof(conns[i].host), "%s", host);
 		conns[i].port = port;
 		conns[i].conn = NULL;
@@ -56,15 +66,17 @@ static struct rpc_conn *conn_for(struct mds *m, struct oss_conn *conns, int *nco
 	return conns[i].conn;
 }
 
-static void destroy_list(struct mds *m, struct mds_destroy_item *items, uint32_t n)
+/* conns: the destroyer's connections to the OSSs, kept from one list to the next (a busy
+ * unlinker would otherwise pay a connection and its authentication per list). */
+static void destroy_list(struct mds *m, struct mds_destroy_item *items, uint32_t n,
+			 struct oss_conn *conns, int *nconns_io)
 {
-	struct oss_conn *conns = calloc(DESTROY_BATCH, sizeof(*conns));
 	struct rpc_call *calls = calloc(n, sizeof(*calls));
 	struct lw_ost_io *bodies = calloc(n, sizeof(*bodies));
 	struct loom_ostobj *done = calloc(n ? n : 1, sizeof(*done));
 	struct srv_req *report;
 	struct rpc_wait w;
-	int nconns = 0;
+	int nconns = *nconns_io;
 	uint32_t ndone = 0;
 	bool all_ok = true;
 
@@ -96,8 +108,7 @@ static void destroy_list(struct mds *m, struct mds_destroy_item *items, uint32_t
 	}
 	if (!all_ok)
 		log_warn("destroyer: %u of %u objects could not be destroyed yet; will retry", n - ndone, n);
-	for (int i = 0; i < nconns; i++)
-		rpc_conn_close(conns[i].conn);
+	*nconns_io = nconns;
 
 	/* Report back as an internal request: the body carries the destroyed objects. Without
 	 * memory for it the metadata thread would wait for this report forever: keep trying. */
@@ -115,7 +126,6 @@ static void destroy_list(struct mds *m, struct mds_destroy_item *items, uint32_t
 	} else {
 		log_err("destroyer: out of memory reporting back; the objects stay queued");
 	}
-	free(conns);
 	free(calls);
 	free(bodies);
 	free(done);
@@ -125,6 +135,8 @@ static void *destroyer_main(void *arg)
 {
 	struct mds *m = arg;
 	struct mds_destroyer *d = &m->destroyer;
+	struct oss_conn *conns = calloc(DESTROY_BATCH, sizeof(*conns));
+	int nconns = 0;
 
 	pthread_mutex_lock(&d->lock);
 	for (;;) {
@@ -139,11 +151,19 @@ static void *destroyer_main(void *arg)
 		n = d->nitems;
 		d->items = NULL;
 		pthread_mutex_unlock(&d->lock);
-		destroy_list(m, items, n);
+		if (conns) {
+			destroy_list(m, items, n, conns, &nconns);
+		} else {
+			/* No memory for the connections: report nothing done, to be tried again. */
+			destroy_list(m, items, 0, NULL, &nconns);
+		}
 		free(items);
 		pthread_mutex_lock(&d->lock);
 	}
 	pthread_mutex_unlock(&d->lock);
+	for (int i = 0; i < nconns; i++)
+		rpc_conn_close(conns[i].conn);
+	free(conns);
 	return NULL;
 }
 

@@ -272,10 +272,14 @@ static int env_open(const char *dir, MDB_env **out)
 		if (rc == 0)
 			rc = mdt_errno(mdb_env_set_mapsize(env, map));
 		/* MDB_NOTLS: read transactions are not tied to a thread. No MDB_WRITEMAP: it
-		 * forbids the nested transactions every request runs in. No MDB_NOSYNC: a commit
-		 * is durable. */
+		 * forbids the nested transactions every request runs in. MDB_NOMETASYNC: a commit
+		 * writes its pages and flushes them, then writes the meta page that makes it
+		 * current without flushing that (one fdatasync per commit, not two). A commit is
+		 * then in the page cache when it returns, so it survives the MDS being killed; a
+		 * crash of the machine itself may undo the last commit, never break the MDT
+		 * (LMDB's ACI). No MDB_NOSYNC: that could corrupt the MDT on power loss. */
 		if (rc == 0)
-			rc = mdt_errno(mdb_env_open(env, dir, MDB_NOTLS, 0600));
+			rc = mdt_errno(mdb_env_open(env, dir, MDB_NOTLS | MDB_NOMETASYNC, 0600));
 		if (rc == 0)
 			break;
 		mdb_env_close(env);
