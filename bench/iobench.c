@@ -39,6 +39,45 @@ static int parse_size(const char *s, unsigned long long *out)
 	return 0;
 }
 
+/* meta DIR [N]: N getattrs, creates (with close) and unlinks in DIR, one after another: the
+ * latency of each metadata round trip through libloom, without FUSE. */
+static int meta_bench(const char *addr, const char *dir, int n)
+{
+	const char *names[] = { "stat", "create+close", "unlink" };
+	char path[4096];
+	struct stat st;
+	loom_fs *fs;
+	int rc = loom_connect(addr, NULL, &fs);
+
+	if (rc) {
+		fprintf(stderr, "connect %s: %s\n", addr, strerror(-rc));
+		return 1;
+	}
+	loom_mkdir(fs, dir, 0755);
+	for (int phase = 0; phase < 3; phase++) {
+		double t0 = now();
+
+		for (int i = 0; i < n; i++) {
+			loom_file *f;
+
+			snprintf(path, sizeof(path), "%s/f%d", dir, i);
+			if (phase == 0)
+				rc = loom_stat(fs, dir, &st);
+			else if (phase == 1 && (rc = loom_create(fs, path, O_WRONLY | O_CREAT, 0644, NULL, &f)) == 0)
+				rc = loom_close(f);
+			else if (phase == 2)
+				rc = loom_unlink(fs, path);
+			if (rc) {
+				fprintf(stderr, "%s %s: %s\n", names[phase], path, strerror(-rc));
+				return 1;
+			}
+		}
+		printf("%-13s %7.1f us/op\n", names[phase], (now() - t0) / n * 1e6);
+	}
+	loom_disconnect(fs);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -67,6 +106,8 @@ int main(int argc, char **argv)
 		default: return 2;
 		}
 	}
+	if (addr && optind + 2 <= argc && !strcmp(argv[optind], "meta"))
+		return meta_bench(addr, argv[optind + 1], argc > optind + 2 ? atoi(argv[optind + 2]) : 1000);
 	if (!addr || optind + 2 > argc || (strcmp(argv[optind], "write") == 0 && optind + 3 > argc)) {
 		fprintf(stderr, "usage: loom-iobench --fs ADDR write PATH SIZE | read PATH [--bs B] [--stripe-count N] [--stripe-size S] [--fsync]\n");
 		return 2;

@@ -51,6 +51,19 @@ struct data_stamp {
 	struct stamp told;
 };
 
+/* statahead.c: one directory's listing with attributes, answering lookups in it. */
+struct sa_dir;
+struct lm_statahead {
+	pthread_mutex_t lock;
+	_Atomic uint64_t gen;  /* bumped by every change made through this mount */
+	struct sa_dir *dir;    /* the listing held, or NULL */
+	uint64_t streak_dir;   /* the directory of the last lookups, how many in a row found */
+	uint64_t streak_gen;   /* their names, and gen when the streak began */
+	unsigned streak;
+	bool building;
+	uint64_t hits, fetches;
+};
+
 struct lmount {
 	loom_fs *fs;
 	struct fuse_session *se; /* for invalidating cached pages */
@@ -68,7 +81,25 @@ struct lmount {
 	 * lock still held waits for them and asks again, as it would find it free on a local disk. */
 	unsigned unlocks_running;
 	pthread_cond_t unlocks_done;
+	struct lm_statahead sa;
 };
+
+/* Statahead (statahead.c): true when the lookup of name in parent was answered from a listing
+ * (*rc 0 with *st, or -ENOENT); false to ask the MDS. */
+bool lm_sa_lookup(struct lmount *m, const struct loom_cred *cr, uint64_t parent, const char *name,
+		  struct stat *st, int *rc);
+/* A lookup of parent went to the MDS and answered rc. */
+void lm_sa_looked_up(struct lmount *m, uint64_t parent, int rc);
+/* Something changed through this mount: listings fetched before are not used again. */
+void lm_sa_changed(struct lmount *m);
+void lm_sa_init(struct lmount *m);
+/* rc, after noting that the request that returned it may have changed something. */
+static inline int lm_changed(struct lmount *m, int rc)
+{
+	lm_sa_changed(m);
+	return rc;
+}
+void lm_sa_fini(struct lmount *m);
 
 /* The caller's identity for a request (groups read from /proc for non-root callers). */
 void lm_cred(fuse_req_t req, struct loom_cred *cr);

@@ -226,6 +226,7 @@ int main(int argc, char **argv)
 	m.fs = NULL;
 	pthread_mutex_init(&m.stamp_lock, NULL);
 	pthread_cond_init(&m.unlocks_done, NULL);
+	lm_sa_init(&m);
 	u64map_init(&m.stamps);
 	u64map_init(&m.posix_locked);
 
@@ -278,6 +279,7 @@ out_session:
 	fuse_session_destroy(se);
 out_fs:
 	loom_disconnect(m.fs);
+	lm_sa_fini(&m);
 	fuse_opt_free_args(&args);
 	free(m.opts.spec);
 	free(m.opts.mountpoint);

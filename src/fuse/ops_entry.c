@@ -14,7 +14,10 @@ static void lm_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int rc;
 
 	lm_cred(req, &cr);
-	rc = loom_ll_lookup(m->fs, &cr, parent, name, &st);
+	if (!lm_sa_lookup(m, &cr, parent, name, &st, &rc)) {
+		rc = loom_ll_lookup(m->fs, &cr, parent, name, &st);
+		lm_sa_looked_up(m, parent, rc);
+	}
 	if (rc == -ENOENT && m->opts.negative_timeout > 0) {
 		/* A negative entry: the kernel may remember the name is absent. */
 		struct fuse_entry_param e = { .ino = 0, .entry_timeout = m->opts.negative_timeout };
@@ -101,6 +104,7 @@ static void lm_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	/* This mount's own truncation keeps its cache valid: note what the file now is. */
 	if (rc == 0 && (sa.valid & LOOM_SET_SIZE))
 		lm_stamp_set(m, ino, &st);
+	lm_sa_changed(m);
 	lm_reply_attr(req, rc, &st);
 }
 
@@ -129,7 +133,8 @@ static void lm_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	struct stat st;
 
 	lm_cred(req, &cr);
-	lm_reply_entry(req, loom_ll_mknod(m->fs, &cr, parent, name, mode, rdev, &st), &st);
+	lm_reply_entry(req, lm_changed(m, loom_ll_mknod(m->fs, &cr, parent, name, mode, rdev, &st)),
+		       &st);
 }
 
 static void lm_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
@@ -139,7 +144,7 @@ static void lm_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	struct stat st;
 
 	lm_cred(req, &cr);
-	lm_reply_entry(req, loom_ll_mkdir(m->fs, &cr, parent, name, mode, &st), &st);
+	lm_reply_entry(req, lm_changed(m, loom_ll_mkdir(m->fs, &cr, parent, name, mode, &st)), &st);
 }
 
 static void lm_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -147,7 +152,7 @@ static void lm_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct loom_cred cr;
 
 	lm_cred(req, &cr);
-	lm_reply_err(req, loom_ll_unlink(lm_of(req)->fs, &cr, parent, name));
+	lm_reply_err(req, lm_changed(lm_of(req), loom_ll_unlink(lm_of(req)->fs, &cr, parent, name)));
 }
 
 static void lm_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -155,7 +160,7 @@ static void lm_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct loom_cred cr;
 
 	lm_cred(req, &cr);
-	lm_reply_err(req, loom_ll_rmdir(lm_of(req)->fs, &cr, parent, name));
+	lm_reply_err(req, lm_changed(lm_of(req), loom_ll_rmdir(lm_of(req)->fs, &cr, parent, name)));
 }
 
 static void lm_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
@@ -165,7 +170,7 @@ static void lm_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
 	struct stat st;
 
 	lm_cred(req, &cr);
-	lm_reply_entry(req, loom_ll_symlink(m->fs, &cr, link, parent, name, &st), &st);
+	lm_reply_entry(req, lm_changed(m, loom_ll_symlink(m->fs, &cr, link, parent, name, &st)), &st);
 }
 
 static void lm_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
@@ -183,7 +188,8 @@ static void lm_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	if (flags & RENAME_EXCHANGE)
 		lflags |= LOOM_RENAME_EXCHANGE;
 	lm_cred(req, &cr);
-	lm_reply_err(req, loom_ll_rename(lm_of(req)->fs, &cr, parent, name, newparent, newname, lflags));
+	lm_reply_err(req, lm_changed(lm_of(req), loom_ll_rename(lm_of(req)->fs, &cr, parent, name,
+								newparent, newname, lflags)));
 }
 
 static void lm_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
@@ -193,7 +199,7 @@ static void lm_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	struct stat st;
 
 	lm_cred(req, &cr);
-	lm_reply_entry(req, loom_ll_link(m->fs, &cr, ino, newparent, newname, &st), &st);
+	lm_reply_entry(req, lm_changed(m, loom_ll_link(m->fs, &cr, ino, newparent, newname, &st)), &st);
 }
 
 static void lm_access(fuse_req_t req, fuse_ino_t ino, int mask)

@@ -77,6 +77,8 @@ static void lm_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* The kernel decides where O_APPEND writes go and passes the offset: the handle must write
 	 * exactly there. */
 	rc = loom_ll_open(m->fs, &cr, ino, fi->flags & ~O_APPEND, &f, &st);
+	if (fi->flags & O_TRUNC)
+		lm_sa_changed(m);
 	if (rc) {
 		lm_reply_err(req, rc);
 		return;
@@ -95,7 +97,8 @@ static void lm_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 
 	lm_cred(req, &cr);
 	memset(&e, 0, sizeof(e));
-	rc = loom_ll_create(m->fs, &cr, parent, name, mode, fi->flags & ~O_APPEND, &f, &e.attr);
+	rc = lm_changed(m, loom_ll_create(m->fs, &cr, parent, name, mode, fi->flags & ~O_APPEND, &f,
+					  &e.attr));
 	if (rc) {
 		lm_reply_err(req, rc);
 		return;
@@ -131,6 +134,7 @@ static void lm_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	ssize_t n = loom_pwrite(file_of(fi), buf, size, off);
 
 	(void)ino;
+	lm_sa_changed(lm_of(req));
 	if (n < 0)
 		lm_reply_err(req, (int)n);
 	else
@@ -147,7 +151,7 @@ static void lm_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	lm_unlock_begin(lm_of(req));
 	lm_locks_on_close(req, ino, fi);
 	lm_unlock_end(lm_of(req));
-	rc = loom_flush(f);
+	rc = lm_changed(lm_of(req), loom_flush(f));
 	if (rc == 0) {
 		/* Our own change: the pages this mount caches are the new data. */
 		loom_file_attr(f, &st);
@@ -163,7 +167,7 @@ static void lm_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	lm_unlock_begin(lm_of(req));
 	if (fi->flock_release)
 		lm_locks_on_close(req, ino, fi);
-	rc = loom_close(file_of(fi));
+	rc = lm_changed(lm_of(req), loom_close(file_of(fi)));
 	lm_unlock_end(lm_of(req));
 	lm_reply_err(req, rc);
 }
@@ -175,7 +179,7 @@ static void lm_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 	int rc;
 
 	(void)datasync; /* the size must reach the MDS either way, or the data is not reachable */
-	rc = loom_fsync(f);
+	rc = lm_changed(lm_of(req), loom_fsync(f));
 	if (rc == 0) {
 		loom_file_attr(f, &st);
 		lm_stamp_set(lm_of(req), ino, &st);

@@ -76,7 +76,7 @@ static void lm_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 		int rc = loom_layout_from_xattr(value, size, &l);
 
 		if (rc == 0)
-			rc = loom_ll_setlayout(m->fs, &cr, ino, l);
+			rc = lm_changed(m, loom_ll_setlayout(m->fs, &cr, ino, l));
 		loom_layout_free(l);
 		lm_reply_err(req, rc);
 		return;
@@ -85,7 +85,7 @@ static void lm_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 		lflags |= LOOM_XATTR_CREATE;
 	if (flags & XATTR_REPLACE)
 		lflags |= LOOM_XATTR_REPLACE;
-	lm_reply_err(req, loom_ll_setxattr(m->fs, &cr, ino, name, value, size, lflags));
+	lm_reply_err(req, lm_changed(m, loom_ll_setxattr(m->fs, &cr, ino, name, value, size, lflags)));
 }
 
 static void lm_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
@@ -116,7 +116,7 @@ static void lm_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 		lm_reply_err(req, loom_ll_dellayout(lm_of(req)->fs, &cr, ino));
 		return;
 	}
-	lm_reply_err(req, loom_ll_removexattr(lm_of(req)->fs, &cr, ino, name));
+	lm_reply_err(req, lm_changed(lm_of(req), loom_ll_removexattr(lm_of(req)->fs, &cr, ino, name)));
 }
 
 void lm_xattr_ops(struct fuse_lowlevel_ops *ops)

@@ -1,0 +1,222 @@
+/*
+ * Statahead: a program that stats (or opens) many names of one directory one after another --
+ * `ls -l` without readdir, a training job's loader, a tar or rsync pass -- costs one MDS round
+ * trip per name. Lustre's answer is statahead; this is Loom's. After STREAK lookups in a row in
+ * one directory, the whole directory is fetched with its attributes (readdirplus: a few large
+ * MDS replies instead of thousands of small ones), and later lookups in it are answered from
+ * that listing, as long as it is fresh:
+ *   - younger than the mount's entry and attribute timeouts (what the kernel itself may trust);
+ *   - nothing changed through this mount since it was fetched (lm_sa_changed), so the mount
+ *     always sees its own changes at once.
+ * Another mount's changes show within the timeouts, as with the kernel's own caches. A name
+ * missing from a fresh listing is answered ENOENT. Not used with no_default_permissions, where
+ * only the MDS checks the caller's right to search the directory.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "fuse/lmount.h"
+
+#define STREAK      16        /* lookups in a row in one directory before it is fetched whole */
+#define MAX_ENTRIES (1u << 20) /* a bigger directory is not fetched */
+
+struct sa_entry {
+	char *name;
+	struct stat st;
+};
+
+struct sa_dir {
+	uint64_t ino;
+	uint64_t gen;       /* of the mount's changes when it was fetched */
+	uint64_t fetched_ns;
+	struct sa_entry *ents; /* sorted by name */
+	size_t n, cap;
+	uint64_t next_cookie; /* while fetching: where the listing resumes */
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void dir_free(struct sa_dir *d)
+{
+	if (!d)
+		return;
+	for (size_t i = 0; i < d->n; i++)
+		free(d->ents[i].name);
+	free(d->ents);
+	free(d);
+}
+
+static int cmp_ent(const void *a, const void *b)
+{
+	return strcmp(((const struct sa_entry *)a)->name, ((const struct sa_entry *)b)->name);
+}
+
+static int collect(void *arg, const struct loom_dirent *ent, const struct stat *st, uint64_t next)
+{
+	struct sa_dir *d = arg;
+
+	d->next_cookie = next;
+	if (!strcmp(ent->name, ".") || !strcmp(ent->name, ".."))
+		return 0;
+	if (d->n == MAX_ENTRIES)
+		return -EFBIG;
+	if (d->n == d->cap) {
+		size_t cap = d->cap ? d->cap * 2 : 256;
+		struct sa_entry *e = realloc(d->ents, cap * sizeof(*e));
+
+		if (!e)
+			return -ENOMEM;
+		d->ents = e;
+		d->cap = cap;
+	}
+	d->ents[d->n].name = strdup(ent->name);
+	if (!d->ents[d->n].name)
+		return -ENOMEM;
+	d->ents[d->n].st = *st;
+	d->n++;
+	return 0;
+}
+
+/* The listing of dir as the caller may read it now; NULL if it cannot be had. */
+static struct sa_dir *fetch(struct lmount *m, const struct loom_cred *cr, uint64_t dir, uint64_t gen)
+{
+	struct sa_dir *d = calloc(1, sizeof(*d));
+	uint64_t cookie = 0;
+	bool eof = false;
+
+	if (!d)
+		return NULL;
+	d->ino = dir;
+	d->gen = gen;
+	d->fetched_ns = mono_ns();
+	while (!eof) {
+		int rc;
+
+		d->next_cookie = cookie;
+		rc = loom_ll_readdir(m->fs, cr, dir, cookie, true, 1u << 20, collect, d, &eof);
+		if (rc || (d->next_cookie == cookie && !eof)) {
+			dir_free(d);
+			return NULL;
+		}
+		cookie = d->next_cookie;
+	}
+	qsort(d->ents, d->n, sizeof(*d->ents), cmp_ent);
+	return d;
+}
+
+static double timeout_s(const struct lmount *m)
+{
+	return m->opts.entry_timeout < m->opts.attr_timeout ? m->opts.entry_timeout
+							      : m->opts.attr_timeout;
+}
+
+static bool fresh(const struct lmount *m, const struct sa_dir *d, uint64_t gen, uint64_t now)
+{
+	return d && d->gen == gen && (double)(now - d->fetched_ns) < timeout_s(m) * 1e9;
+}
+
+/* Under sa_lock: the answer for name from d (0 and *st, or -ENOENT). */
+static int answer(const struct sa_dir *d, const char *name, struct stat *st)
+{
+	struct sa_entry key = { .name = (char *)name };
+	const struct sa_entry *e = bsearch(&key, d->ents, d->n, sizeof(*d->ents), cmp_ent);
+
+	if (!e)
+		return -ENOENT;
+	*st = e->st;
+	return 0;
+}
+
+bool lm_sa_lookup(struct lmount *m, const struct loom_cred *cr, uint64_t parent, const char *name,
+		  struct stat *st, int *rc)
+{
+	struct lm_statahead *sa = &m->sa;
+	uint64_t gen = atomic_load(&sa->gen), now = mono_ns();
+	struct sa_dir *d, *old = NULL;
+	bool build = false;
+
+	if (m->opts.no_default_permissions || timeout_s(m) <= 0)
+		return false;
+	pthread_mutex_lock(&sa->lock);
+	d = sa->dir;
+	if (d && d->ino == parent && fresh(m, d, gen, now)) {
+		*rc = answer(d, name, st);
+		sa->hits++;
+		pthread_mutex_unlock(&sa->lock);
+		return true;
+	}
+	if (sa->streak_dir == parent && sa->streak_gen == gen && sa->streak >= STREAK &&
+	    !sa->building) {
+		sa->building = true;
+		build = true;
+	}
+	pthread_mutex_unlock(&sa->lock);
+	if (!build)
+		return false;
+
+	d = fetch(m, cr, parent, gen);
+	log_debug("statahead: directory %llu fetched: %s, %zu entries", (unsigned long long)parent,
+		  d ? "ok" : "failed", d ? d->n : 0);
+	pthread_mutex_lock(&sa->lock);
+	sa->building = false;
+	sa->streak = 0;
+	if (d) {
+		old = sa->dir;
+		sa->dir = d;
+		sa->fetches++;
+	}
+	if (d && fresh(m, d, atomic_load(&sa->gen), mono_ns())) {
+		*rc = answer(d, name, st);
+		pthread_mutex_unlock(&sa->lock);
+		dir_free(old);
+		return true;
+	}
+	pthread_mutex_unlock(&sa->lock);
+	dir_free(old);
+	return false;
+}
+
+void lm_sa_looked_up(struct lmount *m, uint64_t parent, int rc)
+{
+	struct lm_statahead *sa = &m->sa;
+	uint64_t gen = atomic_load(&sa->gen);
+
+	pthread_mutex_lock(&sa->lock);
+	if (rc == 0 && sa->streak_dir == parent && sa->streak_gen == gen) {
+		sa->streak++;
+	} else {
+		/* A missing name (a create's lookup) or a change in between: not a scan. */
+		sa->streak_dir = parent;
+		sa->streak_gen = gen;
+		sa->streak = rc == 0;
+	}
+	pthread_mutex_unlock(&sa->lock);
+}
+
+void lm_sa_changed(struct lmount *m)
+{
+	atomic_fetch_add(&m->sa.gen, 1);
+}
+
+void lm_sa_init(struct lmount *m)
+{
+	pthread_mutex_init(&m->sa.lock, NULL);
+	atomic_init(&m->sa.gen, 0);
+}
+
+void lm_sa_fini(struct lmount *m)
+{
+	dir_free(m->sa.dir);
+	m->sa.dir = NULL;
+	pthread_mutex_destroy(&m->sa.lock);
+}
