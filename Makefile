@@ -34,8 +34,11 @@ asan: asan-unit
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 LOOM_BUILD=$(abspath $(ASAN_BUILD)) \
 		$(PYTHON) -m pytest -q -m "not slow" tests/integration
 
-bench: all
-	$(PYTHON) bench/run.py --build $(abspath $(BUILD))
+# The benchmark suite (docs/performance.md); e.g. `make bench BENCH_ARGS=--quick`.
+bench:
+	scripts/deps.sh bench
+	$(MAKE) all
+	$(PYTHON) bench/run.py --build $(abspath $(BUILD)) $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

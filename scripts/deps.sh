@@ -1,12 +1,15 @@
 #!/bin/sh
 # Installs the Debian 12 packages Loom needs to build and test, if any is missing.
-# Usage: scripts/deps.sh [build|test]   (test adds what the test suite needs)
+# Usage: scripts/deps.sh [build|test|bench]   (test adds what the test suite needs, bench what
+# bench/run.py needs)
 set -eu
 
 want="gcc make meson ninja-build pkg-config liblmdb-dev libisal-dev libfuse3-dev fuse3 libssl-dev python3 python3-numpy"
 if [ "${1:-build}" = test ]; then
 	# The integration tests run unmodified applications on the mount.
 	want="$want python3-pytest python3-torch rsync git sqlite3 attr clang libclang-rt-14-dev"
+elif [ "${1:-build}" = bench ]; then
+	want="$want fio python3-matplotlib"
 fi
 
 missing=""
