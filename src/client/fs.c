@@ -66,6 +66,54 @@ static mode_t process_umask(void)
 	return (mode_t)(m & 0777);
 }
 
+#define BARE_NS 1000000000ull /* how long "no extended attributes" is trusted */
+#define BARE_MAX 65536        /* inodes remembered; past that the memory starts afresh */
+
+/* fs->bare's values: the monotonic time of the news, its low bit telling which news. A change
+ * made here leaves a mark (bit set) for BARE_NS, so that an older reply still on its way cannot
+ * say "none" again. */
+#define BARE_CHANGED 1u
+
+void fs_note_attr(loom_fs *fs, const struct lw_attr *attr)
+{
+	uint64_t now = clock_mono_ns() & ~(uint64_t)BARE_CHANGED, was;
+
+	pthread_mutex_lock(&fs->bare_lock);
+	was = (uint64_t)(uintptr_t)u64map_get(&fs->bare, attr->ino);
+	if ((was & BARE_CHANGED) && now - (was & ~(uint64_t)BARE_CHANGED) < BARE_NS) {
+		; /* changed here a moment ago: this reply may predate the change */
+	} else if (attr->flags & LW_ATTR_F_NO_XATTRS) {
+		if (fs->bare.count >= BARE_MAX) {
+			u64map_destroy(&fs->bare);
+			u64map_init(&fs->bare);
+		}
+		u64map_put(&fs->bare, attr->ino, (void *)(uintptr_t)now);
+	} else {
+		u64map_del(&fs->bare, attr->ino);
+	}
+	pthread_mutex_unlock(&fs->bare_lock);
+}
+
+void fs_forget_bare(loom_fs *fs, uint64_t ino)
+{
+	uint64_t now = clock_mono_ns() | BARE_CHANGED;
+
+	pthread_mutex_lock(&fs->bare_lock);
+	if (u64map_put(&fs->bare, ino, (void *)(uintptr_t)now) < 0)
+		u64map_del(&fs->bare, ino);
+	pthread_mutex_unlock(&fs->bare_lock);
+}
+
+bool fs_known_bare(loom_fs *fs, uint64_t ino)
+{
+	uint64_t when;
+
+	pthread_mutex_lock(&fs->bare_lock);
+	when = (uint64_t)(uintptr_t)u64map_get(&fs->bare, ino);
+	pthread_mutex_unlock(&fs->bare_lock);
+	return when && !(when & BARE_CHANGED) && clock_mono_ns() - when < BARE_NS;
+}
+
 const char *loom_fsname(const loom_fs *fs)
 {
 	return fs->fsname;
@@ -180,7 +228,9 @@ int loom_connect_with(const char *mds_addr, const struct loom_connect_opts *opts
 	pthread_mutex_init(&fs->mds_lock, NULL);
 	pthread_mutex_init(&fs->files_lock, NULL);
 	pthread_mutex_init(&fs->open_lock, NULL);
+	pthread_mutex_init(&fs->bare_lock, NULL);
 	u64map_init(&fs->files);
+	u64map_init(&fs->bare);
 	cred_of_process(&fs->cred);
 	fs->umask = process_umask();
 	fs->recovery_ms = 1000u * recovery_s;
@@ -275,6 +325,8 @@ void loom_disconnect(loom_fs *fs)
 	free(fs->graveyard);
 	free(fs->osts);
 	u64map_destroy(&fs->files);
+	u64map_destroy(&fs->bare);
+	pthread_mutex_destroy(&fs->bare_lock);
 	pthread_mutex_destroy(&fs->cred_lock);
 	pthread_mutex_destroy(&fs->ost_lock);
 	pthread_mutex_destroy(&fs->mds_lock);

@@ -63,6 +63,10 @@ struct loom_fs {
 	 * every answer about that inode (stat after write), and an explicit mtime wins over it. */
 	pthread_mutex_t files_lock;
 	struct u64map files;           /* ino -> first loom_file (linked by next_same_ino) */
+	/* Inodes the MDS said have no extended attributes (LW_ATTR_F_NO_XATTRS), with when it said
+	 * so: getxattr answers ENODATA for them itself for a second, as an attribute cache would. */
+	pthread_mutex_t bare_lock;
+	struct u64map bare;            /* ino -> (void *)(uintptr_t)monotonic ns */
 	/* The same files in a list of their own, which the MDS connection walks to open them again
 	 * after the MDS restarted: its lock is never held across a request. */
 	pthread_mutex_t open_lock;
@@ -107,6 +111,11 @@ struct loom_dir {
 
 /* fs.c */
 void fs_cred(loom_fs *fs, struct loom_cred *out);
+/* What an attribute reply says about the inode's extended attributes; forget it (a change). */
+void fs_note_attr(loom_fs *fs, const struct lw_attr *attr);
+void fs_forget_bare(loom_fs *fs, uint64_t ino);
+/* The MDS said within the last second that ino has no extended attributes. */
+bool fs_known_bare(loom_fs *fs, uint64_t ino);
 /* The MDS connection; a failed one is replaced by a new one first (requests that were in flight
  * on the old one failed with -EIO). -EIO when the MDS cannot be reached. */
 int fs_mds_conn(loom_fs *fs, struct rpc_conn **out);

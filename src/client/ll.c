@@ -13,6 +13,7 @@
 static int stat_reply(loom_fs *fs, int rc, struct lw_attr *attr, struct stat *st)
 {
 	if (rc == 0 && st) {
+		fs_note_attr(fs, attr);
 		files_pending_attr(fs, attr);
 		attr_to_stat(attr, st);
 	}
@@ -235,6 +236,7 @@ int loom_ll_readdir(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint6
 		memcpy(ent.name, name, de.namelen);
 		ent.name[de.namelen] = '\0';
 		if (plus) {
+			fs_note_attr(fs, &attr);
 			files_pending_attr(fs, &attr);
 			attr_to_stat(&attr, &st);
 		}
@@ -250,20 +252,33 @@ out:
 int loom_ll_getxattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, const char *name,
 		     void *buf, size_t cap, size_t *len)
 {
+	/* `ls -l` asks every file for its ACL: a file without extended attributes needs no round
+	 * trip to say so. (The caller's right to ask was checked by the kernel.) */
+	if (fs_known_bare(fs, ino))
+		return -ENODATA;
 	return mdc_getxattr(fs, cr, LW_OP_MDS_GETXATTR, ino, name, buf, cap, len);
 }
 
 int loom_ll_setxattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, const char *name,
 		     const void *value, size_t len, int flags)
 {
+	int rc;
+
 	if (flags & ~(LOOM_XATTR_CREATE | LOOM_XATTR_REPLACE))
 		return -EINVAL;
-	return mdc_setxattr(fs, cr, ino, name, value, len, (uint32_t)flags);
+	fs_forget_bare(fs, ino);
+	rc = mdc_setxattr(fs, cr, ino, name, value, len, (uint32_t)flags);
+	fs_forget_bare(fs, ino); /* the mark's second starts when the change is made */
+	return rc;
 }
 
 int loom_ll_listxattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, char *buf, size_t cap,
 		      size_t *len)
 {
+	if (fs_known_bare(fs, ino)) {
+		*len = 0;
+		return 0;
+	}
 	return mdc_getxattr(fs, cr, LW_OP_MDS_LISTXATTR, ino, NULL, buf, cap, len);
 }
 

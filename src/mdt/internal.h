@@ -123,6 +123,8 @@ struct mdt_inode {
 };
 
 #define MDT_IF_BLOCKS 0x1u /* blocks was reported by a client; else it is estimated from size */
+#define MDT_IF_NO_XATTRS 0x2u /* no extended attribute was ever set (inodes made before this flag
+                               * existed lack it: "may have some") */
 _Static_assert(sizeof(struct mdt_inode) == 112, "mdt_inode is an on-disk format");
 
 struct mdt_dentry {

@@ -191,6 +191,7 @@ void mdt_inode_init(struct mdt_inode *in, uint64_t ino, uint32_t mode, uint32_t 
 	in->gid = gid;
 	in->nlink = S_ISDIR(mode) ? 2 : 1;
 	in->blksize = MDT_DEF_BLKSIZE;
+	in->flags = MDT_IF_NO_XATTRS;
 	if (S_ISDIR(mode))
 		in->next_cookie = MDT_COOKIE_FIRST;
 	mdt_inode_touch(in, MDT_T_ATIME | MDT_T_MTIME | MDT_T_CTIME, now);
@@ -213,6 +214,7 @@ void mdt_inode_attr(const struct mdt_inode *in, struct lw_attr *out)
 	out->nlink = in->nlink;
 	out->rdev = in->rdev;
 	out->blksize = MDT_DEF_BLKSIZE;
+	out->flags = in->flags & MDT_IF_NO_XATTRS ? LW_ATTR_F_NO_XATTRS : 0;
 	if (S_ISDIR(in->mode)) {
 		out->size = MDT_DIR_SIZE;
 		out->blocks = MDT_DIR_SIZE / 512;

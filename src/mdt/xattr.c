@@ -80,6 +80,7 @@ int mdt_setxattr(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino, co
 	if (rc)
 		return rc;
 	mdt_inode_touch(&in, MDT_T_CTIME, now);
+	in.flags &= ~MDT_IF_NO_XATTRS;
 	return mdt_inode_put(t, &in);
 }
 

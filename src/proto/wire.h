@@ -173,9 +173,12 @@ struct lw_attr {
 	uint32_t nlink;
 	uint32_t rdev;
 	uint32_t blksize;
-	uint32_t flags;    /* reserved, 0 */
+	uint32_t flags;    /* LW_ATTR_F_* */
 };
 _Static_assert(sizeof(struct lw_attr) == 96, "lw_attr");
+/* The inode has no extended attributes (clients may then answer getxattr themselves, which
+ * `ls -l` asks of every file). Unset means "may have some". */
+#define LW_ATTR_F_NO_XATTRS 0x1u
 
 struct lw_statfs {
 	uint64_t blocks;  /* in bsize units */

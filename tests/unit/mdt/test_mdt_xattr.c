@@ -203,6 +203,39 @@ static void test_gone_with_inode(void)
 	fx_fini(&f);
 }
 
+/* Attributes say when an inode has no extended attributes (clients answer getxattr of such an
+ * inode themselves): from creation until the first setxattr, and not again after it. */
+static void test_no_xattrs_flag(void)
+{
+	struct fx f;
+	struct lw_attr a;
+	uint64_t file, dir;
+
+	fx_init(&f);
+	fx_add_osts(&f, 1);
+	REQUIRE_RC(fx_create(&f, &root_cr, LOOM_ROOT_INO, "f", 0644, &file), 0);
+	REQUIRE_RC(fx_mkdir(&f, &root_cr, LOOM_ROOT_INO, "d", 0755, &dir), 0);
+	REQUIRE_RC(fx_getattr(&f, file, &a), 0);
+	CHECK(a.flags & LW_ATTR_F_NO_XATTRS);
+	REQUIRE_RC(fx_getattr(&f, dir, &a), 0);
+	CHECK(a.flags & LW_ATTR_F_NO_XATTRS);
+	/* A failed set changes nothing. */
+	CHECK_RC(fx_setxattr(&f, &root_cr, file, "user.x", "1", LW_XATTR_REPLACE), -ENODATA);
+	REQUIRE_RC(fx_getattr(&f, file, &a), 0);
+	CHECK(a.flags & LW_ATTR_F_NO_XATTRS);
+	REQUIRE_RC(fx_setxattr(&f, &root_cr, file, "user.x", "1", 0), 0);
+	REQUIRE_RC(fx_getattr(&f, file, &a), 0);
+	CHECK(!(a.flags & LW_ATTR_F_NO_XATTRS));
+	REQUIRE_RC(removex(&f, &root_cr, file, "user.x"), 0);
+	fx_reopen(&f);
+	REQUIRE_RC(fx_getattr(&f, file, &a), 0);
+	CHECK(!(a.flags & LW_ATTR_F_NO_XATTRS)); /* "may have some": the safe answer */
+	/* The root, made at format, says nothing. */
+	REQUIRE_RC(fx_getattr(&f, LOOM_ROOT_INO, &a), 0);
+	CHECK(a.flags == 0 || (a.flags & LW_ATTR_F_NO_XATTRS));
+	fx_fini(&f);
+}
+
 int main(void)
 {
 	root_cr = fx_root();
@@ -210,5 +243,6 @@ int main(void)
 	RUN(test_sizes);
 	RUN(test_namespaces);
 	RUN(test_gone_with_inode);
+	RUN(test_no_xattrs_flag);
 	return check_report();
 }
