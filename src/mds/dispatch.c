@@ -923,9 +923,55 @@ void mds_metadata_loop(struct mds *m)
 	}
 }
 
+/* Requests that only read the MDT, and nothing of the MDS's memory (sessions, handles, locks, the
+ * OST table): they are answered on the network thread that received them. */
+static bool op_reads_mdt_only(uint16_t op)
+{
+	switch (op) {
+	case LW_OP_MDS_LOOKUP:
+	case LW_OP_MDS_GETATTR:
+	case LW_OP_MDS_READLINK:
+	case LW_OP_MDS_READDIR:
+	case LW_OP_MDS_GETXATTR:
+	case LW_OP_MDS_LISTXATTR:
+	case LW_OP_MDS_GETLAYOUT:
+	case LW_OP_MDS_ACCESS:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * A read at once, in a read transaction of its own, without the hand-over to the metadata
+ * thread (a thread wake-up costs as much as the lookup itself). It sees everything a client was
+ * told had happened: a change is answered only once its batch committed.
+ */
+static void run_read_here(struct mds *m, struct srv_req *req)
+{
+	struct batch_state bs = { 0 };
+	struct reply r = { 0 };
+	struct mdt_txn *t;
+	int rc = mdt_txn_begin(m->store, false, &t);
+
+	if (rc) {
+		srv_reply(req, rc, NULL, 0, NULL, 0, NULL);
+		return;
+	}
+	run_one(m, t, false, req, &bs, &r);
+	mdt_txn_abort(t);
+	srv_reply(req, r.status, r.body, r.status ? 0 : r.len, NULL, 0, NULL);
+	free(r.body);
+}
+
 void mds_deliver(struct srv_req *req, void *arg)
 {
 	struct mds *m = arg;
+
+	if (op_reads_mdt_only(req->hdr.opcode)) {
+		run_read_here(m, req);
+		return;
+	}
 	reqq_push(&m->queue, req);
 }
 
