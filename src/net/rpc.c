@@ -46,6 +46,11 @@ struct rpc_conn {
 	struct rpc_conn_opts opts;
 	uint8_t key[LOOM_KEY_MAX];
 
+	/* Writing to the socket: the send queue head's progress, and moving sent calls to the
+	 * in-flight list. Taken before lock, never while waiting for the I/O thread. A caller
+	 * sends its own request when it finds the queue empty (rpc_submit), which saves waking
+	 * the I/O thread; the I/O thread sends the rest. */
+	pthread_mutex_t send_lock;
 	pthread_mutex_t lock;        /* the queues, next_id, state, stopping */
 	struct rpc_call *sendq_head; /* submitted, not yet (fully) sent */
 	struct rpc_call *sendq_tail;
@@ -115,7 +120,8 @@ void rpc_call_release(struct rpc_call *call)
 	call->rbody_len = 0;
 }
 
-/* Fails every queued and in-flight call. Under c->lock. */
+/* Fails every queued and in-flight call. Under send_lock (a caller may be sending the queue's
+ * head) and c->lock. */
 static void conn_fail_locked(struct rpc_conn *c, const char *why)
 {
 	struct rpc_call *list[2] = { c->sendq_head, c->inflight };
@@ -136,6 +142,7 @@ static void conn_fail_locked(struct rpc_conn *c, const char *why)
 
 static void conn_fail(struct rpc_conn *c, const char *why)
 {
+	pthread_mutex_lock(&c->send_lock);
 	pthread_mutex_lock(&c->lock);
 	if (c->rcall) {
 		/* Taken off the in-flight list while its reply was being read. */
@@ -144,9 +151,12 @@ static void conn_fail(struct rpc_conn *c, const char *why)
 	}
 	conn_fail_locked(c, why);
 	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&c->send_lock);
 	free(c->rbody);
 	c->rbody = NULL;
 }
+
+static int conn_send(struct rpc_conn *c);
 
 void rpc_submit(struct rpc_conn *c, struct rpc_call *call, struct rpc_wait *w)
 {
@@ -188,7 +198,27 @@ void rpc_submit(struct rpc_conn *c, struct rpc_call *call, struct rpc_wait *w)
 		c->sendq_head = call;
 	c->sendq_tail = call;
 	pthread_mutex_unlock(&c->lock);
-	if (was_empty && write(c->wake_fd, &one, sizeof(one)) < 0)
+	if (!was_empty)
+		return; /* the I/O thread was woken for the first one and sends this one too */
+	/* Send it from here if nobody is sending: the I/O thread needs waking only for what the
+	 * socket did not take (or if this thread cannot send). */
+	if (pthread_mutex_trylock(&c->send_lock) == 0) {
+		bool connected, left;
+		int rc = 0;
+
+		pthread_mutex_lock(&c->lock);
+		connected = c->state == CS_CONNECTED && c->fd >= 0 && !c->stopping;
+		pthread_mutex_unlock(&c->lock);
+		if (connected)
+			rc = conn_send(c);
+		pthread_mutex_lock(&c->lock);
+		left = c->sendq_head != NULL;
+		pthread_mutex_unlock(&c->lock);
+		pthread_mutex_unlock(&c->send_lock);
+		if (connected && rc == 0 && !left)
+			return;
+	}
+	if (write(c->wake_fd, &one, sizeof(one)) < 0)
 		log_warn("connection to %s: eventfd write: %s", c->peer, strerror(errno));
 }
 
@@ -256,6 +286,7 @@ int rpc_conn_local_host(const struct rpc_conn *c, char *buf, size_t cap)
  * Sends from the head of the send queue until the socket is full. A call moves to the in-flight
  * list once its last byte is written. Returns 0, or -errno on a broken socket.
  */
+/* Sends what is queued until the socket is full. Under send_lock. */
 static int conn_send(struct rpc_conn *c)
 {
 	for (;;) {
@@ -392,6 +423,13 @@ static const char *reply_hdr_done(struct rpc_conn *c)
 	if (lw_hdr_check(h) || !(h->flags & LW_F_REPLY))
 		return "malformed reply header";
 	c->rcall = conn_take_inflight(c, h->req_id);
+	if (!c->rcall) {
+		/* A caller that sent its request itself may not have put it on the in-flight list
+		 * yet (it does so under send_lock, right after the send): wait for it once. */
+		pthread_mutex_lock(&c->send_lock);
+		pthread_mutex_unlock(&c->send_lock);
+		c->rcall = conn_take_inflight(c, h->req_id);
+	}
 	if (!c->rcall)
 		return "reply to an unknown request";
 	if (h->opcode != c->rcall->opcode)
@@ -505,6 +543,7 @@ static void conn_broken(struct rpc_conn *c, const char *why)
 {
 	struct rpc_call *back, *keep = NULL, **kt = &keep, *fail = NULL;
 
+	pthread_mutex_lock(&c->send_lock); /* no caller is writing, nor holds a half-sent head */
 	pthread_mutex_lock(&c->lock);
 	if (c->fd >= 0) {
 		close(c->fd);
@@ -517,6 +556,7 @@ static void conn_broken(struct rpc_conn *c, const char *why)
 		}
 		conn_fail_locked(c, why);
 		pthread_mutex_unlock(&c->lock);
+		pthread_mutex_unlock(&c->send_lock);
 		recv_reset(c);
 		return;
 	}
@@ -561,6 +601,7 @@ static void conn_broken(struct rpc_conn *c, const char *why)
 	c->state = CS_RECOVERING;
 	c->recover_deadline_ns = clock_mono_ns() + (uint64_t)c->opts.recovery_ms * 1000000ull;
 	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&c->send_lock);
 	while (fail) {
 		struct rpc_call *call = fail;
 		fail = call->next;
@@ -598,6 +639,7 @@ static int conn_recv(struct rpc_conn *c)
 				err = conn_parse(c);
 				if (err) {
 					/* A peer that breaks the protocol is not recovered. */
+					pthread_mutex_lock(&c->send_lock);
 					pthread_mutex_lock(&c->lock);
 					if (c->rcall) {
 						call_complete(c->rcall, -EIO);
@@ -605,6 +647,7 @@ static int conn_recv(struct rpc_conn *c)
 					}
 					conn_fail_locked(c, err);
 					pthread_mutex_unlock(&c->lock);
+					pthread_mutex_unlock(&c->send_lock);
 					recv_reset(c);
 					return -1;
 				}
@@ -837,6 +880,7 @@ static void conn_reconnect(struct rpc_conn *c)
 	int fd = -1, rc;
 
 	rc = conn_dial(c, &fd);
+	pthread_mutex_lock(&c->send_lock);
 	pthread_mutex_lock(&c->lock);
 	if (rc == 0) {
 		c->fd = fd;
@@ -853,6 +897,7 @@ static void conn_reconnect(struct rpc_conn *c)
 		conn_fail_locked(c, why);
 	}
 	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&c->send_lock);
 }
 
 static void *conn_thread(void *arg)
@@ -911,7 +956,9 @@ static void *conn_thread(void *arg)
 				continue;
 		}
 		/* Try to send whenever something is queued; POLLOUT only matters when it was full. */
+		pthread_mutex_lock(&c->send_lock);
 		rc = conn_send(c);
+		pthread_mutex_unlock(&c->send_lock);
 		if (rc < 0) {
 			char why[96];
 			snprintf(why, sizeof(why), "send error: %s", strerror(-rc));
@@ -919,12 +966,14 @@ static void *conn_thread(void *arg)
 		}
 	}
 	/* Give the socket back now; the connection object lives until rpc_conn_close. */
+	pthread_mutex_lock(&c->send_lock);
 	pthread_mutex_lock(&c->lock);
 	if (c->fd >= 0) {
 		close(c->fd);
 		c->fd = -1;
 	}
 	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&c->send_lock);
 	return NULL;
 }
 
@@ -953,6 +1002,7 @@ int rpc_conn_open(const char *host, uint16_t port, const struct rpc_conn_opts *o
 	c->port = port;
 	snprintf(c->peer, sizeof(c->peer), "%s (%s:%u)", opts && opts->name ? opts->name : "server", host, port);
 	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->send_lock, NULL);
 	c->rbuf = malloc(RBUF_SIZE);
 	c->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (!c->rbuf || c->wake_fd < 0) {
@@ -982,6 +1032,7 @@ fail:
 	if (c->wake_fd >= 0)
 		close(c->wake_fd);
 	pthread_mutex_destroy(&c->lock);
+	pthread_mutex_destroy(&c->send_lock);
 	free(c->rbuf);
 	free(c);
 	return rc;
@@ -1016,6 +1067,7 @@ void rpc_conn_close(struct rpc_conn *c)
 		close(c->fd);
 	close(c->wake_fd);
 	pthread_mutex_destroy(&c->lock);
+	pthread_mutex_destroy(&c->send_lock);
 	free(c->rbuf);
 	free(c);
 }

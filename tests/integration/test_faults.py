@@ -788,10 +788,11 @@ def start_mds_by_hand(cluster, *extra):
     cluster.expected.add("mds")
 
     def serving():
+        # Refused, or reset while the killed MDS's last threads are still going away: not yet.
         try:
             with loomwire.Conn(cluster.mds_host, cluster.mds_port, timeout=5) as c:
                 return c.ping() == 0
-        except OSError:
+        except (OSError, loomwire.ConnectionClosed):
             return False
 
     assert wait_until(serving, 30), "the MDS started by hand does not serve:\n%s" % cluster.read_log("mds")[-2000:]
