@@ -479,7 +479,7 @@ static const char *conn_hdr_done(struct srv_conn *c)
 		return "bulk data with an opcode that takes none";
 	/* Until the peer proved it holds the key, it gets no memory beyond a small frame (which
 	 * is answered by the gate): a stranger cannot eat the budget of the clients. */
-	if (!c->authed && (h->bulk_len || h->body_len > SRV_PREAUTH_BODY_MAX))
+	if (!c->authed && s->opts.keylen && (h->bulk_len || h->body_len > SRV_PREAUTH_BODY_MAX))
 		return "a large frame before authenticating (the client has no key or the wrong one)";
 
 	before = atomic_fetch_add(&s->mem, need);
