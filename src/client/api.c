@@ -267,6 +267,7 @@ int loom_truncate(loom_fs *fs, const char *path, off_t size)
 	if (rc)
 		return rc;
 	fs_cred(fs, &cr);
+	files_drain_ino(fs, attr.ino); /* no write of ours lands after the cut */
 	rc = mdc_getlayout(fs, &cr, attr.ino, &layout);
 	if (rc == 0)
 		rc = io_punch(fs, layout, (uint64_t)size, NULL);

@@ -165,6 +165,7 @@ static int file_new(loom_fs *fs, const struct loom_cred *cr, int flags, const st
 	f->size = f->attr.size;
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_mutex_init(&f->append_lock, NULL);
+	pthread_mutex_init(&f->wb_lock, NULL);
 	files_add(fs, f);
 	*out = f;
 	return 0;
@@ -266,6 +267,92 @@ int loom_create(loom_fs *fs, const char *path, int flags, mode_t mode,
 	return open_common(fs, path, flags | O_CREAT, mode, layout, out);
 }
 
+#define WB_MAX_WRITE    (1u << 20) /* writes up to this size go behind (FUSE's are 1 MiB) */
+#define WB_MAX_INFLIGHT (4u << 20) /* bytes behind per handle: every stripe of a 4-wide file at
+                                    * 1 MiB busy, and little written past a full OST */
+#define WB_SLOTS        (sizeof(((loom_file *)0)->wb) / sizeof(((loom_file *)0)->wb[0]))
+
+/* Under wb_lock: the oldest write behind is answered (waiting for it with wait). */
+static bool wb_reap_one(loom_file *f, bool wait)
+{
+	struct io_wb *b;
+	int rc;
+
+	if (!f->wb_count)
+		return false;
+	b = f->wb[f->wb_first];
+	if (!wait && !io_wb_done(b))
+		return false;
+	f->wb_first = (f->wb_first + 1) % WB_SLOTS;
+	f->wb_count--;
+	f->wb_bytes -= io_wb_len(b);
+	rc = io_wb_finish(b, f->obj_blocks);
+	if (rc && !f->wb_err)
+		f->wb_err = rc;
+	return true;
+}
+
+static bool wb_overlaps(loom_file *f, uint64_t off, uint64_t len)
+{
+	for (unsigned i = 0; i < f->wb_count; i++)
+		if (io_wb_overlaps(f->wb[(f->wb_first + i) % WB_SLOTS], off, len))
+			return true;
+	return false;
+}
+
+int file_drain(loom_file *f, bool take)
+{
+	int rc;
+
+	pthread_mutex_lock(&f->wb_lock);
+	while (wb_reap_one(f, true))
+		;
+	rc = f->wb_err;
+	if (take)
+		f->wb_err = 0;
+	pthread_mutex_unlock(&f->wb_lock);
+	return rc;
+}
+
+int files_drain_ino(loom_fs *fs, uint64_t ino)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&fs->files_lock);
+	for (loom_file *f = u64map_get(&fs->files, ino); f; f = f->next_same_ino) {
+		int r = file_drain(f, false);
+		if (r && !rc)
+			rc = r;
+	}
+	pthread_mutex_unlock(&fs->files_lock);
+	return rc;
+}
+
+/* The write goes behind: copied, sent, answered later. Under wb_lock. */
+static int wb_write(loom_file *f, const void *buf, size_t len, uint64_t off)
+{
+	struct io_wb *b;
+	int rc;
+
+	while (wb_reap_one(f, false))
+		;
+	/* Two writes of the same bytes in flight could be applied in either order: wait. */
+	if (wb_overlaps(f, off, len))
+		while (wb_reap_one(f, true))
+			;
+	while (f->wb_count == WB_SLOTS || (f->wb_count && f->wb_bytes + len > WB_MAX_INFLIGHT))
+		wb_reap_one(f, true);
+	if (f->wb_err)
+		return f->wb_err; /* an earlier write failed: so do the next ones, until reported */
+	rc = io_wb_start(f->fs, f->ino, f->layout, buf, len, off, &b);
+	if (rc)
+		return rc;
+	f->wb[(f->wb_first + f->wb_count) % WB_SLOTS] = b;
+	f->wb_count++;
+	f->wb_bytes += len;
+	return 0;
+}
+
 ssize_t loom_pread(loom_file *f, void *buf, size_t len, off_t off)
 {
 	uint64_t size;
@@ -288,6 +375,8 @@ ssize_t loom_pread(loom_file *f, void *buf, size_t len, off_t off)
 		len = (size_t)(size - (uint64_t)off);
 	if (len > SSIZE_MAX)
 		len = SSIZE_MAX;
+	/* What this client wrote is read back (an error stays for the writer's flush). */
+	files_drain_ino(f->fs, f->ino);
 	rc = io_read(f->fs, f->ino, f->layout, buf, len, (uint64_t)off);
 	return rc ? rc : (ssize_t)len;
 }
@@ -328,7 +417,15 @@ static ssize_t pwrite_at(loom_file *f, const void *buf, size_t len, uint64_t off
 		len = SSIZE_MAX;
 	if (off >= LOOM_MAX_FILE_SIZE || len > LOOM_MAX_FILE_SIZE - off)
 		return -EFBIG;
-	rc = io_write(f->fs, f->ino, f->layout, buf, len, off, f->obj_blocks);
+	pthread_mutex_lock(&f->wb_lock);
+	if (len <= WB_MAX_WRITE) {
+		rc = wb_write(f, buf, len, off);
+	} else {
+		while (wb_reap_one(f, true))
+			;
+		rc = f->wb_err ? f->wb_err : io_write(f->fs, f->ino, f->layout, buf, len, off, f->obj_blocks);
+	}
+	pthread_mutex_unlock(&f->wb_lock);
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&f->lock);
@@ -417,10 +514,15 @@ static int report(loom_file *f, uint16_t op)
 	uint64_t size, blocks = 0;
 	uint32_t flags = 0;
 	struct lw_attr attr;
-	int rc;
+	int rc, wb_rc;
 
+	/* What went behind is answered first; if any of it failed, the size is not reported (it
+	 * would show what never arrived) and the error is this report's. */
+	wb_rc = file_drain(f, true);
+	if (wb_rc && op != LW_OP_MDS_CLOSE)
+		return wb_rc;
 	pthread_mutex_lock(&f->lock);
-	if (f->dirty)
+	if (f->dirty && !wb_rc)
 		flags = LW_CL_SIZE | (f->mtime_dirty ? LW_CL_MTIME : 0);
 	size = f->written_end;
 	mtime = f->mtime;
@@ -446,14 +548,14 @@ static int report(loom_file *f, uint16_t op)
 		f->attr = attr;
 		pthread_mutex_unlock(&f->lock);
 	}
-	return rc;
+	return wb_rc ? wb_rc : rc;
 }
 
 int loom_fsync(loom_file *f)
 {
-	int rc = 0;
+	int rc = file_drain(f, true);
 
-	if (f->layout)
+	if (rc == 0 && f->layout)
 		rc = io_sync(f->fs, f->layout);
 	if (rc == 0)
 		rc = report(f, LW_OP_MDS_SIZE_UPDATE);
@@ -500,6 +602,7 @@ int loom_ftruncate(loom_file *f, off_t size)
 	if ((uint64_t)size > LOOM_MAX_FILE_SIZE)
 		return -EFBIG;
 	sa.size = (uint64_t)size;
+	files_drain_ino(f->fs, f->ino); /* no write of ours lands after the cut */
 	rc = mdc_setattr(f->fs, &f->cred, &sa, &attr);
 	if (rc == 0 && f->layout)
 		rc = io_punch(f->fs, f->layout, (uint64_t)size, f->obj_blocks);
@@ -552,6 +655,7 @@ int loom_close(loom_file *f)
 	files_remove(f->fs, f);
 	pthread_mutex_destroy(&f->lock);
 	pthread_mutex_destroy(&f->append_lock);
+	pthread_mutex_destroy(&f->wb_lock);
 	free(f->obj_blocks);
 	free(f->layout);
 	free(f);

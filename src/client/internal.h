@@ -95,6 +95,15 @@ struct loom_file {
 	                            * what it reports, so a size it merely saw is never reported */
 	struct timespec mtime;     /* of the last write */
 	struct lw_attr attr;       /* as of open */
+	/* Write-behind: small writes are answered once their data is copied and on its way; they
+	 * are waited for before anything that must see them (a read, a truncate, fsync, the size
+	 * report at flush and close), and their errors are reported there. wb_lock is held while
+	 * waiting. */
+	pthread_mutex_t wb_lock;
+	struct io_wb *wb[16];      /* in flight, oldest first from wb_first */
+	unsigned wb_first, wb_count;
+	uint64_t wb_bytes;
+	int wb_err;                /* the first error of a write already answered */
 };
 
 struct loom_dir {
@@ -182,6 +191,15 @@ int io_write(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const void 
 	     uint64_t off, int64_t *obj_blocks);
 /* Cuts every object to the size it has in a file of new_size bytes. */
 int io_punch(loom_fs *fs, const struct loom_layout *l, uint64_t new_size, int64_t *obj_blocks);
+/* Write-behind (io.c): a write of a copy of buf, in flight until io_wb_finish. */
+struct io_wb;
+int io_wb_start(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const void *buf,
+		uint64_t len, uint64_t off, struct io_wb **out);
+bool io_wb_done(struct io_wb *b);
+bool io_wb_overlaps(const struct io_wb *b, uint64_t off, uint64_t len);
+uint64_t io_wb_len(const struct io_wb *b);
+/* Waits for it, records the blocks its objects reported, frees it; its error. */
+int io_wb_finish(struct io_wb *b, int64_t *obj_blocks);
 /* Fills the entries of obj_blocks that are < 0 (unknown) by asking those objects' OSSs. */
 int io_blocks(loom_fs *fs, const struct loom_layout *l, int64_t *obj_blocks);
 /* fsync of every object. */
@@ -203,6 +221,10 @@ void files_pending_attr(loom_fs *fs, struct lw_attr *attr);
 /* An explicit mtime was set on ino: the handles' write times must not overwrite it. */
 void files_forget_mtime(loom_fs *fs, uint64_t ino);
 /* ino was truncated to size through this client: its handles' sizes follow. */
+/* Waits for the write-behind of every handle of ino here; its error (kept for their flush). */
+int files_drain_ino(loom_fs *fs, uint64_t ino);
+/* The same for one handle. With take, the error is reported now (flush, fsync) and cleared. */
+int file_drain(loom_file *f, bool take);
 void files_truncated(loom_fs *fs, uint64_t ino, uint64_t size);
 
 /* api.c */

@@ -86,35 +86,47 @@ static void cut_run(const struct stripe_run *run, const struct stripe_seg *segs,
 	(void)write;
 }
 
-static int io_window(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint8_t *buf,
-		     uint64_t len, uint64_t off, bool write, int64_t *obj_blocks)
+/* The pieces of one range of a file, built and in flight. */
+struct io_job {
+	struct io_piece *pieces;
+	uint32_t np;
+	bool write;
+	struct rpc_wait w;
+};
+
+/* Maps [off, off + len) onto RPC-sized pieces and submits them all, every OSS at once. */
+static int io_job_start(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint8_t *buf,
+			uint64_t len, uint64_t off, bool write, struct io_job *job)
 {
 	struct stripe_geom g = { .size = l->stripe_size, .count = l->nobjs };
 	uint64_t maxsegs = stripe_max_segs(&g, off, len);
 	uint32_t nruns, nsegs, np = 0;
 	struct stripe_run *runs;
 	struct stripe_seg *segs;
-	struct io_piece *pieces;
-	struct rpc_wait w;
 	uint64_t maxpieces;
 	int rc = 0;
 
+	memset(job, 0, sizeof(*job));
+	job->write = write;
 	/* Each segment may open a piece, and each LW_RPC_BULK of data or RPC_MAX_IOV segments too. */
 	maxpieces = maxsegs + len / LW_RPC_BULK + MIN(maxsegs, (uint64_t)g.count) + 1;
 	runs = calloc(MIN(maxsegs, (uint64_t)g.count), sizeof(*runs));
 	segs = calloc(maxsegs, sizeof(*segs));
-	pieces = calloc(maxpieces, sizeof(*pieces));
-	if (!runs || !segs || !pieces) {
+	job->pieces = calloc(maxpieces, sizeof(*job->pieces));
+	if (!runs || !segs || !job->pieces) {
+		free(job->pieces);
+		job->pieces = NULL;
 		rc = -ENOMEM;
 		goto out;
 	}
 	nruns = stripe_map(&g, off, len, runs, segs, &nsegs);
 	for (uint32_t r = 0; r < nruns; r++)
-		cut_run(&runs[r], segs, buf, ino, l, write, pieces, &np);
+		cut_run(&runs[r], segs, buf, ino, l, write, job->pieces, &np);
+	job->np = np;
 
-	rpc_wait_init(&w);
+	rpc_wait_init(&job->w);
 	for (uint32_t i = 0; i < np; i++) {
-		struct io_piece *p = &pieces[i];
+		struct io_piece *p = &job->pieces[i];
 		struct rpc_conn *c;
 		int err;
 
@@ -133,13 +145,35 @@ static int io_window(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uin
 			p->call.status = err;
 			continue;
 		}
-		rpc_submit(c, &p->call, &w);
+		rpc_submit(c, &p->call, &job->w);
 	}
-	rpc_wait_all(&w);
-	rpc_wait_destroy(&w);
+out:
+	free(runs);
+	free(segs);
+	return rc;
+}
 
-	for (uint32_t i = 0; i < np; i++) {
-		struct io_piece *p = &pieces[i];
+/* true when every piece of the job has its answer. */
+static bool io_job_done(struct io_job *job)
+{
+	bool done;
+
+	pthread_mutex_lock(&job->w.lock);
+	done = job->w.pending == 0;
+	pthread_mutex_unlock(&job->w.lock);
+	return done;
+}
+
+/* Waits for the job's pieces, checks their answers, frees the pieces. */
+static int io_job_finish(struct io_job *job, int64_t *obj_blocks)
+{
+	bool write = job->write;
+	int rc = 0;
+
+	rpc_wait_all(&job->w);
+	rpc_wait_destroy(&job->w);
+	for (uint32_t i = 0; i < job->np; i++) {
+		struct io_piece *p = &job->pieces[i];
 		struct lw_ost_io_rep rep;
 		int err = p->call.status;
 
@@ -163,11 +197,18 @@ static int io_window(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uin
 		rc = merge_err(rc, err);
 		rpc_call_release(&p->call);
 	}
-out:
-	free(runs);
-	free(segs);
-	free(pieces);
+	free(job->pieces);
+	job->pieces = NULL;
 	return rc;
+}
+
+static int io_window(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint8_t *buf,
+		     uint64_t len, uint64_t off, bool write, int64_t *obj_blocks)
+{
+	struct io_job job;
+	int rc = io_job_start(fs, ino, l, buf, len, off, write, &job);
+
+	return rc ? rc : io_job_finish(&job, obj_blocks);
 }
 
 static int io_rw(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint8_t *buf, uint64_t len,
@@ -198,6 +239,71 @@ int io_write(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const void 
 {
 	/* The buffer is only read: the cast serves the shared walker. */
 	return io_rw(fs, ino, l, (uint8_t *)buf, len, off, true, obj_blocks);
+}
+
+/*
+ * Write-behind: a write whose data was copied (data is the batch's own) goes out and is
+ * answered later; io_wb_finish waits for it. The caller keeps the batches of a file in order
+ * and never lets two overlapping ones be in flight at once.
+ */
+struct io_wb {
+	struct io_wb *next;
+	struct io_job job;
+	uint8_t *data;
+	uint64_t off, len;
+};
+
+int io_wb_start(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const void *buf,
+		uint64_t len, uint64_t off, struct io_wb **out)
+{
+	struct io_wb *b;
+	int rc;
+
+	if (!l || l->nobjs == 0 || l->stripe_size == 0)
+		return -EIO;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	b->data = malloc(len ? len : 1);
+	if (!b->data) {
+		free(b);
+		return -ENOMEM;
+	}
+	memcpy(b->data, buf, len);
+	b->off = off;
+	b->len = len;
+	rc = io_job_start(fs, ino, l, b->data, len, off, true, &b->job);
+	if (rc) {
+		free(b->data);
+		free(b);
+		return rc;
+	}
+	*out = b;
+	return 0;
+}
+
+bool io_wb_done(struct io_wb *b)
+{
+	return io_job_done(&b->job);
+}
+
+bool io_wb_overlaps(const struct io_wb *b, uint64_t off, uint64_t len)
+{
+	return off < b->off + b->len && b->off < off + len;
+}
+
+uint64_t io_wb_len(const struct io_wb *b)
+{
+	return b->len;
+}
+
+int io_wb_finish(struct io_wb *b, int64_t *obj_blocks)
+{
+	int rc = io_job_finish(&b->job, obj_blocks);
+
+	free(b->data);
+	free(b);
+	return rc;
 }
 
 /* Sends one small request to every object at once (with obj_blocks and GETATTR: only to those

@@ -62,6 +62,8 @@ int loom_ll_setattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino,
 	w.ctime_ns = (uint32_t)sa->ctime.tv_nsec;
 	if (f && (f->flags & O_ACCMODE) != O_RDONLY)
 		w.valid |= LW_SA_FH;
+	if (sa->valid & LOOM_SET_SIZE)
+		files_drain_ino(fs, ino); /* no write of ours lands after the cut */
 	rc = mdc_setattr(fs, cr, &w, &attr);
 	/* An explicit mtime (utimensat, touch, cp -a) is the file's now: the write times of open
 	 * handles must not overwrite it when they report. */

@@ -40,6 +40,10 @@ static void lm_init(void *userdata, struct fuse_conn_info *conn)
 	/* The kernel's default (128 KiB) keeps one stripe busy at a time; megabytes of read-ahead
 	 * keep every stripe of a wide file in flight, in requests of up to 1 MiB. */
 	conn->max_readahead = m->opts.readahead_kb << 10;
+	/* Read-ahead and asynchronous requests in flight at once: the kernel's default (12) keeps
+	 * only a few stripes of a wide file busy. */
+	conn->max_background = 64;
+	conn->congestion_threshold = 48;
 	log_debug("FUSE capable %#x, want %#x", conn->capable, conn->want);
 }
 

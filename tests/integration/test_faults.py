@@ -551,10 +551,12 @@ def big_read_with_fault(cluster, workdir, test_name, make_fault):
     assert out.strip() == digest, "the data read across the fault on %s differs" % victim
 
 
+@pytest.mark.slow
 def test_large_write_survives_oss_sigstop(cluster, workdir):
     big_write_with_fault(cluster, workdir, "write_sigstop", lambda p: sigstop_for(cluster, p, STOP_SECONDS))
 
 
+@pytest.mark.slow
 def test_large_cold_read_survives_oss_sigstop(cluster, workdir):
     big_read_with_fault(cluster, workdir, "read_sigstop", lambda p: sigstop_for(cluster, p, STOP_SECONDS))
 

@@ -5,10 +5,13 @@ heals it; no sequence of writes, holes, truncations or crashes may ever make a g
 """
 
 import errno
+import json
 import os
 import random
 import re
 import struct
+import subprocess
+import sys
 import threading
 import time
 
@@ -355,6 +358,59 @@ def test_oss_killed_between_data_and_checksums_recomputes_them_at_start(cluster,
     assert_scrub_clean(cluster)
 
 
+# The overwriters run in a process of their own, as an application would: the test process
+# itself forks `loom cluster up` to restart the OSS, and a fork's child closes the files it
+# inherited, which waits (as on NFS) for their writes in flight to an OSS that is down.
+OVERWRITERS = r"""
+import json, os, random, sys, threading
+mnt, out, stop, BLOCK = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+lock = threading.Lock()
+models, doubtful, errors = {}, {}, []
+
+def overwriter(t):
+    # In-place overwrites of blocks that already have checksums: the case a crash between
+    # data and checksums would turn into false EIO.
+    rng = random.Random(t)
+    path = os.path.join(mnt, "w", "f%d" % t)
+    data = bytearray(os.urandom(2 * (1 << 20) + t * 777))
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    with lock:
+        models[path] = data
+    fd = os.open(path, os.O_RDWR)
+    try:
+        while not os.path.exists(stop):
+            off = rng.randrange(0, len(data) + BLOCK)
+            buf = os.urandom(rng.choice([10, 5000, BLOCK, BLOCK + 3, 300000]))
+            old = bytes(data[off:off + len(buf)])
+            try:
+                os.pwrite(fd, buf, off)
+                os.fsync(fd)
+            except OSError as e:
+                with lock:
+                    errors.append("%s: %s" % (path, e))
+                    doubtful.setdefault(path, []).append((off, old.hex(), buf.hex()))
+                continue
+            with lock:
+                if len(data) < off:
+                    data.extend(bytes(off - len(data)))
+                data[off:off + len(buf)] = buf
+    finally:
+        os.close(fd)
+
+threads = [threading.Thread(target=overwriter, args=(t,)) for t in range(3)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+with open(out, "w") as f:
+    json.dump({"models": {p: d.hex() for p, d in models.items()}, "doubtful": doubtful,
+               "errors": errors}, f)
+"""
+
+
 def test_oss_kill9_during_writes_then_everything_acknowledged_reads_back(cluster, workdir):
     mnt = mount(cluster)
     cluster.loom("mkdir", "/w", "/p")
@@ -362,43 +418,12 @@ def test_oss_kill9_during_writes_then_everything_acknowledged_reads_back(cluster
     cluster.loom("setstripe", "-c", "2", "-S", "1M", "/p")
     stop = threading.Event()
     lock = threading.Lock()
-    models = {}            # path -> acknowledged bytes (bytearray)
-    doubtful = {}          # path -> [(off, old bytes, new bytes)] of writes that failed
     acked_puts = {}        # path -> sha256
     errors = []
-
-    def overwriter(t):
-        # In-place overwrites of blocks that already have checksums: the case a crash between
-        # data and checksums would turn into false EIO.
-        rng = random.Random(t)
-        path = os.path.join(mnt, "w", "f%d" % t)
-        data = bytearray(os.urandom(2 * MiB + t * 777))
-        with open(path, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        with lock:
-            models[path] = data
-        fd = os.open(path, os.O_RDWR)
-        try:
-            while not stop.is_set():
-                off = rng.randrange(0, len(data) + BLOCK)
-                buf = os.urandom(rng.choice([10, 5000, BLOCK, BLOCK + 3, 300000]))
-                old = bytes(data[off:off + len(buf)])
-                try:
-                    os.pwrite(fd, buf, off)
-                    os.fsync(fd)
-                except OSError as e:
-                    with lock:
-                        errors.append("%s: %s" % (path, e))
-                        doubtful.setdefault(path, []).append((off, old, buf))
-                    continue
-                with lock:
-                    if len(data) < off:
-                        data.extend(bytes(off - len(data)))
-                    data[off:off + len(buf)] = buf
-        finally:
-            os.close(fd)
+    stopfile = os.path.join(workdir, "stop")
+    result = os.path.join(workdir, "overwriters.json")
+    writers = subprocess.Popen([sys.executable, "-c", OVERWRITERS, mnt, result, stopfile, str(BLOCK)],
+                               stderr=subprocess.PIPE, text=True)
 
     def putter():
         i = 0
@@ -416,13 +441,15 @@ def test_oss_kill9_during_writes_then_everything_acknowledged_reads_back(cluster
                     acked_puts.pop(path, None)
             os.unlink(src)
 
-    threads = [threading.Thread(target=overwriter, args=(t,), daemon=True) for t in range(3)]
-    threads.append(threading.Thread(target=putter, daemon=True))
+    threads = [threading.Thread(target=putter, daemon=True)]
     for t in threads:
         t.start()
     rng = random.Random(7)
     try:
-        assert wait_until(lambda: len(models) == 3 and acked_puts, 60), "the writers did not start: %r" % errors
+        assert wait_until(lambda: acked_puts and all(os.path.exists(os.path.join(mnt, "w", "f%d" % t))
+                                                     for t in range(3)), 60), \
+            "the writers did not start: %r" % errors
+        time.sleep(0.5)
         for round_ in range(4):
             time.sleep(rng.uniform(0.5, 1.5))
             cluster.kill9("oss%d" % rng.randrange(cluster.osts))
@@ -431,9 +458,23 @@ def test_oss_kill9_during_writes_then_everything_acknowledged_reads_back(cluster
         time.sleep(1)
     finally:
         stop.set()
+        open(stopfile, "w").close()
         for t in threads:
             t.join(timeout=200)
+        try:
+            _, err = writers.communicate(timeout=200)
+        except subprocess.TimeoutExpired:
+            writers.kill()
+            _, err = writers.communicate()
     assert not any(t.is_alive() for t in threads), "a writer hangs"
+    assert writers.returncode == 0, "the overwriters failed: %s" % err
+    with open(result) as f:
+        res = json.load(f)
+    models = {p: bytearray.fromhex(d) for p, d in res["models"].items()}
+    doubtful = {p: [(off, bytes.fromhex(o), bytes.fromhex(n)) for off, o, n in v]
+                for p, v in res["doubtful"].items()}
+    errors += res["errors"]
+    assert len(models) == 3
     print("errors while the OSSs were killed: %d (first: %r)" % (len(errors), errors[:3]))
 
     for path, data in models.items():
