@@ -21,7 +21,7 @@ unit: all
 	meson test -C $(BUILD) --print-errorlogs
 
 integration: all
-	LOOM_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q tests/integration
+	LOOM_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q --durations=15 tests/integration
 
 # The unit tests under AddressSanitizer and UndefinedBehaviorSanitizer.
 asan-unit: $(ASAN_BUILD)/build.ninja
@@ -33,7 +33,7 @@ asan-unit: $(ASAN_BUILD)/build.ninja
 # Loom: both run in the plain pass), to keep CI well within its time.
 asan: asan-unit
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 LOOM_BUILD=$(abspath $(ASAN_BUILD)) \
-		LOOM_POSIX_SIDES=loom $(PYTHON) -m pytest -q -m "not slow" tests/integration
+		LOOM_POSIX_SIDES=loom $(PYTHON) -m pytest -q --durations=15 -m "not slow" tests/integration
 
 # The benchmark suite (docs/performance.md); e.g. `make bench BENCH_ARGS=--quick`.
 bench:

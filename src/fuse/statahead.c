@@ -22,7 +22,7 @@
 #include "fuse/lmount.h"
 
 #define STREAK      16        /* lookups in a row in one directory before it is fetched whole */
-#define MAX_ENTRIES (1u << 20) /* a bigger directory is not fetched */
+#define MAX_ENTRIES (1u << 17) /* a bigger directory is not fetched (about 200 bytes each) */
 
 struct sa_entry {
 	char *name;
@@ -36,6 +36,7 @@ struct sa_dir {
 	struct sa_entry *ents; /* sorted by name */
 	size_t n, cap;
 	uint64_t next_cookie; /* while fetching: where the listing resumes */
+	bool failed;        /* while fetching: too big, or out of memory */
 };
 
 static uint64_t mono_ns(void)
@@ -65,25 +66,31 @@ static int collect(void *arg, const struct loom_dirent *ent, const struct stat *
 {
 	struct sa_dir *d = arg;
 
-	d->next_cookie = next;
-	if (!strcmp(ent->name, ".") || !strcmp(ent->name, ".."))
-		return 0;
-	if (d->n == MAX_ENTRIES)
-		return -EFBIG;
-	if (d->n == d->cap) {
-		size_t cap = d->cap ? d->cap * 2 : 256;
-		struct sa_entry *e = realloc(d->ents, cap * sizeof(*e));
+	if (strcmp(ent->name, ".") && strcmp(ent->name, "..")) {
+		if (d->n == MAX_ENTRIES) {
+			d->failed = true;
+			return 1; /* stop here */
+		}
+		if (d->n == d->cap) {
+			size_t cap = d->cap ? d->cap * 2 : 256;
+			struct sa_entry *e = realloc(d->ents, cap * sizeof(*e));
 
-		if (!e)
-			return -ENOMEM;
-		d->ents = e;
-		d->cap = cap;
+			if (!e) {
+				d->failed = true;
+				return 1;
+			}
+			d->ents = e;
+			d->cap = cap;
+		}
+		d->ents[d->n].name = strdup(ent->name);
+		if (!d->ents[d->n].name) {
+			d->failed = true;
+			return 1;
+		}
+		d->ents[d->n].st = *st;
+		d->n++;
 	}
-	d->ents[d->n].name = strdup(ent->name);
-	if (!d->ents[d->n].name)
-		return -ENOMEM;
-	d->ents[d->n].st = *st;
-	d->n++;
+	d->next_cookie = next;
 	return 0;
 }
 
@@ -104,7 +111,7 @@ static struct sa_dir *fetch(struct lmount *m, const struct loom_cred *cr, uint64
 
 		d->next_cookie = cookie;
 		rc = loom_ll_readdir(m->fs, cr, dir, cookie, true, 1u << 20, collect, d, &eof);
-		if (rc || (d->next_cookie == cookie && !eof)) {
+		if (rc || d->failed || (d->next_cookie == cookie && !eof)) {
 			dir_free(d);
 			return NULL;
 		}
@@ -155,12 +162,18 @@ bool lm_sa_lookup(struct lmount *m, const struct loom_cred *cr, uint64_t parent,
 		pthread_mutex_unlock(&sa->lock);
 		return true;
 	}
+	if (d && !fresh(m, d, gen, now)) {
+		old = d; /* stale: its memory goes now */
+		sa->dir = NULL;
+	}
 	if (sa->streak_dir == parent && sa->streak_gen == gen && sa->streak >= STREAK &&
 	    !sa->building) {
 		sa->building = true;
 		build = true;
 	}
 	pthread_mutex_unlock(&sa->lock);
+	dir_free(old);
+	old = NULL;
 	if (!build)
 		return false;
 
