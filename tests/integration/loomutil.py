@@ -151,3 +151,20 @@ def wait_until(pred, timeout, interval=0.05):
         if time.monotonic() >= deadline:
             return None
         time.sleep(interval)
+
+
+def mount_daemon_pids(path):
+    """Pids of the loom-mount processes serving mount point path (found by their command line)."""
+    path = os.path.realpath(path).encode()
+    pids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if argv and os.path.basename(argv[0]) == b"loom-mount" and path in argv[1:]:
+            pids.append(int(d))
+    return pids

@@ -13,7 +13,7 @@ import tempfile
 import pytest
 
 import loomwire as w
-from loomutil import wait_until
+from loomutil import mount_daemon_pids, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = os.path.abspath(os.environ.get("LOOM_BUILD") or os.path.join(HERE, "..", "..", "build"))
@@ -103,21 +103,6 @@ def mounted(path):
         return any(line.split()[1] == path for line in f)
 
 
-def loom_mount_pids(path):
-    path = os.path.realpath(path).encode()
-    out = []
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open("/proc/%s/cmdline" % d, "rb") as f:
-                    argv = f.read().split(b"\0")
-            except OSError:
-                continue
-            if argv and os.path.basename(argv[0]) == b"loom-mount" and path in argv[1:]:
-                out.append(int(d))
-    return out
-
-
 @pytest.fixture
 def mnt_dir():
     d = tempfile.mkdtemp(prefix="loom-auth-mnt-")
@@ -139,7 +124,7 @@ def test_mount_without_the_key_fails_clearly_and_mounts_nothing(cluster, workdir
     assert p.returncode != 0, "mount -t loom with %s succeeded" % how
     assert MOUNT_MSG in p.stderr, "unclear error from mount with %s: %r" % (how, p.stderr)
     assert not mounted(mnt_dir), "a mount with %s was left in place" % how
-    assert not loom_mount_pids(mnt_dir), "a loom-mount with %s still runs" % how
+    assert not mount_daemon_pids(mnt_dir), "a loom-mount with %s still runs" % how
     assert os.listdir(mnt_dir) == []
     assert wait_until(lambda: log_count(cluster, "mds", log_line) > before, 10), \
         "the MDS did not log the refused mount (%s)" % how

@@ -24,7 +24,8 @@ import time
 
 import pytest
 
-from loomutil import KiB, MiB, make_random_file, parse_file_getstripe, pid_alive, sha256_file, wait_until
+from loomutil import (KiB, MiB, make_random_file, mount_daemon_pids, parse_file_getstripe, pid_alive,
+                      sha256_file, wait_until)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = os.path.abspath(os.environ.get("LOOM_BUILD") or os.path.join(HERE, "..", "..", "build"))
@@ -799,22 +800,6 @@ def start_mds_by_hand(cluster, *extra):
 
     assert wait_until(serving, 30), "the MDS started by hand does not serve:\n%s" % cluster.read_log("mds")[-2000:]
     return p
-
-
-def mount_daemon_pids(path):
-    """Pids of the loom-mount processes serving mount point path."""
-    path = os.path.realpath(path).encode()
-    pids = []
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open("/proc/%s/cmdline" % d, "rb") as f:
-                    argv = f.read().split(b"\0")
-            except OSError:
-                continue
-            if argv and os.path.basename(argv[0]) == b"loom-mount" and path in argv[1:]:
-                pids.append(int(d))
-    return pids
 
 
 def objects_of(cluster, path):
