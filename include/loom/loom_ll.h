@@ -94,6 +94,12 @@ uint64_t loom_file_ino(const loom_file *f);
 /* The file's attributes as this handle last heard them from the MDS (at open, fstat, flush or
  * fsync), with its own writes counted. No request is sent. */
 void loom_file_attr(loom_file *f, struct stat *st);
+/* The same when those attributes are at most max_age_ns old (0); -EAGAIN when older. For a mount
+ * that may answer a getattr through an open file from them within its attribute timeout. */
+int loom_file_attr_recent(loom_file *f, uint64_t max_age_ns, struct stat *st);
+/* A value the caller keeps with a handle (0 until set): loom-mount keeps its change count. */
+void loom_file_set_tag(loom_file *f, uint64_t tag);
+uint64_t loom_file_tag(const loom_file *f);
 
 /*
  * Lists a directory from `cookie` (0 at the start). For each entry, calls fn with the entry, its

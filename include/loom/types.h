@@ -19,6 +19,10 @@
 #define LOOM_STRIPE_UNIT     65536  /* a stripe size is a multiple of this */
 #define LOOM_DEFAULT_STRIPE_SIZE (4u << 20) /* as Lustre 2.16 */
 #define LOOM_MAX_STRIPE_SIZE (0xFFFFFFFFu - LOOM_STRIPE_UNIT + 1) /* 4 GiB - 64 KiB */
+/* Data-on-MDT: a file's bytes below its layout's dom_size live on the MDS, not on OSTs. */
+#define LOOM_DOM_MAX          (1u << 20)  /* largest dom_size, as Lustre's default cap */
+#define LOOM_DEFAULT_DOM_SIZE (64u << 10) /* the built-in default for new files */
+#define LOOM_DOM_NONE         0xFFFFFFFFu /* in a request or a directory default: no MDT component */
 
 /* Who is asking. The MDS checks permissions against this, as a local kernel would. */
 struct loom_cred {
@@ -41,7 +45,8 @@ struct loom_ostobj {
 #define LOOM_LAYOUT_INHERITED 0x2u /* the directory has no default of its own: the fs's */
 
 /*
- * A RAID-0 layout. For a file every field is concrete and nobjs == stripe_count. For a directory's
+ * A RAID-0 layout, optionally behind a Data-on-MDT component (dom_size). For a file every
+ * field is concrete and nobjs == stripe_count. For a directory's
  * default, nobjs is 0 and stripe_count may be -1 (every OST) and stripe_offset -1 (MDS chooses).
  * As a request, 0 in stripe_size or stripe_count means "inherit", "" in pool means none.
  */
@@ -53,6 +58,10 @@ struct loom_layout {
 	uint32_t layout_gen;
 	uint32_t flags;         /* LOOM_LAYOUT_* */
 	char     pool[LOOM_POOL_NAME_MAX + 1];
+	/* Data-on-MDT: bytes [0, dom_size) of the file live on the MDS (a multiple of 64 KiB, at
+	 * most LOOM_DOM_MAX); the stripes hold the rest, at their usual offsets. For a file 0 means
+	 * none. As a request or a directory default, 0 means "inherit" and LOOM_DOM_NONE "none". */
+	uint32_t dom_size;
 	uint32_t nobjs;
 	struct loom_ostobj objs[]; /* nobjs entries */
 };

@@ -33,6 +33,14 @@ void files_add(loom_fs *fs, loom_file *f)
 {
 	pthread_mutex_lock(&fs->files_lock);
 	f->next_same_ino = u64map_get(&fs->files, f->ino);
+	/* One cache of Data-on-MDT bytes per inode: what one handle writes, the others read. */
+	for (loom_file *o = f->next_same_ino; o && f->dom; o = o->next_same_ino) {
+		if (o->dom) {
+			dom_share(o->dom, f->dom);
+			f->dom = o->dom;
+			break;
+		}
+	}
 	if (u64map_put(&fs->files, f->ino, f) < 0)
 		f->next_same_ino = NULL; /* out of memory: only the stat-after-write nicety is lost */
 	pthread_mutex_unlock(&fs->files_lock);
@@ -61,6 +69,8 @@ void files_remove(loom_fs *fs, loom_file *f)
 		u64map_put(&fs->files, f->ino, head);
 	else
 		u64map_del(&fs->files, f->ino);
+	dom_put(f->dom);
+	f->dom = NULL;
 	pthread_mutex_unlock(&fs->files_lock);
 	pthread_mutex_lock(&fs->open_lock);
 	if (f->prev_open)
@@ -86,7 +96,7 @@ void files_pending_attr(loom_fs *fs, struct lw_attr *attr)
 			attr->size = f->size;
 		if (f->dirty && f->obj_blocks) {
 			/* What the objects it wrote said they occupy (holes count for nothing). */
-			uint64_t blocks = 0;
+			uint64_t blocks = f->dom ? dom_blocks(f->dom) : 0;
 			for (uint32_t k = 0; k < f->layout->nobjs; k++)
 				blocks += f->obj_blocks[k] > 0 ? (uint64_t)f->obj_blocks[k] : 0;
 			if (blocks > attr->blocks)
@@ -130,15 +140,38 @@ void files_truncated(loom_fs *fs, uint64_t ino, uint64_t size)
 		if (f->written_end > size)
 			f->written_end = size;
 		pthread_mutex_unlock(&f->lock);
+		if (f->dom)
+			dom_truncate(f->dom, size); /* shared: cut once per handle, which is harmless */
 	}
 	pthread_mutex_unlock(&fs->files_lock);
 }
 
+void files_dom_forget(loom_fs *fs, uint64_t ino)
+{
+	pthread_mutex_lock(&fs->files_lock);
+	for (loom_file *f = u64map_get(&fs->files, ino); f; f = f->next_same_ino)
+		if (f->dom)
+			dom_forget(f->dom);
+	pthread_mutex_unlock(&fs->files_lock);
+}
+
 static int file_new(loom_fs *fs, const struct loom_cred *cr, int flags, const struct lw_attr *attr,
-		    uint64_t handle, struct loom_layout *layout, loom_file **out)
+		    uint64_t handle, struct loom_layout *layout, struct mdc_dom *dom, loom_file **out)
 {
 	loom_file *f = calloc(1, sizeof(*f));
+	struct mdc_dom unknown = { 0 };
 
+	if (!dom)
+		dom = &unknown;
+	if (f && layout && layout->dom_size) {
+		/* A file just created has no bytes yet: known (and empty). */
+		int rc = dom_new(layout->dom_size, dom->data, dom->len, dom->known, &f->dom);
+		dom->data = NULL;
+		if (rc) {
+			free(f);
+			f = NULL;
+		}
+	}
 	if (!f) {
 		free(layout);
 		return -ENOMEM;
@@ -152,6 +185,7 @@ static int file_new(loom_fs *fs, const struct loom_cred *cr, int flags, const st
 	if (layout && layout->nobjs) {
 		f->obj_blocks = malloc(layout->nobjs * sizeof(*f->obj_blocks));
 		if (!f->obj_blocks) {
+			dom_put(f->dom);
 			free(layout);
 			free(f);
 			return -ENOMEM;
@@ -160,6 +194,7 @@ static int file_new(loom_fs *fs, const struct loom_cred *cr, int flags, const st
 			f->obj_blocks[k] = -1;
 	}
 	f->attr = *attr;
+	f->attr_ns = clock_mono_ns();
 	/* Another handle of this client may hold writes the MDS has not heard of yet. */
 	files_pending_attr(fs, &f->attr);
 	f->size = f->attr.size;
@@ -176,6 +211,7 @@ static int open_common(loom_fs *fs, const char *path, int flags, mode_t mode,
 {
 	struct loom_cred cr;
 	struct loom_layout *layout = NULL;
+	struct mdc_dom dom = { 0 };
 	struct lw_attr attr;
 	uint64_t handle = 0, parent;
 	char name[LOOM_NAME_MAX + 1];
@@ -191,7 +227,7 @@ static int open_common(loom_fs *fs, const char *path, int flags, mode_t mode,
 
 			rc = path_resolve(fs, &cr, path, true, &attr);
 			if (rc == 0) {
-				rc = mdc_open(fs, &cr, attr.ino, wire_open_flags(flags), &orep, &layout);
+				rc = mdc_open(fs, &cr, attr.ino, wire_open_flags(flags), &orep, &layout, &dom);
 				if (rc)
 					return rc;
 				attr = orep.attr;
@@ -219,6 +255,7 @@ static int open_common(loom_fs *fs, const char *path, int flags, mode_t mode,
 			attr = crep.attr;
 			handle = crep.handle;
 			created = (crep.flags & LW_CRR_CREATED) != 0;
+			dom.known = created; /* a new file has no bytes; an existing one's are fetched */
 		}
 	} else {
 		struct lw_open_rep orep;
@@ -226,34 +263,37 @@ static int open_common(loom_fs *fs, const char *path, int flags, mode_t mode,
 		rc = path_resolve(fs, &cr, path, true, &attr);
 		if (rc)
 			return rc;
-		rc = mdc_open(fs, &cr, attr.ino, wire_open_flags(flags), &orep, &layout);
+		rc = mdc_open(fs, &cr, attr.ino, wire_open_flags(flags), &orep, &layout, &dom);
 		if (rc)
 			return rc;
 		attr = orep.attr;
 		handle = orep.handle;
 	}
 opened:
-	return file_finish_open(fs, &cr, flags, &attr, handle, layout, created, out);
+	return file_finish_open(fs, &cr, flags, &attr, handle, layout, created, &dom, out);
 }
 
 int file_finish_open(loom_fs *fs, const struct loom_cred *cr, int flags, const struct lw_attr *attr,
-		     uint64_t handle, struct loom_layout *layout, bool created, loom_file **out)
+		     uint64_t handle, struct loom_layout *layout, bool created, struct mdc_dom *dom,
+		     loom_file **out)
 {
 	int rc;
 
 	/* O_TRUNC: the MDS set the size to 0 (even for O_RDONLY, as Linux does); the objects must
 	 * lose their bytes too, or a later extension of the file would show them again. */
-	if ((flags & O_TRUNC) && !created && layout) {
+	if ((flags & O_TRUNC) && !created && layout && !(attr->flags & LW_ATTR_F_OBJECTS_EMPTY)) {
 		rc = io_punch(fs, layout, 0, NULL);
 		if (rc) {
 			struct timespec zero = { 0 };
-			mdc_close(fs, cr, LW_OP_MDS_CLOSE, attr->ino, handle, 0, 0, zero, 0, NULL);
+			mdc_close(fs, cr, LW_OP_MDS_CLOSE, attr->ino, handle, 0, 0, zero, 0, NULL, NULL);
 			free(layout);
+			if (dom)
+				free(dom->data);
 			return rc;
 		}
 		files_truncated(fs, attr->ino, 0);
 	}
-	return file_new(fs, cr, flags, attr, handle, layout, out);
+	return file_new(fs, cr, flags, attr, handle, layout, dom, out);
 }
 
 int loom_open(loom_fs *fs, const char *path, int flags, mode_t mode, loom_file **out)
@@ -353,6 +393,13 @@ static int wb_write(loom_file *f, const void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
+static int read_objects(loom_file *f, void *buf, size_t len, uint64_t off)
+{
+	/* What this client wrote is read back (an error stays for the writer's flush). */
+	files_drain_ino(f->fs, f->ino);
+	return io_read(f->fs, f->ino, f->layout, buf, len, off);
+}
+
 ssize_t loom_pread(loom_file *f, void *buf, size_t len, off_t off)
 {
 	uint64_t size;
@@ -375,9 +422,16 @@ ssize_t loom_pread(loom_file *f, void *buf, size_t len, off_t off)
 		len = (size_t)(size - (uint64_t)off);
 	if (len > SSIZE_MAX)
 		len = SSIZE_MAX;
-	/* What this client wrote is read back (an error stays for the writer's flush). */
-	files_drain_ino(f->fs, f->ino);
-	rc = io_read(f->fs, f->ino, f->layout, buf, len, (uint64_t)off);
+	if (f->dom && (uint64_t)off < f->layout->dom_size) {
+		/* The first bytes are the MDS's, and usually here already. */
+		size_t n = len < f->layout->dom_size - (uint64_t)off ? len : f->layout->dom_size - (size_t)off;
+
+		rc = dom_read(f, buf, n, (uint64_t)off);
+		if (rc == 0 && n < len)
+			rc = read_objects(f, (char *)buf + n, len - n, (uint64_t)off + n);
+		return rc ? rc : (ssize_t)len;
+	}
+	rc = read_objects(f, buf, len, (uint64_t)off);
 	return rc ? rc : (ssize_t)len;
 }
 
@@ -405,6 +459,34 @@ static int drop_privs(loom_file *f)
 	return rc;
 }
 
+/* The bytes below dom_size go to the MDS's part (sent with the next size report), the rest to
+ * the objects. */
+static int write_data(loom_file *f, const char *buf, size_t len, uint64_t off)
+{
+	int rc = 0;
+
+	if (f->dom && off < f->layout->dom_size) {
+		size_t n = len < f->layout->dom_size - off ? len : (size_t)(f->layout->dom_size - off);
+
+		rc = dom_write(f, buf, n, off);
+		if (rc || n == len)
+			return rc;
+		buf += n;
+		len -= n;
+		off += n;
+	}
+	pthread_mutex_lock(&f->wb_lock);
+	if (len <= WB_MAX_WRITE) {
+		rc = wb_write(f, buf, len, off);
+	} else {
+		while (wb_reap_one(f, true))
+			;
+		rc = f->wb_err ? f->wb_err : io_write(f->fs, f->ino, f->layout, buf, len, off, f->obj_blocks);
+	}
+	pthread_mutex_unlock(&f->wb_lock);
+	return rc;
+}
+
 static ssize_t pwrite_at(loom_file *f, const void *buf, size_t len, uint64_t off)
 {
 	int rc;
@@ -417,15 +499,7 @@ static ssize_t pwrite_at(loom_file *f, const void *buf, size_t len, uint64_t off
 		len = SSIZE_MAX;
 	if (off >= LOOM_MAX_FILE_SIZE || len > LOOM_MAX_FILE_SIZE - off)
 		return -EFBIG;
-	pthread_mutex_lock(&f->wb_lock);
-	if (len <= WB_MAX_WRITE) {
-		rc = wb_write(f, buf, len, off);
-	} else {
-		while (wb_reap_one(f, true))
-			;
-		rc = f->wb_err ? f->wb_err : io_write(f->fs, f->ino, f->layout, buf, len, off, f->obj_blocks);
-	}
-	pthread_mutex_unlock(&f->wb_lock);
+	rc = write_data(f, buf, len, off);
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&f->lock);
@@ -510,8 +584,9 @@ int loom_lseek(loom_file *f, off_t off, int whence, off_t *pos)
 /* Reports size and mtime of what this handle wrote. */
 static int report(loom_file *f, uint16_t op)
 {
+	struct mdc_dom dom = { 0 };
 	struct timespec mtime;
-	uint64_t size, blocks = 0;
+	uint64_t size, fsize, blocks = 0, dom_gen = 0;
 	uint32_t flags = 0;
 	struct lw_attr attr;
 	int rc, wb_rc;
@@ -521,23 +596,40 @@ static int report(loom_file *f, uint16_t op)
 	wb_rc = file_drain(f, true);
 	if (wb_rc && op != LW_OP_MDS_CLOSE)
 		return wb_rc;
+	/* Data-on-MDT bytes written here (through any handle of the inode) travel with the size. */
+	if (f->dom && can_write(f) && (rc = dom_take(f->dom, &dom.data, &dom.off, &dom.len, &dom_gen)) != 0)
+		return wb_rc ? wb_rc : rc;
 	pthread_mutex_lock(&f->lock);
 	if (f->dirty && !wb_rc)
 		flags = LW_CL_SIZE | (f->mtime_dirty ? LW_CL_MTIME : 0);
 	size = f->written_end;
+	fsize = f->size;
 	mtime = f->mtime;
 	pthread_mutex_unlock(&f->lock);
+	if (dom.len) {
+		flags |= LW_CL_SIZE;
+		if (dom.off + dom.len > size)
+			size = dom.off + dom.len;
+	}
 	if (op == LW_OP_MDS_SIZE_UPDATE && !flags)
 		return 0;
-	/* With the size goes what the objects occupy (st_blocks, which holes do not count): the
-	 * objects this handle wrote said so in their replies; the others are asked. */
-	if (flags && f->layout && f->obj_blocks && io_blocks(f->fs, f->layout, f->obj_blocks) == 0) {
-		blocks = 0;
+	/* With the size goes what the file occupies (st_blocks, which holes do not count): the
+	 * objects this handle wrote said so in their replies; the others are asked, unless the
+	 * whole file is in its Data-on-MDT part. */
+	if (flags && f->dom && fsize <= f->layout->dom_size) {
+		blocks = dom_blocks(f->dom);
+		flags |= LW_CL_BLOCKS;
+	} else if (flags && f->layout && f->obj_blocks && io_blocks(f->fs, f->layout, f->obj_blocks) == 0) {
+		blocks = f->dom ? dom_blocks(f->dom) : 0;
 		for (uint32_t k = 0; k < f->layout->nobjs; k++)
 			blocks += (uint64_t)f->obj_blocks[k];
 		flags |= LW_CL_BLOCKS;
 	}
-	rc = mdc_close(f->fs, &f->cred, op, f->ino, f->handle, flags, size, mtime, blocks, &attr);
+	rc = mdc_close(f->fs, &f->cred, op, f->ino, f->handle, flags, size, mtime, blocks,
+		       dom.len ? &dom : NULL, &attr);
+	if (rc == 0 && dom.len)
+		dom_sent(f->dom, dom_gen);
+	free(dom.data);
 	if (rc == 0) {
 		pthread_mutex_lock(&f->lock);
 		if (flags) {
@@ -546,16 +638,32 @@ static int report(loom_file *f, uint16_t op)
 			f->written_end = 0;
 		}
 		f->attr = attr;
+		f->attr_ns = clock_mono_ns();
 		pthread_mutex_unlock(&f->lock);
 	}
 	return wb_rc ? wb_rc : rc;
+}
+
+/* Whether the file may hold bytes on its objects, as far as this handle knows. */
+static bool uses_objects(loom_file *f)
+{
+	uint64_t size;
+
+	if (!f->dom)
+		return true;
+	pthread_mutex_lock(&f->lock);
+	size = f->size;
+	pthread_mutex_unlock(&f->lock);
+	return size > f->layout->dom_size;
 }
 
 int loom_fsync(loom_file *f)
 {
 	int rc = file_drain(f, true);
 
-	if (rc == 0 && f->layout)
+	/* The objects' data is made durable by the OSSs, the Data-on-MDT bytes by the report (the
+	 * MDS commits before it answers). */
+	if (rc == 0 && f->layout && uses_objects(f))
 		rc = io_sync(f->fs, f->layout);
 	if (rc == 0)
 		rc = report(f, LW_OP_MDS_SIZE_UPDATE);
@@ -628,12 +736,13 @@ int loom_fstat(loom_file *f, struct stat *st)
 	files_pending_attr(f->fs, &attr);
 	pthread_mutex_lock(&f->lock);
 	f->attr = attr;
+	f->attr_ns = clock_mono_ns();
 	pthread_mutex_unlock(&f->lock);
 	attr_to_stat(&attr, st);
 	return 0;
 }
 
-void loom_file_attr(loom_file *f, struct stat *st)
+static void file_attr(loom_file *f, uint64_t max_age_ns, struct stat *st, int *rc)
 {
 	struct lw_attr attr;
 
@@ -641,8 +750,34 @@ void loom_file_attr(loom_file *f, struct stat *st)
 	attr = f->attr;
 	if (f->size > attr.size || f->dirty)
 		attr.size = f->size;
+	*rc = clock_mono_ns() - f->attr_ns <= max_age_ns ? 0 : -EAGAIN;
 	pthread_mutex_unlock(&f->lock);
 	attr_to_stat(&attr, st);
+}
+
+void loom_file_attr(loom_file *f, struct stat *st)
+{
+	int rc;
+
+	file_attr(f, UINT64_MAX, st, &rc);
+}
+
+int loom_file_attr_recent(loom_file *f, uint64_t max_age_ns, struct stat *st)
+{
+	int rc;
+
+	file_attr(f, max_age_ns, st, &rc);
+	return rc;
+}
+
+void loom_file_set_tag(loom_file *f, uint64_t tag)
+{
+	f->tag = tag;
+}
+
+uint64_t loom_file_tag(const loom_file *f)
+{
+	return f->tag;
 }
 
 int loom_close(loom_file *f)

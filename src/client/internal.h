@@ -95,6 +95,8 @@ struct loom_file {
 	                            * what it reports, so a size it merely saw is never reported */
 	struct timespec mtime;     /* of the last write */
 	struct lw_attr attr;       /* as of open */
+	uint64_t attr_ns;          /* clock_mono_ns() when attr came from the MDS */
+	uint64_t tag;              /* the caller's (loom_file_set_tag) */
 	/* Write-behind: small writes are answered once their data is copied and on its way; they
 	 * are waited for before anything that must see them (a read, a truncate, fsync, the size
 	 * report at flush and close), and their errors are reported there. wb_lock is held while
@@ -104,6 +106,7 @@ struct loom_file {
 	unsigned wb_first, wb_count;
 	uint64_t wb_bytes;
 	int wb_err;                /* the first error of a write already answered */
+	struct dom_cache *dom;     /* Data-on-MDT bytes (layout->dom_size > 0), shared per inode */
 };
 
 struct loom_dir {
@@ -170,11 +173,23 @@ int mdc_removexattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, const
 int mdc_lock(loom_fs *fs, const struct loom_cred *cr, const struct lw_lock_req *req,
 	     struct lw_lock_rep *rep);
 int mdc_access(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t mask);
+/* Data-on-MDT bytes as they travel with MDS_OPEN (known: the layout has a Data-on-MDT part and
+ * its bytes came along; data malloc'd, NULL when len is 0) or MDS_CLOSE (written at off). */
+struct mdc_dom {
+	bool known;
+	void *data;
+	uint64_t off;
+	uint32_t len;
+};
+/* dom (may be NULL) receives the file's Data-on-MDT bytes. */
 int mdc_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t open_flags,
-	     struct lw_open_rep *rep, struct loom_layout **layout_out);
-/* MDS_CLOSE or MDS_SIZE_UPDATE. */
+	     struct lw_open_rep *rep, struct loom_layout **layout_out, struct mdc_dom *dom);
+/* MDS_DOM_READ: *data malloc'd (NULL when *len is 0). */
+int mdc_dom_read(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, void **data, uint32_t *len);
+/* MDS_CLOSE or MDS_SIZE_UPDATE; with dom, its bytes are written (LW_CL_DOM). */
 int mdc_close(loom_fs *fs, const struct loom_cred *cr, uint16_t op, uint64_t ino, uint64_t handle,
-	      uint32_t flags, uint64_t size, struct timespec mtime, uint64_t blocks, struct lw_attr *out);
+	      uint32_t flags, uint64_t size, struct timespec mtime, uint64_t blocks,
+	      const struct mdc_dom *dom, struct lw_attr *out);
 int mdc_getlayout(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, struct loom_layout **out);
 int mdc_setlayout(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t flags,
 		  const struct loom_layout *req, struct loom_layout **out);
@@ -205,12 +220,37 @@ int io_blocks(loom_fs *fs, const struct loom_layout *l, int64_t *obj_blocks);
 /* fsync of every object. */
 int io_sync(loom_fs *fs, const struct loom_layout *l);
 
+/* dom.c: a file's Data-on-MDT bytes, one cache per inode shared by its handles here. */
+struct dom_cache;
+/* A cache of its own for a new handle; data (malloc'd, owned from now on) is what the open
+ * brought when known. */
+int dom_new(uint32_t cap, void *data, uint32_t len, bool known, struct dom_cache **out);
+/* Under fs->files_lock: the handle joins the inode's cache; what its open brought refreshes it.
+ * Frees mine. */
+void dom_share(struct dom_cache *shared, struct dom_cache *mine);
+/* Under fs->files_lock: a handle leaves. */
+void dom_put(struct dom_cache *c);
+/* [off, off + len) within [0, dom_size): fetched from the MDS first when not known. */
+int dom_read(loom_file *f, void *buf, size_t len, uint64_t off);
+int dom_write(loom_file *f, const void *buf, size_t len, uint64_t off);
+/* A copy (malloc'd) of the dirty bytes, and the write generation it was taken at. */
+int dom_take(struct dom_cache *c, void **data, uint64_t *off, uint32_t *len, uint64_t *gen);
+/* A report carried them: they are clean unless written (or cut) since gen. */
+void dom_sent(struct dom_cache *c, uint64_t gen);
+void dom_truncate(struct dom_cache *c, uint64_t size);
+/* Forgets the bytes that are not dirty (a lock was granted: another node may have written). */
+void dom_forget(struct dom_cache *c);
+/* 512-byte blocks its bytes occupy on the MDT, for st_blocks. */
+uint64_t dom_blocks(struct dom_cache *c);
+void files_dom_forget(loom_fs *fs, uint64_t ino);
+
 /* file.c */
 /* Completes an open that the MDS granted: with O_TRUNC cuts the objects (the MDS already set the
  * size to 0), then makes the handle. Takes ownership of layout. On failure the MDS handle is
  * closed again. */
 int file_finish_open(loom_fs *fs, const struct loom_cred *cr, int flags, const struct lw_attr *attr,
-		     uint64_t handle, struct loom_layout *layout, bool created, loom_file **out);
+		     uint64_t handle, struct loom_layout *layout, bool created, struct mdc_dom *dom,
+		     loom_file **out);
 
 /* Open-file registry (file.c). */
 void files_add(loom_fs *fs, loom_file *f);

@@ -162,14 +162,15 @@ int loom_ll_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, int flag
 		 struct stat *st)
 {
 	struct loom_layout *layout = NULL;
+	struct mdc_dom dom;
 	struct lw_open_rep rep;
 	int rc;
 
 	rc = mdc_open(fs, cr, ino, (uint32_t)(flags & (O_ACCMODE | O_TRUNC | O_APPEND | O_NOATIME | O_DIRECTORY)),
-		      &rep, &layout);
+		      &rep, &layout, &dom);
 	if (rc)
 		return rc;
-	rc = file_finish_open(fs, cr, flags, &rep.attr, rep.handle, layout, false, out);
+	rc = file_finish_open(fs, cr, flags, &rep.attr, rep.handle, layout, false, &dom, out);
 	return stat_reply(fs, rc, &rep.attr, st);
 }
 
@@ -177,6 +178,7 @@ int loom_ll_create(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, con
 		   mode_t mode, int flags, loom_file **out, struct stat *st)
 {
 	struct loom_layout *layout = NULL;
+	struct mdc_dom dom = { 0 };
 	struct lw_create_rep rep;
 	uint32_t cflags = LW_CR_OPEN | ((flags & O_EXCL) ? LW_CR_EXCL : 0);
 	int rc;
@@ -188,12 +190,14 @@ int loom_ll_create(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, con
 	if (!S_ISREG(rep.attr.mode)) {
 		/* An existing fifo or device: opened through the MDS like any inode. */
 		struct timespec zero = { 0 };
-		mdc_close(fs, cr, LW_OP_MDS_CLOSE, rep.attr.ino, rep.handle, 0, 0, zero, 0, NULL);
+		mdc_close(fs, cr, LW_OP_MDS_CLOSE, rep.attr.ino, rep.handle, 0, 0, zero, 0, NULL, NULL);
 		free(layout);
 		return -EEXIST;
 	}
+	/* A file this call made has no bytes yet; an existing one's are fetched when read. */
+	dom.known = (rep.flags & LW_CRR_CREATED) != 0;
 	rc = file_finish_open(fs, cr, flags, &rep.attr, rep.handle, layout,
-			      (rep.flags & LW_CRR_CREATED) != 0, out);
+			      (rep.flags & LW_CRR_CREATED) != 0, &dom, out);
 	return stat_reply(fs, rc, &rep.attr, st);
 }
 
@@ -362,6 +366,10 @@ static int lock_call(loom_fs *fs, uint64_t ino, uint64_t owner, struct loom_lock
 		lk->end = rep.end;
 		lk->pid = rep.pid;
 	}
+	/* A lock granted orders this node after the previous holder: the Data-on-MDT bytes cached
+	 * here (those not written here) are read again, as the mount drops its pages. */
+	if (rc == 0 && !(flags & (LW_LK_TEST | LW_LK_CANCEL)) && lk->type != F_UNLCK)
+		files_dom_forget(fs, ino);
 	return rc;
 }
 

@@ -118,8 +118,9 @@ static void layout_req(const struct loom_layout *l, struct lw_layout *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->magic = LW_LAYOUT_MAGIC;
-	out->version = LW_LAYOUT_V1;
+	out->version = LW_LAYOUT_V2;
 	out->pattern = l->pattern ? (uint16_t)l->pattern : LW_PATTERN_RAID0;
+	out->dom_size = l->dom_size;
 	out->stripe_size = l->stripe_size;
 	out->stripe_count = l->stripe_count;
 	out->stripe_offset = l->stripe_offset;
@@ -383,33 +384,99 @@ int mdc_access(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t m
 }
 
 int mdc_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t open_flags,
-	     struct lw_open_rep *rep, struct loom_layout **layout_out)
+	     struct lw_open_rep *rep, struct loom_layout **layout_out, struct mdc_dom *dom)
 {
 	struct lw_open_req req = { .ino = ino, .open_flags = open_flags };
 	struct mdc_body b = { { &req }, { sizeof(req) } };
+	struct loom_layout *l = NULL;
+	const uint8_t *bytes;
 	struct rpc_call call;
+	struct lw_rd r;
 	int rc;
 
 	*layout_out = NULL;
+	if (dom)
+		memset(dom, 0, sizeof(*dom));
 	rc = mdc_call(fs, cr, LW_OP_MDS_OPEN, &b, &call);
 	if (rc)
 		return rc;
-	rc = call.rbody_len >= sizeof(*rep) ? 0 : -EPROTO;
-	if (rc == 0) {
-		memcpy(rep, call.rbody, sizeof(*rep));
-		rc = decode_with_layout(&call, rep, sizeof(*rep), rep->has_layout != 0, layout_out);
+	lw_rd_init(&r, call.rbody, call.rbody_len);
+	lw_rd_fixed(&r, rep, sizeof(*rep));
+	rc = r.err ? -EPROTO : 0;
+	if (rc == 0 && rep->has_layout)
+		rc = lw_layout_decode(&r, &l);
+	/* A layout with a Data-on-MDT part comes with its bytes (protocol 2). */
+	if (rc == 0 && rep->dom_len && (!l || rep->dom_len > l->dom_size))
+		rc = -EPROTO;
+	bytes = rc == 0 ? lw_rd_bytes(&r, rep->dom_len) : NULL;
+	if (rc == 0 && lw_rd_done(&r))
+		rc = -EPROTO;
+	if (rc == 0 && dom && l && l->dom_size) {
+		dom->known = true;
+		dom->len = rep->dom_len;
+		if (dom->len && !(dom->data = malloc(dom->len)))
+			rc = -ENOMEM;
+		else if (dom->len)
+			memcpy(dom->data, bytes, dom->len);
+	}
+	rpc_call_release(&call);
+	if (rc) {
+		free(l);
+		if (dom) {
+			free(dom->data);
+			memset(dom, 0, sizeof(*dom));
+		}
+		return rc;
+	}
+	*layout_out = l;
+	return 0;
+}
+
+int mdc_dom_read(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, void **data, uint32_t *len)
+{
+	struct lw_ino_req req = { .ino = ino };
+	struct mdc_body b = { { &req }, { sizeof(req) } };
+	struct lw_blob_rep rep;
+	const uint8_t *bytes;
+	struct rpc_call call;
+	struct lw_rd r;
+	int rc;
+
+	*data = NULL;
+	*len = 0;
+	rc = mdc_call(fs, cr, LW_OP_MDS_DOM_READ, &b, &call);
+	if (rc)
+		return rc;
+	lw_rd_init(&r, call.rbody, call.rbody_len);
+	lw_rd_fixed(&r, &rep, sizeof(rep));
+	bytes = lw_rd_bytes(&r, rep.len);
+	rc = lw_rd_done(&r) || rep.len > LOOM_DOM_MAX ? -EPROTO : 0;
+	if (rc == 0 && rep.len) {
+		*data = malloc(rep.len);
+		if (*data) {
+			memcpy(*data, bytes, rep.len);
+			*len = rep.len;
+		} else {
+			rc = -ENOMEM;
+		}
 	}
 	rpc_call_release(&call);
 	return rc;
 }
 
 int mdc_close(loom_fs *fs, const struct loom_cred *cr, uint16_t op, uint64_t ino, uint64_t handle,
-	      uint32_t flags, uint64_t size, struct timespec mtime, uint64_t blocks, struct lw_attr *out)
+	      uint32_t flags, uint64_t size, struct timespec mtime, uint64_t blocks,
+	      const struct mdc_dom *dom, struct lw_attr *out)
 {
 	struct lw_close_req req = { .ino = ino, .handle = handle, .size = size, .mtime = mtime.tv_sec,
 				    .mtime_ns = (uint32_t)mtime.tv_nsec, .flags = flags, .blocks = blocks };
-	struct mdc_body b = { { &req }, { sizeof(req) } };
+	struct lw_dom_part part = { .offset = dom ? dom->off : 0, .len = dom ? dom->len : 0 };
+	struct mdc_body b = { { &req, &part, dom ? dom->data : NULL },
+			      { sizeof(req), dom ? sizeof(part) : 0, dom ? dom->len : 0 } };
 	struct lw_attr attr;
+
+	if (dom)
+		req.flags |= LW_CL_DOM;
 
 	return mdc_call_fixed(fs, cr, op, &b, out ? out : &attr, sizeof(attr));
 }

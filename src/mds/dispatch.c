@@ -43,6 +43,7 @@ static bool op_is_read_only(uint16_t op)
 	case LW_OP_MDS_GETXATTR:
 	case LW_OP_MDS_LISTXATTR:
 	case LW_OP_MDS_GETLAYOUT:
+	case LW_OP_MDS_DOM_READ:
 	case LW_OP_MDS_ACCESS:
 	case LW_OP_MDS_LOCK: /* memory only */
 	case LW_OP_MDS_OST_TABLE:
@@ -70,11 +71,11 @@ static int reply_copy(struct reply *r, const void *p, size_t len)
 	return rc;
 }
 
-/* A fixed struct followed by an optional layout. */
-static int reply_with_layout(struct reply *r, const void *fixed, size_t flen,
-			     const struct loom_layout *l)
+/* A fixed struct followed by an optional layout, then tail_len bytes of tail. */
+static int reply_with_layout_tail(struct reply *r, const void *fixed, size_t flen,
+				  const struct loom_layout *l, const void *tail, size_t tail_len)
 {
-	size_t len = flen + (l ? lw_layout_size(l->nobjs) : 0);
+	size_t len = flen + (l ? lw_layout_size(l->nobjs) : 0) + tail_len;
 	struct lw_wr w;
 	int rc = reply_alloc(r, len);
 
@@ -84,7 +85,15 @@ static int reply_with_layout(struct reply *r, const void *fixed, size_t flen,
 	lw_wr_put(&w, fixed, flen);
 	if (l)
 		lw_layout_encode(&w, l);
+	if (tail_len)
+		lw_wr_put(&w, tail, tail_len);
 	return w.err;
+}
+
+static int reply_with_layout(struct reply *r, const void *fixed, size_t flen,
+			     const struct loom_layout *l)
+{
+	return reply_with_layout_tail(r, fixed, flen, l, NULL, 0);
 }
 
 /* The session a request belongs to (sessions.c); 0 only without memory. */
@@ -267,12 +276,20 @@ static int exec_open(struct mds *m, struct mdt_txn *t, struct srv_req *req, cons
 	struct loom_layout *layout = NULL;
 	int rc;
 
+	const void *dom = NULL;
+	uint32_t dom_len = 0;
+
 	rc = mdt_open(t, &q->cred, q->u.open.ino, q->u.open.open_flags, now, &rep.attr, &layout);
+	/* Data-on-MDT: the file's first bytes travel with the open, so a small file costs one
+	 * round trip. */
+	if (rc == 0 && layout && layout->dom_size)
+		rc = mdt_dom_peek(t, q->u.open.ino, &dom, &dom_len);
 	if (rc == 0)
 		rc = mds_handle_open(m, rep.attr.ino, sid_of(m, req), &rep.handle);
 	if (rc == 0) {
 		rep.has_layout = layout != NULL;
-		rc = reply_with_layout(r, &rep, sizeof(rep), layout);
+		rep.dom_len = dom_len;
+		rc = reply_with_layout_tail(r, &rep, sizeof(rep), layout, dom, dom_len);
 	}
 	free(layout);
 	return rc;
@@ -291,10 +308,16 @@ static int exec_close(struct mds *m, struct mdt_txn *t, struct srv_req *req,
 	rc = mds_handle_check(m, c->handle, c->ino, sid_of(m, req));
 	if (rc)
 		return rc;
-	if (c->flags)
-		rc = mdt_size_update(t, c->ino, c->flags, c->size, mt, c->blocks, &attr);
-	else
+	/* Data-on-MDT bytes land with the size that covers them, in one transaction; whatever a
+	 * late report wrote past the size (a truncation came first) is cut again. */
+	if (c->flags & LW_CL_DOM)
+		rc = mdt_dom_write(t, c->ino, q->dom.offset, q->dom_data, q->dom.len);
+	if (rc == 0 && (c->flags & ~LW_CL_DOM))
+		rc = mdt_size_update(t, c->ino, c->flags & ~LW_CL_DOM, c->size, mt, c->blocks, &attr);
+	else if (rc == 0)
 		rc = mdt_getattr(t, c->ino, &attr);
+	if (rc == 0 && (c->flags & LW_CL_DOM))
+		rc = mdt_dom_cut(t, c->ino, attr.size);
 	if (q->op == LW_OP_MDS_CLOSE) {
 		/* The file may be gone (unlinked and released by another client's close): the close
 		 * itself still succeeds, as close(2) does. */
@@ -404,6 +427,7 @@ static uint64_t target_ino(const struct lw_mds_req *q)
 	case LW_OP_MDS_GETATTR:
 	case LW_OP_MDS_READLINK:
 	case LW_OP_MDS_GETLAYOUT:
+	case LW_OP_MDS_DOM_READ:
 		return q->u.ino.ino;
 	case LW_OP_MDS_SETATTR: return q->u.setattr.ino;
 	case LW_OP_MDS_READDIR: return q->u.readdir.ino;
@@ -530,6 +554,13 @@ static int exec_one(struct mds *m, struct mdt_txn *t, struct srv_req *req, const
 	case LW_OP_MDS_CLOSE:
 	case LW_OP_MDS_SIZE_UPDATE:
 		return exec_close(m, t, req, q, bs, r);
+	case LW_OP_MDS_DOM_READ: {
+		struct lw_blob_rep rep = { 0 };
+		const void *data;
+
+		rc = mdt_dom_read(t, q->u.ino.ino, &data, &rep.len);
+		return rc ? rc : reply_with_layout_tail(r, &rep, sizeof(rep), NULL, data, rep.len);
+	}
 	case LW_OP_MDS_GETLAYOUT:
 		rc = mdt_getlayout(t, q->u.ino.ino, &layout);
 		if (rc == 0)
@@ -935,6 +966,7 @@ static bool op_reads_mdt_only(uint16_t op)
 	case LW_OP_MDS_GETXATTR:
 	case LW_OP_MDS_LISTXATTR:
 	case LW_OP_MDS_GETLAYOUT:
+	case LW_OP_MDS_DOM_READ:
 	case LW_OP_MDS_ACCESS:
 		return true;
 	default:

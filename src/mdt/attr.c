@@ -87,6 +87,9 @@ int mdt_setattr(struct mdt_txn *t, const struct loom_cred *cr, const struct lw_s
 		if ((in.flags & MDT_IF_BLOCKS) && in.blocks > (in.size + 511) / 512)
 			in.blocks = (in.size + 511) / 512;
 		mdt_inode_touch(&in, MDT_T_MTIME, now);
+		/* The bytes kept here are cut with the size, in the same transaction. */
+		if (S_ISREG(in.mode) && (rc = mdt_dom_cut(t, in.ino, in.size)) != 0)
+			return rc;
 	}
 	if (valid & LW_SA_ATIME_NOW) {
 		mdt_inode_touch(&in, MDT_T_ATIME, now);
@@ -140,6 +143,7 @@ int mdt_open(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino, uint32
 {
 	struct mdt_owner own;
 	struct mdt_inode in;
+	uint64_t old_size;
 	int may = open_may(open_flags);
 	int rc;
 
@@ -161,6 +165,7 @@ int mdt_open(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino, uint32
 	own = mdt_owner_of(&in);
 	if ((open_flags & O_NOATIME) && !mdt_perm_owner_or_root(cr, &own))
 		return -EPERM;
+	old_size = in.size;
 
 	if ((open_flags & O_TRUNC) && S_ISREG(in.mode)) {
 		/* handle_truncate(): size 0, mtime and ctime now even if it was empty, and the
@@ -169,7 +174,9 @@ int mdt_open(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino, uint32
 		in.blocks = 0; /* the client cuts every object to nothing */
 		in.mode &= ~mdt_perm_kill_on_truncate(cr, &own);
 		mdt_inode_touch(&in, MDT_T_MTIME | MDT_T_CTIME, now);
-		rc = mdt_inode_put(t, &in);
+		rc = mdt_dom_cut(t, ino, 0);
+		if (rc == 0)
+			rc = mdt_inode_put(t, &in);
 		if (rc)
 			return rc;
 	}
@@ -181,6 +188,9 @@ int mdt_open(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino, uint32
 			return rc;
 	}
 	mdt_inode_attr(&in, out);
+	/* All of the file was on the MDS: its objects hold nothing for an O_TRUNC to cut. */
+	if (layout_out && *layout_out && (*layout_out)->dom_size && old_size <= (*layout_out)->dom_size)
+		out->flags |= LW_ATTR_F_OBJECTS_EMPTY;
 	return 0;
 }
 

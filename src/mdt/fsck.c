@@ -25,6 +25,7 @@
  *   1 inodes -> the table; next_ino     4 evaluation: link counts, directories, orphan list,
  *   2 the orphan list                      symlinks, records of inodes that do not exist,
  *   3 dircookies, then dentries            cycles, reconnection into /lost+found
+ *     (symlink targets, directory defaults, xattrs, Data-on-MDT bytes)
  *   5 layouts and their objects, the destroy queue, next object ids (mdt_fsck_layouts)
  */
 #include "mdt/fsck.h"
@@ -35,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "common/crc.h"
 #include "common/util.h"
 
 #define NOFIX 1               /* not repaired (report only, or nothing fsck can do) */
@@ -1013,6 +1015,28 @@ static int dirdefault_rec(struct mdt_fsck *f, const MDB_val *k, const MDB_val *v
 	return 0;
 }
 
+/* Data-on-MDT bytes: of a regular file, and matching their checksum. */
+static int dom_rec(struct mdt_fsck *f, const MDB_val *k, const MDB_val *v, void *arg)
+{
+	struct acts *q = arg;
+	struct act a = { .op = ACT_DEL };
+	struct fino *fi = k->mv_size == 8 ? find(f, mdt_get_be64(k->mv_data)) : NULL;
+	uint32_t crc;
+
+	a.klen = (uint32_t)MIN(k->mv_size, sizeof(a.key));
+	memcpy(a.key, k->mv_data, a.klen);
+	if (!fi || !S_ISREG(fi->mode))
+		return acts_push(q, &a);
+	if (v->mv_size < sizeof(crc))
+		return acts_push(q, &a); /* not even a checksum: nothing to keep */
+	memcpy(&crc, v->mv_data, sizeof(crc));
+	if (crc32c(0, (const uint8_t *)v->mv_data + sizeof(crc), v->mv_size - sizeof(crc)) != crc) {
+		a.a = 2; /* the bytes are the file's, damaged: reported, kept (they read as EIO) */
+		return acts_push(q, &a);
+	}
+	return 0;
+}
+
 static int xattr_rec(struct mdt_fsck *f, const MDB_val *k, const MDB_val *v, void *arg)
 {
 	struct acts *q = arg;
@@ -1041,6 +1065,7 @@ static int pass_records(struct mdt_fsck *f)
 		{ MDT_DB_SYMLINKS, symlink_rec, "symlink target" },
 		{ MDT_DB_DIRDEFAULTS, dirdefault_rec, "default layout" },
 		{ MDT_DB_XATTRS, xattr_rec, "extended attributes" },
+		{ MDT_DB_DOM, dom_rec, "Data-on-MDT bytes" },
 	};
 	int rc = 0, frc;
 
@@ -1067,6 +1092,10 @@ static int pass_records(struct mdt_fsck *f)
 				rc = report(f, MDT_FSCK_STRAY, 0, frc, "deleted",
 					    "extended attributes of inode %llu, which does not exist",
 					    (unsigned long long)a->a);
+			} else if (a->a == 2) {
+				rc = report(f, MDT_FSCK_RECORD, ino, NOFIX, "",
+					    "its Data-on-MDT bytes do not match their checksum: reads of "
+					    "them fail with EIO until the file is rewritten");
 			} else if (a->a == 1) {
 				REPAIR(f, frc, del_key(f, dbs[d].db, a->key, a->klen));
 				rc = report(f, MDT_FSCK_RECORD, ino, frc,
@@ -1078,7 +1107,8 @@ static int pass_records(struct mdt_fsck *f)
 				rc = report(f, MDT_FSCK_STRAY, 0, frc, "deleted",
 					    "%s of inode %llu, which %s", dbs[d].what,
 					    (unsigned long long)ino,
-					    fi ? (dbs[d].db == MDT_DB_SYMLINKS ? "is not a symlink"
+					    fi ? (dbs[d].db == MDT_DB_SYMLINKS ? "is not a symlink" :
+						  dbs[d].db == MDT_DB_DOM ? "is not a regular file"
 									 : "is not a directory")
 					       : "does not exist");
 			}
@@ -1551,7 +1581,9 @@ static int check_objects(struct mdt_fsck *f, struct acts *q, uint64_t ino,
 	 * (or reported none), is sparse: made by truncate, never written. */
 	for (uint32_t k = 0; k < l->nobjs; k++) {
 		const struct loom_ostobj *o = &l->objs[k];
-		uint64_t lost = mdt_fsck_obj_size(l->stripe_size, l->nobjs, k, size);
+		/* Bytes below the Data-on-MDT size live on the MDS: a hole on the objects. */
+		uint64_t lost = mdt_fsck_obj_size(l->stripe_size, l->nobjs, k, size) -
+				mdt_fsck_obj_size(l->stripe_size, l->nobjs, k, MIN(size, l->dom_size));
 
 		if (!checked[k] || os[k].exists || lost == 0)
 			continue;

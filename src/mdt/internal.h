@@ -15,6 +15,8 @@
  *   osts        idx BE32                 -> struct mdt_ost_rec
  *   orphans     ino BE64                 -> (empty)
  *   destroy     ost BE32 + objid BE64    -> ino u64
+ *   replies, reply_ages                  the reply cache (replies.c)
+ *   dom         ino BE64                 -> crc32c u32 + a file's Data-on-MDT bytes (dom.c)
  *
  * Keys are big-endian so that LMDB's byte order is numeric order (readdir walks cookies, the
  * destroy queue is per OST in object order). Values are host order, which is little-endian on
@@ -56,6 +58,7 @@ enum mdt_db {
 	MDT_DB_DESTROY,
 	MDT_DB_REPLIES,
 	MDT_DB_REPLY_AGES,
+	MDT_DB_DOM,
 	MDT_DB_COUNT
 };
 

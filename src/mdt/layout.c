@@ -6,10 +6,12 @@
  *
  * A new file's layout is resolved field by field, the first source that sets a field winning:
  *
- *   request (create with a layout, setstripe)      stripe_size 0, stripe_count 0,
+ *   request (create with a layout, setstripe)      dom_size 0, stripe_size 0, stripe_count 0,
  *     -> its directory's own default                stripe_offset -1 and pool "" are unset
  *     -> the filesystem default (the root's)
- *     -> Loom's built-in default (4 MiB, 1 stripe, offset -1, no pool)
+ *     -> Loom's built-in default (64 KiB on the MDT, 4 MiB, 1 stripe, offset -1, no pool)
+ *
+ * dom_size LOOM_DOM_NONE is set: "no Data-on-MDT part" (a file's layout then says 0).
  *
  * The root's default is the filesystem default and is never copied into subdirectories, so
  * changing it changes every directory that has none of its own. Other directories' defaults are
@@ -81,6 +83,7 @@ int mdt_destroy_queue(struct mdt_txn *t, uint64_t ino, const struct loom_layout 
 /* ---- resolving a new file's layout ---- */
 
 struct layout_fields {
+	uint32_t dom_size;      /* 0 unset, LOOM_DOM_NONE none */
 	uint32_t stripe_size;
 	int32_t stripe_count;
 	int32_t stripe_offset;
@@ -94,9 +97,11 @@ static void fields_init(struct layout_fields *f)
 }
 
 /* Takes from one source the fields still unset. */
-static void fields_fill(struct layout_fields *f, uint32_t stripe_size, int32_t stripe_count,
-			int32_t stripe_offset, const char *pool)
+static void fields_fill(struct layout_fields *f, uint32_t dom_size, uint32_t stripe_size,
+			int32_t stripe_count, int32_t stripe_offset, const char *pool)
 {
+	if (f->dom_size == 0)
+		f->dom_size = dom_size;
 	if (f->stripe_size == 0)
 		f->stripe_size = stripe_size;
 	if (f->stripe_count == 0)
@@ -109,12 +114,12 @@ static void fields_fill(struct layout_fields *f, uint32_t stripe_size, int32_t s
 
 static void fields_fill_req(struct layout_fields *f, const struct lw_layout *req)
 {
-	fields_fill(f, req->stripe_size, req->stripe_count, req->stripe_offset, req->pool);
+	fields_fill(f, req->dom_size, req->stripe_size, req->stripe_count, req->stripe_offset, req->pool);
 }
 
 static void fields_fill_layout(struct layout_fields *f, const struct loom_layout *l)
 {
-	fields_fill(f, l->stripe_size, l->stripe_count, l->stripe_offset, l->pool);
+	fields_fill(f, l->dom_size, l->stripe_size, l->stripe_count, l->stripe_offset, l->pool);
 }
 
 /* Fills what is still unset from a directory's stored default, if it has one. */
@@ -139,7 +144,7 @@ static int fields_fill_fs(struct mdt_txn *t, struct layout_fields *f)
 	int rc = fields_fill_dir(t, f, LOOM_ROOT_INO);
 
 	if (rc == 0)
-		fields_fill(f, LOOM_DEFAULT_STRIPE_SIZE, 1, -1, "");
+		fields_fill(f, LOOM_DEFAULT_DOM_SIZE, LOOM_DEFAULT_STRIPE_SIZE, 1, -1, "");
 	return rc;
 }
 
@@ -168,6 +173,7 @@ static int layout_build(struct mdt_txn *t, const struct layout_fields *f, uint32
 	l->stripe_count = (int32_t)n;
 	l->stripe_offset = (int32_t)l->objs[0].ost_idx;
 	l->layout_gen = gen;
+	l->dom_size = f->dom_size == LOOM_DOM_NONE ? 0 : f->dom_size;
 	memcpy(l->pool, f->pool, sizeof(l->pool));
 	l->nobjs = n;
 	*out = l;
@@ -276,6 +282,7 @@ static int setlayout_dir(struct mdt_txn *t, uint64_t ino, const struct lw_layout
 	def.stripe_size = req->stripe_size;
 	def.stripe_count = req->stripe_count;
 	def.stripe_offset = req->stripe_offset;
+	def.dom_size = req->dom_size;
 	def.flags = LOOM_LAYOUT_DEFAULT;
 	memcpy(def.pool, req->pool, strnlen(req->pool, LOOM_POOL_NAME_MAX));
 	rc = mdt_layout_save(t, MDT_DB_DIRDEFAULTS, ino, &def);
@@ -303,12 +310,15 @@ static int setlayout_file(struct mdt_txn *t, struct mdt_inode *in, const struct 
 	fields_init(&f);
 	fields_fill_req(&f, req);
 	if (cur)
-		fields_fill(&f, cur->stripe_size, cur->stripe_count, -1, cur->pool);
+		fields_fill(&f, cur->dom_size ? cur->dom_size : LOOM_DOM_NONE, cur->stripe_size,
+			    cur->stripe_count, -1, cur->pool);
 	rc = fields_fill_fs(t, &f);
 	if (rc == 0)
 		rc = layout_build(t, &f, cur ? cur->layout_gen + 1 : 0, &l);
 	if (rc == 0 && cur)
 		rc = mdt_destroy_queue(t, in->ino, cur);
+	if (rc == 0)
+		rc = mdt_dom_cut(t, in->ino, 0); /* nothing should be there at size 0; make sure */
 	if (rc == 0)
 		rc = mdt_layout_save(t, MDT_DB_LAYOUTS, in->ino, l);
 	if (rc == 0) {

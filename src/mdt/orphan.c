@@ -85,6 +85,8 @@ int mdt_inode_release(struct mdt_txn *t, uint64_t ino)
 	if (rc == 0)
 		rc = del_if_any(t, MDT_DB_SYMLINKS, ino);
 	if (rc == 0)
+		rc = del_if_any(t, MDT_DB_DOM, ino);
+	if (rc == 0)
 		rc = inode_delete(t, ino);
 	if (rc == 0)
 		rc = del_if_any(t, MDT_DB_ORPHANS, ino);

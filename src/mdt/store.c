@@ -29,6 +29,7 @@ static const char *const db_names[MDT_DB_COUNT] = {
 	[MDT_DB_DESTROY] = "destroy",
 	[MDT_DB_REPLIES] = "replies",
 	[MDT_DB_REPLY_AGES] = "reply_ages",
+	[MDT_DB_DOM] = "dom",
 };
 
 #define META_VERSION  "version"
@@ -339,9 +340,9 @@ static int store_setup(const char *dir, bool create, struct mdt_store **out)
 	if (rc)
 		goto fail;
 	for (int i = 0; i < MDT_DB_COUNT; i++) {
-		/* The reply cache's tables are made where missing: an MDT formatted before they
-		 * existed simply has no replies to keep. */
-		bool cache = i == MDT_DB_REPLIES || i == MDT_DB_REPLY_AGES;
+		/* The reply cache's and Data-on-MDT tables are made where missing: an MDT
+		 * formatted before they existed simply has no replies or file bytes in them. */
+		bool cache = i == MDT_DB_REPLIES || i == MDT_DB_REPLY_AGES || i == MDT_DB_DOM;
 
 		rc = mdt_errno(mdb_dbi_open(txn, db_names[i], create || cache ? MDB_CREATE : 0, &s->dbi[i]));
 		if (rc) {
@@ -380,6 +381,7 @@ static int format_root(struct mdt_txn *t)
 	struct loom_layout def = {
 		.pattern = LOOM_PATTERN_RAID0,
 		.stripe_size = LOOM_DEFAULT_STRIPE_SIZE,
+		.dom_size = LOOM_DEFAULT_DOM_SIZE,
 		.stripe_count = 1,
 		.stripe_offset = -1,
 		.flags = LOOM_LAYOUT_DEFAULT,

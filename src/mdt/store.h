@@ -199,6 +199,20 @@ int mdt_access(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino, uint
 int mdt_size_update(struct mdt_txn *t, uint64_t ino, uint32_t flags, uint64_t size,
 		    struct timespec mtime, uint64_t blocks, struct lw_attr *out);
 
+/* ---- Data-on-MDT (dom.c): bytes [0, dom_size) of a file whose layout has a dom_size ---- */
+
+/* The stored bytes: *data points into the transaction's view (valid until it ends; NULL and
+ * *len 0 when none are stored). -EIO when they do not match their checksum. */
+int mdt_dom_peek(struct mdt_txn *t, uint64_t ino, const void **data, uint32_t *len);
+/* The same after checking ino is a regular file with a Data-on-MDT part (-EINVAL otherwise,
+ * -ENOENT for a missing inode). */
+int mdt_dom_read(struct mdt_txn *t, uint64_t ino, const void **data, uint32_t *len);
+/* Writes len bytes at off (zeros fill a gap); off + len must be within the layout's dom_size
+ * (-EINVAL). No permission check: the caller's handle was checked at open. */
+int mdt_dom_write(struct mdt_txn *t, uint64_t ino, uint64_t off, const void *data, uint32_t len);
+/* Truncation: keeps bytes below size (all of them when size is past the end). */
+int mdt_dom_cut(struct mdt_txn *t, uint64_t ino, uint64_t size);
+
 /* ---- layouts ---- */
 
 /* A file's layout, or a directory's default (flag LOOM_LAYOUT_DEFAULT; when the directory has

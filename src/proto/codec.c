@@ -240,10 +240,21 @@ static int pool_check(const char pool[16])
 	return 0;
 }
 
+/* 0, LOOM_DOM_NONE, or a multiple of 64 KiB up to LOOM_DOM_MAX. */
+static bool dom_size_ok(uint32_t dom_size)
+{
+	return dom_size == LOOM_DOM_NONE ||
+	       (dom_size % LOOM_STRIPE_UNIT == 0 && dom_size <= LOOM_DOM_MAX);
+}
+
 int lw_layout_req_check(const struct lw_layout *l)
 {
-	if (l->magic != LW_LAYOUT_MAGIC || l->version != LW_LAYOUT_V1)
+	if (l->magic != LW_LAYOUT_MAGIC || (l->version != LW_LAYOUT_V1 && l->version != LW_LAYOUT_V2))
 		return -EPROTO;
+	if (l->pad != 0)
+		return -EPROTO;
+	if (!dom_size_ok(l->dom_size))
+		return -EINVAL;
 	if (l->pattern != 0 && l->pattern != LW_PATTERN_RAID0)
 		return -EINVAL;
 	if (l->stripe_size % LOOM_STRIPE_UNIT != 0)
@@ -257,11 +268,20 @@ int lw_layout_req_check(const struct lw_layout *l)
 	return pool_check(l->pool);
 }
 
+/* The fixed part of a layout: 48 bytes for version 1 (no dom_size), 56 for version 2. */
+static void lw_rd_layout_fixed(struct lw_rd *r, struct lw_layout *out)
+{
+	memset(out, 0, sizeof(*out));
+	lw_rd_fixed(r, out, LW_LAYOUT_V1_SIZE);
+	if (!r->err && out->version >= LW_LAYOUT_V2)
+		lw_rd_fixed(r, &out->dom_size, sizeof(*out) - LW_LAYOUT_V1_SIZE);
+}
+
 static void lw_rd_layout_req(struct lw_rd *r, struct lw_layout *out)
 {
 	int rc;
 
-	lw_rd_fixed(r, out, sizeof(*out));
+	lw_rd_layout_fixed(r, out);
 	if (r->err)
 		return;
 	rc = lw_layout_req_check(out);
@@ -277,11 +297,14 @@ int lw_layout_decode(struct lw_rd *r, struct loom_layout **out)
 	struct loom_layout *ll;
 	int rc;
 
-	lw_rd_fixed(r, &l, sizeof(l));
+	lw_rd_layout_fixed(r, &l);
 	if (r->err)
 		return r->err;
 	rc = lw_layout_req_check(&l);
 	if (rc)
+		return -EPROTO;
+	/* A file's Data-on-MDT part ends where a stripe can begin. */
+	if (l.nobjs && l.dom_size == LOOM_DOM_NONE)
 		return -EPROTO;
 	if (lw_rd_left(r) < (size_t)l.nobjs * sizeof(struct lw_ostobj))
 		return -EPROTO;
@@ -297,6 +320,7 @@ int lw_layout_decode(struct lw_rd *r, struct loom_layout **out)
 	ll->stripe_offset = l.stripe_offset;
 	ll->layout_gen = l.layout_gen;
 	ll->flags = l.flags;
+	ll->dom_size = l.dom_size;
 	memcpy(ll->pool, l.pool, sizeof(ll->pool));
 	ll->pool[LOOM_POOL_NAME_MAX] = '\0';
 	ll->nobjs = l.nobjs;
@@ -318,7 +342,7 @@ void lw_layout_encode(struct lw_wr *w, const struct loom_layout *l)
 	if (!wl)
 		return;
 	wl->magic = LW_LAYOUT_MAGIC;
-	wl->version = LW_LAYOUT_V1;
+	wl->version = LW_LAYOUT_V2;
 	wl->pattern = (uint16_t)l->pattern;
 	wl->stripe_size = l->stripe_size;
 	wl->stripe_count = l->stripe_count;
@@ -327,6 +351,7 @@ void lw_layout_encode(struct lw_wr *w, const struct loom_layout *l)
 	memcpy(wl->pool, l->pool, strnlen(l->pool, LOOM_POOL_NAME_MAX));
 	wl->nobjs = l->nobjs;
 	wl->flags = l->flags;
+	wl->dom_size = l->dom_size;
 	for (uint32_t i = 0; i < l->nobjs; i++) {
 		struct lw_ostobj o = { .ost_idx = l->objs[i].ost_idx, .objid = l->objs[i].objid };
 		lw_wr_put(w, &o, sizeof(o));
@@ -431,6 +456,7 @@ int lw_mds_req_decode(uint16_t op, const void *body, uint32_t len, struct lw_mds
 	case LW_OP_MDS_GETATTR:
 	case LW_OP_MDS_READLINK:
 	case LW_OP_MDS_GETLAYOUT:
+	case LW_OP_MDS_DOM_READ:
 		lw_rd_fixed(&r, &out->u.ino, sizeof(out->u.ino));
 		break;
 	case LW_OP_MDS_LOOKUP:
@@ -533,8 +559,15 @@ int lw_mds_req_decode(uint16_t op, const void *body, uint32_t len, struct lw_mds
 	case LW_OP_MDS_CLOSE:
 	case LW_OP_MDS_SIZE_UPDATE:
 		lw_rd_fixed(&r, &out->u.close, sizeof(out->u.close));
-		if (!r.err && (out->u.close.flags & ~(LW_CL_SIZE | LW_CL_MTIME | LW_CL_BLOCKS)))
+		if (!r.err && (out->u.close.flags & ~(LW_CL_SIZE | LW_CL_MTIME | LW_CL_BLOCKS | LW_CL_DOM)))
 			r.err = -EINVAL;
+		if (!r.err && (out->u.close.flags & LW_CL_DOM)) {
+			lw_rd_fixed(&r, &out->dom, sizeof(out->dom));
+			if (!r.err && (out->dom.pad != 0 || out->dom.len > LOOM_DOM_MAX ||
+				       out->dom.offset > LOOM_DOM_MAX - out->dom.len))
+				r.err = -EINVAL;
+			out->dom_data = lw_rd_bytes(&r, out->dom.len);
+		}
 		break;
 	case LW_OP_MDS_SETLAYOUT:
 		lw_rd_fixed(&r, &out->u.setlayout.f, sizeof(out->u.setlayout.f));

@@ -82,7 +82,7 @@ struct lw_mds_req {
 	struct loom_cred cred; /* zero for the requests without a cred prefix */
 	union {
 		struct lw_connect_req connect;
-		struct lw_ino_req ino; /* GETATTR, READLINK, GETLAYOUT */
+		struct lw_ino_req ino; /* GETATTR, READLINK, GETLAYOUT, DOM_READ */
 		struct {
 			struct lw_name_req f;
 			struct lw_name name;
@@ -132,6 +132,10 @@ struct lw_mds_req {
 			const uint8_t *ents; /* f.count lw_ost_heartbeat_ent; read with lw_heartbeat_ent() */
 		} heartbeat;
 	} u;
+	/* CLOSE and SIZE_UPDATE with LW_CL_DOM: the Data-on-MDT bytes to write (dom.len of them,
+	 * dom.offset + dom.len <= LOOM_DOM_MAX checked). */
+	struct lw_dom_part dom;
+	const void *dom_data;
 };
 
 /* Decodes the body of an MDS request. 0, or a negative errno to answer with: -EPROTO for a

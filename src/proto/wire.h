@@ -26,9 +26,10 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "Loom's wire image assumes a little-endian host");
 
 #define LW_MAGIC         0x4D4F4F4Cu /* "LOOM" in memory order */
-#define LW_VERSION       1u          /* the version this build speaks */
+#define LW_VERSION       2u          /* the version this build speaks */
 #define LW_VERSION_MIN   1u          /* the oldest it still accepts */
-#define LW_MAX_BODY      (1u << 20)  /* largest body accepted: OST table, readdir pages */
+#define LW_MAX_BODY      ((1u << 20) + (64u << 10)) /* largest body accepted: OST table,
+                                     * readdir pages, a 1 MiB Data-on-MDT part with its layout */
 #define LW_MAX_BULK      (16u << 20) /* largest bulk accepted in one frame */
 #define LW_RPC_BULK      (4u << 20)  /* bulk size clients use, as Lustre's 4 MiB RPCs */
 #define LW_DEFAULT_MDS_PORT 9900
@@ -71,6 +72,7 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "Loom's wire image ass
 	X(MDS_OST_HEARTBEAT,0x011A, MDS)                \
 	X(MDS_ACCESS,       0x011B, MDS)                \
 	X(MDS_LOCK,         0x011C, MDS)                \
+	X(MDS_DOM_READ,     0x011D, MDS)                \
 	/* objects, served by loom-oss */               \
 	X(OST_READ,         0x0201, OSS)                \
 	X(OST_WRITE,        0x0202, OSS)                \
@@ -179,6 +181,10 @@ _Static_assert(sizeof(struct lw_attr) == 96, "lw_attr");
 /* The inode has no extended attributes (clients may then answer getxattr themselves, which
  * `ls -l` asks of every file). Unset means "may have some". */
 #define LW_ATTR_F_NO_XATTRS 0x1u
+/* In the attributes MDS_OPEN and MDS_CREATE (with LW_CR_OPEN) return: the file's objects hold no
+ * bytes (all of it was within its Data-on-MDT part before the open), so an O_TRUNC needs no
+ * OST_PUNCH. */
+#define LW_ATTR_F_OBJECTS_EMPTY 0x2u
 
 struct lw_statfs {
 	uint64_t blocks;  /* in bsize units */
@@ -207,7 +213,9 @@ _Static_assert(sizeof(struct lw_statfs) == 56, "lw_statfs");
  * nobjs == stripe_count. As a directory's default, nobjs is 0.
  */
 #define LW_LAYOUT_MAGIC    0x0BD10BD0u
-#define LW_LAYOUT_V1       1u
+#define LW_LAYOUT_V1       1u /* 48 bytes: no dom_size (read as 0) */
+#define LW_LAYOUT_V2       2u /* 56 bytes: dom_size */
+#define LW_LAYOUT_V1_SIZE  48u
 #define LW_PATTERN_RAID0   1u
 
 #define LW_LAYOUT_F_DEFAULT   0x1u /* a directory's default layout, not a file's */
@@ -224,8 +232,13 @@ struct lw_layout {
 	char     pool[16];      /* NUL-padded */
 	uint32_t nobjs;
 	uint32_t flags;         /* LW_LAYOUT_F_* */
+	/* Version 2 from here. Data-on-MDT: bytes [0, dom_size) live on the MDS (0: none; in a
+	 * request or directory default 0 is "inherit" and LOOM_DOM_NONE is "none"). */
+	uint32_t dom_size;
+	uint32_t pad;
 };
-_Static_assert(sizeof(struct lw_layout) == 48, "lw_layout");
+_Static_assert(sizeof(struct lw_layout) == 56, "lw_layout");
+_Static_assert(offsetof(struct lw_layout, dom_size) == LW_LAYOUT_V1_SIZE, "lw_layout v1 prefix");
 
 struct lw_ostobj {
 	uint32_t ost_idx;
@@ -476,7 +489,9 @@ struct lw_lock_rep {
 };
 _Static_assert(sizeof(struct lw_lock_rep) == 24, "lw_lock_rep");
 
-/* MDS_OPEN: request lw_open_req. Reply lw_open_rep [+ lw_layout + objects for a regular file].
+/* MDS_OPEN: request lw_open_req. Reply lw_open_rep [+ lw_layout + objects for a regular file]
+ * [+ dom_len bytes: the file's Data-on-MDT bytes, when its layout has a dom_size; bytes between
+ * dom_len and min(size, dom_size) are zeros].
  * The MDS checks access for open_flags' access mode (and O_TRUNC). A handle keeps an unlinked
  * file's objects alive until MDS_CLOSE or until the client's connection goes away. */
 struct lw_open_req {
@@ -490,7 +505,7 @@ struct lw_open_rep {
 	struct lw_attr attr;
 	uint64_t handle;
 	uint32_t has_layout;
-	uint32_t pad;
+	uint32_t dom_len;   /* protocol 2; was padding (0) */
 };
 _Static_assert(sizeof(struct lw_open_rep) == 112, "lw_open_rep");
 
@@ -500,6 +515,8 @@ _Static_assert(sizeof(struct lw_open_rep) == 112, "lw_open_rep");
 #define LW_CL_SIZE   0x1u
 #define LW_CL_MTIME  0x2u
 #define LW_CL_BLOCKS 0x4u /* blocks: what the file's objects occupy now (st_blocks) */
+#define LW_CL_DOM    0x8u /* protocol 2: lw_dom_part + its bytes follow, written to the file's
+                           * Data-on-MDT bytes in the same transaction as the size */
 struct lw_close_req {
 	uint64_t ino;
 	uint64_t handle;
@@ -510,6 +527,20 @@ struct lw_close_req {
 	uint64_t blocks;
 };
 _Static_assert(sizeof(struct lw_close_req) == 48, "lw_close_req");
+
+/* Data-on-MDT bytes: in MDS_CLOSE / MDS_SIZE_UPDATE after lw_close_req (LW_CL_DOM), `len` bytes
+ * follow, to be written at `offset` (offset + len <= the layout's dom_size, else -EINVAL). */
+struct lw_dom_part {
+	uint64_t offset;
+	uint32_t len;
+	uint32_t pad;
+};
+_Static_assert(sizeof(struct lw_dom_part) == 16, "lw_dom_part");
+
+/* MDS_DOM_READ: request lw_ino_req. Reply lw_blob_rep + the file's Data-on-MDT bytes (len; the
+ * bytes past them up to min(size, dom_size) are zeros). -EIO when the stored checksum does not
+ * match; -EINVAL for a file without a Data-on-MDT component. No permission check: like OST_READ,
+ * data access was checked at open. */
 
 /* MDS_SETLAYOUT: request lw_setlayout_req + lw_layout (nobjs 0). On a directory it sets the
  * default for new entries (LW_SL_DELETE removes it); on a regular file it lays out again a file

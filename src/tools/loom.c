@@ -20,7 +20,7 @@ struct command {
 };
 
 static const struct command commands[] = {
-	{ "setstripe", cmd_setstripe, "[-c COUNT] [-S SIZE] [-i IDX] [-p POOL] | -d  PATH   set a layout" },
+	{ "setstripe", cmd_setstripe, "[-E END -L mdt] [-E -1] [-c COUNT] [-S SIZE] [-i IDX] [-p POOL] | -d  PATH   set a layout" },
 	{ "getstripe", cmd_getstripe, "[-c|-S|-i|-p] [-d] PATH...   show layouts (lfs getstripe format)" },
 	{ "df", cmd_df, "[-h]   space of the MDT and every OST (lfs df format)" },
 	{ "cluster", cmd_cluster, "up|down|status --dir DIR [--osts N]   a local file system" },

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include <sys/xattr.h>
@@ -55,73 +56,252 @@ static int del_via_mount(const char *path)
 	return removexattr(path, LOV_XATTR) < 0 ? -errno : 0;
 }
 
-int cmd_setstripe(struct tool_ctx *ctx, int argc, char **argv)
+/*
+ * Components, as lfs spells them: `-E END [OPTIONS]` starts one, the options after it describe it.
+ * Loom has two shapes: `-E END -L mdt -E -1 [OPTIONS]` (Data-on-MDT: the first END bytes on the
+ * MDS, then RAID-0 to EOF) and `-E -1 [OPTIONS]` (RAID-0 only). Without -E the options describe the
+ * RAID-0 layout and the Data-on-MDT size is inherited.
+ */
+#define COMP_EOF   UINT64_MAX
+#define COMPS_MAX  2
+
+#define GIVEN_COUNT 0x1u
+#define GIVEN_SIZE  0x2u
+#define GIVEN_INDEX 0x4u
+#define GIVEN_POOL  0x8u
+
+struct comp {
+	uint64_t end;        /* COMP_EOF for -E -1 */
+	const char *end_arg; /* as typed, for messages */
+	bool mdt;            /* -L mdt */
+	unsigned given;      /* GIVEN_*: options given in this component */
+	int32_t count;
+	uint32_t size;
+	int32_t index;
+	char pool[LOOM_POOL_NAME_MAX + 1];
+};
+
+#define SETSTRIPE_USAGE \
+	"usage: loom setstripe [-c COUNT] [-S SIZE] [-i IDX] [-p POOL] PATH...\n" \
+	"       loom setstripe -E END -L mdt -E -1 [-c COUNT] [-S SIZE] [-i IDX] [-p POOL] PATH...\n" \
+	"       loom setstripe -E -1 [-c COUNT] [-S SIZE] [-i IDX] [-p POOL] PATH...\n" \
+	"       loom setstripe -d DIR...\n"
+
+static const char PFL_UNSUPPORTED[] =
+	"Loom supports only an optional Data-on-MDT component then one RAID-0 component to EOF:\n"
+	"  -E END -L mdt -E -1 [OPTIONS]   or   -E -1 [OPTIONS]\n";
+
+/* -E's argument: -1 or eof for the end of the file, else a size (k, M, G). */
+static int parse_end(const char *s, uint64_t *out)
+{
+	if (!strcmp(s, "-1") || !strcasecmp(s, "eof")) {
+		*out = COMP_EOF;
+		return 0;
+	}
+	if (size_parse(s, out) || *out == 0)
+		return -EINVAL;
+	return 0;
+}
+
+/* One of -c -S -i -p into the current component; 0 or -EINVAL (message printed). */
+static int comp_option(struct comp *c, int opt, const char *arg)
+{
+	uint64_t size;
+	long v;
+
+	switch (opt) {
+	case 'c':
+		if (parse_int(arg, -1, LOOM_MAX_STRIPES, &v)) {
+			fprintf(stderr, "loom setstripe: invalid stripe count '%s' (-1 for every OST, up to %d)\n",
+				arg, LOOM_MAX_STRIPES);
+			return -EINVAL;
+		}
+		c->count = (int32_t)v;
+		c->given |= GIVEN_COUNT;
+		return 0;
+	case 'S':
+		if (size_parse(arg, &size) || size % LOOM_STRIPE_UNIT || size > LOOM_MAX_STRIPE_SIZE) {
+			fprintf(stderr, "loom setstripe: invalid stripe size '%s': must be a multiple of 64 KiB, "
+					"at most 4 GiB - 64 KiB (suffixes k, M, G)\n", arg);
+			return -EINVAL;
+		}
+		c->size = (uint32_t)size;
+		c->given |= GIVEN_SIZE;
+		return 0;
+	case 'i':
+		if (parse_int(arg, -1, 65535, &v)) {
+			fprintf(stderr, "loom setstripe: invalid stripe index '%s'\n", arg);
+			return -EINVAL;
+		}
+		c->index = (int32_t)v;
+		c->given |= GIVEN_INDEX;
+		return 0;
+	default: /* 'p' */
+		if (strlen(arg) > LOOM_POOL_NAME_MAX) {
+			fprintf(stderr, "loom setstripe: pool name '%s' longer than %d characters\n", arg,
+				LOOM_POOL_NAME_MAX);
+			return -EINVAL;
+		}
+		snprintf(c->pool, sizeof(c->pool), "%s", arg);
+		c->given |= GIVEN_POOL;
+		return 0;
+	}
+}
+
+/* The Data-on-MDT component's own rules; 0 or -EINVAL (message printed). */
+static int check_dom_comp(const struct comp *c)
+{
+	if (c->end % LOOM_STRIPE_UNIT && c->end != COMP_EOF) {
+		fprintf(stderr, "loom setstripe: Data-on-MDT END '%s' is not a multiple of 64 KiB "
+				"(suffixes k, M)\n", c->end_arg);
+		return -EINVAL;
+	}
+	if (c->end > LOOM_DOM_MAX) {
+		fprintf(stderr, "loom setstripe: Data-on-MDT END '%s' too large: Loom keeps at most 1 MiB "
+				"of a file on the MDT\n", c->end_arg);
+		return -EINVAL;
+	}
+	if (c->given & (GIVEN_COUNT | GIVEN_INDEX | GIVEN_POOL)) {
+		fprintf(stderr, "loom setstripe: -c, -i and -p describe the RAID-0 component: put them "
+				"after -E -1, not on the -L mdt component\n");
+		return -EINVAL;
+	}
+	if ((c->given & GIVEN_SIZE) && c->size != c->end) {
+		fprintf(stderr, "loom setstripe: -S on the -L mdt component must equal its END (%s)\n",
+			c->end_arg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * The request the components describe: comps[0] holds the options given before any -E, comps[1..n]
+ * the -E components. 0 or -EINVAL (message printed).
+ */
+static int comps_to_layout(const struct comp *comps, int n, struct loom_layout *l)
+{
+	const struct comp *raid0 = &comps[n];
+
+	if (n == 1 && comps[1].mdt) {
+		fprintf(stderr, "loom setstripe: a -L mdt component needs a RAID-0 component after it "
+				"(-E -1).\n%s", PFL_UNSUPPORTED);
+		return -EINVAL;
+	}
+	if (n >= 1 && (raid0->end != COMP_EOF || (n == 2 && !comps[1].mdt))) {
+		fprintf(stderr, "loom setstripe: %s", PFL_UNSUPPORTED);
+		return -EINVAL;
+	}
+	if (n == 2 && check_dom_comp(&comps[1]))
+		return -EINVAL;
+	l->dom_size = n == 0 ? 0 : n == 1 ? LOOM_DOM_NONE : (uint32_t)comps[1].end;
+	if (raid0->given & GIVEN_COUNT)
+		l->stripe_count = raid0->count;
+	if (raid0->given & GIVEN_SIZE)
+		l->stripe_size = raid0->size;
+	if (raid0->given & GIVEN_INDEX)
+		l->stripe_offset = raid0->index;
+	memcpy(l->pool, raid0->pool, sizeof(l->pool));
+	return 0;
+}
+
+/* Parses setstripe's options into l (*del: -d, *help: --help); 0 or -EINVAL (message printed). */
+static int parse_setstripe(int argc, char **argv, struct loom_layout *l, bool *del, bool *help)
 {
 	static const struct option opts[] = {
 		{ "stripe-count", required_argument, NULL, 'c' }, { "stripe-size", required_argument, NULL, 'S' },
 		{ "stripe-index", required_argument, NULL, 'i' }, { "pool", required_argument, NULL, 'p' },
-		{ "delete", no_argument, NULL, 'd' },             { "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{ "component-end", required_argument, NULL, 'E' }, { "comp-end", required_argument, NULL, 'E' },
+		{ "layout", required_argument, NULL, 'L' },       { "delete", no_argument, NULL, 'd' },
+		{ "help", no_argument, NULL, 'h' },               { NULL, 0, NULL, 0 },
 	};
-	struct loom_layout l = { .pattern = LOOM_PATTERN_RAID0, .stripe_offset = -1 };
-	bool del = false, any = false;
-	loom_fs *fs;
-	long v;
-	uint64_t size;
-	int c, rc, ret = 0;
+	struct comp comps[COMPS_MAX + 1] = { { 0 } };
+	int n = 0, c;
+	bool any = false;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "c:S:i:p:dh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:S:i:p:E:L:dh", opts, NULL)) != -1) {
 		switch (c) {
-		case 'c':
-			if (parse_int(optarg, -1, LOOM_MAX_STRIPES, &v)) {
-				fprintf(stderr, "loom setstripe: invalid stripe count '%s' (-1 for every OST, up to %d)\n",
-					optarg, LOOM_MAX_STRIPES);
-				return 2;
-			}
-			l.stripe_count = (int32_t)v;
+		case 'c': case 'S': case 'i': case 'p':
+			if (comp_option(&comps[n], c, optarg))
+				return -EINVAL;
 			any = true;
 			break;
-		case 'S':
-			if (size_parse(optarg, &size) || size % LOOM_STRIPE_UNIT || size > LOOM_MAX_STRIPE_SIZE) {
-				fprintf(stderr, "loom setstripe: invalid stripe size '%s': must be a multiple of 64 KiB, "
-						"at most 4 GiB - 64 KiB (suffixes k, M, G)\n", optarg);
-				return 2;
+		case 'E':
+			if (n == 0 && comps[0].given) {
+				fprintf(stderr, "loom setstripe: options before the first -E: put each after the "
+						"-E of the component it describes\n");
+				return -EINVAL;
 			}
-			l.stripe_size = (uint32_t)size;
+			if (n == COMPS_MAX) {
+				fprintf(stderr, "loom setstripe: more than 2 components.\n%s", PFL_UNSUPPORTED);
+				return -EINVAL;
+			}
+			n++;
+			if (parse_end(optarg, &comps[n].end)) {
+				fprintf(stderr, "loom setstripe: invalid component END '%s' (a size with k, M, G, "
+						"or -1 for the end of the file)\n", optarg);
+				return -EINVAL;
+			}
+			comps[n].end_arg = optarg;
 			any = true;
 			break;
-		case 'i':
-			if (parse_int(optarg, -1, 65535, &v)) {
-				fprintf(stderr, "loom setstripe: invalid stripe index '%s'\n", optarg);
-				return 2;
+		case 'L':
+			if (strcmp(optarg, "mdt") && strcmp(optarg, "raid0")) {
+				fprintf(stderr, "loom setstripe: invalid layout '%s' (-L takes raid0 or mdt)\n", optarg);
+				return -EINVAL;
 			}
-			l.stripe_offset = (int32_t)v;
+			if (!strcmp(optarg, "mdt") && n == 0) {
+				fprintf(stderr, "loom setstripe: -L mdt describes a component: it needs -E END "
+						"before it (-E END -L mdt -E -1 ...)\n");
+				return -EINVAL;
+			}
+			if (!strcmp(optarg, "mdt") && n > 1) {
+				fprintf(stderr, "loom setstripe: only the first component may be -L mdt.\n%s",
+					PFL_UNSUPPORTED);
+				return -EINVAL;
+			}
+			comps[n].mdt = !strcmp(optarg, "mdt");
 			any = true;
 			break;
-		case 'p':
-			if (strlen(optarg) > LOOM_POOL_NAME_MAX) {
-				fprintf(stderr, "loom setstripe: pool name '%s' longer than %d characters\n", optarg,
-					LOOM_POOL_NAME_MAX);
-				return 2;
-			}
-			snprintf(l.pool, sizeof(l.pool), "%s", optarg);
-			any = true;
-			break;
-		case 'd': del = true; break;
-		case 'h':
-			printf("usage: loom setstripe [-c COUNT] [-S SIZE] [-i IDX] [-p POOL] PATH...\n"
-			       "       loom setstripe -d DIR...\n"
-			       "On a directory: the default layout of files created in it. On a new path: creates\n"
-			       "an empty file with that layout. -c -1 stripes over every OST; -i -1 lets the MDS\n"
-			       "choose; SIZE takes k, M, G suffixes and is a multiple of 64 KiB (default 4M).\n");
-			return 0;
-		default: return 2;
+		case 'd': *del = true; break;
+		case 'h': *help = true; return 0;
+		default: return -EINVAL;
 		}
 	}
-	if (optind >= argc || (del && any)) {
-		fprintf(stderr, "usage: loom setstripe [-c COUNT] [-S SIZE] [-i IDX] [-p POOL] PATH... | -d DIR...\n");
+	if (optind >= argc || (*del && any)) {
+		fprintf(stderr, SETSTRIPE_USAGE);
+		return -EINVAL;
+	}
+	return *del ? 0 : comps_to_layout(comps, n, l);
+}
+
+static void setstripe_help(void)
+{
+	printf(SETSTRIPE_USAGE
+	       "On a directory: the default layout of files created in it. On a new path: creates\n"
+	       "an empty file with that layout. -c -1 stripes over every OST; -i -1 lets the MDS\n"
+	       "choose; SIZE takes k, M, G suffixes and is a multiple of 64 KiB (default 4M).\n"
+	       "\n"
+	       "Data-on-MDT (DoM): -E END -L mdt keeps the first END bytes of each file on the MDS,\n"
+	       "the rest on the stripes at their usual offsets. END is a multiple of 64 KiB, at most\n"
+	       "1 MiB; the options after -E -1 describe the RAID-0 part. New files get 64 KiB on the\n"
+	       "MDT unless a directory says otherwise. `-E -1 [OPTIONS]` alone means no DoM; without\n"
+	       "-E the DoM size is inherited (from the directory, then the file system default).\n"
+	       "Unlike lfs, Loom takes only these two shapes: no PFL with more components.\n");
+}
+
+int cmd_setstripe(struct tool_ctx *ctx, int argc, char **argv)
+{
+	struct loom_layout l = { .pattern = LOOM_PATTERN_RAID0, .stripe_offset = -1 };
+	bool del = false, help = false;
+	loom_fs *fs;
+	int rc, ret = 0;
+
+	if (parse_setstripe(argc, argv, &l, &del, &help))
 		return 2;
+	if (help) {
+		setstripe_help();
+		return 0;
 	}
 	fs = NULL;
 	for (int i = optind; i < argc; i++) {
@@ -148,14 +328,28 @@ int cmd_setstripe(struct tool_ctx *ctx, int argc, char **argv)
 
 enum gs_field { GS_ALL, GS_COUNT, GS_SIZE, GS_INDEX, GS_POOL };
 
-static void print_dir_default(const struct loom_layout *l)
+/* A Data-on-MDT part to show: a file's dom_size, or a directory default's other than inherit/none. */
+static bool has_dom(const struct loom_layout *l)
 {
-	printf("stripe_count:  %d stripe_size:   %u pattern:       raid0 stripe_offset: %d",
-	       l->stripe_count ? l->stripe_count : 1, l->stripe_size ? l->stripe_size : LOOM_DEFAULT_STRIPE_SIZE,
-	       l->stripe_offset);
-	if (l->pool[0])
-		printf(" pool:          %s", l->pool);
+	return l->dom_size != 0 && l->dom_size != LOOM_DOM_NONE;
+}
+
+/* lfs's one-line directory fields; ind "" for a plain default, 6 spaces inside a component. */
+static void print_dir_fields(const char *ind, int count, uint32_t size, const char *pattern, int offset,
+			     const char *pool)
+{
+	printf("%sstripe_count:  %d %sstripe_size:   %u %spattern:       %s %sstripe_offset: %d", ind, count,
+	       ind, size, ind, pattern, ind, offset);
+	if (pool[0])
+		printf(" %spool:          %s", ind, pool);
 	printf("\n");
+}
+
+static void print_dir_raid0(const struct loom_layout *l, const char *ind)
+{
+	print_dir_fields(ind, l->stripe_count ? l->stripe_count : 1,
+			 l->stripe_size ? l->stripe_size : LOOM_DEFAULT_STRIPE_SIZE, "raid0", l->stripe_offset,
+			 l->pool);
 }
 
 static void print_file_layout(const struct loom_layout *l)
@@ -171,6 +365,78 @@ static void print_file_layout(const struct loom_layout *l)
 	for (uint32_t i = 0; i < l->nobjs; i++)
 		printf("\t%6u\t%14llu\t%#13llx\t%14llu\n", l->objs[i].ost_idx,
 		       (unsigned long long)l->objs[i].objid, (unsigned long long)l->objs[i].objid, 0ull);
+}
+
+/*
+ * Lustre's composite (PFL) format for Loom's two components: the Data-on-MDT part [0, dom_size),
+ * then RAID-0 to EOF. A file's components are instantiated ("init", ids 1 and 2); a directory's
+ * default has none ("N/A", flags 0) and prints each component's fields on one line, as lfs does.
+ */
+static void print_comp_header(bool dir, int id, uint64_t start, uint32_t end)
+{
+	if (dir) {
+		printf("    lcme_id:             N/A\n");
+		printf("    lcme_mirror_id:      N/A\n");
+		printf("    lcme_flags:          0\n");
+	} else {
+		printf("    lcme_id:             %d\n", id);
+		printf("    lcme_mirror_id:      0\n");
+		printf("    lcme_flags:          init\n");
+	}
+	printf("    lcme_extent.e_start: %llu\n", (unsigned long long)start);
+	if (end)
+		printf("    lcme_extent.e_end:   %u\n", end);
+	else
+		printf("    lcme_extent.e_end:   EOF\n");
+}
+
+/*
+ * An object as lfs prints it in a component: its OST and its FID. Loom's objects have no FID;
+ * this is the IDIF FID Lustre gives an OST object (sequence 0x1 << 32 | ost_idx << 16 | objid
+ * bits 32-47, oid the low 32 bits, version bits 48-63), so the object id can be read back.
+ */
+static void print_comp_object(uint32_t i, const struct loom_ostobj *o)
+{
+	unsigned long long seq = 0x100000000ull | (unsigned long long)o->ost_idx << 16 |
+				 ((o->objid >> 32) & 0xFFFF);
+
+	printf("      - %u: { l_ost_idx: %u, l_fid: [0x%llx:0x%x:0x%x] }\n", i, o->ost_idx, seq,
+	       (unsigned)(o->objid & 0xFFFFFFFFu), (unsigned)(o->objid >> 48));
+}
+
+static void print_composite(const struct loom_layout *l)
+{
+	bool dir = l->flags & LOOM_LAYOUT_DEFAULT;
+
+	printf("  lcm_layout_gen:    %u\n", dir ? 0 : l->layout_gen);
+	printf("  lcm_mirror_count:  1\n");
+	printf("  lcm_entry_count:   2\n");
+	print_comp_header(dir, 1, 0, l->dom_size);
+	if (dir) {
+		print_dir_fields("      ", 0, l->dom_size, "mdt", -1, "");
+	} else {
+		printf("      lmm_stripe_count:  0\n");
+		printf("      lmm_stripe_size:   %u\n", l->dom_size);
+		printf("      lmm_pattern:       mdt\n");
+		printf("      lmm_layout_gen:    0\n");
+		printf("      lmm_stripe_offset: 0\n"); /* the MDT's index: Loom has one */
+	}
+	printf("\n");
+	print_comp_header(dir, 2, l->dom_size, 0);
+	if (dir) {
+		print_dir_raid0(l, "      ");
+		return;
+	}
+	printf("      lmm_stripe_count:  %d\n", l->stripe_count);
+	printf("      lmm_stripe_size:   %u\n", l->stripe_size);
+	printf("      lmm_pattern:       raid0\n");
+	printf("      lmm_layout_gen:    0\n");
+	printf("      lmm_stripe_offset: %d\n", l->nobjs ? (int)l->objs[0].ost_idx : l->stripe_offset);
+	if (l->pool[0])
+		printf("      lmm_pool:          %s\n", l->pool);
+	printf("      lmm_objects:\n");
+	for (uint32_t i = 0; i < l->nobjs; i++)
+		print_comp_object(i, &l->objs[i]);
 }
 
 static int print_one_field(const struct loom_layout *l, enum gs_field field)
@@ -232,8 +498,10 @@ static int show(struct gs_src *src, const char *path, bool mounted, enum gs_fiel
 	} else {
 		printf("%s%s\n", *first ? "" : "\n", path);
 		*first = false;
-		if (l->flags & LOOM_LAYOUT_DEFAULT)
-			print_dir_default(l);
+		if (has_dom(l))
+			print_composite(l);
+		else if (l->flags & LOOM_LAYOUT_DEFAULT)
+			print_dir_raid0(l, "");
 		else
 			print_file_layout(l);
 	}
@@ -307,7 +575,9 @@ int cmd_getstripe(struct tool_ctx *ctx, int argc, char **argv)
 		case 'h':
 			printf("usage: loom getstripe [-c|-S|-i|-p] [-d] PATH...\n"
 			       "Prints layouts as `lfs getstripe` does; a directory shows its default layout,\n"
-			       "then (without -d) the layouts of the files in it.\n");
+			       "then (without -d) the layouts of the files in it. A layout with a Data-on-MDT\n"
+			       "part prints in lfs's composite format (an mdt component, then raid0 to EOF);\n"
+			       "-c, -S, -i and -p print the RAID-0 component's value.\n");
 			return 0;
 		default: return 2;
 		}

@@ -1,8 +1,11 @@
 """Helpers shared by the integration tests: layouts as `loom getstripe` prints them, the stripe
 math (as a plain reference model), and random source files."""
 
+import contextlib
 import hashlib
 import os
+import subprocess
+import tempfile
 import time
 import re
 
@@ -66,6 +69,76 @@ def parse_file_getstripe(text):
         assert int(objhex, 16) == int(objid), "hex objid %s != decimal %s" % (objhex, objid)
         objects.append((int(idx), int(objid)))
     return FileLayout(path, fields, objects)
+
+
+# A component's object as lfs prints it: "      - N: { l_ost_idx: OST, l_fid: [SEQ:OID:VER] }"
+COMP_OBJ_ROW = re.compile(r"^      - (\d+): \{ l_ost_idx: (\d+), l_fid: \[0x([0-9a-f]+):0x([0-9a-f]+):0x([0-9a-f]+)\] \}$")
+
+
+def idif_objid(ost_idx, seq, oid, ver):
+    """The object id in the IDIF FID lfs prints for an OST object (seq 0x1 << 32 | ost << 16 |
+    objid bits 32-47, oid bits 0-31, ver bits 48-63); checks it names ost_idx."""
+    assert seq >> 32 == 1 and (seq >> 16) & 0xFFFF == ost_idx, \
+        "l_fid sequence %#x is not OST %d's IDIF sequence" % (seq, ost_idx)
+    return ver << 48 | (seq & 0xFFFF) << 32 | oid
+
+
+def parse_composite_getstripe(text):
+    """Parses `loom getstripe FILE` output in lfs's composite format (a Data-on-MDT component,
+    then RAID-0 to EOF), strictly: names, value columns and object rows as lfs prints them.
+    Returns a FileLayout of the RAID-0 component (fields, objects) with .dom_size (the mdt
+    component's end), .header (lcm_* name -> value) and .components ([{lcme_* and lmm_* name ->
+    value}])."""
+    lines = text.rstrip("\n").split("\n")
+    path = lines[0]
+    header, comps, objects = {}, [], []
+    for line in lines[1:]:
+        if line == "":
+            continue
+        m = re.match(r"^  (lcm_[a-z_]+):( +)(\S+)$", line)
+        if m:
+            assert len("  %s:%s" % m.group(1, 2)) == 21, "lcm_ value not in column 21: %r" % line
+            header[m.group(1)] = m.group(3)
+            continue
+        m = re.match(r"^    (lcme_[a-z_.]+):( +)(\S+)$", line)
+        if m:
+            assert len("    %s:%s" % m.group(1, 2)) == 25, "lcme_ value not in column 25: %r" % line
+            if m.group(1) == "lcme_id":
+                comps.append({})
+            comps[-1][m.group(1)] = m.group(3)
+            continue
+        m = re.match(r"^      (lmm_[a-z_]+):( *)(\S*)$", line)
+        if m:
+            if m.group(1) != "lmm_objects":
+                assert len("      %s:%s" % m.group(1, 2)) == 25, "lmm_ value not in column 25: %r" % line
+            comps[-1][m.group(1)] = m.group(3)
+            continue
+        m = COMP_OBJ_ROW.match(line)
+        assert m, "line %r is not in lfs's composite format:\n%s" % (line, text)
+        i, ost = int(m.group(1)), int(m.group(2))
+        assert i == len(objects), "object rows out of order:\n" + text
+        objects.append((ost, idif_objid(ost, *(int(g, 16) for g in m.group(3, 4, 5)))))
+    assert [c.get("lmm_pattern") for c in comps] == ["mdt", "raid0"], \
+        "not an mdt component then a raid0 one:\n" + text
+    dom, raid0 = comps
+    fields = {k[4:]: v for k, v in raid0.items() if k != "lmm_objects"}
+    layout = FileLayout(path, fields, objects)
+    layout.dom_size = int(dom["lcme_extent.e_end"])
+    layout.header = header
+    layout.components = comps
+    assert "lmm_objects" in raid0 and len(objects) == layout.stripe_count, \
+        "the raid0 component lists %d objects for %d stripes:\n%s" % (len(objects), layout.stripe_count, text)
+    return layout
+
+
+def parse_any_getstripe(text):
+    """A file's layout in either format: the plain one (dom_size 0) or the composite one (the
+    RAID-0 component, with dom_size). For tests about stripes that do not mind a Data-on-MDT part."""
+    if text.split("\n", 2)[1].startswith("  lcm_"):
+        return parse_composite_getstripe(text)
+    layout = parse_file_getstripe(text)
+    layout.dom_size = 0
+    return layout
 
 
 # ---- stripe math --------------------------------------------------------------------------
@@ -168,3 +241,30 @@ def mount_daemon_pids(path):
         if argv and os.path.basename(argv[0]) == b"loom-mount" and path in argv[1:]:
             pids.append(int(d))
     return pids
+
+
+def is_mounted(path, fstype="fuse.loom"):
+    path = os.path.realpath(path)
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            fields = line.split()
+            if fields[1].replace("\\040", " ") == path and fields[2] == fstype:
+                return True
+    return False
+
+
+@contextlib.contextmanager
+def second_mount(cluster):
+    """The file system mounted again by another loom-mount (mount -t loom): a client with nothing
+    cached, as another node would read it."""
+    d = tempfile.mkdtemp(prefix="loom-view-")
+    try:
+        p = subprocess.run(["mount", "-t", "loom", "-o", "key=" + cluster.key, "%s:/loom" % cluster.addr, d],
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0 and is_mounted(d), "a second mount failed (%d): %s" % (p.returncode, p.stderr)
+        yield d
+    finally:
+        if is_mounted(d):
+            if subprocess.run(["umount", d], capture_output=True, timeout=60).returncode != 0:
+                subprocess.run(["umount", "-l", d], capture_output=True, timeout=60)
+        os.rmdir(d)

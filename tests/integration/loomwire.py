@@ -48,8 +48,8 @@ assert crc32c(b"123456789") == 0xE3069283, "crc32c check value"
 # ---- constants from wire.h --------------------------------------------------------------------
 
 MAGIC = 0x4D4F4F4C
-VERSION = 1
-MAX_BODY = 1 << 20
+VERSION = 2  # LW_VERSION: what this speaks; replies carry the server's
+MAX_BODY = (1 << 20) + (64 << 10)  # LW_MAX_BODY
 MAX_BULK = 16 << 20
 F_REPLY = 0x1
 

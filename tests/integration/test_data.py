@@ -53,7 +53,7 @@ def test_1gib_over_4_stripes_reads_back_and_each_ost_holds_its_share(cluster, wo
     digest = make_random_file(src, size)
 
     cluster.loom("mkdir", "/big")
-    cluster.loom("setstripe", "-c", "4", "/big")
+    cluster.loom("setstripe", "-E", "-1", "-c", "4", "/big")   # no DoM: objects hold it all
     cluster.loom("put", src, "/big/data")
     cluster.loom("get", "/big/data", out)
 
@@ -88,7 +88,7 @@ FILE_SIZES = [0, 1, 65535, 65537, 5 * MiB + 123, 13 * MiB + 7]
 def test_layout_matrix_reads_back_byte_identical(cluster, workdir, stripe_count, stripe_size):
     d = "/m"
     cluster.loom("mkdir", d)
-    cluster.loom("setstripe", "-c", stripe_count, "-S", stripe_size, d)
+    cluster.loom("setstripe", "-E", "-1", "-c", stripe_count, "-S", stripe_size, d)   # no DoM
     for size in FILE_SIZES:
         src = os.path.join(workdir, "src%d" % size)
         out = os.path.join(workdir, "out%d" % size)
@@ -108,7 +108,7 @@ def test_layout_matrix_reads_back_byte_identical(cluster, workdir, stripe_count,
 
 def test_put_over_existing_file_leaves_exactly_the_new_content(cluster, workdir):
     cluster.loom("mkdir", "/o")
-    cluster.loom("setstripe", "-c", "4", "-S", "64k", "/o")
+    cluster.loom("setstripe", "-E", "-1", "-c", "4", "-S", "64k", "/o")
     long_src = os.path.join(workdir, "long")
     short_src = os.path.join(workdir, "short")
     out = os.path.join(workdir, "out")

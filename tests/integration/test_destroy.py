@@ -3,13 +3,13 @@
 import os
 
 from loomutil import wait_until
-from loomutil import MiB, make_random_file, object_path, parse_file_getstripe, sha256_file
+from loomutil import MiB, make_random_file, object_path, parse_any_getstripe, parse_file_getstripe, sha256_file
 
 DESTROY_TIMEOUT = 60  # seconds; the destroyer retries an unreachable OST every few seconds
 
 
 def object_paths(cluster, path):
-    layout = parse_file_getstripe(cluster.loom("getstripe", path).stdout)
+    layout = parse_any_getstripe(cluster.loom("getstripe", path).stdout)
     return [object_path(cluster.ost_dir(idx), objid) for idx, objid in layout.objects]
 
 
@@ -27,7 +27,7 @@ def put_striped(cluster, workdir, path, size):
 
 
 def test_rm_destroys_objects(cluster, workdir):
-    cluster.loom("setstripe", "-c", "4", "-S", "64k", "/")
+    cluster.loom("setstripe", "-E", "-1", "-c", "4", "-S", "64k", "/")
     paths = put_striped(cluster, workdir, "/f", MiB)
     keep = put_striped(cluster, workdir, "/keep", MiB)
     cluster.loom("rm", "/f")
@@ -38,7 +38,7 @@ def test_rm_destroys_objects(cluster, workdir):
 
 def test_rm_r_destroys_objects_of_every_file(cluster, workdir):
     cluster.loom("mkdir", "-p", "/t/sub")
-    cluster.loom("setstripe", "-c", "2", "-S", "64k", "/t")
+    cluster.loom("setstripe", "-E", "-1", "-c", "2", "-S", "64k", "/t")
     paths = []
     for i in range(5):
         paths += put_striped(cluster, workdir, "/t/sub/f%d" % i if i % 2 else "/t/f%d" % i, 100_000 + i)
@@ -48,7 +48,7 @@ def test_rm_r_destroys_objects_of_every_file(cluster, workdir):
 
 
 def test_mv_over_existing_file_destroys_the_replaced_objects(cluster, workdir):
-    cluster.loom("setstripe", "-c", "4", "-S", "64k", "/")
+    cluster.loom("setstripe", "-E", "-1", "-c", "4", "-S", "64k", "/")
     victim = put_striped(cluster, workdir, "/b", MiB)
     survivor = put_striped(cluster, workdir, "/a", MiB)
     cluster.loom("mv", "/a", "/b")
@@ -59,7 +59,7 @@ def test_mv_over_existing_file_destroys_the_replaced_objects(cluster, workdir):
 def test_put_over_existing_file_leaks_no_objects(cluster, workdir):
     # An overwrite (O_TRUNC) either keeps the objects and truncates them, or lays the file out
     # anew and destroys the old objects; either way no byte of the old content stays on disk.
-    cluster.loom("setstripe", "-c", "4", "-S", "64k", "/")
+    cluster.loom("setstripe", "-E", "-1", "-c", "4", "-S", "64k", "/")
     before = put_striped(cluster, workdir, "/f", 2 * MiB)
     src = os.path.join(workdir, "new")
     size = MiB // 2 + 100
@@ -79,7 +79,7 @@ def test_put_over_existing_file_leaks_no_objects(cluster, workdir):
 def test_destroy_survives_oss_down_and_mds_kill9(cluster, workdir):
     # The OSS holding the objects is down when the file is removed, and the MDS is then killed:
     # the destroy is recorded in the MDT and carried out once the OSS is back.
-    cluster.loom("setstripe", "-c", "1", "-i", "1", "/")
+    cluster.loom("setstripe", "-E", "-1", "-c", "1", "-i", "1", "/")
     paths = put_striped(cluster, workdir, "/f", MiB)
     cluster.kill9(cluster.oss_name(1))
     cluster.loom("rm", "/f")

@@ -9,7 +9,6 @@ afterwards, read back through a client that did not write it.
 The random fault schedules print their seed ("seed=N"); LOOM_FAULT_SEED=N runs one again.
 """
 
-import contextlib
 import errno
 import hashlib
 import json
@@ -24,8 +23,8 @@ import time
 
 import pytest
 
-from loomutil import (KiB, MiB, make_random_file, mount_daemon_pids, parse_file_getstripe, pid_alive,
-                      sha256_file, wait_until)
+from loomutil import (KiB, MiB, is_mounted, make_random_file, mount_daemon_pids, parse_any_getstripe,
+                      pid_alive, second_mount, sha256_file, wait_until)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = os.path.abspath(os.environ.get("LOOM_BUILD") or os.path.join(HERE, "..", "..", "build"))
@@ -41,16 +40,6 @@ def seeded_rng(test_name):
     seed = int(os.environ.get("LOOM_FAULT_SEED") or random.SystemRandom().randrange(1 << 32))
     print("%s: seed=%d (LOOM_FAULT_SEED=%d reproduces the fault schedule)" % (test_name, seed, seed))
     return random.Random(seed), seed
-
-
-def is_mounted(path, fstype="fuse.loom"):
-    path = os.path.realpath(path)
-    with open("/proc/self/mounts") as f:
-        for line in f:
-            fields = line.split()
-            if fields[1].replace("\\040", " ") == path and fields[2] == fstype:
-                return True
-    return False
 
 
 _our_mounts = []
@@ -85,23 +74,6 @@ def mount_cluster(cluster):
     cluster.up()
     assert is_mounted(mnt), "`loom cluster up --mount %s` did not mount it" % mnt
     return mnt
-
-
-@contextlib.contextmanager
-def second_mount(cluster):
-    """The file system mounted again by another loom-mount (mount -t loom): a client with nothing
-    cached, as another node would read it."""
-    d = tempfile.mkdtemp(prefix="loom-faults-view-")
-    try:
-        p = subprocess.run(["mount", "-t", "loom", "-o", "key=" + cluster.key, "%s:/loom" % cluster.addr, d],
-                           capture_output=True, text=True, timeout=60)
-        assert p.returncode == 0 and is_mounted(d), "a second mount failed (%d): %s" % (p.returncode, p.stderr)
-        yield d
-    finally:
-        if is_mounted(d):
-            if subprocess.run(["umount", d], capture_output=True, timeout=60).returncode != 0:
-                subprocess.run(["umount", "-l", d], capture_output=True, timeout=60)
-        os.rmdir(d)
 
 
 def drop_caches():
@@ -530,7 +502,7 @@ def big_write_with_fault(cluster, workdir, test_name, make_fault):
     cluster.loom("get", "/big/f", got)
     assert os.path.getsize(got) == BIG, "the file's size is %d, not %d" % (os.path.getsize(got), BIG)
     assert sha256_file(got) == digest, "the data written across the fault on %s differs" % victim
-    layout = parse_file_getstripe(cluster.loom("getstripe", "/big/f").stdout)
+    layout = parse_any_getstripe(cluster.loom("getstripe", "/big/f").stdout)
     assert layout.stripe_count == cluster.osts
 
 
@@ -686,7 +658,7 @@ def file_on_every_ost(cluster, workdir, path, size=5 * MiB + 3):
     cluster.loom("setstripe", "-c", "-1", "-S", "1M", os.path.dirname(path))
     data = os.urandom(size)
     cluster.loom("put", "-", path, input=data, text=False)
-    layout = parse_file_getstripe(cluster.loom("getstripe", path).stdout)
+    layout = parse_any_getstripe(cluster.loom("getstripe", path).stdout)
     assert sorted(i for i, _ in layout.objects) == list(range(cluster.osts)), layout
     return data
 
@@ -805,7 +777,7 @@ def start_mds_by_hand(cluster, *extra):
 def objects_of(cluster, path):
     """The object files of a file's layout (`loom getstripe`)."""
     from loomutil import object_path
-    layout = parse_file_getstripe(cluster.loom("getstripe", path).stdout)
+    layout = parse_any_getstripe(cluster.loom("getstripe", path).stdout)
     return {object_path(cluster.ost_dir(idx), objid) for idx, objid in layout.objects}
 
 

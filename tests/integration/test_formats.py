@@ -4,9 +4,27 @@
 import re
 
 from loomutil import wait_until
-from loomutil import parse_file_getstripe
+from loomutil import parse_any_getstripe, parse_file_getstripe
 
-FS_DEFAULT_DIR_LINE = "stripe_count:  1 stripe_size:   4194304 pattern:       raid0 stripe_offset: -1"
+# The file system default: 64 KiB on the MDT (Data-on-MDT), then Lustre's 1 x 4 MiB.
+FS_DEFAULT_DIR = """\
+  lcm_layout_gen:    0
+  lcm_mirror_count:  1
+  lcm_entry_count:   2
+    lcme_id:             N/A
+    lcme_mirror_id:      N/A
+    lcme_flags:          0
+    lcme_extent.e_start: 0
+    lcme_extent.e_end:   65536
+      stripe_count:  0       stripe_size:   65536       pattern:       mdt       stripe_offset: -1
+
+    lcme_id:             N/A
+    lcme_mirror_id:      N/A
+    lcme_flags:          0
+    lcme_extent.e_start: 65536
+    lcme_extent.e_end:   EOF
+      stripe_count:  1       stripe_size:   4194304       pattern:       raid0       stripe_offset: -1
+"""
 
 
 def dir_line(count, size, offset):
@@ -14,7 +32,7 @@ def dir_line(count, size, offset):
 
 
 def test_getstripe_file_prints_lmm_block_and_lfs_object_rows(cluster):
-    cluster.loom("setstripe", "-c", "3", "-S", "1M", "/f")
+    cluster.loom("setstripe", "-E", "-1", "-c", "3", "-S", "1M", "/f")   # plain: no DoM component
     out = cluster.loom("getstripe", "/f").stdout
     lines = out.rstrip("\n").split("\n")
     layout = parse_file_getstripe(out)   # checks each object row against "\t%6u\t%14llu\t%#13llx\t%14llu"
@@ -47,7 +65,7 @@ def test_getstripe_single_field_options_print_one_value(cluster):
 
 def test_setstripe_index_puts_first_stripe_on_that_ost(cluster):
     cluster.loom("setstripe", "-c", "2", "-i", "2", "/f")
-    layout = parse_file_getstripe(cluster.loom("getstripe", "/f").stdout)
+    layout = parse_any_getstripe(cluster.loom("getstripe", "/f").stdout)
     assert layout.objects[0][0] == 2 and layout.stripe_offset == 2, layout
 
 
@@ -66,7 +84,7 @@ def test_getstripe_directory_without_d_lists_its_files_layouts(cluster):
     out = cluster.loom("getstripe", "/d").stdout
     assert out.startswith("/d\n" + dir_line(2, 4194304, -1) + "\n"), out
     block = out[out.index("/d/a\n"):]
-    layout = parse_file_getstripe(block)
+    layout = parse_any_getstripe(block)
     assert layout.path == "/d/a" and layout.stripe_count == 2, out
 
 
@@ -94,26 +112,26 @@ def test_setstripe_size_suffixes(cluster):
 def test_setstripe_delete_restores_filesystem_default(cluster):
     cluster.loom("mkdir", "/d")
     root = cluster.loom("getstripe", "-d", "/").stdout
-    assert root == "/\n" + FS_DEFAULT_DIR_LINE + "\n", "file system default is not Lustre's 1 x 4 MiB:\n" + root
+    assert root == "/\n" + FS_DEFAULT_DIR, "file system default is not 64 KiB on the MDT, then 1 x 4 MiB:\n" + root
     cluster.loom("setstripe", "-c", "3", "-S", "256k", "/d")
     cluster.loom("setstripe", "-d", "/d")
-    assert cluster.loom("getstripe", "-d", "/d").stdout == "/d\n" + FS_DEFAULT_DIR_LINE + "\n"
+    assert cluster.loom("getstripe", "-d", "/d").stdout == "/d\n" + FS_DEFAULT_DIR
     cluster.loom("put", "-", "/d/f", input="x" * 100)
-    layout = parse_file_getstripe(cluster.loom("getstripe", "/d/f").stdout)
-    assert (layout.stripe_count, layout.stripe_size) == (1, 4194304), layout
+    layout = parse_any_getstripe(cluster.loom("getstripe", "/d/f").stdout)
+    assert (layout.dom_size, layout.stripe_count, layout.stripe_size) == (65536, 1, 4194304), layout
 
 
 def test_file_inherits_directory_default(cluster):
     cluster.loom("mkdir", "-p", "/d/sub")
     cluster.loom("setstripe", "-c", "3", "-S", "192k", "/d")
     cluster.loom("put", "-", "/d/f", input="data")
-    layout = parse_file_getstripe(cluster.loom("getstripe", "/d/f").stdout)
+    layout = parse_any_getstripe(cluster.loom("getstripe", "/d/f").stdout)
     assert (layout.stripe_count, layout.stripe_size) == (3, 196608), layout
 
 
 def test_setstripe_count_minus_one_uses_every_ost(cluster):
     cluster.loom("setstripe", "-c", "-1", "/f")
-    layout = parse_file_getstripe(cluster.loom("getstripe", "/f").stdout)
+    layout = parse_any_getstripe(cluster.loom("getstripe", "/f").stdout)
     assert sorted(idx for idx, _ in layout.objects) == [0, 1, 2, 3], layout
     assert layout.stripe_count == 4
 

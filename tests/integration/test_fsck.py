@@ -219,7 +219,7 @@ def test_usage_and_operational_errors(cluster, workdir):
 
 
 def test_missing_object_is_reported_and_created_empty(cluster, workdir):
-    cluster.loom("setstripe", "-c", "4", "-S", "64k", "/")
+    cluster.loom("setstripe", "-E", "-1", "-c", "4", "-S", "64k", "/")
     size = MiB + 1000
     src = put(cluster, workdir, "/f", size)
     lay = layout(cluster, "/f")
@@ -252,7 +252,7 @@ def test_missing_object_is_reported_and_created_empty(cluster, workdir):
 
 
 def test_orphan_objects_are_moved_to_lost_found(cluster, workdir):
-    cluster.loom("setstripe", "-c", "1", "-i", "2", "/")
+    cluster.loom("setstripe", "-E", "-1", "-c", "1", "-i", "2", "/")
     src = put(cluster, workdir, "/keep", 300 * KiB)
     lay = layout(cluster, "/keep")
     ost = cluster.ost_dir(2)
@@ -298,7 +298,7 @@ def test_wrong_size_after_an_object_grew_on_disk(cluster, workdir):
     # The MDS never heard of bytes written beyond the size: put them straight into object 1
     # (beyond its checksummed blocks) while the cluster is down.
     cluster.loom("mkdir", "/d")
-    cluster.loom("setstripe", "-c", "2", "-S", "64k", "/d")
+    cluster.loom("setstripe", "-E", "-1", "-c", "2", "-S", "64k", "/d")
     src = put(cluster, workdir, "/d/f", 100 * KiB)
     lay = layout(cluster, "/d/f")
     cluster.down()
@@ -327,7 +327,7 @@ def test_writer_killed_before_close(tools, cluster, workdir):
     # A real client writes through the OSSs (checksums and all) and is killed before its close
     # reports the size: the MDT says 0 bytes, the objects hold everything.
     cluster.loom("mkdir", "/crash")
-    cluster.loom("setstripe", "-c", "3", "-S", "64k", "/crash")
+    cluster.loom("setstripe", "-E", "-1", "-c", "3", "-S", "64k", "/crash")
     size = 2 * MiB + 777
     src = os.path.join(workdir, "src")
     digest = make_random_file(src, size)
@@ -352,7 +352,7 @@ def test_writer_killed_before_close(tools, cluster, workdir):
 
 def test_link_counts_are_set_right(tools, cluster, workdir):
     cluster.loom("mkdir", "-p", "/d/sub1", "/d/sub2")
-    cluster.loom("setstripe", "-c", "1", "-i", "0", "/")
+    cluster.loom("setstripe", "-E", "-1", "-c", "1", "-i", "0", "/")
     put(cluster, workdir, "/d/f", 70 * KiB)
     lay = layout(cluster, "/d/f")
     obj = object_path(cluster.ost_dir(0), lay.objects[0][1])

@@ -125,7 +125,7 @@ class Model:
 def test_flipped_byte_fails_reads_scrub_reports_it_and_a_new_write_heals_it(cluster, workdir):
     mnt = mount(cluster)
     cluster.loom("mkdir", "/d")
-    cluster.loom("setstripe", "-c", "4", "-S", "1M", "/d")
+    cluster.loom("setstripe", "-E", "-1", "-c", "4", "-S", "1M", "/d")
     src = os.path.join(workdir, "src")
     good_src = os.path.join(workdir, "good_src")
     make_random_file(src, 6 * MiB + 12345)
@@ -209,7 +209,7 @@ def test_flipped_byte_fails_reads_scrub_reports_it_and_a_new_write_heals_it(clus
 @pytest.mark.allow_log(CSUM_ERROR)
 def test_sidecar_layout_and_flip_in_a_short_last_block(cluster, workdir):
     # The sidecar holds 4 bytes per block, the last block counting only up to the object's end.
-    cluster.loom("setstripe", "-c", "1", "-i", "2", "/")
+    cluster.loom("setstripe", "-E", "-1", "-c", "1", "-i", "2", "/")
     data = os.urandom(3 * BLOCK + 1000)
     cluster.loom("put", "-", "/f", input=data, text=False)
     idx, objid = layout_of(cluster, "/f").objects[0]
@@ -226,8 +226,9 @@ def test_sidecar_layout_and_flip_in_a_short_last_block(cluster, workdir):
 
 
 def test_scrub_runs_in_the_background_at_a_bounded_rate(cluster, workdir):
-    # The OSS limits a scrub to 128 MiB/s per OST by default (loom-oss --scrub-rate).
-    cluster.loom("setstripe", "-c", "1", "-i", "0", "/")
+    # The OSS limits a scrub to 128 MiB/s per OST by default (loom-oss --scrub-rate). The whole
+    # file on one object (no Data-on-MDT part, whose bytes would be a hole there).
+    cluster.loom("setstripe", "-E", "-1", "-c", "1", "-i", "0", "/")
     src = os.path.join(workdir, "src")
     digest = make_random_file(src, 384 * MiB)
     cluster.loom("put", src, "/big")
@@ -326,7 +327,7 @@ def test_oss_killed_between_data_and_checksums_recomputes_them_at_start(cluster,
     """The exact window: LOOM_OSS_CRASH_AT makes the OSS kill itself after a write's data and
     before its checksums. The write is sent raw (no client resends it), so only the OSS's own
     recovery can make the checksums agree with the new data."""
-    cluster.loom("setstripe", "-c", "1", "-i", "0", "/")
+    cluster.loom("setstripe", "-E", "-1", "-c", "1", "-i", "0", "/")   # raw OST writes at file offset 0
     old = os.urandom(MiB)
     cluster.loom("put", "-", "/f", input=old, text=False)
     idx, objid = layout_of(cluster, "/f").objects[0]

@@ -34,7 +34,7 @@ def test_fifth_oss_joins_live_file_system(cluster, workdir):
     assert [r.split()[0] for r in ost_rows] == ["loom-OST%04x_UUID" % k for k in range(5)], df
 
     cluster.loom("mkdir", "/wide")
-    cluster.loom("setstripe", "-c", "-1", "-S", "64k", "/wide")
+    cluster.loom("setstripe", "-E", "-1", "-c", "-1", "-S", "64k", "/wide")
     src = os.path.join(workdir, "src")
     out = os.path.join(workdir, "out")
     size = 5 * 64 * 1024 * 3 + 12345

@@ -8,7 +8,7 @@ import threading
 
 import loomwire
 from loomutil import wait_until
-from loomutil import KiB, MiB, make_random_file, parse_file_getstripe, sha256_file
+from loomutil import KiB, MiB, make_random_file, parse_any_getstripe, sha256_file
 
 NLOADERS = 4
 ATIME_LINE = re.compile(r"^Access: \d+\.\d+$")   # `loom stat`'s atime; reads may move it
@@ -101,7 +101,7 @@ def test_mds_kill9_restart_does_not_reuse_object_ids(cluster, workdir):
     digest = make_random_file(src, 2 * MiB)
     cluster.loom("setstripe", "-c", "-1", "/")
     cluster.loom("put", src, "/old")
-    old = set(parse_file_getstripe(cluster.loom("getstripe", "/old").stdout).objects)
+    old = set(parse_any_getstripe(cluster.loom("getstripe", "/old").stdout).objects)
 
     cluster.kill9("mds")
     cluster.restart()
@@ -109,7 +109,7 @@ def test_mds_kill9_restart_does_not_reuse_object_ids(cluster, workdir):
     new_src = os.path.join(workdir, "new")
     make_random_file(new_src, 2 * MiB)
     cluster.loom("put", new_src, "/new")
-    new = set(parse_file_getstripe(cluster.loom("getstripe", "/new").stdout).objects)
+    new = set(parse_any_getstripe(cluster.loom("getstripe", "/new").stdout).objects)
     assert not old & new, "a file created after the restart got objects of an existing file: %r" % (old & new)
     out = os.path.join(workdir, "out")
     cluster.loom("get", "/old", out)
@@ -188,8 +188,8 @@ def test_oss_kill9_fails_reads_on_it_serves_others_and_restart_keeps_data(cluste
     cluster.loom("setstripe", "-c", "2", "-i", "0", "/safe")
     cluster.loom("put", wide_src, "/wide/f")
     cluster.loom("put", safe_src, "/safe/f")
-    safe_osts = {idx for idx, _ in parse_file_getstripe(cluster.loom("getstripe", "/safe/f").stdout).objects}
-    wide_osts = {idx for idx, _ in parse_file_getstripe(cluster.loom("getstripe", "/wide/f").stdout).objects}
+    safe_osts = {idx for idx, _ in parse_any_getstripe(cluster.loom("getstripe", "/safe/f").stdout).objects}
+    wide_osts = {idx for idx, _ in parse_any_getstripe(cluster.loom("getstripe", "/wide/f").stdout).objects}
     victim = 3
     assert victim in wide_osts and victim not in safe_osts, (wide_osts, safe_osts)
 
@@ -227,10 +227,10 @@ def test_new_files_avoid_an_ost_the_mds_reports_inactive(cluster, workdir):
         "the MDS never marked the OST of a killed OSS inactive"
     for i in range(8):
         cluster.loom("put", "-", "/n%d" % i, input="file %d" % i)
-        layout = parse_file_getstripe(cluster.loom("getstripe", "/n%d" % i).stdout)
+        layout = parse_any_getstripe(cluster.loom("getstripe", "/n%d" % i).stdout)
         assert victim not in [idx for idx, _ in layout.objects], "new file placed on the inactive OST: %r" % layout
     cluster.loom("setstripe", "-c", "-1", "/wide")
-    layout = parse_file_getstripe(cluster.loom("getstripe", "/wide").stdout)
+    layout = parse_any_getstripe(cluster.loom("getstripe", "/wide").stdout)
     assert sorted(idx for idx, _ in layout.objects) == [0, 1, 2], "-c -1 with OST%04x inactive: %r" % (victim, layout)
     data = os.urandom(5 * MiB + 1)
     cluster.loom("put", "-", "/wide", input=data, text=False)

@@ -40,7 +40,7 @@ static void test_header(void)
 	bad.magic = 0x12345678;
 	CHECK_RC(lw_hdr_check(&bad), -EPROTO);
 	bad = h;
-	bad.version = 2;
+	bad.version = LW_VERSION + 1;
 	CHECK_RC(lw_hdr_check(&bad), -EPROTO);
 	bad = h;
 	bad.body_len = LW_MAX_BODY + 1;
@@ -250,6 +250,16 @@ static void test_layouts(void)
 		l.stripe_count = -1;
 		memset(l.pool, 'p', sizeof(l.pool)); /* no terminating NUL */
 		CHECK_RC(lw_layout_req_check(&l), -EINVAL);
+		memset(l.pool, 0, sizeof(l.pool));
+		/* Data-on-MDT sizes: 64 KiB multiples up to 1 MiB, or "none". */
+		l.dom_size = LOOM_DOM_MAX;
+		CHECK_RC(lw_layout_req_check(&l), 0);
+		l.dom_size = LOOM_DOM_NONE;
+		CHECK_RC(lw_layout_req_check(&l), 0);
+		l.dom_size = 4096;
+		CHECK_RC(lw_layout_req_check(&l), -EINVAL);
+		l.dom_size = LOOM_DOM_MAX + LOOM_STRIPE_UNIT;
+		CHECK_RC(lw_layout_req_check(&l), -EINVAL);
 	}
 
 	/* A create request carrying a layout request (nobjs must be 0). */
@@ -259,15 +269,42 @@ static void test_layouts(void)
 				       .stripe_offset = -1 };
 		struct lw_mds_req q;
 		uint8_t body[512];
-		size_t len = build(body, sizeof(body), true, &cr, sizeof(cr), "f", 1, &l, sizeof(l));
+		/* Version 1: 48 bytes, no dom_size. */
+		size_t len = build(body, sizeof(body), true, &cr, sizeof(cr), "f", 1, &l, LW_LAYOUT_V1_SIZE);
 
 		CHECK_RC(lw_mds_req_decode(LW_OP_MDS_CREATE, body, (uint32_t)len, &q), 0);
 		CHECK(q.u.create.has_layout);
 		CHECK_EQ(q.u.create.layout.stripe_count, 2);
+		CHECK_EQ(q.u.create.layout.dom_size, 0);
+		check_truncations(LW_OP_MDS_CREATE, body, len);
+		/* Version 2 carries dom_size. */
+		l.version = LW_LAYOUT_V2;
+		l.dom_size = 128u << 10;
+		len = build(body, sizeof(body), true, &cr, sizeof(cr), "f", 1, &l, sizeof(l));
+		CHECK_RC(lw_mds_req_decode(LW_OP_MDS_CREATE, body, (uint32_t)len, &q), 0);
+		CHECK_EQ(q.u.create.layout.dom_size, 128u << 10);
 		check_truncations(LW_OP_MDS_CREATE, body, len);
 		l.nobjs = 1;
 		len = build(body, sizeof(body), true, &cr, sizeof(cr), "f", 1, &l, sizeof(l));
 		CHECK(lw_mds_req_decode(LW_OP_MDS_CREATE, body, (uint32_t)len, &q) < 0);
+	}
+
+	/* A size report carrying Data-on-MDT bytes. */
+	{
+		struct lw_close_req c = { .ino = 5, .handle = 7, .size = 9, .flags = LW_CL_SIZE | LW_CL_DOM };
+		struct lw_dom_part part = { .offset = 3, .len = 6 };
+		struct lw_mds_req q;
+		uint8_t body[256];
+		size_t len = build(body, sizeof(body), true, &c, sizeof(c), &part, sizeof(part), "abcdef", 6);
+
+		CHECK_RC(lw_mds_req_decode(LW_OP_MDS_SIZE_UPDATE, body, (uint32_t)len, &q), 0);
+		CHECK_EQ(q.dom.offset, 3);
+		CHECK_EQ(q.dom.len, 6);
+		CHECK(q.dom_data && !memcmp(q.dom_data, "abcdef", 6));
+		check_truncations(LW_OP_MDS_CLOSE, body, len);
+		part.offset = LOOM_DOM_MAX - 2; /* past the largest Data-on-MDT part */
+		len = build(body, sizeof(body), true, &c, sizeof(c), &part, sizeof(part), "abcdef", 6);
+		CHECK_RC(lw_mds_req_decode(LW_OP_MDS_CLOSE, body, (uint32_t)len, &q), -EINVAL);
 	}
 	free(in);
 }

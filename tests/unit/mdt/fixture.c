@@ -144,7 +144,7 @@ struct lw_layout fx_layout_req(uint32_t stripe_size, int32_t count, int32_t offs
 
 	memset(&l, 0, sizeof(l));
 	l.magic = LW_LAYOUT_MAGIC;
-	l.version = LW_LAYOUT_V1;
+	l.version = LW_LAYOUT_V2;
 	l.pattern = LW_PATTERN_RAID0;
 	l.stripe_size = stripe_size;
 	l.stripe_count = count;

@@ -360,6 +360,92 @@ static void test_kill_privs(void)
 	fx_fini(&e.f);
 }
 
+/* Data-on-MDT bytes: written within dom_size only, cut by truncation (setattr and O_TRUNC),
+ * gone with the inode; a directory default can turn them off. */
+static void test_dom(void)
+{
+	struct env e;
+	struct loom_cred owner = fx_cred(1000, 100, 0);
+	struct loom_layout *l = NULL;
+	struct lw_setattr sa = { 0 };
+	struct mdt_unlinked victim;
+	struct lw_attr a;
+	struct mdt_txn *t;
+	const void *data;
+	uint32_t len;
+	uint8_t buf[100];
+
+	env_init(&e);
+	REQUIRE_RC(fx_getlayout(&e.f, e.file, &l), 0);
+	CHECK_EQ(l->dom_size, LOOM_DEFAULT_DOM_SIZE); /* the built-in default */
+	free(l);
+	memset(buf, 'a', sizeof(buf));
+	t = fx_op_begin(&e.f);
+	CHECK_RC(fx_op_end(&e.f, t, mdt_dom_write(t, e.file, 1000, buf, sizeof(buf))), 0);
+	t = fx_op_begin(&e.f); /* past dom_size */
+	CHECK_RC(fx_op_end(&e.f, t, mdt_dom_write(t, e.file, LOOM_DEFAULT_DOM_SIZE - 10, buf, 11)), -EINVAL);
+	t = fx_op_begin(&e.f); /* not a regular file */
+	CHECK_RC(fx_op_end(&e.f, t, mdt_dom_write(t, e.dir, 0, buf, 1)), -EINVAL);
+
+	t = fx_read_begin(&e.f);
+	CHECK_RC(mdt_dom_read(t, e.file, &data, &len), 0);
+	CHECK_EQ(len, 1100);
+	CHECK(((const uint8_t *)data)[999] == 0 && ((const uint8_t *)data)[1000] == 'a');
+	mdt_txn_abort(t);
+
+	/* truncate to 1050: the bytes past it go */
+	sa.ino = e.file;
+	sa.valid = LW_SA_SIZE;
+	sa.size = 1050;
+	REQUIRE_RC(fx_setattr(&e.f, &owner, &sa, &a), 0);
+	t = fx_read_begin(&e.f);
+	CHECK_RC(mdt_dom_read(t, e.file, &data, &len), 0);
+	CHECK_EQ(len, 1050);
+	mdt_txn_abort(t);
+	/* O_TRUNC: all of them */
+	REQUIRE_RC(fx_open(&e.f, &owner, e.file, O_RDWR | O_TRUNC, &a, NULL), 0);
+	t = fx_read_begin(&e.f);
+	CHECK_RC(mdt_dom_read(t, e.file, &data, &len), 0);
+	CHECK_EQ(len, 0);
+	mdt_txn_abort(t);
+
+	/* unlink and release: the bytes go with the inode */
+	t = fx_op_begin(&e.f);
+	CHECK_RC(fx_op_end(&e.f, t, mdt_dom_write(t, e.file, 0, buf, 10)), 0);
+	REQUIRE_RC(fx_unlink(&e.f, &owner, e.dir, "file", &victim), 0);
+	REQUIRE_RC(fx_release(&e.f, e.file), 0);
+	t = fx_read_begin(&e.f);
+	CHECK_RC(mdt_dom_peek(t, e.file, &data, &len), 0);
+	CHECK_EQ(len, 0);
+	mdt_txn_abort(t);
+
+	/* a directory default without Data-on-MDT: its files have none, and reads say so */
+	{
+		struct lw_layout req = fx_layout_req(0, 0, -1, NULL);
+		uint64_t ino;
+
+		req.dom_size = LOOM_DOM_NONE;
+		REQUIRE_RC(fx_setlayout(&e.f, &root_cr, e.dir, &req, 0, &l), 0);
+		free(l);
+		REQUIRE_RC(fx_create(&e.f, &owner, e.dir, "plain", 0644, &ino), 0);
+		REQUIRE_RC(fx_getlayout(&e.f, ino, &l), 0);
+		CHECK_EQ(l->dom_size, 0);
+		free(l);
+		t = fx_read_begin(&e.f);
+		CHECK_RC(mdt_dom_read(t, ino, &data, &len), -EINVAL);
+		mdt_txn_abort(t);
+		/* and one that asks for 128 KiB */
+		req.dom_size = 128u << 10;
+		REQUIRE_RC(fx_setlayout(&e.f, &root_cr, e.dir, &req, 0, &l), 0);
+		free(l);
+		REQUIRE_RC(fx_create(&e.f, &owner, e.dir, "big", 0644, &ino), 0);
+		REQUIRE_RC(fx_getlayout(&e.f, ino, &l), 0);
+		CHECK_EQ(l->dom_size, 128u << 10);
+		free(l);
+	}
+	fx_fini(&e.f);
+}
+
 int main(void)
 {
 	root_cr = fx_root();
@@ -371,5 +457,6 @@ int main(void)
 	RUN(test_size_update);
 	RUN(test_blocks);
 	RUN(test_kill_privs);
+	RUN(test_dom);
 	return check_report();
 }

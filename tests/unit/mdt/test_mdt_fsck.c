@@ -813,6 +813,60 @@ static void test_counters_and_strays(void)
 	fx_fini(&f);
 }
 
+/* Data-on-MDT bytes: a file's whose size and blocks came with them is clean (no object is
+ * missing for bytes that live on the MDS); bytes of an inode that is gone are deleted; bytes that
+ * do not match their checksum are reported and kept. */
+static void test_dom_records(void)
+{
+	struct harness h;
+	struct fx f;
+	uint64_t d, small, gone, damaged;
+	uint8_t buf[3000];
+
+	harness_init(&h);
+	fx_init(&f);
+	fx_add_osts(&f, 2);
+	REQUIRE_RC(fx_mkdir(&f, &root_cr, LOOM_ROOT_INO, "d", 0755, &d), 0);
+	small = mkfile(&f, d, "small", NULL);
+	gone = mkfile(&f, d, "gone", NULL);
+	damaged = mkfile(&f, d, "damaged", NULL);
+	memset(buf, 'x', sizeof(buf));
+	{
+		struct mdt_txn *t = fx_op_begin(&f);
+		int rc = mdt_dom_write(t, small, 0, buf, sizeof(buf));
+		if (rc == 0)
+			rc = mdt_dom_write(t, gone, 0, buf, 10);
+		if (rc == 0)
+			rc = mdt_dom_write(t, damaged, 0, buf, 100);
+		REQUIRE_RC(fx_op_end(&f, t, rc), 0);
+	}
+	set_size(&f, small, sizeof(buf), true); /* with blocks, as a client reports them */
+	REQUIRE_RC(run_fsck(&f, &h, false, NULL), 0);
+	CHECK_EQ(h.problems, 0);
+
+	raw_del_entry(&f, d, "gone", true, true);
+	raw_del_ino(&f, MDT_DB_LAYOUTS, gone);
+	raw_del_ino(&f, MDT_DB_INODES, gone);
+	{
+		struct mdt_txn *t = raw_begin(&f);
+		uint8_t key[8], val[104];
+		MDB_val v;
+		mdt_put_be64(key, damaged);
+		REQUIRE_RC(mdt_get(t, MDT_DB_DOM, key, 8, &v), 0);
+		REQUIRE(v.mv_size == sizeof(val));
+		memcpy(val, v.mv_data, sizeof(val));
+		val[50] ^= 1;
+		REQUIRE_RC(mdt_put(t, MDT_DB_DOM, key, 8, val, sizeof(val)), 0);
+		raw_end(t);
+	}
+	REQUIRE_RC(run_fsck(&f, &h, false, NULL), 0);
+	CHECK_EQ(h.kinds[MDT_FSCK_STRAY], 1);  /* gone's bytes */
+	CHECK_EQ(h.kinds[MDT_FSCK_RECORD], 1); /* damaged's */
+	CHECK_EQ(h.kinds[MDT_FSCK_NENTRIES], 1); /* d counts the entry removed under it */
+	check_repair_clean(&f, &h, 3, 1);
+	fx_fini(&f);
+}
+
 /* ---- layouts and objects ---- */
 
 static void test_objects(void)
@@ -1066,6 +1120,7 @@ int main(void)
 	RUN(test_cycle);
 	RUN(test_dir_two_names);
 	RUN(test_counters_and_strays);
+	RUN(test_dom_records);
 	RUN(test_objects);
 	RUN(test_missing_all);
 	RUN(test_unchecked_ost);
