@@ -100,6 +100,8 @@ static inline int lm_changed(struct lmount *m, int rc)
 	return rc;
 }
 void lm_sa_fini(struct lmount *m);
+/* How many changes this mount has made (lm_sa_changed counts them). */
+uint64_t lm_change_count(struct lmount *m);
 
 /* The caller's identity for a request (groups read from /proc for non-root callers). */
 void lm_cred(fuse_req_t req, struct loom_cred *cr);

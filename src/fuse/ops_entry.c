@@ -49,8 +49,17 @@ static void lm_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	int rc;
 
 	if (fi && fi->fh) {
-		/* Through an open file: its writes not yet reported count. */
-		rc = loom_fstat((loom_file *)(uintptr_t)fi->fh, &st);
+		loom_file *f = (loom_file *)(uintptr_t)fi->fh;
+
+		/* Through an open file: its writes not yet reported count. The attributes the open
+		 * brought answer while the kernel could have cached them itself (attr_timeout) and
+		 * nothing changed through this mount since (a program's fstat after its read, which
+		 * the kernel sends because the read made the cached atime stale). */
+		if (loom_file_tag(f) != lm_change_count(m) ||
+		    loom_file_attr_recent(f, (uint64_t)(m->opts.attr_timeout * 1e9), &st) != 0)
+			rc = loom_fstat(f, &st);
+		else
+			rc = 0;
 	} else {
 		lm_cred(req, &cr);
 		rc = loom_ll_getattr(m->fs, &cr, ino, &st);

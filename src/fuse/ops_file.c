@@ -54,6 +54,8 @@ static void open_reply(fuse_req_t req, struct fuse_file_info *fi, loom_file *f, 
 	bool stale_attrs;
 
 	fi->fh = (uintptr_t)f;
+	/* What this mount had changed when the open's attributes arrived (see lm_getattr). */
+	loom_file_set_tag(f, lm_change_count(m));
 	/* The pages this mount holds are still the file's if nobody changed it since we looked. */
 	fi->keep_cache = lm_stamp_matches(m, st->st_ino, st);
 	/* Close-to-open: if the attributes the kernel holds (from a stat within the attribute

@@ -233,3 +233,8 @@ void lm_sa_fini(struct lmount *m)
 	m->sa.dir = NULL;
 	pthread_mutex_destroy(&m->sa.lock);
 }
+
+uint64_t lm_change_count(struct lmount *m)
+{
+	return atomic_load(&m->sa.gen);
+}
