@@ -4,9 +4,11 @@
  *
  * Properties:
  *  - lw_layout_decode and lw_layout_req_check agree: a layout decodes exactly when its fixed
- *    part passes the check and its objects are all there; it reads 48 + 16 * nobjs bytes, no
- *    more, and gives back the fields as sent, with a NUL-terminated pool name;
- *  - round trip: a layout that decodes encodes back to the same bytes;
+ *    part passes the check and its objects are all there; it reads 48 (version 1) or 56
+ *    (version 2) + 16 * nobjs bytes, no more, and gives back the fields as sent, with a
+ *    NUL-terminated pool name (and dom_size 0 for version 1);
+ *  - round trip: a version-2 layout that decodes encodes back to the same bytes (a version-1 one
+ *    encodes as version 2, 8 bytes longer);
  *  - loom_layout_from_xattr takes exactly the layouts that decode with nothing after them,
  *    leaves *out alone when it fails (its callers free it), and loom_layout_to_xattr gives the
  *    bytes back;
@@ -34,14 +36,16 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 /* What wire.h asks of a layout with objects beyond lw_layout_req_check: a stripe size to
  * divide offsets by, and every lw_ostobj's reserved pad 0. The input holds all nobjs objects. */
-static bool file_layout_sound(const struct lw_layout *fixed, const uint8_t *data)
+static bool file_layout_sound(const struct lw_layout *fixed, size_t fixed_len, const uint8_t *data)
 {
 	if (fixed->nobjs && fixed->stripe_size == 0)
 		return false;
+	if (fixed->nobjs && fixed->dom_size == LOOM_DOM_NONE)
+		return false; /* a file's Data-on-MDT part is a size, not "none" */
 	for (uint32_t i = 0; i < fixed->nobjs; i++) {
 		struct lw_ostobj o;
 
-		memcpy(&o, data + sizeof(*fixed) + (size_t)i * sizeof(o), sizeof(o));
+		memcpy(&o, data + fixed_len + (size_t)i * sizeof(o), sizeof(o));
 		if (o.pad != 0)
 			return false;
 	}
@@ -75,22 +79,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct loom_layout *l = NULL, *x = NULL;
 	struct lw_layout fixed;
 	struct lw_rd r;
-	size_t need = 0;
+	size_t need = 0, fixed_len = 0;
 	int rc, req = -1, xrc;
 
 	lw_rd_init(&r, data, size);
 	rc = lw_layout_decode(&r, &l);
 	FUZZ_CHECK(rc == 0 || rc == -EPROTO || rc == -ENOMEM);
-	if (size >= sizeof(fixed)) {
-		memcpy(&fixed, data, sizeof(fixed));
+	/* The fixed part as wire.h describes it: 48 bytes, then 8 more for version 2. */
+	memset(&fixed, 0, sizeof(fixed));
+	if (size >= LW_LAYOUT_V1_SIZE) {
+		memcpy(&fixed, data, LW_LAYOUT_V1_SIZE);
+		fixed_len = fixed.version == LW_LAYOUT_V2 ? sizeof(fixed) : LW_LAYOUT_V1_SIZE;
+	}
+	if (fixed_len && size >= fixed_len) {
+		memcpy(&fixed, data, fixed_len);
 		req = lw_layout_req_check(&fixed);
-		need = lw_layout_size(fixed.nobjs);
+		need = fixed_len + (size_t)fixed.nobjs * sizeof(struct lw_ostobj);
 		if (rc == 0)
 			FUZZ_CHECK(req == 0);
-		if (req == 0 && size >= need && file_layout_sound(&fixed, data))
+		if (req == 0 && size >= need && file_layout_sound(&fixed, fixed_len, data))
 			FUZZ_CHECK(rc == 0);
 		if (rc == 0)
-			FUZZ_CHECK(file_layout_sound(&fixed, data));
+			FUZZ_CHECK(file_layout_sound(&fixed, fixed_len, data));
 	} else {
 		FUZZ_CHECK(rc == -EPROTO);
 	}
@@ -103,22 +113,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(need <= size && lw_rd_left(&r) == size - need);
 		FUZZ_CHECK(l->pattern == fixed.pattern && l->stripe_size == fixed.stripe_size &&
 			   l->stripe_count == fixed.stripe_count && l->stripe_offset == fixed.stripe_offset &&
-			   l->layout_gen == fixed.layout_gen && l->flags == fixed.flags);
+			   l->layout_gen == fixed.layout_gen && l->flags == fixed.flags &&
+			   l->dom_size == fixed.dom_size);
 		FUZZ_CHECK(memchr(l->pool, '\0', sizeof(l->pool)) != NULL);
 		FUZZ_CHECK(!strncmp(l->pool, fixed.pool, sizeof(l->pool)));
 		for (uint32_t i = 0; i < l->nobjs; i++) {
 			struct lw_ostobj o;
 
-			memcpy(&o, data + sizeof(fixed) + (size_t)i * sizeof(o), sizeof(o));
+			memcpy(&o, data + fixed_len + (size_t)i * sizeof(o), sizeof(o));
 			FUZZ_CHECK(l->objs[i].ost_idx == o.ost_idx && l->objs[i].objid == o.objid &&
 				   l->objs[i].pad == 0);
 		}
-		enc = malloc(need);
+		enc = malloc(lw_layout_size(l->nobjs));
 		FUZZ_CHECK(enc != NULL);
-		lw_wr_init(&w, enc, need);
+		lw_wr_init(&w, enc, lw_layout_size(l->nobjs));
 		lw_layout_encode(&w, l);
-		FUZZ_CHECK(w.err == 0 && w.len == need);
-		check_same_image(enc, data, l->nobjs);
+		FUZZ_CHECK(w.err == 0 && w.len == lw_layout_size(l->nobjs));
+		if (fixed_len == sizeof(fixed))
+			check_same_image(enc, data, l->nobjs);
 		free(enc);
 		check_stripe_math(l, size > need ? data[need] * 1000003ull : 12345);
 		free(l);
@@ -136,13 +148,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size_t len = 0;
 		uint8_t *buf;
 
-		FUZZ_CHECK(loom_layout_to_xattr(x, NULL, 0, &len) == 0 && len == size);
+		size_t want = lw_layout_size(x->nobjs); /* always written as version 2 */
+
+		FUZZ_CHECK(loom_layout_to_xattr(x, NULL, 0, &len) == 0 && len == want);
 		buf = malloc(len);
 		FUZZ_CHECK(buf != NULL);
 		if (len > 1)
 			FUZZ_CHECK(loom_layout_to_xattr(x, buf, len - 1, &len) == -ERANGE);
-		FUZZ_CHECK(loom_layout_to_xattr(x, buf, size, &len) == 0 && len == size);
-		check_same_image(buf, data, x->nobjs);
+		FUZZ_CHECK(loom_layout_to_xattr(x, buf, want, &len) == 0 && len == want);
+		if (fixed_len == sizeof(fixed))
+			check_same_image(buf, data, x->nobjs);
 		free(buf);
 		loom_layout_free(x);
 	} else {

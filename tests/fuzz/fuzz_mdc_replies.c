@@ -123,8 +123,9 @@ static void check_fixed(int rc, const struct peek *p, const void *out, size_t si
 }
 
 /* A fixed struct then, when it says so, a whole layout and nothing after it. */
+/* tail: bytes the reply carries after the layout (MDS_OPEN's Data-on-MDT bytes). */
 static void check_with_layout(int rc, const struct peek *p, size_t flen, bool has_layout,
-			      const struct loom_layout *l)
+			      const struct loom_layout *l, size_t tail)
 {
 	if (p->status) {
 		FUZZ_CHECK(rc == p->status && l == NULL);
@@ -140,7 +141,9 @@ static void check_with_layout(int rc, const struct peek *p, size_t flen, bool ha
 		return;
 	}
 	FUZZ_CHECK(l != NULL && l->nobjs <= LOOM_MAX_STRIPES);
-	FUZZ_CHECK(p->len == flen + lw_layout_size(l->nobjs));
+	/* A layout of either version: 48 or 56 bytes before the objects. */
+	FUZZ_CHECK(p->len == flen + lw_layout_size(l->nobjs) + tail ||
+		   p->len == flen + lw_layout_size(l->nobjs) - (sizeof(struct lw_layout) - LW_LAYOUT_V1_SIZE) + tail);
 	FUZZ_CHECK(memchr(l->pool, '\0', sizeof(l->pool)) != NULL);
 }
 
@@ -235,7 +238,8 @@ static void step_layout(bool set, uint8_t flags)
 			FUZZ_CHECK(l == NULL);
 			return;
 		}
-		FUZZ_CHECK(l != NULL && p.len == lw_layout_size(l->nobjs));
+		FUZZ_CHECK(l != NULL && (p.len == lw_layout_size(l->nobjs) ||
+					 p.len == lw_layout_size(l->nobjs) - (sizeof(struct lw_layout) - LW_LAYOUT_V1_SIZE)));
 		free(l);
 		return;
 	}
@@ -256,17 +260,27 @@ static void step_create(bool open, struct fuzz_in *args)
 
 	if (open) {
 		struct lw_open_rep rep;
+		struct mdc_dom dom;
 
-		rc = mdc_open(&fake_fs, NULL, 5, 0, &rep, &l);
+		rc = mdc_open(&fake_fs, NULL, 5, 0, &rep, &l, &dom);
 		has_layout = rc == 0 && rep.has_layout != 0;
-		check_with_layout(rc, &p, sizeof(rep), has_layout, l);
+		if (rc == 0) {
+			/* The bytes come exactly when the layout has a Data-on-MDT part. */
+			FUZZ_CHECK(dom.known == (l && l->dom_size != 0));
+			FUZZ_CHECK(!dom.known || dom.len <= l->dom_size);
+			FUZZ_CHECK((dom.data != NULL) == (dom.len != 0));
+		} else {
+			FUZZ_CHECK(!dom.known && dom.data == NULL);
+		}
+		check_with_layout(rc, &p, sizeof(rep), has_layout, l, rc == 0 ? dom.len : 0);
+		free(dom.data);
 	} else {
 		struct lw_create_rep rep;
 
 		rc = mdc_create(&fake_fs, NULL, 1, "new", 3, 0100644, 0, LW_CR_OPEN, 0, want ? &req : NULL,
 				&rep, &l);
 		has_layout = rc == 0 && rep.has_layout != 0;
-		check_with_layout(rc, &p, sizeof(rep), has_layout, l);
+		check_with_layout(rc, &p, sizeof(rep), has_layout, l, 0);
 	}
 	free(l);
 }
@@ -316,7 +330,7 @@ static void step(uint8_t which, struct fuzz_in *args)
 	struct peek p;
 	int rc;
 
-	switch (which % 20) {
+	switch (which % 21) {
 	case 0: {
 		struct lw_attr a;
 		p = peek_reply();
@@ -395,17 +409,34 @@ static void step(uint8_t which, struct fuzz_in *args)
 	case 16: {
 		struct lw_attr a;
 		p = peek_reply();
-		rc = mdc_close(&fake_fs, NULL, LW_OP_MDS_CLOSE, 5, 1, LW_CL_SIZE, 10, (struct timespec){ 0 }, 0, &a);
+		rc = mdc_close(&fake_fs, NULL, LW_OP_MDS_CLOSE, 5, 1, LW_CL_SIZE, 10, (struct timespec){ 0 }, 0,
+			       NULL, &a);
 		check_fixed(rc, &p, &a, sizeof(a));
 		break;
 	}
 	case 17:
 	case 18:
-		step_layout(which % 20 == 18, fin_u8(args));
+		step_layout(which % 21 == 18, fin_u8(args));
 		break;
 	case 19:
 		step_ost_table();
 		break;
+	case 20: {
+		void *data;
+		uint32_t len;
+
+		p = peek_reply();
+		rc = mdc_dom_read(&fake_fs, NULL, 5, &data, &len);
+		if (p.status)
+			FUZZ_CHECK(rc == p.status);
+		else if (rc == 0)
+			FUZZ_CHECK(len <= LOOM_DOM_MAX && p.len == sizeof(struct lw_blob_rep) + len &&
+				   (data != NULL) == (len != 0));
+		else
+			FUZZ_CHECK(rc == -EPROTO || rc == -ENOMEM);
+		free(data);
+		break;
+	}
 	}
 }
 

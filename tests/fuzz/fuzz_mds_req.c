@@ -91,6 +91,7 @@ static size_t fixed_size(uint16_t op)
 	case LW_OP_MDS_CLOSE:
 	case LW_OP_MDS_SIZE_UPDATE: return sizeof(struct lw_close_req);
 	case LW_OP_MDS_SETLAYOUT: return sizeof(struct lw_setlayout_req);
+	case LW_OP_MDS_DOM_READ: return sizeof(struct lw_ino_req);
 	case LW_OP_MDS_OST_REGISTER: return sizeof(struct lw_ost_register_req);
 	case LW_OP_MDS_OST_HEARTBEAT: return sizeof(struct lw_ost_heartbeat_req);
 	default: return 0;
@@ -122,7 +123,12 @@ static void check_layout_req(const struct lw_layout *l)
 {
 	size_t pn = strnlen(l->pool, sizeof(l->pool));
 
-	FUZZ_CHECK(l->magic == LW_LAYOUT_MAGIC && l->version == LW_LAYOUT_V1);
+	FUZZ_CHECK(l->magic == LW_LAYOUT_MAGIC && (l->version == LW_LAYOUT_V1 || l->version == LW_LAYOUT_V2));
+	/* Version 1 has no dom_size: read as 0. Else 0, none, or 64 KiB multiples to 1 MiB. */
+	FUZZ_CHECK(l->version == LW_LAYOUT_V2 || (l->dom_size == 0 && l->pad == 0));
+	FUZZ_CHECK(l->pad == 0);
+	FUZZ_CHECK(l->dom_size == LOOM_DOM_NONE ||
+		   (l->dom_size % LOOM_STRIPE_UNIT == 0 && l->dom_size <= LOOM_DOM_MAX));
 	FUZZ_CHECK(l->pattern == 0 || l->pattern == LW_PATTERN_RAID0);
 	FUZZ_CHECK(l->stripe_size % LOOM_STRIPE_UNIT == 0);
 	FUZZ_CHECK(l->stripe_count >= -1 && l->stripe_count <= LOOM_MAX_STRIPES);
@@ -213,7 +219,14 @@ static void check_contents(const struct lw_mds_req *q, const struct body *b)
 		break;
 	case LW_OP_MDS_CLOSE:
 	case LW_OP_MDS_SIZE_UPDATE:
-		FUZZ_CHECK(!(q->u.close.flags & ~(LW_CL_SIZE | LW_CL_MTIME | LW_CL_BLOCKS)));
+		FUZZ_CHECK(!(q->u.close.flags & ~(LW_CL_SIZE | LW_CL_MTIME | LW_CL_BLOCKS | LW_CL_DOM)));
+		if (q->u.close.flags & LW_CL_DOM) {
+			FUZZ_CHECK(q->dom.pad == 0 && q->dom.len <= LOOM_DOM_MAX &&
+				   q->dom.offset + q->dom.len <= LOOM_DOM_MAX);
+			FUZZ_CHECK(q->dom.len == 0 || inside(b, q->dom_data, q->dom.len));
+		} else {
+			FUZZ_CHECK(q->dom.len == 0 && q->dom_data == NULL);
+		}
 		break;
 	case LW_OP_MDS_SETLAYOUT:
 		check_layout_req(&q->u.setlayout.layout);
@@ -250,6 +263,12 @@ static void put_name(struct lw_wr *w, const struct lw_name *n)
 }
 
 /* The body as a client would send it for this decoded request. */
+/* A request layout as it came: 48 bytes for version 1, 56 for version 2. */
+static void put_layout(struct lw_wr *w, const struct lw_layout *l)
+{
+	lw_wr_put(w, l, l->version == LW_LAYOUT_V1 ? LW_LAYOUT_V1_SIZE : sizeof(*l));
+}
+
 static void encode(const struct lw_mds_req *q, struct lw_wr *w)
 {
 	if (has_cred(q->op))
@@ -258,7 +277,8 @@ static void encode(const struct lw_mds_req *q, struct lw_wr *w)
 	case LW_OP_MDS_CONNECT: lw_wr_put(w, &q->u.connect, sizeof(q->u.connect)); break;
 	case LW_OP_MDS_GETATTR:
 	case LW_OP_MDS_READLINK:
-	case LW_OP_MDS_GETLAYOUT: lw_wr_put(w, &q->u.ino, sizeof(q->u.ino)); break;
+	case LW_OP_MDS_GETLAYOUT:
+	case LW_OP_MDS_DOM_READ: lw_wr_put(w, &q->u.ino, sizeof(q->u.ino)); break;
 	case LW_OP_MDS_LOOKUP:
 	case LW_OP_MDS_UNLINK:
 	case LW_OP_MDS_RMDIR:
@@ -270,7 +290,7 @@ static void encode(const struct lw_mds_req *q, struct lw_wr *w)
 		lw_wr_put(w, &q->u.create.f, sizeof(q->u.create.f));
 		put_name(w, &q->u.create.name);
 		if (q->u.create.has_layout)
-			lw_wr_put(w, &q->u.create.layout, sizeof(q->u.create.layout));
+			put_layout(w, &q->u.create.layout);
 		break;
 	case LW_OP_MDS_MKDIR:
 		lw_wr_put(w, &q->u.mkdir.f, sizeof(q->u.mkdir.f));
@@ -305,10 +325,16 @@ static void encode(const struct lw_mds_req *q, struct lw_wr *w)
 	case LW_OP_MDS_ACCESS: lw_wr_put(w, &q->u.access, sizeof(q->u.access)); break;
 	case LW_OP_MDS_LOCK: lw_wr_put(w, &q->u.lock, sizeof(q->u.lock)); break;
 	case LW_OP_MDS_CLOSE:
-	case LW_OP_MDS_SIZE_UPDATE: lw_wr_put(w, &q->u.close, sizeof(q->u.close)); break;
+	case LW_OP_MDS_SIZE_UPDATE:
+		lw_wr_put(w, &q->u.close, sizeof(q->u.close));
+		if (q->u.close.flags & LW_CL_DOM) {
+			lw_wr_put(w, &q->dom, sizeof(q->dom));
+			lw_wr_put(w, q->dom_data, q->dom.len);
+		}
+		break;
 	case LW_OP_MDS_SETLAYOUT:
 		lw_wr_put(w, &q->u.setlayout.f, sizeof(q->u.setlayout.f));
-		lw_wr_put(w, &q->u.setlayout.layout, sizeof(q->u.setlayout.layout));
+		put_layout(w, &q->u.setlayout.layout);
 		break;
 	case LW_OP_MDS_OST_REGISTER: lw_wr_put(w, &q->u.ost_register, sizeof(q->u.ost_register)); break;
 	case LW_OP_MDS_OST_HEARTBEAT:
