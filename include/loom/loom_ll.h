@@ -91,6 +91,8 @@ int loom_flush(loom_file *f);
 int loom_ll_flush_ino(loom_fs *fs, uint64_t ino);
 /* The inode a file handle is open on. */
 uint64_t loom_file_ino(const loom_file *f);
+/* The flags it was opened with (O_ACCMODE and the others given to open). */
+int loom_file_flags(const loom_file *f);
 /* The file's attributes as this handle last heard them from the MDS (at open, fstat, flush or
  * fsync), with its own writes counted. No request is sent. */
 void loom_file_attr(loom_file *f, struct stat *st);

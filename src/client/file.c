@@ -697,6 +697,11 @@ uint64_t loom_file_ino(const loom_file *f)
 	return f->ino;
 }
 
+int loom_file_flags(const loom_file *f)
+{
+	return f->flags;
+}
+
 int loom_ftruncate(loom_file *f, off_t size)
 {
 	struct lw_setattr sa = { .ino = f->ino, .valid = LW_SA_SIZE | LW_SA_FH };

@@ -148,6 +148,16 @@ static void lm_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 }
 
 /* Every close(2): what this descriptor wrote becomes visible to every later open anywhere. */
+/* A handle that could write: its flush, fsync and release report sizes and times to the MDS,
+ * which listings and attributes fetched before must not hide. A read-only one changes nothing
+ * (and a loop of np.load keeps its statahead listing). */
+static int changed_if_writer(struct lmount *m, loom_file *f, int rc)
+{
+	if ((loom_file_flags(f) & O_ACCMODE) != O_RDONLY)
+		lm_sa_changed(m);
+	return rc;
+}
+
 static void lm_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	loom_file *f = file_of(fi);
@@ -157,7 +167,7 @@ static void lm_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	lm_unlock_begin(lm_of(req));
 	lm_locks_on_close(req, ino, fi);
 	lm_unlock_end(lm_of(req));
-	rc = lm_changed(lm_of(req), loom_flush(f));
+	rc = changed_if_writer(lm_of(req), f, loom_flush(f));
 	if (rc == 0) {
 		/* Our own change: the pages this mount caches are the new data. */
 		loom_file_attr(f, &st);
@@ -168,12 +178,16 @@ static void lm_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 static void lm_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	loom_file *f = file_of(fi);
+	bool writer = (loom_file_flags(f) & O_ACCMODE) != O_RDONLY;
 	int rc;
 
 	lm_unlock_begin(lm_of(req));
 	if (fi->flock_release)
 		lm_locks_on_close(req, ino, fi);
-	rc = lm_changed(lm_of(req), loom_close(file_of(fi)));
+	rc = loom_close(f);
+	if (writer)
+		lm_sa_changed(lm_of(req));
 	lm_unlock_end(lm_of(req));
 	lm_reply_err(req, rc);
 }
@@ -185,7 +199,7 @@ static void lm_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 	int rc;
 
 	(void)datasync; /* the size must reach the MDS either way, or the data is not reachable */
-	rc = lm_changed(lm_of(req), loom_fsync(f));
+	rc = changed_if_writer(lm_of(req), f, loom_fsync(f));
 	if (rc == 0) {
 		loom_file_attr(f, &st);
 		lm_stamp_set(lm_of(req), ino, &st);
