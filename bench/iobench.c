@@ -39,11 +39,12 @@ static int parse_size(const char *s, unsigned long long *out)
 	return 0;
 }
 
-/* meta DIR [N]: N getattrs, creates (with close) and unlinks in DIR, one after another: the
- * latency of each metadata round trip through libloom, without FUSE. */
+/* meta DIR [N]: N getattrs, creates (with close), read-only opens (with close) and unlinks in
+ * DIR, one after another: the latency of each metadata round trip through libloom, without
+ * FUSE. */
 static int meta_bench(const char *addr, const char *dir, int n)
 {
-	const char *names[] = { "stat", "create+close", "unlink" };
+	const char *names[] = { "stat", "create+close", "open+close", "unlink" };
 	char path[4096];
 	struct stat st;
 	loom_fs *fs;
@@ -54,7 +55,7 @@ static int meta_bench(const char *addr, const char *dir, int n)
 		return 1;
 	}
 	loom_mkdir(fs, dir, 0755);
-	for (int phase = 0; phase < 3; phase++) {
+	for (int phase = 0; phase < 4; phase++) {
 		double t0 = now();
 
 		for (int i = 0; i < n; i++) {
@@ -65,7 +66,9 @@ static int meta_bench(const char *addr, const char *dir, int n)
 				rc = loom_stat(fs, dir, &st);
 			else if (phase == 1 && (rc = loom_create(fs, path, O_WRONLY | O_CREAT, 0644, NULL, &f)) == 0)
 				rc = loom_close(f);
-			else if (phase == 2)
+			else if (phase == 2 && (rc = loom_open(fs, path, O_RDONLY, 0, &f)) == 0)
+				rc = loom_close(f);
+			else if (phase == 3)
 				rc = loom_unlink(fs, path);
 			if (rc) {
 				fprintf(stderr, "%s %s: %s\n", names[phase], path, strerror(-rc));

@@ -99,6 +99,10 @@ void loom_file_attr(loom_file *f, struct stat *st);
 /* The same when those attributes are at most max_age_ns old (0); -EAGAIN when older. For a mount
  * that may answer a getattr through an open file from them within its attribute timeout. */
 int loom_file_attr_recent(loom_file *f, uint64_t max_age_ns, struct stat *st);
+/* The same for an inode, through any handle of it in this client whose tag is `tag` (fstat(2)
+ * reaches a FUSE mount as a getattr without its file handle). -EAGAIN when there is none. */
+int loom_ll_attr_recent(loom_fs *fs, uint64_t ino, uint64_t max_age_ns, uint64_t tag,
+			struct stat *st);
 /* A value the caller keeps with a handle (0 until set): loom-mount keeps its change count. */
 void loom_file_set_tag(loom_file *f, uint64_t tag);
 uint64_t loom_file_tag(const loom_file *f);

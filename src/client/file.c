@@ -775,6 +775,19 @@ int loom_file_attr_recent(loom_file *f, uint64_t max_age_ns, struct stat *st)
 	return rc;
 }
 
+int loom_ll_attr_recent(loom_fs *fs, uint64_t ino, uint64_t max_age_ns, uint64_t tag,
+			struct stat *st)
+{
+	int rc = -EAGAIN;
+
+	pthread_mutex_lock(&fs->files_lock);
+	for (loom_file *f = u64map_get(&fs->files, ino); f && rc; f = f->next_same_ino)
+		if (f->tag == tag)
+			file_attr(f, max_age_ns, st, &rc);
+	pthread_mutex_unlock(&fs->files_lock);
+	return rc;
+}
+
 void loom_file_set_tag(loom_file *f, uint64_t tag)
 {
 	f->tag = tag;

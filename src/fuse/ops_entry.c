@@ -44,6 +44,7 @@ static void lm_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 static void lm_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct lmount *m = lm_of(req);
+	uint64_t max_age = (uint64_t)(m->opts.attr_timeout * 1e9);
 	struct loom_cred cr;
 	struct stat st;
 	int rc;
@@ -56,10 +57,13 @@ static void lm_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		 * nothing changed through this mount since (a program's fstat after its read, which
 		 * the kernel sends because the read made the cached atime stale). */
 		if (loom_file_tag(f) != lm_change_count(m) ||
-		    loom_file_attr_recent(f, (uint64_t)(m->opts.attr_timeout * 1e9), &st) != 0)
+		    loom_file_attr_recent(f, max_age, &st) != 0)
 			rc = loom_fstat(f, &st);
 		else
 			rc = 0;
+	} else if (loom_ll_attr_recent(m->fs, ino, max_age, lm_change_count(m), &st) == 0) {
+		/* fstat(2) comes without the handle: any handle open here serves as well. */
+		rc = 0;
 	} else {
 		lm_cred(req, &cr);
 		rc = loom_ll_getattr(m->fs, &cr, ino, &st);
