@@ -120,6 +120,21 @@ void files_pending_attr(loom_fs *fs, struct lw_attr *attr)
 	pthread_mutex_unlock(&fs->files_lock);
 }
 
+/* The file's size as this client knows it: another handle of ours may have written past what
+ * this one saw at its open (a reader that bypasses the page cache must see it, as locally). */
+static uint64_t files_written_size(loom_fs *fs, uint64_t ino, uint64_t size)
+{
+	pthread_mutex_lock(&fs->files_lock);
+	for (loom_file *f = u64map_get(&fs->files, ino); f; f = f->next_same_ino) {
+		pthread_mutex_lock(&f->lock);
+		if (f->dirty && f->size > size)
+			size = f->size;
+		pthread_mutex_unlock(&f->lock);
+	}
+	pthread_mutex_unlock(&fs->files_lock);
+	return size;
+}
+
 void files_forget_mtime(loom_fs *fs, uint64_t ino)
 {
 	pthread_mutex_lock(&fs->files_lock);
@@ -416,6 +431,8 @@ ssize_t loom_pread(loom_file *f, void *buf, size_t len, off_t off)
 	pthread_mutex_lock(&f->lock);
 	size = f->size;
 	pthread_mutex_unlock(&f->lock);
+	if ((uint64_t)off + len > size)
+		size = files_written_size(f->fs, f->ino, size);
 	if ((uint64_t)off >= size || len == 0)
 		return 0;
 	if (len > size - (uint64_t)off)

@@ -182,3 +182,25 @@ def test_mds_kill9_keeps_what_was_fsynced(cluster):
     with second_mount(cluster) as other:
         for i in range(done + 1):
             assert read(os.path.join(other, "w", "f%d" % i)) == b"%d" % i * 100, "f%d lost or wrong" % i
+
+
+def test_two_handles_of_one_mount_share_the_bytes(cluster):
+    """A reader that bypasses the page cache (O_DIRECT) sees, through its own handle, what
+    another handle of the same mount wrote and has not flushed yet, and its truncation."""
+    import mmap
+    mnt = mount(cluster)
+    p = os.path.join(mnt, "two")
+    w = os.open(p, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    r = os.open(p, os.O_RDONLY | os.O_DIRECT)
+    buf = mmap.mmap(-1, 4096)
+    try:
+        os.write(w, b"A" * 100)
+        assert os.preadv(r, [buf], 0) == 100 and bytes(buf[:100]) == b"A" * 100
+        os.pwrite(w, b"B" * 10, 50)
+        assert os.preadv(r, [buf], 0) == 100 and bytes(buf[45:65]) == b"A" * 5 + b"B" * 10 + b"A" * 5
+        os.ftruncate(w, 55)
+        assert os.preadv(r, [buf], 0) == 55 and bytes(buf[:55]) == b"A" * 50 + b"B" * 5
+    finally:
+        os.close(w)
+        os.close(r)
+    assert read(p) == b"A" * 50 + b"B" * 5
