@@ -29,6 +29,7 @@ import threading
 import pytest
 
 from apputil import make_source_tree
+from loomutil import mount_daemon_pids
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PARENT_CONFTEST = os.path.join(os.path.dirname(HERE), "conftest.py")
@@ -52,23 +53,6 @@ def is_mounted(path, fstype=None):
             if fields[1].replace("\\040", " ") == path and (fstype is None or fields[2] == fstype):
                 return True
     return False
-
-
-def mount_daemon_pids(path):
-    """Pids of the loom-mount processes serving mount point path (found by their command line)."""
-    path = os.path.realpath(path)
-    pids = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/cmdline" % d, "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            continue
-        if argv and os.path.basename(argv[0]) == b"loom-mount" and path.encode() in argv[1:]:
-            pids.append(int(d))
-    return pids
 
 
 def mount_problem(path):
