@@ -49,7 +49,7 @@ clean:
 # -fsanitize=fuzzer-no-link and ASan+UBSan. -Wno-unknown-warning-option: clang 14 does not know
 # the top-level meson.build's -Wno-format-truncation, a GCC-only option.
 FUZZ_BUILD ?= build-fuzz
-FUZZ_SECONDS ?= 12
+FUZZ_SECONDS ?= 8
 FUZZ_JOBS ?= 2
 
 .PHONY: fuzz
