@@ -65,7 +65,7 @@ static void open_reply(fuse_req_t req, struct fuse_file_info *fi, loom_file *f, 
 	lm_stamp_set(m, st->st_ino, st);
 	if (stale_attrs)
 		fuse_lowlevel_notify_inval_inode(m->se, st->st_ino, -1, 0);
-	if (fi->flags & O_DIRECT)
+	if (fi->flags & O_DIRECT || (fi->flags & O_ACCMODE) == O_WRONLY)
 		fi->direct_io = 1;
 	if ((e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi)) != 0)
 		loom_close(f); /* the opener was interrupted and will never release it */
