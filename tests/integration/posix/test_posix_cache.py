@@ -231,3 +231,23 @@ def test_1019_stat_on_b_during_write_on_a_then_read_after_close(root):
         os.close(fd)
     assert os.stat(root.p("f")).st_size == 12000
     assert read_file(root.q("f")) == b"written on A" * 1000
+
+
+def test_1020_write_only_descriptor_updates_what_this_mount_cached(root):
+    # A write-only descriptor's writes bypass the page cache on Loom; another descriptor of the
+    # same mount that cached the file must still read them at once, before any close.
+    write_file(root.p("f"), b"A" * (64 * KiB))
+    rfd = os.open(root.p("f"), os.O_RDONLY)
+    try:
+        assert os.pread(rfd, 64 * KiB, 0) == b"A" * (64 * KiB)
+        wfd = os.open(root.p("f"), os.O_WRONLY)
+        try:
+            assert os.pwrite(wfd, b"B" * 4096, 8192) == 4096
+            assert os.pwrite(wfd, b"C" * 100, 64 * KiB - 50) == 100
+            assert os.pread(rfd, 4096, 8192) == b"B" * 4096
+            assert os.fstat(rfd).st_size == 64 * KiB + 50
+            assert os.pread(rfd, 200, 64 * KiB - 100) == b"A" * 50 + b"C" * 100
+        finally:
+            os.close(wfd)
+    finally:
+        os.close(rfd)
