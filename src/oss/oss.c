@@ -324,6 +324,8 @@ static void usage(FILE *f)
 		"  --port-file FILE   write the bound HOST:PORT here once serving\n"
 		"  --threads N        I/O worker threads (default 8)\n"
 		"  --scrub-rate MIB   MiB/s a scrub may read from each OST (default %d; 0: no limit)\n"
+		"  --readcache-max-io KIB  reads larger than this are not kept in the page cache\n"
+		"                     (default %u; the client caches them; -1: keep all)\n"
 		"  --key FILE         the file system key: clients must prove they hold it, and the\n"
 		"                     MDS is asked to (default /etc/loom/loom.key, if it exists)\n"
 		"  --format           create the OSTs (needs --fsname) and exit\n"
@@ -331,7 +333,7 @@ static void usage(FILE *f)
 		"  --index N          with --format and one OST: the index it asks the MDS for\n"
 		"                     (default: the lowest free one at its first registration)\n"
 		"  --log-level LEVEL  error, warn, info (default) or debug\n",
-		LW_DEFAULT_MDS_PORT, SCRUB_RATE_MIB, LOOM_FSNAME_MAX);
+		LW_DEFAULT_MDS_PORT, SCRUB_RATE_MIB, OST_READCACHE_MAX_IO >> 10, LOOM_FSNAME_MAX);
 }
 
 #define DEFAULT_KEY_FILE "/etc/loom/loom.key"
@@ -347,6 +349,7 @@ int main(int argc, char **argv)
 		{ "key", required_argument, NULL, 'k' },
 		{ "index", required_argument, NULL, 'i' },
 		{ "scrub-rate", required_argument, NULL, 'r' },
+		{ "readcache-max-io", required_argument, NULL, 'R' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *dirs[MAX_OSTS], *mds = NULL, *listen_addr = "0.0.0.0", *port_file = NULL,
@@ -358,6 +361,7 @@ int main(int argc, char **argv)
 	enum log_level level = LOG_INFO;
 	bool format = false;
 	uint32_t index = OST_IDX_NONE;
+	size_t readcache_max_io = OST_READCACHE_MAX_IO;
 	int ndirs = 0, c, rc;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -389,6 +393,16 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			oss.scrub_rate = (uint64_t)v << 20;
+			break;
+		}
+		case 'R': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+			if (*end || end == optarg || v < -1 || v > (1L << 30)) {
+				fprintf(stderr, "loom-oss: --readcache-max-io takes KiB, 0..%ld, or -1\n", 1L << 30);
+				return 2;
+			}
+			readcache_max_io = v < 0 ? SIZE_MAX : (size_t)v << 10;
 			break;
 		}
 		case 'F': format = true; break;
@@ -465,6 +479,7 @@ int main(int argc, char **argv)
 				rc == -ENOENT ? " (format it with --format --fsname NAME)" : "");
 			return 1;
 		}
+		ost_set_readcache_max_io(oss.osts[i], readcache_max_io);
 		oss.nosts++;
 	}
 	raise_nofile_limit();

@@ -495,6 +495,11 @@ static int intents_open_and_recover(struct ost *o)
 
 /* ---- opening and closing ---- */
 
+void ost_set_readcache_max_io(struct ost *o, size_t max)
+{
+	o->readcache_max_io = max;
+}
+
 int ost_open(const char *dir, struct ost **out)
 {
 	struct ost *o;
@@ -506,6 +511,7 @@ int ost_open(const char *dir, struct ost **out)
 		return -ENOMEM;
 	o->dirfd = -1;
 	o->intent_fd = -1;
+	o->readcache_max_io = OST_READCACHE_MAX_IO;
 	for (int i = 0; i < NDIRS; i++) {
 		o->odir[i] = -1;
 		pthread_mutex_init(&o->odir_sync[i], NULL);
@@ -861,6 +867,9 @@ int ost_read(struct ost *o, uint64_t objid, uint64_t off, void *buf, size_t len,
 	rl_unlock(o, &rl);
 	if (rc)
 		goto out;
+	/* Drop-behind: clean pages go now; dirty ones (written, not yet on disk) stay. */
+	if (done > o->readcache_max_io)
+		posix_fadvise(h.fd, (off_t)off, (off_t)done, POSIX_FADV_DONTNEED);
 	*nread = done;
 stat:
 	rc = fd_stat(h.fd, os);

@@ -49,6 +49,15 @@ uint32_t ost_index(const struct ost *o);
 /* Records the index the MDS assigned (persistently, in ost.conf). */
 int ost_set_index(struct ost *o, uint32_t idx);
 
+/*
+ * Reads larger than max bytes are not kept in this server's page cache once read (Lustre's
+ * readcache_max_io): streaming reads are cached by the client that asked, and on a machine that
+ * runs clients and servers a second copy only takes memory. Smaller reads stay cached. The
+ * default is OST_READCACHE_MAX_IO; SIZE_MAX keeps everything.
+ */
+#define OST_READCACHE_MAX_IO (512u << 10)
+void ost_set_readcache_max_io(struct ost *o, size_t max);
+
 /* Reads up to len bytes at off. *nread < len at the object's end; a missing object gives 0.
  * -EIO when a block read does not match its checksum. */
 int ost_read(struct ost *o, uint64_t objid, uint64_t off, void *buf, size_t len, size_t *nread,

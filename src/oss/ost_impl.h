@@ -124,6 +124,7 @@ struct ost {
 	int nintent_free;
 
 	struct ost_scrub scrub;
+	size_t readcache_max_io;        /* see ost_set_readcache_max_io */
 };
 
 /* Blocks [first, last] of objid, shared (excl false) or exclusive. */

@@ -1,0 +1,85 @@
+"""What an OSS keeps in its page cache: large (streaming) reads are dropped once sent, since the
+client that asked caches them, while small reads stay cached (loom-oss --readcache-max-io)."""
+
+import mmap
+import os
+import subprocess
+import sys
+
+from loomutil import KiB, MiB, is_mounted, object_path, parse_any_getstripe, second_mount
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "posix"))
+from posixutil import resident_pages  # noqa: E402
+
+from conftest import OSS_BIN  # noqa: E402
+
+SIZE = 8 * MiB
+
+
+def mount(cluster):
+    mnt = os.path.join(cluster.dir, "mnt")
+    cluster.cluster_cmd("up", "--osts", str(cluster.osts), "--mount", mnt)
+    assert is_mounted(mnt)
+    return mnt
+
+
+def drop_caches():
+    subprocess.run(["sync"], check=True, timeout=120)
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+
+
+def one_object_file(cluster, mnt, name):
+    """A SIZE-byte file on one OST, with no bytes on the MDS; returns (data, its object's path)."""
+    d = os.path.join(mnt, "one")
+    if not os.path.isdir(d):
+        os.mkdir(d)
+        cluster.loom("setstripe", "-E", "-1", "-c", "1", "/one")
+    data = os.urandom(SIZE)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    layout = parse_any_getstripe(cluster.loom("getstripe", "/one/" + name).stdout)
+    (idx, objid), = layout.objects
+    return data, object_path(cluster.ost_dir(idx), objid)
+
+
+def test_streaming_read_is_not_kept_small_reads_are(cluster):
+    mnt = mount(cluster)
+    data, obj = one_object_file(cluster, mnt, "f")
+    drop_caches()
+    with second_mount(cluster) as view:
+        with open(os.path.join(view, "one", "f"), "rb", buffering=0) as f:
+            assert f.read() == data
+    pages = SIZE // 4096
+    # The client read in requests of up to 1 MiB; only its first, smaller read-ahead requests
+    # may have stayed. Without drop-behind every page would be resident.
+    assert resident_pages(obj, SIZE) < pages // 4, "the OSS kept what it streamed"
+
+    drop_caches()
+    offsets = [k * MiB + 12 * KiB for k in range(8)]
+    fd = os.open(os.path.join(mnt, "one", "f"), os.O_RDONLY | os.O_DIRECT)
+    try:
+        buf = mmap.mmap(-1, 4096)
+        for off in offsets:
+            assert os.preadv(fd, [buf], off) == 4096
+            assert buf[:] == data[off:off + 4096]
+    finally:
+        os.close(fd)
+    for off in offsets:
+        assert resident_pages_at(obj, off) == 1, "a 4 KiB read at %d was not kept" % off
+
+
+def resident_pages_at(path, off):
+    """Whether the page holding byte off of path is in the page cache (1) or not (0)."""
+    before = resident_pages(path, off)
+    return resident_pages(path, off + 4096) - before
+
+
+def test_readcache_max_io_option_is_checked():
+    for bad in ("abc", "-2", "12x", ""):
+        p = subprocess.run([OSS_BIN, "--ost", "/nonexistent", "--mds", "127.0.0.1:1", "--readcache-max-io", bad],
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode == 2, (bad, p.returncode, p.stderr)
+        assert "--readcache-max-io" in p.stderr
