@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -326,6 +327,8 @@ static void usage(FILE *f)
 		"  --scrub-rate MIB   MiB/s a scrub may read from each OST (default %d; 0: no limit)\n"
 		"  --readcache-max-io KIB  reads larger than this are not kept in the page cache\n"
 		"                     (default %u; the client caches them; -1: keep all)\n"
+		"  --writeback-min-io KIB  writes this large start going to disk at once\n"
+		"                     (default %u; -1: leave them to the kernel's flusher)\n"
 		"  --key FILE         the file system key: clients must prove they hold it, and the\n"
 		"                     MDS is asked to (default /etc/loom/loom.key, if it exists)\n"
 		"  --format           create the OSTs (needs --fsname) and exit\n"
@@ -333,10 +336,25 @@ static void usage(FILE *f)
 		"  --index N          with --format and one OST: the index it asks the MDS for\n"
 		"                     (default: the lowest free one at its first registration)\n"
 		"  --log-level LEVEL  error, warn, info (default) or debug\n",
-		LW_DEFAULT_MDS_PORT, SCRUB_RATE_MIB, OST_READCACHE_MAX_IO >> 10, LOOM_FSNAME_MAX);
+		LW_DEFAULT_MDS_PORT, SCRUB_RATE_MIB, OST_READCACHE_MAX_IO >> 10, OST_WRITEBACK_MIN_IO >> 10,
+		LOOM_FSNAME_MAX);
 }
 
 #define DEFAULT_KEY_FILE "/etc/loom/loom.key"
+
+#define IO_SIZE_ARG_MAX (1 << 30) /* KiB */
+
+/* A size in KiB for the cache policy; -1 is SIZE_MAX (off). */
+static int io_size_arg(const char *arg, size_t *out)
+{
+	char *end;
+	long v = strtol(arg, &end, 10);
+
+	if (*end || end == arg || v < -1 || v > IO_SIZE_ARG_MAX)
+		return -EINVAL;
+	*out = v < 0 ? SIZE_MAX : (size_t)v << 10;
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -350,6 +368,7 @@ int main(int argc, char **argv)
 		{ "index", required_argument, NULL, 'i' },
 		{ "scrub-rate", required_argument, NULL, 'r' },
 		{ "readcache-max-io", required_argument, NULL, 'R' },
+		{ "writeback-min-io", required_argument, NULL, 'W' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *dirs[MAX_OSTS], *mds = NULL, *listen_addr = "0.0.0.0", *port_file = NULL,
@@ -361,7 +380,7 @@ int main(int argc, char **argv)
 	enum log_level level = LOG_INFO;
 	bool format = false;
 	uint32_t index = OST_IDX_NONE;
-	size_t readcache_max_io = OST_READCACHE_MAX_IO;
+	struct ost_cache_policy cache = { OST_READCACHE_MAX_IO, OST_WRITEBACK_MIN_IO };
 	int ndirs = 0, c, rc;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -395,16 +414,14 @@ int main(int argc, char **argv)
 			oss.scrub_rate = (uint64_t)v << 20;
 			break;
 		}
-		case 'R': {
-			char *end;
-			long v = strtol(optarg, &end, 10);
-			if (*end || end == optarg || v < -1 || v > (1L << 30)) {
-				fprintf(stderr, "loom-oss: --readcache-max-io takes KiB, 0..%ld, or -1\n", 1L << 30);
+		case 'R':
+		case 'W':
+			if (io_size_arg(optarg, c == 'R' ? &cache.readcache_max_io : &cache.writeback_min_io)) {
+				fprintf(stderr, "loom-oss: --%s takes KiB, 0..%d, or -1\n",
+					c == 'R' ? "readcache-max-io" : "writeback-min-io", IO_SIZE_ARG_MAX);
 				return 2;
 			}
-			readcache_max_io = v < 0 ? SIZE_MAX : (size_t)v << 10;
 			break;
-		}
 		case 'F': format = true; break;
 		case 'n': fsname = optarg; break;
 		case 'i': {
@@ -479,7 +496,7 @@ int main(int argc, char **argv)
 				rc == -ENOENT ? " (format it with --format --fsname NAME)" : "");
 			return 1;
 		}
-		ost_set_readcache_max_io(oss.osts[i], readcache_max_io);
+		ost_set_cache_policy(oss.osts[i], &cache);
 		oss.nosts++;
 	}
 	raise_nofile_limit();

@@ -495,9 +495,9 @@ static int intents_open_and_recover(struct ost *o)
 
 /* ---- opening and closing ---- */
 
-void ost_set_readcache_max_io(struct ost *o, size_t max)
+void ost_set_cache_policy(struct ost *o, const struct ost_cache_policy *p)
 {
-	o->readcache_max_io = max;
+	o->cache = *p;
 }
 
 int ost_open(const char *dir, struct ost **out)
@@ -511,7 +511,8 @@ int ost_open(const char *dir, struct ost **out)
 		return -ENOMEM;
 	o->dirfd = -1;
 	o->intent_fd = -1;
-	o->readcache_max_io = OST_READCACHE_MAX_IO;
+	o->cache.readcache_max_io = OST_READCACHE_MAX_IO;
+	o->cache.writeback_min_io = OST_WRITEBACK_MIN_IO;
 	for (int i = 0; i < NDIRS; i++) {
 		o->odir[i] = -1;
 		pthread_mutex_init(&o->odir_sync[i], NULL);
@@ -868,7 +869,7 @@ int ost_read(struct ost *o, uint64_t objid, uint64_t off, void *buf, size_t len,
 	if (rc)
 		goto out;
 	/* Drop-behind: clean pages go now; dirty ones (written, not yet on disk) stay. */
-	if (done > o->readcache_max_io)
+	if (done > o->cache.readcache_max_io)
 		posix_fadvise(h.fd, (off_t)off, (off_t)done, POSIX_FADV_DONTNEED);
 	*nread = done;
 stat:
@@ -962,6 +963,9 @@ int ost_write(struct ost *o, uint64_t objid, uint64_t off, const void *buf, size
 	intent_end(o, slot);
 unlock:
 	rl_unlock(o, &rl);
+	/* Early write-out; it may wait for the disk's queue, which paces a fast writer. */
+	if (rc == 0 && len >= o->cache.writeback_min_io)
+		sync_file_range(h.fd, (off_t)off, (off_t)len, SYNC_FILE_RANGE_WRITE);
 stat:
 	if (rc == 0)
 		rc = fd_stat(h.fd, os);

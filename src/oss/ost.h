@@ -50,13 +50,22 @@ uint32_t ost_index(const struct ost *o);
 int ost_set_index(struct ost *o, uint32_t idx);
 
 /*
- * Reads larger than max bytes are not kept in this server's page cache once read (Lustre's
- * readcache_max_io): streaming reads are cached by the client that asked, and on a machine that
- * runs clients and servers a second copy only takes memory. Smaller reads stay cached. The
- * default is OST_READCACHE_MAX_IO; SIZE_MAX keeps everything.
+ * What a server keeps in its page cache.
+ * - readcache_max_io: reads larger than this are dropped from the cache once read (Lustre's
+ *   readcache_max_io). Streaming reads are cached by the client that asked; on a machine that
+ *   runs clients and servers a second copy only takes memory. Smaller reads stay cached.
+ * - writeback_min_io: writes of at least this size start going to disk at once instead of
+ *   waiting in the cache for the kernel's flusher, so that a later fsync (a checkpoint's) finds
+ *   little left to write and dirty pages do not pile up.
+ * SIZE_MAX turns either off.
  */
+struct ost_cache_policy {
+	size_t readcache_max_io;
+	size_t writeback_min_io;
+};
 #define OST_READCACHE_MAX_IO (512u << 10)
-void ost_set_readcache_max_io(struct ost *o, size_t max);
+#define OST_WRITEBACK_MIN_IO (512u << 10)
+void ost_set_cache_policy(struct ost *o, const struct ost_cache_policy *p);
 
 /* Reads up to len bytes at off. *nread < len at the object's end; a missing object gives 0.
  * -EIO when a block read does not match its checksum. */

@@ -124,7 +124,7 @@ struct ost {
 	int nintent_free;
 
 	struct ost_scrub scrub;
-	size_t readcache_max_io;        /* see ost_set_readcache_max_io */
+	struct ost_cache_policy cache;
 };
 
 /* Blocks [first, last] of objid, shared (excl false) or exclusive. */

@@ -1,5 +1,7 @@
 """What an OSS keeps in its page cache: large (streaming) reads are dropped once sent, since the
-client that asked caches them, while small reads stay cached (loom-oss --readcache-max-io)."""
+client that asked caches them, while small reads stay cached (loom-oss --readcache-max-io).
+Large writes start going to disk at once (--writeback-min-io); bench/ measures what that gains
+for checkpoints."""
 
 import mmap
 import os
@@ -77,9 +79,10 @@ def resident_pages_at(path, off):
     return resident_pages(path, off + 4096) - before
 
 
-def test_readcache_max_io_option_is_checked():
-    for bad in ("abc", "-2", "12x", ""):
-        p = subprocess.run([OSS_BIN, "--ost", "/nonexistent", "--mds", "127.0.0.1:1", "--readcache-max-io", bad],
-                           capture_output=True, text=True, timeout=30)
-        assert p.returncode == 2, (bad, p.returncode, p.stderr)
-        assert "--readcache-max-io" in p.stderr
+def test_cache_policy_options_are_checked():
+    for opt in ("--readcache-max-io", "--writeback-min-io"):
+        for bad in ("abc", "-2", "12x", "", "99999999999"):
+            p = subprocess.run([OSS_BIN, "--ost", "/nonexistent", "--mds", "127.0.0.1:1", opt, bad],
+                               capture_output=True, text=True, timeout=30)
+            assert p.returncode == 2, (opt, bad, p.returncode, p.stderr)
+            assert opt in p.stderr
