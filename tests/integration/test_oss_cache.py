@@ -3,17 +3,21 @@ client that asked caches them, while small reads stay cached (loom-oss --readcac
 Large writes start going to disk at once (--writeback-min-io); bench/ measures what that gains
 for checkpoints."""
 
+import importlib.util
 import mmap
 import os
 import subprocess
-import sys
 
 from loomutil import KiB, MiB, is_mounted, object_path, parse_any_getstripe, second_mount
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "posix"))
-from posixutil import resident_pages  # noqa: E402
-
-from conftest import OSS_BIN  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
+# posix/posixutil.py by its path: putting posix/ on sys.path would shadow this directory's conftest.
+_spec = importlib.util.spec_from_file_location("posixutil", os.path.join(HERE, "posix", "posixutil.py"))
+posixutil = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(posixutil)
+resident_pages = posixutil.resident_pages
+OSS_BIN = os.path.join(os.path.abspath(os.environ.get("LOOM_BUILD") or os.path.join(HERE, "..", "..", "build")),
+                       "src", "oss", "loom-oss")
 
 SIZE = 8 * MiB
 
