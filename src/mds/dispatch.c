@@ -99,15 +99,13 @@ static int reply_with_layout(struct reply *r, const void *fixed, size_t flen,
 /* The session a request belongs to (sessions.c); 0 only without memory. */
 static uint64_t sid_of(struct mds *m, const struct srv_req *req)
 {
-	struct mds_session *s = mds_session_of(m, req->conn_id);
-
-	return s ? s->sid : 0;
+	return mds_session_sid(m, req->conn_id);
 }
 
 static void release_if_unused(struct mds *m, struct mdt_txn *t, const struct mdt_unlinked *v,
 			      struct batch_state *bs, int *rc)
 {
-	if (*rc || v->ino == 0 || v->nlink != 0 || mds_ino_is_open(m, v->ino))
+	if (*rc || v->ino == 0 || v->nlink != 0 || !mds_ino_release_if_closed(m, v->ino))
 		return;
 	*rc = mdt_inode_release(t, v->ino);
 	bs->released = true;
@@ -269,8 +267,9 @@ out:
 	return rc;
 }
 
-static int exec_open(struct mds *m, struct mdt_txn *t, struct srv_req *req, const struct lw_mds_req *q,
-		     struct timespec now, struct reply *r)
+/* MDS_OPEN for a handle made already: the checks, the layout, the Data-on-MDT bytes. */
+static int open_with_handle(struct mdt_txn *t, const struct lw_mds_req *q, struct timespec now,
+			    uint64_t handle, struct reply *r)
 {
 	struct lw_open_rep rep = { 0 };
 	struct loom_layout *layout = NULL;
@@ -279,19 +278,33 @@ static int exec_open(struct mds *m, struct mdt_txn *t, struct srv_req *req, cons
 	const void *dom = NULL;
 	uint32_t dom_len = 0;
 
+	rep.handle = handle;
 	rc = mdt_open(t, &q->cred, q->u.open.ino, q->u.open.open_flags, now, &rep.attr, &layout);
 	/* Data-on-MDT: the file's first bytes travel with the open, so a small file costs one
 	 * round trip. */
 	if (rc == 0 && layout && layout->dom_size)
 		rc = mdt_dom_peek(t, q->u.open.ino, &dom, &dom_len);
-	if (rc == 0)
-		rc = mds_handle_open(m, rep.attr.ino, sid_of(m, req), &rep.handle);
 	if (rc == 0) {
 		rep.has_layout = layout != NULL;
 		rep.dom_len = dom_len;
 		rc = reply_with_layout_tail(r, &rep, sizeof(rep), layout, dom, dom_len);
 	}
 	free(layout);
+	return rc;
+}
+
+/* The handle is made before the open reads the inode: see run_open_here. */
+static int exec_open(struct mds *m, struct mdt_txn *t, struct srv_req *req, const struct lw_mds_req *q,
+		     struct timespec now, struct reply *r)
+{
+	uint64_t handle;
+	int rc = mds_handle_open(m, q->u.open.ino, sid_of(m, req), &handle);
+
+	if (rc)
+		return rc;
+	rc = open_with_handle(t, q, now, handle, r);
+	if (rc)
+		mds_handle_forget(m, handle);
 	return rc;
 }
 
@@ -641,6 +654,10 @@ static int exec_internal(struct mds *m, struct mdt_txn *t, struct srv_req *item,
 		return mds_destroyer_done(m, t, (const struct loom_ostobj *)item->body,
 					  item->hdr.body_len / (uint32_t)sizeof(struct loom_ostobj),
 					  item->hdr.status == 0);
+	case MDS_INTERNAL_DROP_HANDLE: {
+		const struct mds_handle_ref *h = (const struct mds_handle_ref *)item->body;
+		return mds_handle_close(m, t, h->handle, h->ino, h->sid, &bs->released);
+	}
 	default:
 		return -EINVAL;
 	}
@@ -667,6 +684,25 @@ static bool op_cacheable(uint16_t op)
 	}
 }
 
+static int decode_req(struct mds *m, const struct srv_req *req, struct lw_mds_req *q)
+{
+	int rc = lw_mds_req_decode(req->hdr.opcode, req->body, req->hdr.body_len, q);
+
+	if (rc) {
+		if (rc == -EPROTO || rc == -EOPNOTSUPP)
+			log_warn("%s from %s: malformed request (%s)", lw_op_name(req->hdr.opcode),
+				 srv_req_peer(req), strerror(-rc));
+		return rc;
+	}
+	if (m->root_squash && q->cred.uid == 0) {
+		/* --root-squash: no client's root is root here. */
+		q->cred.uid = LOOM_SQUASH_ID;
+		q->cred.gid = LOOM_SQUASH_ID;
+		q->cred.ngroups = 0;
+	}
+	return 0;
+}
+
 /* Runs one item in its own child transaction (write batches), so its failure leaves no trace. */
 static void run_one(struct mds *m, struct mdt_txn *txn, bool write, struct srv_req *req,
 		    struct batch_state *bs, struct reply *r)
@@ -677,19 +713,10 @@ static void run_one(struct mds *m, struct mdt_txn *txn, bool write, struct srv_r
 	int rc;
 
 	if (req->conn) {
-		rc = lw_mds_req_decode(req->hdr.opcode, req->body, req->hdr.body_len, &q);
+		rc = decode_req(m, req, &q);
 		if (rc) {
-			if (rc == -EPROTO || rc == -EOPNOTSUPP)
-				log_warn("%s from %s: malformed request (%s)", lw_op_name(req->hdr.opcode),
-					 srv_req_peer(req), strerror(-rc));
 			r->status = rc;
 			return;
-		}
-		if (m->root_squash && q.cred.uid == 0) {
-			/* --root-squash: no client's root is root here. */
-			q.cred.uid = LOOM_SQUASH_ID;
-			q.cred.gid = LOOM_SQUASH_ID;
-			q.cred.ngroups = 0;
 		}
 	}
 	if (req->conn && write && op_cacheable(req->hdr.opcode)) {
@@ -799,6 +826,7 @@ static void run_batch(struct mds *m, struct srv_req *list, uint32_t n)
 	} else {
 		log_err("cannot start a transaction: %s", strerror(-rc));
 	}
+	mds_releases_settled(m);
 
 	/* Durable (or failed) as a whole: now answer. */
 	i = 0;
@@ -843,7 +871,7 @@ static void release_orphans(struct mds *m)
 		rc = mdt_orphan_list(t, after, inos, ARRAY_SIZE(inos), &n);
 		for (size_t i = 0; rc == 0 && i < n; i++) {
 			after = inos[i];
-			if (mds_ino_is_open(m, inos[i]))
+			if (!mds_ino_release_if_closed(m, inos[i]))
 				continue;
 			rc = mdt_inode_release(t, inos[i]);
 			released = true;
@@ -895,7 +923,7 @@ static void housekeeping(struct mds *m, uint64_t now)
 		return;
 	last_run = now;
 	if (now > window)
-		u64map_each(&m->sessions, away_scan, &a);
+		mds_sessions_each(m, away_scan, &a);
 	if (!a.any && now - last_sweep < 10ull * 1000000000ull)
 		return;
 	if (mdt_txn_begin(m->store, true, &t) != 0)
@@ -927,6 +955,7 @@ static void periodic(struct mds *m)
 	if (!m->orphans_released && now - m->started_ns >= (uint64_t)m->recovery_s * 1000000000ull)
 		release_orphans(m);
 	housekeeping(m, now);
+	mds_releases_settled(m);
 	if (mdt_txn_begin(m->store, false, &t) == 0) {
 		mds_destroyer_kick(m, t);
 		mdt_txn_abort(t);
@@ -996,6 +1025,64 @@ static void run_read_here(struct mds *m, struct srv_req *req)
 	free(r.body);
 }
 
+/* A failed open on the network thread leaves its handle to the metadata thread: if the inode was
+ * unlinked meanwhile, this handle kept it, and its end must release it. */
+static void drop_handle_later(struct mds *m, uint64_t handle, uint64_t ino, uint64_t sid)
+{
+	struct srv_req *item = calloc(1, sizeof(*item) + sizeof(struct mds_handle_ref));
+	struct mds_handle_ref ref = { handle, ino, sid };
+
+	if (!item) {
+		log_err("out of memory: handle %llu of a failed open stays until its session ends",
+			(unsigned long long)handle);
+		return;
+	}
+	item->hdr.opcode = MDS_INTERNAL_DROP_HANDLE;
+	item->hdr.body_len = sizeof(ref);
+	item->body = (uint8_t *)(item + 1);
+	memcpy(item->body, &ref, sizeof(ref));
+	reqq_push(&m->queue, item);
+}
+
+/*
+ * An open for reading, on the network thread (np.load opens thousands of files a second; the
+ * hand-over to the metadata thread costs as much as the open). It only reads the MDT, but makes
+ * a handle, which keeps an unlinked inode alive. The handle is made first, under sess_lock,
+ * and only then does the read transaction begin, so that either the metadata thread sees the
+ * handle before it decides to release the inode, or the release is decided before (then the
+ * inode is marked releasing until its commit, and the open goes to the metadata thread), or it
+ * is committed before this transaction begins and the open finds the inode gone.
+ * Returns false when the request must go to the metadata thread.
+ */
+static bool run_open_here(struct mds *m, struct srv_req *req)
+{
+	struct reply r = { 0 };
+	struct lw_mds_req q;
+	struct mdt_txn *t;
+	uint64_t sid, handle;
+	int rc;
+
+	if (decode_req(m, req, &q) != 0)
+		return false; /* answered there, with the same error */
+	if ((q.u.open.open_flags & O_ACCMODE) != O_RDONLY || (q.u.open.open_flags & O_TRUNC))
+		return false;
+	sid = mds_session_sid(m, req->conn_id);
+	if (!sid || mds_handle_open_shared(m, q.u.open.ino, sid, &handle) != 0)
+		return false;
+	rc = mdt_txn_begin(m->store, false, &t);
+	if (rc == 0) {
+		rc = open_with_handle(t, &q, clock_real(), handle, &r);
+		if (rc == -ENOENT)
+			rc = stale_if_gone(t, rc, q.u.open.ino);
+		mdt_txn_abort(t);
+	}
+	if (rc)
+		drop_handle_later(m, handle, q.u.open.ino, sid);
+	srv_reply(req, rc, r.body, rc ? 0 : r.len, NULL, 0, NULL);
+	free(r.body);
+	return true;
+}
+
 void mds_deliver(struct srv_req *req, void *arg)
 {
 	struct mds *m = arg;
@@ -1004,6 +1091,8 @@ void mds_deliver(struct srv_req *req, void *arg)
 		run_read_here(m, req);
 		return;
 	}
+	if (req->hdr.opcode == LW_OP_MDS_OPEN && run_open_here(m, req))
+		return;
 	reqq_push(&m->queue, req);
 }
 

@@ -9,7 +9,9 @@
  *    is acknowledged before it is durable;
  *  - the destroyer sends OST_DESTROY for the objects of released files, outside the metadata
  *    thread, and reports back through the same queue.
- * Only the metadata thread touches the store, the open-handle tables and the OST table.
+ * Only the metadata thread writes the store and touches the OST table. Requests that only read
+ * the MDT, and opens for reading (which also add a handle, under sess_lock), are answered on the
+ * network thread that received them, in a read transaction.
  */
 #ifndef LOOM_MDS_MDS_H
 #define LOOM_MDS_MDS_H
@@ -26,6 +28,7 @@
 /* Internal work items travel in the request queue as srv_reqs with conn == NULL. */
 #define MDS_INTERNAL_DISCONNECT 0xFF01 /* conn_id: a client went away */
 #define MDS_INTERNAL_DESTROYED  0xFF02 /* body: struct loom_ostobj[] destroyed on their OSTs */
+#define MDS_INTERNAL_DROP_HANDLE 0xFF03 /* body: struct mds_handle_ref of a failed open */
 
 #define MDS_OST_DEAD_SECONDS 10 /* an OST not heard from this long is inactive */
 
@@ -78,13 +81,20 @@ struct mds {
 	uint8_t key[64];           /* the file system key, for the destroyer's OSS connections */
 	size_t keylen;
 
-	/* Sessions and open handles (metadata thread only). */
+	/* Sessions and open handles: changed by the metadata thread, and by read-only opens on the
+	 * network thread (a new handle, an anonymous session), all under sess_lock. Only the
+	 * metadata thread frees a session or a handle. */
+	pthread_mutex_t sess_lock;
 	uint64_t next_sid;
 	struct u64map sessions;      /* sid -> struct mds_session */
 	struct u64map conn_sessions; /* conn_id -> struct mds_session */
 	uint64_t next_handle;
 	struct u64map handles;     /* handle -> struct mds_handle */
 	struct u64map open_counts; /* ino -> (uintptr_t) number of open handles */
+	/* Inodes the metadata thread found unused and released in a transaction not committed yet:
+	 * an open on the network thread, whose read transaction may not see that commit, leaves
+	 * them to the metadata thread. Emptied after each commit (mds_releases_settled). */
+	struct u64map releasing;
 
 	/* File locks (locks.c): ino -> struct lk_inode. */
 	struct u64map locks;
@@ -111,11 +121,21 @@ struct mds_handle {
 	struct mds_handle *prev, *next; /* in the session's list */
 };
 
+/* A handle to end on the metadata thread (an open on the network thread that failed). */
+struct mds_handle_ref {
+	uint64_t handle, ino, sid;
+};
+
 void mds_sessions_init(struct mds *m);
 void mds_sessions_destroy(struct mds *m);
 /* The session of a connection (an anonymous one is made for a connection that never said
  * MDS_CONNECT: an OSS, a raw client). NULL only without memory. */
 struct mds_session *mds_session_of(struct mds *m, uint64_t conn_id);
+/* The number of the session of a connection (as mds_session_of); 0 only without memory. Any
+ * thread. */
+uint64_t mds_session_sid(struct mds *m, uint64_t conn_id);
+/* Runs fn(sid, session, arg) for every session, under the sessions' lock. */
+void mds_sessions_each(struct mds *m, void (*fn)(uint64_t, void *, void *), void *arg);
 /* MDS_CONNECT from a client with this uuid: its session, found again or new, now on conn_id. */
 struct mds_session *mds_session_connect(struct mds *m, uint64_t conn_id, const uint64_t uuid[2]);
 /* A connection went away: its session waits for its client (an anonymous one ends now). */
@@ -124,6 +144,12 @@ int mds_session_disconnect(struct mds *m, struct mdt_txn *t, uint64_t conn_id, b
 int mds_sessions_expire(struct mds *m, struct mdt_txn *t, uint64_t now_ns, bool *released);
 
 int mds_handle_open(struct mds *m, uint64_t ino, uint64_t sid, uint64_t *handle);
+/* The same from the network thread, before the open's read transaction begins: -EAGAIN when
+ * the metadata thread is releasing ino (the open must go there). */
+int mds_handle_open_shared(struct mds *m, uint64_t ino, uint64_t sid, uint64_t *handle);
+/* Forgets a handle the metadata thread just made for an open that failed (nothing to release:
+ * no release could have been decided meanwhile). */
+void mds_handle_forget(struct mds *m, uint64_t handle);
 /* Checks that a handle, if this MDS knows it, was opened on ino by session sid: -EBADF if not.
  * An unknown handle is fine: it comes from before a restart. */
 int mds_handle_check(struct mds *m, uint64_t handle, uint64_t ino, uint64_t sid);
@@ -132,6 +158,10 @@ int mds_handle_check(struct mds *m, uint64_t handle, uint64_t ino, uint64_t sid)
 int mds_handle_close(struct mds *m, struct mdt_txn *t, uint64_t handle, uint64_t ino, uint64_t sid,
 		     bool *released);
 bool mds_ino_is_open(struct mds *m, uint64_t ino);
+/* Metadata thread: ino is released in the open transaction unless it is open (then false). */
+bool mds_ino_release_if_closed(struct mds *m, uint64_t ino);
+/* Metadata thread, after each commit or abort: the releases decided before are settled. */
+void mds_releases_settled(struct mds *m);
 
 /* locks.c */
 /* A request answered later: the lock manager keeps it until the lock is granted or cancelled. */

@@ -2,6 +2,10 @@
  * Client sessions and open handles. A handle keeps an unlinked file's inode and objects alive
  * until its last close; it belongs to a session, which outlives a broken connection for the
  * recovery window, so a client that reconnects keeps what it had open (and locked).
+ *
+ * Every public function takes sess_lock: read-only opens add handles (and anonymous sessions)
+ * from the network thread. Sessions and handles are freed only by the metadata thread, so it
+ * may keep using a session pointer after the lock is dropped.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -20,6 +24,8 @@ void mds_sessions_init(struct mds *m)
 	u64map_init(&m->conn_sessions);
 	u64map_init(&m->handles);
 	u64map_init(&m->open_counts);
+	u64map_init(&m->releasing);
+	pthread_mutex_init(&m->sess_lock, NULL);
 }
 
 static void free_handle(uint64_t key, void *val, void *arg)
@@ -37,6 +43,8 @@ void mds_sessions_destroy(struct mds *m)
 	u64map_destroy(&m->open_counts);
 	u64map_destroy(&m->sessions);
 	u64map_destroy(&m->conn_sessions);
+	u64map_destroy(&m->releasing);
+	pthread_mutex_destroy(&m->sess_lock);
 }
 
 static struct mds_session *session_new(struct mds *m, uint64_t conn_id, const uint64_t uuid[2])
@@ -57,11 +65,40 @@ static struct mds_session *session_new(struct mds *m, uint64_t conn_id, const ui
 	return s;
 }
 
-struct mds_session *mds_session_of(struct mds *m, uint64_t conn_id)
+static struct mds_session *session_of(struct mds *m, uint64_t conn_id)
 {
 	struct mds_session *s = u64map_get(&m->conn_sessions, conn_id);
 
 	return s ? s : session_new(m, conn_id, NULL);
+}
+
+struct mds_session *mds_session_of(struct mds *m, uint64_t conn_id)
+{
+	struct mds_session *s;
+
+	pthread_mutex_lock(&m->sess_lock);
+	s = session_of(m, conn_id);
+	pthread_mutex_unlock(&m->sess_lock);
+	return s;
+}
+
+uint64_t mds_session_sid(struct mds *m, uint64_t conn_id)
+{
+	struct mds_session *s;
+	uint64_t sid;
+
+	pthread_mutex_lock(&m->sess_lock);
+	s = session_of(m, conn_id);
+	sid = s ? s->sid : 0;
+	pthread_mutex_unlock(&m->sess_lock);
+	return sid;
+}
+
+void mds_sessions_each(struct mds *m, void (*fn)(uint64_t, void *, void *), void *arg)
+{
+	pthread_mutex_lock(&m->sess_lock);
+	u64map_each(&m->sessions, fn, arg);
+	pthread_mutex_unlock(&m->sess_lock);
 }
 
 struct uuid_find {
@@ -79,13 +116,13 @@ static void find_uuid(uint64_t key, void *val, void *arg)
 		f->found = s;
 }
 
-struct mds_session *mds_session_connect(struct mds *m, uint64_t conn_id, const uint64_t uuid[2])
+static struct mds_session *session_connect(struct mds *m, uint64_t conn_id, const uint64_t uuid[2])
 {
 	struct uuid_find f = { .uuid = uuid };
 	struct mds_session *cur = u64map_get(&m->conn_sessions, conn_id);
 
 	if (uuid[0] == 0 && uuid[1] == 0)
-		return mds_session_of(m, conn_id);
+		return session_of(m, conn_id);
 	/* Connecting is rare (once per client and reconnection): a walk over the sessions will do. */
 	u64map_each(&m->sessions, find_uuid, &f);
 	if (!f.found) {
@@ -119,12 +156,55 @@ struct mds_session *mds_session_connect(struct mds *m, uint64_t conn_id, const u
 	return f.found;
 }
 
-bool mds_ino_is_open(struct mds *m, uint64_t ino)
+struct mds_session *mds_session_connect(struct mds *m, uint64_t conn_id, const uint64_t uuid[2])
 {
-	return u64map_get(&m->open_counts, ino) != NULL;
+	struct mds_session *s;
+
+	pthread_mutex_lock(&m->sess_lock);
+	s = session_connect(m, conn_id, uuid);
+	pthread_mutex_unlock(&m->sess_lock);
+	return s;
 }
 
-int mds_handle_open(struct mds *m, uint64_t ino, uint64_t sid, uint64_t *handle)
+bool mds_ino_is_open(struct mds *m, uint64_t ino)
+{
+	bool open;
+
+	pthread_mutex_lock(&m->sess_lock);
+	open = u64map_get(&m->open_counts, ino) != NULL;
+	pthread_mutex_unlock(&m->sess_lock);
+	return open;
+}
+
+/* Marks ino as being released (the lock held): opens from the network thread wait for the
+ * commit. Without memory for the mark, false: the caller keeps the inode (an orphan, released
+ * at the next start) rather than race an open. */
+static bool mark_releasing(struct mds *m, uint64_t ino)
+{
+	return u64map_put(&m->releasing, ino, (void *)1) >= 0;
+}
+
+bool mds_ino_release_if_closed(struct mds *m, uint64_t ino)
+{
+	bool release;
+
+	pthread_mutex_lock(&m->sess_lock);
+	release = u64map_get(&m->open_counts, ino) == NULL && mark_releasing(m, ino);
+	pthread_mutex_unlock(&m->sess_lock);
+	return release;
+}
+
+void mds_releases_settled(struct mds *m)
+{
+	pthread_mutex_lock(&m->sess_lock);
+	if (m->releasing.count) { /* rare: only unlinked inodes are marked */
+		u64map_destroy(&m->releasing);
+		u64map_init(&m->releasing);
+	}
+	pthread_mutex_unlock(&m->sess_lock);
+}
+
+static int handle_new(struct mds *m, uint64_t ino, uint64_t sid, uint64_t *handle)
 {
 	struct mds_session *s = u64map_get(&m->sessions, sid);
 	struct mds_handle *h;
@@ -156,32 +236,50 @@ int mds_handle_open(struct mds *m, uint64_t ino, uint64_t sid, uint64_t *handle)
 	return 0;
 }
 
-int mds_handle_check(struct mds *m, uint64_t handle, uint64_t ino, uint64_t sid)
+int mds_handle_open(struct mds *m, uint64_t ino, uint64_t sid, uint64_t *handle)
 {
-	struct mds_handle *h = u64map_get(&m->handles, handle);
+	int rc;
 
-	if (h && (h->ino != ino || h->sid != sid))
-		return -EBADF;
-	return 0;
+	pthread_mutex_lock(&m->sess_lock);
+	rc = handle_new(m, ino, sid, handle);
+	pthread_mutex_unlock(&m->sess_lock);
+	return rc;
 }
 
-/* Ends a known handle. The inode is released first, and the handle forgotten only if that
- * worked, so that a failure (the request is answered with it) leaves the handle to retry. */
-static int handle_end(struct mds *m, struct mdt_txn *t, struct mds_handle *h, bool *released)
+int mds_handle_open_shared(struct mds *m, uint64_t ino, uint64_t sid, uint64_t *handle)
 {
-	uintptr_t count = (uintptr_t)u64map_get(&m->open_counts, h->ino);
-	struct mds_session *s = u64map_get(&m->sessions, h->sid);
+	int rc = -EAGAIN;
 
-	if (count <= 1) {
-		/* The last handle: a no-op for an inode that still has names. */
-		int rc = mdt_inode_release(t, h->ino);
-		if (rc)
-			return rc;
-		*released = true;
+	pthread_mutex_lock(&m->sess_lock);
+	if (!u64map_get(&m->releasing, ino))
+		rc = handle_new(m, ino, sid, handle);
+	pthread_mutex_unlock(&m->sess_lock);
+	return rc;
+}
+
+int mds_handle_check(struct mds *m, uint64_t handle, uint64_t ino, uint64_t sid)
+{
+	struct mds_handle *h;
+	int rc = 0;
+
+	pthread_mutex_lock(&m->sess_lock);
+	h = u64map_get(&m->handles, handle);
+	if (h && (h->ino != ino || h->sid != sid))
+		rc = -EBADF;
+	pthread_mutex_unlock(&m->sess_lock);
+	return rc;
+}
+
+/* Takes h out of the tables and frees it (the lock held). */
+static void handle_unlink(struct mds *m, struct mds_handle *h)
+{
+	struct mds_session *s = u64map_get(&m->sessions, h->sid);
+	uintptr_t count = (uintptr_t)u64map_get(&m->open_counts, h->ino);
+
+	if (count <= 1)
 		u64map_del(&m->open_counts, h->ino);
-	} else {
+	else
 		u64map_put(&m->open_counts, h->ino, (void *)(count - 1));
-	}
 	u64map_del(&m->handles, h->handle);
 	if (h->prev)
 		h->prev->next = h->next;
@@ -190,19 +288,58 @@ static int handle_end(struct mds *m, struct mdt_txn *t, struct mds_handle *h, bo
 	if (h->next)
 		h->next->prev = h->prev;
 	free(h);
+}
+
+/* Ends a known handle (the lock held). The inode is released first, and the handle forgotten
+ * only if that worked, so that a failure (the request is answered with it) leaves the handle to
+ * retry. */
+static int handle_end(struct mds *m, struct mdt_txn *t, struct mds_handle *h, bool *released)
+{
+	uintptr_t count = (uintptr_t)u64map_get(&m->open_counts, h->ino);
+
+	if (count <= 1) {
+		/* The last handle: a no-op for an inode that still has names. An unlinked one is
+		 * marked first, so that no open on the network thread slips in before the commit. */
+		struct lw_attr a;
+		int rc = mdt_getattr(t, h->ino, &a);
+
+		if (rc == 0 && a.nlink == 0 && !mark_releasing(m, h->ino))
+			rc = -ENOMEM;
+		if (rc == 0 || rc == -ENOENT)
+			rc = mdt_inode_release(t, h->ino);
+		if (rc)
+			return rc;
+		*released = true;
+	}
+	handle_unlink(m, h);
 	return 0;
 }
 
 int mds_handle_close(struct mds *m, struct mdt_txn *t, uint64_t handle, uint64_t ino, uint64_t sid,
 		     bool *released)
 {
-	struct mds_handle *h = u64map_get(&m->handles, handle);
+	struct mds_handle *h;
+	int rc = 0;
 
-	if (!h)
-		return 0;
-	if (h->ino != ino || h->sid != sid)
-		return -EBADF;
-	return handle_end(m, t, h, released);
+	pthread_mutex_lock(&m->sess_lock);
+	h = u64map_get(&m->handles, handle);
+	if (h && (h->ino != ino || h->sid != sid))
+		rc = -EBADF;
+	else if (h)
+		rc = handle_end(m, t, h, released);
+	pthread_mutex_unlock(&m->sess_lock);
+	return rc;
+}
+
+void mds_handle_forget(struct mds *m, uint64_t handle)
+{
+	struct mds_handle *h;
+
+	pthread_mutex_lock(&m->sess_lock);
+	h = u64map_get(&m->handles, handle);
+	if (h)
+		handle_unlink(m, h);
+	pthread_mutex_unlock(&m->sess_lock);
 }
 
 /* Ends a session: its handles close (releasing unlinked inodes), its locks go. */
@@ -227,7 +364,7 @@ static int session_end(struct mds *m, struct mdt_txn *t, struct mds_session *s, 
 	return 0;
 }
 
-int mds_session_disconnect(struct mds *m, struct mdt_txn *t, uint64_t conn_id, bool *released)
+static int session_disconnect(struct mds *m, struct mdt_txn *t, uint64_t conn_id, bool *released)
 {
 	struct mds_session *s = u64map_get(&m->conn_sessions, conn_id);
 
@@ -242,6 +379,16 @@ int mds_session_disconnect(struct mds *m, struct mdt_txn *t, uint64_t conn_id, b
 		return session_end(m, t, s, released);
 	s->away_since_ns = clock_mono_ns();
 	return 0;
+}
+
+int mds_session_disconnect(struct mds *m, struct mdt_txn *t, uint64_t conn_id, bool *released)
+{
+	int rc;
+
+	pthread_mutex_lock(&m->sess_lock);
+	rc = session_disconnect(m, t, conn_id, released);
+	pthread_mutex_unlock(&m->sess_lock);
+	return rc;
 }
 
 struct expire_scan {
@@ -276,6 +423,7 @@ int mds_sessions_expire(struct mds *m, struct mdt_txn *t, uint64_t now_ns, bool 
 
 	if (now_ns <= window)
 		return 0;
+	pthread_mutex_lock(&m->sess_lock);
 	u64map_each(&m->sessions, expire_scan_one, &e);
 	for (size_t i = 0; i < e.n && rc == 0; i++) {
 		struct mds_session *s = u64map_get(&m->sessions, e.sids[i]);
@@ -285,6 +433,7 @@ int mds_sessions_expire(struct mds *m, struct mdt_txn *t, uint64_t now_ns, bool 
 			 (unsigned long long)s->sid, m->recovery_s);
 		rc = session_end(m, t, s, released);
 	}
+	pthread_mutex_unlock(&m->sess_lock);
 	free(e.sids);
 	return rc;
 }
