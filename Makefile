@@ -3,7 +3,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 PYTHON ?= /usr/bin/python3
 
-.PHONY: all test unit integration asan asan-unit bench clean
+.PHONY: all test unit integration asan asan-unit bench bench-scale clean
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -40,6 +40,13 @@ bench:
 	scripts/deps.sh bench
 	$(MAKE) all
 	$(PYTHON) bench/run.py --build $(abspath $(BUILD)) $(BENCH_ARGS)
+
+# Bandwidth against stripes and clients over a bed of shaped hosts (docs/performance.md);
+# e.g. `make bench-scale SCALE_ARGS="--rate 50 --size 256"`.
+bench-scale:
+	scripts/deps.sh bench
+	$(MAKE) all
+	$(PYTHON) bench/scale.py --build $(abspath $(BUILD)) $(SCALE_ARGS)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

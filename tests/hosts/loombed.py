@@ -1,0 +1,136 @@
+"""A Loom file system spread over the hosts of a HostBed: the MDS on one host, each OSS on its
+own, and FUSE mounts made by client hosts.
+
+    with LoomBed(build, osts=4, oss_rate_mib=100) as lb:
+        mnt = lb.mount(lb.add_client("c0"))
+        ...
+
+Each server keeps its files under a temporary directory, removed at close().
+"""
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+
+from hostbed import HostBed
+
+MDS_PORT = 9900
+OSS_PORT = 9901
+FSNAME = "loom"
+
+
+class LoomBed(HostBed):
+    def __init__(self, build, osts, oss_rate_mib=None, prefix=None):
+        self.build = os.path.abspath(build)
+        self.bin = {name: os.path.join(self.build, "src", sub, name) for sub, name in
+                    (("mds", "loom-mds"), ("oss", "loom-oss"), ("fuse", "loom-mount"), ("tools", "loom"))}
+        self.dir = tempfile.mkdtemp(prefix="loom-bed-")
+        self.key = os.path.join(self.dir, "fs.key")
+        self.clients = []
+        self.oss = []
+        try:
+            super().__init__(prefix)
+            self.mds = self.add_host("mds")
+            self._start_mds()
+            for i in range(osts):
+                self.add_oss(oss_rate_mib)
+            self.wait_osts(osts)
+        except BaseException:
+            self.close()
+            raise
+
+    # ---- servers ----
+
+    def _log(self, name):
+        return open(os.path.join(self.dir, name + ".log"), "ab")
+
+    def _start_mds(self):
+        mdt = os.path.join(self.dir, "mdt")
+        subprocess.run([self.bin["loom-mds"], "--format", "--fsname", FSNAME, "--mdt", mdt, "--key", self.key],
+                       check=True, capture_output=True, timeout=60)
+        self.popen(self.mds, [self.bin["loom-mds"], "--mdt", mdt, "--listen", "%s:%d" % (self.mds.addr, MDS_PORT),
+                              "--key", self.key], stdout=self._log("mds"), stderr=subprocess.STDOUT)
+        self.fs = "%s:%d" % (self.mds.addr, MDS_PORT)
+
+    def add_oss(self, rate_mib=None):
+        """A new OSS host with one OST, started at once (also while clients are mounted)."""
+        k = len(self.oss)
+        h = self.add_host("oss%d" % k, rate_mib)
+        ost = os.path.join(self.dir, "ost%d" % k)
+        subprocess.run([self.bin["loom-oss"], "--format", "--fsname", FSNAME, "--ost", ost, "--index", str(k)],
+                       check=True, capture_output=True, timeout=60)
+        self.popen(h, [self.bin["loom-oss"], "--ost", ost, "--mds", self.fs,
+                       "--listen", "%s:%d" % (h.addr, OSS_PORT), "--key", self.key, "--log-level", "debug"],
+                   stdout=self._log("oss%d" % k), stderr=subprocess.STDOUT)
+        self.oss.append(h)
+        return h
+
+    def loom(self, host, *args, check=True):
+        """The loom tool, run on host (it speaks to the MDS and OSSs over the bed's network)."""
+        env = dict(os.environ, LOOM_FS=self.fs, LOOM_KEY_FILE=self.key)
+        p = self.run(host, [self.bin["loom"]] + list(args), env=env)
+        if check and p.returncode:
+            raise RuntimeError("loom %s on %s failed (%d): %s%s" % (" ".join(args), host.name, p.returncode,
+                                                                   p.stdout, p.stderr))
+        return p
+
+    def wait_osts(self, n, timeout=60):
+        """Waits until the MDS has n OSTs that are up (`loom df` from the MDS's host)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            p = self.loom(self.mds, "df", check=False)
+            up = len(re.findall(r"\[OST:\d+\]", p.stdout)) - p.stdout.count("inactive")
+            if p.returncode == 0 and up >= n:
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError("only %d of %d OSTs up after %d s:\n%s%s\n%s" %
+                                   (up, n, timeout, p.stdout, p.stderr, self.logs()))
+            time.sleep(0.2)
+
+    def logs(self):
+        out = []
+        for name in sorted(os.listdir(self.dir)):
+            if name.endswith(".log"):
+                with open(os.path.join(self.dir, name), errors="replace") as f:
+                    out.append("---- %s ----\n%s" % (name, "".join(f.readlines()[-20:])))
+        return "\n".join(out)
+
+    # ---- clients ----
+
+    def add_client(self, name=None, rate_mib=None):
+        h = self.add_host(name or "c%d" % len(self.clients), rate_mib)
+        self.clients.append(h)
+        return h
+
+    def mount(self, client, options=""):
+        """Mounts the file system from client's network onto a new directory (visible to all)."""
+        mnt = tempfile.mkdtemp(prefix="loom-bed-mnt-")
+        opts = "key=" + self.key + ("," + options if options else "")
+        self.popen(client, [self.bin["loom-mount"], "%s:/%s" % (self.fs, FSNAME), mnt, "-f", "-o", opts],
+                   stdout=self._log("mount-" + client.name), stderr=subprocess.STDOUT)
+        self.mounted(mnt)
+        deadline = time.monotonic() + 30
+        while not _is_fuse_mount(mnt):
+            if time.monotonic() > deadline:
+                raise RuntimeError("the mount of %s did not appear:\n%s" % (client.name, self.logs()))
+            time.sleep(0.05)
+        return mnt
+
+    def close(self):
+        try:
+            super().close()
+        finally:
+            for path in getattr(self, "mounts", []):
+                try:
+                    os.rmdir(path)
+                except OSError:
+                    pass
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _is_fuse_mount(path):
+    path = os.path.realpath(path)
+    with open("/proc/self/mounts") as f:
+        return any(line.split()[1] == path and line.split()[2].startswith("fuse") for line in f)
