@@ -2,9 +2,11 @@
 servers and mounts spread over them, links shaped with tc, and nothing left behind."""
 
 import json
+import mmap
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -119,3 +121,50 @@ def test_scale_bench_runs_small(tmp_path):
         [("spread", 1), ("spread", 2), ("spread", 4), ("single", 1), ("single", 2), ("single", 4)]
     assert all(r["mib_s"] > 0 and r["linear"] == 40 * (r.get("stripes") or r.get("clients"))
                for r in result["stripes"] + result["clients"])
+
+
+def test_oss_added_on_a_new_host_while_a_client_reads():
+    with loombed.LoomBed(BUILD, osts=2) as lb:
+        c = lb.add_client()
+        mnt = lb.mount(c)
+        data = os.urandom(3 * MiB)
+        with open(os.path.join(mnt, "old"), "wb") as f:
+            f.write(data)
+        stop, errors, reads = [False], [], [0]
+
+        def reader():
+            while not stop[0]:
+                fd = os.open(os.path.join(mnt, "old"), os.O_RDONLY | os.O_DIRECT)
+                try:
+                    buf = mmap.mmap(-1, len(data) + 4096)
+                    n = os.preadv(fd, [buf], 0)
+                    if buf[:n] != data:
+                        errors.append("read %d bytes, not the file" % n)
+                        return
+                    reads[0] += 1
+                except OSError as e:
+                    errors.append(repr(e))
+                    return
+                finally:
+                    os.close(fd)
+
+        t = threading.Thread(target=reader)
+        t.start()
+        try:
+            lb.add_oss()
+            lb.wait_osts(3)
+            os.mkdir(os.path.join(mnt, "wide"))
+            lb.loom(c, "setstripe", "-E", "-1", "-c", "-1", "/wide")
+            with open(os.path.join(mnt, "wide", "new"), "wb") as f:
+                f.write(data)
+            with open(os.path.join(mnt, "wide", "new"), "rb") as f:
+                assert f.read() == data
+        finally:
+            stop[0] = True
+            t.join()
+        assert not errors, errors
+        assert reads[0] > 0
+        out = lb.loom(c, "getstripe", "/wide/new").stdout
+        obdidx = [int(line.split()[0]) for line in out.splitlines()
+                  if line.strip() and line.split()[0].isdigit() and len(line.split()) >= 3]
+        assert sorted(obdidx) == [0, 1, 2], out
