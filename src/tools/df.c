@@ -1,4 +1,5 @@
-/* loom df: the space of the MDT and of every OST, in the format of `lfs df`. */
+/* loom df: the space (or with -i the inodes) of the MDT and of every OST, in the format of
+ * `lfs df`. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -12,11 +13,28 @@ struct df_row {
 	uint64_t total, used, avail; /* bytes */
 };
 
-static void df_row_of(const struct statvfs *st, struct df_row *r)
+static void df_row_of(const struct statvfs *st, struct df_row *r, bool inodes)
 {
+	if (inodes) {
+		/* lfs df -i: Inodes, IUsed, IFree. */
+		r->total = st->f_files;
+		r->used = st->f_files > st->f_ffree ? st->f_files - st->f_ffree : 0;
+		r->avail = st->f_ffree;
+		return;
+	}
 	r->total = (uint64_t)st->f_blocks * st->f_frsize;
 	r->used = (uint64_t)(st->f_blocks - st->f_bfree) * st->f_frsize;
 	r->avail = (uint64_t)st->f_bavail * st->f_frsize;
+}
+
+static void df_print_inodes(const char *uuid, const struct df_row *r, const char *mnt)
+{
+	uint64_t p = r->total ? (r->used * 100 + r->total - 1) / r->total : 0;
+	char pct[8];
+
+	snprintf(pct, sizeof(pct), "%u%%", (unsigned)p);
+	printf("%-20s%12" PRIu64 "%12" PRIu64 "%12" PRIu64 "%6s %s\n", uuid, r->total, r->used, r->avail, pct,
+	       mnt);
 }
 
 static void df_print(const char *uuid, const struct df_row *r, bool human, const char *mnt)
@@ -43,7 +61,7 @@ int cmd_df(struct tool_ctx *ctx, int argc, char **argv)
 {
 	struct loom_target *t = NULL;
 	struct df_row sum = { 0 }, r;
-	bool human = false;
+	bool human = false, inodes = false;
 	uint32_t n;
 	loom_fs *fs;
 	char uuid[64], row[4200], where[4096];
@@ -53,9 +71,11 @@ int cmd_df(struct tool_ctx *ctx, int argc, char **argv)
 	bool mounted = false;
 
 	optind = 1;
-	while ((c = getopt(argc, argv, "h")) != -1) {
+	while ((c = getopt(argc, argv, "hi")) != -1) {
 		if (c == 'h')
 			human = true;
+		else if (c == 'i')
+			inodes = true;
 		else
 			return 2;
 	}
@@ -83,8 +103,11 @@ int cmd_df(struct tool_ctx *ctx, int argc, char **argv)
 		snprintf(where, sizeof(where), "%s", mnt.mountpoint);
 	else
 		snprintf(where, sizeof(where), "%s:/%s", t[0].addr, loom_fsname(fs));
-	printf("%-20s%12s%12s%12s%5s %s\n", "UUID", human ? "bytes" : "1K-blocks", "Used", "Available",
-	       "Use%", "Mounted on");
+	if (inodes)
+		printf("%-20s%12s%12s%12s%6s %s\n", "UUID", "Inodes", "IUsed", "IFree", "IUse%", "Mounted on");
+	else
+		printf("%-20s%12s%12s%12s%5s %s\n", "UUID", human ? "bytes" : "1K-blocks", "Used", "Available",
+		       "Use%", "Mounted on");
 	for (uint32_t i = 0; i < n; i++) {
 		bool mdt = t[i].kind == LOOM_TGT_MDT;
 
@@ -95,17 +118,24 @@ int cmd_df(struct tool_ctx *ctx, int argc, char **argv)
 			printf("%-20s: inactive device\n", name);
 			continue;
 		}
-		df_row_of(&t[i].st, &r);
+		df_row_of(&t[i].st, &r, inodes);
 		snprintf(row, sizeof(row), "%s[%s:%u]", where, mdt ? "MDT" : "OST", t[i].idx);
-		df_print(uuid, &r, human, row);
-		if (!mdt) {
+		if (inodes)
+			df_print_inodes(uuid, &r, row);
+		else
+			df_print(uuid, &r, human, row);
+		/* Space sums the OSTs; files are counted by the MDT, which holds one inode each. */
+		if (mdt == inodes) {
 			sum.total += r.total;
 			sum.used += r.used;
 			sum.avail += r.avail;
 		}
 	}
 	printf("\n");
-	df_print("filesystem_summary:", &sum, human, where);
+	if (inodes)
+		df_print_inodes("filesystem_summary:", &sum, where);
+	else
+		df_print("filesystem_summary:", &sum, human, where);
 	free(t);
 	loom_disconnect(fs);
 	return 0;

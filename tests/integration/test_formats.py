@@ -199,6 +199,31 @@ def test_df_h_prints_human_sizes(cluster):
             assert re.match(r"^\S+ +[0-9.]+[KMGTPE]? +[0-9.]+[KMGTPE]? +[0-9.]+[KMGTPE]? +\d+% \S+$", line), line
 
 
+def test_df_i_counts_inodes_the_mdt_holds(cluster):
+    def mdt_and_summary():
+        out = cluster.loom("df", "-i").stdout
+        lines = out.rstrip("\n").split("\n")
+        assert lines[0] == "UUID                      Inodes       IUsed       IFree IUse% Mounted on", out
+        rows = {}
+        for line in lines[1:]:
+            if line:
+                f = line.split()
+                assert len(f) == 6 and f[4].endswith("%"), line
+                rows[f[0]] = [int(x) for x in f[1:4]]
+        assert sorted(rows) == ["filesystem_summary:", "loom-MDT0000_UUID", "loom-OST0000_UUID", "loom-OST0001_UUID",
+                                "loom-OST0002_UUID", "loom-OST0003_UUID"], out
+        assert rows["filesystem_summary:"] == rows["loom-MDT0000_UUID"], out
+        total, used, free = rows["loom-MDT0000_UUID"]
+        assert used + free == total and used >= 1, out
+        return used
+
+    before = mdt_and_summary()
+    cluster.loom("mkdir", "-p", "/i/j")
+    for k in range(5):
+        cluster.loom("setstripe", "-c", "1", "/i/j/f%d" % k)   # an empty file each
+    assert mdt_and_summary() == before + 7
+
+
 def test_df_shows_killed_oss_as_inactive_device(cluster):
     victim = 2
     cluster.kill9(cluster.oss_name(victim))
