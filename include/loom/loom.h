@@ -27,6 +27,7 @@
 #ifndef LOOM_LOOM_H
 #define LOOM_LOOM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -220,10 +221,14 @@ struct loom_target {
 };
 #define LOOM_TGTF_INACTIVE 0x1u /* could not be reached */
 #define LOOM_TGTF_READONLY 0x2u
-#define LOOM_TGTF_NOCREATE 0x4u
+#define LOOM_TGTF_NOCREATE 0x4u /* the OSS takes no new objects (out of space, read-only...) */
+#define LOOM_TGTF_DEACTIVATED 0x8u /* by `loom ost deactivate`: no new stripes, files readable */
 
 /* The MDT and every OST with fresh space figures, each asked directly. *out is malloc'd. */
 int loom_targets(loom_fs *fs, struct loom_target **out, uint32_t *count);
+/* Deactivates (no new stripes go there; its files stay readable) or activates again OST idx.
+ * The MDS keeps the state across restarts. Errors: -EPERM (not root), -ENOENT (no such OST). */
+int loom_ost_set_active(loom_fs *fs, uint32_t idx, bool active);
 
 /* ---- integrity, for `loom scrub` ---- */
 

@@ -519,6 +519,14 @@ static void statfs_to_statvfs(const struct lw_statfs *sf, struct statvfs *st)
 	st->f_namemax = sf->namemax;
 }
 
+int loom_ost_set_active(loom_fs *fs, uint32_t idx, bool active)
+{
+	struct loom_cred cr;
+
+	fs_cred(fs, &cr);
+	return mdc_ost_admin(fs, &cr, idx, active ? 0 : LW_TGT_DEACTIVATED, active ? LW_TGT_DEACTIVATED : 0);
+}
+
 int loom_targets(loom_fs *fs, struct loom_target **out, uint32_t *count)
 {
 	struct lw_statfs_rep mrep;
@@ -563,6 +571,8 @@ int loom_targets(loom_fs *fs, struct loom_target **out, uint32_t *count)
 			t[i + 1].flags |= LOOM_TGTF_READONLY;
 		if (e.state & LW_TGT_NOCREATE)
 			t[i + 1].flags |= LOOM_TGTF_NOCREATE;
+		if (e.state & LW_TGT_DEACTIVATED)
+			t[i + 1].flags |= LOOM_TGTF_DEACTIVATED;
 		bodies[i].ost_idx = e.idx;
 		rpc_call_init(&calls[i], LW_OP_OST_STATFS, &bodies[i], sizeof(bodies[i]));
 		calls[i].flags |= RPC_NOWAIT; /* df reports an OST that is away, not waits for it */

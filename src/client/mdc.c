@@ -307,6 +307,14 @@ int mdc_statfs(loom_fs *fs, const struct loom_cred *cr, struct lw_statfs_rep *ou
 	return mdc_call_fixed(fs, cr, LW_OP_MDS_STATFS, NULL, out, sizeof(*out));
 }
 
+int mdc_ost_admin(loom_fs *fs, const struct loom_cred *cr, uint32_t idx, uint32_t set, uint32_t clear)
+{
+	struct lw_ost_admin_req req = { .idx = idx, .set = set, .clear = clear };
+	struct mdc_body b = { { &req }, { sizeof(req) } };
+
+	return mdc_call_fixed(fs, cr, LW_OP_MDS_OST_ADMIN, &b, NULL, 0);
+}
+
 int mdc_getxattr(loom_fs *fs, const struct loom_cred *cr, uint16_t op, uint64_t ino,
 		 const char *name, void *buf, size_t cap, size_t *len)
 {

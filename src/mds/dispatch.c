@@ -598,6 +598,17 @@ static int exec_one(struct mds *m, struct mdt_txn *t, struct srv_req *req, const
 		return exec_ost_table(m, r);
 	case LW_OP_MDS_OST_REGISTER:
 		return exec_ost_register(m, t, req, q, r);
+	case LW_OP_MDS_OST_ADMIN:
+		/* The file system's layout of data is root's to steer (root squash makes a client's
+		 * root nobody here). */
+		if (q->cred.uid != 0)
+			return -EPERM;
+		rc = mdt_ost_admin(t, q->u.ost_admin.idx, q->u.ost_admin.set, q->u.ost_admin.clear);
+		if (rc == 0)
+			log_info("OST%04x %s by %s", q->u.ost_admin.idx,
+				 q->u.ost_admin.set & LW_TGT_DEACTIVATED ? "deactivated" : "activated",
+				 srv_req_peer(req));
+		return rc;
 	case LW_OP_MDS_OST_HEARTBEAT:
 		return exec_heartbeat(m, q);
 	default:

@@ -1,8 +1,8 @@
 /*
  * The OST table and stripe allocation.
  *
- * What an OST is (index, uuid, address, its NOCREATE/READONLY flags, the next object id) is kept
- * in the `osts` database. How it is doing (free space, when it was last heard, whether it is
+ * What an OST is (index, uuid, address, its NOCREATE/READONLY flags, whether an administrator
+ * deactivated it, the next object id) is kept in the `osts` database. How it is doing (free space, when it was last heard, whether it is
  * inactive) is kept only in memory: it changes every few seconds and means nothing after a
  * restart. The in-memory table mirrors the database as of the last top-level commit: a
  * registration writes its record in the caller's transaction and leaves a note in it
@@ -131,14 +131,15 @@ static int build_one(const struct mdt_ost_rec *rec, void *arg)
 	e->host[sizeof(e->host) - 1] = '\0';
 	memcpy(e->uuid, rec->uuid, sizeof(e->uuid));
 	e->uuid[sizeof(e->uuid) - 1] = '\0';
-	e->state = rec->state & OST_REPORTED_STATE;
+	e->state = rec->state & (OST_REPORTED_STATE | LW_TGT_ADMIN_STATE);
 	e->sf = rec->sf;
 	e->last_heard_ns = b->now_ns;
 	prev = b->old ? table_find(b->old->osts, b->old->nosts, rec->idx) : NULL;
 	if (prev) {
 		e->sf = prev->sf;
 		e->last_heard_ns = prev->last_heard_ns;
-		e->state = prev->state;
+		/* How it is doing from memory; what an administrator said from the record. */
+		e->state = (prev->state & ~LW_TGT_ADMIN_STATE) | (rec->state & LW_TGT_ADMIN_STATE);
 	}
 	return 0;
 }
@@ -186,7 +187,7 @@ int mdt_ost_prepare(struct mdt_txn *t, struct mdt_ost **table, uint32_t *count)
 			continue;
 		e->sf = u->sf;
 		e->last_heard_ns = u->heard_ns;
-		e->state = u->sf.state & OST_REPORTED_STATE;
+		e->state = (u->sf.state & OST_REPORTED_STATE) | (e->state & LW_TGT_ADMIN_STATE);
 	}
 	*table = b.tab;
 	*count = b.n;
@@ -295,7 +296,7 @@ int mdt_ost_register(struct mdt_txn *t, const struct lw_ost_register_req *req, u
 	memset(rec.host, 0, sizeof(rec.host));
 	memcpy(rec.host, req->host, strlen(req->host));
 	rec.port = req->port;
-	rec.state = req->sf.state & OST_REPORTED_STATE;
+	rec.state = (req->sf.state & OST_REPORTED_STATE) | (rec.state & LW_TGT_ADMIN_STATE);
 	rec.sf = req->sf;
 	rc = rec_put(t, &rec);
 	if (rc)
@@ -306,6 +307,23 @@ int mdt_ost_register(struct mdt_txn *t, const struct lw_ost_register_req *req, u
 	};
 	*idx_out = idx;
 	return 0;
+}
+
+int mdt_ost_admin(struct mdt_txn *t, uint32_t idx, uint32_t set, uint32_t clear)
+{
+	struct mdt_ost_rec rec;
+	int rc;
+
+	if ((set | clear) & ~LW_TGT_ADMIN_STATE)
+		return -EINVAL;
+	rc = rec_get(t, idx, &rec);
+	if (rc)
+		return rc;
+	rec.state = (rec.state | set) & ~clear;
+	rc = rec_put(t, &rec);
+	if (rc == 0)
+		t->ost_dirty = true; /* the commit rebuilds the table from the records */
+	return rc;
 }
 
 int mdt_ost_heartbeat(struct mdt_store *s, uint32_t idx, const struct lw_statfs *sf,
@@ -319,7 +337,7 @@ int mdt_ost_heartbeat(struct mdt_store *s, uint32_t idx, const struct lw_statfs 
 	e->sf = *sf;
 	e->last_heard_ns = now_ns;
 	/* Heard from: active, with the flags it reports now. */
-	state = sf->state & OST_REPORTED_STATE;
+	state = (sf->state & OST_REPORTED_STATE) | (e->state & LW_TGT_ADMIN_STATE);
 	if (state != e->state) {
 		e->state = state;
 		s->ost_gen++;
@@ -365,7 +383,7 @@ int mdt_ost_lost(struct mdt_store *s, uint32_t idx)
 
 static bool ost_usable(const struct mdt_ost *e)
 {
-	return !(e->state & (LW_TGT_INACTIVE | LW_TGT_NOCREATE | LW_TGT_READONLY));
+	return !(e->state & (LW_TGT_INACTIVE | LW_TGT_NOCREATE | LW_TGT_READONLY | LW_TGT_DEACTIVATED));
 }
 
 static uint64_t ost_free_kib(const struct mdt_ost *e)

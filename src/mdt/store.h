@@ -289,6 +289,10 @@ struct mdt_ost {
  * bumps the table generation when anything changed. */
 int mdt_ost_register(struct mdt_txn *t, const struct lw_ost_register_req *req, uint64_t now_ns,
 		     uint32_t *idx_out);
+/* Sets, then clears, administrative state flags of OST idx (LW_TGT_DEACTIVATED: no new stripes),
+ * kept in its record across restarts and registrations; the table follows at commit. -ENOENT for
+ * an unknown index, -EINVAL for other flags. */
+int mdt_ost_admin(struct mdt_txn *t, uint32_t idx, uint32_t set, uint32_t clear);
 /* Updates an OST's free space and LW_TGT_NOCREATE/READONLY flags from sf (memory only); an
  * inactive OST heard from is active again. Bumps the generation when the state changed.
  * -ENOENT for an unknown index. */

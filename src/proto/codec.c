@@ -459,6 +459,12 @@ int lw_mds_req_decode(uint16_t op, const void *body, uint32_t len, struct lw_mds
 	case LW_OP_MDS_DOM_READ:
 		lw_rd_fixed(&r, &out->u.ino, sizeof(out->u.ino));
 		break;
+	case LW_OP_MDS_OST_ADMIN:
+		lw_rd_fixed(&r, &out->u.ost_admin, sizeof(out->u.ost_admin));
+		if (!r.err && (((out->u.ost_admin.set | out->u.ost_admin.clear) & ~LW_TGT_ADMIN_STATE) ||
+			       out->u.ost_admin.pad))
+			r.err = -EINVAL;
+		break;
 	case LW_OP_MDS_LOOKUP:
 	case LW_OP_MDS_UNLINK:
 	case LW_OP_MDS_RMDIR:

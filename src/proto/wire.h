@@ -73,6 +73,7 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "Loom's wire image ass
 	X(MDS_ACCESS,       0x011B, MDS)                \
 	X(MDS_LOCK,         0x011C, MDS)                \
 	X(MDS_DOM_READ,     0x011D, MDS)                \
+	X(MDS_OST_ADMIN,    0x011E, MDS)                \
 	/* objects, served by loom-oss */               \
 	X(OST_READ,         0x0201, OSS)                \
 	X(OST_WRITE,        0x0202, OSS)                \
@@ -202,6 +203,8 @@ _Static_assert(sizeof(struct lw_statfs) == 56, "lw_statfs");
 #define LW_TGT_READONLY  0x1u
 #define LW_TGT_NOCREATE  0x2u /* administratively excluded from new stripes */
 #define LW_TGT_INACTIVE  0x4u /* not heard from: unreachable */
+#define LW_TGT_DEACTIVATED 0x8u /* by an administrator (MDS_OST_ADMIN): no new stripes; kept by
+                                 * the MDT across restarts and registrations */
 
 /*
  * A layout: this fixed part, then nobjs struct lw_ostobj. The same bytes are stored in the MDT,
@@ -553,6 +556,18 @@ struct lw_setlayout_req {
 	uint32_t pad;
 };
 _Static_assert(sizeof(struct lw_setlayout_req) == 16, "lw_setlayout_req");
+
+/* MDS_OST_ADMIN (root only, else -EPERM): request lw_ost_admin_req; sets then clears the
+ * administrative state flags of OST idx (only LW_TGT_DEACTIVATED is one; others are -EINVAL).
+ * -ENOENT for an index no OST holds. Reply empty. */
+struct lw_ost_admin_req {
+	uint32_t idx;
+	uint32_t set;
+	uint32_t clear;
+	uint32_t pad;
+};
+_Static_assert(sizeof(struct lw_ost_admin_req) == 16, "lw_ost_admin_req");
+#define LW_TGT_ADMIN_STATE LW_TGT_DEACTIVATED
 
 /* MDS_OST_TABLE: request empty. Reply lw_ost_table_rep + count lw_ost_entry. */
 struct lw_ost_table_rep {

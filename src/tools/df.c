@@ -27,17 +27,41 @@ static void df_row_of(const struct statvfs *st, struct df_row *r, bool inodes)
 	r->avail = (uint64_t)st->f_bavail * st->f_frsize;
 }
 
-static void df_print_inodes(const char *uuid, const struct df_row *r, const char *mnt)
+/* lfs df's flags at a row's end: N no new objects (an OSS's no-create, or deactivated by an
+ * administrator), R read-only, S out of space, I out of inodes. "" for none. */
+static void df_flags(const struct loom_target *t, char *out, size_t cap)
+{
+	size_t n = 0;
+
+	out[0] = '\0';
+	if (t->flags & (LOOM_TGTF_NOCREATE | LOOM_TGTF_DEACTIVATED))
+		out[n++] = 'N';
+	if (t->flags & LOOM_TGTF_READONLY)
+		out[n++] = 'R';
+	if (t->st.f_blocks && t->st.f_bavail == 0)
+		out[n++] = 'S';
+	if (t->st.f_files && t->st.f_ffree == 0)
+		out[n++] = 'I';
+	if (n && n + 2 <= cap) {
+		memmove(out + 1, out, n);
+		out[0] = ' ';
+		out[n + 1] = '\0';
+	} else {
+		out[0] = '\0';
+	}
+}
+
+static void df_print_inodes(const char *uuid, const struct df_row *r, const char *mnt, const char *flags)
 {
 	uint64_t p = r->total ? (r->used * 100 + r->total - 1) / r->total : 0;
 	char pct[8];
 
 	snprintf(pct, sizeof(pct), "%u%%", (unsigned)p);
-	printf("%-20s%12" PRIu64 "%12" PRIu64 "%12" PRIu64 "%6s %s\n", uuid, r->total, r->used, r->avail, pct,
-	       mnt);
+	printf("%-20s%12" PRIu64 "%12" PRIu64 "%12" PRIu64 "%6s %s%s\n", uuid, r->total, r->used, r->avail, pct,
+	       mnt, flags);
 }
 
-static void df_print(const char *uuid, const struct df_row *r, bool human, const char *mnt)
+static void df_print(const char *uuid, const struct df_row *r, bool human, const char *mnt, const char *flags)
 {
 	char t[32], u[32], a[32], pct[8];
 	uint64_t denom = r->used + r->avail;
@@ -54,7 +78,7 @@ static void df_print(const char *uuid, const struct df_row *r, bool human, const
 		snprintf(a, sizeof(a), "%" PRIu64, r->avail >> 10);
 	}
 	snprintf(pct, sizeof(pct), "%u%%", p);
-	printf("%-20s%12s%12s%12s%5s %s\n", uuid, t, u, a, pct, mnt);
+	printf("%-20s%12s%12s%12s%5s %s%s\n", uuid, t, u, a, pct, mnt, flags);
 }
 
 int cmd_df(struct tool_ctx *ctx, int argc, char **argv)
@@ -64,7 +88,7 @@ int cmd_df(struct tool_ctx *ctx, int argc, char **argv)
 	bool human = false, inodes = false;
 	uint32_t n;
 	loom_fs *fs;
-	char uuid[64], row[4200], where[4096];
+	char uuid[64], row[4200], where[4096], flags[8];
 	int c, rc;
 
 	struct tool_mount mnt;
@@ -120,10 +144,11 @@ int cmd_df(struct tool_ctx *ctx, int argc, char **argv)
 		}
 		df_row_of(&t[i].st, &r, inodes);
 		snprintf(row, sizeof(row), "%s[%s:%u]", where, mdt ? "MDT" : "OST", t[i].idx);
+		df_flags(&t[i], flags, sizeof(flags));
 		if (inodes)
-			df_print_inodes(uuid, &r, row);
+			df_print_inodes(uuid, &r, row, flags);
 		else
-			df_print(uuid, &r, human, row);
+			df_print(uuid, &r, human, row, flags);
 		/* Space sums the OSTs; files are counted by the MDT, which holds one inode each. */
 		if (mdt == inodes) {
 			sum.total += r.total;
@@ -133,9 +158,9 @@ int cmd_df(struct tool_ctx *ctx, int argc, char **argv)
 	}
 	printf("\n");
 	if (inodes)
-		df_print_inodes("filesystem_summary:", &sum, where);
+		df_print_inodes("filesystem_summary:", &sum, where, "");
 	else
-		df_print("filesystem_summary:", &sum, human, where);
+		df_print("filesystem_summary:", &sum, human, where, "");
 	free(t);
 	loom_disconnect(fs);
 	return 0;

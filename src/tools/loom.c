@@ -34,6 +34,7 @@ static const struct command commands[] = {
 	{ "stat", cmd_stat, "PATH...   show attributes" },
 	{ "scrub", cmd_scrub, "[--wait] [--status] [--paths] OST_INDEX... | --all   verify objects against their checksums" },
 	{ "fsck", cmd_fsck, "--dir DIR | ...   check and repair the namespace against the objects" },
+	{ "ost", cmd_ost, "deactivate|activate IDX...   no new stripes on an OST (its files stay readable), or again" },
 };
 
 static void usage(FILE *f)

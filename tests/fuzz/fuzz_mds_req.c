@@ -93,6 +93,7 @@ static size_t fixed_size(uint16_t op)
 	case LW_OP_MDS_SETLAYOUT: return sizeof(struct lw_setlayout_req);
 	case LW_OP_MDS_DOM_READ: return sizeof(struct lw_ino_req);
 	case LW_OP_MDS_OST_REGISTER: return sizeof(struct lw_ost_register_req);
+	case LW_OP_MDS_OST_ADMIN: return sizeof(struct lw_ost_admin_req);
 	case LW_OP_MDS_OST_HEARTBEAT: return sizeof(struct lw_ost_heartbeat_req);
 	default: return 0;
 	}
@@ -231,6 +232,10 @@ static void check_contents(const struct lw_mds_req *q, const struct body *b)
 	case LW_OP_MDS_SETLAYOUT:
 		check_layout_req(&q->u.setlayout.layout);
 		break;
+	case LW_OP_MDS_OST_ADMIN:
+		FUZZ_CHECK(!((q->u.ost_admin.set | q->u.ost_admin.clear) & ~LW_TGT_ADMIN_STATE));
+		FUZZ_CHECK(q->u.ost_admin.pad == 0);
+		break;
 	case LW_OP_MDS_OST_REGISTER: {
 		const struct lw_ost_register_req *r = &q->u.ost_register;
 
@@ -337,6 +342,7 @@ static void encode(const struct lw_mds_req *q, struct lw_wr *w)
 		put_layout(w, &q->u.setlayout.layout);
 		break;
 	case LW_OP_MDS_OST_REGISTER: lw_wr_put(w, &q->u.ost_register, sizeof(q->u.ost_register)); break;
+	case LW_OP_MDS_OST_ADMIN: lw_wr_put(w, &q->u.ost_admin, sizeof(q->u.ost_admin)); break;
 	case LW_OP_MDS_OST_HEARTBEAT:
 		lw_wr_put(w, &q->u.heartbeat.f, sizeof(q->u.heartbeat.f));
 		lw_wr_put(w, q->u.heartbeat.ents,
