@@ -50,5 +50,6 @@ int cmd_mv(struct tool_ctx *ctx, int argc, char **argv);
 int cmd_scrub(struct tool_ctx *ctx, int argc, char **argv);
 int cmd_fsck(struct tool_ctx *ctx, int argc, char **argv);
 int cmd_ost(struct tool_ctx *ctx, int argc, char **argv);
+int cmd_find(struct tool_ctx *ctx, int argc, char **argv);
 
 #endif
