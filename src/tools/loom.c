@@ -21,7 +21,7 @@ struct command {
 
 static const struct command commands[] = {
 	{ "setstripe", cmd_setstripe, "[-E END -L mdt] [-E -1] [-c COUNT] [-S SIZE] [-i IDX] [-p POOL] | -d  PATH   set a layout" },
-	{ "getstripe", cmd_getstripe, "[-c|-S|-i|-p] [-d] PATH...   show layouts (lfs getstripe format)" },
+	{ "getstripe", cmd_getstripe, "[-c|-S|-i|-p] [-d] [-r] [-y] PATH...   show layouts (lfs getstripe format)" },
 	{ "find", cmd_find, "PATH... [[!] --type|--name|--size|--mtime|--stripe-count|--stripe-size|--ost|--pool ARG]...   lfs find" },
 	{ "df", cmd_df, "[-h] [-i] [PATH]   space (-i: inodes) of the MDT and every OST (lfs df format)" },
 	{ "cluster", cmd_cluster, "up|down|status --dir DIR [--osts N]   a local file system" },

@@ -352,6 +352,37 @@ static void print_dir_raid0(const struct loom_layout *l, const char *ind)
 			 l->pool);
 }
 
+/* -y: lfs's YAML form, one field a line and the objects as a list. */
+static void print_yaml(const struct loom_layout *l)
+{
+	if (l->flags & LOOM_LAYOUT_DEFAULT) {
+		printf("stripe_count:  %d\n", l->stripe_count ? l->stripe_count : 1);
+		printf("stripe_size:   %u\n", l->stripe_size ? l->stripe_size : LOOM_DEFAULT_STRIPE_SIZE);
+		printf("pattern:       raid0\n");
+		printf("stripe_offset: %d\n", l->stripe_offset);
+		if (l->pool[0])
+			printf("pool:          %s\n", l->pool);
+		return;
+	}
+	printf("lmm_stripe_count:  %d\n", l->stripe_count);
+	printf("lmm_stripe_size:   %u\n", l->stripe_size);
+	printf("lmm_pattern:       raid0\n");
+	printf("lmm_layout_gen:    %u\n", l->layout_gen);
+	printf("lmm_stripe_offset: %d\n", l->nobjs ? (int)l->objs[0].ost_idx : l->stripe_offset);
+	if (l->pool[0])
+		printf("lmm_pool:          %s\n", l->pool);
+	printf("lmm_objects:\n");
+	for (uint32_t i = 0; i < l->nobjs; i++) {
+		const struct loom_ostobj *o = &l->objs[i];
+		unsigned long long seq = 0x100000000ull | (unsigned long long)o->ost_idx << 16 |
+					 ((o->objid >> 32) & 0xFFFF);
+
+		printf("      - l_ost_idx: %u\n", o->ost_idx);
+		printf("        l_fid:     0x%llx:0x%x:0x%x\n", seq, (unsigned)(o->objid & 0xFFFFFFFFu),
+		       (unsigned)(o->objid >> 48));
+	}
+}
+
 static void print_file_layout(const struct loom_layout *l)
 {
 	printf("lmm_stripe_count:  %d\n", l->stripe_count);
@@ -457,6 +488,8 @@ static int print_one_field(const struct loom_layout *l, enum gs_field field)
 struct gs_src {
 	struct tool_ctx *ctx;
 	loom_fs *fs;
+	bool yaml;      /* -y */
+	bool recursive; /* -r */
 };
 
 static int gs_layout(struct gs_src *src, const char *path, bool mounted, struct loom_layout **out)
@@ -500,6 +533,8 @@ static int show(struct gs_src *src, const char *path, bool mounted, enum gs_fiel
 		*first = false;
 		if (has_dom(l))
 			print_composite(l);
+		else if (src->yaml)
+			print_yaml(l);
 		else if (l->flags & LOOM_LAYOUT_DEFAULT)
 			print_dir_raid0(l, "");
 		else
@@ -509,7 +544,26 @@ static int show(struct gs_src *src, const char *path, bool mounted, enum gs_fiel
 	return 0;
 }
 
-/* The regular files of a directory, each shown after it (as lfs getstripe DIR). */
+static int show_entries(struct gs_src *src, const char *dir, bool mounted, enum gs_field field,
+			bool *first);
+
+/* An entry of a directory being listed: a regular file's layout, and with -r a subdirectory's
+ * default and then its entries. Other types have no layout to show. */
+static int show_entry(struct gs_src *src, const char *path, unsigned type, bool mounted,
+		      enum gs_field field, bool *first)
+{
+	int rc;
+
+	if (type == DT_REG)
+		return show(src, path, mounted, field, first);
+	if (type != DT_DIR || !src->recursive)
+		return 0;
+	rc = show(src, path, mounted, field, first);
+	return rc ? rc : show_entries(src, path, mounted, field, first);
+}
+
+/* The regular files of a directory, each shown after it (as lfs getstripe DIR); with -r the
+ * subdirectories too, depth first. */
 static int show_entries(struct gs_src *src, const char *dir, bool mounted, enum gs_field field,
 			bool *first)
 {
@@ -523,10 +577,10 @@ static int show_entries(struct gs_src *src, const char *dir, bool mounted, enum 
 		if (!d)
 			return -errno;
 		while ((e = readdir(d)) != NULL && rc == 0) {
-			if (e->d_type != DT_REG)
+			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 				continue;
 			snprintf(child, sizeof(child), "%s/%s", dir, e->d_name);
-			rc = show(src, child, true, field, first);
+			rc = show_entry(src, child, e->d_type, true, field, first);
 		}
 		closedir(d);
 		return rc;
@@ -539,10 +593,10 @@ static int show_entries(struct gs_src *src, const char *dir, bool mounted, enum 
 		if (rc)
 			return rc;
 		while ((rc = loom_readdir(d, &ent)) == 1) {
-			if (ent.type != DT_REG)
+			if (!strcmp(ent.name, ".") || !strcmp(ent.name, ".."))
 				continue;
-			snprintf(child, sizeof(child), "%s/%s", dir, ent.name);
-			rc = show(src, child, false, field, first);
+			snprintf(child, sizeof(child), "%s/%s", strcmp(dir, "/") ? dir : "", ent.name);
+			rc = show_entry(src, child, ent.type, false, field, first);
 			if (rc)
 				break;
 		}
@@ -557,6 +611,7 @@ int cmd_getstripe(struct tool_ctx *ctx, int argc, char **argv)
 		{ "stripe-count", no_argument, NULL, 'c' }, { "stripe-size", no_argument, NULL, 'S' },
 		{ "stripe-index", no_argument, NULL, 'i' }, { "pool", no_argument, NULL, 'p' },
 		{ "directory", no_argument, NULL, 'd' },    { "help", no_argument, NULL, 'h' },
+		{ "recursive", no_argument, NULL, 'r' },    { "yaml", no_argument, NULL, 'y' },
 		{ NULL, 0, NULL, 0 },
 	};
 	enum gs_field field = GS_ALL;
@@ -565,25 +620,28 @@ int cmd_getstripe(struct tool_ctx *ctx, int argc, char **argv)
 	int c, ret = 0;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "cSipdh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "cSipdhry", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c': field = GS_COUNT; break;
 		case 'S': field = GS_SIZE; break;
 		case 'i': field = GS_INDEX; break;
 		case 'p': field = GS_POOL; break;
 		case 'd': dir_only = true; break;
+		case 'r': src.recursive = true; break;
+		case 'y': src.yaml = true; break;
 		case 'h':
-			printf("usage: loom getstripe [-c|-S|-i|-p] [-d] PATH...\n"
+			printf("usage: loom getstripe [-c|-S|-i|-p] [-d] [-r] [-y] PATH...\n"
 			       "Prints layouts as `lfs getstripe` does; a directory shows its default layout,\n"
-			       "then (without -d) the layouts of the files in it. A layout with a Data-on-MDT\n"
-			       "part prints in lfs's composite format (an mdt component, then raid0 to EOF);\n"
-			       "-c, -S, -i and -p print the RAID-0 component's value.\n");
+			       "then (without -d) the layouts of the files in it, and with -r of everything\n"
+			       "below it. -y prints YAML (one field a line, lmm_objects as a list). A layout\n"
+			       "with a Data-on-MDT part prints in lfs's composite format (an mdt component,\n"
+			       "then raid0 to EOF); -c, -S, -i and -p print the RAID-0 component's value.\n");
 			return 0;
 		default: return 2;
 		}
 	}
 	if (optind >= argc) {
-		fprintf(stderr, "usage: loom getstripe [-c|-S|-i|-p] [-d] PATH...\n");
+		fprintf(stderr, "usage: loom getstripe [-c|-S|-i|-p] [-d] [-r] [-y] PATH...\n");
 		return 2;
 	}
 	for (int i = optind; i < argc; i++) {

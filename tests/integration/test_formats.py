@@ -88,6 +88,30 @@ def test_getstripe_directory_without_d_lists_its_files_layouts(cluster):
     assert layout.path == "/d/a" and layout.stripe_count == 2, out
 
 
+def test_getstripe_r_y_walks_the_tree_in_yaml(cluster):
+    cluster.loom("mkdir", "/t")
+    cluster.loom("setstripe", "-E", "-1", "-c", "2", "-S", "1M", "/t")
+    cluster.loom("mkdir", "/t/sub")
+    cluster.loom("put", "-", "/t/a", input="a\n")
+    cluster.loom("put", "-", "/t/sub/b", input="b\n")
+    out = cluster.loom("getstripe", "-r", "-y", "/t").stdout
+    blocks = {b.split("\n", 1)[0]: b.split("\n", 1)[1] for b in out.rstrip("\n").split("\n\n")}
+    assert sorted(blocks) == ["/t", "/t/a", "/t/sub", "/t/sub/b"], out
+    for d in ("/t", "/t/sub"):
+        assert blocks[d] == "stripe_count:  2\nstripe_size:   1048576\npattern:       raid0\nstripe_offset: -1", out
+    for f in ("/t/a", "/t/sub/b"):
+        lines = blocks[f].split("\n")
+        assert lines[:3] == ["lmm_stripe_count:  2", "lmm_stripe_size:   1048576", "lmm_pattern:       raid0"], out
+        assert lines[5] == "lmm_objects:" and len(lines) == 10, out
+        osts = [int(x.split(":")[1]) for x in lines[6::2]]
+        assert all(x.startswith("      - l_ost_idx: ") for x in lines[6::2]), out
+        assert all(re.match(r"^        l_fid:     0x[0-9a-f]+:0x[0-9a-f]+:0x0$", x) for x in lines[7::2]), out
+        assert osts == [o for o, _ in parse_any_getstripe(cluster.loom("getstripe", f).stdout).objects]
+    # Without -r, the subdirectory is not entered (only the files right inside are shown).
+    flat = cluster.loom("getstripe", "/t").stdout
+    assert "/t/a\n" in flat and "/t/sub" not in flat, flat
+
+
 def test_setstripe_size_not_multiple_of_64k_is_rejected(cluster):
     cluster.loom("mkdir", "/d")
     cluster.loom("setstripe", "-c", "2", "-S", "1M", "/d")
