@@ -230,6 +230,24 @@ int loom_targets(loom_fs *fs, struct loom_target **out, uint32_t *count);
  * The MDS keeps the state across restarts. Errors: -EPERM (not root), -ENOENT (no such OST). */
 int loom_ost_set_active(loom_fs *fs, uint32_t idx, bool active);
 
+/* ---- OST pools, for `loom pool` (Lustre's lctl pool_*) ---- */
+
+#define LOOM_POOL_NEW     1 /* loom_pool_ctl commands */
+#define LOOM_POOL_DESTROY 2 /* only an empty pool: -ENOTEMPTY */
+#define LOOM_POOL_ADD     3 /* ost_idx joins: -ENODEV for no such OST, -EEXIST if in it */
+#define LOOM_POOL_REMOVE  4 /* ost_idx leaves */
+struct loom_pool {
+	char name[LOOM_POOL_NAME_MAX + 1];
+	uint32_t nosts;
+	uint32_t *osts; /* ascending; points into the list's memory */
+};
+/* Changes a pool (root only: -EPERM). -ENOENT for no such pool, -EEXIST for NEW of one that
+ * exists, -EINVAL for a bad name (1-15 letters, digits, '_' or '-'). */
+int loom_pool_ctl(loom_fs *fs, int cmd, const char *name, uint32_t ost_idx);
+/* Every pool, or the one named (-ENOENT if none): *out is one allocation for loom_pool_list_free. */
+int loom_pool_list(loom_fs *fs, const char *name, struct loom_pool **out, uint32_t *count);
+void loom_pool_list_free(struct loom_pool *pools);
+
 /* ---- integrity, for `loom scrub` ---- */
 
 #define LOOM_SCRUB_START   0 /* commands */

@@ -527,6 +527,74 @@ int loom_ost_set_active(loom_fs *fs, uint32_t idx, bool active)
 	return mdc_ost_admin(fs, &cr, idx, active ? 0 : LW_TGT_DEACTIVATED, active ? LW_TGT_DEACTIVATED : 0);
 }
 
+int loom_pool_ctl(loom_fs *fs, int cmd, const char *name, uint32_t ost_idx)
+{
+	struct loom_cred cr;
+
+	if (cmd < LOOM_POOL_NEW || cmd > LOOM_POOL_REMOVE || !name || !name[0])
+		return -EINVAL;
+	fs_cred(fs, &cr);
+	return mdc_pool(fs, &cr, (uint32_t)cmd, name, ost_idx, NULL, NULL);
+}
+
+int loom_pool_list(loom_fs *fs, const char *name, struct loom_pool **out, uint32_t *count)
+{
+	struct loom_cred cr;
+	struct loom_pool *p;
+	void *body = NULL;
+	uint32_t len = 0, n = 0;
+	size_t off = 0;
+	int rc;
+
+	fs_cred(fs, &cr);
+	rc = mdc_pool(fs, &cr, LW_POOL_LIST, name ? name : "", 0, &body, &len);
+	if (rc)
+		return rc;
+	/* Count and check the entries, then lay them out: the structs, then every index array. */
+	while (off < len) {
+		struct lw_pool_ent e;
+
+		if (len - off < sizeof(e)) {
+			free(body);
+			return -EPROTO;
+		}
+		memcpy(&e, (uint8_t *)body + off, sizeof(e));
+		if (e.nosts > (len - off - sizeof(e)) / 4 || !memchr(e.name, '\0', sizeof(e.name))) {
+			free(body);
+			return -EPROTO;
+		}
+		off += sizeof(e) + (size_t)e.nosts * 4;
+		n++;
+	}
+	p = malloc(n * sizeof(*p) + len + 1);
+	if (!p) {
+		free(body);
+		return -ENOMEM;
+	}
+	off = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		struct lw_pool_ent e;
+		uint32_t *osts = (uint32_t *)((uint8_t *)(p + n) + off + sizeof(e));
+
+		memcpy(&e, (uint8_t *)body + off, sizeof(e));
+		memset(p[i].name, 0, sizeof(p[i].name));
+		memcpy(p[i].name, e.name, strnlen(e.name, sizeof(p[i].name) - 1));
+		p[i].nosts = e.nosts;
+		p[i].osts = osts;
+		memcpy(osts, (uint8_t *)body + off + sizeof(e), (size_t)e.nosts * 4);
+		off += sizeof(e) + (size_t)e.nosts * 4;
+	}
+	free(body);
+	*out = p;
+	*count = n;
+	return 0;
+}
+
+void loom_pool_list_free(struct loom_pool *pools)
+{
+	free(pools);
+}
+
 int loom_targets(loom_fs *fs, struct loom_target **out, uint32_t *count)
 {
 	struct lw_statfs_rep mrep;

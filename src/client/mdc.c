@@ -307,6 +307,32 @@ int mdc_statfs(loom_fs *fs, const struct loom_cred *cr, struct lw_statfs_rep *ou
 	return mdc_call_fixed(fs, cr, LW_OP_MDS_STATFS, NULL, out, sizeof(*out));
 }
 
+int mdc_pool(loom_fs *fs, const struct loom_cred *cr, uint32_t cmd, const char *name, uint32_t idx,
+	     void **reply, uint32_t *len)
+{
+	struct lw_pool_req req = { .cmd = cmd, .idx = idx };
+	struct mdc_body b = { { &req }, { sizeof(req) } };
+	struct rpc_call call;
+	int rc;
+
+	if (strlen(name) >= sizeof(req.name))
+		return -EINVAL;
+	memcpy(req.name, name, strlen(name));
+	rc = mdc_call(fs, cr, LW_OP_MDS_POOL, &b, &call);
+	if (rc)
+		return rc;
+	if (reply) {
+		*reply = malloc(call.rbody_len ? call.rbody_len : 1);
+		if (!*reply)
+			rc = -ENOMEM;
+		else
+			memcpy(*reply, call.rbody, call.rbody_len);
+		*len = call.rbody_len;
+	}
+	rpc_call_release(&call);
+	return rc;
+}
+
 int mdc_ost_admin(loom_fs *fs, const struct loom_cred *cr, uint32_t idx, uint32_t set, uint32_t clear)
 {
 	struct lw_ost_admin_req req = { .idx = idx, .set = set, .clear = clear };

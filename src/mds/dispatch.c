@@ -344,6 +344,76 @@ static int exec_close(struct mds *m, struct mdt_txn *t, struct srv_req *req,
 	return reply_copy(r, &attr, sizeof(attr));
 }
 
+/* MDS_POOL LIST: one lw_pool_ent and its OSTs per pool, grown as pools come. */
+struct pool_list {
+	uint8_t *buf;
+	size_t len, cap;
+	const char *only; /* a pool's name, or NULL for all */
+};
+
+static int pool_list_one(const char *name, const uint32_t *osts, uint32_t n, void *arg)
+{
+	struct pool_list *pl = arg;
+	struct lw_pool_ent e = { .nosts = n };
+	size_t need = sizeof(e) + (size_t)n * 4;
+
+	if (pl->only && strcmp(pl->only, name))
+		return 0;
+	if (pl->len + need > LW_MAX_BODY - 64)
+		return -E2BIG;
+	if (pl->len + need > pl->cap) {
+		size_t cap = MAX(pl->cap * 2, pl->len + need);
+		uint8_t *b = realloc(pl->buf, cap);
+		if (!b)
+			return -ENOMEM;
+		pl->buf = b;
+		pl->cap = cap;
+	}
+	memcpy(e.name, name, strnlen(name, sizeof(e.name) - 1));
+	memcpy(pl->buf + pl->len, &e, sizeof(e));
+	memcpy(pl->buf + pl->len + sizeof(e), osts, (size_t)n * 4);
+	pl->len += need;
+	return 0;
+}
+
+static int exec_pool(struct mds *m, struct mdt_txn *t, struct srv_req *req, const struct lw_mds_req *q,
+		     struct reply *r)
+{
+	const struct lw_pool_req *p = &q->u.pool;
+	struct pool_list pl = { .only = p->name[0] ? p->name : NULL };
+	int rc;
+
+	if (p->cmd == LW_POOL_LIST) {
+		if (pl.only && !mdt_pool_exists(t, pl.only))
+			return -ENOENT;
+		rc = mdt_pool_each(t, pool_list_one, &pl);
+		if (rc == 0) {
+			r->body = pl.buf ? pl.buf : malloc(1);
+			r->len = (uint32_t)pl.len;
+			return r->body ? 0 : -ENOMEM;
+		}
+		free(pl.buf);
+		return rc;
+	}
+	/* Where new files go is root's to steer (root squash makes a client's root nobody here). */
+	if (q->cred.uid != 0)
+		return -EPERM;
+	switch (p->cmd) {
+	case LW_POOL_NEW: rc = mdt_pool_new(t, p->name); break;
+	case LW_POOL_DESTROY: rc = mdt_pool_destroy(t, p->name); break;
+	case LW_POOL_ADD: rc = mdt_pool_add(t, p->name, p->idx); break;
+	default: rc = mdt_pool_remove(t, p->name, p->idx); break;
+	}
+	if (rc == 0 && (p->cmd == LW_POOL_NEW || p->cmd == LW_POOL_DESTROY))
+		log_info("pool %s %s by %s", p->name, p->cmd == LW_POOL_NEW ? "made" : "destroyed",
+			 srv_req_peer(req));
+	else if (rc == 0)
+		log_info("pool %s: OST%04x %s by %s", p->name, p->idx,
+			 p->cmd == LW_POOL_ADD ? "added" : "removed", srv_req_peer(req));
+	(void)m;
+	return rc;
+}
+
 static int exec_ost_register(struct mds *m, struct mdt_txn *t, struct srv_req *req,
 			     const struct lw_mds_req *q, struct reply *r)
 {
@@ -598,6 +668,8 @@ static int exec_one(struct mds *m, struct mdt_txn *t, struct srv_req *req, const
 		return exec_ost_table(m, r);
 	case LW_OP_MDS_OST_REGISTER:
 		return exec_ost_register(m, t, req, q, r);
+	case LW_OP_MDS_POOL:
+		return exec_pool(m, t, req, q, r);
 	case LW_OP_MDS_OST_ADMIN:
 		/* The file system's layout of data is root's to steer (root squash makes a client's
 		 * root nobody here). */

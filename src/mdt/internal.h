@@ -17,6 +17,7 @@
  *   destroy     ost BE32 + objid BE64    -> ino u64
  *   replies, reply_ages                  the reply cache (replies.c)
  *   dom         ino BE64                 -> crc32c u32 + a file's Data-on-MDT bytes (dom.c)
+ *   pools       name, NUL-padded to 16   -> u32 count + count OST indices u32, ascending (pool.c)
  *
  * Keys are big-endian so that LMDB's byte order is numeric order (readdir walks cookies, the
  * destroy queue is per OST in object order). Values are host order, which is little-endian on
@@ -59,6 +60,7 @@ enum mdt_db {
 	MDT_DB_REPLIES,
 	MDT_DB_REPLY_AGES,
 	MDT_DB_DOM,
+	MDT_DB_POOLS,
 	MDT_DB_COUNT
 };
 

@@ -148,6 +148,18 @@ static int fields_fill_fs(struct mdt_txn *t, struct layout_fields *f)
 	return rc;
 }
 
+/* A pool a request names must exist (lfs setstripe -p refuses an unknown pool); one a directory's
+ * default named and that was destroyed since no longer restricts (mdt_alloc_stripes). */
+static int req_pool_check(struct mdt_txn *t, const struct lw_layout *req)
+{
+	char pool[LOOM_POOL_NAME_MAX + 1] = { 0 };
+
+	if (!req || !req->pool[0])
+		return 0;
+	memcpy(pool, req->pool, strnlen(req->pool, LOOM_POOL_NAME_MAX));
+	return mdt_pool_exists(t, pool) ? 0 : -EINVAL;
+}
+
 /* Allocates objects for resolved fields: a file layout with generation gen. */
 static int layout_build(struct mdt_txn *t, const struct layout_fields *f, uint32_t gen,
 			struct loom_layout **out)
@@ -163,7 +175,7 @@ static int layout_build(struct mdt_txn *t, const struct layout_fields *f, uint32
 	l = calloc(1, sizeof(*l) + room * sizeof(l->objs[0]));
 	if (!l)
 		return -ENOMEM;
-	rc = mdt_alloc_stripes(t, f->stripe_count, f->stripe_offset, l->objs, &n);
+	rc = mdt_alloc_stripes(t, f->stripe_count, f->stripe_offset, f->pool, l->objs, &n);
 	if (rc) {
 		free(l);
 		return rc;
@@ -187,6 +199,9 @@ int mdt_layout_new_file(struct mdt_txn *t, const struct mdt_inode *dir, const st
 	struct loom_layout *l = NULL;
 	int rc;
 
+	rc = req_pool_check(t, req);
+	if (rc)
+		return rc;
 	fields_init(&f);
 	if (req)
 		fields_fill_req(&f, req);
@@ -277,6 +292,9 @@ static int setlayout_dir(struct mdt_txn *t, uint64_t ino, const struct lw_layout
 	/* As Lustre's setstripe, an offset must name an OST that exists now. */
 	if (req->stripe_offset >= 0 && !mdt_ost_known(t->s, (uint32_t)req->stripe_offset))
 		return -EINVAL;
+	rc = req_pool_check(t, req);
+	if (rc)
+		return rc;
 	memset(&def, 0, sizeof(def));
 	def.pattern = LOOM_PATTERN_RAID0;
 	def.stripe_size = req->stripe_size;
@@ -304,6 +322,9 @@ static int setlayout_file(struct mdt_txn *t, struct mdt_inode *in, const struct 
 		return -EINVAL;
 	if (in->size > 0)
 		return -EEXIST; /* "stripe already set": the data lives in the current objects */
+	rc = req_pool_check(t, req);
+	if (rc)
+		return rc;
 	rc = mdt_layout_load(t, MDT_DB_LAYOUTS, in->ino, &cur);
 	if (rc && rc != -ENODATA)
 		return rc;

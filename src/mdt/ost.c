@@ -443,9 +443,29 @@ static void pick_weighted(struct mdt_store *s, uint32_t *usable, uint32_t n, uin
 	}
 }
 
-/* The table positions of the OSTs to use, in stripe order, into chosen[]. */
-static int choose_osts(struct mdt_store *s, int32_t count, int32_t offset, uint32_t *chosen,
-		       uint32_t *n_out)
+/* Whether OST idx is one of members[0..n) (ascending); every OST without members. */
+static bool in_members(uint32_t idx, const uint32_t *members, uint32_t n)
+{
+	uint32_t lo = 0, hi = n;
+
+	if (!members)
+		return true;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (members[mid] == idx)
+			return true;
+		if (members[mid] < idx)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+/* The table positions of the OSTs to use, in stripe order, into chosen[]; only members (a pool's
+ * OSTs, ascending) when members is not NULL. */
+static int choose_osts(struct mdt_store *s, int32_t count, int32_t offset, const uint32_t *members,
+		       uint32_t nmembers, uint32_t *chosen, uint32_t *n_out)
 {
 	uint32_t *usable, n_usable = 0, want, n = 0;
 	int rc = 0;
@@ -454,7 +474,7 @@ static int choose_osts(struct mdt_store *s, int32_t count, int32_t offset, uint3
 	if (!usable)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < s->nosts; i++)
-		if (ost_usable(&s->osts[i]))
+		if (ost_usable(&s->osts[i]) && in_members(s->osts[i].idx, members, nmembers))
 			usable[n_usable++] = i;
 	if (n_usable == 0) {
 		rc = -ENOSPC;
@@ -469,7 +489,7 @@ static int choose_osts(struct mdt_store *s, int32_t count, int32_t offset, uint3
 		uint32_t start = (uint32_t)(table_find(s->osts, s->nosts, (uint32_t)offset) - s->osts);
 		for (uint32_t i = 0; i < s->nosts && n < want; i++) {
 			uint32_t p = (start + i) % s->nosts;
-			if (ost_usable(&s->osts[p]))
+			if (ost_usable(&s->osts[p]) && in_members(s->osts[p].idx, members, nmembers))
 				chosen[n++] = p;
 		}
 	} else if (space_balanced(s->osts, usable, n_usable)) {
@@ -490,12 +510,12 @@ out:
 	return rc;
 }
 
-int mdt_alloc_stripes(struct mdt_txn *t, int32_t count, int32_t offset, struct loom_ostobj *objs,
-		      uint32_t *n_out)
+int mdt_alloc_stripes(struct mdt_txn *t, int32_t count, int32_t offset, const char *pool,
+		      struct loom_ostobj *objs, uint32_t *n_out)
 {
 	struct mdt_store *s = t->s;
 	struct mdt_ost_rec rec;
-	uint32_t *chosen = NULL, n = 0;
+	uint32_t *chosen = NULL, *members = NULL, nmembers = 0, n = 0;
 	int rc;
 
 	if (count == 0 || count < -1 || offset < -1)
@@ -504,10 +524,19 @@ int mdt_alloc_stripes(struct mdt_txn *t, int32_t count, int32_t offset, struct l
 		return -EINVAL;
 	if (s->nosts == 0)
 		return -ENOSPC;
+	/* A pool that is gone (destroyed since the layout named it) leaves every OST, as Lustre. */
+	if (pool && pool[0]) {
+		rc = mdt_pool_members(t, pool, &members, &nmembers);
+		if (rc && rc != -ENOENT)
+			return rc;
+	}
 	chosen = malloc(s->nosts * sizeof(*chosen));
-	if (!chosen)
+	if (!chosen) {
+		free(members);
 		return -ENOMEM;
-	rc = choose_osts(s, count, offset, chosen, &n);
+	}
+	rc = choose_osts(s, count, offset, members, nmembers, chosen, &n);
+	free(members);
 	for (uint32_t i = 0; rc == 0 && i < n; i++) {
 		/* The counter is persisted in the caller's transaction, with the layout that uses
 		 * the id: an aborted request hands its ids out again, but none that any client saw. */

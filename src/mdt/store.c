@@ -30,6 +30,7 @@ static const char *const db_names[MDT_DB_COUNT] = {
 	[MDT_DB_REPLIES] = "replies",
 	[MDT_DB_REPLY_AGES] = "reply_ages",
 	[MDT_DB_DOM] = "dom",
+	[MDT_DB_POOLS] = "pools",
 };
 
 #define META_VERSION  "version"
@@ -340,9 +341,9 @@ static int store_setup(const char *dir, bool create, struct mdt_store **out)
 	if (rc)
 		goto fail;
 	for (int i = 0; i < MDT_DB_COUNT; i++) {
-		/* The reply cache's and Data-on-MDT tables are made where missing: an MDT
-		 * formatted before they existed simply has no replies or file bytes in them. */
-		bool cache = i == MDT_DB_REPLIES || i == MDT_DB_REPLY_AGES || i == MDT_DB_DOM;
+		/* The reply cache's, Data-on-MDT and pool tables are made where missing: an MDT
+		 * formatted before they existed simply has no replies, file bytes or pools. */
+		bool cache = i == MDT_DB_REPLIES || i == MDT_DB_REPLY_AGES || i == MDT_DB_DOM || i == MDT_DB_POOLS;
 
 		rc = mdt_errno(mdb_dbi_open(txn, db_names[i], create || cache ? MDB_CREATE : 0, &s->dbi[i]));
 		if (rc) {

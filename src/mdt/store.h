@@ -310,6 +310,25 @@ int mdt_ost_lost(struct mdt_store *s, uint32_t idx);
  * (pointers into it are then stale). */
 const struct mdt_ost *mdt_ost_table(const struct mdt_store *s, uint32_t *count, uint32_t *gen);
 
+/* ---- OST pools (pool.c) ---- */
+
+/* 0 for a valid pool name (1-15 letters, digits, '_' or '-'), else -EINVAL. */
+int mdt_pool_name_check(const char *name);
+bool mdt_pool_exists(struct mdt_txn *t, const char *name);
+/* -EEXIST, -EINVAL (a bad name). */
+int mdt_pool_new(struct mdt_txn *t, const char *name);
+/* -ENOENT, -ENOTEMPTY (it still has OSTs). */
+int mdt_pool_destroy(struct mdt_txn *t, const char *name);
+/* -ENOENT (no pool), -ENODEV (no such OST), -EEXIST (in it already). */
+int mdt_pool_add(struct mdt_txn *t, const char *name, uint32_t idx);
+/* -ENOENT (no pool, or the OST is not in it). */
+int mdt_pool_remove(struct mdt_txn *t, const char *name, uint32_t idx);
+/* The pool's OSTs, ascending (*osts malloc'd). -ENOENT for no such pool. */
+int mdt_pool_members(struct mdt_txn *t, const char *name, uint32_t **osts, uint32_t *n);
+/* Calls fn for every pool in name order; stops at fn's first non-zero return. */
+int mdt_pool_each(struct mdt_txn *t, int (*fn)(const char *name, const uint32_t *osts, uint32_t n, void *arg),
+		  void *arg);
+
 /*
  * Chooses `count` distinct usable OSTs for a new file (count -1: every usable OST) and gives each
  * stripe an object. Usable: not LW_TGT_INACTIVE, LW_TGT_NOCREATE or LW_TGT_READONLY. A count
@@ -320,10 +339,11 @@ const struct mdt_ost *mdt_ost_table(const struct mdt_store *s, uint32_t *count, 
  * within 17% of the fullest), else at random weighted by free space. -EINVAL for count 0 or
  * below -1. objs must have room for min(count, table size) entries (table size for -1); *n_out
  * is how many were filled. Object ids come from a per-OST counter persisted in t, never reused
- * once t commits.
+ * once t commits. With a pool (not NULL or ""), only its OSTs are used (-ENOSPC when none of them
+ * is usable); a pool that does not exist any more does not restrict.
  */
-int mdt_alloc_stripes(struct mdt_txn *t, int32_t count, int32_t offset, struct loom_ostobj *objs,
-		      uint32_t *n_out);
+int mdt_alloc_stripes(struct mdt_txn *t, int32_t count, int32_t offset, const char *pool,
+		      struct loom_ostobj *objs, uint32_t *n_out);
 
 /* MDT space as statfs(2) gives it for the MDT directory, in f_frsize units; files = inodes in use
  * + the file system's free inodes (or free KiB when it keeps no inode count); namemax 255. */

@@ -459,6 +459,22 @@ int lw_mds_req_decode(uint16_t op, const void *body, uint32_t len, struct lw_mds
 	case LW_OP_MDS_DOM_READ:
 		lw_rd_fixed(&r, &out->u.ino, sizeof(out->u.ino));
 		break;
+	case LW_OP_MDS_POOL: {
+		const struct lw_pool_req *p = &out->u.pool;
+		size_t n;
+
+		lw_rd_fixed(&r, &out->u.pool, sizeof(out->u.pool));
+		if (r.err)
+			break;
+		n = strnlen(p->name, sizeof(p->name));
+		if (p->cmd < LW_POOL_NEW || p->cmd > LW_POOL_LIST || n == sizeof(p->name) ||
+		    (n == 0 && p->cmd != LW_POOL_LIST))
+			r.err = -EINVAL;
+		for (size_t i = n; !r.err && i < sizeof(p->name); i++)
+			if (p->name[i])
+				r.err = -EINVAL;
+		break;
+	}
 	case LW_OP_MDS_OST_ADMIN:
 		lw_rd_fixed(&r, &out->u.ost_admin, sizeof(out->u.ost_admin));
 		if (!r.err && (((out->u.ost_admin.set | out->u.ost_admin.clear) & ~LW_TGT_ADMIN_STATE) ||

@@ -74,6 +74,7 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "Loom's wire image ass
 	X(MDS_LOCK,         0x011C, MDS)                \
 	X(MDS_DOM_READ,     0x011D, MDS)                \
 	X(MDS_OST_ADMIN,    0x011E, MDS)                \
+	X(MDS_POOL,         0x011F, MDS)                \
 	/* objects, served by loom-oss */               \
 	X(OST_READ,         0x0201, OSS)                \
 	X(OST_WRITE,        0x0202, OSS)                \
@@ -568,6 +569,28 @@ struct lw_ost_admin_req {
 };
 _Static_assert(sizeof(struct lw_ost_admin_req) == 16, "lw_ost_admin_req");
 #define LW_TGT_ADMIN_STATE LW_TGT_DEACTIVATED
+
+/* MDS_POOL: OST pools. Request lw_pool_req. NEW, DESTROY, ADD and REMOVE are root's (-EPERM) and
+ * answer empty; LIST answers, for the pool named or for every pool when name is "", one
+ * lw_pool_ent each followed by its nosts OST indices (u32, ascending). */
+struct lw_pool_req {
+	uint32_t cmd; /* LW_POOL_* */
+	uint32_t idx; /* ADD, REMOVE: the OST */
+	char name[16]; /* NUL-terminated, zero after; "" only for LIST */
+};
+_Static_assert(sizeof(struct lw_pool_req) == 24, "lw_pool_req");
+#define LW_POOL_NEW     1u
+#define LW_POOL_DESTROY 2u
+#define LW_POOL_ADD     3u
+#define LW_POOL_REMOVE  4u
+#define LW_POOL_LIST    5u
+
+struct lw_pool_ent {
+	char name[16];
+	uint32_t nosts;
+	uint32_t pad;
+};
+_Static_assert(sizeof(struct lw_pool_ent) == 24, "lw_pool_ent");
 
 /* MDS_OST_TABLE: request empty. Reply lw_ost_table_rep + count lw_ost_entry. */
 struct lw_ost_table_rep {

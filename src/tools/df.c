@@ -1,5 +1,6 @@
 /* loom df: the space (or with -i the inodes) of the MDT and of every OST, in the format of
  * `lfs df`. */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -86,6 +87,9 @@ int cmd_df(struct tool_ctx *ctx, int argc, char **argv)
 	struct loom_target *t = NULL;
 	struct df_row sum = { 0 }, r;
 	bool human = false, inodes = false;
+	const char *pool = NULL;
+	struct loom_pool *pools = NULL;
+	uint32_t npools = 0;
 	uint32_t n;
 	loom_fs *fs;
 	char uuid[64], row[4200], where[4096], flags[8];
@@ -95,11 +99,17 @@ int cmd_df(struct tool_ctx *ctx, int argc, char **argv)
 	bool mounted = false;
 
 	optind = 1;
-	while ((c = getopt(argc, argv, "hi")) != -1) {
+	static const struct option opts[] = {
+		{ "human-readable", no_argument, NULL, 'h' }, { "inodes", no_argument, NULL, 'i' },
+		{ "pool", required_argument, NULL, 'p' },     { NULL, 0, NULL, 0 },
+	};
+	while ((c = getopt_long(argc, argv, "hip:", opts, NULL)) != -1) {
 		if (c == 'h')
 			human = true;
 		else if (c == 'i')
 			inodes = true;
+		else if (c == 'p')
+			pool = strchr(optarg, '.') ? strchr(optarg, '.') + 1 : optarg; /* FSNAME.POOL or POOL */
 		else
 			return 2;
 	}
@@ -117,8 +127,19 @@ int cmd_df(struct tool_ctx *ctx, int argc, char **argv)
 	fs = tool_connect(ctx);
 	if (!fs)
 		return 1;
+	if (pool) {
+		/* lfs df --pool: the MDT and the pool's OSTs only. */
+		rc = loom_pool_list(fs, pool, &pools, &npools);
+		if (rc) {
+			loom_disconnect(fs);
+			if (rc == -ENOENT)
+				fprintf(stderr, "loom df: no pool %s\n", pool);
+			return rc == -ENOENT ? 1 : tool_fail("df", "cannot list the pool", rc);
+		}
+	}
 	rc = loom_targets(fs, &t, &n);
 	if (rc) {
+		loom_pool_list_free(pools);
 		loom_disconnect(fs);
 		return tool_fail("df", "cannot list targets", rc);
 	}
@@ -134,6 +155,14 @@ int cmd_df(struct tool_ctx *ctx, int argc, char **argv)
 		       "Use%", "Mounted on");
 	for (uint32_t i = 0; i < n; i++) {
 		bool mdt = t[i].kind == LOOM_TGT_MDT;
+
+		if (pool && !mdt) {
+			bool member = false;
+			for (uint32_t k = 0; npools && k < pools[0].nosts; k++)
+				member |= pools[0].osts[k] == t[i].idx;
+			if (!member)
+				continue;
+		}
 
 		snprintf(uuid, sizeof(uuid), "%s-%s%04x_UUID", loom_fsname(fs), mdt ? "MDT" : "OST", t[i].idx);
 		if (t[i].flags & LOOM_TGTF_INACTIVE) {
@@ -162,6 +191,7 @@ int cmd_df(struct tool_ctx *ctx, int argc, char **argv)
 	else
 		df_print("filesystem_summary:", &sum, human, where, "");
 	free(t);
+	loom_pool_list_free(pools);
 	loom_disconnect(fs);
 	return 0;
 }

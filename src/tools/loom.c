@@ -23,7 +23,7 @@ static const struct command commands[] = {
 	{ "setstripe", cmd_setstripe, "[-E END -L mdt] [-E -1] [-c COUNT] [-S SIZE] [-i IDX] [-p POOL] | -d  PATH   set a layout" },
 	{ "getstripe", cmd_getstripe, "[-c|-S|-i|-p] [-d] [-r] [-y] PATH...   show layouts (lfs getstripe format)" },
 	{ "find", cmd_find, "PATH... [[!] --type|--name|--size|--mtime|--stripe-count|--stripe-size|--ost|--pool ARG]...   lfs find" },
-	{ "df", cmd_df, "[-h] [-i] [PATH]   space (-i: inodes) of the MDT and every OST (lfs df format)" },
+	{ "df", cmd_df, "[-h] [-i] [--pool POOL] [PATH]   space (-i: inodes) of the MDT and every OST (lfs df format)" },
 	{ "cluster", cmd_cluster, "up|down|status --dir DIR [--osts N]   a local file system" },
 	{ "put", cmd_put, "LOCAL PATH   copy a local file in" },
 	{ "get", cmd_get, "PATH LOCAL   copy a file out" },
@@ -35,6 +35,7 @@ static const struct command commands[] = {
 	{ "stat", cmd_stat, "PATH...   show attributes" },
 	{ "scrub", cmd_scrub, "[--wait] [--status] [--paths] OST_INDEX... | --all   verify objects against their checksums" },
 	{ "fsck", cmd_fsck, "--dir DIR | ...   check and repair the namespace against the objects" },
+	{ "pool", cmd_pool, "new|destroy NAME | add|remove NAME OST... | list [NAME]   OST pools (lctl pool_*)" },
 	{ "ost", cmd_ost, "deactivate|activate IDX...   no new stripes on an OST (its files stay readable), or again" },
 };
 

@@ -1,8 +1,11 @@
 /*
- * loom ost deactivate|activate IDX...: takes OSTs out of (or back into) the placement of new
- * stripes, as Lustre's `lctl --device ... deactivate` on the MDS. Files already on them stay
- * readable and writable, so an OST can be drained (`loom migrate`) before it is retired. The MDS
- * keeps the state across restarts; `loom df` marks such an OST with N.
+ * Where new stripes go, as an administrator steers it.
+ * - loom ost deactivate|activate IDX...: takes OSTs out of (or back into) the placement of new
+ *   stripes, as Lustre's `lctl --device ... deactivate` on the MDS. Files already on them stay
+ *   readable and writable, so an OST can be drained before it is retired. The MDS keeps the
+ *   state across restarts; `loom df` marks such an OST with N.
+ * - loom pool new|destroy|add|remove|list: OST pools, as Lustre's `lctl pool_*`; `setstripe -p
+ *   POOL` stripes a directory's new files over the pool's OSTs only.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -69,6 +72,136 @@ int cmd_ost(struct tool_ctx *ctx, int argc, char **argv)
 			printf("OST%04x %s\n", idx, active ? "activated" : "deactivated: no new stripes go there");
 		if (rc)
 			ret = 1;
+	}
+	loom_disconnect(fs);
+	return ret;
+}
+
+/* A pool named as Lustre does (FSNAME.POOL) or alone; NULL (after a message) for another file
+ * system's. */
+static const char *pool_name(loom_fs *fs, const char *arg)
+{
+	const char *dot = strchr(arg, '.');
+
+	if (!dot)
+		return arg;
+	if ((size_t)(dot - arg) != strlen(loom_fsname(fs)) || strncmp(arg, loom_fsname(fs), (size_t)(dot - arg))) {
+		fprintf(stderr, "loom pool: %s is not a pool of file system %s\n", arg, loom_fsname(fs));
+		return NULL;
+	}
+	return dot + 1;
+}
+
+static int pool_list(loom_fs *fs, const char *name)
+{
+	struct loom_pool *pools;
+	uint32_t n;
+	int rc = loom_pool_list(fs, name, &pools, &n);
+
+	if (rc == -ENOENT) {
+		fprintf(stderr, "loom pool: no pool %s.%s\n", loom_fsname(fs), name);
+		return 1;
+	}
+	if (rc)
+		return tool_fail("pool", "list", rc);
+	if (!name) {
+		/* lctl pool_list FSNAME */
+		printf("Pools from %s:\n", loom_fsname(fs));
+		for (uint32_t i = 0; i < n; i++)
+			printf("%s.%s\n", loom_fsname(fs), pools[i].name);
+	} else {
+		/* lctl pool_list FSNAME.POOL */
+		printf("Pool: %s.%s\n", loom_fsname(fs), name);
+		for (uint32_t i = 0; i < n; i++)
+			for (uint32_t k = 0; k < pools[i].nosts; k++)
+				printf("%s-OST%04x_UUID\n", loom_fsname(fs), pools[i].osts[k]);
+	}
+	loom_pool_list_free(pools);
+	return 0;
+}
+
+static void pool_usage(FILE *f)
+{
+	fprintf(f, "usage: loom pool new|destroy NAME\n"
+		   "       loom pool add|remove NAME OST...   (OST: 2 or OST0002)\n"
+		   "       loom pool list [NAME]\n"
+		   "NAME is POOL or FSNAME.POOL: 1-15 letters, digits, '_' or '-'.\n");
+}
+
+int cmd_pool(struct tool_ctx *ctx, int argc, char **argv)
+{
+	static const struct { const char *verb; int cmd; bool osts; } verbs[] = {
+		{ "new", LOOM_POOL_NEW, false },   { "destroy", LOOM_POOL_DESTROY, false },
+		{ "add", LOOM_POOL_ADD, true },    { "remove", LOOM_POOL_REMOVE, true },
+	};
+	const char *name;
+	int v = -1, ret = 0;
+	loom_fs *fs;
+
+	if (argc >= 2 && !strcmp(argv[1], "list")) {
+		if (argc > 3) {
+			pool_usage(stderr);
+			return 2;
+		}
+	} else {
+		for (int i = 0; i < (int)(sizeof(verbs) / sizeof(verbs[0])); i++)
+			if (argc >= 2 && !strcmp(argv[1], verbs[i].verb))
+				v = i;
+		if (v < 0 || argc < 3 || (verbs[v].osts ? argc < 4 : argc != 3)) {
+			pool_usage(stderr);
+			return 2;
+		}
+		for (int i = 3; i < argc; i++) {
+			uint32_t idx;
+			if (parse_ost(argv[i], &idx)) {
+				fprintf(stderr, "loom pool: '%s' is not an OST index\n", argv[i]);
+				return 2;
+			}
+		}
+	}
+	fs = tool_connect(ctx);
+	if (!fs)
+		return 1;
+	if (v < 0) {
+		name = argc == 3 ? pool_name(fs, argv[2]) : NULL;
+		ret = argc == 3 && !name ? 1 : pool_list(fs, name);
+		loom_disconnect(fs);
+		return ret;
+	}
+	name = pool_name(fs, argv[2]);
+	if (!name) {
+		loom_disconnect(fs);
+		return 1;
+	}
+	for (int i = verbs[v].osts ? 3 : 2; i < argc; i++) {
+		uint32_t idx = 0;
+		int rc;
+
+		if (verbs[v].osts)
+			parse_ost(argv[i], &idx);
+		rc = loom_pool_ctl(fs, verbs[v].cmd, name, idx);
+		if (rc == -EPERM)
+			fprintf(stderr, "loom pool: only root may change pools\n");
+		else if (rc == -ENOENT && verbs[v].cmd == LOOM_POOL_REMOVE)
+			fprintf(stderr, "loom pool: OST%04x is not in pool %s (or there is no such pool)\n", idx, name);
+		else if (rc == -ENOENT)
+			fprintf(stderr, "loom pool: no pool %s\n", name);
+		else if (rc == -ENODEV)
+			fprintf(stderr, "loom pool: no OST has index %u\n", idx);
+		else if (rc == -EEXIST && verbs[v].osts)
+			fprintf(stderr, "loom pool: OST%04x is in pool %s already\n", idx, name);
+		else if (rc == -EEXIST)
+			fprintf(stderr, "loom pool: pool %s exists already\n", name);
+		else if (rc == -ENOTEMPTY)
+			fprintf(stderr, "loom pool: pool %s still has OSTs: remove them first\n", name);
+		else if (rc == -EINVAL)
+			fprintf(stderr, "loom pool: '%s' is not a pool name (1-15 letters, digits, '_', '-')\n", name);
+		else if (rc)
+			tool_fail("pool", argv[i], rc);
+		if (rc) {
+			ret = 1;
+			break;
+		}
 	}
 	loom_disconnect(fs);
 	return ret;

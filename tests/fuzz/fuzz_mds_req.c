@@ -94,6 +94,7 @@ static size_t fixed_size(uint16_t op)
 	case LW_OP_MDS_DOM_READ: return sizeof(struct lw_ino_req);
 	case LW_OP_MDS_OST_REGISTER: return sizeof(struct lw_ost_register_req);
 	case LW_OP_MDS_OST_ADMIN: return sizeof(struct lw_ost_admin_req);
+	case LW_OP_MDS_POOL: return sizeof(struct lw_pool_req);
 	case LW_OP_MDS_OST_HEARTBEAT: return sizeof(struct lw_ost_heartbeat_req);
 	default: return 0;
 	}
@@ -232,6 +233,15 @@ static void check_contents(const struct lw_mds_req *q, const struct body *b)
 	case LW_OP_MDS_SETLAYOUT:
 		check_layout_req(&q->u.setlayout.layout);
 		break;
+	case LW_OP_MDS_POOL: {
+		size_t n = strnlen(q->u.pool.name, sizeof(q->u.pool.name));
+
+		FUZZ_CHECK(q->u.pool.cmd >= LW_POOL_NEW && q->u.pool.cmd <= LW_POOL_LIST);
+		FUZZ_CHECK(n < sizeof(q->u.pool.name) && (n > 0 || q->u.pool.cmd == LW_POOL_LIST));
+		for (size_t i = n; i < sizeof(q->u.pool.name); i++)
+			FUZZ_CHECK(q->u.pool.name[i] == '\0');
+		break;
+	}
 	case LW_OP_MDS_OST_ADMIN:
 		FUZZ_CHECK(!((q->u.ost_admin.set | q->u.ost_admin.clear) & ~LW_TGT_ADMIN_STATE));
 		FUZZ_CHECK(q->u.ost_admin.pad == 0);
@@ -343,6 +353,7 @@ static void encode(const struct lw_mds_req *q, struct lw_wr *w)
 		break;
 	case LW_OP_MDS_OST_REGISTER: lw_wr_put(w, &q->u.ost_register, sizeof(q->u.ost_register)); break;
 	case LW_OP_MDS_OST_ADMIN: lw_wr_put(w, &q->u.ost_admin, sizeof(q->u.ost_admin)); break;
+	case LW_OP_MDS_POOL: lw_wr_put(w, &q->u.pool, sizeof(q->u.pool)); break;
 	case LW_OP_MDS_OST_HEARTBEAT:
 		lw_wr_put(w, &q->u.heartbeat.f, sizeof(q->u.heartbeat.f));
 		lw_wr_put(w, q->u.heartbeat.ents,

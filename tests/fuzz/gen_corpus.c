@@ -202,6 +202,9 @@ static void gen_mds(void)
 	FIXED(&w, (struct lw_ost_register_req){ .want_idx = UINT32_MAX, .port = 9901, .host = "10.0.0.1",
 						.uuid = "ost-uuid", .fsname = "loom" });
 	put_file("fuzz_mds_req", "ost-register", big, w.len);
+	w = mds_begin(LW_OP_MDS_POOL);
+	FIXED(&w, (struct lw_pool_req){ .cmd = LW_POOL_ADD, .idx = 2, .name = "fast" });
+	put_file("fuzz_mds_req", "pool-add", big, w.len);
 	w = mds_begin(LW_OP_MDS_OST_ADMIN);
 	FIXED(&w, (struct lw_ost_admin_req){ .idx = 1, .set = LW_TGT_DEACTIVATED });
 	put_file("fuzz_mds_req", "ost-admin", big, w.len);

@@ -103,8 +103,17 @@ static void test_dir_default(void)
 	CHECK_EQ(l->stripe_count, 3);
 	CHECK(distinct_osts(l));
 	free(l);
-	/* the request wins field by field */
+	/* the request wins field by field; a pool it names must exist */
 	req = fx_layout_req(0, 1, 2, "fast");
+	CHECK_RC(fx_create_full(&f, &root_cr, d, "g", 0644, 0, true, &req, &a, NULL, NULL), -EINVAL);
+	{
+		struct mdt_txn *t = fx_op_begin(&f);
+		int rc = mdt_pool_new(t, "fast");
+
+		for (uint32_t i = 0; rc == 0 && i < 4; i++)
+			rc = mdt_pool_add(t, "fast", i);
+		REQUIRE_RC(fx_op_end(&f, t, rc), 0);
+	}
 	l = create_get(&f, &root_cr, d, "g", &req, NULL);
 	CHECK_EQ(l->stripe_size, 1u << 20);
 	CHECK_EQ(l->stripe_count, 1);

@@ -35,7 +35,7 @@ static int alloc(struct fx *f, int32_t count, int32_t offset, struct loom_ostobj
 {
 	struct mdt_txn *t = fx_op_begin(f);
 
-	return fx_op_end(f, t, mdt_alloc_stripes(t, count, offset, objs, n));
+	return fx_op_end(f, t, mdt_alloc_stripes(t, count, offset, NULL, objs, n));
 }
 
 static void heartbeat(struct fx *f, uint32_t idx, uint64_t free_kib, uint32_t state, uint64_t now)
@@ -315,7 +315,7 @@ static void test_objids(void)
 	/* ids taken by an aborted request come back (no client ever saw them)... */
 	{
 		struct mdt_txn *t = fx_op_begin(&f);
-		REQUIRE_RC(mdt_alloc_stripes(t, 1, 0, objs, &n), 0);
+		REQUIRE_RC(mdt_alloc_stripes(t, 1, 0, NULL, objs, &n), 0);
 		CHECK_EQ(objs[0].objid, 31);
 		fx_op_end(&f, t, -EIO);
 	}
@@ -351,9 +351,94 @@ static void test_reopen(void)
 	fx_fini(&f);
 }
 
+static int pool_op(struct fx *f, int (*fn)(struct mdt_txn *, const char *, uint32_t), const char *name,
+		   uint32_t idx)
+{
+	struct mdt_txn *t = fx_op_begin(f);
+
+	return fx_op_end(f, t, fn(t, name, idx));
+}
+
+static int pool_new(struct mdt_txn *t, const char *name, uint32_t idx)
+{
+	(void)idx;
+	return mdt_pool_new(t, name);
+}
+
+static int pool_destroy(struct mdt_txn *t, const char *name, uint32_t idx)
+{
+	(void)idx;
+	return mdt_pool_destroy(t, name);
+}
+
+static int alloc_pool(struct fx *f, int32_t count, int32_t offset, const char *pool, struct loom_ostobj *objs,
+		      uint32_t *n)
+{
+	struct mdt_txn *t = fx_op_begin(f);
+
+	return fx_op_end(f, t, mdt_alloc_stripes(t, count, offset, pool, objs, n));
+}
+
+static void test_pools(void)
+{
+	struct fx f;
+	struct loom_ostobj objs[8];
+	struct mdt_txn *t;
+	uint32_t *osts, n;
+
+	fx_init(&f);
+	fx_add_osts(&f, 6);
+	CHECK_RC(pool_op(&f, pool_new, "", 0), -EINVAL);
+	CHECK_RC(pool_op(&f, pool_new, "a.b", 0), -EINVAL);
+	CHECK_RC(pool_op(&f, pool_new, "sixteen-chars-xx", 0), -EINVAL);
+	REQUIRE_RC(pool_op(&f, pool_new, "fast", 0), 0);
+	CHECK_RC(pool_op(&f, pool_new, "fast", 0), -EEXIST);
+	REQUIRE_RC(pool_op(&f, mdt_pool_add, "fast", 4), 0);
+	REQUIRE_RC(pool_op(&f, mdt_pool_add, "fast", 1), 0);
+	REQUIRE_RC(pool_op(&f, mdt_pool_add, "fast", 3), 0);
+	CHECK_RC(pool_op(&f, mdt_pool_add, "fast", 3), -EEXIST);
+	CHECK_RC(pool_op(&f, mdt_pool_add, "fast", 9), -ENODEV);
+	CHECK_RC(pool_op(&f, mdt_pool_add, "slow", 1), -ENOENT);
+	t = fx_read_begin(&f);
+	REQUIRE_RC(mdt_pool_members(t, "fast", &osts, &n), 0);
+	mdt_txn_abort(t);
+	CHECK_EQ(n, 3);
+	CHECK(osts[0] == 1 && osts[1] == 3 && osts[2] == 4); /* kept in order */
+	free(osts);
+
+	/* Files in the pool use only its OSTs: all of them with -1, in turn with fewer. */
+	REQUIRE_RC(alloc_pool(&f, -1, -1, "fast", objs, &n), 0);
+	CHECK_EQ(n, 3);
+	for (int k = 0; k < 12; k++) {
+		REQUIRE_RC(alloc_pool(&f, 2, -1, "fast", objs, &n), 0);
+		CHECK_EQ(n, 2);
+		for (uint32_t i = 0; i < n; i++)
+			CHECK(objs[i].ost_idx == 1 || objs[i].ost_idx == 3 || objs[i].ost_idx == 4);
+	}
+	/* An offset outside the pool starts at the next member up. */
+	REQUIRE_RC(alloc_pool(&f, 1, 2, "fast", objs, &n), 0);
+	CHECK_EQ(objs[0].ost_idx, 3);
+	/* Removing an OST takes it out of new files; an empty pool has no room. */
+	REQUIRE_RC(pool_op(&f, mdt_pool_remove, "fast", 4), 0);
+	CHECK_RC(pool_op(&f, mdt_pool_remove, "fast", 4), -ENOENT);
+	REQUIRE_RC(alloc_pool(&f, -1, -1, "fast", objs, &n), 0);
+	CHECK_EQ(n, 2);
+	CHECK_RC(pool_op(&f, pool_destroy, "fast", 0), -ENOTEMPTY);
+	REQUIRE_RC(pool_op(&f, mdt_pool_remove, "fast", 1), 0);
+	REQUIRE_RC(pool_op(&f, mdt_pool_remove, "fast", 3), 0);
+	CHECK_RC(alloc_pool(&f, 1, -1, "fast", objs, &n), -ENOSPC);
+	REQUIRE_RC(pool_op(&f, pool_destroy, "fast", 0), 0);
+	CHECK_RC(pool_op(&f, pool_destroy, "fast", 0), -ENOENT);
+	/* A layout naming a pool that is gone is striped over every OST. */
+	REQUIRE_RC(alloc_pool(&f, -1, -1, "fast", objs, &n), 0);
+	CHECK_EQ(n, 6);
+	fx_fini(&f);
+}
+
 int main(void)
 {
 	root_cr = fx_root();
+	RUN(test_pools);
 	RUN(test_register);
 	RUN(test_heartbeat_expire);
 	RUN(test_round_robin);
