@@ -348,7 +348,6 @@ static int exec_close(struct mds *m, struct mdt_txn *t, struct srv_req *req,
 struct pool_list {
 	uint8_t *buf;
 	size_t len, cap;
-	const char *only; /* a pool's name, or NULL for all */
 };
 
 static int pool_list_one(const char *name, const uint32_t *osts, uint32_t n, void *arg)
@@ -357,8 +356,6 @@ static int pool_list_one(const char *name, const uint32_t *osts, uint32_t n, voi
 	struct lw_pool_ent e = { .nosts = n };
 	size_t need = sizeof(e) + (size_t)n * 4;
 
-	if (pl->only && strcmp(pl->only, name))
-		return 0;
 	if (pl->len + need > LW_MAX_BODY - 64)
 		return -E2BIG;
 	if (pl->len + need > pl->cap) {
@@ -376,17 +373,23 @@ static int pool_list_one(const char *name, const uint32_t *osts, uint32_t n, voi
 	return 0;
 }
 
-static int exec_pool(struct mds *m, struct mdt_txn *t, struct srv_req *req, const struct lw_mds_req *q,
-		     struct reply *r)
+static int exec_pool(struct mdt_txn *t, struct srv_req *req, const struct lw_mds_req *q, struct reply *r)
 {
 	const struct lw_pool_req *p = &q->u.pool;
-	struct pool_list pl = { .only = p->name[0] ? p->name : NULL };
+	struct pool_list pl = { 0 };
 	int rc;
 
 	if (p->cmd == LW_POOL_LIST) {
-		if (pl.only && !mdt_pool_exists(t, pl.only))
-			return -ENOENT;
-		rc = mdt_pool_each(t, pool_list_one, &pl);
+		if (p->name[0]) {
+			uint32_t *osts, n;
+
+			rc = mdt_pool_members(t, p->name, &osts, &n);
+			if (rc == 0)
+				rc = pool_list_one(p->name, osts, n, &pl);
+			free(osts);
+		} else {
+			rc = mdt_pool_each(t, pool_list_one, &pl);
+		}
 		if (rc == 0) {
 			r->body = pl.buf ? pl.buf : malloc(1);
 			r->len = (uint32_t)pl.len;
@@ -410,7 +413,6 @@ static int exec_pool(struct mds *m, struct mdt_txn *t, struct srv_req *req, cons
 	else if (rc == 0)
 		log_info("pool %s: OST%04x %s by %s", p->name, p->idx,
 			 p->cmd == LW_POOL_ADD ? "added" : "removed", srv_req_peer(req));
-	(void)m;
 	return rc;
 }
 
@@ -669,7 +671,7 @@ static int exec_one(struct mds *m, struct mdt_txn *t, struct srv_req *req, const
 	case LW_OP_MDS_OST_REGISTER:
 		return exec_ost_register(m, t, req, q, r);
 	case LW_OP_MDS_POOL:
-		return exec_pool(m, t, req, q, r);
+		return exec_pool(t, req, q, r);
 	case LW_OP_MDS_OST_ADMIN:
 		/* The file system's layout of data is root's to steer (root squash makes a client's
 		 * root nobody here). */
