@@ -20,14 +20,7 @@ import time
 import pytest
 
 import loomwire
-from loomutil import pid_alive, wait_until
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-BUILD = os.path.abspath(os.environ.get("LOOM_BUILD") or os.path.join(REPO, "build"))
-LOOM = os.path.join(BUILD, "src", "tools", "loom")
-MDS_BIN = os.path.join(BUILD, "src", "mds", "loom-mds")
-OSS_BIN = os.path.join(BUILD, "src", "oss", "loom-oss")
+from loomutil import BUILD, LOOM, MDS_BIN, OSS_BIN, pid_alive, wait_until  # noqa: F401
 
 CMD_TIMEOUT = 180          # seconds any single tool command may take before we call it hung
 SANITIZER = re.compile(r"AddressSanitizer|LeakSanitizer|ThreadSanitizer|UndefinedBehaviorSanitizer|"

@@ -13,6 +13,14 @@ KiB = 1 << 10
 MiB = 1 << 20
 GiB = 1 << 30
 
+# The binaries under test: $LOOM_BUILD, else the repository's build/. Tests import these from
+# here, not from conftest (posix/ has a conftest of its own, which would shadow this one's).
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.path.abspath(os.environ.get("LOOM_BUILD") or os.path.join(REPO, "build"))
+LOOM = os.path.join(BUILD, "src", "tools", "loom")
+MDS_BIN = os.path.join(BUILD, "src", "mds", "loom-mds")
+OSS_BIN = os.path.join(BUILD, "src", "oss", "loom-oss")
+
 # ---- getstripe output ----------------------------------------------------------------------
 
 # The object row format of lfs: "\t%6u\t%14llu\t%#13llx\t%14llu"

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from conftest import BUILD
+from loomutil import BUILD
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "hosts"))
 import hostbed  # noqa: E402

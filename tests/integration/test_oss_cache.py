@@ -8,7 +8,7 @@ import mmap
 import os
 import subprocess
 
-from loomutil import KiB, MiB, is_mounted, object_path, parse_any_getstripe, second_mount
+from loomutil import OSS_BIN, KiB, MiB, is_mounted, object_path, parse_any_getstripe, second_mount
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # posix/posixutil.py by its path: putting posix/ on sys.path would shadow this directory's conftest.
@@ -16,8 +16,6 @@ _spec = importlib.util.spec_from_file_location("posixutil", os.path.join(HERE, "
 posixutil = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(posixutil)
 resident_pages = posixutil.resident_pages
-OSS_BIN = os.path.join(os.path.abspath(os.environ.get("LOOM_BUILD") or os.path.join(HERE, "..", "..", "build")),
-                       "src", "oss", "loom-oss")
 
 SIZE = 8 * MiB
 

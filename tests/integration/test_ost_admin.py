@@ -5,8 +5,7 @@ import os
 import shutil
 import subprocess
 
-from conftest import LOOM
-from loomutil import MiB, make_random_file, parse_any_getstripe, sha256_file
+from loomutil import LOOM, MiB, make_random_file, parse_any_getstripe, sha256_file
 
 
 def osts_of(cluster, path):

@@ -4,8 +4,7 @@ import os
 import shutil
 import subprocess
 
-from conftest import LOOM
-from loomutil import parse_any_getstripe
+from loomutil import LOOM, parse_any_getstripe
 
 
 def osts_of(cluster, path):
