@@ -203,6 +203,12 @@ int loom_getlayout(loom_fs *fs, const char *path, struct loom_layout **out);
  *         multiple of 64 KiB, stripe count or offset out of range, no such OST).
  */
 int loom_setlayout(loom_fs *fs, const char *path, const struct loom_layout *layout);
+/* Migration: path takes the objects of tmp_path, a whole copy of it (written, flushed and closed)
+ * with the layout wanted and the same Data-on-MDT size, and tmp_path the old objects; unlink
+ * tmp_path afterwards. expect is path's stat from before the copy began. -EAGAIN when path changed
+ * since, -EBUSY while it is open for writing anywhere, -EINVAL when tmp_path is not a whole copy.
+ * Readers that have path open keep reading the old objects, which stay until they close. */
+int loom_swap_layouts(loom_fs *fs, const char *path, const char *tmp_path, const struct stat *expect);
 /* Removes a directory's own default layout. Errors: -ENODATA (it had none), -EPERM (the root). */
 int loom_dellayout(loom_fs *fs, const char *path);
 void loom_layout_free(struct loom_layout *layout);

@@ -456,6 +456,22 @@ int loom_getlayout(loom_fs *fs, const char *path, struct loom_layout **out)
 	return rc ? rc : mdc_getlayout(fs, &cr, attr.ino, out);
 }
 
+int loom_swap_layouts(loom_fs *fs, const char *path, const char *tmp_path, const struct stat *expect)
+{
+	struct lw_attr a, b;
+	struct loom_cred cr;
+	int rc;
+
+	fs_cred(fs, &cr);
+	rc = path_resolve(fs, &cr, path, false, &a);
+	if (rc == 0)
+		rc = path_resolve(fs, &cr, tmp_path, false, &b);
+	if (rc)
+		return rc;
+	return mdc_swap_layouts(fs, &cr, a.ino, b.ino, (uint64_t)expect->st_size, expect->st_mtim.tv_sec,
+				(uint32_t)expect->st_mtim.tv_nsec);
+}
+
 int loom_setlayout(loom_fs *fs, const char *path, const struct loom_layout *layout)
 {
 	struct loom_layout *res = NULL;

@@ -333,6 +333,15 @@ int mdc_pool(loom_fs *fs, const struct loom_cred *cr, uint32_t cmd, const char *
 	return rc;
 }
 
+int mdc_swap_layouts(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t tmp, uint64_t size,
+		     int64_t mtime, uint32_t mtime_ns)
+{
+	struct lw_swap_req req = { .ino = ino, .tmp = tmp, .size = size, .mtime = mtime, .mtime_ns = mtime_ns };
+	struct mdc_body b = { { &req }, { sizeof(req) } };
+
+	return mdc_call_fixed(fs, cr, LW_OP_MDS_SWAP_LAYOUTS, &b, NULL, 0);
+}
+
 int mdc_ost_admin(loom_fs *fs, const struct loom_cred *cr, uint32_t idx, uint32_t set, uint32_t clear)
 {
 	struct lw_ost_admin_req req = { .idx = idx, .set = set, .clear = clear };

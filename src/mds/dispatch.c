@@ -256,7 +256,8 @@ static int exec_create(struct mds *m, struct mdt_txn *t, struct srv_req *req,
 			if (rc)
 				goto out;
 		}
-		rc = mds_handle_open(m, rep.attr.ino, sid_of(m, req), &rep.handle);
+		rc = mds_handle_open(m, rep.attr.ino, sid_of(m, req),
+				     (q->u.create.f.open_flags & O_ACCMODE) != O_RDONLY, &rep.handle);
 		if (rc)
 			goto out;
 	}
@@ -298,7 +299,8 @@ static int exec_open(struct mds *m, struct mdt_txn *t, struct srv_req *req, cons
 		     struct timespec now, struct reply *r)
 {
 	uint64_t handle;
-	int rc = mds_handle_open(m, q->u.open.ino, sid_of(m, req), &handle);
+	int rc = mds_handle_open(m, q->u.open.ino, sid_of(m, req), (q->u.open.open_flags & O_ACCMODE) != O_RDONLY,
+				 &handle);
 
 	if (rc)
 		return rc;
@@ -672,6 +674,17 @@ static int exec_one(struct mds *m, struct mdt_txn *t, struct srv_req *req, const
 		return exec_ost_register(m, t, req, q, r);
 	case LW_OP_MDS_POOL:
 		return exec_pool(t, req, q, r);
+	case LW_OP_MDS_SWAP_LAYOUTS: {
+		const struct lw_swap_req *w = &q->u.swap;
+
+		/* A writer's data may not have reached the size yet, and would land in the old objects. */
+		if (mds_ino_has_writer(m, w->ino) || mds_ino_has_writer(m, w->tmp))
+			return -EBUSY;
+		rc = mdt_swap_layouts(t, &q->cred, w->ino, w->tmp, w->size, w->mtime, w->mtime_ns, now);
+		if (rc == 0)
+			mds_swap_done(m, w->ino, w->tmp);
+		return rc;
+	}
 	case LW_OP_MDS_OST_ADMIN:
 		/* The file system's layout of data is root's to steer (root squash makes a client's
 		 * root nobody here). */

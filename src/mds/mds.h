@@ -95,6 +95,11 @@ struct mds {
 	 * an open on the network thread, whose read transaction may not see that commit, leaves
 	 * them to the metadata thread. Emptied after each commit (mds_releases_settled). */
 	struct u64map releasing;
+	struct u64map writers;     /* ino -> (uintptr_t) handles open for writing */
+	/* Migration: a file's old objects, now tmp's, stay while handles opened before the swap
+	 * (which still read them) remain: holds ino -> struct mds_hold list, held tmp -> ino. */
+	struct u64map holds;
+	struct u64map held;
 
 	/* File locks (locks.c): ino -> struct lk_inode. */
 	struct u64map locks;
@@ -114,10 +119,16 @@ void mds_deliver(struct srv_req *req, void *arg);
 void mds_disconnect(uint64_t conn_id, void *arg);
 
 /* sessions.c: sessions, open handles, and release of unlinked inodes at their last close. */
+struct mds_hold {
+	uint64_t tmp;
+	struct mds_hold *next;
+};
+
 struct mds_handle {
 	uint64_t handle;
 	uint64_t ino;
 	uint64_t sid;
+	bool writer;   /* opened for writing */
 	struct mds_handle *prev, *next; /* in the session's list */
 };
 
@@ -143,7 +154,7 @@ int mds_session_disconnect(struct mds *m, struct mdt_txn *t, uint64_t conn_id, b
 /* Ends the sessions whose client has been away longer than the recovery window. */
 int mds_sessions_expire(struct mds *m, struct mdt_txn *t, uint64_t now_ns, bool *released);
 
-int mds_handle_open(struct mds *m, uint64_t ino, uint64_t sid, uint64_t *handle);
+int mds_handle_open(struct mds *m, uint64_t ino, uint64_t sid, bool writer, uint64_t *handle);
 /* The same from the network thread, before the open's read transaction begins: -EAGAIN when
  * the metadata thread is releasing ino (the open must go there). */
 int mds_handle_open_shared(struct mds *m, uint64_t ino, uint64_t sid, uint64_t *handle);
@@ -158,6 +169,11 @@ int mds_handle_check(struct mds *m, uint64_t handle, uint64_t ino, uint64_t sid)
 int mds_handle_close(struct mds *m, struct mdt_txn *t, uint64_t handle, uint64_t ino, uint64_t sid,
 		     bool *released);
 bool mds_ino_is_open(struct mds *m, uint64_t ino);
+bool mds_ino_has_writer(struct mds *m, uint64_t ino);
+/* Metadata thread, after swapping ino's objects to tmp in the open transaction: network-thread
+ * opens of ino wait for the commit (as for a release), and if ino is open, tmp (with the old
+ * objects) is held until ino's handles are all closed. */
+void mds_swap_done(struct mds *m, uint64_t ino, uint64_t tmp);
 /* Metadata thread: ino is released in the open transaction unless it is open (then false). */
 bool mds_ino_release_if_closed(struct mds *m, uint64_t ino);
 /* Metadata thread, after each commit or abort: the releases decided before are settled. */

@@ -25,6 +25,9 @@ void mds_sessions_init(struct mds *m)
 	u64map_init(&m->handles);
 	u64map_init(&m->open_counts);
 	u64map_init(&m->releasing);
+	u64map_init(&m->writers);
+	u64map_init(&m->holds);
+	u64map_init(&m->held);
 	pthread_mutex_init(&m->sess_lock, NULL);
 }
 
@@ -33,6 +36,16 @@ static void free_handle(uint64_t key, void *val, void *arg)
 	(void)key;
 	(void)arg;
 	free(val);
+}
+
+static void free_holds(uint64_t key, void *val, void *arg)
+{
+	(void)key;
+	(void)arg;
+	for (struct mds_hold *h = val, *next; h; h = next) {
+		next = h->next;
+		free(h);
+	}
 }
 
 void mds_sessions_destroy(struct mds *m)
@@ -44,6 +57,10 @@ void mds_sessions_destroy(struct mds *m)
 	u64map_destroy(&m->sessions);
 	u64map_destroy(&m->conn_sessions);
 	u64map_destroy(&m->releasing);
+	u64map_each(&m->holds, free_holds, NULL);
+	u64map_destroy(&m->holds);
+	u64map_destroy(&m->held);
+	u64map_destroy(&m->writers);
 	pthread_mutex_destroy(&m->sess_lock);
 }
 
@@ -189,7 +206,8 @@ bool mds_ino_release_if_closed(struct mds *m, uint64_t ino)
 	bool release;
 
 	pthread_mutex_lock(&m->sess_lock);
-	release = u64map_get(&m->open_counts, ino) == NULL && mark_releasing(m, ino);
+	release = u64map_get(&m->open_counts, ino) == NULL && u64map_get(&m->held, ino) == NULL &&
+		  mark_releasing(m, ino);
 	pthread_mutex_unlock(&m->sess_lock);
 	return release;
 }
@@ -204,7 +222,81 @@ void mds_releases_settled(struct mds *m)
 	pthread_mutex_unlock(&m->sess_lock);
 }
 
-static int handle_new(struct mds *m, uint64_t ino, uint64_t sid, uint64_t *handle)
+bool mds_ino_has_writer(struct mds *m, uint64_t ino)
+{
+	bool w;
+
+	pthread_mutex_lock(&m->sess_lock);
+	w = u64map_get(&m->writers, ino) != NULL;
+	pthread_mutex_unlock(&m->sess_lock);
+	return w;
+}
+
+static int count_add(struct u64map *map, uint64_t key, int delta)
+{
+	uintptr_t n = (uintptr_t)u64map_get(map, key) + (uintptr_t)(intptr_t)delta;
+
+	if (n == 0) {
+		u64map_del(map, key);
+		return 0;
+	}
+	return u64map_put(map, key, (void *)n);
+}
+
+void mds_swap_done(struct mds *m, uint64_t ino, uint64_t tmp)
+{
+	struct mds_hold *h;
+
+	pthread_mutex_lock(&m->sess_lock);
+	/* Without memory for either note: opens still see the commit (mark failed: they may read the
+	 * old layout, whose objects then stay until tmp is released, which the hold would delay). */
+	mark_releasing(m, ino);
+	if (u64map_get(&m->open_counts, ino) && (h = malloc(sizeof(*h)))) {
+		h->tmp = tmp;
+		h->next = u64map_get(&m->holds, ino);
+		if (u64map_put(&m->holds, ino, h) < 0 || u64map_put(&m->held, tmp, (void *)(uintptr_t)ino) < 0) {
+			u64map_put(&m->holds, ino, h->next);
+			u64map_del(&m->held, tmp);
+			free(h);
+		}
+	}
+	pthread_mutex_unlock(&m->sess_lock);
+}
+
+/* ino's last handle closed (the lock held): the old objects its migrations kept for those
+ * handles go now, with their tmp inodes once unlinked. */
+static int holds_end(struct mds *m, struct mdt_txn *t, uint64_t ino, bool *released)
+{
+	struct mds_hold *h = u64map_get(&m->holds, ino);
+	int rc = 0;
+
+	while (h && rc == 0) {
+		struct mds_hold *next = h->next;
+		struct lw_attr a;
+
+		u64map_del(&m->held, h->tmp);
+		rc = mdt_getattr(t, h->tmp, &a);
+		if (rc == 0 && a.nlink == 0 && !u64map_get(&m->open_counts, h->tmp)) {
+			rc = mark_releasing(m, h->tmp) ? mdt_inode_release(t, h->tmp) : -ENOMEM;
+			*released = true;
+		} else if (rc == -ENOENT) {
+			rc = 0;
+		}
+		if (rc) {
+			u64map_put(&m->held, h->tmp, (void *)(uintptr_t)ino);
+			break;
+		}
+		free(h);
+		h = next;
+	}
+	if (h)
+		u64map_put(&m->holds, ino, h);
+	else
+		u64map_del(&m->holds, ino);
+	return rc;
+}
+
+static int handle_new(struct mds *m, uint64_t ino, uint64_t sid, bool writer, uint64_t *handle)
 {
 	struct mds_session *s = u64map_get(&m->sessions, sid);
 	struct mds_handle *h;
@@ -218,6 +310,11 @@ static int handle_new(struct mds *m, uint64_t ino, uint64_t sid, uint64_t *handl
 	h->handle = ++m->next_handle;
 	h->ino = ino;
 	h->sid = sid;
+	h->writer = writer;
+	if (writer && count_add(&m->writers, ino, 1) < 0) {
+		free(h);
+		return -ENOMEM;
+	}
 	if (u64map_put(&m->handles, h->handle, h) < 0 ||
 	    u64map_put(&m->open_counts, ino, (void *)(count + 1)) < 0) {
 		u64map_del(&m->handles, h->handle);
@@ -236,12 +333,12 @@ static int handle_new(struct mds *m, uint64_t ino, uint64_t sid, uint64_t *handl
 	return 0;
 }
 
-int mds_handle_open(struct mds *m, uint64_t ino, uint64_t sid, uint64_t *handle)
+int mds_handle_open(struct mds *m, uint64_t ino, uint64_t sid, bool writer, uint64_t *handle)
 {
 	int rc;
 
 	pthread_mutex_lock(&m->sess_lock);
-	rc = handle_new(m, ino, sid, handle);
+	rc = handle_new(m, ino, sid, writer, handle);
 	pthread_mutex_unlock(&m->sess_lock);
 	return rc;
 }
@@ -252,7 +349,7 @@ int mds_handle_open_shared(struct mds *m, uint64_t ino, uint64_t sid, uint64_t *
 
 	pthread_mutex_lock(&m->sess_lock);
 	if (!u64map_get(&m->releasing, ino))
-		rc = handle_new(m, ino, sid, handle);
+		rc = handle_new(m, ino, sid, false, handle);
 	pthread_mutex_unlock(&m->sess_lock);
 	return rc;
 }
@@ -280,6 +377,8 @@ static void handle_unlink(struct mds *m, struct mds_handle *h)
 		u64map_del(&m->open_counts, h->ino);
 	else
 		u64map_put(&m->open_counts, h->ino, (void *)(count - 1));
+	if (h->writer)
+		count_add(&m->writers, h->ino, -1); /* a decrement needs no memory */
 	u64map_del(&m->handles, h->handle);
 	if (h->prev)
 		h->prev->next = h->next;
@@ -307,6 +406,8 @@ static int handle_end(struct mds *m, struct mdt_txn *t, struct mds_handle *h, bo
 			rc = -ENOMEM;
 		if (rc == 0 || rc == -ENOENT)
 			rc = mdt_inode_release(t, h->ino);
+		if (rc == 0)
+			rc = holds_end(m, t, h->ino, released);
 		if (rc)
 			return rc;
 		*released = true;

@@ -355,6 +355,72 @@ static int setlayout_file(struct mdt_txn *t, struct mdt_inode *in, const struct 
 	return 0;
 }
 
+int mdt_swap_layouts(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino, uint64_t tmp,
+		     uint64_t size, int64_t mtime, uint32_t mtime_ns, struct timespec now)
+{
+	struct loom_layout *la = NULL, *lb = NULL;
+	struct mdt_inode a, b;
+	struct mdt_owner oa, ob;
+	uint64_t blocks;
+	uint32_t bflags;
+	int rc;
+
+	if (ino == tmp)
+		return -EINVAL;
+	rc = mdt_inode_get(t, ino, &a);
+	if (rc == 0)
+		rc = mdt_inode_get(t, tmp, &b);
+	if (rc)
+		return rc;
+	if (!S_ISREG(a.mode) || !S_ISREG(b.mode))
+		return -EINVAL;
+	oa = mdt_owner_of(&a);
+	ob = mdt_owner_of(&b);
+	if (!mdt_perm_owner_or_root(cr, &oa) || !mdt_perm_owner_or_root(cr, &ob))
+		return -EPERM;
+	/* The file changed since the copy began: the copy is stale. */
+	if (a.size != size || a.mtime != mtime || a.mtime_ns != mtime_ns)
+		return -EAGAIN;
+	if (b.size != a.size)
+		return -EINVAL; /* not a whole copy */
+	rc = mdt_layout_load(t, MDT_DB_LAYOUTS, ino, &la);
+	if (rc == 0)
+		rc = mdt_layout_load(t, MDT_DB_LAYOUTS, tmp, &lb);
+	/* Both keep their Data-on-MDT bytes, equal after a whole copy: the parts must match. */
+	if (rc == 0 && la->dom_size != lb->dom_size)
+		rc = -EINVAL;
+	if (rc == -ENODATA)
+		rc = -EINVAL;
+	if (rc == 0) {
+		uint32_t gen = la->layout_gen;
+
+		la->layout_gen = lb->layout_gen;
+		lb->layout_gen = gen + 1;
+		rc = mdt_layout_save(t, MDT_DB_LAYOUTS, ino, lb);
+	}
+	if (rc == 0)
+		rc = mdt_layout_save(t, MDT_DB_LAYOUTS, tmp, la);
+	if (rc == 0) {
+		/* The objects' block counts go with them; the data is the same, so mtime stays. */
+		a.blksize = lb->stripe_size;
+		b.blksize = la->stripe_size;
+		blocks = a.blocks;
+		bflags = a.flags & MDT_IF_BLOCKS;
+		a.blocks = b.blocks;
+		a.flags = (a.flags & ~MDT_IF_BLOCKS) | (b.flags & MDT_IF_BLOCKS);
+		b.blocks = blocks;
+		b.flags = (b.flags & ~MDT_IF_BLOCKS) | bflags;
+		mdt_inode_touch(&a, MDT_T_CTIME, now);
+		mdt_inode_touch(&b, MDT_T_CTIME, now);
+		rc = mdt_inode_put(t, &a);
+		if (rc == 0)
+			rc = mdt_inode_put(t, &b);
+	}
+	free(la);
+	free(lb);
+	return rc;
+}
+
 int mdt_setlayout(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino,
 		  const struct lw_layout *req, uint32_t flags, struct loom_layout **out)
 {

@@ -232,6 +232,14 @@ int mdt_getlayout(struct mdt_txn *t, uint64_t ino, struct loom_layout **out);
  * Caller frees *out. */
 int mdt_setlayout(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino,
 		  const struct lw_layout *req, uint32_t flags, struct loom_layout **out);
+/* Migration: regular file ino takes the objects of tmp, a whole copy of it made with the new
+ * layout, and tmp the old ones (which go when tmp is released). Layouts must have the same
+ * Data-on-MDT size (both keep their bytes, equal after the copy). -EAGAIN when ino's size or mtime
+ * is no longer (size, mtime, mtime_ns): it changed since the copy began. -EINVAL when tmp's size
+ * differs or either is not a regular file, -EPERM unless the caller owns both (or is root).
+ * ino's layout_gen grows; mtime stays, ctime is now. The server must not swap under a writer. */
+int mdt_swap_layouts(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino, uint64_t tmp,
+		     uint64_t size, int64_t mtime, uint32_t mtime_ns, struct timespec now);
 
 /* ---- orphans and object destruction ---- */
 

@@ -459,6 +459,11 @@ int lw_mds_req_decode(uint16_t op, const void *body, uint32_t len, struct lw_mds
 	case LW_OP_MDS_DOM_READ:
 		lw_rd_fixed(&r, &out->u.ino, sizeof(out->u.ino));
 		break;
+	case LW_OP_MDS_SWAP_LAYOUTS:
+		lw_rd_fixed(&r, &out->u.swap, sizeof(out->u.swap));
+		if (!r.err && (out->u.swap.pad || out->u.swap.mtime_ns >= 1000000000u))
+			r.err = -EINVAL;
+		break;
 	case LW_OP_MDS_POOL: {
 		const struct lw_pool_req *p = &out->u.pool;
 		size_t n;

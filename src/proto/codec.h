@@ -129,6 +129,7 @@ struct lw_mds_req {
 		struct lw_ost_register_req ost_register;
 		struct lw_ost_admin_req ost_admin;
 		struct lw_pool_req pool;
+		struct lw_swap_req swap;
 		struct {
 			struct lw_ost_heartbeat_req f;
 			const uint8_t *ents; /* f.count lw_ost_heartbeat_ent; read with lw_heartbeat_ent() */

@@ -75,6 +75,7 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "Loom's wire image ass
 	X(MDS_DOM_READ,     0x011D, MDS)                \
 	X(MDS_OST_ADMIN,    0x011E, MDS)                \
 	X(MDS_POOL,         0x011F, MDS)                \
+	X(MDS_SWAP_LAYOUTS, 0x0120, MDS)                \
 	/* objects, served by loom-oss */               \
 	X(OST_READ,         0x0201, OSS)                \
 	X(OST_WRITE,        0x0202, OSS)                \
@@ -569,6 +570,19 @@ struct lw_ost_admin_req {
 };
 _Static_assert(sizeof(struct lw_ost_admin_req) == 16, "lw_ost_admin_req");
 #define LW_TGT_ADMIN_STATE LW_TGT_DEACTIVATED
+
+/* MDS_SWAP_LAYOUTS (migration): request lw_swap_req. ino takes tmp's objects, tmp ino's, when
+ * ino is still of size and mtime (else -EAGAIN) and nobody has it open for writing (-EBUSY).
+ * Objects ino had stay while handles opened before the swap remain. Reply empty. */
+struct lw_swap_req {
+	uint64_t ino;
+	uint64_t tmp;
+	uint64_t size;
+	int64_t mtime;
+	uint32_t mtime_ns;
+	uint32_t pad;
+};
+_Static_assert(sizeof(struct lw_swap_req) == 40, "lw_swap_req");
 
 /* MDS_POOL: OST pools. Request lw_pool_req. NEW, DESTROY, ADD and REMOVE are root's (-EPERM) and
  * answer empty; LIST answers, for the pool named or for every pool when name is "", one

@@ -35,6 +35,7 @@ static const struct command commands[] = {
 	{ "stat", cmd_stat, "PATH...   show attributes" },
 	{ "scrub", cmd_scrub, "[--wait] [--status] [--paths] OST_INDEX... | --all   verify objects against their checksums" },
 	{ "fsck", cmd_fsck, "--dir DIR | ...   check and repair the namespace against the objects" },
+	{ "migrate", cmd_migrate, "[-c COUNT] [-S SIZE] [-i IDX | -p POOL] [-r] FILE|DIR...   re-stripe files online" },
 	{ "pool", cmd_pool, "new|destroy NAME | add|remove NAME OST... | list [NAME]   OST pools (lctl pool_*)" },
 	{ "ost", cmd_ost, "deactivate|activate IDX...   no new stripes on an OST (its files stay readable), or again" },
 };

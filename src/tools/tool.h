@@ -52,5 +52,6 @@ int cmd_fsck(struct tool_ctx *ctx, int argc, char **argv);
 int cmd_ost(struct tool_ctx *ctx, int argc, char **argv);
 int cmd_find(struct tool_ctx *ctx, int argc, char **argv);
 int cmd_pool(struct tool_ctx *ctx, int argc, char **argv);
+int cmd_migrate(struct tool_ctx *ctx, int argc, char **argv);
 
 #endif

@@ -95,6 +95,7 @@ static size_t fixed_size(uint16_t op)
 	case LW_OP_MDS_OST_REGISTER: return sizeof(struct lw_ost_register_req);
 	case LW_OP_MDS_OST_ADMIN: return sizeof(struct lw_ost_admin_req);
 	case LW_OP_MDS_POOL: return sizeof(struct lw_pool_req);
+	case LW_OP_MDS_SWAP_LAYOUTS: return sizeof(struct lw_swap_req);
 	case LW_OP_MDS_OST_HEARTBEAT: return sizeof(struct lw_ost_heartbeat_req);
 	default: return 0;
 	}
@@ -233,6 +234,9 @@ static void check_contents(const struct lw_mds_req *q, const struct body *b)
 	case LW_OP_MDS_SETLAYOUT:
 		check_layout_req(&q->u.setlayout.layout);
 		break;
+	case LW_OP_MDS_SWAP_LAYOUTS:
+		FUZZ_CHECK(q->u.swap.pad == 0 && q->u.swap.mtime_ns < 1000000000u);
+		break;
 	case LW_OP_MDS_POOL: {
 		size_t n = strnlen(q->u.pool.name, sizeof(q->u.pool.name));
 
@@ -354,6 +358,7 @@ static void encode(const struct lw_mds_req *q, struct lw_wr *w)
 	case LW_OP_MDS_OST_REGISTER: lw_wr_put(w, &q->u.ost_register, sizeof(q->u.ost_register)); break;
 	case LW_OP_MDS_OST_ADMIN: lw_wr_put(w, &q->u.ost_admin, sizeof(q->u.ost_admin)); break;
 	case LW_OP_MDS_POOL: lw_wr_put(w, &q->u.pool, sizeof(q->u.pool)); break;
+	case LW_OP_MDS_SWAP_LAYOUTS: lw_wr_put(w, &q->u.swap, sizeof(q->u.swap)); break;
 	case LW_OP_MDS_OST_HEARTBEAT:
 		lw_wr_put(w, &q->u.heartbeat.f, sizeof(q->u.heartbeat.f));
 		lw_wr_put(w, q->u.heartbeat.ents,
