@@ -101,11 +101,11 @@ def test_reader_reads_right_through_a_migration(cluster):
     finally:
         stop.set()
         t.join()
+        os.close(fd)
     assert not errors, errors
     assert rounds[0] > 0
     with open(path, "rb") as f:
         assert f.read() == data
-    os.close(fd)
     assert wait_until(lambda: not any(os.path.exists(o) for o in old), DESTROY_TIMEOUT), \
         "the old objects stayed after the reader closed"
 
