@@ -4,9 +4,10 @@ objects go once no handle from before the swap remains; a file open for writing 
 import hashlib
 import mmap
 import os
+import subprocess
 import threading
 
-from loomutil import MiB, is_mounted, object_path, parse_any_getstripe, second_mount, wait_until
+from loomutil import LOOM, MiB, is_mounted, object_path, parse_any_getstripe, second_mount, wait_until
 
 DESTROY_TIMEOUT = 60
 
@@ -149,3 +150,17 @@ def test_drain_an_ost(cluster):
     assert cluster.loom("find", "/data", "--ost", "1").stdout == ""
     for k in range(8):
         assert os.path.getsize(os.path.join(mnt, "data", "f%d" % k)) == MiB + k
+
+
+def test_progress_bar_on_a_terminal(cluster):
+    mnt = mount(cluster)
+    put(os.path.join(mnt, "big"), os.urandom(20 * MiB))
+    env = dict(os.environ, LOOM_FS=cluster.addr, LOOM_KEY_FILE=cluster.key)
+    # script(1) gives loom a terminal; -q hides the bar again.
+    out = subprocess.run(["script", "-qec", "%s migrate -c 2 /big" % LOOM, "/dev/null"], env=env,
+                         capture_output=True, timeout=120).stdout        # bytes: keep the \r
+    assert b"\r[" in out and b"] 100% /big" in out, repr(out)
+    out = subprocess.run(["script", "-qec", "%s migrate -q -c 3 /big" % LOOM, "/dev/null"], env=env,
+                         capture_output=True, timeout=120).stdout
+    assert out == b"", repr(out)
+    assert layout(cluster, "/big").stripe_count == 3
