@@ -80,7 +80,8 @@ static int pool_put(struct mdt_txn *t, const char *name, const uint32_t *osts, u
 	if (!val)
 		return -ENOMEM;
 	memcpy(val, &n, 4);
-	memcpy(val + 4, osts, (size_t)n * 4);
+	if (n)
+		memcpy(val + 4, osts, (size_t)n * 4);
 	pool_key(name, key);
 	rc = mdt_put(t, MDT_DB_POOLS, key, sizeof(key), val, 4 + (size_t)n * 4);
 	free(val);
