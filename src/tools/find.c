@@ -14,14 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/xattr.h>
 #include <time.h>
 
-#include "loom/loom_ll.h"
 #include "tools/tool.h"
 
-#define LOV_XATTR "loom.lov"
-#define LOV_MAX (64u << 10)
 #define MAX_OSTS_ASKED 64
 
 /* A number compared as find(1) does: +N greater, -N less, N equal. */
@@ -119,19 +115,7 @@ static int parse_osts(const char *arg, struct filters *f)
 
 static int get_layout(struct walker *w, const char *path, struct loom_layout **out)
 {
-	char *buf;
-	ssize_t n;
-	int rc;
-
-	if (!w->mounted)
-		return loom_getlayout(w->fs, path, out);
-	buf = malloc(LOV_MAX);
-	if (!buf)
-		return -ENOMEM;
-	n = lgetxattr(path, LOV_XATTR, buf, LOV_MAX);
-	rc = n < 0 ? -errno : loom_layout_from_xattr(buf, (size_t)n, out);
-	free(buf);
-	return rc;
+	return w->mounted ? tool_layout_of_mounted(path, false, out) : loom_getlayout(w->fs, path, out);
 }
 
 /* The layout filters: an entry without a layout (a symlink, a directory with no default of its

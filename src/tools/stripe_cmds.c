@@ -352,6 +352,18 @@ static void print_dir_raid0(const struct loom_layout *l, const char *ind)
 			 l->pool);
 }
 
+/* A plain file layout's lmm_* lines, as lfs prints them. */
+static void print_lmm_fields(const struct loom_layout *l)
+{
+	printf("lmm_stripe_count:  %d\n", l->stripe_count);
+	printf("lmm_stripe_size:   %u\n", l->stripe_size);
+	printf("lmm_pattern:       raid0\n");
+	printf("lmm_layout_gen:    %u\n", l->layout_gen);
+	printf("lmm_stripe_offset: %d\n", l->nobjs ? (int)l->objs[0].ost_idx : l->stripe_offset);
+	if (l->pool[0])
+		printf("lmm_pool:          %s\n", l->pool);
+}
+
 /* -y: lfs's YAML form, one field a line and the objects as a list. */
 static void print_yaml(const struct loom_layout *l)
 {
@@ -364,13 +376,7 @@ static void print_yaml(const struct loom_layout *l)
 			printf("pool:          %s\n", l->pool);
 		return;
 	}
-	printf("lmm_stripe_count:  %d\n", l->stripe_count);
-	printf("lmm_stripe_size:   %u\n", l->stripe_size);
-	printf("lmm_pattern:       raid0\n");
-	printf("lmm_layout_gen:    %u\n", l->layout_gen);
-	printf("lmm_stripe_offset: %d\n", l->nobjs ? (int)l->objs[0].ost_idx : l->stripe_offset);
-	if (l->pool[0])
-		printf("lmm_pool:          %s\n", l->pool);
+	print_lmm_fields(l);
 	printf("lmm_objects:\n");
 	for (uint32_t i = 0; i < l->nobjs; i++) {
 		const struct loom_ostobj *o = &l->objs[i];
@@ -385,13 +391,7 @@ static void print_yaml(const struct loom_layout *l)
 
 static void print_file_layout(const struct loom_layout *l)
 {
-	printf("lmm_stripe_count:  %d\n", l->stripe_count);
-	printf("lmm_stripe_size:   %u\n", l->stripe_size);
-	printf("lmm_pattern:       raid0\n");
-	printf("lmm_layout_gen:    %u\n", l->layout_gen);
-	printf("lmm_stripe_offset: %d\n", l->nobjs ? (int)l->objs[0].ost_idx : l->stripe_offset);
-	if (l->pool[0])
-		printf("lmm_pool:          %s\n", l->pool);
+	print_lmm_fields(l);
 	printf("\tobdidx\t\t objid\t\t objid\t\t group\n");
 	for (uint32_t i = 0; i < l->nobjs; i++)
 		printf("\t%6u\t%14llu\t%#13llx\t%14llu\n", l->objs[i].ost_idx,
@@ -492,24 +492,27 @@ struct gs_src {
 	bool recursive; /* -r */
 };
 
-static int gs_layout(struct gs_src *src, const char *path, bool mounted, struct loom_layout **out)
+int tool_layout_of_mounted(const char *path, bool follow, struct loom_layout **out)
 {
-	char *buf;
+	char *buf = malloc(LOV_MAX);
 	ssize_t n;
 	int rc;
 
-	if (!mounted) {
-		if (!src->fs && !(src->fs = tool_connect(src->ctx)))
-			return -ENOTCONN;
-		return loom_getlayout(src->fs, path, out);
-	}
-	buf = malloc(LOV_MAX);
 	if (!buf)
 		return -ENOMEM;
-	n = getxattr(path, LOV_XATTR, buf, LOV_MAX);
+	n = follow ? getxattr(path, LOV_XATTR, buf, LOV_MAX) : lgetxattr(path, LOV_XATTR, buf, LOV_MAX);
 	rc = n < 0 ? -errno : loom_layout_from_xattr(buf, (size_t)n, out);
 	free(buf);
 	return rc;
+}
+
+static int gs_layout(struct gs_src *src, const char *path, bool mounted, struct loom_layout **out)
+{
+	if (mounted)
+		return tool_layout_of_mounted(path, true, out);
+	if (!src->fs && !(src->fs = tool_connect(src->ctx)))
+		return -ENOTCONN;
+	return loom_getlayout(src->fs, path, out);
 }
 
 static int show(struct gs_src *src, const char *path, bool mounted, enum gs_field field, bool *first)

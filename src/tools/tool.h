@@ -30,6 +30,10 @@ int tool_mount_of(const char *path, struct tool_mount *out);
 /* Any Loom mount of this node (the first listed). */
 int tool_first_mount(struct tool_mount *out);
 
+/* The layout of a path under a Loom mount, from its loom.lov xattr; without follow, a symlink's
+ * own (none). */
+int tool_layout_of_mounted(const char *path, bool follow, struct loom_layout **out);
+
 /* Connects to the file system the context names; prints the error and returns NULL on failure. */
 loom_fs *tool_connect(struct tool_ctx *ctx);
 /* Prints "loom CMD: WHAT: strerror" to stderr; returns 1 (the exit code). */

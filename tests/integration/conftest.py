@@ -20,7 +20,7 @@ import time
 import pytest
 
 import loomwire
-from loomutil import BUILD, LOOM, MDS_BIN, OSS_BIN, pid_alive, wait_until  # noqa: F401
+from loomutil import BUILD, LOOM, MDS_BIN, OSS_BIN, is_mounted, pid_alive, wait_until  # noqa: F401
 
 CMD_TIMEOUT = 180          # seconds any single tool command may take before we call it hung
 SANITIZER = re.compile(r"AddressSanitizer|LeakSanitizer|ThreadSanitizer|UndefinedBehaviorSanitizer|"
@@ -149,6 +149,14 @@ class Cluster:
         return p
 
     restart = up
+
+    def mount(self):
+        """`loom cluster up --mount DIR/mnt`: the file system mounted (`down` unmounts it, also when
+        the test fails); returns the mount point."""
+        mnt = os.path.join(self.dir, "mnt")
+        self.cluster_cmd("up", "--osts", str(self.osts), "--mount", mnt)
+        assert is_mounted(mnt), "`loom cluster up --mount` did not mount " + mnt
+        return mnt
 
     def down(self):
         """`loom cluster down`: stops every daemon of this cluster."""

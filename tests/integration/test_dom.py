@@ -10,17 +10,12 @@ import random
 import subprocess
 import sys
 
-from loomutil import KiB, MiB, is_mounted, parse_any_getstripe, second_mount, wait_until
+from loomutil import KiB, MiB, parse_any_getstripe, second_mount, wait_until
 
 DOM = 64 * KiB
 SIZES = [0, 1, 100, 4095, 4096, DOM - 1, DOM, DOM + 1, 3 * DOM + 17, 5 * MiB + 3]
 
 
-def mount(cluster):
-    mnt = os.path.join(cluster.dir, "mnt")
-    cluster.cluster_cmd("up", "--osts", str(cluster.osts), "--mount", mnt)
-    assert is_mounted(mnt)
-    return mnt
 
 
 def data_of(seed, n):
@@ -41,7 +36,7 @@ def write(path, data, fsync=False):
 
 
 def test_files_around_the_threshold_read_back_on_another_mount(cluster):
-    mnt = mount(cluster)
+    mnt = cluster.mount()
     os.mkdir(os.path.join(mnt, "d"))
     for n in SIZES:
         write(os.path.join(mnt, "d", "f%d" % n), data_of(n, n))
@@ -61,7 +56,7 @@ def test_files_around_the_threshold_read_back_on_another_mount(cluster):
 def test_small_files_need_no_oss(cluster):
     """A file within dom_size is read and written without any OST: with every OSS killed,
     small files still open, read, and take new bytes; a larger one waits for its OST."""
-    mnt = mount(cluster)
+    mnt = cluster.mount()
     small = {"s%d" % i: data_of(i, 1000 * (i + 1)) for i in range(20)}
     for name, d in small.items():
         write(os.path.join(mnt, name), d)
@@ -80,7 +75,7 @@ def test_small_files_need_no_oss(cluster):
 
 
 def test_growing_past_the_threshold_and_truncating(cluster):
-    mnt = mount(cluster)
+    mnt = cluster.mount()
     p = os.path.join(mnt, "g")
     model = bytearray(data_of(1, 1000))
     write(p, bytes(model))
@@ -118,7 +113,7 @@ def test_growing_past_the_threshold_and_truncating(cluster):
 def test_lock_ordered_updates_between_mounts(cluster):
     """The reader keeps the file open throughout; each time it takes the lock it reads what the
     writer wrote under it (as SQLite on two nodes expects)."""
-    mnt = mount(cluster)
+    mnt = cluster.mount()
     p = os.path.join(mnt, "counter")
     write(p, b"0" * 64)
     with second_mount(cluster) as other, open(p, "r+b") as a, open(os.path.join(other, "counter"), "r+b") as b:
@@ -136,7 +131,7 @@ def test_lock_ordered_updates_between_mounts(cluster):
 
 
 def test_directory_without_dom_and_with_a_larger_one(cluster):
-    mnt = mount(cluster)
+    mnt = cluster.mount()
     for name, args, want in (("plain", ["-E", "-1", "-c", "2"], 0),
                              ("big", ["-E", "256K", "-L", "mdt", "-E", "-1", "-c", "1"], 256 * KiB)):
         d = os.path.join(mnt, name)
@@ -164,14 +159,14 @@ for i in range(1000000):
 
 
 def test_mds_kill9_keeps_what_was_fsynced(cluster):
-    mnt = mount(cluster)
+    mnt = cluster.mount()
     d = os.path.join(mnt, "w")
     os.mkdir(d)
     p = subprocess.Popen([sys.executable, "-c", CHILD, d], stdout=subprocess.PIPE, text=True)
     try:
         assert wait_until(lambda: len(os.listdir(d)) >= 30, 60)
         cluster.kill9("mds")
-        mount(cluster)  # `up --mount` again: restarts the MDS and keeps the mount it has
+        cluster.mount()  # `up --mount` again: restarts the MDS and keeps the mount it has
         # The writer goes on after the MDS came back (recovery resends what was in flight).
         seen = [p.stdout.readline() for _ in range(20)]
         assert all(seen), "the writer stopped after the MDS restart"
@@ -188,7 +183,7 @@ def test_two_handles_of_one_mount_share_the_bytes(cluster):
     """A reader that bypasses the page cache (O_DIRECT) sees, through its own handle, what
     another handle of the same mount wrote and has not flushed yet, and its truncation."""
     import mmap
-    mnt = mount(cluster)
+    mnt = cluster.mount()
     p = os.path.join(mnt, "two")
     w = os.open(p, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
     r = os.open(p, os.O_RDONLY | os.O_DIRECT)

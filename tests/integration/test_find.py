@@ -2,14 +2,9 @@
 
 import os
 
-from loomutil import is_mounted, parse_any_getstripe
+from loomutil import parse_any_getstripe
 
 
-def mount(cluster):
-    mnt = os.path.join(cluster.dir, "mnt")
-    cluster.cluster_cmd("up", "--osts", str(cluster.osts), "--mount", mnt)
-    assert is_mounted(mnt)
-    return mnt
 
 
 def tree(cluster, mnt):
@@ -34,7 +29,7 @@ def find(cluster, *args, check=True):
 
 
 def test_find_filters_like_lfs_find(cluster):
-    mnt = mount(cluster)
+    mnt = cluster.mount()
     a = tree(cluster, mnt)
     rel = lambda paths: sorted(os.path.relpath(p, a) for p in paths)  # noqa: E731
 
@@ -72,7 +67,7 @@ def test_find_filters_like_lfs_find(cluster):
 
 
 def test_find_errors(cluster):
-    mount(cluster)
+    cluster.mount()
     for bad in (["find"], ["find", "/", "--type", "x"], ["find", "/", "--size", "1Q"],
                 ["find", "/", "--ost", "one"], ["find", "/", "!"], ["find", "/", "--maxdepth", "-1"],
                 ["find", "/", "--nope", "1"]):

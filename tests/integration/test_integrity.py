@@ -29,12 +29,6 @@ EIO_ERROR = r"ERROR: .*(Input/output error|EIO)"
 # ---- helpers ----------------------------------------------------------------------------------
 
 
-def mount(cluster):
-    """Mounts the cluster's file system (`loom cluster up --mount`); `cluster down` unmounts it,
-    also when the test fails."""
-    mnt = os.path.join(cluster.dir, "mnt")
-    cluster.cluster_cmd("up", "--osts", str(cluster.osts), "--mount", mnt)
-    return mnt
 
 
 def layout_of(cluster, path):
@@ -123,7 +117,7 @@ class Model:
 
 @pytest.mark.allow_log(CSUM_ERROR, EIO_ERROR)
 def test_flipped_byte_fails_reads_scrub_reports_it_and_a_new_write_heals_it(cluster, workdir):
-    mnt = mount(cluster)
+    mnt = cluster.mount()
     cluster.loom("mkdir", "/d")
     cluster.loom("setstripe", "-E", "-1", "-c", "4", "-S", "1M", "/d")
     src = os.path.join(workdir, "src")
@@ -277,7 +271,7 @@ def random_ops(rng, m, nops):
 
 
 def test_holes_partial_writes_overwrites_truncation_and_appends_verify(cluster, workdir):
-    mnt = mount(cluster)
+    mnt = cluster.mount()
     models = []
     for d, args in LAYOUTS.items():
         cluster.loom("mkdir", d)
@@ -413,7 +407,7 @@ with open(out, "w") as f:
 
 
 def test_oss_kill9_during_writes_then_everything_acknowledged_reads_back(cluster, workdir):
-    mnt = mount(cluster)
+    mnt = cluster.mount()
     cluster.loom("mkdir", "/w", "/p")
     cluster.loom("setstripe", "-c", "4", "-S", "64k", "/w")
     cluster.loom("setstripe", "-c", "2", "-S", "1M", "/p")

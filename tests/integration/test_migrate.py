@@ -7,16 +7,11 @@ import os
 import subprocess
 import threading
 
-from loomutil import LOOM, MiB, is_mounted, object_path, parse_any_getstripe, second_mount, wait_until
+from loomutil import LOOM, MiB, object_path, parse_any_getstripe, second_mount, wait_until
 
 DESTROY_TIMEOUT = 60
 
 
-def mount(cluster):
-    mnt = os.path.join(cluster.dir, "mnt")
-    cluster.cluster_cmd("up", "--osts", str(cluster.osts), "--mount", mnt)
-    assert is_mounted(mnt)
-    return mnt
 
 
 def layout(cluster, path):
@@ -33,7 +28,7 @@ def put(path, data):
 
 
 def test_migrate_restripes_and_keeps_the_file(cluster):
-    mnt = mount(cluster)
+    mnt = cluster.mount()
     os.mkdir(os.path.join(mnt, "m"))
     cluster.loom("setstripe", "-E", "-1", "-c", "1", "/m")
     data = os.urandom(9 * MiB + 77)
@@ -72,7 +67,7 @@ def test_migrate_restripes_and_keeps_the_file(cluster):
 
 
 def test_reader_reads_right_through_a_migration(cluster):
-    mnt = mount(cluster)
+    mnt = cluster.mount()
     data = os.urandom(8 * MiB)
     path = os.path.join(mnt, "f")
     cluster.loom("setstripe", "-E", "-1", "-c", "1", "/f")
@@ -112,7 +107,7 @@ def test_reader_reads_right_through_a_migration(cluster):
 
 
 def test_file_open_for_writing_is_left_alone(cluster, workdir):
-    mnt = mount(cluster)
+    mnt = cluster.mount()
     path = os.path.join(mnt, "w")
     cluster.loom("setstripe", "-E", "-1", "-c", "1", "/w")
     put(path, b"x" * MiB)
@@ -138,7 +133,7 @@ def test_file_open_for_writing_is_left_alone(cluster, workdir):
 
 def test_drain_an_ost(cluster):
     # The admin's path: deactivate, find what is there, migrate it, and nothing is left on it.
-    mnt = mount(cluster)
+    mnt = cluster.mount()
     os.mkdir(os.path.join(mnt, "data"))
     cluster.loom("setstripe", "-E", "-1", "-c", "2", "/data")
     for k in range(8):
@@ -153,7 +148,7 @@ def test_drain_an_ost(cluster):
 
 
 def test_progress_bar_on_a_terminal(cluster):
-    mnt = mount(cluster)
+    mnt = cluster.mount()
     put(os.path.join(mnt, "big"), os.urandom(20 * MiB))
     env = dict(os.environ, LOOM_FS=cluster.addr, LOOM_KEY_FILE=cluster.key)
     # script(1) gives loom a terminal; -q hides the bar again.

@@ -12,18 +12,13 @@ import os
 import threading
 import time
 
-from loomutil import KiB, is_mounted, second_mount
+from loomutil import KiB, second_mount
 
 SIZE = 192 * KiB          # on the OSTs (the directory has no Data-on-MDT), so a release destroys it
 VERSIONS = 8
 SECONDS = 6
 
 
-def mount(cluster):
-    mnt = os.path.join(cluster.dir, "mnt")
-    cluster.cluster_cmd("up", "--osts", str(cluster.osts), "--mount", mnt)
-    assert is_mounted(mnt)
-    return mnt
 
 
 def version(k):
@@ -31,7 +26,7 @@ def version(k):
 
 
 def test_reader_keeps_the_file_it_opened_while_the_writer_replaces_it(cluster):
-    mnt = mount(cluster)
+    mnt = cluster.mount()
     os.mkdir(os.path.join(mnt, "race"))
     cluster.loom("setstripe", "-E", "-1", "-c", "1", "/race")
     stop = time.monotonic() + SECONDS

@@ -8,7 +8,7 @@ import mmap
 import os
 import subprocess
 
-from loomutil import OSS_BIN, KiB, MiB, is_mounted, object_path, parse_any_getstripe, second_mount
+from loomutil import OSS_BIN, KiB, MiB, object_path, parse_any_getstripe, second_mount
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # posix/posixutil.py by its path: putting posix/ on sys.path would shadow this directory's conftest.
@@ -20,11 +20,6 @@ resident_pages = posixutil.resident_pages
 SIZE = 8 * MiB
 
 
-def mount(cluster):
-    mnt = os.path.join(cluster.dir, "mnt")
-    cluster.cluster_cmd("up", "--osts", str(cluster.osts), "--mount", mnt)
-    assert is_mounted(mnt)
-    return mnt
 
 
 def drop_caches():
@@ -50,7 +45,7 @@ def one_object_file(cluster, mnt, name):
 
 
 def test_streaming_read_is_not_kept_small_reads_are(cluster):
-    mnt = mount(cluster)
+    mnt = cluster.mount()
     data, obj = one_object_file(cluster, mnt, "f")
     drop_caches()
     with second_mount(cluster) as view:
