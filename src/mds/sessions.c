@@ -183,14 +183,20 @@ struct mds_session *mds_session_connect(struct mds *m, uint64_t conn_id, const u
 	return s;
 }
 
-bool mds_ino_is_open(struct mds *m, uint64_t ino)
+/* Whether one of the sessions' maps holds key, under the lock. */
+static bool has_locked(struct mds *m, const struct u64map *map, uint64_t key)
 {
-	bool open;
+	bool has;
 
 	pthread_mutex_lock(&m->sess_lock);
-	open = u64map_get(&m->open_counts, ino) != NULL;
+	has = u64map_get(map, key) != NULL;
 	pthread_mutex_unlock(&m->sess_lock);
-	return open;
+	return has;
+}
+
+bool mds_ino_is_open(struct mds *m, uint64_t ino)
+{
+	return has_locked(m, &m->open_counts, ino);
 }
 
 /* Marks ino as being released (the lock held): opens from the network thread wait for the
@@ -224,23 +230,19 @@ void mds_releases_settled(struct mds *m)
 
 bool mds_ino_has_writer(struct mds *m, uint64_t ino)
 {
-	bool w;
-
-	pthread_mutex_lock(&m->sess_lock);
-	w = u64map_get(&m->writers, ino) != NULL;
-	pthread_mutex_unlock(&m->sess_lock);
-	return w;
+	return has_locked(m, &m->writers, ino);
 }
 
+/* A per-inode count kept as the map's value; one that falls to 0 (or would go below) is removed. */
 static int count_add(struct u64map *map, uint64_t key, int delta)
 {
-	uintptr_t n = (uintptr_t)u64map_get(map, key) + (uintptr_t)(intptr_t)delta;
+	uintptr_t old = (uintptr_t)u64map_get(map, key);
 
-	if (n == 0) {
+	if (delta < 0 && old <= (uintptr_t)-delta) {
 		u64map_del(map, key);
 		return 0;
 	}
-	return u64map_put(map, key, (void *)n);
+	return u64map_put(map, key, (void *)(old + (uintptr_t)(intptr_t)delta));
 }
 
 void mds_swap_done(struct mds *m, uint64_t ino, uint64_t tmp)
@@ -255,7 +257,10 @@ void mds_swap_done(struct mds *m, uint64_t ino, uint64_t tmp)
 		h->tmp = tmp;
 		h->next = u64map_get(&m->holds, ino);
 		if (u64map_put(&m->holds, ino, h) < 0 || u64map_put(&m->held, tmp, (void *)(uintptr_t)ino) < 0) {
-			u64map_put(&m->holds, ino, h->next);
+			if (h->next)
+				u64map_put(&m->holds, ino, h->next);
+			else
+				u64map_del(&m->holds, ino);
 			u64map_del(&m->held, tmp);
 			free(h);
 		}
@@ -371,14 +376,11 @@ int mds_handle_check(struct mds *m, uint64_t handle, uint64_t ino, uint64_t sid)
 static void handle_unlink(struct mds *m, struct mds_handle *h)
 {
 	struct mds_session *s = u64map_get(&m->sessions, h->sid);
-	uintptr_t count = (uintptr_t)u64map_get(&m->open_counts, h->ino);
 
-	if (count <= 1)
-		u64map_del(&m->open_counts, h->ino);
-	else
-		u64map_put(&m->open_counts, h->ino, (void *)(count - 1));
+	/* Decrements need no memory. */
+	count_add(&m->open_counts, h->ino, -1);
 	if (h->writer)
-		count_add(&m->writers, h->ino, -1); /* a decrement needs no memory */
+		count_add(&m->writers, h->ino, -1);
 	u64map_del(&m->handles, h->handle);
 	if (h->prev)
 		h->prev->next = h->next;
