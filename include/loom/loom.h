@@ -289,6 +289,58 @@ struct loom_scrub_status {
  */
 int loom_ost_scrub(loom_fs *fs, uint32_t ost_idx, int cmd, struct loom_scrub_status *st);
 
+/* ---- prefetch: reading ahead in an order known in advance ---- */
+
+/*
+ * A training loop knows the order it will read its samples in (the sampler's indices) before it
+ * reads them. A prefetcher takes that order as a list of items, each a whole file or a byte range
+ * of one, and reads ahead of the reader with `threads` reads in flight at once, from every server
+ * that holds them, while the bytes it holds (read and not yet taken, and reads in flight) stay
+ * within max_bytes. One item larger than max_bytes alone is still read, when nothing else is held.
+ */
+typedef struct loom_prefetch loom_prefetch;
+
+struct loom_prefetch_item {
+	const char *path;
+	uint64_t offset;
+	int64_t length;        /* bytes from offset; -1: to the end of the file */
+};
+
+struct loom_prefetch_opts {
+	size_t max_bytes;      /* 0: 256 MiB */
+	unsigned threads;      /* reads in flight at once; 0: 16 */
+	unsigned max_ahead;    /* items read ahead of the reader at most; 0: 4096 */
+};
+
+struct loom_prefetch_stats {
+	uint64_t fetched;      /* items read by the prefetcher */
+	uint64_t ready;        /* items that were there when taken */
+	uint64_t waited;       /* items taken while still being read (the reader waited) */
+	uint64_t direct;       /* items the reader had to read itself (it jumped ahead of the
+	                        * prefetcher) */
+	uint64_t dropped;      /* items read ahead and then skipped by the reader */
+	uint64_t bytes_fetched;
+	size_t bytes_held;     /* now */
+	size_t peak_bytes;     /* the most ever held; never above max_bytes unless one item is */
+};
+
+/* Starts reading items (copied; the caller's array may go) ahead. Errors: -EINVAL (n 0, or a
+ * NULL path), -EAGAIN (no thread could be started). */
+int loom_prefetch_start(loom_fs *fs, const struct loom_prefetch_item *items, size_t n,
+			const struct loom_prefetch_opts *opts, loom_prefetch **out);
+/*
+ * Item i's bytes: *buf gets a malloc'd copy (free it with loom_prefetch_free) and the return value
+ * is its length, or a negative errno (that of the open or read, as loom_open and loom_pread give).
+ * Items are meant to be taken in order; taking i gives up the items before it not yet taken (they
+ * are freed). Taking an item already given up, or one the prefetcher has not reached, reads it
+ * in the caller's thread. Any thread may take, one at a time.
+ */
+ssize_t loom_prefetch_take(loom_prefetch *pf, size_t i, void **buf);
+void loom_prefetch_free(void *buf);
+void loom_prefetch_get_stats(loom_prefetch *pf, struct loom_prefetch_stats *st);
+/* Stops the threads (a read in flight finishes first) and frees everything not taken. */
+void loom_prefetch_stop(loom_prefetch *pf);
+
 #ifdef __cplusplus
 }
 #endif

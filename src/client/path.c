@@ -33,6 +33,16 @@ static bool only_slashes(const char *p)
  * resolves it too (following a final symlink when follow). work holds the path being walked,
  * rewritten when a symlink is expanded.
  */
+/* A walk starts at the root without asking for its attributes (one round trip less per path
+ * call): lookups below it are checked by the MDS, and only a walk that ends at the root needs
+ * them. nlink 0 marks the stand-in. */
+static void root_placeholder(struct lw_attr *cur)
+{
+	memset(cur, 0, sizeof(*cur));
+	cur->ino = LOOM_ROOT_INO;
+	cur->mode = S_IFDIR;
+}
+
 static int walk(loom_fs *fs, const struct loom_cred *cr, const char *path, bool follow,
 		bool want_parent, struct lw_attr *cur, char *name, size_t *name_len, bool *trailing)
 {
@@ -52,9 +62,7 @@ static int walk(loom_fs *fs, const struct loom_cred *cr, const char *path, bool 
 		goto out;
 	}
 	strcpy(work, path);
-	rc = mdc_getattr(fs, cr, LOOM_ROOT_INO, cur);
-	if (rc)
-		goto out;
+	root_placeholder(cur);
 	p = work;
 	for (;;) {
 		struct lw_attr child;
@@ -112,11 +120,8 @@ static int walk(loom_fs *fs, const struct loom_cred *cr, const char *path, bool 
 			memmove(work + tlen, p, rest + 1);
 			memcpy(work, target, tlen);
 			p = work;
-			if (target[0] == '/') {
-				rc = mdc_getattr(fs, cr, LOOM_ROOT_INO, cur);
-				if (rc)
-					break;
-			}
+			if (target[0] == '/')
+				root_placeholder(cur);
 			continue;
 		}
 		*cur = child;
@@ -125,6 +130,9 @@ static int walk(loom_fs *fs, const struct loom_cred *cr, const char *path, bool 
 			break;
 		}
 	}
+	/* The walk ended at the root itself: its attributes are wanted after all. */
+	if (rc == 0 && !want_parent && cur->ino == LOOM_ROOT_INO && cur->nlink == 0)
+		rc = mdc_getattr(fs, cr, LOOM_ROOT_INO, cur);
 out:
 	free(work);
 	free(target);

@@ -21,6 +21,23 @@ static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct bulk_hdr *pool;
 static unsigned pool_count;
 
+/* A process that forks while another thread holds pool_lock (a Python DataLoader forking its
+ * workers while libloom's threads run) must not leave the lock held forever in the child. */
+static void pool_lock_take(void)
+{
+	pthread_mutex_lock(&pool_lock);
+}
+
+static void pool_lock_give(void)
+{
+	pthread_mutex_unlock(&pool_lock);
+}
+
+__attribute__((constructor)) static void pool_atfork(void)
+{
+	pthread_atfork(pool_lock_take, pool_lock_give, pool_lock_give);
+}
+
 void *bulk_alloc(size_t len)
 {
 	size_t cap = len <= LW_RPC_BULK ? LW_RPC_BULK : len;

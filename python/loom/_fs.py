@@ -1,0 +1,458 @@
+"""loom.FileSystem: a connection to one Loom file system, and what it can do without a mount."""
+
+import ctypes
+import fnmatch
+import os
+import stat as stat_mod
+import threading
+from dataclasses import dataclass, field
+
+from . import _lib
+from ._file import File, _error
+from ._lib import lib
+
+MOUNT_TYPE = "fuse.loom"
+
+
+def stat_result(st):
+    """An os.stat_result from a struct stat."""
+    def ns(ts):
+        return ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+    a, m, c = ns(st.st_atim), ns(st.st_mtim), ns(st.st_ctim)
+    return os.stat_result((st.st_mode, st.st_ino, st.st_dev, st.st_nlink, st.st_uid, st.st_gid,
+                           st.st_size, st.st_atim.tv_sec, st.st_mtim.tv_sec, st.st_ctim.tv_sec,
+                           a / 1e9, m / 1e9, c / 1e9, a, m, c,
+                           st.st_blksize, st.st_blocks, st.st_rdev))
+
+
+def _unescape(s):
+    # /proc/self/mounts escapes space, tab, newline and backslash as octal.
+    out, i = [], 0
+    while i < len(s):
+        if s[i] == "\\" and i + 3 < len(s) and s[i + 1:i + 4].isdigit():
+            out.append(chr(int(s[i + 1:i + 4], 8)))
+            i += 4
+        else:
+            out.append(s[i])
+            i += 1
+    return "".join(out)
+
+
+def loom_mounts():
+    """[(mountpoint, source)] of every Loom mount this process sees."""
+    found = []
+    try:
+        with open("/proc/self/mounts") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) >= 3 and parts[2] == MOUNT_TYPE:
+                    found.append((_unescape(parts[1]), _unescape(parts[0])))
+    except OSError:
+        pass
+    return found
+
+
+def mount_of(path):
+    """(mountpoint, source) of the Loom mount that holds path, or None."""
+    real = os.path.realpath(path)
+    best = None
+    for mnt, src in loom_mounts():
+        if real == mnt or real.startswith(mnt.rstrip("/") + "/"):
+            if best is None or len(mnt) > len(best[0]):
+                best = (mnt, src)
+    return best
+
+
+def _mds_of_source(source):
+    # HOST:PORT:/FSNAME (the mount's source) -> (HOST:PORT, FSNAME)
+    if ":/" in source:
+        addr, fsname = source.split(":/", 1)
+        return addr, fsname or None
+    return source, None
+
+
+@dataclass
+class Layout:
+    """A file's layout, or a directory's default (is_default), as `loom getstripe` shows it."""
+    stripe_count: int
+    stripe_size: int
+    stripe_offset: int
+    pattern: str = "raid0"
+    layout_gen: int = 0
+    pool: str = ""
+    dom_size: int = 0
+    is_default: bool = False
+    inherited: bool = False
+    objects: list = field(default_factory=list)  # [(ost_idx, objid)] for a file
+
+    def osts(self):
+        return [o for o, _ in self.objects]
+
+
+@dataclass
+class DirEntry:
+    """An entry of FileSystem.scandir(), as os.DirEntry gives (without a stat cache)."""
+    name: str
+    path: str
+    inode_number: int
+    d_type: int
+
+    def inode(self):
+        return self.inode_number
+
+    def is_dir(self):
+        return self.d_type == 4   # DT_DIR
+
+    def is_file(self):
+        return self.d_type == 8   # DT_REG
+
+    def is_symlink(self):
+        return self.d_type == 10  # DT_LNK
+
+
+_MODES = {"r": os.O_RDONLY, "w": os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+          "a": os.O_WRONLY | os.O_CREAT | os.O_APPEND, "x": os.O_WRONLY | os.O_CREAT | os.O_EXCL}
+
+
+def _open_flags(mode):
+    kinds = [c for c in mode if c in "rwax"]
+    if len(kinds) != 1 or any(c not in "rwaxbt+" for c in mode) or ("b" in mode and "t" in mode):
+        raise ValueError("invalid mode: %r" % mode)
+    flags = _MODES[kinds[0]]
+    if "+" in mode:
+        flags = (flags & ~os.O_ACCMODE) | os.O_RDWR
+    return flags
+
+
+class FileSystem:
+    """A connection to a Loom file system, from loom.connect().
+
+    Paths are the file system's ("/data/x.npy"; relative ones start at its root). When the
+    connection was found from a mount, absolute paths under that mount ("/mnt/loom/data/x.npy")
+    are accepted too and mean the same files. The object may be used by many threads at once.
+    A process forked from the one that connected (a DataLoader worker) connects again on its first
+    call: a connection's threads do not survive fork. Pickling keeps only how to connect.
+    """
+
+    def __init__(self, mds, fsname=None, key_file=None, recovery_seconds=0, mountpoint=None):
+        self.mds = mds
+        self.mountpoint = mountpoint
+        self._args = (mds, fsname, key_file, recovery_seconds, mountpoint)
+        self._lock = threading.Lock()
+        self._h = None
+        self._pid = None
+        self._fsname = fsname
+        self._key_file = key_file
+        self._recovery = recovery_seconds
+        self._handle()
+
+    def __reduce__(self):
+        return (FileSystem, self._args)
+
+    def _handle(self):
+        h = self._h
+        if h is not None and self._pid == os.getpid():
+            return h
+        with self._lock:
+            if self._h is not None and self._pid == os.getpid():
+                return self._h
+            opts = _lib.ConnectOpts(self._fsname.encode() if self._fsname else None,
+                                    os.fsencode(self._key_file) if self._key_file else None,
+                                    self._recovery)
+            out = ctypes.c_void_p()
+            rc = lib.loom_connect_with(self.mds.encode(), ctypes.byref(opts), ctypes.byref(out))
+            if rc < 0:
+                raise OSError(-rc, "cannot connect to the Loom MDS at %s: %s" % (self.mds, os.strerror(-rc)))
+            self._h, self._pid = out.value, os.getpid()
+            return self._h
+
+    @property
+    def fsname(self):
+        return lib.loom_fsname(self._handle()).decode()
+
+    def close(self):
+        """Disconnects. Files still open become unusable."""
+        with self._lock:
+            h, self._h = self._h, None
+            if h is not None and self._pid == os.getpid():
+                lib.loom_disconnect(h)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        where = " mounted on %s" % self.mountpoint if self.mountpoint else ""
+        return "<loom.FileSystem mds=%s%s>" % (self.mds, where)
+
+    # -- paths --
+
+    def fspath(self, path):
+        """The file system's own path for path (as bytes, for libloom)."""
+        p = os.fsdecode(os.fspath(path))
+        m = self.mountpoint.rstrip("/") if self.mountpoint else ""
+        if m and os.path.isabs(p):
+            if p == m:
+                p = "/"
+            elif p.startswith(m + "/"):
+                p = p[len(m):]
+        return os.fsencode(p)
+
+    def _call(self, rc, *paths):
+        if rc < 0:
+            names = [os.fsdecode(os.fspath(p)) for p in paths]
+            if len(names) == 2:
+                raise OSError(-rc, os.strerror(-rc), names[0], None, names[1])
+            raise _error(rc, names[0] if names else None)
+        return rc
+
+    # -- names and attributes --
+
+    def stat(self, path, follow_symlinks=True):
+        st = _lib.Stat()
+        fn = lib.loom_stat if follow_symlinks else lib.loom_lstat
+        self._call(fn(self._handle(), self.fspath(path), ctypes.byref(st)), path)
+        return stat_result(st)
+
+    def lstat(self, path):
+        return self.stat(path, follow_symlinks=False)
+
+    def exists(self, path):
+        try:
+            self.stat(path)
+            return True
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+
+    def isdir(self, path):
+        try:
+            return stat_mod.S_ISDIR(self.stat(path).st_mode)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+
+    def isfile(self, path):
+        try:
+            return stat_mod.S_ISREG(self.stat(path).st_mode)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+
+    def getsize(self, path):
+        return self.stat(path).st_size
+
+    def mkdir(self, path, mode=0o777):
+        self._call(lib.loom_mkdir(self._handle(), self.fspath(path), mode), path)
+
+    def makedirs(self, path, mode=0o777, exist_ok=False):
+        p = os.fsdecode(self.fspath(path))
+        parts = [x for x in p.split("/") if x]
+        for i in range(1, len(parts) + 1):
+            sub = "/" + "/".join(parts[:i])
+            try:
+                self.mkdir(sub, mode)
+            except FileExistsError:
+                if i == len(parts) and (not exist_ok or not self.isdir(sub)):
+                    raise
+
+    def rmdir(self, path):
+        self._call(lib.loom_rmdir(self._handle(), self.fspath(path)), path)
+
+    def remove(self, path):
+        self._call(lib.loom_unlink(self._handle(), self.fspath(path)), path)
+
+    unlink = remove
+
+    def rename(self, src, dst):
+        """Replaces dst if it exists (as os.rename and os.replace on Linux), atomically."""
+        self._call(lib.loom_rename(self._handle(), self.fspath(src), self.fspath(dst), 0), src, dst)
+
+    replace = rename
+
+    def symlink(self, target, linkpath):
+        self._call(lib.loom_symlink(self._handle(), os.fsencode(target), self.fspath(linkpath)), linkpath)
+
+    def readlink(self, path):
+        cap = 4096
+        buf = ctypes.create_string_buffer(cap)
+        n = ctypes.c_size_t()
+        self._call(lib.loom_readlink(self._handle(), self.fspath(path), buf, cap, ctypes.byref(n)), path)
+        return os.fsdecode(buf.raw[:n.value])
+
+    def chmod(self, path, mode):
+        self._call(lib.loom_chmod(self._handle(), self.fspath(path), mode), path)
+
+    def truncate(self, path, length):
+        self._call(lib.loom_truncate(self._handle(), self.fspath(path), length), path)
+
+    def statvfs(self, path="/"):
+        sv = _lib.Statvfs()
+        self._call(lib.loom_statfs(self._handle(), ctypes.byref(sv)))
+        return os.statvfs_result((sv.f_bsize, sv.f_frsize, sv.f_blocks, sv.f_bfree, sv.f_bavail,
+                                  sv.f_files, sv.f_ffree, sv.f_favail, sv.f_flag, sv.f_namemax))
+
+    # -- directories --
+
+    def scandir(self, path="/"):
+        """The entries of a directory, without "." and "..", in the MDS's order."""
+        d = ctypes.c_void_p()
+        self._call(lib.loom_opendir(self._handle(), self.fspath(path), ctypes.byref(d)), path)
+        base = os.fsdecode(os.fspath(path))
+        entries = []
+        try:
+            ent = _lib.Dirent()
+            while True:
+                rc = self._call(lib.loom_readdir(d, ctypes.byref(ent)), path)
+                if rc == 0:
+                    break
+                name = os.fsdecode(ent.name)
+                if name in (".", ".."):
+                    continue
+                entries.append(DirEntry(name, os.path.join(base, name), ent.ino, ent.type))
+        finally:
+            lib.loom_closedir(d)
+        return entries
+
+    def listdir(self, path="/"):
+        return [e.name for e in self.scandir(path)]
+
+    def walk(self, top="/"):
+        """As os.walk (top-down, symlinks to directories not followed)."""
+        entries = self.scandir(top)
+        dirs = [e.name for e in entries if e.is_dir()]
+        files = [e.name for e in entries if not e.is_dir()]
+        yield os.fsdecode(os.fspath(top)), dirs, files
+        for d in dirs:
+            yield from self.walk(os.path.join(os.fsdecode(os.fspath(top)), d))
+
+    def glob(self, root, pattern="*", recursive=False):
+        """Sorted paths under root whose path relative to root matches pattern (fnmatch)."""
+        root = os.fsdecode(os.fspath(root))
+        found = []
+        if recursive:
+            for dirpath, _, files in self.walk(root):
+                for name in files:
+                    p = os.path.join(dirpath, name)
+                    if fnmatch.fnmatchcase(os.path.relpath(p, root), pattern):
+                        found.append(p)
+        else:
+            found = [e.path for e in self.scandir(root)
+                     if not e.is_dir() and fnmatch.fnmatchcase(e.name, pattern)]
+        return sorted(found)
+
+    # -- files --
+
+    def open(self, path, mode="r", buffering=-1, encoding=None, errors=None, newline=None, *,
+             layout=None):
+        """As the builtin open(): "rb" gives a loom.File that np.load, torch.load and zipfile
+        accept; text modes wrap it in io.TextIOWrapper. layout (a dict of setstripe's keywords:
+        stripe_count, stripe_size, stripe_offset, pool) lays out a file this call creates."""
+        import io
+        flags = _open_flags(mode)
+        out = ctypes.c_void_p()
+        p = self.fspath(path)
+        if layout is not None and flags & os.O_CREAT:
+            lay = _request_layout(**layout)
+            rc = lib.loom_create(self._handle(), p, flags, 0o666, ctypes.byref(lay), ctypes.byref(out))
+        else:
+            rc = lib.loom_open(self._handle(), p, flags, 0o666, ctypes.byref(out))
+        self._call(rc, path)
+        f = File(self, out.value, os.fsdecode(os.fspath(path)), mode, flags)
+        if "b" in mode:
+            return f
+        return io.TextIOWrapper(f, encoding=encoding, errors=errors, newline=newline)
+
+    def read_bytes(self, path):
+        """The whole file, as Path.read_bytes()."""
+        with self.open(path, "rb") as f:
+            return f.read()
+
+    def write_bytes(self, path, data):
+        with self.open(path, "wb") as f:
+            return f.write(data)
+
+    # -- layouts --
+
+    def getstripe(self, path):
+        """The layout of a file, or a directory's default for new files (loom getstripe)."""
+        out = ctypes.POINTER(_lib.Layout)()
+        self._call(lib.loom_getlayout(self._handle(), self.fspath(path), ctypes.byref(out)), path)
+        try:
+            lay = out.contents
+            objs = ctypes.cast(ctypes.addressof(lay) + ctypes.sizeof(_lib.Layout),
+                               ctypes.POINTER(_lib.OstObj))
+            return Layout(stripe_count=lay.stripe_count, stripe_size=lay.stripe_size,
+                          stripe_offset=lay.stripe_offset, layout_gen=lay.layout_gen,
+                          pool=lay.pool.decode(), dom_size=lay.dom_size,
+                          is_default=bool(lay.flags & _lib.LOOM_LAYOUT_DEFAULT),
+                          inherited=bool(lay.flags & _lib.LOOM_LAYOUT_INHERITED),
+                          objects=[(objs[k].ost_idx, objs[k].objid) for k in range(lay.nobjs)])
+        finally:
+            lib.loom_layout_free(out)
+
+    def setstripe(self, path, stripe_count=0, stripe_size=0, stripe_offset=-1, pool="", dom_size=0):
+        """As `loom setstripe` (lfs setstripe): on a directory, the default for new files in it;
+        on a path that does not exist, a new empty file with that layout. stripe_count -1 is
+        every OST; 0 and 0 / -1 / "" inherit."""
+        lay = _request_layout(stripe_count, stripe_size, stripe_offset, pool, dom_size)
+        self._call(lib.loom_setlayout(self._handle(), self.fspath(path), ctypes.byref(lay)), path)
+
+    def delstripe(self, path):
+        """Removes a directory's own default layout (loom setstripe -d)."""
+        self._call(lib.loom_dellayout(self._handle(), self.fspath(path)), path)
+
+    # -- reading ahead --
+
+    def prefetch(self, items, max_bytes=256 << 20, threads=16, max_ahead=0):
+        """A Prefetcher that reads items (paths, or (path, offset, length) ranges) ahead in this
+        order, holding at most max_bytes."""
+        from ._prefetch import Prefetcher
+        return Prefetcher(self, items, max_bytes=max_bytes, threads=threads, max_ahead=max_ahead)
+
+
+def _request_layout(stripe_count=0, stripe_size=0, stripe_offset=-1, pool="", dom_size=0):
+    lay = _lib.Layout()
+    lay.pattern = 1
+    lay.stripe_count = stripe_count
+    lay.stripe_size = stripe_size
+    lay.stripe_offset = stripe_offset
+    lay.pool = (pool or "").encode()
+    lay.dom_size = dom_size
+    return lay
+
+
+def connect(target=None, *, fsname=None, key_file=None, recovery_seconds=0):
+    """Connects to a Loom file system.
+
+    target is a path on a Loom mount ("/mnt/loom"; its MDS is found from the mount, and paths
+    under the mount are accepted), an MDS address ("HOST", "HOST:PORT") or a mount source
+    ("HOST:PORT:/FSNAME"). Without one: $LOOM_MDS, else the first Loom mount. The key is key_file,
+    else $LOOM_KEY_FILE, else /etc/loom/loom.key (as for `loom` and `loom-mount`).
+    """
+    mountpoint = None
+    if target is None:
+        target = os.environ.get("LOOM_MDS")
+        if target is None:
+            mounts = loom_mounts()
+            if not mounts:
+                raise FileNotFoundError(2, "no Loom mount here and $LOOM_MDS is not set")
+            target = mounts[0][0]
+    target = os.fsdecode(os.fspath(target))
+    if target.startswith("/") or target.startswith("."):
+        found = mount_of(target)
+        if found is None:
+            raise OSError(19, "not on a Loom mount", target)
+        mountpoint, source = found
+        mds, mfs = _mds_of_source(source)
+        fsname = fsname or mfs
+    else:
+        mds, mfs = _mds_of_source(target)
+        fsname = fsname or mfs
+    return FileSystem(mds, fsname=fsname, key_file=key_file, recovery_seconds=recovery_seconds,
+                      mountpoint=mountpoint)

@@ -1,0 +1,164 @@
+"""ctypes bindings to libloom (include/loom/loom.h): the C structs and the calls' signatures.
+
+Nothing here is compiled: the package loads libloom.so at import. It looks, in order, at
+$LOOM_LIBRARY, at the build tree beside this source tree (build/src/client/), and then where the
+dynamic linker finds an installed libloom.so.0.
+"""
+
+import ctypes
+import ctypes.util
+import os
+import platform
+
+c_int, c_uint, c_uint32, c_int32, c_uint64, c_int64, c_size_t, c_ssize_t = (
+    ctypes.c_int, ctypes.c_uint, ctypes.c_uint32, ctypes.c_int32, ctypes.c_uint64, ctypes.c_int64,
+    ctypes.c_size_t, ctypes.c_ssize_t)
+c_void_p, c_char_p, POINTER, byref = ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER, ctypes.byref
+
+LOOM_NAME_MAX = 255
+LOOM_POOL_NAME_MAX = 15
+LOOM_LAYOUT_DEFAULT = 0x1
+LOOM_LAYOUT_INHERITED = 0x2
+LOOM_DOM_NONE = 0xFFFFFFFF
+
+
+class Timespec(ctypes.Structure):
+    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+
+_MACHINE = platform.machine()
+if _MACHINE in ("x86_64", "amd64"):
+    class Stat(ctypes.Structure):
+        _fields_ = [("st_dev", c_uint64), ("st_ino", c_uint64), ("st_nlink", c_uint64),
+                    ("st_mode", c_uint32), ("st_uid", c_uint32), ("st_gid", c_uint32),
+                    ("_pad0", c_int), ("st_rdev", c_uint64), ("st_size", c_int64),
+                    ("st_blksize", c_int64), ("st_blocks", c_int64), ("st_atim", Timespec),
+                    ("st_mtim", Timespec), ("st_ctim", Timespec), ("_reserved", c_int64 * 3)]
+elif _MACHINE in ("aarch64", "arm64", "riscv64"):
+    class Stat(ctypes.Structure):  # the generic layout of asm-generic/stat.h
+        _fields_ = [("st_dev", c_uint64), ("st_ino", c_uint64), ("st_mode", c_uint32),
+                    ("st_nlink", c_uint32), ("st_uid", c_uint32), ("st_gid", c_uint32),
+                    ("st_rdev", c_uint64), ("_pad1", c_uint64), ("st_size", c_int64),
+                    ("st_blksize", c_int32), ("_pad2", c_int32), ("st_blocks", c_int64),
+                    ("st_atim", Timespec), ("st_mtim", Timespec), ("st_ctim", Timespec),
+                    ("_reserved", c_int32 * 2)]
+else:
+    raise ImportError("loom: struct stat of %s is not described here" % _MACHINE)
+
+
+class Statvfs(ctypes.Structure):
+    _fields_ = [("f_bsize", ctypes.c_ulong), ("f_frsize", ctypes.c_ulong),
+                ("f_blocks", c_uint64), ("f_bfree", c_uint64), ("f_bavail", c_uint64),
+                ("f_files", c_uint64), ("f_ffree", c_uint64), ("f_favail", c_uint64),
+                ("f_fsid", ctypes.c_ulong), ("f_flag", ctypes.c_ulong),
+                ("f_namemax", ctypes.c_ulong), ("_spare", c_int * 6)]
+
+
+class ConnectOpts(ctypes.Structure):
+    _fields_ = [("fsname", c_char_p), ("key_file", c_char_p), ("recovery_seconds", c_uint)]
+
+
+class Dirent(ctypes.Structure):
+    _fields_ = [("ino", c_uint64), ("type", ctypes.c_ubyte),
+                ("name", ctypes.c_char * (LOOM_NAME_MAX + 1))]
+
+
+class OstObj(ctypes.Structure):
+    _fields_ = [("ost_idx", c_uint32), ("pad", c_uint32), ("objid", c_uint64)]
+
+
+class Layout(ctypes.Structure):
+    """struct loom_layout without its flexible array of objects (nobjs OstObj follow it)."""
+    _fields_ = [("pattern", c_uint32), ("stripe_size", c_uint32), ("stripe_count", c_int32),
+                ("stripe_offset", c_int32), ("layout_gen", c_uint32), ("flags", c_uint32),
+                ("pool", ctypes.c_char * (LOOM_POOL_NAME_MAX + 1)), ("dom_size", c_uint32),
+                ("nobjs", c_uint32)]
+
+
+class PrefetchItem(ctypes.Structure):
+    _fields_ = [("path", c_char_p), ("offset", c_uint64), ("length", c_int64)]
+
+
+class PrefetchOpts(ctypes.Structure):
+    _fields_ = [("max_bytes", c_size_t), ("threads", c_uint), ("max_ahead", c_uint)]
+
+
+class PrefetchStats(ctypes.Structure):
+    _fields_ = [("fetched", c_uint64), ("ready", c_uint64), ("waited", c_uint64),
+                ("direct", c_uint64), ("dropped", c_uint64), ("bytes_fetched", c_uint64),
+                ("bytes_held", c_size_t), ("peak_bytes", c_size_t)]
+
+
+def _candidates():
+    env = os.environ.get("LOOM_LIBRARY")
+    if env:
+        yield env
+    here = os.path.dirname(os.path.abspath(__file__))
+    build = os.environ.get("LOOM_BUILD") or os.path.join(here, "..", "..", "build")
+    yield os.path.join(build, "src", "client", "libloom.so")
+    yield "libloom.so.0"
+    found = ctypes.util.find_library("loom")
+    if found:
+        yield found
+
+
+def _load():
+    errors = []
+    for path in _candidates():
+        if os.sep in path and not os.path.exists(path):
+            continue
+        try:
+            return ctypes.CDLL(path, use_errno=True)
+        except OSError as e:
+            errors.append("%s: %s" % (path, e))
+    raise ImportError("loom: cannot load libloom (build Loom with `make`, or set LOOM_LIBRARY): "
+                      + "; ".join(errors or ["not found"]))
+
+
+lib = _load()
+
+_SIGNATURES = {
+    "loom_connect_with": (c_int, [c_char_p, POINTER(ConnectOpts), POINTER(c_void_p)]),
+    "loom_disconnect": (None, [c_void_p]),
+    "loom_fsname": (c_char_p, [c_void_p]),
+    "loom_stat": (c_int, [c_void_p, c_char_p, POINTER(Stat)]),
+    "loom_lstat": (c_int, [c_void_p, c_char_p, POINTER(Stat)]),
+    "loom_mkdir": (c_int, [c_void_p, c_char_p, c_uint]),
+    "loom_rmdir": (c_int, [c_void_p, c_char_p]),
+    "loom_unlink": (c_int, [c_void_p, c_char_p]),
+    "loom_rename": (c_int, [c_void_p, c_char_p, c_char_p, c_uint]),
+    "loom_symlink": (c_int, [c_void_p, c_char_p, c_char_p]),
+    "loom_readlink": (c_int, [c_void_p, c_char_p, c_char_p, c_size_t, POINTER(c_size_t)]),
+    "loom_chmod": (c_int, [c_void_p, c_char_p, c_uint]),
+    "loom_truncate": (c_int, [c_void_p, c_char_p, c_int64]),
+    "loom_statfs": (c_int, [c_void_p, POINTER(Statvfs)]),
+    "loom_opendir": (c_int, [c_void_p, c_char_p, POINTER(c_void_p)]),
+    "loom_readdir": (c_int, [c_void_p, POINTER(Dirent)]),
+    "loom_closedir": (None, [c_void_p]),
+    "loom_open": (c_int, [c_void_p, c_char_p, c_int, c_uint, POINTER(c_void_p)]),
+    "loom_create": (c_int, [c_void_p, c_char_p, c_int, c_uint, POINTER(Layout), POINTER(c_void_p)]),
+    "loom_pread": (c_ssize_t, [c_void_p, c_void_p, c_size_t, c_int64]),
+    "loom_pwrite": (c_ssize_t, [c_void_p, c_void_p, c_size_t, c_int64]),
+    "loom_write": (c_ssize_t, [c_void_p, c_void_p, c_size_t]),
+    "loom_lseek": (c_int, [c_void_p, c_int64, c_int, POINTER(c_int64)]),
+    "loom_fsync": (c_int, [c_void_p]),
+    "loom_ftruncate": (c_int, [c_void_p, c_int64]),
+    "loom_fstat": (c_int, [c_void_p, POINTER(Stat)]),
+    "loom_close": (c_int, [c_void_p]),
+    "loom_file_attr": (None, [c_void_p, POINTER(Stat)]),
+    "loom_getlayout": (c_int, [c_void_p, c_char_p, POINTER(POINTER(Layout))]),
+    "loom_setlayout": (c_int, [c_void_p, c_char_p, POINTER(Layout)]),
+    "loom_dellayout": (c_int, [c_void_p, c_char_p]),
+    "loom_layout_free": (None, [POINTER(Layout)]),
+    "loom_prefetch_start": (c_int, [c_void_p, POINTER(PrefetchItem), c_size_t,
+                                    POINTER(PrefetchOpts), POINTER(c_void_p)]),
+    "loom_prefetch_take": (c_ssize_t, [c_void_p, c_size_t, POINTER(c_void_p)]),
+    "loom_prefetch_free": (None, [c_void_p]),
+    "loom_prefetch_get_stats": (None, [c_void_p, POINTER(PrefetchStats)]),
+    "loom_prefetch_stop": (None, [c_void_p]),
+}
+
+for _name, (_restype, _argtypes) in _SIGNATURES.items():
+    _fn = getattr(lib, _name)
+    _fn.restype = _restype
+    _fn.argtypes = _argtypes
