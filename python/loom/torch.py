@@ -49,6 +49,8 @@ class _ProcessPlan:
         self.pf = prefetcher
         self.epoch = epoch
         self.cursor = 0
+        self.hits = 0            # samples found in the plan
+        self.misses = 0          # samples asked for out of it
         self.misses_in_row = 0
         self.positions = {}
         for pos, idx in enumerate(order):
@@ -140,12 +142,13 @@ class _PlannedDataset(tud.Dataset):
         return self._plan
 
     def prefetch_stats(self):
-        """This process's prefetcher's figures (see loom.Prefetcher.stats), plus misses."""
+        """This process's prefetcher's figures (see loom.Prefetcher.stats), with the samples
+        found in the plan (hits) and asked for out of it (misses)."""
         p = self._plan if self._plan_pid == os.getpid() else None
         if p is None or p.pf is None:
-            return None
+            return None if p is None else {"hits": p.hits, "misses": p.misses, "planned": len(p.order)}
         st = p.pf.stats()
-        st["max_bytes"] = self.prefetch_bytes
+        st.update(max_bytes=self.prefetch_bytes, planned=len(p.order), hits=p.hits, misses=p.misses)
         return st
 
     def _read(self, i):
@@ -157,10 +160,12 @@ class _PlannedDataset(tud.Dataset):
             plan = self._current_plan(replan=True)  # the next epoch, in the same process
             pos = plan.find(i)
         if pos is None or plan.pf is None:
+            plan.misses += 1
             plan.misses_in_row += 1
             if plan.misses_in_row > 64:
                 plan.close()  # this order is not the one being read: stop reading ahead
             return self._read_direct(i)
+        plan.hits += 1
         plan.misses_in_row = 0
         plan.cursor = pos + 1
         return plan.pf.take(pos)

@@ -1,0 +1,85 @@
+"""Reads a dataset of samples that name themselves (sample i is np.full(16, i)) in 2 ranks of
+torch.distributed (gloo) for 2 epochs, each with DistributedSampler and DataLoader workers, and
+prints one JSON line per rank and epoch: the samples seen, and each worker's prefetch figures.
+
+    ddp_read.py KIND ROOT WORKERS PREFETCH_BYTES     (KIND: files or shards)
+"""
+
+import json
+import os
+import socket
+import sys
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.utils.data import DataLoader, DistributedSampler
+
+import loom.torch as lt
+
+BATCH = 4
+
+
+def make_dataset(kind, root, prefetch_bytes, sampler=None):
+    if kind == "files":
+        cls, args = lt.FileDataset, (root, "*.npy")
+    else:
+        cls, args = lt.ShardDataset, (root,)
+    return cls(*args, decode=lt.decode_npy, sampler=sampler, batch_size=BATCH, prefetch_bytes=prefetch_bytes,
+               prefetch_threads=4)
+
+
+class Probe(torch.utils.data.Dataset):
+    """The dataset's sample with this worker's prefetch figures beside it."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __len__(self):
+        return len(self.inner)
+
+    def __getitem__(self, i):
+        x = self.inner[i]
+        st = self.inner.prefetch_stats() or {}
+        info = torch.utils.data.get_worker_info()
+        return (x, info.id if info else -1, st.get("peak_bytes", 0), st.get("hits", 0), st.get("misses", 0),
+                st.get("planned", 0))
+
+
+def rank_main(rank, kind, root, workers, prefetch_bytes, port):
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port, rank=rank, world_size=2)
+    probe = make_dataset(kind, root, prefetch_bytes)
+    sampler = DistributedSampler(probe, num_replicas=2, rank=rank, shuffle=True, seed=7)
+    probe = make_dataset(kind, root, prefetch_bytes, sampler)
+    loader = DataLoader(Probe(probe), batch_size=BATCH, sampler=sampler, num_workers=workers)
+    for epoch in range(2):
+        sampler.set_epoch(epoch)
+        seen, per_worker = [], {}
+        for x, wid, peak, hits, misses, planned in loader:
+            ids = x[:, 0].tolist()
+            assert all((row == row[0]).all() for row in x), "a sample holds another's bytes"
+            seen.extend(ids)
+            for k in range(len(ids)):
+                w = int(wid[k])
+                cur = per_worker.setdefault(w, {"peak": 0, "hits": 0, "misses": 0, "planned": 0})
+                cur["peak"] = max(cur["peak"], int(peak[k]))
+                cur["hits"] = max(cur["hits"], int(hits[k]))
+                cur["misses"] = max(cur["misses"], int(misses[k]))
+                cur["planned"] = max(cur["planned"], int(planned[k]))
+        print(json.dumps({"rank": rank, "epoch": epoch, "seen": seen, "expected": list(sampler),
+                          "workers": per_worker}), flush=True)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+if __name__ == "__main__":
+    kind, root, workers, prefetch_bytes = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    np.seterr(all="raise")
+    mp.spawn(rank_main, args=(kind, root, workers, prefetch_bytes, free_port()), nprocs=2, join=True)

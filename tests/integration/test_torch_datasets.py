@@ -1,0 +1,118 @@
+"""loom.torch's datasets with PyTorch as training code uses them: DistributedSampler over 2 ranks
+(gloo), DataLoader workers, epoch-aware prefetch within its memory bound, and the same samples
+whichever way they are read (native, native with prefetch, through the mount, local folder)."""
+
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+from pyloom import child_env, connect, pylib
+
+pytestmark = pylib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DDP_READ = os.path.join(HERE, "pyprograms", "ddp_read.py")
+N = 50
+
+
+def make_files(d, n=N):
+    os.makedirs(d, exist_ok=True)
+    for i in range(n):
+        np.save(os.path.join(d, "example_%03d.npy" % i), np.full(16, i, dtype=np.int64))
+
+
+def run_ddp(cluster, kind, root, workers, prefetch_bytes):
+    p = subprocess.run(["/usr/bin/python3", DDP_READ, kind, root, str(workers), str(prefetch_bytes)],
+                       capture_output=True, text=True, env=child_env(cluster), timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+
+
+def check_epochs(results, n, prefetch_bytes=None):
+    assert len(results) == 4, results  # 2 ranks x 2 epochs
+    orders = {}
+    for epoch in (0, 1):
+        rows = [r for r in results if r["epoch"] == epoch]
+        assert sorted(r["rank"] for r in rows) == [0, 1]
+        seen = set()
+        for r in rows:
+            # Each rank got exactly the samples its sampler named, whichever worker read them.
+            assert sorted(r["seen"]) == sorted(r["expected"])
+            seen |= set(r["seen"])
+            orders[(epoch, r["rank"])] = r["expected"]
+            if prefetch_bytes is not None:
+                assert set(r["workers"]) == {"0", "1"}  # JSON keys
+                for w, st in r["workers"].items():
+                    assert st["misses"] == 0, (epoch, r["rank"], w, st)  # the plan was the order read
+                    assert st["hits"] > 0 and st["planned"] > 0, st
+                    assert 0 < st["peak"] <= prefetch_bytes, st
+        assert seen == set(range(n))
+    assert orders[(0, 0)] != orders[(1, 0)], "set_epoch did not reshuffle"
+
+
+def test_file_dataset_in_two_ranks_with_workers_and_prefetch(cluster):
+    mnt = cluster.mount()
+    make_files(os.path.join(mnt, "tok"))
+    sample = os.path.getsize(os.path.join(mnt, "tok", "example_000.npy"))
+    bound = 3 * sample  # room for three samples ahead per worker
+    check_epochs(run_ddp(cluster, "files", os.path.join(mnt, "tok"), 2, bound), N, bound)
+
+
+def test_shard_dataset_in_two_ranks_with_workers_and_prefetch(cluster):
+    from loom.shard import ShardWriter
+    mnt = cluster.mount()
+    fs = connect(cluster, mnt)
+    with ShardWriter(os.path.join(mnt, "shards"), max_records=16, fs=fs) as w:
+        for i in range(N):
+            w.write(np.full(16, i, dtype=np.int64))
+    assert len(w.paths) == 4
+    check_epochs(run_ddp(cluster, "shards", os.path.join(mnt, "shards"), 2, 1024), N, 1024)
+
+
+def test_every_path_gives_the_same_samples(cluster, tmp_path, monkeypatch):
+    import loom.torch as lt
+    from torch.utils.data import DistributedSampler
+    mnt = cluster.mount()
+    monkeypatch.setenv("LOOM_KEY_FILE", cluster.key)  # for the connection found from the mount
+    make_files(os.path.join(mnt, "tok"))
+    make_files(str(tmp_path))
+    fs = connect(cluster, mnt)
+    root = os.path.join(mnt, "tok")
+    local = lt.FileDataset(str(tmp_path), "*.npy", lt.decode_npy)
+    mount = lt.FileDataset(root, "*.npy", lt.decode_npy, native=False)
+    native = lt.FileDataset(root, "*.npy", lt.decode_npy, fs=fs, prefetch=False)
+    assert not local.storage.native and not mount.storage.native and native.storage.native
+    sampler = DistributedSampler(range(N), num_replicas=1, rank=0, shuffle=True, seed=1)
+    ahead = lt.FileDataset(root, "*.npy", lt.decode_npy, sampler=sampler, prefetch_bytes=4096)
+    assert ahead.storage.native and ahead.prefetch  # found from the mount, prefetching by default
+    assert len(local) == len(mount) == len(native) == len(ahead) == N
+    for epoch in (0, 1):
+        sampler.set_epoch(epoch)
+        for i in sampler:
+            expect = np.full(16, i, dtype=np.int64)
+            for ds in (local, mount, native, ahead):
+                assert np.array_equal(ds[i], expect)
+        st = ahead.prefetch_stats()
+        # In one process (num_workers=0): the new epoch was planned again after set_epoch.
+        assert st["misses"] == 0 and st["hits"] == N, st
+        assert st["peak_bytes"] <= 4096, st
+    # An order the dataset was told with plan(), read out of it: right bytes, then misses.
+    ahead.plan([5, 4, 3])
+    assert [int(ahead[i][0]) for i in (5, 4, 3, 9)] == [5, 4, 3, 9]
+    assert ahead.prefetch_stats()["misses"] == 1
+    with pytest.raises(IndexError):
+        ahead[N]
+    assert int(ahead[-1][0]) == N - 1
+
+
+def test_native_needs_loom_and_prefetch_needs_native(cluster, tmp_path):
+    import loom.torch as lt
+    make_files(str(tmp_path), 3)
+    with pytest.raises(OSError):
+        lt.FileDataset(str(tmp_path), "*.npy", native=True)
+    with pytest.raises(ValueError):
+        lt.FileDataset(str(tmp_path), "*.npy", prefetch=True)
+    assert lt.FileDataset(str(tmp_path), "*.npy")[2] == open(os.path.join(tmp_path, "example_002.npy"), "rb").read()
