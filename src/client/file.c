@@ -272,6 +272,23 @@ static int open_common(loom_fs *fs, const char *path, int flags, mode_t mode,
 			created = (crep.flags & LW_CRR_CREATED) != 0;
 			dom.known = created; /* a new file has no bytes; an existing one's are fetched */
 		}
+	} else if ((flags & O_ACCMODE) == O_RDONLY && !(flags & O_TRUNC)) {
+		/* np.load's open: the walk and the open in one round trip when the MDS can. */
+		struct mdc_walk_open wo = { .open_flags = wire_open_flags(flags) };
+
+		rc = path_resolve_open(fs, &cr, path, &wo, &attr);
+		if (rc)
+			return rc;
+		if (wo.opened) {
+			layout = wo.layout;
+			dom = wo.dom;
+		} else {
+			rc = mdc_open(fs, &cr, attr.ino, wo.open_flags, &wo.rep, &layout, &dom);
+			if (rc)
+				return rc;
+		}
+		attr = wo.rep.attr;
+		handle = wo.rep.handle;
 	} else {
 		struct lw_open_rep orep;
 

@@ -45,6 +45,7 @@ struct loom_fs {
 	uint32_t recovery_ms;          /* how long a lost server is waited for */
 	uint64_t mds_boot;             /* the MDS session last connected to (MDS_CONNECT session_id) */
 	bool stopping;                 /* loom_disconnect began (set under mds_lock and ost_lock) */
+	bool no_walk;                  /* the MDS has no MDS_WALK (it predates it): walk by lookups */
 
 	pthread_mutex_t cred_lock;
 	struct loom_cred cred;
@@ -190,6 +191,18 @@ struct mdc_dom {
 /* dom (may be NULL) receives the file's Data-on-MDT bytes. */
 int mdc_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t open_flags,
 	     struct lw_open_rep *rep, struct loom_layout **layout_out, struct mdc_dom *dom);
+/* MDS_WALK's open: filled when it opened (opened), as mdc_open fills its results. */
+struct mdc_walk_open {
+	uint32_t open_flags;  /* wire open flags; read-only without O_TRUNC */
+	bool opened;
+	struct lw_open_rep rep;
+	struct loom_layout *layout;
+	struct mdc_dom dom;
+};
+/* MDS_WALK: as much of path (len bytes) as the MDS resolves (flags LW_WALK_PARENT); with wo, the
+ * entry is opened too when the MDS can (wo->opened). -EOPNOTSUPP from an MDS without it. */
+int mdc_walk(loom_fs *fs, const struct loom_cred *cr, const char *path, size_t len, uint32_t flags,
+	     struct mdc_walk_open *wo, struct lw_attr *attr, uint32_t *consumed);
 /* MDS_DOM_READ: *data malloc'd (NULL when *len is 0). */
 int mdc_dom_read(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, void **data, uint32_t *len);
 /* MDS_CLOSE or MDS_SIZE_UPDATE; with dom, its bytes are written (LW_CL_DOM). */

@@ -426,13 +426,52 @@ int mdc_access(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t m
 	return mdc_call_fixed(fs, cr, LW_OP_MDS_ACCESS, &b, NULL, 0);
 }
 
+/* MDS_OPEN's reply, from r (which it must end). */
+static int open_reply_decode(struct lw_rd *r, struct lw_open_rep *rep, struct loom_layout **layout_out,
+			     struct mdc_dom *dom)
+{
+	struct loom_layout *l = NULL;
+	const uint8_t *bytes;
+	int rc;
+
+	*layout_out = NULL;
+	if (dom)
+		memset(dom, 0, sizeof(*dom));
+	lw_rd_fixed(r, rep, sizeof(*rep));
+	rc = r->err ? -EPROTO : 0;
+	if (rc == 0 && rep->has_layout)
+		rc = lw_layout_decode(r, &l);
+	/* A layout with a Data-on-MDT part comes with its bytes (protocol 2). */
+	if (rc == 0 && rep->dom_len && (!l || rep->dom_len > l->dom_size))
+		rc = -EPROTO;
+	bytes = rc == 0 ? lw_rd_bytes(r, rep->dom_len) : NULL;
+	if (rc == 0 && lw_rd_done(r))
+		rc = -EPROTO;
+	if (rc == 0 && dom && l && l->dom_size) {
+		dom->known = true;
+		dom->len = rep->dom_len;
+		if (dom->len && !(dom->data = malloc(dom->len)))
+			rc = -ENOMEM;
+		else if (dom->len)
+			memcpy(dom->data, bytes, dom->len);
+	}
+	if (rc) {
+		free(l);
+		if (dom) {
+			free(dom->data);
+			memset(dom, 0, sizeof(*dom));
+		}
+		return rc;
+	}
+	*layout_out = l;
+	return 0;
+}
+
 int mdc_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t open_flags,
 	     struct lw_open_rep *rep, struct loom_layout **layout_out, struct mdc_dom *dom)
 {
 	struct lw_open_req req = { .ino = ino, .open_flags = open_flags };
 	struct mdc_body b = { { &req }, { sizeof(req) } };
-	struct loom_layout *l = NULL;
-	const uint8_t *bytes;
 	struct rpc_call call;
 	struct lw_rd r;
 	int rc;
@@ -444,35 +483,46 @@ int mdc_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t ope
 	if (rc)
 		return rc;
 	lw_rd_init(&r, call.rbody, call.rbody_len);
-	lw_rd_fixed(&r, rep, sizeof(*rep));
-	rc = r.err ? -EPROTO : 0;
-	if (rc == 0 && rep->has_layout)
-		rc = lw_layout_decode(&r, &l);
-	/* A layout with a Data-on-MDT part comes with its bytes (protocol 2). */
-	if (rc == 0 && rep->dom_len && (!l || rep->dom_len > l->dom_size))
+	rc = open_reply_decode(&r, rep, layout_out, dom);
+	rpc_call_release(&call);
+	return rc;
+}
+
+int mdc_walk(loom_fs *fs, const struct loom_cred *cr, const char *path, size_t len, uint32_t flags,
+	     struct mdc_walk_open *wo, struct lw_attr *attr, uint32_t *consumed)
+{
+	struct lw_walk_req req = { .flags = flags, .open_flags = wo ? wo->open_flags : 0,
+				   .pathlen = (uint16_t)len };
+	struct mdc_body b = { { &req, path }, { sizeof(req), len } };
+	struct lw_walk_rep rep;
+	struct rpc_call call;
+	struct lw_rd r;
+	int rc;
+
+	if (len > LW_WALK_PATH_MAX)
+		return -ENAMETOOLONG;
+	if (wo) {
+		req.flags |= LW_WALK_OPEN;
+		wo->opened = false;
+	}
+	rc = mdc_call(fs, cr, LW_OP_MDS_WALK, &b, &call);
+	if (rc)
+		return rc;
+	lw_rd_init(&r, call.rbody, call.rbody_len);
+	lw_rd_fixed(&r, &rep, sizeof(rep));
+	rc = r.err || rep.consumed > len || (rep.flags & ~LW_WALKR_OPENED) ? -EPROTO : 0;
+	if (rc == 0 && (rep.flags & LW_WALKR_OPENED)) {
+		rc = wo ? open_reply_decode(&r, &wo->rep, &wo->layout, &wo->dom) : -EPROTO;
+		wo->opened = rc == 0;
+	} else if (rc == 0 && lw_rd_done(&r)) {
 		rc = -EPROTO;
-	bytes = rc == 0 ? lw_rd_bytes(&r, rep->dom_len) : NULL;
-	if (rc == 0 && lw_rd_done(&r))
-		rc = -EPROTO;
-	if (rc == 0 && dom && l && l->dom_size) {
-		dom->known = true;
-		dom->len = rep->dom_len;
-		if (dom->len && !(dom->data = malloc(dom->len)))
-			rc = -ENOMEM;
-		else if (dom->len)
-			memcpy(dom->data, bytes, dom->len);
 	}
 	rpc_call_release(&call);
-	if (rc) {
-		free(l);
-		if (dom) {
-			free(dom->data);
-			memset(dom, 0, sizeof(*dom));
-		}
-		return rc;
+	if (rc == 0) {
+		*attr = rep.attr;
+		*consumed = rep.consumed;
 	}
-	*layout_out = l;
-	return 0;
+	return rc;
 }
 
 int mdc_dom_read(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, void **data, uint32_t *len)

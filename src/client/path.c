@@ -43,8 +43,33 @@ static void root_placeholder(struct lw_attr *cur)
 	cur->mode = S_IFDIR;
 }
 
+/*
+ * The MDS resolves what it can of the path in one round trip (MDS_WALK), and with wo opens the
+ * file too; the walk below goes on from where it stopped, one lookup at a time, so that errors
+ * and symlinks are handled here as before. *p is moved past what the MDS resolved.
+ */
+static int walk_ahead(loom_fs *fs, const struct loom_cred *cr, char *work, bool want_parent,
+		      struct mdc_walk_open *wo, struct lw_attr *cur, const char **p)
+{
+	uint32_t consumed = 0;
+	int rc;
+
+	if (fs->no_walk || only_slashes(work))
+		return 0;
+	rc = mdc_walk(fs, cr, work, strlen(work), want_parent ? LW_WALK_PARENT : 0, wo, cur, &consumed);
+	if (rc == -EOPNOTSUPP) {
+		fs->no_walk = true; /* an MDS from before MDS_WALK: look up one component at a time */
+		root_placeholder(cur);
+		return 0;
+	}
+	if (rc == 0)
+		*p = work + consumed;
+	return rc;
+}
+
 static int walk(loom_fs *fs, const struct loom_cred *cr, const char *path, bool follow,
-		bool want_parent, struct lw_attr *cur, char *name, size_t *name_len, bool *trailing)
+		bool want_parent, struct lw_attr *cur, char *name, size_t *name_len, bool *trailing,
+		struct mdc_walk_open *wo)
 {
 	char *work = malloc(2 * PATH_MAX + 2), *target = NULL;
 	const char *p, *comp;
@@ -64,6 +89,9 @@ static int walk(loom_fs *fs, const struct loom_cred *cr, const char *path, bool 
 	strcpy(work, path);
 	root_placeholder(cur);
 	p = work;
+	rc = walk_ahead(fs, cr, work, want_parent, wo, cur, &p);
+	if (rc || (wo && wo->opened))
+		goto out;
 	for (;;) {
 		struct lw_attr child;
 		bool last;
@@ -144,10 +172,20 @@ out:
 int path_resolve(loom_fs *fs, const struct loom_cred *cr, const char *path, bool follow,
 		 struct lw_attr *out)
 {
-	int rc = walk(fs, cr, path, follow, false, out, NULL, NULL, NULL);
+	int rc = walk(fs, cr, path, follow, false, out, NULL, NULL, NULL, NULL);
 
 	if (rc == -ESTALE)
-		rc = walk(fs, cr, path, follow, false, out, NULL, NULL, NULL);
+		rc = walk(fs, cr, path, follow, false, out, NULL, NULL, NULL, NULL);
+	return rc == -ESTALE ? -ENOENT : rc;
+}
+
+int path_resolve_open(loom_fs *fs, const struct loom_cred *cr, const char *path,
+		      struct mdc_walk_open *wo, struct lw_attr *out)
+{
+	int rc = walk(fs, cr, path, true, false, out, NULL, NULL, NULL, wo);
+
+	if (rc == -ESTALE && !wo->opened)
+		rc = walk(fs, cr, path, true, false, out, NULL, NULL, NULL, wo);
 	return rc == -ESTALE ? -ENOENT : rc;
 }
 
@@ -155,10 +193,10 @@ int path_parent(loom_fs *fs, const struct loom_cred *cr, const char *path, uint6
 		char *name, size_t *len, bool *trailing_slash)
 {
 	struct lw_attr dir;
-	int rc = walk(fs, cr, path, false, true, &dir, name, len, trailing_slash);
+	int rc = walk(fs, cr, path, false, true, &dir, name, len, trailing_slash, NULL);
 
 	if (rc == -ESTALE)
-		rc = walk(fs, cr, path, false, true, &dir, name, len, trailing_slash);
+		rc = walk(fs, cr, path, false, true, &dir, name, len, trailing_slash, NULL);
 	if (rc == -ESTALE)
 		rc = -ENOENT;
 	if (rc == 0)

@@ -1181,12 +1181,93 @@ static bool run_open_here(struct mds *m, struct srv_req *req)
 	return true;
 }
 
+/* The open of MDS_WALK's LW_WALK_OPEN, as run_open_here's: the handle first, then a read
+ * transaction of its own. Fills r with MDS_OPEN's reply, or returns an error (the client then
+ * opens by itself, and gets the error the metadata thread gives). */
+static int walk_open(struct mds *m, struct srv_req *req, const struct lw_mds_req *wq, uint64_t ino,
+		     struct reply *r)
+{
+	struct lw_mds_req q = { .op = LW_OP_MDS_OPEN, .cred = wq->cred };
+	struct mdt_txn *t;
+	uint64_t sid, handle;
+	int rc;
+
+	q.u.open.ino = ino;
+	q.u.open.open_flags = wq->u.walk.f.open_flags;
+	sid = mds_session_sid(m, req->conn_id);
+	if (!sid || mds_handle_open_shared(m, ino, sid, &handle) != 0)
+		return -EAGAIN;
+	rc = mdt_txn_begin(m->store, false, &t);
+	if (rc == 0) {
+		rc = open_with_handle(t, &q, clock_real(), handle, r);
+		mdt_txn_abort(t);
+	}
+	if (rc) {
+		drop_handle_later(m, handle, ino, sid);
+		free(r->body);
+		r->body = NULL;
+		r->len = 0;
+	}
+	return rc;
+}
+
+/* MDS_WALK, on the network thread: a read, and with LW_WALK_OPEN an open for reading. */
+static void run_walk_here(struct mds *m, struct srv_req *req)
+{
+	struct lw_walk_rep wr = { 0 };
+	struct reply opened = { 0 };
+	struct lw_mds_req q;
+	struct mdt_txn *t;
+	const char *rest;
+	uint8_t *body;
+	int rc;
+
+	rc = decode_req(m, req, &q);
+	if (rc == 0)
+		rc = mdt_txn_begin(m->store, false, &t);
+	if (rc) {
+		srv_reply(req, rc, NULL, 0, NULL, 0, NULL);
+		return;
+	}
+	rc = mdt_walk(t, &q.cred, q.u.walk.path, q.u.walk.f.pathlen, q.u.walk.f.flags & LW_WALK_PARENT,
+		      &wr.attr, &wr.consumed);
+	mdt_txn_abort(t);
+	if (rc) {
+		srv_reply(req, rc, NULL, 0, NULL, 0, NULL);
+		return;
+	}
+	rest = q.u.walk.path + wr.consumed;
+	while (rest < q.u.walk.path + q.u.walk.f.pathlen && *rest == '/')
+		rest++;
+	if ((q.u.walk.f.flags & LW_WALK_OPEN) && rest == q.u.walk.path + q.u.walk.f.pathlen &&
+	    (q.u.walk.f.open_flags & O_ACCMODE) == O_RDONLY && !(q.u.walk.f.open_flags & O_TRUNC) &&
+	    (S_ISREG(wr.attr.mode) || S_ISDIR(wr.attr.mode)) &&
+	    walk_open(m, req, &q, wr.attr.ino, &opened) == 0)
+		wr.flags |= LW_WALKR_OPENED;
+	body = malloc(sizeof(wr) + opened.len);
+	if (!body) {
+		free(opened.body);
+		srv_reply(req, -ENOMEM, NULL, 0, NULL, 0, NULL);
+		return;
+	}
+	memcpy(body, &wr, sizeof(wr));
+	if (opened.len)
+		memcpy(body + sizeof(wr), opened.body, opened.len);
+	srv_reply(req, 0, body, (uint32_t)(sizeof(wr) + opened.len), NULL, 0, NULL);
+	free(opened.body);
+	free(body);
+}
+
 void mds_deliver(struct srv_req *req, void *arg)
 {
 	struct mds *m = arg;
 
 	if (op_reads_mdt_only(req->hdr.opcode)) {
 		run_read_here(m, req);
+		return;
+	}
+	if (req->hdr.opcode == LW_OP_MDS_WALK) {
+		run_walk_here(m, req);
 		return;
 	}
 	if (req->hdr.opcode == LW_OP_MDS_OPEN && run_open_here(m, req))

@@ -42,6 +42,36 @@ int mdt_lookup(struct mdt_txn *t, const struct loom_cred *cr, uint64_t parent, c
 	return 0;
 }
 
+int mdt_walk(struct mdt_txn *t, const struct loom_cred *cr, const char *path, size_t len,
+	     bool stop_at_last, struct lw_attr *out, uint32_t *consumed)
+{
+	size_t pos = 0;
+	int rc = mdt_getattr(t, LOOM_ROOT_INO, out);
+
+	*consumed = 0;
+	while (rc == 0) {
+		struct lw_attr child;
+		size_t start = pos, end, after;
+
+		while (start < len && path[start] == '/')
+			start++;
+		for (end = start; end < len && path[end] != '/'; end++)
+			;
+		for (after = end; after < len && path[after] == '/'; after++)
+			;
+		if (end == start || (stop_at_last && after == len) || !S_ISDIR(out->mode))
+			break;
+		if (mdt_lookup(t, cr, out->ino, path + start, end - start, &child) != 0)
+			break; /* the client's own lookup gives the error */
+		if (S_ISLNK(child.mode) || (!S_ISDIR(child.mode) && end != len))
+			break; /* the client's rules: symlinks, trailing '/' */
+		*out = child;
+		pos = end;
+		*consumed = (uint32_t)end;
+	}
+	return rc;
+}
+
 int mdt_getattr(struct mdt_txn *t, uint64_t ino, struct lw_attr *out)
 {
 	struct mdt_inode in;

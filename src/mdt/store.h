@@ -67,6 +67,12 @@ void mdt_txn_abort(struct mdt_txn *t);
 int mdt_lookup(struct mdt_txn *t, const struct loom_cred *cr, uint64_t parent, const char *name,
 	       size_t len, struct lw_attr *out);
 int mdt_getattr(struct mdt_txn *t, uint64_t ino, struct lw_attr *out);
+/* MDS_WALK: looks up path's components from the root while each lookup succeeds, stopping before
+ * a symlink, before a non-directory with anything after it, and with stop_at_last before the last
+ * component. *out gets the last entry reached (the root if none), *consumed the bytes of path
+ * that led to it. Errors only for the root itself. */
+int mdt_walk(struct mdt_txn *t, const struct loom_cred *cr, const char *path, size_t len,
+	     bool stop_at_last, struct lw_attr *out, uint32_t *consumed);
 
 /* chmod/chown/utimes/truncate rules as Linux applies them (owner or root for chmod, root for
  * chown to another uid, setgid cleared by chmod of a non-member's file, setuid/setgid cleared by

@@ -464,6 +464,22 @@ int lw_mds_req_decode(uint16_t op, const void *body, uint32_t len, struct lw_mds
 		if (!r.err && (out->u.swap.pad || out->u.swap.mtime_ns >= 1000000000u))
 			r.err = -EINVAL;
 		break;
+	case LW_OP_MDS_WALK: {
+		const struct lw_walk_req *f = &out->u.walk.f;
+
+		lw_rd_fixed(&r, &out->u.walk.f, sizeof(out->u.walk.f));
+		if (r.err)
+			break;
+		if ((f->flags & ~(LW_WALK_PARENT | LW_WALK_OPEN)) || f->pad[0] || f->pad[1] || f->pad[2] ||
+		    f->pathlen > LW_WALK_PATH_MAX) {
+			r.err = -EINVAL;
+			break;
+		}
+		out->u.walk.path = (const char *)lw_rd_bytes(&r, f->pathlen);
+		if (out->u.walk.path && f->pathlen && memchr(out->u.walk.path, '\0', f->pathlen))
+			r.err = -EINVAL;
+		break;
+	}
 	case LW_OP_MDS_POOL: {
 		const struct lw_pool_req *p = &out->u.pool;
 		size_t n;

@@ -131,6 +131,10 @@ struct lw_mds_req {
 		struct lw_pool_req pool;
 		struct lw_swap_req swap;
 		struct {
+			struct lw_walk_req f;
+			const char *path; /* f.pathlen bytes, not NUL-terminated, no NUL in them */
+		} walk;
+		struct {
 			struct lw_ost_heartbeat_req f;
 			const uint8_t *ents; /* f.count lw_ost_heartbeat_ent; read with lw_heartbeat_ent() */
 		} heartbeat;

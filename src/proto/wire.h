@@ -76,6 +76,7 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "Loom's wire image ass
 	X(MDS_OST_ADMIN,    0x011E, MDS)                \
 	X(MDS_POOL,         0x011F, MDS)                \
 	X(MDS_SWAP_LAYOUTS, 0x0120, MDS)                \
+	X(MDS_WALK,         0x0121, MDS)                \
 	/* objects, served by loom-oss */               \
 	X(OST_READ,         0x0201, OSS)                \
 	X(OST_WRITE,        0x0202, OSS)                \
@@ -513,6 +514,38 @@ struct lw_open_rep {
 	uint32_t dom_len;   /* protocol 2; was padding (0) */
 };
 _Static_assert(sizeof(struct lw_open_rep) == 112, "lw_open_rep");
+
+/*
+ * MDS_WALK: as much of a path as the MDS can resolve in one round trip; the client walks the rest
+ * itself, one MDS_LOOKUP at a time, so that every error and every symlink is its own walk's.
+ * Request lw_walk_req + pathlen bytes of path (no NUL in it; components separated by '/', taken
+ * from the root). The MDS looks components up in turn, as MDS_LOOKUP with the request's cred,
+ * and stops before one that fails to look up, a symlink, a component that is not a directory
+ * with anything (even '/') after it, and with LW_WALK_PARENT the last component.
+ * Reply lw_walk_rep: the attributes of the last entry reached (the root's if none) and consumed,
+ * the bytes of the path that led to it (the rest starts there).
+ * LW_WALK_OPEN: when the whole path was resolved (only '/' left) and open_flags are a read-only
+ * open without O_TRUNC, the entry is opened too, as MDS_OPEN would: flags has LW_WALKR_OPENED
+ * and MDS_OPEN's reply follows. Without it (any failure of that open) the client opens itself.
+ */
+#define LW_WALK_PARENT 0x1u
+#define LW_WALK_OPEN   0x2u
+struct lw_walk_req {
+	uint32_t flags;      /* LW_WALK_* */
+	uint32_t open_flags; /* LW_WALK_OPEN: as lw_open_req's */
+	uint16_t pathlen;    /* at most LW_WALK_PATH_MAX */
+	uint16_t pad[3];
+};
+_Static_assert(sizeof(struct lw_walk_req) == 16, "lw_walk_req");
+#define LW_WALK_PATH_MAX 4095
+
+#define LW_WALKR_OPENED 0x1u
+struct lw_walk_rep {
+	struct lw_attr attr;
+	uint32_t consumed;
+	uint32_t flags;      /* LW_WALKR_* */
+};
+_Static_assert(sizeof(struct lw_walk_rep) == 104, "lw_walk_rep");
 
 /* MDS_CLOSE (ends a handle) and MDS_SIZE_UPDATE (fsync: the handle stays open): request
  * lw_close_req. The size only grows the MDS's size (truncation is MDS_SETATTR's job); mtime

@@ -96,6 +96,7 @@ static size_t fixed_size(uint16_t op)
 	case LW_OP_MDS_OST_ADMIN: return sizeof(struct lw_ost_admin_req);
 	case LW_OP_MDS_POOL: return sizeof(struct lw_pool_req);
 	case LW_OP_MDS_SWAP_LAYOUTS: return sizeof(struct lw_swap_req);
+	case LW_OP_MDS_WALK: return sizeof(struct lw_walk_req);
 	case LW_OP_MDS_OST_HEARTBEAT: return sizeof(struct lw_ost_heartbeat_req);
 	default: return 0;
 	}
@@ -237,6 +238,15 @@ static void check_contents(const struct lw_mds_req *q, const struct body *b)
 	case LW_OP_MDS_SWAP_LAYOUTS:
 		FUZZ_CHECK(q->u.swap.pad == 0 && q->u.swap.mtime_ns < 1000000000u);
 		break;
+	case LW_OP_MDS_WALK: {
+		uint16_t n = q->u.walk.f.pathlen;
+
+		FUZZ_CHECK(!(q->u.walk.f.flags & ~(LW_WALK_PARENT | LW_WALK_OPEN)));
+		FUZZ_CHECK(n <= LW_WALK_PATH_MAX);
+		FUZZ_CHECK(!q->u.walk.f.pad[0] && !q->u.walk.f.pad[1] && !q->u.walk.f.pad[2]);
+		FUZZ_CHECK(n == 0 || (inside(b, q->u.walk.path, n) && !memchr(q->u.walk.path, '\0', n)));
+		break;
+	}
 	case LW_OP_MDS_POOL: {
 		size_t n = strnlen(q->u.pool.name, sizeof(q->u.pool.name));
 
@@ -359,6 +369,10 @@ static void encode(const struct lw_mds_req *q, struct lw_wr *w)
 	case LW_OP_MDS_OST_ADMIN: lw_wr_put(w, &q->u.ost_admin, sizeof(q->u.ost_admin)); break;
 	case LW_OP_MDS_POOL: lw_wr_put(w, &q->u.pool, sizeof(q->u.pool)); break;
 	case LW_OP_MDS_SWAP_LAYOUTS: lw_wr_put(w, &q->u.swap, sizeof(q->u.swap)); break;
+	case LW_OP_MDS_WALK:
+		lw_wr_put(w, &q->u.walk.f, sizeof(q->u.walk.f));
+		lw_wr_put(w, q->u.walk.path, q->u.walk.f.pathlen);
+		break;
 	case LW_OP_MDS_OST_HEARTBEAT:
 		lw_wr_put(w, &q->u.heartbeat.f, sizeof(q->u.heartbeat.f));
 		lw_wr_put(w, q->u.heartbeat.ents,

@@ -202,6 +202,10 @@ static void gen_mds(void)
 	FIXED(&w, (struct lw_ost_register_req){ .want_idx = UINT32_MAX, .port = 9901, .host = "10.0.0.1",
 						.uuid = "ost-uuid", .fsname = "loom" });
 	put_file("fuzz_mds_req", "ost-register", big, w.len);
+	w = mds_begin(LW_OP_MDS_WALK);
+	FIXED(&w, (struct lw_walk_req){ .flags = LW_WALK_OPEN, .pathlen = 19 });
+	lw_wr_put(&w, "/tok/example_12.npy", 19);
+	put_file("fuzz_mds_req", "walk-open", big, w.len);
 	w = mds_begin(LW_OP_MDS_SWAP_LAYOUTS);
 	FIXED(&w, (struct lw_swap_req){ .ino = 3, .tmp = 4, .size = 4096, .mtime = 1700000000 });
 	put_file("fuzz_mds_req", "swap-layouts", big, w.len);

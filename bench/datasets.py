@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Samples/s of loom.torch's datasets: a local folder, Loom through the mount, and Loom through the
+native path without and with epoch-aware prefetch, in one run.
+
+Starts a Loom cluster (bench/run.py's Bench: 1 MDS, 4 OSS, mounted) beside a local folder on the
+same disk, writes the same tokenized samples to both (a .npy file each, as the seeds' tokenizing
+script does, and the same as record shards), and reads one shuffled epoch of each
+(DistributedSampler, as the seeds' training loop) through a DataLoader with 0 and 2 workers,
+with the page cache dropped before each epoch. Prints samples/s and the ratio to the local
+folder; writes bench/results/datasets.json.
+
+    python3 bench/datasets.py [--build build] [--files 4000] [--tokens 1024] [--runs 2]
+
+Needs root (mount, drop_caches).
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
+import run  # noqa: E402
+
+
+def write_samples(b, n, tokens, fs):
+    from loom.shard import ShardWriter
+    rng = np.random.default_rng(0)
+    for side in (b.local, b.mnt):
+        os.makedirs(os.path.join(side, "tok"))
+    with ShardWriter(os.path.join(b.local, "shards"), native=False) as wl, \
+            ShardWriter(os.path.join(b.mnt, "shards"), fs=fs) as wn:
+        for i in range(n):
+            a = rng.integers(0, 50000, size=tokens, dtype=np.int32)
+            for side in (b.local, b.mnt):
+                np.save(os.path.join(side, "tok", "example_%05d.npy" % i), a)
+            wl.write(a)
+            wn.write(a)
+
+
+def epoch(ds_factory, workers, batch, drop):
+    import torch
+    from torch.utils.data import DataLoader, DistributedSampler
+    probe = ds_factory(None)
+    sampler = DistributedSampler(probe, num_replicas=1, rank=0, shuffle=True, seed=0)
+    sampler.set_epoch(1)
+    ds = ds_factory(sampler)
+    loader = DataLoader(ds, batch_size=batch, sampler=sampler, num_workers=workers)
+    drop()
+    t0 = time.perf_counter()
+    n = 0
+    for x in loader:
+        n += x.shape[0]
+        torch.sum(x)
+    dt = time.perf_counter() - t0
+    if n != len(probe):
+        raise RuntimeError("an epoch gave %d samples of %d" % (n, len(probe)))
+    return n / dt
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", default=os.path.join(run.ROOT, "build"))
+    ap.add_argument("--files", type=int, default=4000)
+    ap.add_argument("--tokens", type=int, default=1024, help="int32 tokens per sample")
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--runs", type=int, default=2, help="epochs per case; the best is kept")
+    ap.add_argument("--json", default=os.path.join(HERE, "results", "datasets.json"))
+    a = ap.parse_args()
+    os.environ["LOOM_LIBRARY"] = os.path.join(os.path.abspath(a.build), "src", "client", "libloom.so")
+
+    b = run.Bench(os.path.abspath(a.build), keep=False)
+    rows = []
+    try:
+        b.up()
+        import loom
+        import loom.torch as lt
+        fs = loom.connect(b.mnt)
+        write_samples(b, a.files, a.tokens, fs)
+        npy = lt.decode_npy
+        cases = [
+            ("files", "local folder", lambda s: lt.FileDataset(os.path.join(b.local, "tok"), "*.npy", npy)),
+            ("files", "loom mount", lambda s: lt.FileDataset(os.path.join(b.mnt, "tok"), "*.npy", npy,
+                                                             native=False)),
+            ("files", "loom native", lambda s: lt.FileDataset(os.path.join(b.mnt, "tok"), "*.npy", npy,
+                                                              prefetch=False)),
+            ("files", "loom native + prefetch", lambda s: lt.FileDataset(os.path.join(b.mnt, "tok"), "*.npy", npy,
+                                                                         sampler=s, batch_size=a.batch)),
+            ("shards", "local folder", lambda s: lt.ShardDataset(os.path.join(b.local, "shards"), decode=npy)),
+            ("shards", "loom mount", lambda s: lt.ShardDataset(os.path.join(b.mnt, "shards"), decode=npy,
+                                                               native=False)),
+            ("shards", "loom native", lambda s: lt.ShardDataset(os.path.join(b.mnt, "shards"), decode=npy,
+                                                                prefetch=False)),
+            ("shards", "loom native + prefetch", lambda s: lt.ShardDataset(os.path.join(b.mnt, "shards"),
+                                                                           decode=npy, sampler=s,
+                                                                           batch_size=a.batch)),
+        ]
+        for workers in (0, 2):
+            local = {}
+            for kind, path, factory in cases:
+                best = max(epoch(factory, workers, a.batch, b.drop_caches) for _ in range(a.runs))
+                if path == "local folder":
+                    local[kind] = best
+                rows.append({"samples": kind, "path": path, "workers": workers, "samples_per_s": round(best, 1),
+                             "vs_local": round(best / local[kind], 3)})
+                print("%-7s %-24s workers=%d  %8.0f samples/s  %5.2f x local" %
+                      (kind, path, workers, best, best / local[kind]), flush=True)
+    finally:
+        b.down()
+    out = {"files": a.files, "tokens": a.tokens, "batch": a.batch, "cold": b.cold, "rows": rows,
+           "machine": run.machine_info(), "git": run.git_info()}
+    os.makedirs(os.path.dirname(a.json), exist_ok=True)
+    with open(a.json, "w") as f:
+        json.dump(out, f, indent=1)
+    print("written: %s" % a.json)
+
+
+if __name__ == "__main__":
+    main()
