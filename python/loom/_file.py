@@ -49,8 +49,12 @@ class File(io.BufferedIOBase):
         self._rbuf_off = 0
         self._wbuf = bytearray()  # bytes to write at _wbuf_off
         self._wbuf_off = 0
+        self._closing = False
         if self._append:
             self._pos = self._size()
+        st = _lib.Stat()
+        lib.loom_file_attr(handle, ctypes.byref(st))
+        self._size_hint = st.st_size  # as the open found it: buffer no more than the file holds
 
     # -- plumbing --
 
@@ -135,10 +139,14 @@ class File(io.BufferedIOBase):
 
     def tell(self):
         self._handle()
+        if self._append:
+            self._flush_writes()  # where appended bytes went is known once they are sent
         return self._pos
 
     def seek(self, offset, whence=os.SEEK_SET):
         self._handle()
+        if self._append:
+            self._flush_writes()  # its sending moves the position to the end: before, not after
         if whence == os.SEEK_SET:
             pos = offset
         elif whence == os.SEEK_CUR:
@@ -154,6 +162,7 @@ class File(io.BufferedIOBase):
         return pos
 
     def read(self, size=-1):
+        self._handle()
         if not self._readable:
             self._handle()
             raise io.UnsupportedOperation("not readable")
@@ -168,7 +177,7 @@ class File(io.BufferedIOBase):
         else:
             head = self._rbuf[start:] if 0 <= start < len(self._rbuf) else b""
             self._rbuf_off = self._pos + len(head)
-            self._rbuf = self._pread(READ_CHUNK, self._rbuf_off)
+            self._rbuf = self._pread(self._fill_size(size - len(head)), self._rbuf_off)
             out = head + self._rbuf[:size - len(head)]
         self._pos += len(out)
         return out
@@ -195,6 +204,7 @@ class File(io.BufferedIOBase):
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
     def readinto(self, b):
+        self._handle()
         if not self._readable:
             self._handle()
             raise io.UnsupportedOperation("not readable")
@@ -218,6 +228,7 @@ class File(io.BufferedIOBase):
     readinto1 = readinto
 
     def readline(self, size=-1):
+        self._handle()
         if not self._readable:
             self._handle()
             raise io.UnsupportedOperation("not readable")
@@ -239,12 +250,18 @@ class File(io.BufferedIOBase):
                 break
         return bytes(line)
 
+    def _fill_size(self, want):
+        # A whole small file in one read, a large one READ_CHUNK at a time; past the size the
+        # open saw (the file grew), what is asked for.
+        return max(want, min(READ_CHUNK, self._size_hint - self._rbuf_off))
+
     def _refill(self):
         self._rbuf_off = self._pos
-        self._rbuf = self._pread(READ_CHUNK, self._pos)
+        self._rbuf = self._pread(self._fill_size(1), self._pos)
         return len(self._rbuf) > 0
 
     def write(self, b):
+        self._handle()
         if not self._writable:
             self._handle()
             raise io.UnsupportedOperation("not writable")
@@ -254,6 +271,7 @@ class File(io.BufferedIOBase):
             self._handle()
             return 0
         self._rbuf = b""
+        self._size_hint = max(self._size_hint, self._pos + n)
         if self._wbuf and self._wbuf_off + len(self._wbuf) != self._pos:
             self._flush_writes()
         if not self._wbuf:
@@ -276,8 +294,10 @@ class File(io.BufferedIOBase):
         return size
 
     def flush(self):
-        if self._h is not None:
-            self._flush_writes()
+        if self._closing:
+            return
+        self._handle()
+        self._flush_writes()
 
     def fsync(self):
         """Makes what was written durable on the servers (os.fsync's counterpart)."""
@@ -299,9 +319,11 @@ class File(io.BufferedIOBase):
             if os.getpid() == self._pid:
                 self._flush_writes()
         finally:
+            self._closing = True  # io's close calls flush(): there is nothing left to send
             h, self._h = self._h, None
             rc = lib.loom_close(h) if os.getpid() == self._pid else 0
             super().close()
+            self._closing = False
         if rc < 0:
             raise _error(rc, self.name)
 

@@ -116,7 +116,8 @@ _MODES = {"r": os.O_RDONLY, "w": os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
 
 def _open_flags(mode):
     kinds = [c for c in mode if c in "rwax"]
-    if len(kinds) != 1 or any(c not in "rwaxbt+" for c in mode) or ("b" in mode and "t" in mode):
+    if (len(kinds) != 1 or any(c not in "rwaxbt+" for c in mode) or ("b" in mode and "t" in mode)
+            or len(set(mode)) != len(mode)):
         raise ValueError("invalid mode: %r" % mode)
     flags = _MODES[kinds[0]]
     if "+" in mode:
@@ -128,8 +129,8 @@ class FileSystem:
     """A connection to a Loom file system, from loom.connect().
 
     Paths are the file system's ("/data/x.npy"; relative ones start at its root). When the
-    connection was found from a mount, absolute paths under that mount ("/mnt/loom/data/x.npy")
-    are accepted too and mean the same files. The object may be used by many threads at once.
+    connection was found from a mount, paths under that mount ("/mnt/loom/data/x.npy", or
+    relative ones from a working directory inside it) are accepted too and mean the same files. The object may be used by many threads at once.
     A process forked from the one that connected (a DataLoader worker) connects again on its first
     call: a connection's threads do not survive fork. Pickling keeps only how to connect.
     """
@@ -141,6 +142,7 @@ class FileSystem:
         self._lock = threading.Lock()
         self._h = None
         self._pid = None
+        self._closed = False
         self._fsname = fsname
         self._key_file = key_file
         self._recovery = recovery_seconds
@@ -153,6 +155,8 @@ class FileSystem:
         h = self._h
         if h is not None and self._pid == os.getpid():
             return h
+        if self._closed:
+            raise ValueError("operation on a closed loom.FileSystem")
         with self._lock:
             if self._h is not None and self._pid == os.getpid():
                 return self._h
@@ -171,7 +175,8 @@ class FileSystem:
         return lib.loom_fsname(self._handle()).decode()
 
     def close(self):
-        """Disconnects. Files still open become unusable."""
+        """Disconnects. Files still open become unusable, and so does this object."""
+        self._closed = True
         with self._lock:
             h, self._h = self._h, None
             if h is not None and self._pid == os.getpid():
@@ -199,6 +204,12 @@ class FileSystem:
         """The file system's own path for path (as bytes, for libloom)."""
         p = os.fsdecode(os.fspath(path))
         m = self.mountpoint.rstrip("/") if self.mountpoint else ""
+        if m and not os.path.isabs(p) and os.path.abspath(p).startswith(m + "/"):
+            p = os.path.abspath(p)  # relative to a working directory inside the mount
+        if m and os.path.isabs(p) and p != m and not p.startswith(m + "/"):
+            real = os.path.realpath(p)  # through a symlink to the mount, or to inside it
+            if real == m or real.startswith(m + "/"):
+                p = real
         if m and os.path.isabs(p):
             if p == m:
                 p = "/"
@@ -225,23 +236,24 @@ class FileSystem:
     def lstat(self, path):
         return self.stat(path, follow_symlinks=False)
 
+    # As os.path's: False for any error (a name too long, no permission), not an exception.
     def exists(self, path):
         try:
             self.stat(path)
             return True
-        except (FileNotFoundError, NotADirectoryError):
+        except (OSError, ValueError):
             return False
 
     def isdir(self, path):
         try:
             return stat_mod.S_ISDIR(self.stat(path).st_mode)
-        except (FileNotFoundError, NotADirectoryError):
+        except (OSError, ValueError):
             return False
 
     def isfile(self, path):
         try:
             return stat_mod.S_ISREG(self.stat(path).st_mode)
-        except (FileNotFoundError, NotADirectoryError):
+        except (OSError, ValueError):
             return False
 
     def getsize(self, path):
@@ -257,8 +269,9 @@ class FileSystem:
             sub = "/" + "/".join(parts[:i])
             try:
                 self.mkdir(sub, mode)
-            except FileExistsError:
+            except FileExistsError as e:
                 if i == len(parts) and (not exist_ok or not self.isdir(sub)):
+                    e.filename = os.fsdecode(os.fspath(path))
                     raise
 
     def rmdir(self, path):
@@ -322,14 +335,20 @@ class FileSystem:
     def listdir(self, path="/"):
         return [e.name for e in self.scandir(path)]
 
+    def _is_dir_entry(self, e):
+        return e.is_dir() or (e.is_symlink() and self.isdir(e.path))
+
     def walk(self, top="/"):
-        """As os.walk (top-down, symlinks to directories not followed)."""
+        """As os.walk: top-down; a symlink to a directory is listed among the directories but
+        not descended into."""
+        top = os.fsdecode(os.fspath(top))
         entries = self.scandir(top)
-        dirs = [e.name for e in entries if e.is_dir()]
-        files = [e.name for e in entries if not e.is_dir()]
-        yield os.fsdecode(os.fspath(top)), dirs, files
-        for d in dirs:
-            yield from self.walk(os.path.join(os.fsdecode(os.fspath(top)), d))
+        dirs = [e.name for e in entries if self._is_dir_entry(e)]
+        files = [e.name for e in entries if not self._is_dir_entry(e)]
+        yield top, dirs, files
+        for e in entries:
+            if e.is_dir():
+                yield from self.walk(os.path.join(top, e.name))
 
     def glob(self, root, pattern="*", recursive=False):
         """Sorted paths under root whose path relative to root matches pattern (fnmatch)."""
@@ -343,7 +362,7 @@ class FileSystem:
                         found.append(p)
         else:
             found = [e.path for e in self.scandir(root)
-                     if not e.is_dir() and fnmatch.fnmatchcase(e.name, pattern)]
+                     if not self._is_dir_entry(e) and fnmatch.fnmatchcase(e.name, pattern)]
         return sorted(found)
 
     # -- files --
@@ -363,6 +382,11 @@ class FileSystem:
         else:
             rc = lib.loom_open(self._handle(), p, flags, 0o666, ctypes.byref(out))
         self._call(rc, path)
+        st = _lib.Stat()
+        lib.loom_file_attr(out.value, ctypes.byref(st))
+        if stat_mod.S_ISDIR(st.st_mode):  # as open(2) of a directory for reading, in Python
+            lib.loom_close(out.value)
+            raise IsADirectoryError(21, os.strerror(21), os.fsdecode(os.fspath(path)))
         f = File(self, out.value, os.fsdecode(os.fspath(path)), mode, flags)
         if "b" in mode:
             return f
@@ -387,7 +411,10 @@ class FileSystem:
             lay = out.contents
             objs = ctypes.cast(ctypes.addressof(lay) + ctypes.sizeof(_lib.Layout),
                                ctypes.POINTER(_lib.OstObj))
-            return Layout(stripe_count=lay.stripe_count, stripe_size=lay.stripe_size,
+            # A default that leaves the stripe size to inherit shows the built-in one, as
+            # `loom getstripe` does.
+            size = lay.stripe_size or (_lib.LOOM_DEFAULT_STRIPE_SIZE if lay.flags & _lib.LOOM_LAYOUT_DEFAULT else 0)
+            return Layout(stripe_count=lay.stripe_count, stripe_size=size,
                           stripe_offset=lay.stripe_offset, layout_gen=lay.layout_gen,
                           pool=lay.pool.decode(), dom_size=lay.dom_size,
                           is_default=bool(lay.flags & _lib.LOOM_LAYOUT_DEFAULT),
@@ -444,7 +471,8 @@ def connect(target=None, *, fsname=None, key_file=None, recovery_seconds=0):
                 raise FileNotFoundError(2, "no Loom mount here and $LOOM_MDS is not set")
             target = mounts[0][0]
     target = os.fsdecode(os.fspath(target))
-    if target.startswith("/") or target.startswith("."):
+    if target.startswith("/") or target.startswith(".") or os.path.exists(target):
+        target = os.path.abspath(target)
         found = mount_of(target)
         if found is None:
             raise OSError(19, "not on a Loom mount", target)

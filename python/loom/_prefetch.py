@@ -22,7 +22,8 @@ class Prefetcher:
         self._pid = os.getpid()
         self._h = None
         arr = (_lib.PrefetchItem * len(items))()
-        keep = []
+        keep = []  # the encoded paths, alive until loom_prefetch_start copied them
+        self.paths = []
         for k, it in enumerate(items):
             if isinstance(it, (tuple, list)):
                 path, off, length = it
@@ -30,8 +31,8 @@ class Prefetcher:
                 path, off, length = it, 0, -1
             p = fs.fspath(path)
             keep.append(p)
+            self.paths.append(os.fsdecode(os.fspath(path)))  # as the caller named it, for errors
             arr[k].path, arr[k].offset, arr[k].length = p, off, length
-        self.paths = [os.fsdecode(p) for p in keep]
         opts = _lib.PrefetchOpts(max_bytes, threads, max_ahead)
         out = ctypes.c_void_p()
         rc = lib.loom_prefetch_start(fs._handle(), arr, len(items), ctypes.byref(opts), ctypes.byref(out))

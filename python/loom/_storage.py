@@ -144,6 +144,7 @@ def storage_for(root, native=None, fs=None):
     if native is False:
         return LocalStorage()
     from ._fs import connect, mount_of
+    root = os.path.abspath(root)
     if mount_of(root) is not None:
         return LoomStorage(connect(root))
     if native:

@@ -14,7 +14,12 @@ memory (prefetch_bytes per process). The order comes from, in turn:
 In a DataLoader worker, the dataset reads ahead only the batches that worker is given (batch i
 goes to worker i mod num_workers, as DataLoader hands them out), so batch_size= must be the
 DataLoader's. A sample asked for out of that order is read at once, without prefetch; the
-prefetcher then goes on after it.
+prefetcher then goes on after it. With persistent_workers=True a worker never sees set_epoch
+(it keeps the sampler it started with), so when its plan is used up it plans the next epoch
+itself (epoch + 1), which is right when set_epoch is called once per epoch, in order.
+
+A sampler made from the dataset (DistributedSampler(dataset)) is given after it with
+dataset.set_sampler(sampler, batch_size).
 """
 
 import bisect
@@ -99,6 +104,14 @@ class _PlannedDataset(tud.Dataset):
         state["_plan_pid"] = None
         return state
 
+    def set_sampler(self, sampler, batch_size=None):
+        """The sampler (and DataLoader batch size) whose order prefetch follows, for a sampler
+        made from the dataset (DistributedSampler(dataset)) after it."""
+        self.sampler = sampler
+        if batch_size is not None:
+            self.batch_size = max(1, int(batch_size))
+        self._drop_plan()
+
     def plan(self, indices):
         """Tells the dataset the order the next epoch reads in (before iterating it)."""
         self._order = [int(i) for i in indices]
@@ -130,6 +143,12 @@ class _PlannedDataset(tud.Dataset):
         if self._plan_pid != os.getpid():
             self._plan, self._plan_pid = None, os.getpid()  # a forked worker: the parent's is not ours
         epoch = getattr(self.sampler, "epoch", None)
+        if (replan and self._order is None and tud.get_worker_info() is not None and epoch is not None
+                and self._plan is not None and epoch == self._plan.epoch and hasattr(self.sampler, "set_epoch")):
+            # A persistent worker's sampler is the copy it got when it started, which set_epoch in
+            # the main process never reaches: its next epoch is taken to be the one after.
+            self.sampler.set_epoch(epoch + 1)
+            epoch += 1
         if self._plan is not None and (replan or epoch != self._plan.epoch):
             self._drop_plan()
         if self._plan is None:

@@ -203,6 +203,9 @@ struct mdc_walk_open {
  * entry is opened too when the MDS can (wo->opened). -EOPNOTSUPP from an MDS without it. */
 int mdc_walk(loom_fs *fs, const struct loom_cred *cr, const char *path, size_t len, uint32_t flags,
 	     struct mdc_walk_open *wo, struct lw_attr *attr, uint32_t *consumed);
+/* MDS_CLOSE of a handle that reports nothing (opened read-only), sent without waiting for the
+ * answer: the handle only keeps an unlinked file alive, and the MDS ends it in order. */
+int mdc_close_detached(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t handle);
 /* MDS_DOM_READ: *data malloc'd (NULL when *len is 0). */
 int mdc_dom_read(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, void **data, uint32_t *len);
 /* MDS_CLOSE or MDS_SIZE_UPDATE; with dom, its bytes are written (LW_CL_DOM). */

@@ -574,6 +574,47 @@ int mdc_close(loom_fs *fs, const struct loom_cred *cr, uint16_t op, uint64_t ino
 	return mdc_call_fixed(fs, cr, op, &b, out ? out : &attr, sizeof(attr));
 }
 
+/* A call nobody waits for, with its body in the same allocation. */
+struct detached_call {
+	struct rpc_call call; /* first: done gets it */
+	uint8_t body[];
+};
+
+static void detached_done(struct rpc_call *call)
+{
+	rpc_call_release(call);
+	free((struct detached_call *)call);
+}
+
+int mdc_close_detached(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t handle)
+{
+	struct lw_close_req req = { .ino = ino, .handle = handle };
+	size_t cap = sizeof(struct lw_cred) + LOOM_MAX_GROUPS * sizeof(uint32_t) + sizeof(req);
+	struct detached_call *d = malloc(sizeof(*d) + cap);
+	struct rpc_conn *conn;
+	struct lw_wr w;
+	int rc;
+
+	if (!d)
+		return -ENOMEM;
+	rc = fs_mds_conn(fs, &conn);
+	if (rc) {
+		free(d);
+		return rc;
+	}
+	lw_wr_init(&w, d->body, cap);
+	lw_put_cred(&w, cr);
+	lw_wr_put(&w, &req, sizeof(req));
+	if (w.err) {
+		free(d);
+		return w.err;
+	}
+	rpc_call_init(&d->call, LW_OP_MDS_CLOSE, d->body, (uint32_t)w.len);
+	d->call.done = detached_done;
+	rpc_submit_detached(conn, &d->call);
+	return 0;
+}
+
 int mdc_getlayout(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, struct loom_layout **out)
 {
 	struct lw_ino_req req = { .ino = ino };

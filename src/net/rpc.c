@@ -99,6 +99,10 @@ static void call_complete(struct rpc_call *call, int status)
 	struct rpc_wait *w = call->wait;
 
 	call->status = status;
+	if (!w) {
+		call->done(call); /* detached: nothing may touch call after this */
+		return;
+	}
 	pthread_mutex_lock(&w->lock);
 	if (--w->pending == 0)
 		pthread_cond_broadcast(&w->cond);
@@ -173,9 +177,11 @@ void rpc_submit(struct rpc_conn *c, struct rpc_call *call, struct rpc_wait *w)
 	call->rbulk_cap = 0;
 	for (int i = 0; i < call->rbulk_cnt; i++)
 		call->rbulk_cap += (uint32_t)call->rbulk[i].iov_len;
-	pthread_mutex_lock(&w->lock);
-	w->pending++;
-	pthread_mutex_unlock(&w->lock);
+	if (w) {
+		pthread_mutex_lock(&w->lock);
+		w->pending++;
+		pthread_mutex_unlock(&w->lock);
+	}
 
 	if (call->bulk_cnt < 0 || call->bulk_cnt > RPC_MAX_IOV || call->rbulk_cnt < 0) {
 		call_complete(call, -EINVAL);
@@ -220,6 +226,11 @@ void rpc_submit(struct rpc_conn *c, struct rpc_call *call, struct rpc_wait *w)
 	}
 	if (write(c->wake_fd, &one, sizeof(one)) < 0)
 		log_warn("connection to %s: eventfd write: %s", c->peer, strerror(errno));
+}
+
+void rpc_submit_detached(struct rpc_conn *c, struct rpc_call *call)
+{
+	rpc_submit(c, call, NULL);
 }
 
 int rpc_call_sync(struct rpc_conn *c, struct rpc_call *call)

@@ -54,6 +54,10 @@ struct rpc_call {
 	uint32_t rbody_len;
 	uint32_t rbulk_len;  /* reply bulk bytes received into rbulk */
 
+	/* rpc_submit_detached: runs once the call completed (on whichever thread completed it,
+	 * perhaps under the connection's locks: it must only free), instead of a wait. */
+	void (*done)(struct rpc_call *call);
+
 	/* Internal. */
 	struct lw_hdr hdr;
 	uint64_t req_id;
@@ -129,6 +133,9 @@ void rpc_wait_all(struct rpc_wait *w);
 void rpc_call_init(struct rpc_call *call, uint16_t opcode, const void *body, uint32_t body_len);
 /* Queues the call for sending; completion is signalled on w. Never blocks on the network. */
 void rpc_submit(struct rpc_conn *c, struct rpc_call *call, struct rpc_wait *w);
+/* Queues a call nobody waits for: call->done (set) gets it when it completed, and frees it.
+ * The call and its body must stay valid until then (allocate them together). */
+void rpc_submit_detached(struct rpc_conn *c, struct rpc_call *call);
 /* Submit and wait: returns call->status. */
 int rpc_call_sync(struct rpc_conn *c, struct rpc_call *call);
 /* Frees the reply body. */

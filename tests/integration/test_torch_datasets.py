@@ -24,8 +24,9 @@ def make_files(d, n=N):
         np.save(os.path.join(d, "example_%03d.npy" % i), np.full(16, i, dtype=np.int64))
 
 
-def run_ddp(cluster, kind, root, workers, prefetch_bytes):
-    p = subprocess.run(["/usr/bin/python3", DDP_READ, kind, root, str(workers), str(prefetch_bytes)],
+def run_ddp(cluster, kind, root, workers, prefetch_bytes, persistent=False):
+    p = subprocess.run(["/usr/bin/python3", DDP_READ, kind, root, str(workers), str(prefetch_bytes)]
+                       + (["persistent"] if persistent else []),
                        capture_output=True, text=True, env=child_env(cluster), timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     return [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
@@ -69,7 +70,8 @@ def test_shard_dataset_in_two_ranks_with_workers_and_prefetch(cluster):
         for i in range(N):
             w.write(np.full(16, i, dtype=np.int64))
     assert len(w.paths) == 4
-    check_epochs(run_ddp(cluster, "shards", os.path.join(mnt, "shards"), 2, 1024), N, 1024)
+    # Persistent workers never see set_epoch: each plans the next epoch itself.
+    check_epochs(run_ddp(cluster, "shards", os.path.join(mnt, "shards"), 2, 1024, persistent=True), N, 1024)
 
 
 def test_every_path_gives_the_same_samples(cluster, tmp_path, monkeypatch):

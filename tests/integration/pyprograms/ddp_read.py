@@ -2,7 +2,7 @@
 torch.distributed (gloo) for 2 epochs, each with DistributedSampler and DataLoader workers, and
 prints one JSON line per rank and epoch: the samples seen, and each worker's prefetch figures.
 
-    ddp_read.py KIND ROOT WORKERS PREFETCH_BYTES     (KIND: files or shards)
+    ddp_read.py KIND ROOT WORKERS PREFETCH_BYTES [persistent]    (KIND: files or shards)
 """
 
 import json
@@ -21,13 +21,12 @@ import loom.torch as lt
 BATCH = 4
 
 
-def make_dataset(kind, root, prefetch_bytes, sampler=None):
+def make_dataset(kind, root, prefetch_bytes):
     if kind == "files":
         cls, args = lt.FileDataset, (root, "*.npy")
     else:
         cls, args = lt.ShardDataset, (root,)
-    return cls(*args, decode=lt.decode_npy, sampler=sampler, batch_size=BATCH, prefetch_bytes=prefetch_bytes,
-               prefetch_threads=4)
+    return cls(*args, decode=lt.decode_npy, prefetch_bytes=prefetch_bytes, prefetch_threads=4)
 
 
 class Probe(torch.utils.data.Dataset):
@@ -47,12 +46,13 @@ class Probe(torch.utils.data.Dataset):
                 st.get("planned", 0))
 
 
-def rank_main(rank, kind, root, workers, prefetch_bytes, port):
+def rank_main(rank, kind, root, workers, prefetch_bytes, persistent, port):
     dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port, rank=rank, world_size=2)
-    probe = make_dataset(kind, root, prefetch_bytes)
-    sampler = DistributedSampler(probe, num_replicas=2, rank=rank, shuffle=True, seed=7)
-    probe = make_dataset(kind, root, prefetch_bytes, sampler)
-    loader = DataLoader(Probe(probe), batch_size=BATCH, sampler=sampler, num_workers=workers)
+    ds = make_dataset(kind, root, prefetch_bytes)
+    sampler = DistributedSampler(ds, num_replicas=2, rank=rank, shuffle=True, seed=7)
+    ds.set_sampler(sampler, BATCH)
+    loader = DataLoader(Probe(ds), batch_size=BATCH, sampler=sampler, num_workers=workers,
+                        persistent_workers=persistent)
     for epoch in range(2):
         sampler.set_epoch(epoch)
         seen, per_worker = [], {}
@@ -81,5 +81,5 @@ def free_port():
 
 if __name__ == "__main__":
     kind, root, workers, prefetch_bytes = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-    np.seterr(all="raise")
-    mp.spawn(rank_main, args=(kind, root, workers, prefetch_bytes, free_port()), nprocs=2, join=True)
+    persistent = len(sys.argv) > 5 and sys.argv[5] == "persistent"
+    mp.spawn(rank_main, args=(kind, root, workers, prefetch_bytes, persistent, free_port()), nprocs=2, join=True)
