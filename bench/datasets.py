@@ -87,16 +87,16 @@ def main():
             ("files", "loom mount", lambda s: lt.FileDataset(os.path.join(b.mnt, "tok"), "*.npy", npy,
                                                              native=False)),
             ("files", "loom native", lambda s: lt.FileDataset(os.path.join(b.mnt, "tok"), "*.npy", npy,
-                                                              prefetch=False)),
+                                                              fs=fs, prefetch=False)),
             ("files", "loom native + prefetch", lambda s: lt.FileDataset(os.path.join(b.mnt, "tok"), "*.npy", npy,
-                                                                         sampler=s, batch_size=a.batch)),
+                                                                         fs=fs, sampler=s, batch_size=a.batch)),
             ("shards", "local folder", lambda s: lt.ShardDataset(os.path.join(b.local, "shards"), decode=npy)),
             ("shards", "loom mount", lambda s: lt.ShardDataset(os.path.join(b.mnt, "shards"), decode=npy,
                                                                native=False)),
             ("shards", "loom native", lambda s: lt.ShardDataset(os.path.join(b.mnt, "shards"), decode=npy,
-                                                                prefetch=False)),
+                                                                fs=fs, prefetch=False)),
             ("shards", "loom native + prefetch", lambda s: lt.ShardDataset(os.path.join(b.mnt, "shards"),
-                                                                           decode=npy, sampler=s,
+                                                                           decode=npy, fs=fs, sampler=s,
                                                                            batch_size=a.batch)),
         ]
         for workers in (0, 2):
@@ -109,6 +109,7 @@ def main():
                              "vs_local": round(best / local[kind], 3)})
                 print("%-7s %-24s workers=%d  %8.0f samples/s  %5.2f x local" %
                       (kind, path, workers, best, best / local[kind]), flush=True)
+        fs.close()
     finally:
         b.down()
     out = {"files": a.files, "tokens": a.tokens, "batch": a.batch, "cold": b.cold, "rows": rows,

@@ -106,6 +106,7 @@ def test_shaped_link_carries_the_data_at_its_rate_setting():
             assert sent >= len(data), (dev, sent)
 
 
+@pytest.mark.slow  # the plain pass only: under ASan it adds minutes of CPU and nothing new
 def test_scale_bench_runs_small(tmp_path):
     # make bench-scale at toy sizes: every row is there and the JSON says what ran. The figures
     # themselves are the bench's business (this machine is shared; nothing here is timed).
