@@ -202,6 +202,49 @@ def test_numpy_and_torch_files_through_loom_file_objects(cluster):
         assert loaded["step"] == 12 and loaded["name"] == "layer"
 
 
+def write_safetensors(f, tensors):
+    """The safetensors layout: u64 header length, a JSON header of dtype, shape and data
+    offsets, then the tensors' bytes."""
+    import json
+    header, offset, blobs = {}, 0, []
+    for name, a in tensors.items():
+        data = np.ascontiguousarray(a).tobytes()
+        header[name] = {"dtype": {"float32": "F32", "int64": "I64"}[a.dtype.name], "shape": list(a.shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        offset += len(data)
+        blobs.append(data)
+    h = json.dumps(header).encode()
+    f.write(len(h).to_bytes(8, "little") + h + b"".join(blobs))
+
+
+def read_safetensors_lazily(f, name):
+    """One tensor, as safetensors' safe_open reads it: the header, then a seek to its bytes."""
+    import json
+    n = int.from_bytes(f.read(8), "little")
+    meta = json.loads(f.read(n))[name]
+    start, end = meta["data_offsets"]
+    f.seek(8 + n + start)
+    dtype = {"F32": np.float32, "I64": np.int64}[meta["dtype"]]
+    return np.frombuffer(f.read(end - start), dtype=dtype).reshape(meta["shape"])
+
+
+def test_safetensors_style_header_and_seek(cluster):
+    mnt = cluster.mount()
+    fs = connect(cluster, mnt)
+    rng = np.random.default_rng(3)
+    tensors = {"embed": rng.standard_normal((1000, 512)).astype(np.float32),   # 2 MiB
+               "lm_head": rng.standard_normal((512, 3000)).astype(np.float32),  # 6 MiB: stripes
+               "step": np.array([1234], dtype=np.int64)}
+    with fs.open(os.path.join(mnt, "model.safetensors"), "wb") as f:
+        write_safetensors(f, tensors)
+    with open(os.path.join(mnt, "model2.safetensors"), "wb") as f:
+        write_safetensors(f, tensors)
+    assert mount_bytes(os.path.join(mnt, "model.safetensors")) == mount_bytes(os.path.join(mnt, "model2.safetensors"))
+    for name in ("lm_head", "step", "embed"):  # out of file order
+        with fs.open("/model2.safetensors", "rb") as f:
+            assert np.array_equal(read_safetensors_lazily(f, name), tensors[name])
+
+
 # ---- text ------------------------------------------------------------------------------------
 
 
