@@ -4,12 +4,13 @@ native path without and with epoch-aware prefetch, in one run.
 
 Starts a Loom cluster (bench/run.py's Bench: 1 MDS, 4 OSS, mounted) beside a local folder on the
 same disk, writes the same tokenized samples to both (a .npy file each, as the seeds' tokenizing
-script does, and the same as record shards), and reads one shuffled epoch of each
+script does, and the same as record shards) and 8 MiB images (the seeds' LoRA training set),
+and reads one shuffled epoch of each
 (DistributedSampler, as the seeds' training loop) through a DataLoader with 0 and 2 workers,
 with the page cache dropped before each epoch. Prints samples/s and the ratio to the local
 folder; writes bench/results/datasets.json.
 
-    python3 bench/datasets.py [--build build] [--files 4000] [--tokens 1024] [--runs 2]
+    python3 bench/datasets.py [--build build] [--files 4000] [--tokens 1024] [--images 64] [--runs 2]
 
 Needs root (mount, drop_caches).
 """
@@ -42,13 +43,25 @@ def write_samples(b, n, tokens, fs):
             wn.write(a)
 
 
+def write_images(b, n, size):
+    """n images of size bytes each (uint8 .npy), the seeds' LoRA training set."""
+    rng = np.random.default_rng(1)
+    for side in (b.local, b.mnt):
+        os.makedirs(os.path.join(side, "img"))
+    for i in range(n):
+        a = rng.integers(0, 256, size=size, dtype=np.uint8)
+        for side in (b.local, b.mnt):
+            np.save(os.path.join(side, "img", "img_%04d.npy" % i), a)
+
+
 def epoch(ds_factory, workers, batch, drop):
     import torch
     from torch.utils.data import DataLoader, DistributedSampler
-    probe = ds_factory(None)
-    sampler = DistributedSampler(probe, num_replicas=1, rank=0, shuffle=True, seed=0)
+    ds = ds_factory()
+    sampler = DistributedSampler(ds, num_replicas=1, rank=0, shuffle=True, seed=0)
     sampler.set_epoch(1)
-    ds = ds_factory(sampler)
+    if hasattr(ds, "set_sampler") and ds.prefetch:
+        ds.set_sampler(sampler, batch)
     loader = DataLoader(ds, batch_size=batch, sampler=sampler, num_workers=workers)
     drop()
     t0 = time.perf_counter()
@@ -57,8 +70,8 @@ def epoch(ds_factory, workers, batch, drop):
         n += x.shape[0]
         torch.sum(x)
     dt = time.perf_counter() - t0
-    if n != len(probe):
-        raise RuntimeError("an epoch gave %d samples of %d" % (n, len(probe)))
+    if n != len(ds):
+        raise RuntimeError("an epoch gave %d samples of %d" % (n, len(ds)))
     return n / dt
 
 
@@ -69,6 +82,8 @@ def main():
     ap.add_argument("--tokens", type=int, default=1024, help="int32 tokens per sample")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--runs", type=int, default=2, help="epochs per case; the best is kept")
+    ap.add_argument("--images", type=int, default=64, help="8 MiB images (0: none)")
+    ap.add_argument("--image-mib", type=int, default=8)
     ap.add_argument("--json", default=os.path.join(HERE, "results", "datasets.json"))
     a = ap.parse_args()
     os.environ["LOOM_LIBRARY"] = os.path.join(os.path.abspath(a.build), "src", "client", "libloom.so")
@@ -82,37 +97,40 @@ def main():
         fs = loom.connect(b.mnt)
         write_samples(b, a.files, a.tokens, fs)
         npy = lt.decode_npy
-        cases = [
-            ("files", "local folder", lambda s: lt.FileDataset(os.path.join(b.local, "tok"), "*.npy", npy)),
-            ("files", "loom mount", lambda s: lt.FileDataset(os.path.join(b.mnt, "tok"), "*.npy", npy,
-                                                             native=False)),
-            ("files", "loom native", lambda s: lt.FileDataset(os.path.join(b.mnt, "tok"), "*.npy", npy,
-                                                              fs=fs, prefetch=False)),
-            ("files", "loom native + prefetch", lambda s: lt.FileDataset(os.path.join(b.mnt, "tok"), "*.npy", npy,
-                                                                         fs=fs, sampler=s, batch_size=a.batch)),
-            ("shards", "local folder", lambda s: lt.ShardDataset(os.path.join(b.local, "shards"), decode=npy)),
-            ("shards", "loom mount", lambda s: lt.ShardDataset(os.path.join(b.mnt, "shards"), decode=npy,
-                                                               native=False)),
-            ("shards", "loom native", lambda s: lt.ShardDataset(os.path.join(b.mnt, "shards"), decode=npy,
-                                                                fs=fs, prefetch=False)),
-            ("shards", "loom native + prefetch", lambda s: lt.ShardDataset(os.path.join(b.mnt, "shards"),
-                                                                           decode=npy, fs=fs, sampler=s,
-                                                                           batch_size=a.batch)),
-        ]
+        if a.images:
+            write_images(b, a.images, a.image_mib << 20)
+
+        def cases(kind, sub, pattern):
+            cls = lt.ShardDataset if kind == "shards" else lt.FileDataset
+            args = (pattern,) if pattern else ()
+            return [
+                (kind, "local folder", lambda: cls(os.path.join(b.local, sub), *args, decode=npy)),
+                (kind, "loom mount", lambda: cls(os.path.join(b.mnt, sub), *args, decode=npy, native=False)),
+                (kind, "loom native", lambda: cls(os.path.join(b.mnt, sub), *args, decode=npy, fs=fs,
+                                                  prefetch=False)),
+                (kind, "loom native + prefetch", lambda: cls(os.path.join(b.mnt, sub), *args, decode=npy,
+                                                             fs=fs)),
+            ]
+        all_cases = cases("files", "tok", "*.npy") + cases("shards", "shards", None)
+        if a.images:
+            all_cases += cases("images", "img", "*.npy")
         for workers in (0, 2):
             local = {}
-            for kind, path, factory in cases:
-                best = max(epoch(factory, workers, a.batch, b.drop_caches) for _ in range(a.runs))
+            for kind, path, factory in all_cases:
+                batch = 4 if kind == "images" else a.batch
+                best = max(epoch(factory, workers, batch, b.drop_caches) for _ in range(a.runs))
                 if path == "local folder":
                     local[kind] = best
                 rows.append({"samples": kind, "path": path, "workers": workers, "samples_per_s": round(best, 1),
                              "vs_local": round(best / local[kind], 3)})
-                print("%-7s %-24s workers=%d  %8.0f samples/s  %5.2f x local" %
-                      (kind, path, workers, best, best / local[kind]), flush=True)
+                extra = " (%.0f MiB/s)" % (best * a.image_mib) if kind == "images" else ""
+                print("%-7s %-24s workers=%d  %8.0f samples/s%s  %5.2f x local" %
+                      (kind, path, workers, best, extra, best / local[kind]), flush=True)
         fs.close()
     finally:
         b.down()
-    out = {"files": a.files, "tokens": a.tokens, "batch": a.batch, "cold": b.cold, "rows": rows,
+    out = {"files": a.files, "tokens": a.tokens, "batch": a.batch, "images": a.images,
+           "image_mib": a.image_mib, "cold": b.cold, "rows": rows,
            "machine": run.machine_info(), "git": run.git_info()}
     os.makedirs(os.path.dirname(a.json), exist_ok=True)
     with open(a.json, "w") as f:
