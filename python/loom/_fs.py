@@ -5,6 +5,7 @@ import fnmatch
 import os
 import stat as stat_mod
 import threading
+import weakref
 from dataclasses import dataclass, field
 
 from . import _lib
@@ -143,6 +144,7 @@ class FileSystem:
         self._h = None
         self._pid = None
         self._closed = False
+        self._children = weakref.WeakSet()  # open Files and running Prefetchers
         self._fsname = fsname
         self._key_file = key_file
         self._recovery = recovery_seconds
@@ -175,8 +177,14 @@ class FileSystem:
         return lib.loom_fsname(self._handle()).decode()
 
     def close(self):
-        """Disconnects. Files still open become unusable, and so does this object."""
+        """Closes the files still open and stops the prefetchers (which use the connection),
+        then disconnects. The object is unusable afterwards."""
         self._closed = True
+        for child in list(self._children):
+            try:
+                child.close()
+            except Exception:  # noqa: BLE001 - a file's last report failing must not keep the rest open
+                pass
         with self._lock:
             h, self._h = self._h, None
             if h is not None and self._pid == os.getpid():
@@ -388,6 +396,7 @@ class FileSystem:
             lib.loom_close(out.value)
             raise IsADirectoryError(21, os.strerror(21), os.fsdecode(os.fspath(path)))
         f = File(self, out.value, os.fsdecode(os.fspath(path)), mode, flags)
+        self._children.add(f)
         if "b" in mode:
             return f
         return io.TextIOWrapper(f, encoding=encoding, errors=errors, newline=newline)

@@ -40,6 +40,7 @@ class Prefetcher:
             raise _error(rc)
         self._h = out.value
         self.max_bytes = max_bytes
+        fs._children.add(self)  # stopped before fs disconnects
 
     def __len__(self):
         return len(self.paths)

@@ -1118,3 +1118,35 @@ def test_prefetch_files_ranges_errors_and_memory_bound(cluster):
 
     # The error names the path as the caller gave it, as every other call of the package does.
     assert missing_error.filename == missing
+
+
+CLOSE_UNDER_PREFETCH = r"""
+import os, sys, loom
+fs = loom.connect(sys.argv[1])
+paths = [os.path.join(sys.argv[1], "pf", "f%d" % i) for i in range(200)]
+pf = fs.prefetch(paths, max_bytes=1 << 20, threads=8)   # threads still reading when fs closes
+assert len(pf.take(0)) == 100000
+f = fs.open(paths[1], "rb")
+fs.close()
+assert f.closed
+try:
+    pf.take(1)
+except ValueError:
+    pass
+else:
+    raise SystemExit("a stopped prefetcher still answered")
+print("closed")
+"""
+
+
+def test_closing_the_file_system_stops_its_prefetchers_and_files_first(cluster):
+    """libloom's threads must not use a connection that was closed: fs.close() stops them."""
+    import subprocess
+    from pyloom import child_env
+    mnt = cluster.mount()
+    os.makedirs(os.path.join(mnt, "pf"))
+    for i in range(200):
+        write_mount(os.path.join(mnt, "pf", "f%d" % i), rand(100000, i))
+    p = subprocess.run(["/usr/bin/python3", "-c", CLOSE_UNDER_PREFETCH, mnt], capture_output=True, text=True,
+                       env=child_env(cluster), timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == "closed", p.stdout + p.stderr
