@@ -28,11 +28,6 @@ static bool only_slashes(const char *p)
 	return *p == '\0';
 }
 
-/*
- * The walk. With want_parent it stops before the last component and reports it; else it
- * resolves it too (following a final symlink when follow). work holds the path being walked,
- * rewritten when a symlink is expanded.
- */
 /* A walk starts at the root without asking for its attributes (one round trip less per path
  * call): lookups below it are checked by the MDS, and only a walk that ends at the root needs
  * them. nlink 0 marks the stand-in. */
@@ -67,6 +62,11 @@ static int walk_ahead(loom_fs *fs, const struct loom_cred *cr, char *work, bool 
 	return rc;
 }
 
+/*
+ * The walk. With want_parent it stops before the last component and reports it; else it
+ * resolves it too (following a final symlink when follow). work holds the path being walked,
+ * rewritten when a symlink is expanded.
+ */
 static int walk(loom_fs *fs, const struct loom_cred *cr, const char *path, bool follow,
 		bool want_parent, struct lw_attr *cur, char *name, size_t *name_len, bool *trailing,
 		struct mdc_walk_open *wo)

@@ -2,10 +2,12 @@
  * prefetch_check: drives libloom's prefetcher for tests (tests/integration/test_prefetch.py),
  * so that it runs under the sanitizers too.
  *
- *   prefetch_check MDS_ADDR MAX_BYTES THREADS [TAKE_ORDER] < ITEMS
+ *   prefetch_check MDS_ADDR MAX_BYTES THREADS [TAKE_ORDER|- [WAIT_FETCHED]] < ITEMS
  *
  * ITEMS: one "OFFSET LENGTH PATH" line per item (LENGTH -1: to the end of the file).
- * TAKE_ORDER: comma-separated item numbers to take, in that order (default: every item in turn).
+ * TAKE_ORDER: comma-separated item numbers to take, in that order (default, or "-": every item in
+ * turn). WAIT_FETCHED: before the first take, wait until the prefetcher has read that many items
+ * (so that what a test checks does not depend on who was faster, the reader or the threads).
  * Prints "take I LEN SHA256" or "take I ERR -ERRNO" per take, then
  * "stats fetched=.. ready=.. waited=.. direct=.. dropped=.. peak=.. held=..".
  */
@@ -14,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <openssl/evp.h>
 
@@ -90,8 +93,9 @@ int main(int argc, char **argv)
 	size_t n = 0;
 	int rc;
 
-	if (argc < 4 || argc > 5) {
-		fprintf(stderr, "usage: %s MDS_ADDR MAX_BYTES THREADS [TAKE_ORDER] < ITEMS\n", argv[0]);
+	if (argc < 4 || argc > 6) {
+		fprintf(stderr, "usage: %s MDS_ADDR MAX_BYTES THREADS [TAKE_ORDER|- [WAIT_FETCHED]] < ITEMS\n",
+			argv[0]);
 		return 2;
 	}
 	opts.max_bytes = strtoull(argv[2], NULL, 0);
@@ -112,7 +116,18 @@ int main(int argc, char **argv)
 		loom_disconnect(fs);
 		return 1;
 	}
-	if (argc == 5) {
+	if (argc == 6) {
+		uint64_t want = strtoull(argv[5], NULL, 10);
+		struct timespec nap = { 0, 1000000 };
+
+		for (int ms = 0; ms < 60000; ms++) {
+			loom_prefetch_get_stats(pf, &st);
+			if (st.fetched >= want)
+				break;
+			nanosleep(&nap, NULL);
+		}
+	}
+	if (argc >= 5 && strcmp(argv[4], "-") != 0) {
 		for (char *p = argv[4]; *p;) {
 			char *end;
 			size_t i = strtoull(p, &end, 10);

@@ -99,7 +99,9 @@ def test_npy_benchmark(cluster, tmp_path):
     assert res["files"] == 100
     assert [r["name"] for r in res["runs"]] == ["local", "loom mount", "loom native", "loom prefetch"]
     assert all(r["files_per_s"] > 0 for r in res["runs"])
-    assert res["runs"][-1]["prefetch_stats"]["fetched"] == 100
+    st = res["runs"][-1]["prefetch_stats"]
+    # Each file read once: by the prefetcher, or by the loop when it got there first.
+    assert st["fetched"] + st["direct"] == 100 and st["fetched"] > 0, st
 
     # The same files on both sides, loadable by anyone.
     assert len(glob.glob(os.path.join(root, "example_*.npy"))) == 100
