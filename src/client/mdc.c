@@ -512,8 +512,10 @@ int mdc_walk(loom_fs *fs, const struct loom_cred *cr, const char *path, size_t l
 	lw_rd_fixed(&r, &rep, sizeof(rep));
 	rc = r.err || rep.consumed > len || (rep.flags & ~LW_WALKR_OPENED) ? -EPROTO : 0;
 	if (rc == 0 && (rep.flags & LW_WALKR_OPENED)) {
+		/* An open nobody asked for is a broken MDS. */
 		rc = wo ? open_reply_decode(&r, &wo->rep, &wo->layout, &wo->dom) : -EPROTO;
-		wo->opened = rc == 0;
+		if (wo)
+			wo->opened = rc == 0;
 	} else if (rc == 0 && lw_rd_done(&r)) {
 		rc = -EPROTO;
 	}
@@ -603,7 +605,8 @@ int mdc_close_detached(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, ui
 		return rc;
 	}
 	lw_wr_init(&w, d->body, cap);
-	lw_put_cred(&w, cr);
+	if (cr)
+		lw_put_cred(&w, cr);
 	lw_wr_put(&w, &req, sizeof(req));
 	if (w.err) {
 		free(d);

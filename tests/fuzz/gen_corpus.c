@@ -545,6 +545,26 @@ static void gen_regressions(void)
 		put_file("fuzz_mdc_replies", set ? "regress-mdc-setlayout-double-free" :
 				    "regress-mdc-getlayout-double-free", big, w.len);
 	}
+	/* MDS_WALK: an open the client asked for, then one it did not ask for (a NULL walk_open was
+	 * dereferenced), then a read-only close nobody waits for */
+	{
+		struct lw_attr attr = { .ino = 5, .mode = 0100644, .nlink = 1, .size = 10 };
+		struct lw_walk_rep wrep = { .attr = attr, .consumed = 22, .flags = LW_WALKR_OPENED };
+
+		lw_wr_init(&b, buf, sizeof(buf));
+		lw_wr_put(&b, &wrep, sizeof(wrep));
+		lw_wr_put(&b, &(struct lw_open_rep){ .attr = attr, .handle = 10, .has_layout = 1 },
+			  sizeof(struct lw_open_rep));
+		lw_layout_encode(&b, l);
+		lw_wr_init(&w, big, sizeof(big));
+		lw_wr_put(&w, (uint8_t[]){ 3, 21, 21, 22 }, 4);
+		put_u8(&w, 1);
+		put_reply(&w, 0, buf, (uint16_t)b.len);
+		put_u8(&w, 0);
+		put_reply(&w, 0, buf, (uint16_t)b.len);
+		put_reply(&w, 0, &attr, sizeof(attr));
+		put_file("fuzz_mdc_replies", "regress-mdc-walk-open-unasked", big, w.len);
+	}
 	/* a file's layout with objects and a stripe size of 0 */
 	l->stripe_size = 0;
 	lw_wr_init(&b, buf, sizeof(buf));
