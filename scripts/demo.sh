@@ -48,5 +48,29 @@ for i in order:
 print("  200 examples written and read back identical (%.0f files/s)" % (200 / (time.monotonic() - t)))
 PY
 step $LOOM getstripe -c "$MNT/data/tokenized/example_0.npy"
+
+printf '\n$ python3: the same examples through libloom (the package loom, no mount), then read ahead in that order\n'
+PYTHONPATH=$PWD/python /usr/bin/python3 - "$MNT" <<'PY'
+import io, random, sys, time
+import numpy as np
+import loom
+fs = loom.connect(sys.argv[1])              # the MDS, found from the mount
+names = ["/data/tokenized/example_%d.npy" % i for i in range(200)]
+order = list(range(200))
+random.shuffle(order)
+t = time.monotonic()
+for i in order:
+    with fs.open(names[i], "rb") as f:
+        np.load(f)
+native = 200 / (time.monotonic() - t)
+t = time.monotonic()
+with fs.prefetch([names[i] for i in order]) as pf:  # what loom.torch's datasets do per epoch
+    for k in range(len(order)):
+        np.load(io.BytesIO(pf.take(k)))
+ahead = 200 / (time.monotonic() - t)
+print("  through libloom: %.0f files/s; read ahead in the shuffled order: %.0f files/s" % (native, ahead))
+print("  the model's OSTs, from Python:", fs.getstripe("/models/model.safetensors").osts())
+fs.close()
+PY
 printf '\nLoom is mounted on %s. Try: ls %s; %s getstripe FILE; %s df -h.\nStop it with: %s cluster down --dir %s\n' \
 	"$MNT" "$MNT" "$LOOM" "$LOOM" "$LOOM" "$DIR"
