@@ -64,6 +64,20 @@ def mount_of(path):
     return best
 
 
+def glob_walk(walk, root, pattern, recursive):
+    """glob over a walk that yields as os.walk does (os.walk, FileSystem.walk): the files, not
+    the directories nor symlinks to them."""
+    found = []
+    for dirpath, _, files in walk(root):
+        for name in files:
+            p = os.path.join(dirpath, name)
+            if fnmatch.fnmatchcase(os.path.relpath(p, root) if recursive else name, pattern):
+                found.append(p)
+        if not recursive:
+            break
+    return sorted(found)
+
+
 def _mds_of_source(source):
     # HOST:PORT:/FSNAME (the mount's source) -> (HOST:PORT, FSNAME)
     if ":/" in source:
@@ -359,19 +373,9 @@ class FileSystem:
                 yield from self.walk(os.path.join(top, e.name))
 
     def glob(self, root, pattern="*", recursive=False):
-        """Sorted paths under root whose path relative to root matches pattern (fnmatch)."""
-        root = os.fsdecode(os.fspath(root))
-        found = []
-        if recursive:
-            for dirpath, _, files in self.walk(root):
-                for name in files:
-                    p = os.path.join(dirpath, name)
-                    if fnmatch.fnmatchcase(os.path.relpath(p, root), pattern):
-                        found.append(p)
-        else:
-            found = [e.path for e in self.scandir(root)
-                     if not self._is_dir_entry(e) and fnmatch.fnmatchcase(e.name, pattern)]
-        return sorted(found)
+        """Sorted paths of the files in root (recursive: under it) whose name (recursive: path
+        relative to root) matches pattern (fnmatch)."""
+        return glob_walk(self.walk, os.fsdecode(os.fspath(root)), pattern, recursive)
 
     # -- files --
 

@@ -3,8 +3,11 @@ through libloom. Both read whole files and byte ranges, and keep the files they 
 open, one set per process (a DataLoader worker opens its own)."""
 
 import builtins
-import fnmatch
 import os
+
+
+def _raise(err):
+    raise err  # os.walk stays silent about a root that cannot be read: a dataset must not
 
 
 class LocalStorage:
@@ -51,17 +54,8 @@ class LocalStorage:
         return os.stat(path).st_size
 
     def glob(self, root, pattern="*", recursive=False):
-        found = []
-        if recursive:
-            for dirpath, _, files in os.walk(root):
-                for name in files:
-                    p = os.path.join(dirpath, name)
-                    if fnmatch.fnmatchcase(os.path.relpath(p, root), pattern):
-                        found.append(p)
-        else:
-            with os.scandir(root) as it:
-                found = [e.path for e in it if not e.is_dir() and fnmatch.fnmatchcase(e.name, pattern)]
-        return sorted(found)
+        from ._fs import glob_walk
+        return glob_walk(lambda top: os.walk(top, onerror=_raise), root, pattern, recursive)
 
     def makedirs(self, path):
         os.makedirs(path, exist_ok=True)
