@@ -187,9 +187,7 @@ class File(io.BufferedIOBase):
     def _read_to_end(self):
         # The size the open returned (close-to-open) sizes the first read, without a round trip;
         # the file may have grown since, so read on until a read comes back short.
-        st = _lib.Stat()
-        lib.loom_file_attr(self._handle(), ctypes.byref(st))
-        parts, want = [], max(st.st_size - self._pos, 0) + 1
+        parts, want = [], max(self._size_hint - self._pos, 0) + 1
         start = self._pos - self._rbuf_off
         if 0 <= start < len(self._rbuf):
             parts.append(self._rbuf[start:])

@@ -153,7 +153,6 @@ class FileSystem:
     def __init__(self, mds, fsname=None, key_file=None, recovery_seconds=0, mountpoint=None):
         self.mds = mds
         self.mountpoint = mountpoint
-        self._args = (mds, fsname, key_file, recovery_seconds, mountpoint)
         self._lock = threading.Lock()
         self._h = None
         self._pid = None
@@ -165,7 +164,7 @@ class FileSystem:
         self._handle()
 
     def __reduce__(self):
-        return (FileSystem, self._args)
+        return (FileSystem, (self.mds, self._fsname, self._key_file, self._recovery, self.mountpoint))
 
     def _handle(self):
         h = self._h
