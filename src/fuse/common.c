@@ -94,6 +94,22 @@ static struct data_stamp *stamps_of(struct lmount *m, uint64_t ino)
 	return s;
 }
 
+static void free_stamp(uint64_t ino, void *val, void *arg)
+{
+	(void)ino;
+	(void)arg;
+	free(val);
+}
+
+void lm_stamps_fini(struct lmount *m)
+{
+	u64map_each(&m->stamps, free_stamp, NULL);
+	u64map_destroy(&m->stamps);
+	u64map_destroy(&m->posix_locked); /* its values are markers, not memory */
+	pthread_cond_destroy(&m->unlocks_done);
+	pthread_mutex_destroy(&m->stamp_lock);
+}
+
 bool lm_stamp_matches(struct lmount *m, uint64_t ino, const struct stat *st)
 {
 	struct data_stamp *s;

@@ -114,7 +114,9 @@ static inline void lm_reply_err(fuse_req_t req, int rc)
 	fuse_reply_err(req, rc < 0 ? -rc : rc);
 }
 
-/* Page-cache stamps: does st match what the pages hold; they hold st now. */
+/* Page-cache stamps: does st match what the pages hold; they hold st now. lm_stamps_fini frees
+ * them, and the lock bookkeeping, once the session has ended. */
+void lm_stamps_fini(struct lmount *m);
 bool lm_stamp_matches(struct lmount *m, uint64_t ino, const struct stat *st);
 void lm_stamp_set(struct lmount *m, uint64_t ino, const struct stat *st);
 /* The kernel was told st; does it hold st? */

@@ -6,6 +6,7 @@
  * mount; unmount with `umount MOUNTPOINT` (or `fusermount3 -u` as a user).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -157,6 +158,63 @@ static void set_readahead(const char *mountpoint, unsigned kb)
 		log_warn("cannot set read-ahead of %s to %u KiB", mountpoint, kb);
 }
 
+/*
+ * Goes to the background before the first connection, so that the daemon's one connection is
+ * the one that was checked: a second connection after daemonizing (fuse_daemonize forks, and
+ * libloom's threads would not survive that) could find the MDS restarting, and the mount would
+ * vanish just after `mount` reported success. The parent waits for daemon_ready() and exits with
+ * the status it reports, so `mount` still returns once the mount is in place, and connection
+ * errors still reach the caller's terminal. Returns the pipe to report on, or -1 on failure.
+ */
+static int daemon_start(void)
+{
+	int ready[2];
+	pid_t pid;
+	char status = 1;
+
+	if (pipe2(ready, O_CLOEXEC) != 0) {
+		perror("loom-mount: pipe");
+		return -1;
+	}
+	pid = fork();
+	if (pid < 0) {
+		perror("loom-mount: fork");
+		return -1;
+	}
+	if (pid > 0) {
+		close(ready[1]);
+		if (read(ready[0], &status, 1) != 1)
+			status = 1; /* the daemon died before it was ready */
+		_exit(status);
+	}
+	close(ready[0]);
+	if (setsid() < 0)
+		perror("loom-mount: setsid");
+	return ready[1];
+}
+
+/* Tells the waiting parent how the mount went (0: in place) and lets go of its terminal. A log
+ * file as stderr (what `loom cluster` and service managers give) is kept; a terminal or a pipe
+ * is not: a pipe held open would keep whoever reads `mount`'s output waiting forever. */
+static void daemon_ready(int ready_fd, char status)
+{
+	int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	struct stat st;
+
+	if (nul >= 0) {
+		dup2(nul, STDIN_FILENO);
+		dup2(nul, STDOUT_FILENO);
+		if (fstat(STDERR_FILENO, &st) != 0 || !S_ISREG(st.st_mode))
+			dup2(nul, STDERR_FILENO);
+		close(nul);
+	}
+	if (chdir("/") != 0)
+		log_warn("chdir /: %s", strerror(errno));
+	if (write(ready_fd, &status, 1) != 1)
+		log_warn("cannot tell the parent that the mount is %s", status ? "not in place" : "in place");
+	close(ready_fd);
+}
+
 /* HOST[:PORT]:/FSNAME -> "HOST[:PORT]" and "FSNAME". */
 static int parse_spec(const char *spec, char *addr, size_t acap, char *fsname, size_t fcap)
 {
@@ -183,7 +241,7 @@ int main(int argc, char **argv)
 	struct lmount m = { 0 };
 	struct loom_connect_opts copts = { 0 };
 	char fsopt[256];
-	int rc, ret = 1;
+	int rc, ready_fd = -1, ret = 1;
 
 	m.opts.attr_timeout = 1.0;
 	m.opts.entry_timeout = 1.0;
@@ -209,8 +267,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	log_init("loom-mount", m.opts.debug ? LOG_DEBUG : LOG_WARN);
-	/* A first connection tells the user at once when the file system cannot be reached. It is
-	 * closed again before daemonizing: its threads would not survive the fork. */
+	if (!m.opts.foreground) {
+		ready_fd = daemon_start();
+		if (ready_fd < 0)
+			goto out_args;
+	}
+	/* The connection first: it tells the user at once when the file system cannot be
+	 * reached, and nothing is mounted then. */
 	copts.fsname = m.fsname;
 	copts.key_file = m.opts.key_file;
 	copts.recovery_seconds = m.opts.recovery;
@@ -220,10 +283,8 @@ int main(int argc, char **argv)
 			rc == -ENODEV ? "the MDS serves another file system" :
 			rc == -EACCES ? "the servers refused this node: it must hold the file system key (-o key=PATH, or /etc/loom/loom.key)" :
 			rc == -EKEYREJECTED ? "the key file holds no key" : strerror(-rc));
-		return 1;
+		goto out_args;
 	}
-	loom_disconnect(m.fs);
-	m.fs = NULL;
 	pthread_mutex_init(&m.stamp_lock, NULL);
 	pthread_cond_init(&m.unlocks_done, NULL);
 	lm_sa_init(&m);
@@ -258,14 +319,10 @@ int main(int argc, char **argv)
 		goto out_signals;
 	if (m.opts.readahead_kb)
 		set_readahead(m.opts.mountpoint, m.opts.readahead_kb);
-	/* Detach only now: the mount exists when the parent (and so `mount`) returns. */
-	fuse_daemonize(m.opts.foreground);
-	rc = loom_connect_with(m.mds_addr, &copts, &m.fs);
-	if (rc) {
-		log_err("cannot reach file system %s at %s: %s; unmounting", m.fsname, m.mds_addr,
-			strerror(-rc));
-		fuse_session_unmount(se);
-		goto out_signals;
+	/* Only now: the mount exists when the parent (and so `mount`) returns. */
+	if (ready_fd >= 0) {
+		daemon_ready(ready_fd, 0);
+		ready_fd = -1;
 	}
 	loop_cfg = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_max_threads(loop_cfg, m.opts.max_threads);
@@ -280,6 +337,8 @@ out_session:
 out_fs:
 	loom_disconnect(m.fs);
 	lm_sa_fini(&m);
+	lm_stamps_fini(&m);
+out_args:
 	fuse_opt_free_args(&args);
 	free(m.opts.spec);
 	free(m.opts.mountpoint);

@@ -7,6 +7,10 @@ import tempfile
 
 import pytest
 
+from loomutil import BUILD
+
+LOOM_MOUNT = os.path.join(BUILD, "src", "fuse", "loom-mount")
+
 
 
 def mounts():
@@ -90,6 +94,36 @@ def test_mount_of_another_fsname_fails_clearly(cluster, mnt_dir):
     assert p.returncode != 0
     assert "another file system" in p.stderr
     assert mnt_dir not in mounts()
+
+
+def test_mount_returns_with_its_output_captured(cluster, mnt_dir):
+    # `out=$(mount ...)` reads until the helper's stdout and stderr close: the daemon that stays
+    # behind must not hold them open, or the caller waits forever (here: until the timeout).
+    p = subprocess.run(["mount", "-t", "loom", "-o", key_opt(cluster), spec_of(cluster), mnt_dir],
+                       capture_output=True, text=True, timeout=60)
+    try:
+        assert p.returncode == 0, p.stderr
+        assert mounts()[mnt_dir][1] == "fuse.loom"
+        assert os.listdir(mnt_dir) == []
+    finally:
+        subprocess.run(["umount", mnt_dir], timeout=60)
+
+
+def test_mds_restarted_right_after_mount_returns_keeps_the_mount(cluster, mnt_dir):
+    # Once the mount helper has returned, the mount is there to stay: an MDS that restarts at
+    # once (a crash, a failover) is waited for, never a mount that vanishes on its own. The
+    # daemon once connected a second time after going to the background, and unmounted when
+    # that failed (in one round of 20 to 30 here). loom-mount itself, as `loom cluster` runs it:
+    # mount(8) adds enough time after it to hide the window.
+    for i in range(20):
+        subprocess.run([LOOM_MOUNT, spec_of(cluster), mnt_dir, "-o", key_opt(cluster)], check=True, timeout=60)
+        cluster.kill9("mds")
+        cluster.up()
+        assert mnt_dir in mounts(), "the mount vanished after the MDS restarted (round %d)" % i
+        with open(os.path.join(mnt_dir, "f%d" % i), "w") as f:
+            f.write("round %d" % i)
+        assert cluster.loom("cat", "/f%d" % i).stdout == "round %d" % i
+        subprocess.run(["umount", mnt_dir], check=True, timeout=60)
 
 
 def test_mount_with_nothing_listening_fails_clearly(mnt_dir):
