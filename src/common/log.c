@@ -7,7 +7,9 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *log_name = "loom";
+/* Until log_init: the program's own name, so that what libloom logs inside an application (or
+ * inside loom-mount, which holds its own copy of this file) says whose process it came from. */
+static const char *log_name;
 static enum log_level log_level_cur = LOG_INFO;
 
 void log_init(const char *name, enum log_level level)
@@ -47,7 +49,7 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	gmtime_r(&ts.tv_sec, &tm);
 	n = strftime(line, sizeof(line), "%Y-%m-%dT%H:%M:%S", &tm);
 	n += (size_t)snprintf(line + n, sizeof(line) - n, ".%03ldZ %s[%d] %s: ", ts.tv_nsec / 1000000,
-			      log_name, (int)getpid(), tags[level]);
+			      log_name ? log_name : program_invocation_short_name, (int)getpid(), tags[level]);
 	va_start(ap, fmt);
 	if (n < sizeof(line))
 		n += (size_t)vsnprintf(line + n, sizeof(line) - n, fmt, ap);
