@@ -75,7 +75,7 @@ static void usage(FILE *f)
 		"  recovery=SEC          how long requests wait for a server that went away before\n"
 		"                        they fail with EIO (default 100)\n"
 		"  root_squash           requests from root reach the MDS as nobody (65534)\n"
-		"  -f                    stay in the foreground;  -d  also print every request\n"
+		"  -f                    stay in the foreground;  -d  print every request (implies -f)\n"
 		"Mount options handled by the kernel or FUSE:\n"
 		"  ro, rw, noatime, relatime, nosuid, nodev, noexec, allow_other, allow_root,\n"
 		"  max_read=N, fsname=, subtype=.\n"
@@ -250,8 +250,10 @@ int main(int argc, char **argv)
 	m.opts.readahead_kb = 16384;
 	if (fuse_opt_parse(&args, &m.opts, lm_opt_spec, lm_opt_proc) < 0)
 		return 2;
-	if (m.opts.debug)
+	if (m.opts.debug) {
 		fuse_opt_add_arg(&args, "-odebug");
+		m.opts.foreground = 1; /* as for any FUSE file system: what it prints is for a terminal */
+	}
 	if (m.opts.readonly)
 		fuse_opt_add_arg(&args, "-oro");
 	if (!m.opts.spec || !m.opts.mountpoint) {
