@@ -163,8 +163,9 @@ static void set_readahead(const char *mountpoint, unsigned kb)
  * the one that was checked: a second connection after daemonizing (fuse_daemonize forks, and
  * libloom's threads would not survive that) could find the MDS restarting, and the mount would
  * vanish just after `mount` reported success. The parent waits for daemon_ready() and exits with
- * the status it reports, so `mount` still returns once the mount is in place, and connection
- * errors still reach the caller's terminal. Returns the pipe to report on, or -1 on failure.
+ * 0 once it reports, 1 if the daemon exits first. So `mount` still returns once the mount is in
+ * place, and connection errors still reach the caller's terminal. Returns the pipe to report
+ * on, or -1 on failure.
  */
 static int daemon_start(void)
 {
@@ -193,11 +194,12 @@ static int daemon_start(void)
 	return ready[1];
 }
 
-/* Tells the waiting parent how the mount went (0: in place) and lets go of its terminal. A log
+/* Tells the waiting parent that the mount is in place, and lets go of its terminal. A log
  * file as stderr (what `loom cluster` and service managers give) is kept; a terminal or a pipe
  * is not: a pipe held open would keep whoever reads `mount`'s output waiting forever. */
-static void daemon_ready(int ready_fd, char status)
+static void daemon_ready(int ready_fd)
 {
+	char status = 0;
 	int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
 	struct stat st;
 
@@ -211,7 +213,7 @@ static void daemon_ready(int ready_fd, char status)
 	if (chdir("/") != 0)
 		log_warn("chdir /: %s", strerror(errno));
 	if (write(ready_fd, &status, 1) != 1)
-		log_warn("cannot tell the parent that the mount is %s", status ? "not in place" : "in place");
+		log_warn("cannot tell the parent that the mount is in place: %s", strerror(errno));
 	close(ready_fd);
 }
 
@@ -323,7 +325,7 @@ int main(int argc, char **argv)
 		set_readahead(m.opts.mountpoint, m.opts.readahead_kb);
 	/* Only now: the mount exists when the parent (and so `mount`) returns. */
 	if (ready_fd >= 0) {
-		daemon_ready(ready_fd, 0);
+		daemon_ready(ready_fd);
 		ready_fd = -1;
 	}
 	loop_cfg = fuse_loop_cfg_create();
