@@ -41,6 +41,9 @@ int file_write_atomic(const char *path, const void *buf, size_t len);
 /* Random bytes from getrandom(2). */
 int random_bytes(void *buf, size_t len);
 
+/* Sleeps ms milliseconds (a signal may cut it short). */
+void sleep_ms(long ms);
+
 /* Raises RLIMIT_NOFILE's soft limit to the hard limit (servers with thousands of clients). */
 void raise_nofile_limit(void);
 

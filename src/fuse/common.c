@@ -1,9 +1,12 @@
-/* What every operation shares: the caller's identity, replies, page-cache stamps. */
+/* What every operation shares: the caller's identity, replies, page-cache stamps, open handles. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
+#include "common/log.h"
 #include "fuse/lmount.h"
 
 struct lmount *lm_of(fuse_req_t req)
@@ -106,8 +109,57 @@ void lm_stamps_fini(struct lmount *m)
 	u64map_each(&m->stamps, free_stamp, NULL);
 	u64map_destroy(&m->stamps);
 	u64map_destroy(&m->posix_locked); /* its values are markers, not memory */
+	u64map_destroy(&m->open_handles); /* and counts */
+	pthread_cond_destroy(&m->handles_done);
 	pthread_cond_destroy(&m->unlocks_done);
 	pthread_mutex_destroy(&m->stamp_lock);
+}
+
+void lm_handle_opened(struct lmount *m, uint64_t ino)
+{
+	uintptr_t n;
+
+	pthread_mutex_lock(&m->stamp_lock);
+	n = (uintptr_t)u64map_get(&m->open_handles, ino);
+	if (u64map_put(&m->open_handles, ino, (void *)(n + 1)) < 0)
+		log_warn("inode %llu: no memory to count its handles", (unsigned long long)ino);
+	pthread_mutex_unlock(&m->stamp_lock);
+}
+
+void lm_handle_released(struct lmount *m, uint64_t ino)
+{
+	uintptr_t n;
+
+	pthread_mutex_lock(&m->stamp_lock);
+	n = (uintptr_t)u64map_get(&m->open_handles, ino);
+	if (n > 1) {
+		u64map_put(&m->open_handles, ino, (void *)(n - 1)); /* replaces: needs no memory */
+	} else {
+		u64map_del(&m->open_handles, ino);
+		pthread_cond_broadcast(&m->handles_done);
+	}
+	pthread_mutex_unlock(&m->stamp_lock);
+}
+
+bool lm_handles_wait(struct lmount *m, uint64_t ino, unsigned ms)
+{
+	struct timespec until;
+	bool none;
+	int rc = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&m->stamp_lock);
+	while (u64map_get(&m->open_handles, ino) && rc != ETIMEDOUT)
+		rc = pthread_cond_timedwait(&m->handles_done, &m->stamp_lock, &until);
+	none = u64map_get(&m->open_handles, ino) == NULL;
+	pthread_mutex_unlock(&m->stamp_lock);
+	return none;
 }
 
 bool lm_stamp_matches(struct lmount *m, uint64_t ino, const struct stat *st)

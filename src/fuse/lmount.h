@@ -81,6 +81,11 @@ struct lmount {
 	 * lock still held waits for them and asks again, as it would find it free on a local disk. */
 	unsigned unlocks_running;
 	pthread_cond_t unlocks_done;
+	/* Handles this mount holds open, per inode (under stamp_lock; the count is the value). The
+	 * kernel sends a release after close(2) has returned, so a layout change right after a
+	 * close here can find the handle still open at the MDS; it waits for these instead. */
+	struct u64map open_handles;
+	pthread_cond_t handles_done;
 	struct lm_statahead sa;
 };
 
@@ -117,6 +122,11 @@ static inline void lm_reply_err(fuse_req_t req, int rc)
 /* Page-cache stamps: does st match what the pages hold; they hold st now. lm_stamps_fini frees
  * them, and the lock bookkeeping, once the session has ended. */
 void lm_stamps_fini(struct lmount *m);
+/* This mount's open handles of ino: one more, one fewer, and waiting (up to ms) until none
+ * is left (true then). */
+void lm_handle_opened(struct lmount *m, uint64_t ino);
+void lm_handle_released(struct lmount *m, uint64_t ino);
+bool lm_handles_wait(struct lmount *m, uint64_t ino, unsigned ms);
 bool lm_stamp_matches(struct lmount *m, uint64_t ino, const struct stat *st);
 void lm_stamp_set(struct lmount *m, uint64_t ino, const struct stat *st);
 /* The kernel was told st; does it hold st? */

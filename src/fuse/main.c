@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -291,9 +292,18 @@ int main(int argc, char **argv)
 	}
 	pthread_mutex_init(&m.stamp_lock, NULL);
 	pthread_cond_init(&m.unlocks_done, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* lm_handles_wait's deadline */
+		pthread_cond_init(&m.handles_done, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	lm_sa_init(&m);
 	u64map_init(&m.stamps);
 	u64map_init(&m.posix_locked);
+	u64map_init(&m.open_handles);
 
 	/* What /proc/mounts and df show: the source as given, type fuse.loom. */
 	snprintf(fsopt, sizeof(fsopt), "-ofsname=%s,subtype=loom", m.opts.spec);

@@ -67,8 +67,11 @@ static void open_reply(fuse_req_t req, struct fuse_file_info *fi, loom_file *f, 
 		fuse_lowlevel_notify_inval_inode(m->se, st->st_ino, -1, 0);
 	if (fi->flags & O_DIRECT || (fi->flags & O_ACCMODE) == O_WRONLY)
 		fi->direct_io = 1;
-	if ((e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi)) != 0)
+	lm_handle_opened(m, st->st_ino);
+	if ((e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi)) != 0) {
 		loom_close(f); /* the opener was interrupted and will never release it */
+		lm_handle_released(m, st->st_ino);
+	}
 }
 
 static void lm_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -186,6 +189,7 @@ static void lm_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	if (fi->flock_release)
 		lm_locks_on_close(req, ino, fi);
 	rc = loom_close(f);
+	lm_handle_released(lm_of(req), ino);
 	if (writer)
 		lm_sa_changed(lm_of(req));
 	lm_unlock_end(lm_of(req));

@@ -8,6 +8,9 @@
 
 #include "fuse/lmount.h"
 
+/* How long a layout change waits for this mount's handles of the file to be released. */
+#define RELEASE_WAIT_MS 2000
+
 static bool is_lov(const char *name)
 {
 	return !strcmp(name, LM_LOV_XATTR) || !strcmp(name, LM_LOV_XATTR_LUSTRE);
@@ -76,6 +79,13 @@ static void lm_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 		int rc = loom_layout_from_xattr(value, size, &l);
 
 		if (rc == 0)
+			rc = lm_changed(m, loom_ll_setlayout(m->fs, &cr, ino, l));
+		/* The MDS lays out no file that is open (its data may not show in its size yet). If
+		 * the handle is this mount's, it may be one whose close(2) has returned while the
+		 * kernel's release is on its way (`touch f; setfattr -n loom.lov ... f`): once it
+		 * lands, the file is closed as its user believes. A handle a process still holds
+		 * keeps it busy. */
+		if (rc == -EBUSY && lm_handles_wait(m, ino, RELEASE_WAIT_MS))
 			rc = lm_changed(m, loom_ll_setlayout(m->fs, &cr, ino, l));
 		loom_layout_free(l);
 		lm_reply_err(req, rc);

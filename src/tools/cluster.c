@@ -44,12 +44,6 @@ struct cluster {
 	char key[PATH_MAX + 16]; /* DIR/fs.key */
 };
 
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-	nanosleep(&ts, NULL);
-}
-
 /* ---- finding the daemons ---- */
 
 static bool executable(const char *path)
