@@ -200,13 +200,16 @@ int loom_getlayout(loom_fs *fs, const char *path, struct loom_layout **out);
  * fields left 0 / -1 / "" inherit). On a path that does not exist, creates an empty file with that
  * layout (as `lfs setstripe FILE`). On an existing empty file, lays it out again.
  * Errors: -EEXIST (a file that holds data: its layout is fixed), -EINVAL (stripe size not a
- *         multiple of 64 KiB, stripe count or offset out of range, no such OST).
+ *         multiple of 64 KiB, stripe count or offset out of range, no such OST), -EBUSY (the
+ *         file is open somewhere; one closed on a mount a moment ago, whose release is on its
+ *         way, is waited for, about 1.5 s at most).
  */
 int loom_setlayout(loom_fs *fs, const char *path, const struct loom_layout *layout);
 /* Migration: path takes the objects of tmp_path, a whole copy of it (written, flushed and closed)
  * with the layout wanted and the same Data-on-MDT size, and tmp_path the old objects; unlink
  * tmp_path afterwards. expect is path's stat from before the copy began. -EAGAIN when path changed
- * since, -EBUSY while it is open for writing anywhere, -EINVAL when tmp_path is not a whole copy.
+ * since, -EBUSY while it is open for writing anywhere (after about 1.5 s of waiting for a close
+ * on a mount to land), -EINVAL when tmp_path is not a whole copy.
  * Readers that have path open keep reading the old objects, which stay until they close. */
 int loom_swap_layouts(loom_fs *fs, const char *path, const char *tmp_path, const struct stat *expect);
 /* Removes a directory's own default layout. Errors: -ENODATA (it had none), -EPERM (the root). */

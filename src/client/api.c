@@ -456,6 +456,15 @@ int loom_getlayout(loom_fs *fs, const char *path, struct loom_layout **out)
 	return rc ? rc : mdc_getlayout(fs, &cr, attr.ino, out);
 }
 
+/*
+ * -EBUSY from the MDS means the file is open somewhere. It may have been closed on a mount a
+ * moment ago: FUSE sends the release after close(2) has returned. A short wait (about 1.5 s in
+ * all) lets that land, so that `cp f /mnt/loom/x; loom migrate /mnt/loom/x` works; a file a
+ * process really holds open stays -EBUSY.
+ */
+#define BUSY_FIRST_PAUSE_MS 25
+#define BUSY_LAST_PAUSE_MS  800
+
 int loom_swap_layouts(loom_fs *fs, const char *path, const char *tmp_path, const struct stat *expect)
 {
 	struct lw_attr a, b;
@@ -466,10 +475,15 @@ int loom_swap_layouts(loom_fs *fs, const char *path, const char *tmp_path, const
 	rc = path_resolve(fs, &cr, path, false, &a);
 	if (rc == 0)
 		rc = path_resolve(fs, &cr, tmp_path, false, &b);
-	if (rc)
-		return rc;
-	return mdc_swap_layouts(fs, &cr, a.ino, b.ino, (uint64_t)expect->st_size, expect->st_mtim.tv_sec,
-				(uint32_t)expect->st_mtim.tv_nsec);
+	for (long pause_ms = BUSY_FIRST_PAUSE_MS; rc == 0; pause_ms *= 2) {
+		rc = mdc_swap_layouts(fs, &cr, a.ino, b.ino, (uint64_t)expect->st_size,
+				      expect->st_mtim.tv_sec, (uint32_t)expect->st_mtim.tv_nsec);
+		if (rc != -EBUSY || pause_ms > BUSY_LAST_PAUSE_MS)
+			break;
+		sleep_ms(pause_ms);
+		rc = 0;
+	}
+	return rc;
 }
 
 int loom_setlayout(loom_fs *fs, const char *path, const struct loom_layout *layout)
@@ -494,10 +508,15 @@ int loom_setlayout(loom_fs *fs, const char *path, const struct loom_layout *layo
 		return mdc_create(fs, &e.cr, e.parent, e.name, e.len, S_IFREG | (0666 & ~fs->umask), 0, LW_CR_EXCL, 0, layout,
 				  &crep, NULL);
 	}
-	if (rc)
-		return rc;
-	rc = mdc_setlayout(fs, &cr, attr.ino, 0, layout, &res);
-	free(res);
+	for (long pause_ms = BUSY_FIRST_PAUSE_MS; rc == 0; pause_ms *= 2) {
+		rc = mdc_setlayout(fs, &cr, attr.ino, 0, layout, &res);
+		free(res);
+		res = NULL;
+		if (rc != -EBUSY || pause_ms > BUSY_LAST_PAUSE_MS)
+			break;
+		sleep_ms(pause_ms);
+		rc = 0;
+	}
 	return rc;
 }
 

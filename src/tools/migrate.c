@@ -80,23 +80,6 @@ static int copy_into(struct migrator *mg, const char *path, const char *tmp, uin
 	return rc;
 }
 
-/*
- * The swap, given a moment when the file is busy: a writer that closed it through a mount just
- * now still holds its handle at the MDS until the kernel's release (sent after close(2)
- * returned) arrives. A file that changed meanwhile fails with -EAGAIN and is copied again.
- */
-static int swap_when_closed(struct migrator *mg, const char *path, const char *tmp, const struct stat *st)
-{
-	unsigned pause_ms = 25;
-	int rc;
-
-	while ((rc = loom_swap_layouts(mg->fs, path, tmp, st)) == -EBUSY && pause_ms <= 800) {
-		sleep_ms(pause_ms);
-		pause_ms *= 2;
-	}
-	return rc;
-}
-
 static int migrate_file(struct migrator *mg, const char *path, const struct stat *first)
 {
 	struct loom_layout *cur = NULL;
@@ -119,7 +102,7 @@ static int migrate_file(struct migrator *mg, const char *path, const struct stat
 		if (rc == 0)
 			rc = copy_into(mg, path, tmp, (uint64_t)st.st_size);
 		if (rc == 0)
-			rc = swap_when_closed(mg, path, tmp, &st);
+			rc = loom_swap_layouts(mg->fs, path, tmp, &st);
 		loom_unlink(mg->fs, tmp); /* after a swap it holds the old objects, which then go */
 		if (rc != -EAGAIN)
 			break;

@@ -40,6 +40,15 @@ def test_setstripe_of_new_files_on_the_mount(cluster):
     assert {stripe_count(cluster, "/n%d" % i) for i in range(20)} == {2}
 
 
+def test_setstripe_by_file_system_path_right_after_a_close_on_the_mount(cluster):
+    # libloom cannot see the mount's handles: it gives the release a moment to land.
+    mnt = cluster.mount()
+    for i in range(20):
+        open(os.path.join(mnt, "e%d" % i), "w").close()
+        cluster.loom("setstripe", "-c", "2", "/e%d" % i)
+    assert {stripe_count(cluster, "/e%d" % i) for i in range(20)} == {2}
+
+
 def test_file_held_open_on_the_mount_stays_busy(cluster):
     mnt = cluster.mount()
     path = os.path.join(mnt, "held")
@@ -49,7 +58,11 @@ def test_file_held_open_on_the_mount_stays_busy(cluster):
         with pytest.raises(OSError) as e:
             os.setxattr(path, "loom.lov", lov)
         assert e.value.errno == errno.EBUSY
+        p = cluster.loom("setstripe", "-c", "2", "/held", check=False)
+        assert p.returncode != 0 and "busy" in p.stderr, p.stderr
     os.setxattr(path, "loom.lov", lov)                # closed now: laid out again
+    cluster.loom("setstripe", "-c", "2", "/held")
+    assert stripe_count(cluster, "/held") == 2
 
 
 def test_migrate_right_after_writing_through_the_mount(cluster):
