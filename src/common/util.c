@@ -260,3 +260,27 @@ void sleep_ms(long ms)
 
 	nanosleep(&ts, NULL);
 }
+
+void cond_init_monotonic(pthread_cond_t *cond)
+{
+	pthread_condattr_t ca;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(cond, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
+struct timespec deadline_after_ms(long ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return ts;
+}

@@ -2,6 +2,7 @@
 #ifndef LOOM_COMMON_UTIL_H
 #define LOOM_COMMON_UTIL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -24,6 +25,10 @@ int size_parse(const char *s, uint64_t *out);
 const char *size_human(uint64_t bytes, char *buf, size_t cap);
 
 uint64_t clock_mono_ns(void);
+/* A condition variable whose timed waits run by CLOCK_MONOTONIC (clock changes do not move
+ * them), and the deadline for such a wait ms from now. */
+void cond_init_monotonic(pthread_cond_t *cond);
+struct timespec deadline_after_ms(long ms);
 struct timespec clock_real(void);
 
 /* write(2)/read(2) until everything moved; 0 or -errno (-EPIPE-like short reads give -EIO). */

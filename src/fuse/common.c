@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "fuse/lmount.h"
 
 struct lmount *lm_of(fuse_req_t req)
@@ -143,17 +143,10 @@ void lm_handle_released(struct lmount *m, uint64_t ino)
 
 bool lm_handles_wait(struct lmount *m, uint64_t ino, unsigned ms)
 {
-	struct timespec until;
+	struct timespec until = deadline_after_ms(ms);
 	bool none;
 	int rc = 0;
 
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += ms / 1000;
-	until.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
 	pthread_mutex_lock(&m->stamp_lock);
 	while (u64map_get(&m->open_handles, ino) && rc != ETIMEDOUT)
 		rc = pthread_cond_timedwait(&m->handles_done, &m->stamp_lock, &until);

@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "fuse/lmount.h"
 
 #define LM_OPT(t, p) { t, offsetof(struct lmount_opts, p), 1 }
@@ -292,14 +292,7 @@ int main(int argc, char **argv)
 	}
 	pthread_mutex_init(&m.stamp_lock, NULL);
 	pthread_cond_init(&m.unlocks_done, NULL);
-	{
-		pthread_condattr_t ca;
-
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* lm_handles_wait's deadline */
-		pthread_cond_init(&m.handles_done, &ca);
-		pthread_condattr_destroy(&ca);
-	}
+	cond_init_monotonic(&m.handles_done);
 	lm_sa_init(&m);
 	u64map_init(&m.stamps);
 	u64map_init(&m.posix_locked);

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "fuse/lmount.h"
 
 #define STREAK      16        /* lookups in a row in one directory before it is fetched whole */
@@ -38,14 +39,6 @@ struct sa_dir {
 	uint64_t next_cookie; /* while fetching: where the listing resumes */
 	bool failed;        /* while fetching: too big, or out of memory */
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void dir_free(struct sa_dir *d)
 {
@@ -105,7 +98,7 @@ static struct sa_dir *fetch(struct lmount *m, const struct loom_cred *cr, uint64
 		return NULL;
 	d->ino = dir;
 	d->gen = gen;
-	d->fetched_ns = mono_ns();
+	d->fetched_ns = clock_mono_ns();
 	while (!eof) {
 		int rc;
 
@@ -148,7 +141,7 @@ bool lm_sa_lookup(struct lmount *m, const struct loom_cred *cr, uint64_t parent,
 		  struct stat *st, int *rc)
 {
 	struct lm_statahead *sa = &m->sa;
-	uint64_t gen = atomic_load(&sa->gen), now = mono_ns();
+	uint64_t gen = atomic_load(&sa->gen), now = clock_mono_ns();
 	struct sa_dir *d, *old = NULL;
 	bool build = false;
 
@@ -188,7 +181,7 @@ bool lm_sa_lookup(struct lmount *m, const struct loom_cred *cr, uint64_t parent,
 		sa->dir = d;
 		sa->fetches++;
 	}
-	if (d && fresh(m, d, atomic_load(&sa->gen), mono_ns())) {
+	if (d && fresh(m, d, atomic_load(&sa->gen), clock_mono_ns())) {
 		*rc = answer(d, name, st);
 		pthread_mutex_unlock(&sa->lock);
 		dir_free(old);

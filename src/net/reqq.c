@@ -3,15 +3,12 @@
 #include <errno.h>
 #include <time.h>
 
+#include "common/util.h"
+
 void reqq_init(struct reqq *q)
 {
-	pthread_condattr_t ca;
-
 	pthread_mutex_init(&q->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&q->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	cond_init_monotonic(&q->cond);
 	q->head = q->tail = NULL;
 	q->len = 0;
 	q->closed = false;
@@ -43,15 +40,8 @@ struct srv_req *reqq_pop_batch(struct reqq *q, uint32_t max, int timeout_ms, uin
 	struct timespec deadline;
 	uint32_t count = 0;
 
-	if (timeout_ms >= 0) {
-		clock_gettime(CLOCK_MONOTONIC, &deadline);
-		deadline.tv_sec += timeout_ms / 1000;
-		deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-		if (deadline.tv_nsec >= 1000000000L) {
-			deadline.tv_sec++;
-			deadline.tv_nsec -= 1000000000L;
-		}
-	}
+	if (timeout_ms >= 0)
+		deadline = deadline_after_ms(timeout_ms);
 	pthread_mutex_lock(&q->lock);
 	while (!q->head && !q->closed) {
 		if (timeout_ms < 0) {

@@ -32,13 +32,8 @@ struct scrub_run {
 
 void scrub_init(struct ost *o)
 {
-	pthread_condattr_t ca;
-
 	pthread_mutex_init(&o->scrub.lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&o->scrub.cond, &ca);
-	pthread_condattr_destroy(&ca);
+	cond_init_monotonic(&o->scrub.cond);
 }
 
 void scrub_fini(struct ost *o)
