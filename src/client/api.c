@@ -465,24 +465,33 @@ int loom_getlayout(loom_fs *fs, const char *path, struct loom_layout **out)
 #define BUSY_FIRST_PAUSE_MS 25
 #define BUSY_LAST_PAUSE_MS  800
 
+/* After an answer rc: true (having slept) if it was -EBUSY and it is worth asking again. */
+static bool wait_out_busy(int rc, long *pause_ms)
+{
+	if (rc != -EBUSY || *pause_ms > BUSY_LAST_PAUSE_MS)
+		return false;
+	sleep_ms(*pause_ms);
+	*pause_ms *= 2;
+	return true;
+}
+
 int loom_swap_layouts(loom_fs *fs, const char *path, const char *tmp_path, const struct stat *expect)
 {
 	struct lw_attr a, b;
 	struct loom_cred cr;
+	long pause_ms = BUSY_FIRST_PAUSE_MS;
 	int rc;
 
 	fs_cred(fs, &cr);
 	rc = path_resolve(fs, &cr, path, false, &a);
 	if (rc == 0)
 		rc = path_resolve(fs, &cr, tmp_path, false, &b);
-	for (long pause_ms = BUSY_FIRST_PAUSE_MS; rc == 0; pause_ms *= 2) {
+	if (rc)
+		return rc;
+	do {
 		rc = mdc_swap_layouts(fs, &cr, a.ino, b.ino, (uint64_t)expect->st_size,
 				      expect->st_mtim.tv_sec, (uint32_t)expect->st_mtim.tv_nsec);
-		if (rc != -EBUSY || pause_ms > BUSY_LAST_PAUSE_MS)
-			break;
-		sleep_ms(pause_ms);
-		rc = 0;
-	}
+	} while (wait_out_busy(rc, &pause_ms));
 	return rc;
 }
 
@@ -491,6 +500,7 @@ int loom_setlayout(loom_fs *fs, const char *path, const struct loom_layout *layo
 	struct loom_layout *res = NULL;
 	struct loom_cred cr;
 	struct lw_attr attr;
+	long pause_ms = BUSY_FIRST_PAUSE_MS;
 	int rc;
 
 	fs_cred(fs, &cr);
@@ -508,15 +518,13 @@ int loom_setlayout(loom_fs *fs, const char *path, const struct loom_layout *layo
 		return mdc_create(fs, &e.cr, e.parent, e.name, e.len, S_IFREG | (0666 & ~fs->umask), 0, LW_CR_EXCL, 0, layout,
 				  &crep, NULL);
 	}
-	for (long pause_ms = BUSY_FIRST_PAUSE_MS; rc == 0; pause_ms *= 2) {
+	if (rc)
+		return rc;
+	do {
 		rc = mdc_setlayout(fs, &cr, attr.ino, 0, layout, &res);
 		free(res);
 		res = NULL;
-		if (rc != -EBUSY || pause_ms > BUSY_LAST_PAUSE_MS)
-			break;
-		sleep_ms(pause_ms);
-		rc = 0;
-	}
+	} while (wait_out_busy(rc, &pause_ms));
 	return rc;
 }
 
