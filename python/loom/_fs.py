@@ -1,7 +1,6 @@
 """loom.FileSystem: a connection to one Loom file system, and what it can do without a mount."""
 
 import ctypes
-import fnmatch
 import os
 import stat as stat_mod
 import threading
@@ -11,6 +10,7 @@ from dataclasses import dataclass, field
 from . import _lib
 from ._file import File, _error
 from ._lib import lib
+from ._storage import glob_walk
 
 MOUNT_TYPE = "fuse.loom"
 
@@ -62,20 +62,6 @@ def mount_of(path):
             if best is None or len(mnt) > len(best[0]):
                 best = (mnt, src)
     return best
-
-
-def glob_walk(walk, root, pattern, recursive):
-    """glob over a walk that yields as os.walk does (os.walk, FileSystem.walk): the files, not
-    the directories nor symlinks to them."""
-    found = []
-    for dirpath, _, files in walk(root):
-        for name in files:
-            p = os.path.join(dirpath, name)
-            if fnmatch.fnmatchcase(os.path.relpath(p, root) if recursive else name, pattern):
-                found.append(p)
-        if not recursive:
-            break
-    return sorted(found)
 
 
 def _mds_of_source(source):

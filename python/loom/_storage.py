@@ -3,7 +3,22 @@ through libloom. Both read whole files and byte ranges, and keep the files they 
 open, one set per process (a DataLoader worker opens its own)."""
 
 import builtins
+import fnmatch
 import os
+
+
+def glob_walk(walk, root, pattern, recursive):
+    """glob over a walk that yields as os.walk does (os.walk, FileSystem.walk): the files, not
+    the directories nor symlinks to them."""
+    found = []
+    for dirpath, _, files in walk(root):
+        for name in files:
+            p = os.path.join(dirpath, name)
+            if fnmatch.fnmatchcase(os.path.relpath(p, root) if recursive else name, pattern):
+                found.append(p)
+        if not recursive:
+            break
+    return sorted(found)
 
 
 def _raise(err):
@@ -54,7 +69,6 @@ class LocalStorage:
         return os.stat(path).st_size
 
     def glob(self, root, pattern="*", recursive=False):
-        from ._fs import glob_walk
         return glob_walk(lambda top: os.walk(top, onerror=_raise), root, pattern, recursive)
 
     def makedirs(self, path):
