@@ -29,12 +29,13 @@ asan-unit: $(ASAN_BUILD)/build.ninja
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 meson test -C $(ASAN_BUILD) --print-errorlogs
 
 # The integration tests against sanitized servers (less the slowest cases, which exercise
-# nothing the others do not, and the POSIX cases' local-folder side, which proves the tests, not
-# Loom: both run in the plain pass), to keep CI well within its time. The Python package's cases
-# (pylib) load libloom into Python, which a sanitized libloom cannot be loaded into: plain only.
+# nothing the others do not, and the local-folder sides of the POSIX and coherence cases, which
+# prove the tests, not Loom: both run in the plain pass), to keep CI well within its time. The
+# Python package's cases (pylib) load libloom into Python, which a sanitized libloom cannot be
+# loaded into: plain only.
 asan: asan-unit
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 LOOM_BUILD=$(abspath $(ASAN_BUILD)) \
-		LOOM_POSIX_SIDES=loom $(PYTHON) -m pytest -q --durations=15 -m "not slow and not pylib" tests/integration
+		LOOM_POSIX_SIDES=loom LOOM_COHERENCE_SIDES=mounts,procs $(PYTHON) -m pytest -q --durations=15 -m "not slow and not pylib" tests/integration
 
 # The benchmark suite (docs/performance.md); e.g. `make bench BENCH_ARGS=--quick`.
 bench:

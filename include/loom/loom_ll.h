@@ -17,10 +17,28 @@
 extern "C" {
 #endif
 
+/*
+ * Attributes as a front end needs them: struct stat, and the versions that tell it whether what
+ * it cached of an inode is still the inode's. Another client may have changed it since, and
+ * times cannot tell (utimes sets them back, as cp -p, rsync -t and tar -x do).
+ */
+struct loom_ll_attr {
+	struct stat st;
+	uint64_t data_version; /* regular files: advanced by exactly one by every change of the bytes
+	                        * or the size (a report of writes, a truncation, O_TRUNC, a
+	                        * migration); never set back */
+	uint64_t name_version; /* advanced by exactly one whenever a name of the inode comes or goes
+	                        * (link, unlink, rename of it or over it) */
+	uint64_t dir_moves;    /* opens only (0 from the other calls): the MDS's count of directory
+	                        * renames, which starts anywhere when an MDS starts. While it stays
+	                        * the same, no path a front end resolved through names it cached has
+	                        * moved under it */
+};
+
 /* Errors: -ENOENT, -ENOTDIR, -EACCES (no search permission on parent). */
 int loom_ll_lookup(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
-		   struct stat *st);
-int loom_ll_getattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, struct stat *st);
+		   struct loom_ll_attr *a);
+int loom_ll_getattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, struct loom_ll_attr *a);
 
 #define LOOM_SET_MODE      0x001u
 #define LOOM_SET_UID       0x002u
@@ -50,23 +68,23 @@ struct loom_setattr {
  * Errors: -EPERM, -EACCES, -EISDIR (size of a directory), -EFBIG, -EINVAL.
  */
 int loom_ll_setattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino,
-		    const struct loom_setattr *sa, loom_file *f, struct stat *st);
+		    const struct loom_setattr *sa, loom_file *f, struct loom_ll_attr *a);
 
 /* Regular files, fifos, sockets, devices (by S_IFMT of mode). mode is used as given: the caller
  * applies any umask. Errors: -EEXIST, -ENOSPC (no OST for a regular file's stripes). */
 int loom_ll_mknod(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
-		  mode_t mode, dev_t rdev, struct stat *st);
+		  mode_t mode, dev_t rdev, struct loom_ll_attr *a);
 int loom_ll_mkdir(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
-		  mode_t mode, struct stat *st);
+		  mode_t mode, struct loom_ll_attr *a);
 int loom_ll_unlink(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name);
 int loom_ll_rmdir(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name);
 /* flags: LOOM_RENAME_NOREPLACE, LOOM_RENAME_EXCHANGE. */
 int loom_ll_rename(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
 		   uint64_t newparent, const char *newname, unsigned int flags);
 int loom_ll_link(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t newparent,
-		 const char *newname, struct stat *st);
+		 const char *newname, struct loom_ll_attr *a);
 int loom_ll_symlink(loom_fs *fs, const struct loom_cred *cr, const char *target, uint64_t parent,
-		    const char *name, struct stat *st);
+		    const char *name, struct loom_ll_attr *a);
 /* As loom_readlink. */
 int loom_ll_readlink(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, char *buf, size_t cap,
 		     size_t *len);
@@ -74,15 +92,25 @@ int loom_ll_readlink(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, char
 /* access(2): mask of R_OK, W_OK, X_OK (F_OK = 0), checked by the MDS. Errors: -EACCES. */
 int loom_ll_access(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, int mask);
 
-/* Opens an inode (the MDS checks the access mode). *st holds the attributes as of the open, from
- * the MDS, so a front end can tell whether cached data is still valid. Reads and writes then use
- * loom_pread/loom_pwrite/loom_fsync/loom_close. The file acts with the identity given here. */
-int loom_ll_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, int flags, loom_file **out,
-		 struct stat *st);
+/* What a front end that reached an inode through names it cached expects still to hold when it
+ * opens it (0: no expectation). Versions are never 0. */
+struct loom_ll_expect {
+	uint64_t name_version; /* no name of it came or went since */
+	uint64_t dir_moves;    /* no directory moved since */
+};
+
+/* Opens an inode (the MDS checks the access mode). *a holds the attributes as of the open, from
+ * the MDS (with dir_moves), so a front end can tell whether what it cached is still valid. Reads
+ * and writes then use loom_pread/loom_pwrite/loom_fsync/loom_close. The file acts with the
+ * identity given here. With expect (may be NULL), nothing at all is done when an expectation
+ * fails (no O_TRUNC): -ESTALE, with *a as the inode is now (and dir_moves). -ESTALE with
+ * a->st.st_ino 0: the inode is gone. */
+int loom_ll_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, int flags,
+		 const struct loom_ll_expect *expect, loom_file **out, struct loom_ll_attr *a);
 /* Creates (or with !(flags & O_EXCL) opens an existing) regular file and opens it. mode as given.
  * Errors: -EEXIST (O_EXCL), -EISDIR. */
 int loom_ll_create(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
-		   mode_t mode, int flags, loom_file **out, struct stat *st);
+		   mode_t mode, int flags, loom_file **out, struct loom_ll_attr *a);
 /* Reports the size and mtime of what f wrote to the MDS, without closing: after it returns,
  * every later open anywhere sees the data (close-to-open). A no-op when nothing was written. */
 int loom_flush(loom_file *f);
@@ -96,6 +124,13 @@ int loom_file_flags(const loom_file *f);
 /* The file's attributes as this handle last heard them from the MDS (at open, fstat, flush or
  * fsync), with its own writes counted. No request is sent. */
 void loom_file_attr(loom_file *f, struct stat *st);
+void loom_file_ll_attr(loom_file *f, struct loom_ll_attr *a);
+/* After loom_flush or loom_fsync: the data version the MDS gave when that report carried writes
+ * (the version before it was one less: a cache that was valid then, and holds these writes, is
+ * valid now), else 0. */
+uint64_t loom_file_reported_version(loom_file *f);
+/* f holds writes that no report has carried yet (its close will report them). */
+bool loom_file_unreported(loom_file *f);
 /* The same when those attributes are at most max_age_ns old (0); -EAGAIN when older. For a mount
  * that may answer a getattr through an open file from them within its attribute timeout. */
 int loom_file_attr_recent(loom_file *f, uint64_t max_age_ns, struct stat *st);
@@ -113,8 +148,8 @@ uint64_t loom_file_tag(const loom_file *f);
  * stop (its buffer is full), and that entry counts as not delivered. *eof tells whether the end
  * was reached. Errors: -ENOTDIR, -EACCES.
  */
-typedef int (*loom_ll_dirent_fn)(void *arg, const struct loom_dirent *ent, const struct stat *st,
-				 uint64_t next_cookie);
+typedef int (*loom_ll_dirent_fn)(void *arg, const struct loom_dirent *ent,
+				 const struct loom_ll_attr *a, uint64_t next_cookie);
 int loom_ll_readdir(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t cookie,
 		    bool plus, size_t max_bytes, loom_ll_dirent_fn fn, void *arg, bool *eof);
 

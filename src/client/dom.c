@@ -6,9 +6,11 @@
  *  - an open fills it from the MDS_OPEN reply, which carries the bytes: reading a small file then
  *    costs no request beyond the open;
  *  - writes go into it and are sent with the next size report (flush at close(2), fsync, the
- *    release of a lock), in the same MDS transaction as the size: no request of their own. They
- *    stay dirty until a report that carried them succeeded with no write in between, so a failed
- *    report loses nothing (the next one sends them again);
+ *    release of a lock), in the same MDS transaction as the size: no request of their own.
+ *    Exactly the bytes written are sent, as a list of extents, never the bytes between them:
+ *    another client may be writing those (two nodes filling disjoint slots of one small file).
+ *    They stay dirty until a report that carried them succeeded with no write in between, so a
+ *    failed report loses nothing (the next one sends them again);
  *  - a truncation cuts it; a lock granted drops what is not dirty, so the lock holder reads what
  *    the previous holder wrote (MDS_DOM_READ fetches it again).
  * Close-to-open holds: an open refreshes the bytes that are not dirty here.
@@ -18,17 +20,23 @@
 #include <string.h>
 
 #include "client/internal.h"
+#include "proto/wire.h"
+
+/* Bytes [lo, hi) written here and not known to have reached the MDS. */
+struct dom_extent {
+	uint32_t lo, hi;
+};
 
 struct dom_cache {
 	pthread_mutex_t lock;
 	unsigned refs;         /* handles sharing it; under fs->files_lock */
 	uint32_t cap;          /* the layout's dom_size */
-	bool valid;            /* the bytes outside the dirty range are known */
+	bool valid;            /* the bytes outside the dirty extents are known */
 	uint32_t len;          /* bytes [0, len) are data; past len, zeros (up to the file's size) */
-	uint32_t dirty_lo;     /* [dirty_lo, dirty_hi) written here and not known to have reached */
-	uint32_t dirty_hi;     /* the MDS; empty when equal */
-	uint64_t wgen;         /* bumped by every write and cut: a report clears the dirty range only
-	                        * if nothing changed it while the report was on its way */
+	struct dom_extent *dirty; /* ascending, disjoint, none touching another */
+	uint32_t ndirty, dirty_cap;
+	uint64_t wgen;         /* bumped by every write and cut: a report clears the extents it sent
+	                        * only if nothing changed them while the report was on its way */
 	uint32_t alloc;        /* bytes of data allocated: >= len, and cap once written to */
 	uint8_t *data;
 };
@@ -55,6 +63,7 @@ int dom_new(uint32_t cap, void *data, uint32_t len, bool known, struct dom_cache
 static void dom_free(struct dom_cache *c)
 {
 	pthread_mutex_destroy(&c->lock);
+	free(c->dirty);
 	free(c->data);
 	free(c);
 }
@@ -79,11 +88,9 @@ static int dom_grow(struct dom_cache *c)
  * ownership of data. */
 static int dom_refresh(struct dom_cache *c, uint8_t *data, uint32_t len)
 {
-	uint32_t lo = c->dirty_lo, hi = c->dirty_hi;
-
 	if (len > c->cap)
 		len = c->cap;
-	if (lo < hi) {
+	if (c->ndirty) {
 		/* Our unsent writes win over what the MDS has. */
 		uint8_t *p = realloc(data, c->cap);
 		if (!p) {
@@ -91,10 +98,11 @@ static int dom_refresh(struct dom_cache *c, uint8_t *data, uint32_t len)
 			return -ENOMEM;
 		}
 		memset(p + len, 0, c->cap - len);
-		memcpy(p + lo, c->data + lo, hi - lo);
+		for (uint32_t i = 0; i < c->ndirty; i++)
+			memcpy(p + c->dirty[i].lo, c->data + c->dirty[i].lo, c->dirty[i].hi - c->dirty[i].lo);
 		data = p;
-		if (hi > len)
-			len = hi;
+		if (c->dirty[c->ndirty - 1].hi > len)
+			len = c->dirty[c->ndirty - 1].hi;
 		c->alloc = c->cap;
 	} else {
 		c->alloc = len;
@@ -113,7 +121,7 @@ void dom_share(struct dom_cache *shared, struct dom_cache *mine)
 	if (mine->valid) {
 		uint8_t *data = mine->data;
 		mine->data = NULL;
-		if (dom_refresh(shared, data, mine->len) != 0 && shared->dirty_lo == shared->dirty_hi)
+		if (dom_refresh(shared, data, mine->len) != 0 && shared->ndirty == 0)
 			shared->valid = false; /* out of memory: fetched again when read */
 	}
 	pthread_mutex_unlock(&shared->lock);
@@ -154,16 +162,41 @@ static int dom_fetch(loom_file *f)
 	return rc;
 }
 
-/* Under c->lock: [lo, hi) is dirty too (one range covers both: what lies between is known). */
-static void dirty_add(struct dom_cache *c, uint32_t lo, uint32_t hi)
+/* Under c->lock: [lo, hi) is dirty too, merged with the extents it overlaps or touches (all of
+ * them written here). */
+static int dirty_add(struct dom_cache *c, uint32_t lo, uint32_t hi)
 {
-	if (c->dirty_lo == c->dirty_hi) {
-		c->dirty_lo = lo;
-		c->dirty_hi = hi;
-	} else {
-		c->dirty_lo = lo < c->dirty_lo ? lo : c->dirty_lo;
-		c->dirty_hi = hi > c->dirty_hi ? hi : c->dirty_hi;
+	uint32_t first = 0, last;
+
+	while (first < c->ndirty && c->dirty[first].hi < lo)
+		first++;
+	last = first;
+	while (last < c->ndirty && c->dirty[last].lo <= hi)
+		last++;
+	/* [first, last) touch [lo, hi): they become one extent. */
+	if (first < last) {
+		if (c->dirty[first].lo < lo)
+			lo = c->dirty[first].lo;
+		if (c->dirty[last - 1].hi > hi)
+			hi = c->dirty[last - 1].hi;
+		c->dirty[first] = (struct dom_extent){ lo, hi };
+		memmove(c->dirty + first + 1, c->dirty + last, (c->ndirty - last) * sizeof(*c->dirty));
+		c->ndirty -= last - first - 1;
+		return 0;
 	}
+	if (c->ndirty == c->dirty_cap) {
+		uint32_t cap = c->dirty_cap ? c->dirty_cap * 2 : 8;
+		struct dom_extent *p = realloc(c->dirty, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		c->dirty = p;
+		c->dirty_cap = cap;
+	}
+	memmove(c->dirty + first + 1, c->dirty + first, (c->ndirty - first) * sizeof(*c->dirty));
+	c->dirty[first] = (struct dom_extent){ lo, hi };
+	c->ndirty++;
+	return 0;
 }
 
 int dom_read(loom_file *f, void *buf, size_t len, uint64_t off)
@@ -190,21 +223,14 @@ int dom_write(loom_file *f, const void *buf, size_t len, uint64_t off)
 	uint32_t lo = (uint32_t)off, hi = (uint32_t)(off + len);
 	int rc;
 
-	for (;;) {
-		pthread_mutex_lock(&c->lock);
-		/* Bytes not known here between two dirty ranges would be sent as zeros: learn them
-		 * first. */
-		if (c->valid || c->dirty_lo == c->dirty_hi || (hi >= c->dirty_lo && lo <= c->dirty_hi))
-			break;
-		pthread_mutex_unlock(&c->lock);
-		rc = dom_fetch(f);
-		if (rc)
-			return rc;
-	}
+	if (len == 0)
+		return 0;
+	pthread_mutex_lock(&c->lock);
 	rc = dom_grow(c);
+	if (rc == 0)
+		rc = dirty_add(c, lo, hi);
 	if (rc == 0) {
 		memcpy(c->data + lo, buf, len);
-		dirty_add(c, lo, hi);
 		c->wgen++;
 		if (hi > c->len)
 			c->len = hi;
@@ -213,35 +239,57 @@ int dom_write(loom_file *f, const void *buf, size_t len, uint64_t off)
 	return rc;
 }
 
-int dom_take(struct dom_cache *c, void **data, uint64_t *off, uint32_t *len, uint64_t *gen)
+int dom_take(struct dom_cache *c, size_t budget, struct dom_parts *out)
 {
-	int rc = 0;
+	size_t need = 0;
+	uint32_t n = 0;
+	uint8_t *p;
 
-	*data = NULL;
-	*off = 0;
-	*len = 0;
+	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&c->lock);
-	*gen = c->wgen;
-	if (c->dirty_lo < c->dirty_hi) {
-		*len = c->dirty_hi - c->dirty_lo;
-		*data = malloc(*len);
-		if (*data) {
-			memcpy(*data, c->data + c->dirty_lo, *len);
-			*off = c->dirty_lo;
-		} else {
-			*len = 0;
-			rc = -ENOMEM;
-		}
+	out->gen = c->wgen;
+	/* As many extents as fit in budget, and always the first (one is at most a dom_size). */
+	while (n < c->ndirty) {
+		size_t one = sizeof(struct lw_dom_part) + (c->dirty[n].hi - c->dirty[n].lo);
+
+		if (n > 0 && need + one > budget)
+			break;
+		need += one;
+		n++;
 	}
+	if (n == 0) {
+		pthread_mutex_unlock(&c->lock);
+		return 0;
+	}
+	out->buf = p = malloc(need);
+	if (!p) {
+		pthread_mutex_unlock(&c->lock);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct lw_dom_part part = { .offset = c->dirty[i].lo, .len = c->dirty[i].hi - c->dirty[i].lo };
+
+		memcpy(p, &part, sizeof(part));
+		memcpy(p + sizeof(part), c->data + part.offset, part.len);
+		p += sizeof(part) + part.len;
+	}
+	out->len = (uint32_t)need;
+	out->n = n;
+	out->end = c->dirty[n - 1].hi;
+	out->more = n < c->ndirty;
 	pthread_mutex_unlock(&c->lock);
-	return rc;
+	return 0;
 }
 
-void dom_sent(struct dom_cache *c, uint64_t gen)
+void dom_sent(struct dom_cache *c, const struct dom_parts *sent)
 {
 	pthread_mutex_lock(&c->lock);
-	if (c->wgen == gen)
-		c->dirty_lo = c->dirty_hi = 0;
+	/* The first sent->n extents are the ones taken, unless anything was written or cut since:
+	 * then they are all sent again with the next report (our own bytes: harmless). */
+	if (c->wgen == sent->gen && sent->n <= c->ndirty) {
+		memmove(c->dirty, c->dirty + sent->n, (c->ndirty - sent->n) * sizeof(*c->dirty));
+		c->ndirty -= sent->n;
+	}
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -252,10 +300,11 @@ void dom_truncate(struct dom_cache *c, uint64_t size)
 		memset(c->data + size, 0, c->len - size);
 		c->len = (uint32_t)size;
 	}
-	if (c->dirty_hi > c->len)
-		c->dirty_hi = c->len;
-	if (c->dirty_lo > c->dirty_hi)
-		c->dirty_lo = c->dirty_hi;
+	/* Nothing past the new end is sent. */
+	while (c->ndirty && c->dirty[c->ndirty - 1].lo >= c->len)
+		c->ndirty--;
+	if (c->ndirty && c->dirty[c->ndirty - 1].hi > c->len)
+		c->dirty[c->ndirty - 1].hi = c->len;
 	c->wgen++;
 	pthread_mutex_unlock(&c->lock);
 }
@@ -263,7 +312,7 @@ void dom_truncate(struct dom_cache *c, uint64_t size)
 void dom_forget(struct dom_cache *c)
 {
 	pthread_mutex_lock(&c->lock);
-	if (c->dirty_lo == c->dirty_hi)
+	if (c->ndirty == 0)
 		c->valid = false;
 	pthread_mutex_unlock(&c->lock);
 }

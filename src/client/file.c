@@ -29,6 +29,89 @@ static uint32_t wire_open_flags(int flags)
 	return (uint32_t)(flags & (O_ACCMODE | O_TRUNC | O_APPEND));
 }
 
+/*
+ * Write errors, per inode, as Linux's errseq: every handle of the inode here reports, at its next
+ * flush, fsync or close, the last error of a write through any of them since it last reported
+ * one, and a handle opened after an error nobody has reported yet reports it too. A write that
+ * went behind fails after write(2) returned, and whichever descriptor wrote it (mmapped pages go
+ * through any), each one that could have must hear of it once.
+ */
+struct ino_err {
+	int err;
+	uint64_t seq;  /* errors so far */
+	bool seen;     /* the last one was reported through some handle */
+};
+
+static void errs_record(loom_fs *fs, uint64_t ino, int err)
+{
+	struct ino_err *e;
+
+	pthread_mutex_lock(&fs->errs_lock);
+	e = u64map_get(&fs->errs, ino);
+	if (!e && (e = calloc(1, sizeof(*e))) != NULL && u64map_put(&fs->errs, ino, e) < 0) {
+		free(e);
+		e = NULL;
+	}
+	if (e) {
+		e->err = err;
+		e->seq++;
+		e->seen = false;
+	}
+	pthread_mutex_unlock(&fs->errs_lock);
+}
+
+/* Where a new handle starts: before the last error when nobody has reported it. */
+static uint64_t errs_sample(loom_fs *fs, uint64_t ino)
+{
+	struct ino_err *e;
+	uint64_t seq = 0;
+
+	pthread_mutex_lock(&fs->errs_lock);
+	e = u64map_get(&fs->errs, ino);
+	if (e)
+		seq = e->seen ? e->seq : e->seq - 1;
+	pthread_mutex_unlock(&fs->errs_lock);
+	return seq;
+}
+
+/* The error f has not reported yet (0: none), which it reports now. */
+static int errs_take(loom_file *f)
+{
+	struct ino_err *e;
+	int rc = 0;
+
+	pthread_mutex_lock(&f->fs->errs_lock);
+	e = u64map_get(&f->fs->errs, f->ino);
+	if (e && e->seq != f->err_sample) {
+		rc = e->err;
+		f->err_sample = e->seq;
+		e->seen = true;
+	}
+	pthread_mutex_unlock(&f->fs->errs_lock);
+	return rc;
+}
+
+/* Under files_lock: the inode's last handle here went. */
+static void errs_forget(loom_fs *fs, uint64_t ino)
+{
+	pthread_mutex_lock(&fs->errs_lock);
+	free(u64map_del(&fs->errs, ino));
+	pthread_mutex_unlock(&fs->errs_lock);
+}
+
+static void free_err(uint64_t ino, void *val, void *arg)
+{
+	(void)ino;
+	(void)arg;
+	free(val);
+}
+
+void files_errs_destroy(loom_fs *fs)
+{
+	u64map_each(&fs->errs, free_err, NULL);
+	u64map_destroy(&fs->errs);
+}
+
 void files_add(loom_fs *fs, loom_file *f)
 {
 	pthread_mutex_lock(&fs->files_lock);
@@ -65,10 +148,12 @@ void files_remove(loom_fs *fs, loom_file *f)
 			break;
 		}
 	}
-	if (head)
+	if (head) {
 		u64map_put(&fs->files, f->ino, head);
-	else
+	} else {
 		u64map_del(&fs->files, f->ino);
+		errs_forget(fs, f->ino);
+	}
 	dom_put(f->dom);
 	f->dom = NULL;
 	pthread_mutex_unlock(&fs->files_lock);
@@ -210,6 +295,8 @@ static int file_new(loom_fs *fs, const struct loom_cred *cr, int flags, const st
 	}
 	f->attr = *attr;
 	f->attr_ns = clock_mono_ns();
+	f->fail_off = UINT64_MAX;
+	f->err_sample = errs_sample(fs, f->ino);
 	/* Another handle of this client may hold writes the MDS has not heard of yet. */
 	files_pending_attr(fs, &f->attr);
 	f->size = f->attr.size;
@@ -242,7 +329,7 @@ static int open_common(loom_fs *fs, const char *path, int flags, mode_t mode,
 
 			rc = path_resolve(fs, &cr, path, true, &attr);
 			if (rc == 0) {
-				rc = mdc_open(fs, &cr, attr.ino, wire_open_flags(flags), &orep, &layout, &dom);
+				rc = mdc_open(fs, &cr, attr.ino, wire_open_flags(flags), NULL, &orep, &layout, &dom);
 				if (rc)
 					return rc;
 				attr = orep.attr;
@@ -283,7 +370,7 @@ static int open_common(loom_fs *fs, const char *path, int flags, mode_t mode,
 			layout = wo.layout;
 			dom = wo.dom;
 		} else {
-			rc = mdc_open(fs, &cr, attr.ino, wo.open_flags, &wo.rep, &layout, &dom);
+			rc = mdc_open(fs, &cr, attr.ino, wo.open_flags, NULL, &wo.rep, &layout, &dom);
 			if (rc)
 				return rc;
 		}
@@ -295,7 +382,7 @@ static int open_common(loom_fs *fs, const char *path, int flags, mode_t mode,
 		rc = path_resolve(fs, &cr, path, true, &attr);
 		if (rc)
 			return rc;
-		rc = mdc_open(fs, &cr, attr.ino, wire_open_flags(flags), &orep, &layout, &dom);
+		rc = mdc_open(fs, &cr, attr.ino, wire_open_flags(flags), NULL, &orep, &layout, &dom);
 		if (rc)
 			return rc;
 		attr = orep.attr;
@@ -344,10 +431,29 @@ int loom_create(loom_fs *fs, const char *path, int flags, mode_t mode,
                                     * 1 MiB busy, and little written past a full OST */
 #define WB_SLOTS        (sizeof(((loom_file *)0)->wb) / sizeof(((loom_file *)0)->wb[0]))
 
+/* A write to the objects ended with rc. Only what reached them is reported as part of the file;
+ * a failure is every handle's to hear of (errseq), and this handle's next writes fail until it
+ * has reported it. */
+static void wrote(loom_file *f, uint64_t off, uint64_t len, int rc)
+{
+	pthread_mutex_lock(&f->lock);
+	if (rc == 0 && off + len > f->written_end)
+		f->written_end = off + len;
+	if (rc && off < f->fail_off)
+		f->fail_off = off;
+	pthread_mutex_unlock(&f->lock);
+	if (rc) {
+		if (!f->wb_err)
+			f->wb_err = rc;
+		errs_record(f->fs, f->ino, rc);
+	}
+}
+
 /* Under wb_lock: the oldest write behind is answered (waiting for it with wait). */
 static bool wb_reap_one(loom_file *f, bool wait)
 {
 	struct io_wb *b;
+	uint64_t off, len;
 	int rc;
 
 	if (!f->wb_count)
@@ -358,9 +464,10 @@ static bool wb_reap_one(loom_file *f, bool wait)
 	f->wb_first = (f->wb_first + 1) % WB_SLOTS;
 	f->wb_count--;
 	f->wb_bytes -= io_wb_len(b);
+	off = io_wb_off(b);
+	len = io_wb_len(b);
 	rc = io_wb_finish(b, f->obj_blocks);
-	if (rc && !f->wb_err)
-		f->wb_err = rc;
+	wrote(f, off, len, rc);
 	return true;
 }
 
@@ -372,7 +479,7 @@ static bool wb_overlaps(loom_file *f, uint64_t off, uint64_t len)
 	return false;
 }
 
-int file_drain(loom_file *f, bool take)
+int file_drain(loom_file *f)
 {
 	int rc;
 
@@ -380,8 +487,6 @@ int file_drain(loom_file *f, bool take)
 	while (wb_reap_one(f, true))
 		;
 	rc = f->wb_err;
-	if (take)
-		f->wb_err = 0;
 	pthread_mutex_unlock(&f->wb_lock);
 	return rc;
 }
@@ -392,7 +497,7 @@ int files_drain_ino(loom_fs *fs, uint64_t ino)
 
 	pthread_mutex_lock(&fs->files_lock);
 	for (loom_file *f = u64map_get(&fs->files, ino); f; f = f->next_same_ino) {
-		int r = file_drain(f, false);
+		int r = file_drain(f);
 		if (r && !rc)
 			rc = r;
 	}
@@ -515,7 +620,11 @@ static int write_data(loom_file *f, const char *buf, size_t len, uint64_t off)
 	} else {
 		while (wb_reap_one(f, true))
 			;
+		/* Answered once written: a failure is this write's error (nothing of it is
+		 * reported as part of the file), not one for later. */
 		rc = f->wb_err ? f->wb_err : io_write(f->fs, f->ino, f->layout, buf, len, off, f->obj_blocks);
+		if (rc == 0)
+			wrote(f, off, len, 0);
 	}
 	pthread_mutex_unlock(&f->wb_lock);
 	return rc;
@@ -539,8 +648,6 @@ static ssize_t pwrite_at(loom_file *f, const void *buf, size_t len, uint64_t off
 	pthread_mutex_lock(&f->lock);
 	if (off + len > f->size)
 		f->size = off + len;
-	if (off + len > f->written_end)
-		f->written_end = off + len;
 	f->dirty = true;
 	f->mtime_dirty = true;
 	f->mtime = clock_real();
@@ -615,66 +722,105 @@ int loom_lseek(loom_file *f, off_t off, int whence, off_t *pos)
 	return 0;
 }
 
+/* What one size report may carry of Data-on-MDT bytes, leaving room in the largest body for
+ * the fixed part and the credentials. */
+#define DOM_REPORT_BUDGET (LW_MAX_BODY - 4096)
+
+/* The dirty Data-on-MDT extents (of every handle of the inode here) in reports of their own while
+ * more remain than one report carries; *last gets what is left for the report being made. */
+static int dom_send_excess(loom_file *f, struct dom_parts *last)
+{
+	struct timespec none = { 0 };
+	int rc;
+
+	for (;;) {
+		rc = dom_take(f->dom, DOM_REPORT_BUDGET, last);
+		if (rc || !last->more)
+			return rc;
+		rc = mdc_close(f->fs, &f->cred, LW_OP_MDS_SIZE_UPDATE, f->ino, f->handle,
+			       LW_CL_SIZE | LW_CL_DATA, last->end, none, 0, last, NULL);
+		if (rc == 0)
+			dom_sent(f->dom, last);
+		free(last->buf);
+		memset(last, 0, sizeof(*last));
+		if (rc)
+			return rc;
+	}
+}
+
 /* Reports size and mtime of what this handle wrote. */
 static int report(loom_file *f, uint16_t op)
 {
-	struct mdc_dom dom = { 0 };
+	struct dom_parts dom = { 0 };
 	struct timespec mtime;
-	uint64_t size, fsize, blocks = 0, dom_gen = 0;
+	uint64_t size, fsize, blocks = 0;
 	uint32_t flags = 0;
 	struct lw_attr attr;
 	int rc, wb_rc;
 
-	/* What went behind is answered first; if any of it failed, the size is not reported (it
-	 * would show what never arrived) and the error is this report's. */
-	wb_rc = file_drain(f, true);
-	if (wb_rc && op != LW_OP_MDS_CLOSE)
-		return wb_rc;
+	pthread_mutex_lock(&f->lock);
+	f->reported_version = 0;
+	pthread_mutex_unlock(&f->lock);
+	/* What went behind is answered first. A write of it that failed is this report's error (once
+	 * per handle that could have written it), and the size reported stops before the first byte
+	 * that failed: what never arrived is never part of the file. */
+	file_drain(f);
+	wb_rc = errs_take(f);
+	if (wb_rc) {
+		pthread_mutex_lock(&f->wb_lock);
+		f->wb_err = 0; /* reported: later writes may succeed again */
+		pthread_mutex_unlock(&f->wb_lock);
+	}
 	/* Data-on-MDT bytes written here (through any handle of the inode) travel with the size. */
-	if (f->dom && can_write(f) && (rc = dom_take(f->dom, &dom.data, &dom.off, &dom.len, &dom_gen)) != 0)
+	if (f->dom && can_write(f) && (rc = dom_send_excess(f, &dom)) != 0)
 		return wb_rc ? wb_rc : rc;
 	pthread_mutex_lock(&f->lock);
-	if (f->dirty && !wb_rc)
-		flags = LW_CL_SIZE | (f->mtime_dirty ? LW_CL_MTIME : 0);
-	size = f->written_end;
+	/* Whatever became of them, writes may have changed bytes: the data version moves on. */
+	if (f->dirty)
+		flags = LW_CL_DATA | LW_CL_SIZE | (f->mtime_dirty ? LW_CL_MTIME : 0);
+	size = f->written_end < f->fail_off ? f->written_end : f->fail_off;
 	fsize = f->size;
 	mtime = f->mtime;
 	pthread_mutex_unlock(&f->lock);
-	if (dom.len) {
-		flags |= LW_CL_SIZE;
-		if (dom.off + dom.len > size)
-			size = dom.off + dom.len;
+	if (dom.n) {
+		flags |= LW_CL_SIZE | LW_CL_DATA;
+		if (dom.end > size)
+			size = dom.end;
 	}
 	if (op == LW_OP_MDS_SIZE_UPDATE && !flags)
-		return 0;
+		return wb_rc;
 	/* With the size goes what the file occupies (st_blocks, which holes do not count): the
 	 * objects this handle wrote said so in their replies; the others are asked, unless the
 	 * whole file is in its Data-on-MDT part. */
-	if (flags && f->dom && fsize <= f->layout->dom_size) {
+	if ((flags & LW_CL_SIZE) && f->dom && fsize <= f->layout->dom_size) {
 		blocks = dom_blocks(f->dom);
 		flags |= LW_CL_BLOCKS;
-	} else if (flags && f->layout && f->obj_blocks && io_blocks(f->fs, f->layout, f->obj_blocks) == 0) {
+	} else if ((flags & LW_CL_SIZE) && f->layout && f->obj_blocks &&
+		   io_blocks(f->fs, f->layout, f->obj_blocks) == 0) {
 		blocks = f->dom ? dom_blocks(f->dom) : 0;
 		for (uint32_t k = 0; k < f->layout->nobjs; k++)
 			blocks += (uint64_t)f->obj_blocks[k];
 		flags |= LW_CL_BLOCKS;
 	}
 	/* A read-only handle's close reports nothing: np.load need not wait for its answer. */
-	if (op == LW_OP_MDS_CLOSE && !can_write(f) && !flags && !dom.len && !wb_rc &&
+	if (op == LW_OP_MDS_CLOSE && !can_write(f) && !flags && !wb_rc &&
 	    mdc_close_detached(f->fs, &f->cred, f->ino, f->handle) == 0)
 		return 0;
-	rc = mdc_close(f->fs, &f->cred, op, f->ino, f->handle, flags, size, mtime, blocks,
-		       dom.len ? &dom : NULL, &attr);
-	if (rc == 0 && dom.len)
-		dom_sent(f->dom, dom_gen);
-	free(dom.data);
+	rc = mdc_close(f->fs, &f->cred, op, f->ino, f->handle, flags, size, mtime, blocks, &dom, &attr);
+	if (rc == 0 && dom.n)
+		dom_sent(f->dom, &dom);
+	free(dom.buf);
 	if (rc == 0) {
 		pthread_mutex_lock(&f->lock);
 		if (flags) {
 			f->dirty = false;
 			f->mtime_dirty = false;
 			f->written_end = 0;
+			if (f->fail_off != UINT64_MAX && attr.size < f->size)
+				f->size = attr.size; /* what failed is not part of it */
+			f->fail_off = UINT64_MAX;
 		}
+		f->reported_version = (flags & LW_CL_DATA) ? attr.data_version : 0;
 		f->attr = attr;
 		f->attr_ns = clock_mono_ns();
 		pthread_mutex_unlock(&f->lock);
@@ -697,14 +843,17 @@ static bool uses_objects(loom_file *f)
 
 int loom_fsync(loom_file *f)
 {
-	int rc = file_drain(f, true);
+	int rc, sync_rc = 0;
 
 	/* The objects' data is made durable by the OSSs, the Data-on-MDT bytes by the report (the
-	 * MDS commits before it answers). */
-	if (rc == 0 && f->layout && uses_objects(f))
-		rc = io_sync(f->fs, f->layout);
-	if (rc == 0)
-		rc = report(f, LW_OP_MDS_SIZE_UPDATE);
+	 * MDS commits before it answers). What did reach the objects is made durable and reported
+	 * even when a write failed; the failure is fsync's error. */
+	file_drain(f);
+	if (f->layout && uses_objects(f))
+		sync_rc = io_sync(f->fs, f->layout);
+	if (sync_rc)
+		return sync_rc; /* nothing is reported that may not be on disk */
+	rc = report(f, LW_OP_MDS_SIZE_UPDATE);
 	return rc;
 }
 
@@ -785,31 +934,61 @@ int loom_fstat(loom_file *f, struct stat *st)
 	return 0;
 }
 
-static void file_attr(loom_file *f, uint64_t max_age_ns, struct stat *st, int *rc)
+static void file_attr(loom_file *f, uint64_t max_age_ns, struct lw_attr *attr, int *rc)
 {
-	struct lw_attr attr;
-
 	pthread_mutex_lock(&f->lock);
-	attr = f->attr;
-	if (f->size > attr.size || f->dirty)
-		attr.size = f->size;
+	*attr = f->attr;
+	if (f->size > attr->size || f->dirty)
+		attr->size = f->size;
 	*rc = clock_mono_ns() - f->attr_ns <= max_age_ns ? 0 : -EAGAIN;
 	pthread_mutex_unlock(&f->lock);
-	attr_to_stat(&attr, st);
 }
 
 void loom_file_attr(loom_file *f, struct stat *st)
 {
+	struct lw_attr attr;
 	int rc;
 
-	file_attr(f, UINT64_MAX, st, &rc);
+	file_attr(f, UINT64_MAX, &attr, &rc);
+	attr_to_stat(&attr, st);
+}
+
+void loom_file_ll_attr(loom_file *f, struct loom_ll_attr *a)
+{
+	struct lw_attr attr;
+	int rc;
+
+	file_attr(f, UINT64_MAX, &attr, &rc);
+	attr_to_ll(&attr, a);
+}
+
+uint64_t loom_file_reported_version(loom_file *f)
+{
+	uint64_t v;
+
+	pthread_mutex_lock(&f->lock);
+	v = f->reported_version;
+	pthread_mutex_unlock(&f->lock);
+	return v;
+}
+
+bool loom_file_unreported(loom_file *f)
+{
+	bool dirty;
+
+	pthread_mutex_lock(&f->lock);
+	dirty = f->dirty;
+	pthread_mutex_unlock(&f->lock);
+	return dirty;
 }
 
 int loom_file_attr_recent(loom_file *f, uint64_t max_age_ns, struct stat *st)
 {
+	struct lw_attr attr;
 	int rc;
 
-	file_attr(f, max_age_ns, st, &rc);
+	file_attr(f, max_age_ns, &attr, &rc);
+	attr_to_stat(&attr, st);
 	return rc;
 }
 
@@ -819,9 +998,15 @@ int loom_ll_attr_recent(loom_fs *fs, uint64_t ino, uint64_t max_age_ns, uint64_t
 	int rc = -EAGAIN;
 
 	pthread_mutex_lock(&fs->files_lock);
-	for (loom_file *f = u64map_get(&fs->files, ino); f && rc; f = f->next_same_ino)
-		if (f->tag == tag)
-			file_attr(f, max_age_ns, st, &rc);
+	for (loom_file *f = u64map_get(&fs->files, ino); f && rc; f = f->next_same_ino) {
+		if (f->tag == tag) {
+			struct lw_attr attr;
+
+			file_attr(f, max_age_ns, &attr, &rc);
+			if (rc == 0)
+				attr_to_stat(&attr, st);
+		}
+	}
 	pthread_mutex_unlock(&fs->files_lock);
 	return rc;
 }

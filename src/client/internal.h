@@ -72,6 +72,10 @@ struct loom_fs {
 	 * after the MDS restarted: its lock is never held across a request. */
 	pthread_mutex_t open_lock;
 	loom_file *open_list;
+	/* Write errors per inode (file.c: errseq), while a handle of the inode is open here. Taken
+	 * inside files_lock and wb_lock, never around another lock. */
+	pthread_mutex_t errs_lock;
+	struct u64map errs;            /* ino -> struct ino_err */
 };
 
 struct loom_file {
@@ -92,8 +96,14 @@ struct loom_file {
 	bool privs_checked;        /* setuid/setgid dropped (or not there) before the first write */
 	int64_t *obj_blocks;       /* per stripe, blocks the object occupies as last heard (-1:
 	                            * unknown); reported as st_blocks with the size */
-	uint64_t written_end;      /* the end of what this handle wrote since its last report:
-	                            * what it reports, so a size it merely saw is never reported */
+	uint64_t reported_version; /* the data version the last report made, when it carried
+	                            * writes (0: it did not) */
+	uint64_t written_end;      /* the end of what this handle wrote (and the servers took) since
+	                            * its last report: what it reports, so a size it merely saw is
+	                            * never reported */
+	uint64_t fail_off;         /* the first byte of a write that failed since then (UINT64_MAX:
+	                            * none): the report stops there */
+	uint64_t err_sample;       /* the inode's write errors this handle has reported (errseq) */
 	struct timespec mtime;     /* of the last write */
 	struct lw_attr attr;       /* as of open */
 	uint64_t attr_ns;          /* clock_mono_ns() when attr came from the MDS */
@@ -188,9 +198,17 @@ struct mdc_dom {
 	uint64_t off;
 	uint32_t len;
 };
-/* dom (may be NULL) receives the file's Data-on-MDT bytes. */
+/* Conditions of an open (LW_OPQ_*): when they no longer hold, mdc_open returns -ESTALE with
+ * rep->attr and rep->dir_moves as they are now (rep->attr.ino != 0; for a gone inode it is 0). */
+struct mdc_open_if {
+	uint32_t flags;
+	uint64_t names;
+	uint64_t dir_moves;
+};
+/* dom (may be NULL) receives the file's Data-on-MDT bytes; cond may be NULL. */
 int mdc_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t open_flags,
-	     struct lw_open_rep *rep, struct loom_layout **layout_out, struct mdc_dom *dom);
+	     const struct mdc_open_if *cond, struct lw_open_rep *rep, struct loom_layout **layout_out,
+	     struct mdc_dom *dom);
 /* MDS_WALK's open: filled when it opened (opened), as mdc_open fills its results. */
 struct mdc_walk_open {
 	uint32_t open_flags;  /* wire open flags; read-only without O_TRUNC */
@@ -208,10 +226,11 @@ int mdc_walk(loom_fs *fs, const struct loom_cred *cr, const char *path, size_t l
 int mdc_close_detached(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t handle);
 /* MDS_DOM_READ: *data malloc'd (NULL when *len is 0). */
 int mdc_dom_read(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, void **data, uint32_t *len);
-/* MDS_CLOSE or MDS_SIZE_UPDATE; with dom, its bytes are written (LW_CL_DOM). */
+/* MDS_CLOSE or MDS_SIZE_UPDATE; with dom (n > 0), its parts are written (LW_CL_DOM). */
+struct dom_parts;
 int mdc_close(loom_fs *fs, const struct loom_cred *cr, uint16_t op, uint64_t ino, uint64_t handle,
 	      uint32_t flags, uint64_t size, struct timespec mtime, uint64_t blocks,
-	      const struct mdc_dom *dom, struct lw_attr *out);
+	      const struct dom_parts *dom, struct lw_attr *out);
 int mdc_getlayout(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, struct loom_layout **out);
 int mdc_setlayout(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t flags,
 		  const struct loom_layout *req, struct loom_layout **out);
@@ -235,6 +254,7 @@ int io_wb_start(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const vo
 bool io_wb_done(struct io_wb *b);
 bool io_wb_overlaps(const struct io_wb *b, uint64_t off, uint64_t len);
 uint64_t io_wb_len(const struct io_wb *b);
+uint64_t io_wb_off(const struct io_wb *b);
 /* Waits for it, records the blocks its objects reported, frees it; its error. */
 int io_wb_finish(struct io_wb *b, int64_t *obj_blocks);
 /* Fills the entries of obj_blocks that are < 0 (unknown) by asking those objects' OSSs. */
@@ -255,10 +275,20 @@ void dom_put(struct dom_cache *c);
 /* [off, off + len) within [0, dom_size): fetched from the MDS first when not known. */
 int dom_read(loom_file *f, void *buf, size_t len, uint64_t off);
 int dom_write(loom_file *f, const void *buf, size_t len, uint64_t off);
-/* A copy (malloc'd) of the dirty bytes, and the write generation it was taken at. */
-int dom_take(struct dom_cache *c, void **data, uint64_t *off, uint32_t *len, uint64_t *gen);
-/* A report carried them: they are clean unless written (or cut) since gen. */
-void dom_sent(struct dom_cache *c, uint64_t gen);
+/* Dirty bytes on their way to the MDS: the body tail of MDS_CLOSE / MDS_SIZE_UPDATE (n
+ * lw_dom_part, each followed by its bytes) and what dom_sent needs to know. */
+struct dom_parts {
+	void *buf;     /* malloc'd; NULL when nothing is dirty */
+	uint32_t len;  /* bytes of buf */
+	uint32_t n;    /* parts in it */
+	uint64_t end;  /* the end of the last part: the size it implies */
+	uint64_t gen;  /* the write generation it was taken at */
+	bool more;     /* dirty extents that did not fit in the budget remain */
+};
+/* The first dirty extents, as many as fit in budget bytes of parts (at least one). */
+int dom_take(struct dom_cache *c, size_t budget, struct dom_parts *out);
+/* A report carried them: they are clean unless written (or cut) since they were taken. */
+void dom_sent(struct dom_cache *c, const struct dom_parts *sent);
 void dom_truncate(struct dom_cache *c, uint64_t size);
 /* Forgets the bytes that are not dirty (a lock was granted: another node may have written). */
 void dom_forget(struct dom_cache *c);
@@ -285,11 +315,16 @@ void files_forget_mtime(loom_fs *fs, uint64_t ino);
 /* ino was truncated to size through this client: its handles' sizes follow. */
 /* Waits for the write-behind of every handle of ino here; its error (kept for their flush). */
 int files_drain_ino(loom_fs *fs, uint64_t ino);
-/* The same for one handle. With take, the error is reported now (flush, fsync) and cleared. */
-int file_drain(loom_file *f, bool take);
+/* The same for one handle. */
+int file_drain(loom_file *f);
+/* At disconnect: the write errors nobody reported. */
+void files_errs_destroy(loom_fs *fs);
 void files_truncated(loom_fs *fs, uint64_t ino, uint64_t size);
 
 /* api.c */
 void attr_to_stat(const struct lw_attr *a, struct stat *st);
+/* ll.c */
+struct loom_ll_attr;
+void attr_to_ll(const struct lw_attr *attr, struct loom_ll_attr *a);
 
 #endif

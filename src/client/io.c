@@ -297,6 +297,11 @@ uint64_t io_wb_len(const struct io_wb *b)
 	return b->len;
 }
 
+uint64_t io_wb_off(const struct io_wb *b)
+{
+	return b->off;
+}
+
 int io_wb_finish(struct io_wb *b, int64_t *obj_blocks)
 {
 	int rc = io_job_finish(&b->job, obj_blocks);

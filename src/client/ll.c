@@ -9,34 +9,42 @@
 #include "common/util.h"
 #include "loom/loom_ll.h"
 
-/* Attributes for the caller: what the MDS said, with this client's unreported writes. */
-static int stat_reply(loom_fs *fs, int rc, struct lw_attr *attr, struct stat *st)
+void attr_to_ll(const struct lw_attr *attr, struct loom_ll_attr *a)
 {
-	if (rc == 0 && st) {
+	attr_to_stat(attr, &a->st);
+	a->data_version = attr->data_version;
+	a->name_version = attr->name_version;
+	a->dir_moves = 0;
+}
+
+/* Attributes for the caller: what the MDS said, with this client's unreported writes. */
+static int stat_reply(loom_fs *fs, int rc, struct lw_attr *attr, struct loom_ll_attr *a)
+{
+	if (rc == 0 && a) {
 		fs_note_attr(fs, attr);
 		files_pending_attr(fs, attr);
-		attr_to_stat(attr, st);
+		attr_to_ll(attr, a);
 	}
 	return rc;
 }
 
 int loom_ll_lookup(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
-		   struct stat *st)
+		   struct loom_ll_attr *a)
 {
 	struct lw_attr attr;
 
-	return stat_reply(fs, mdc_lookup(fs, cr, parent, name, strlen(name), &attr), &attr, st);
+	return stat_reply(fs, mdc_lookup(fs, cr, parent, name, strlen(name), &attr), &attr, a);
 }
 
-int loom_ll_getattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, struct stat *st)
+int loom_ll_getattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, struct loom_ll_attr *a)
 {
 	struct lw_attr attr;
 
-	return stat_reply(fs, mdc_getattr(fs, cr, ino, &attr), &attr, st);
+	return stat_reply(fs, mdc_getattr(fs, cr, ino, &attr), &attr, a);
 }
 
 int loom_ll_setattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino,
-		    const struct loom_setattr *sa, loom_file *f, struct stat *st)
+		    const struct loom_setattr *sa, loom_file *f, struct loom_ll_attr *a)
 {
 	struct lw_setattr w = { .ino = ino, .valid = sa->valid & LW_SA_ALL };
 	struct loom_layout *layout = NULL;
@@ -70,7 +78,7 @@ int loom_ll_setattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino,
 	if (rc == 0 && (sa->valid & (LOOM_SET_MTIME | LOOM_SET_MTIME_NOW)))
 		files_forget_mtime(fs, ino);
 	if (rc || !(sa->valid & LOOM_SET_SIZE) || !S_ISREG(attr.mode))
-		return stat_reply(fs, rc, &attr, st);
+		return stat_reply(fs, rc, &attr, a);
 
 	/* The MDS has the new size: cut the objects to match, so that a later extension reads
 	 * zeros where the old bytes were. */
@@ -84,11 +92,11 @@ int loom_ll_setattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino,
 	}
 	if (rc == 0)
 		files_truncated(fs, ino, w.size);
-	return stat_reply(fs, rc, &attr, st);
+	return stat_reply(fs, rc, &attr, a);
 }
 
 int loom_ll_mknod(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
-		  mode_t mode, dev_t rdev, struct stat *st)
+		  mode_t mode, dev_t rdev, struct loom_ll_attr *a)
 {
 	struct lw_create_rep rep;
 	int rc;
@@ -99,15 +107,15 @@ int loom_ll_mknod(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, cons
 		return -EINVAL; /* mkdir and symlink have their own calls */
 	rc = mdc_create(fs, cr, parent, name, strlen(name), mode, (uint32_t)rdev, LW_CR_EXCL, 0, NULL,
 			&rep, NULL);
-	return stat_reply(fs, rc, &rep.attr, st);
+	return stat_reply(fs, rc, &rep.attr, a);
 }
 
 int loom_ll_mkdir(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
-		  mode_t mode, struct stat *st)
+		  mode_t mode, struct loom_ll_attr *a)
 {
 	struct lw_attr attr;
 
-	return stat_reply(fs, mdc_mkdir(fs, cr, parent, name, strlen(name), mode & 07777, &attr), &attr, st);
+	return stat_reply(fs, mdc_mkdir(fs, cr, parent, name, strlen(name), mode & 07777, &attr), &attr, a);
 }
 
 int loom_ll_unlink(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name)
@@ -129,20 +137,20 @@ int loom_ll_rename(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, con
 }
 
 int loom_ll_link(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t newparent,
-		 const char *newname, struct stat *st)
+		 const char *newname, struct loom_ll_attr *a)
 {
 	struct lw_attr attr;
 
-	return stat_reply(fs, mdc_link(fs, cr, ino, newparent, newname, strlen(newname), &attr), &attr, st);
+	return stat_reply(fs, mdc_link(fs, cr, ino, newparent, newname, strlen(newname), &attr), &attr, a);
 }
 
 int loom_ll_symlink(loom_fs *fs, const struct loom_cred *cr, const char *target, uint64_t parent,
-		    const char *name, struct stat *st)
+		    const char *name, struct loom_ll_attr *a)
 {
 	struct lw_attr attr;
 
 	return stat_reply(fs, mdc_symlink(fs, cr, parent, name, strlen(name), target, strlen(target), &attr),
-			  &attr, st);
+			  &attr, a);
 }
 
 int loom_ll_readlink(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, char *buf, size_t cap,
@@ -158,24 +166,42 @@ int loom_ll_access(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, int ma
 	return mdc_access(fs, cr, ino, (uint32_t)mask);
 }
 
-int loom_ll_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, int flags, loom_file **out,
-		 struct stat *st)
+int loom_ll_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, int flags,
+		 const struct loom_ll_expect *expect, loom_file **out, struct loom_ll_attr *a)
 {
 	struct loom_layout *layout = NULL;
+	struct mdc_open_if cond = { 0 };
 	struct mdc_dom dom;
 	struct lw_open_rep rep;
 	int rc;
 
+	if (expect && expect->name_version) {
+		cond.flags |= LW_OPQ_NAMES;
+		cond.names = expect->name_version;
+	}
+	if (expect && expect->dir_moves) {
+		cond.flags |= LW_OPQ_DIR_MOVES;
+		cond.dir_moves = expect->dir_moves;
+	}
+	memset(a, 0, sizeof(*a));
 	rc = mdc_open(fs, cr, ino, (uint32_t)(flags & (O_ACCMODE | O_TRUNC | O_APPEND | O_NOATIME | O_DIRECTORY)),
-		      &rep, &layout, &dom);
+		      cond.flags ? &cond : NULL, &rep, &layout, &dom);
+	if (rc == -ESTALE && rep.attr.ino) {
+		stat_reply(fs, 0, &rep.attr, a);
+		a->dir_moves = rep.dir_moves;
+		return rc;
+	}
 	if (rc)
 		return rc;
 	rc = file_finish_open(fs, cr, flags, &rep.attr, rep.handle, layout, false, &dom, out);
-	return stat_reply(fs, rc, &rep.attr, st);
+	rc = stat_reply(fs, rc, &rep.attr, a);
+	if (rc == 0)
+		a->dir_moves = rep.dir_moves;
+	return rc;
 }
 
 int loom_ll_create(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
-		   mode_t mode, int flags, loom_file **out, struct stat *st)
+		   mode_t mode, int flags, loom_file **out, struct loom_ll_attr *a)
 {
 	struct loom_layout *layout = NULL;
 	struct mdc_dom dom = { 0 };
@@ -198,7 +224,7 @@ int loom_ll_create(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, con
 	dom.known = (rep.flags & LW_CRR_CREATED) != 0;
 	rc = file_finish_open(fs, cr, flags, &rep.attr, rep.handle, layout,
 			      (rep.flags & LW_CRR_CREATED) != 0, &dom, out);
-	return stat_reply(fs, rc, &rep.attr, st);
+	return stat_reply(fs, rc, &rep.attr, a);
 }
 
 struct rd_state {
@@ -231,7 +257,7 @@ int loom_ll_readdir(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint6
 		struct lw_dirent de;
 		struct lw_attr attr;
 		struct loom_dirent ent;
-		struct stat st;
+		struct loom_ll_attr la;
 		const char *name;
 
 		rc = lw_readdir_next(&rd, (uint8_t *)page + sizeof(rep), plus, &de, &name, &attr);
@@ -244,9 +270,9 @@ int loom_ll_readdir(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint6
 		if (plus) {
 			fs_note_attr(fs, &attr);
 			files_pending_attr(fs, &attr);
-			attr_to_stat(&attr, &st);
+			attr_to_ll(&attr, &la);
 		}
-		if (fn(arg, &ent, plus ? &st : NULL, de.cookie))
+		if (fn(arg, &ent, plus ? &la : NULL, de.cookie))
 			goto out; /* the caller's buffer is full: it resumes from its last cookie */
 	}
 	*eof = rep.eof != 0;

@@ -439,6 +439,14 @@ static int open_reply_decode(struct lw_rd *r, struct lw_open_rep *rep, struct lo
 		memset(dom, 0, sizeof(*dom));
 	lw_rd_fixed(r, rep, sizeof(*rep));
 	rc = r->err ? -EPROTO : 0;
+	if (rc == 0 && (rep->flags & ~LW_OPR_STALE))
+		rc = -EPROTO;
+	if (rc == 0 && (rep->flags & LW_OPR_STALE)) {
+		/* A conditional open that did nothing: the attributes alone, as they are now. */
+		if (rep->handle || rep->has_layout || rep->dom_len || lw_rd_done(r) || rep->attr.ino == 0)
+			return -EPROTO;
+		return -ESTALE;
+	}
 	if (rc == 0 && rep->has_layout)
 		rc = lw_layout_decode(r, &l);
 	/* A layout with a Data-on-MDT part comes with its bytes (protocol 2). */
@@ -468,7 +476,8 @@ static int open_reply_decode(struct lw_rd *r, struct lw_open_rep *rep, struct lo
 }
 
 int mdc_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t open_flags,
-	     struct lw_open_rep *rep, struct loom_layout **layout_out, struct mdc_dom *dom)
+	     const struct mdc_open_if *cond, struct lw_open_rep *rep, struct loom_layout **layout_out,
+	     struct mdc_dom *dom)
 {
 	struct lw_open_req req = { .ino = ino, .open_flags = open_flags };
 	struct mdc_body b = { { &req }, { sizeof(req) } };
@@ -477,8 +486,14 @@ int mdc_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t ope
 	int rc;
 
 	*layout_out = NULL;
+	memset(rep, 0, sizeof(*rep));
 	if (dom)
 		memset(dom, 0, sizeof(*dom));
+	if (cond) {
+		req.flags = cond->flags & (LW_OPQ_NAMES | LW_OPQ_DIR_MOVES);
+		req.names = cond->names;
+		req.dir_moves = cond->dir_moves;
+	}
 	rc = mdc_call(fs, cr, LW_OP_MDS_OPEN, &b, &call);
 	if (rc)
 		return rc;
@@ -561,18 +576,18 @@ int mdc_dom_read(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, void **d
 
 int mdc_close(loom_fs *fs, const struct loom_cred *cr, uint16_t op, uint64_t ino, uint64_t handle,
 	      uint32_t flags, uint64_t size, struct timespec mtime, uint64_t blocks,
-	      const struct mdc_dom *dom, struct lw_attr *out)
+	      const struct dom_parts *dom, struct lw_attr *out)
 {
 	struct lw_close_req req = { .ino = ino, .handle = handle, .size = size, .mtime = mtime.tv_sec,
 				    .mtime_ns = (uint32_t)mtime.tv_nsec, .flags = flags, .blocks = blocks };
-	struct lw_dom_part part = { .offset = dom ? dom->off : 0, .len = dom ? dom->len : 0 };
-	struct mdc_body b = { { &req, &part, dom ? dom->data : NULL },
-			      { sizeof(req), dom ? sizeof(part) : 0, dom ? dom->len : 0 } };
+	bool parts = dom && dom->n;
+	struct mdc_body b = { { &req, parts ? dom->buf : NULL }, { sizeof(req), parts ? dom->len : 0 } };
 	struct lw_attr attr;
 
-	if (dom)
+	if (parts) {
 		req.flags |= LW_CL_DOM;
-
+		req.dom_parts = dom->n;
+	}
 	return mdc_call_fixed(fs, cr, op, &b, out ? out : &attr, sizeof(attr));
 }
 

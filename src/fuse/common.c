@@ -1,4 +1,4 @@
-/* What every operation shares: the caller's identity, replies, page-cache stamps, open handles. */
+/* What every operation shares: the caller's identity, replies, open handles. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -40,7 +40,7 @@ void lm_cred(fuse_req_t req, struct loom_cred *cr)
 	cr->ngroups = n > 0 ? (uint32_t)n : 0;
 }
 
-void lm_reply_entry(fuse_req_t req, int rc, const struct stat *st)
+void lm_reply_entry(fuse_req_t req, int rc, uint64_t parent, const char *name, const struct loom_ll_attr *a)
 {
 	struct lmount *m = lm_of(req);
 	struct fuse_entry_param e;
@@ -50,13 +50,12 @@ void lm_reply_entry(fuse_req_t req, int rc, const struct stat *st)
 		return;
 	}
 	memset(&e, 0, sizeof(e));
-	e.ino = st->st_ino;
+	e.ino = a->st.st_ino;
 	e.generation = 1; /* inode numbers are never reused */
-	e.attr = *st;
+	e.attr = a->st;
 	e.attr_timeout = m->opts.attr_timeout;
 	e.entry_timeout = m->opts.entry_timeout;
-	if (S_ISREG(st->st_mode))
-		lm_stamp_told(m, st->st_ino, st);
+	lm_told_entry(m, parent, name, a);
 	fuse_reply_entry(req, &e);
 }
 
@@ -66,48 +65,12 @@ void lm_reply_attr(fuse_req_t req, int rc, const struct stat *st)
 		lm_reply_err(req, rc);
 		return;
 	}
-	if (S_ISREG(st->st_mode))
-		lm_stamp_told(lm_of(req), st->st_ino, st);
+	lm_told_attr(lm_of(req), st);
 	fuse_reply_attr(req, st, lm_of(req)->opts.attr_timeout);
-}
-
-static bool stamp_is(const struct stamp *s, const struct stat *st)
-{
-	return s->valid && s->mtime == st->st_mtim.tv_sec && s->mtime_ns == (uint32_t)st->st_mtim.tv_nsec &&
-	       s->size == (uint64_t)st->st_size;
-}
-
-static void stamp_put(struct stamp *s, const struct stat *st)
-{
-	s->mtime = st->st_mtim.tv_sec;
-	s->mtime_ns = (uint32_t)st->st_mtim.tv_nsec;
-	s->size = (uint64_t)st->st_size;
-	s->valid = true;
-}
-
-/* Under stamp_lock: the stamps of ino, created when missing (NULL without memory). */
-static struct data_stamp *stamps_of(struct lmount *m, uint64_t ino)
-{
-	struct data_stamp *s = u64map_get(&m->stamps, ino);
-
-	if (!s && (s = calloc(1, sizeof(*s))) != NULL && u64map_put(&m->stamps, ino, s) < 0) {
-		free(s);
-		s = NULL;
-	}
-	return s;
-}
-
-static void free_stamp(uint64_t ino, void *val, void *arg)
-{
-	(void)ino;
-	(void)arg;
-	free(val);
 }
 
 void lm_stamps_fini(struct lmount *m)
 {
-	u64map_each(&m->stamps, free_stamp, NULL);
-	u64map_destroy(&m->stamps);
 	u64map_destroy(&m->posix_locked); /* its values are markers, not memory */
 	u64map_destroy(&m->open_handles); /* and counts */
 	pthread_cond_destroy(&m->handles_done);
@@ -153,57 +116,4 @@ bool lm_handles_wait(struct lmount *m, uint64_t ino, unsigned ms)
 	none = u64map_get(&m->open_handles, ino) == NULL;
 	pthread_mutex_unlock(&m->stamp_lock);
 	return none;
-}
-
-bool lm_stamp_matches(struct lmount *m, uint64_t ino, const struct stat *st)
-{
-	struct data_stamp *s;
-	bool same;
-
-	pthread_mutex_lock(&m->stamp_lock);
-	s = u64map_get(&m->stamps, ino);
-	same = s && stamp_is(&s->data, st);
-	pthread_mutex_unlock(&m->stamp_lock);
-	return same;
-}
-
-void lm_stamp_set(struct lmount *m, uint64_t ino, const struct stat *st)
-{
-	struct data_stamp *s;
-
-	pthread_mutex_lock(&m->stamp_lock);
-	if ((s = stamps_of(m, ino)) != NULL) {
-		stamp_put(&s->data, st);
-		stamp_put(&s->told, st); /* whoever sets the data stamp tells the kernel too */
-	}
-	pthread_mutex_unlock(&m->stamp_lock);
-}
-
-void lm_stamp_told(struct lmount *m, uint64_t ino, const struct stat *st)
-{
-	struct data_stamp *s;
-
-	pthread_mutex_lock(&m->stamp_lock);
-	if ((s = stamps_of(m, ino)) != NULL)
-		stamp_put(&s->told, st);
-	pthread_mutex_unlock(&m->stamp_lock);
-}
-
-bool lm_stamp_told_matches(struct lmount *m, uint64_t ino, const struct stat *st)
-{
-	struct data_stamp *s;
-	bool same;
-
-	pthread_mutex_lock(&m->stamp_lock);
-	s = u64map_get(&m->stamps, ino);
-	same = s && stamp_is(&s->told, st);
-	pthread_mutex_unlock(&m->stamp_lock);
-	return same;
-}
-
-void lm_stamp_forget(struct lmount *m, uint64_t ino)
-{
-	pthread_mutex_lock(&m->stamp_lock);
-	free(u64map_del(&m->stamps, ino));
-	pthread_mutex_unlock(&m->stamp_lock);
 }

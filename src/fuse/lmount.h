@@ -29,26 +29,10 @@ struct lmount_opts {
 	int debug;
 	int readonly;
 	int owner_only;
-	int no_default_permissions;
+	int no_default_permissions; /* refused (main.c says why) */
 	char *key_file;        /* key=PATH: the file system key (made absolute: the daemon runs in /) */
 	unsigned recovery;     /* recovery=SEC: how long requests wait for a server that is away */
 	int root_squash;       /* root_squash: root's requests go to the MDS as nobody */
-};
-
-/* A file as (size, mtime). */
-struct stamp {
-	int64_t mtime;
-	uint32_t mtime_ns;
-	bool valid;
-	uint64_t size;
-};
-
-/* Per inode: what this mount's cached pages hold (to keep them across opens only while nobody
- * else changed the file: close-to-open), and what the kernel was last told (so an open of a
- * changed file makes it forget only attributes that are in fact stale). */
-struct data_stamp {
-	struct stamp data;
-	struct stamp told;
 };
 
 /* statahead.c: one directory's listing with attributes, answering lookups in it. */
@@ -71,8 +55,14 @@ struct lmount {
 	char mds_addr[128];
 	char fsname[16];
 
+	/* What the kernel caches of each inode, and since when (cache.c). */
+	pthread_mutex_t cache_lock;
+	struct u64map inodes;  /* ino -> struct lm_inode * */
+	struct u64map dirs;    /* directory ino -> its one dentry told (struct told_name *) */
+	uint64_t dir_moves;    /* the MDS's dir_moves when every directory dentry was current (0:
+	                        * not known yet) */
+
 	pthread_mutex_t stamp_lock;
-	struct u64map stamps; /* ino -> struct data_stamp * */
 	/* Inodes this mount ever set an fcntl lock on (under stamp_lock): closing them must release
 	 * the closer's locks at the MDS, as close(2) releases a process's locks. */
 	struct u64map posix_locked;
@@ -90,9 +80,9 @@ struct lmount {
 };
 
 /* Statahead (statahead.c): true when the lookup of name in parent was answered from a listing
- * (*rc 0 with *st, or -ENOENT); false to ask the MDS. */
+ * (*a); false to ask the MDS (names missing from a listing are always asked). */
 bool lm_sa_lookup(struct lmount *m, const struct loom_cred *cr, uint64_t parent, const char *name,
-		  struct stat *st, int *rc);
+		  struct loom_ll_attr *a);
 /* A lookup of parent went to the MDS and answered rc. */
 void lm_sa_looked_up(struct lmount *m, uint64_t parent, int rc);
 /* Something changed through this mount: listings fetched before are not used again. */
@@ -111,29 +101,43 @@ uint64_t lm_change_count(struct lmount *m);
 /* The caller's identity for a request (groups read from /proc for non-root callers). */
 void lm_cred(fuse_req_t req, struct loom_cred *cr);
 struct lmount *lm_of(fuse_req_t req);
-/* Replies with an entry for st (or the error). */
-void lm_reply_entry(fuse_req_t req, int rc, const struct stat *st);
+/* Replies with an entry (parent, name) for a (or the error). */
+void lm_reply_entry(fuse_req_t req, int rc, uint64_t parent, const char *name, const struct loom_ll_attr *a);
 void lm_reply_attr(fuse_req_t req, int rc, const struct stat *st);
 static inline void lm_reply_err(fuse_req_t req, int rc)
 {
 	fuse_reply_err(req, rc < 0 ? -rc : rc);
 }
 
-/* Page-cache stamps: does st match what the pages hold; they hold st now. lm_stamps_fini frees
- * them, and the lock bookkeeping, once the session has ended. */
+/* The lock and handle bookkeeping, freed once the session has ended. */
 void lm_stamps_fini(struct lmount *m);
 /* This mount's open handles of ino: one more, one fewer, and waiting (up to ms) until none
  * is left (true then). */
 void lm_handle_opened(struct lmount *m, uint64_t ino);
 void lm_handle_released(struct lmount *m, uint64_t ino);
 bool lm_handles_wait(struct lmount *m, uint64_t ino, unsigned ms);
-bool lm_stamp_matches(struct lmount *m, uint64_t ino, const struct stat *st);
-void lm_stamp_set(struct lmount *m, uint64_t ino, const struct stat *st);
-/* The kernel was told st; does it hold st? */
-void lm_stamp_told(struct lmount *m, uint64_t ino, const struct stat *st);
-bool lm_stamp_told_matches(struct lmount *m, uint64_t ino, const struct stat *st);
-/* The kernel dropped the inode, and its cached pages with it. */
-void lm_stamp_forget(struct lmount *m, uint64_t ino);
+/* cache.c: what the kernel caches of each inode, checked at every open. */
+void lm_cache_init(struct lmount *m);
+void lm_cache_fini(struct lmount *m);
+/* The kernel was given a dentry (parent, name) for a->st.st_ino, with these attributes. */
+void lm_told_entry(struct lmount *m, uint64_t parent, const char *name, const struct loom_ll_attr *a);
+/* The kernel was given these attributes. */
+void lm_told_attr(struct lmount *m, const struct stat *st);
+/* The kernel wrote up to end through this mount (its size grows with its writes). */
+void lm_wrote(struct lmount *m, uint64_t ino, uint64_t end);
+/* A change of the data made through this mount is version (0: one of unknown version): the
+ * pages stay valid only if they held the version just before it. */
+void lm_data_changed(struct lmount *m, uint64_t ino, uint64_t version);
+/* Whether the pages hold version; from now on they do (an open: kept or dropped by the kernel). */
+bool lm_data_current(struct lmount *m, uint64_t ino, uint64_t version);
+/* What to expect of ino when opening it through the names the kernel cached. */
+void lm_open_expect(struct lmount *m, uint64_t ino, struct loom_ll_expect *ex);
+/* After loom_ll_open of ino with those expectations returned rc (and *a): drops the dentries that
+ * may lead wrongly and returns -ESTALE when the VFS must walk the path again (also for an open that
+ * succeeded: the caller closes it), else rc; makes the kernel forget stale attributes. */
+int lm_open_settle(struct lmount *m, uint64_t ino, int rc, const struct loom_ll_attr *a, int flags);
+/* The kernel dropped the inode, its dentries and cached pages with it. */
+void lm_forget_inode(struct lmount *m, uint64_t ino);
 
 /* Locks: record that ino has fcntl locks through this mount; release an owner's on close. */
 void lm_locks_note(struct lmount *m, uint64_t ino);

@@ -69,8 +69,7 @@ static void usage(FILE *f)
 		"                        to keep every stripe of a wide file busy)\n"
 		"  owner_only            only the mounting user may use the mount (FUSE's default);\n"
 		"                        otherwise a mount by root is open to every user (allow_other)\n"
-		"  no_default_permissions  leave permission checks to the MDS alone (names the kernel\n"
-		"                        has cached are then walked without a search check)\n"
+
 		"  key=PATH              the file system key (default: $LOOM_KEY_FILE, else\n"
 		"                        /etc/loom/loom.key if it exists)\n"
 		"  recovery=SEC          how long requests wait for a server that went away before\n"
@@ -235,6 +234,20 @@ static int parse_spec(const char *spec, char *addr, size_t acap, char *fsname, s
 	return 0;
 }
 
+/* The MDS's count of directory renames now (0 if it cannot be had), from an open of the root:
+ * the kernel holds no dentry yet, so all it will be told is current as of this. */
+static uint64_t dir_moves_now(loom_fs *fs)
+{
+	struct loom_cred root = { 0 };
+	struct loom_ll_attr a;
+	loom_file *f;
+
+	if (loom_ll_open(fs, &root, LOOM_ROOT_INO, O_RDONLY | O_DIRECTORY, NULL, &f, &a) != 0)
+		return 0;
+	loom_close(f);
+	return a.dir_moves;
+}
+
 int main(int argc, char **argv)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
@@ -267,6 +280,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "loom-mount: '%s' is not HOST[:PORT]:/FSNAME\n", m.opts.spec);
 		return 2;
 	}
+	if (m.opts.no_default_permissions) {
+		/* Without the kernel's checks nothing checks who may open a fifo or a device node:
+		 * the kernel opens those itself and never asks the file system. */
+		fprintf(stderr, "loom-mount: no_default_permissions is not supported: the kernel opens fifos "
+				"and device nodes without asking the file system, so nothing would check who "
+				"may open them\n");
+		return 2;
+	}
 	if (m.opts.recovery > 86400) {
 		fprintf(stderr, "loom-mount: recovery=%u: at most 86400 seconds\n", m.opts.recovery);
 		return 2;
@@ -294,7 +315,8 @@ int main(int argc, char **argv)
 	pthread_cond_init(&m.unlocks_done, NULL);
 	cond_init_monotonic(&m.handles_done);
 	lm_sa_init(&m);
-	u64map_init(&m.stamps);
+	lm_cache_init(&m);
+	m.dir_moves = dir_moves_now(m.fs);
 	u64map_init(&m.posix_locked);
 	u64map_init(&m.open_handles);
 
@@ -306,10 +328,10 @@ int main(int argc, char **argv)
 	if (getuid() == 0 && !m.opts.owner_only)
 		fuse_opt_add_arg(&args, "-oallow_other");
 	/* The kernel checks permissions too, on the attributes it caches: a path walk through a
-	 * cached name then still needs search permission on each directory. The MDS checks every
+	 * cached name then still needs search permission on each directory, and opens of fifos and
+	 * device nodes, which never reach the file system, are checked at all. The MDS checks every
 	 * request anyway. */
-	if (!m.opts.no_default_permissions)
-		fuse_opt_add_arg(&args, "-odefault_permissions");
+	fuse_opt_add_arg(&args, "-odefault_permissions");
 	lm_entry_ops(&ops);
 	lm_file_ops(&ops);
 	lm_dir_ops(&ops);
@@ -344,6 +366,7 @@ out_session:
 out_fs:
 	loom_disconnect(m.fs);
 	lm_sa_fini(&m);
+	lm_cache_fini(&m);
 	lm_stamps_fini(&m);
 out_args:
 	fuse_opt_free_args(&args);

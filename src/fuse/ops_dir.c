@@ -11,6 +11,7 @@
 struct dir_fill {
 	fuse_req_t req;
 	struct lmount *m;
+	uint64_t ino;
 	char *buf;
 	size_t size;
 	size_t used;
@@ -18,7 +19,7 @@ struct dir_fill {
 	uint64_t cookie; /* resumes after the last entry put in buf */
 };
 
-static int fill_one(void *arg, const struct loom_dirent *ent, const struct stat *st, uint64_t next)
+static int fill_one(void *arg, const struct loom_dirent *ent, const struct loom_ll_attr *a, uint64_t next)
 {
 	struct dir_fill *d = arg;
 	size_t room = d->size - d->used, n;
@@ -34,13 +35,14 @@ static int fill_one(void *arg, const struct loom_dirent *ent, const struct stat 
 		} else {
 			e.ino = ent->ino;
 			e.generation = 1;
-			e.attr = *st;
+			e.attr = a->st;
 			e.attr_timeout = d->m->opts.attr_timeout;
 			e.entry_timeout = d->m->opts.entry_timeout;
-			if (S_ISREG(st->st_mode))
-				lm_stamp_told(d->m, ent->ino, st);
 		}
 		n = fuse_add_direntry_plus(d->req, d->buf + d->used, room, ent->name, &e, (off_t)next);
+		/* A dentry the kernel now holds (unless the buffer was full). */
+		if (n <= room && e.ino)
+			lm_told_entry(d->m, d->ino, ent->name, a);
 	} else {
 		struct stat s;
 
@@ -58,7 +60,7 @@ static int fill_one(void *arg, const struct loom_dirent *ent, const struct stat 
 
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)
 {
-	struct dir_fill d = { .req = req, .m = lm_of(req), .size = size, .plus = plus,
+	struct dir_fill d = { .req = req, .m = lm_of(req), .ino = ino, .size = size, .plus = plus,
 			      .cookie = (uint64_t)off };
 	struct loom_cred cr;
 	bool eof = false;
@@ -87,15 +89,22 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 
 static void lm_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	struct lmount *m = lm_of(req);
+	struct loom_ll_expect ex;
+	struct loom_ll_attr a;
 	struct loom_cred cr;
-	loom_file *f;
-	struct stat st;
+	loom_file *f = NULL;
 	int rc;
 
 	lm_cred(req, &cr);
-	/* As open(O_RDONLY|O_DIRECTORY): read permission is checked here. */
-	rc = loom_ll_open(lm_of(req)->fs, &cr, ino, O_RDONLY | O_DIRECTORY, &f, &st);
+	/* As open(O_RDONLY|O_DIRECTORY): read permission is checked here; and as for a file, the
+	 * names the kernel walked must still lead here (ls of a directory renamed elsewhere). */
+	lm_open_expect(m, ino, &ex);
+	rc = loom_ll_open(m->fs, &cr, ino, O_RDONLY | O_DIRECTORY, &ex, &f, &a);
+	rc = lm_open_settle(m, ino, rc, &a, O_RDONLY);
 	if (rc) {
+		if (f)
+			loom_close(f);
 		lm_reply_err(req, rc);
 		return;
 	}

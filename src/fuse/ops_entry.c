@@ -10,13 +10,15 @@ static void lm_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct lmount *m = lm_of(req);
 	struct loom_cred cr;
-	struct stat st;
+	struct loom_ll_attr a;
 	int rc;
 
 	lm_cred(req, &cr);
-	if (!lm_sa_lookup(m, &cr, parent, name, &st, &rc)) {
-		rc = loom_ll_lookup(m->fs, &cr, parent, name, &st);
+	if (!lm_sa_lookup(m, &cr, parent, name, &a)) {
+		rc = loom_ll_lookup(m->fs, &cr, parent, name, &a);
 		lm_sa_looked_up(m, parent, rc);
+	} else {
+		rc = 0;
 	}
 	if (rc == -ENOENT && m->opts.negative_timeout > 0) {
 		/* A negative entry: the kernel may remember the name is absent. */
@@ -24,20 +26,20 @@ static void lm_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_entry(req, &e);
 		return;
 	}
-	lm_reply_entry(req, rc, &st);
+	lm_reply_entry(req, rc, parent, name, &a);
 }
 
 static void lm_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
 	(void)nlookup;
-	lm_stamp_forget(lm_of(req), ino);
+	lm_forget_inode(lm_of(req), ino);
 	fuse_reply_none(req);
 }
 
 static void lm_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
 {
 	for (size_t i = 0; i < count; i++)
-		lm_stamp_forget(lm_of(req), forgets[i].ino);
+		lm_forget_inode(lm_of(req), forgets[i].ino);
 	fuse_reply_none(req);
 }
 
@@ -46,6 +48,7 @@ static void lm_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct lmount *m = lm_of(req);
 	uint64_t max_age = (uint64_t)(m->opts.attr_timeout * 1e9);
 	struct loom_cred cr;
+	struct loom_ll_attr a;
 	struct stat st;
 	int rc;
 
@@ -66,7 +69,8 @@ static void lm_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		rc = 0;
 	} else {
 		lm_cred(req, &cr);
-		rc = loom_ll_getattr(m->fs, &cr, ino, &st);
+		rc = loom_ll_getattr(m->fs, &cr, ino, &a);
+		st = a.st;
 	}
 	lm_reply_attr(req, rc, &st);
 }
@@ -77,7 +81,7 @@ static void lm_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	struct lmount *m = lm_of(req);
 	struct loom_setattr sa = { 0 };
 	struct loom_cred cr;
-	struct stat st;
+	struct loom_ll_attr a;
 	int rc;
 
 	if (to_set & FUSE_SET_ATTR_MODE) {
@@ -113,12 +117,13 @@ static void lm_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		sa.ctime = attr->st_ctim;
 	}
 	lm_cred(req, &cr);
-	rc = loom_ll_setattr(m->fs, &cr, ino, &sa, fi && fi->fh ? (loom_file *)(uintptr_t)fi->fh : NULL, &st);
-	/* This mount's own truncation keeps its cache valid: note what the file now is. */
+	rc = loom_ll_setattr(m->fs, &cr, ino, &sa, fi && fi->fh ? (loom_file *)(uintptr_t)fi->fh : NULL, &a);
+	/* This mount's own truncation: the kernel cut its pages itself, which hold the new data
+	 * unless someone else changed the file before it. */
 	if (rc == 0 && (sa.valid & LOOM_SET_SIZE))
-		lm_stamp_set(m, ino, &st);
+		lm_data_changed(m, ino, a.data_version);
 	lm_sa_changed(m);
-	lm_reply_attr(req, rc, &st);
+	lm_reply_attr(req, rc, &a.st);
 }
 
 static void lm_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -143,21 +148,22 @@ static void lm_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 {
 	struct lmount *m = lm_of(req);
 	struct loom_cred cr;
-	struct stat st;
+	struct loom_ll_attr a;
 
 	lm_cred(req, &cr);
-	lm_reply_entry(req, lm_changed(m, loom_ll_mknod(m->fs, &cr, parent, name, mode, rdev, &st)),
-		       &st);
+	lm_reply_entry(req, lm_changed(m, loom_ll_mknod(m->fs, &cr, parent, name, mode, rdev, &a)),
+		       parent, name, &a);
 }
 
 static void lm_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	struct lmount *m = lm_of(req);
 	struct loom_cred cr;
-	struct stat st;
+	struct loom_ll_attr a;
 
 	lm_cred(req, &cr);
-	lm_reply_entry(req, lm_changed(m, loom_ll_mkdir(m->fs, &cr, parent, name, mode, &st)), &st);
+	lm_reply_entry(req, lm_changed(m, loom_ll_mkdir(m->fs, &cr, parent, name, mode, &a)), parent,
+		       name, &a);
 }
 
 static void lm_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -180,10 +186,11 @@ static void lm_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
 {
 	struct lmount *m = lm_of(req);
 	struct loom_cred cr;
-	struct stat st;
+	struct loom_ll_attr a;
 
 	lm_cred(req, &cr);
-	lm_reply_entry(req, lm_changed(m, loom_ll_symlink(m->fs, &cr, link, parent, name, &st)), &st);
+	lm_reply_entry(req, lm_changed(m, loom_ll_symlink(m->fs, &cr, link, parent, name, &a)), parent,
+		       name, &a);
 }
 
 static void lm_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
@@ -209,10 +216,11 @@ static void lm_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 {
 	struct lmount *m = lm_of(req);
 	struct loom_cred cr;
-	struct stat st;
+	struct loom_ll_attr a;
 
 	lm_cred(req, &cr);
-	lm_reply_entry(req, lm_changed(m, loom_ll_link(m->fs, &cr, ino, newparent, newname, &st)), &st);
+	lm_reply_entry(req, lm_changed(m, loom_ll_link(m->fs, &cr, ino, newparent, newname, &a)),
+		       newparent, newname, &a);
 }
 
 static void lm_access(fuse_req_t req, fuse_ino_t ino, int mask)

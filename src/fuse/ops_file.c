@@ -47,52 +47,52 @@ static void lm_init(void *userdata, struct fuse_conn_info *conn)
 	log_debug("FUSE capable %#x, want %#x", conn->capable, conn->want);
 }
 
-static void open_reply(fuse_req_t req, struct fuse_file_info *fi, loom_file *f, const struct stat *st,
-		       const struct fuse_entry_param *e)
+static void open_reply(fuse_req_t req, struct fuse_file_info *fi, loom_file *f,
+		       const struct loom_ll_attr *a, const struct fuse_entry_param *e)
 {
 	struct lmount *m = lm_of(req);
-	bool stale_attrs;
+	uint64_t ino = a->st.st_ino;
 
 	fi->fh = (uintptr_t)f;
 	/* What this mount had changed when the open's attributes arrived (see lm_getattr). */
 	loom_file_set_tag(f, lm_change_count(m));
-	/* The pages this mount holds are still the file's if nobody changed it since we looked. */
-	fi->keep_cache = lm_stamp_matches(m, st->st_ino, st);
-	/* Close-to-open: if the attributes the kernel holds (from a stat within the attribute
-	 * timeout) are not the file's now, it must forget them, or it would cut reads at the old
-	 * end. Usually they are what the lookup just said, and nothing needs doing. */
-	stale_attrs = !e && !lm_stamp_told_matches(m, st->st_ino, st);
-	lm_stamp_set(m, st->st_ino, st);
-	if (stale_attrs)
-		fuse_lowlevel_notify_inval_inode(m->se, st->st_ino, -1, 0);
+	/* The pages this mount holds are still the file's if its data version did not move since
+	 * they were read (close-to-open, whatever the times say); else the kernel drops them. */
+	fi->keep_cache = S_ISREG(a->st.st_mode) && lm_data_current(m, ino, a->data_version);
 	if (fi->flags & O_DIRECT || (fi->flags & O_ACCMODE) == O_WRONLY)
 		fi->direct_io = 1;
-	lm_handle_opened(m, st->st_ino);
+	lm_handle_opened(m, ino);
 	if ((e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi)) != 0) {
 		loom_close(f); /* the opener was interrupted and will never release it */
-		lm_handle_released(m, st->st_ino);
+		lm_handle_released(m, ino);
 	}
 }
 
 static void lm_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct lmount *m = lm_of(req);
+	struct loom_ll_expect ex;
+	struct loom_ll_attr a;
 	struct loom_cred cr;
-	loom_file *f;
-	struct stat st;
+	loom_file *f = NULL;
 	int rc;
 
 	lm_cred(req, &cr);
+	/* The kernel reached the inode through names it cached: they must still lead here. */
+	lm_open_expect(m, ino, &ex);
 	/* The kernel decides where O_APPEND writes go and passes the offset: the handle must write
 	 * exactly there. */
-	rc = loom_ll_open(m->fs, &cr, ino, fi->flags & ~O_APPEND, &f, &st);
+	rc = loom_ll_open(m->fs, &cr, ino, fi->flags & ~O_APPEND, &ex, &f, &a);
 	if (fi->flags & O_TRUNC)
 		lm_sa_changed(m);
+	rc = lm_open_settle(m, ino, rc, &a, fi->flags);
 	if (rc) {
+		if (f)
+			loom_close(f);
 		lm_reply_err(req, rc);
 		return;
 	}
-	open_reply(req, fi, f, &st, NULL);
+	open_reply(req, fi, f, &a, NULL);
 }
 
 static void lm_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -100,23 +100,25 @@ static void lm_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 {
 	struct lmount *m = lm_of(req);
 	struct fuse_entry_param e;
+	struct loom_ll_attr a;
 	struct loom_cred cr;
 	loom_file *f;
 	int rc;
 
 	lm_cred(req, &cr);
 	memset(&e, 0, sizeof(e));
-	rc = lm_changed(m, loom_ll_create(m->fs, &cr, parent, name, mode, fi->flags & ~O_APPEND, &f,
-					  &e.attr));
+	rc = lm_changed(m, loom_ll_create(m->fs, &cr, parent, name, mode, fi->flags & ~O_APPEND, &f, &a));
 	if (rc) {
 		lm_reply_err(req, rc);
 		return;
 	}
-	e.ino = e.attr.st_ino;
+	e.ino = a.st.st_ino;
 	e.generation = 1;
+	e.attr = a.st;
 	e.attr_timeout = m->opts.attr_timeout;
 	e.entry_timeout = m->opts.entry_timeout;
-	open_reply(req, fi, f, &e.attr, &e);
+	lm_told_entry(m, parent, name, &a);
+	open_reply(req, fi, f, &a, &e);
 }
 
 static void lm_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
@@ -142,8 +144,9 @@ static void lm_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 {
 	ssize_t n = loom_pwrite(file_of(fi), buf, size, off);
 
-	(void)ino;
 	lm_sa_changed(lm_of(req));
+	if (n > 0)
+		lm_wrote(lm_of(req), ino, (uint64_t)off + (uint64_t)n);
 	if (n < 0)
 		lm_reply_err(req, (int)n);
 	else
@@ -161,21 +164,27 @@ static int changed_if_writer(struct lmount *m, loom_file *f, int rc)
 	return rc;
 }
 
+/* A report of this mount's writes made a new data version: the pages hold it if they held the
+ * one before. */
+static void data_reported(struct lmount *m, uint64_t ino, loom_file *f)
+{
+	uint64_t version = loom_file_reported_version(f);
+
+	if (version)
+		lm_data_changed(m, ino, version);
+}
+
 static void lm_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	loom_file *f = file_of(fi);
-	struct stat st;
 	int rc;
 
 	lm_unlock_begin(lm_of(req));
 	lm_locks_on_close(req, ino, fi);
 	lm_unlock_end(lm_of(req));
 	rc = changed_if_writer(lm_of(req), f, loom_flush(f));
-	if (rc == 0) {
-		/* Our own change: the pages this mount caches are the new data. */
-		loom_file_attr(f, &st);
-		lm_stamp_set(lm_of(req), ino, &st);
-	}
+	if (rc == 0)
+		data_reported(lm_of(req), ino, f);
 	lm_reply_err(req, rc);
 }
 
@@ -188,6 +197,10 @@ static void lm_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	lm_unlock_begin(lm_of(req));
 	if (fi->flock_release)
 		lm_locks_on_close(req, ino, fi);
+	/* Writes that reach the MDS only now (mmapped pages written back after the last close):
+	 * their version is not known here, so the pages are not trusted past them. */
+	if (writer && loom_file_unreported(f))
+		lm_data_changed(lm_of(req), ino, 0);
 	rc = loom_close(f);
 	lm_handle_released(lm_of(req), ino);
 	if (writer)
@@ -199,15 +212,12 @@ static void lm_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void lm_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	loom_file *f = file_of(fi);
-	struct stat st;
 	int rc;
 
 	(void)datasync; /* the size must reach the MDS either way, or the data is not reachable */
 	rc = changed_if_writer(lm_of(req), f, loom_fsync(f));
-	if (rc == 0) {
-		loom_file_attr(f, &st);
-		lm_stamp_set(lm_of(req), ino, &st);
-	}
+	if (rc == 0)
+		data_reported(lm_of(req), ino, f);
 	lm_reply_err(req, rc);
 }
 

@@ -75,14 +75,13 @@ static void cancel_wait(fuse_req_t req, void *data)
 static void revalidate(fuse_req_t req, uint64_t ino)
 {
 	struct lmount *m = lm_of(req);
+	struct loom_ll_attr a;
 	struct loom_cred cr;
-	struct stat st;
 
 	lm_cred(req, &cr);
-	if (loom_ll_getattr(m->fs, &cr, ino, &st) != 0 || lm_stamp_matches(m, ino, &st))
+	if (loom_ll_getattr(m->fs, &cr, ino, &a) != 0 || lm_data_current(m, ino, a.data_version))
 		return;
 	fuse_lowlevel_notify_inval_inode(m->se, ino, 0, 0);
-	lm_stamp_set(m, ino, &st);
 }
 
 void lm_unlock_begin(struct lmount *m)

@@ -8,9 +8,12 @@
  *   - younger than the mount's entry and attribute timeouts (what the kernel itself may trust);
  *   - nothing changed through this mount since it was fetched (lm_sa_changed), so the mount
  *     always sees its own changes at once.
- * Another mount's changes show within the timeouts, as with the kernel's own caches. A name
- * missing from a fresh listing is answered ENOENT. Not used with no_default_permissions, where
- * only the MDS checks the caller's right to search the directory.
+ * Another mount's changes show within the timeouts, as with the kernel's own caches, except where
+ * close-to-open needs them at once: a name missing from the listing is asked of the MDS (it may
+ * have been made and closed elsewhere since: a training job's rank 0 writes an index, a barrier,
+ * and the others open it), and a name the listing had wrongly is caught by the open (cache.c),
+ * which then drops the listing (lm_sa_changed). The kernel checks the caller's right to search
+ * the directory (default_permissions) before it asks.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -26,7 +29,7 @@
 
 struct sa_entry {
 	char *name;
-	struct stat st;
+	struct loom_ll_attr a;
 };
 
 struct sa_dir {
@@ -54,7 +57,7 @@ static int cmp_ent(const void *a, const void *b)
 	return strcmp(((const struct sa_entry *)a)->name, ((const struct sa_entry *)b)->name);
 }
 
-static int collect(void *arg, const struct loom_dirent *ent, const struct stat *st, uint64_t next)
+static int collect(void *arg, const struct loom_dirent *ent, const struct loom_ll_attr *a, uint64_t next)
 {
 	struct sa_dir *d = arg;
 
@@ -79,7 +82,7 @@ static int collect(void *arg, const struct loom_dirent *ent, const struct stat *
 			d->failed = true;
 			return 1;
 		}
-		d->ents[d->n].st = *st;
+		d->ents[d->n].a = *a;
 		d->n++;
 	}
 	d->next_cookie = next;
@@ -124,35 +127,36 @@ static bool fresh(const struct lmount *m, const struct sa_dir *d, uint64_t gen, 
 	return d && d->gen == gen && (double)(now - d->fetched_ns) < timeout_s(m) * 1e9;
 }
 
-/* Under sa_lock: the answer for name from d (0 and *st, or -ENOENT). */
-static int answer(const struct sa_dir *d, const char *name, struct stat *st)
+/* Under sa_lock: whether d has name (and *a). */
+static bool answer(const struct sa_dir *d, const char *name, struct loom_ll_attr *a)
 {
 	struct sa_entry key = { .name = (char *)name };
 	const struct sa_entry *e = bsearch(&key, d->ents, d->n, sizeof(*d->ents), cmp_ent);
 
 	if (!e)
-		return -ENOENT;
-	*st = e->st;
-	return 0;
+		return false;
+	*a = e->a;
+	return true;
 }
 
 bool lm_sa_lookup(struct lmount *m, const struct loom_cred *cr, uint64_t parent, const char *name,
-		  struct stat *st, int *rc)
+		  struct loom_ll_attr *a)
 {
 	struct lm_statahead *sa = &m->sa;
 	uint64_t gen = atomic_load(&sa->gen), now = clock_mono_ns();
 	struct sa_dir *d, *old = NULL;
 	bool build = false;
 
-	if (m->opts.no_default_permissions || timeout_s(m) <= 0)
+	if (timeout_s(m) <= 0)
 		return false;
 	pthread_mutex_lock(&sa->lock);
 	d = sa->dir;
 	if (d && d->ino == parent && fresh(m, d, gen, now)) {
-		*rc = answer(d, name, st);
-		sa->hits++;
+		bool found = answer(d, name, a);
+
+		sa->hits += found;
 		pthread_mutex_unlock(&sa->lock);
-		return true;
+		return found;
 	}
 	if (d && !fresh(m, d, gen, now)) {
 		old = d; /* stale: its memory goes now */
@@ -181,10 +185,11 @@ bool lm_sa_lookup(struct lmount *m, const struct loom_cred *cr, uint64_t parent,
 		sa->fetches++;
 	}
 	if (d && fresh(m, d, atomic_load(&sa->gen), clock_mono_ns())) {
-		*rc = answer(d, name, st);
+		bool found = answer(d, name, a);
+
 		pthread_mutex_unlock(&sa->lock);
 		dir_free(old);
-		return true;
+		return found;
 	}
 	pthread_mutex_unlock(&sa->lock);
 	dir_free(old);

@@ -3,6 +3,7 @@
  * answers only after the batch is durable.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@ struct reply {
 /* What the requests of a batch did that matters after it ran. */
 struct batch_state {
 	bool released; /* an inode was released: objects joined the destroy queue */
+	bool moved_dir; /* a directory was renamed: dir_moves goes up before the replies go out */
 };
 
 static bool op_is_read_only(uint16_t op)
@@ -268,9 +270,34 @@ out:
 	return rc;
 }
 
-/* MDS_OPEN for a handle made already: the checks, the layout, the Data-on-MDT bytes. */
-static int open_with_handle(struct mdt_txn *t, const struct lw_mds_req *q, struct timespec now,
-			    uint64_t handle, struct reply *r)
+/* A conditional open whose conditions no longer hold: OPEN_STALE with the reply built (nothing
+ * was done); 0 when it may go ahead; an error of the inode. */
+#define OPEN_STALE 1
+static int open_conditions(struct mdt_txn *t, const struct lw_mds_req *q, struct lw_open_rep *rep,
+			   struct reply *r)
+{
+	const struct lw_open_req *o = &q->u.open;
+	int rc;
+
+	if (!(o->flags & (LW_OPQ_NAMES | LW_OPQ_DIR_MOVES)))
+		return 0;
+	rc = mdt_getattr(t, o->ino, &rep->attr);
+	if (rc)
+		return rc;
+	if (!((o->flags & LW_OPQ_NAMES) && rep->attr.name_version != o->names) &&
+	    !((o->flags & LW_OPQ_DIR_MOVES) && rep->dir_moves != o->dir_moves))
+		return 0;
+	rep->handle = 0;
+	rep->flags = LW_OPR_STALE;
+	rc = reply_copy(r, rep, sizeof(*rep));
+	return rc ? rc : OPEN_STALE;
+}
+
+/* MDS_OPEN for a handle made already: the checks, the layout, the Data-on-MDT bytes. Returns
+ * OPEN_STALE (a reply, and no open: the handle is to be dropped) for a conditional open whose
+ * conditions failed. */
+static int open_with_handle(struct mds *m, struct mdt_txn *t, const struct lw_mds_req *q,
+			    struct timespec now, uint64_t handle, struct reply *r)
 {
 	struct lw_open_rep rep = { 0 };
 	struct loom_layout *layout = NULL;
@@ -280,6 +307,10 @@ static int open_with_handle(struct mdt_txn *t, const struct lw_mds_req *q, struc
 	uint32_t dom_len = 0;
 
 	rep.handle = handle;
+	rep.dir_moves = atomic_load(&m->dir_moves);
+	rc = open_conditions(t, q, &rep, r);
+	if (rc)
+		return rc;
 	rc = mdt_open(t, &q->cred, q->u.open.ino, q->u.open.open_flags, now, &rep.attr, &layout);
 	/* Data-on-MDT: the file's first bytes travel with the open, so a small file costs one
 	 * round trip. */
@@ -304,9 +335,33 @@ static int exec_open(struct mds *m, struct mdt_txn *t, struct srv_req *req, cons
 
 	if (rc)
 		return rc;
-	rc = open_with_handle(t, q, now, handle, r);
+	rc = open_with_handle(m, t, q, now, handle, r);
 	if (rc)
 		mds_handle_forget(m, handle);
+	if (rc == OPEN_STALE)
+		rc = 0; /* answered: nothing was opened */
+	return rc;
+}
+
+/* The Data-on-MDT parts of a size report, written in one go. */
+static int dom_write_parts(struct mdt_txn *t, const struct lw_mds_req *q)
+{
+	uint32_t n = q->u.close.dom_parts;
+	struct mdt_dom_extent *ext = calloc(n, sizeof(*ext));
+	size_t pos = 0;
+	int rc;
+
+	if (!ext)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++) {
+		struct lw_dom_part p;
+
+		lw_dom_part_at(q, &pos, &p, &ext[i].data);
+		ext[i].off = p.offset;
+		ext[i].len = p.len;
+	}
+	rc = mdt_dom_write_parts(t, q->u.close.ino, ext, n);
+	free(ext);
 	return rc;
 }
 
@@ -324,11 +379,13 @@ static int exec_close(struct mds *m, struct mdt_txn *t, struct srv_req *req,
 	if (rc)
 		return rc;
 	/* Data-on-MDT bytes land with the size that covers them, in one transaction; whatever a
-	 * late report wrote past the size (a truncation came first) is cut again. */
+	 * late report wrote past the size (a truncation came first) is cut again. Bytes written
+	 * are a change of the data, whatever the flags say. */
 	if (c->flags & LW_CL_DOM)
-		rc = mdt_dom_write(t, c->ino, q->dom.offset, q->dom_data, q->dom.len);
+		rc = dom_write_parts(t, q);
 	if (rc == 0 && (c->flags & ~LW_CL_DOM))
-		rc = mdt_size_update(t, c->ino, c->flags & ~LW_CL_DOM, c->size, mt, c->blocks, &attr);
+		rc = mdt_size_update(t, c->ino, (c->flags & ~LW_CL_DOM) | (c->flags & LW_CL_DOM ? LW_CL_DATA : 0),
+				     c->size, mt, c->blocks, &attr);
 	else if (rc == 0)
 		rc = mdt_getattr(t, c->ino, &attr);
 	if (rc == 0 && (c->flags & LW_CL_DOM))
@@ -587,12 +644,19 @@ static int exec_one(struct mds *m, struct mdt_txn *t, struct srv_req *req, const
 		return rc;
 	case LW_OP_MDS_RMDIR:
 		return mdt_rmdir(t, &q->cred, q->u.name.f.parent, q->u.name.name.s, q->u.name.name.len, now);
-	case LW_OP_MDS_RENAME:
+	case LW_OP_MDS_RENAME: {
+		uint32_t moved = 0;
+
 		rc = mdt_rename(t, &q->cred, q->u.rename.f.src_parent, q->u.rename.src.s,
 				q->u.rename.src.len, q->u.rename.f.dst_parent, q->u.rename.dst.s,
-				q->u.rename.dst.len, q->u.rename.f.flags, now, &victim);
+				q->u.rename.dst.len, q->u.rename.f.flags, now, &victim, &moved);
+		/* Paths through a moved directory lead elsewhere now: clients check names they
+		 * cached against dir_moves at their next open. */
+		if (rc == 0 && S_ISDIR(moved))
+			bs->moved_dir = true;
 		release_if_unused(m, t, &victim, bs, &rc);
 		return rc;
+	}
 	case LW_OP_MDS_LINK:
 		rc = mdt_link(t, &q->cred, q->u.link.f.ino, q->u.link.f.new_parent, q->u.link.name.s,
 			      q->u.link.name.len, now, &attr);
@@ -925,6 +989,8 @@ static void run_batch(struct mds *m, struct srv_req *list, uint32_t n)
 		log_err("cannot start a transaction: %s", strerror(-rc));
 	}
 	mds_releases_settled(m);
+	if (bs.moved_dir)
+		atomic_fetch_add(&m->dir_moves, 1);
 
 	/* Durable (or failed) as a whole: now answer. */
 	i = 0;
@@ -1169,13 +1235,15 @@ static bool run_open_here(struct mds *m, struct srv_req *req)
 		return false;
 	rc = mdt_txn_begin(m->store, false, &t);
 	if (rc == 0) {
-		rc = open_with_handle(t, &q, clock_real(), handle, &r);
+		rc = open_with_handle(m, t, &q, clock_real(), handle, &r);
 		if (rc == -ENOENT)
 			rc = stale_if_gone(t, rc, q.u.open.ino);
 		mdt_txn_abort(t);
 	}
 	if (rc)
 		drop_handle_later(m, handle, q.u.open.ino, sid);
+	if (rc == OPEN_STALE)
+		rc = 0; /* answered: nothing was opened */
 	srv_reply(req, rc, r.body, rc ? 0 : r.len, NULL, 0, NULL);
 	free(r.body);
 	return true;
@@ -1199,7 +1267,7 @@ static int walk_open(struct mds *m, struct srv_req *req, const struct lw_mds_req
 		return -EAGAIN;
 	rc = mdt_txn_begin(m->store, false, &t);
 	if (rc == 0) {
-		rc = open_with_handle(t, &q, clock_real(), handle, r);
+		rc = open_with_handle(m, t, &q, clock_real(), handle, r);
 		mdt_txn_abort(t);
 	}
 	if (rc) {

@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,6 +183,11 @@ int main(int argc, char **argv)
 	m.started_ns = clock_mono_ns();
 	if (random_bytes(&m.boot_id, sizeof(m.boot_id)) != 0 || m.boot_id == 0)
 		m.boot_id = m.started_ns | 1;
+	{
+		struct timespec now = clock_real();
+
+		atomic_init(&m.dir_moves, (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec);
+	}
 	rc = mdt_store_open(mdt_dir, &m.store);
 	if (rc) {
 		log_err("cannot open the MDT in %s: %s%s", mdt_dir, strerror(-rc),

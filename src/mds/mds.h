@@ -73,6 +73,10 @@ struct mds {
 	struct reqq queue;
 	pthread_t md_thread;
 	uint64_t boot_id;          /* random per run: tells clients the MDS restarted */
+	/* Directory renames committed (lw_open_rep.dir_moves): starts at the wall-clock ns of the
+	 * start, so that it differs from whatever a previous run handed out; bumped after the
+	 * commit of a batch that moved a directory, before its replies go out. */
+	_Atomic uint64_t dir_moves;
 	uint64_t started_ns;
 	bool root_squash;          /* requests as uid 0 run as nobody (--root-squash) */
 	uint32_t recovery_s;       /* how long a session waits for its client, and how long after

@@ -83,6 +83,7 @@ int mdt_setattr(struct mdt_txn *t, const struct loom_cred *cr, const struct lw_s
 	in.gid = next.gid;
 	if ((valid & LW_SA_SIZE) && sa->size != in.size) {
 		in.size = sa->size;
+		in.data_version++;
 		/* The objects are cut to the new size: they hold no more than it. */
 		if ((in.flags & MDT_IF_BLOCKS) && in.blocks > (in.size + 511) / 512)
 			in.blocks = (in.size + 511) / 512;
@@ -170,6 +171,8 @@ int mdt_open(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino, uint32
 	if ((open_flags & O_TRUNC) && S_ISREG(in.mode)) {
 		/* handle_truncate(): size 0, mtime and ctime now even if it was empty, and the
 		 * privileges a non-root truncation removes. */
+		if (in.size != 0)
+			in.data_version++;
 		in.size = 0;
 		in.blocks = 0; /* the client cuts every object to nothing */
 		in.mode &= ~mdt_perm_kill_on_truncate(cr, &own);
@@ -212,11 +215,16 @@ int mdt_size_update(struct mdt_txn *t, uint64_t ino, uint32_t flags, uint64_t si
 	bool changed = false;
 	int rc;
 
-	if (flags & ~(LW_CL_SIZE | LW_CL_MTIME | LW_CL_BLOCKS))
+	if (flags & ~(LW_CL_SIZE | LW_CL_MTIME | LW_CL_BLOCKS | LW_CL_DATA))
 		return -EINVAL;
 	rc = mdt_inode_get(t, ino, &in);
 	if (rc)
 		return rc;
+	if ((flags & LW_CL_DATA) && S_ISREG(in.mode)) {
+		/* The handle wrote: whatever its writes did, caches of the old bytes are stale. */
+		in.data_version++;
+		changed = true;
+	}
 	if (flags & LW_CL_SIZE) {
 		if (!S_ISREG(in.mode))
 			return -EINVAL;

@@ -99,7 +99,7 @@ int mdt_dom_read(struct mdt_txn *t, uint64_t ino, const void **data, uint32_t *l
 	return rc ? rc : mdt_dom_peek(t, ino, data, len);
 }
 
-int mdt_dom_write(struct mdt_txn *t, uint64_t ino, uint64_t off, const void *data, uint32_t len)
+int mdt_dom_write_parts(struct mdt_txn *t, uint64_t ino, const struct mdt_dom_extent *ext, uint32_t n)
 {
 	const void *old;
 	uint32_t dom_size, old_len, new_len;
@@ -115,25 +115,41 @@ int mdt_dom_write(struct mdt_txn *t, uint64_t ino, uint64_t off, const void *dat
 	rc = dom_size_of(t, ino, &dom_size);
 	if (rc)
 		return rc;
-	if (off > dom_size || len > dom_size - off)
-		return -EINVAL;
-	if (len == 0)
+	new_len = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (ext[i].off > dom_size || ext[i].len > dom_size - ext[i].off)
+			return -EINVAL;
+		if (ext[i].len && ext[i].off + ext[i].len > new_len)
+			new_len = (uint32_t)(ext[i].off + ext[i].len);
+	}
+	if (new_len == 0)
 		return 0;
 	rc = mdt_dom_peek(t, ino, &old, &old_len);
 	if (rc == -EIO)
 		old_len = 0; /* damaged: what is written now is all that can be trusted */
 	else if (rc)
 		return rc;
-	new_len = (uint32_t)off + len > old_len ? (uint32_t)off + len : old_len;
+	if (old_len > new_len)
+		new_len = old_len;
 	buf = calloc(1, new_len);
 	if (!buf)
 		return -ENOMEM;
 	if (old_len)
 		memcpy(buf, old, old_len);
-	memcpy(buf + off, data, len);
+	/* Only the bytes each part names: what lies between parts stays as it was. */
+	for (uint32_t i = 0; i < n; i++)
+		if (ext[i].len)
+			memcpy(buf + ext[i].off, ext[i].data, ext[i].len);
 	rc = dom_store(t, ino, buf, new_len);
 	free(buf);
 	return rc;
+}
+
+int mdt_dom_write(struct mdt_txn *t, uint64_t ino, uint64_t off, const void *data, uint32_t len)
+{
+	struct mdt_dom_extent e = { .off = off, .len = len, .data = data };
+
+	return mdt_dom_write_parts(t, ino, &e, 1);
 }
 
 int mdt_dom_cut(struct mdt_txn *t, uint64_t ino, uint64_t size)

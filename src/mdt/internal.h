@@ -125,12 +125,18 @@ struct mdt_inode {
 		uint64_t blocks;    /* regular files with MDT_IF_BLOCKS: 512-byte blocks the objects
 		                     * occupied at the last report (holes take none) */
 	};
+	/* From here, records written since protocol 3 (a record of MDT_INODE_V1_SIZE bytes reads
+	 * with these 0). */
+	uint64_t data_version;  /* regular files: lw_attr.data_version */
+	uint64_t name_version;  /* lw_attr.name_version */
 };
 
 #define MDT_IF_BLOCKS 0x1u /* blocks was reported by a client; else it is estimated from size */
 #define MDT_IF_NO_XATTRS 0x2u /* no extended attribute was ever set (inodes made before this flag
                                * existed lack it: "may have some") */
-_Static_assert(sizeof(struct mdt_inode) == 112, "mdt_inode is an on-disk format");
+#define MDT_INODE_V1_SIZE 112u
+_Static_assert(sizeof(struct mdt_inode) == 128, "mdt_inode is an on-disk format");
+_Static_assert(offsetof(struct mdt_inode, data_version) == MDT_INODE_V1_SIZE, "mdt_inode v1 prefix");
 
 struct mdt_dentry {
 	uint64_t ino;

@@ -410,6 +410,10 @@ int mdt_swap_layouts(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino
 		a.flags = (a.flags & ~MDT_IF_BLOCKS) | (b.flags & MDT_IF_BLOCKS);
 		b.blocks = blocks;
 		b.flags = (b.flags & ~MDT_IF_BLOCKS) | bflags;
+		/* The same bytes, but in other objects: a client's cache of them is told to look
+		 * again rather than trust a copy it cannot tell from the old objects' bytes. */
+		a.data_version++;
+		b.data_version++;
 		mdt_inode_touch(&a, MDT_T_CTIME, now);
 		mdt_inode_touch(&b, MDT_T_CTIME, now);
 		rc = mdt_inode_put(t, &a);

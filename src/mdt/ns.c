@@ -354,6 +354,7 @@ int mdt_link(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino, uint64
 	if (rc)
 		return rc;
 	in.nlink++;
+	in.name_version++;
 	mdt_inode_touch(&in, MDT_T_CTIME, now);
 	mdt_inode_touch(&dir, MDT_T_MTIME | MDT_T_CTIME, now);
 	rc = mdt_inode_put(t, &in);
@@ -389,6 +390,7 @@ int mdt_drop_link(struct mdt_txn *t, struct mdt_inode *in, struct timespec now,
 
 	if (in->nlink > 0)
 		in->nlink--;
+	in->name_version++;
 	mdt_inode_touch(in, MDT_T_CTIME, now);
 	rc = mdt_inode_put(t, in);
 	if (rc == 0 && in->nlink == 0)

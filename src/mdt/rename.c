@@ -179,6 +179,7 @@ static int do_exchange(struct mdt_txn *t, struct rn *r, const char *src, size_t 
 		return rc;
 	move_dir(r, &r->src, &r->src_dir, r->dst_dir);
 	move_dir(r, &r->dst, r->dst_dir, &r->src_dir);
+	r->dst.name_version++;
 	mdt_inode_touch(&r->dst, MDT_T_CTIME, now);
 	return mdt_inode_put(t, &r->dst);
 }
@@ -217,13 +218,16 @@ static int do_move(struct mdt_txn *t, struct rn *r, const char *src, size_t src_
 
 int mdt_rename(struct mdt_txn *t, const struct loom_cred *cr, uint64_t src_parent,
 	       const char *src, size_t src_len, uint64_t dst_parent, const char *dst,
-	       size_t dst_len, uint32_t flags, struct timespec now, struct mdt_unlinked *victim)
+	       size_t dst_len, uint32_t flags, struct timespec now, struct mdt_unlinked *victim,
+	       uint32_t *moved_mode)
 {
 	struct rn r;
 	int rc;
 
 	if (victim)
 		memset(victim, 0, sizeof(*victim));
+	if (moved_mode)
+		*moved_mode = 0;
 	if ((flags & ~(LW_RENAME_NOREPLACE | LW_RENAME_EXCHANGE)) ||
 	    flags == (LW_RENAME_NOREPLACE | LW_RENAME_EXCHANGE))
 		return -EINVAL;
@@ -245,6 +249,9 @@ int mdt_rename(struct mdt_txn *t, const struct loom_cred *cr, uint64_t src_paren
 		rc = do_move(t, &r, src, src_len, dst, dst_len, now, victim);
 	if (rc)
 		return rc;
+	r.src.name_version++;
+	if (moved_mode)
+		*moved_mode = (flags & LW_RENAME_EXCHANGE) && S_ISDIR(r.dst.mode) ? r.dst.mode : r.src.mode;
 	mdt_inode_touch(&r.src, MDT_T_CTIME, now);
 	mdt_inode_touch(&r.src_dir, MDT_T_MTIME | MDT_T_CTIME, now);
 	mdt_inode_touch(r.dst_dir, MDT_T_MTIME | MDT_T_CTIME, now);

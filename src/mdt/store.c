@@ -137,12 +137,18 @@ int mdt_inode_get(struct mdt_txn *t, uint64_t ino, struct mdt_inode *out)
 	rc = mdt_get(t, MDT_DB_INODES, key, sizeof(key), &v);
 	if (rc)
 		return rc;
-	if (v.mv_size != sizeof(*out)) {
+	if (v.mv_size != sizeof(*out) && v.mv_size != MDT_INODE_V1_SIZE) {
 		log_err("mdt: inode %llu: record of %zu bytes, expected %zu", (unsigned long long)ino,
 			v.mv_size, sizeof(*out));
 		return -EIO;
 	}
-	memcpy(out, v.mv_data, sizeof(*out));
+	memset(out, 0, sizeof(*out));
+	memcpy(out, v.mv_data, v.mv_size);
+	if (v.mv_size == MDT_INODE_V1_SIZE) {
+		/* Written before versions: the first ones (versions are never 0). */
+		out->data_version = 1;
+		out->name_version = 1;
+	}
 	return 0;
 }
 
@@ -194,6 +200,8 @@ void mdt_inode_init(struct mdt_inode *in, uint64_t ino, uint32_t mode, uint32_t 
 	in->nlink = S_ISDIR(mode) ? 2 : 1;
 	in->blksize = MDT_DEF_BLKSIZE;
 	in->flags = MDT_IF_NO_XATTRS;
+	in->data_version = 1;
+	in->name_version = 1; /* the name it is made with */
 	if (S_ISDIR(mode))
 		in->next_cookie = MDT_COOKIE_FIRST;
 	mdt_inode_touch(in, MDT_T_ATIME | MDT_T_MTIME | MDT_T_CTIME, now);
@@ -217,6 +225,8 @@ void mdt_inode_attr(const struct mdt_inode *in, struct lw_attr *out)
 	out->rdev = in->rdev;
 	out->blksize = MDT_DEF_BLKSIZE;
 	out->flags = in->flags & MDT_IF_NO_XATTRS ? LW_ATTR_F_NO_XATTRS : 0;
+	out->data_version = in->data_version;
+	out->name_version = in->name_version;
 	if (S_ISDIR(in->mode)) {
 		out->size = MDT_DIR_SIZE;
 		out->blocks = MDT_DIR_SIZE / 512;

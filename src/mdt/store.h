@@ -138,10 +138,13 @@ int mdt_rmdir(struct mdt_txn *t, const struct loom_cred *cr, uint64_t parent, co
  * may_delete/may_create, and a directory moving to another parent must be writable (its ".."
  * changes). The renamed entry gets a new readdir cookie (exchanged entries keep theirs).
  * *victim (may be NULL) reports the replaced inode, if any: a replaced directory is deleted at
- * once and reported with nlink 0; a file as by unlink. */
+ * once and reported with nlink 0; a file as by unlink. *moved_mode (may be NULL) gets the mode of
+ * what moved (with EXCHANGE, a directory's if either is one), 0 when nothing did. The inodes
+ * whose names change get name_version + 1. */
 int mdt_rename(struct mdt_txn *t, const struct loom_cred *cr, uint64_t src_parent,
 	       const char *src, size_t src_len, uint64_t dst_parent, const char *dst,
-	       size_t dst_len, uint32_t flags, struct timespec now, struct mdt_unlinked *victim);
+	       size_t dst_len, uint32_t flags, struct timespec now, struct mdt_unlinked *victim,
+	       uint32_t *moved_mode);
 
 /* Needs x, then w+x on new_parent. -EEXIST for a taken name (and "." or ".."), -EPERM for a
  * directory, -ENOENT for a missing inode or one with no links left, -EMLINK at 65000 links. */
@@ -216,6 +219,14 @@ int mdt_dom_read(struct mdt_txn *t, uint64_t ino, const void **data, uint32_t *l
 /* Writes len bytes at off (zeros fill a gap); off + len must be within the layout's dom_size
  * (-EINVAL). No permission check: the caller's handle was checked at open. */
 int mdt_dom_write(struct mdt_txn *t, uint64_t ino, uint64_t off, const void *data, uint32_t len);
+/* The same for several extents at once, in one store of the value; bytes between them keep what
+ * they held. Every extent is checked before anything is written. */
+struct mdt_dom_extent {
+	uint64_t off;
+	uint32_t len;
+	const void *data;
+};
+int mdt_dom_write_parts(struct mdt_txn *t, uint64_t ino, const struct mdt_dom_extent *ext, uint32_t n);
 /* Truncation: keeps bytes below size (all of them when size is past the end). */
 int mdt_dom_cut(struct mdt_txn *t, uint64_t ino, uint64_t size);
 

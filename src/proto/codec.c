@@ -430,6 +430,38 @@ static bool op_has_cred(uint16_t op)
 	       op != LW_OP_PING;
 }
 
+/* Data-on-MDT parts of a size report: each fixed part then its bytes, in increasing offset
+ * order, disjoint, none empty, all within LOOM_DOM_MAX (-EINVAL otherwise; -EPROTO when the body
+ * ends first). *start points at the first. */
+static void rd_dom_parts(struct lw_rd *r, uint32_t n, const uint8_t **start)
+{
+	uint64_t end = 0;
+
+	if (n > LOOM_DOM_MAX) {
+		r->err = -EINVAL; /* every part holds a byte at least */
+		return;
+	}
+	*start = r->p;
+	for (uint32_t i = 0; i < n && !r->err; i++) {
+		struct lw_dom_part p;
+
+		lw_rd_fixed(r, &p, sizeof(p));
+		if (r->err)
+			break;
+		if (p.pad != 0) {
+			r->err = -EPROTO;
+			break;
+		}
+		if (p.len == 0 || p.len > LOOM_DOM_MAX || p.offset > LOOM_DOM_MAX - p.len ||
+		    (i > 0 && p.offset < end)) {
+			r->err = -EINVAL;
+			break;
+		}
+		end = p.offset + p.len;
+		lw_rd_bytes(r, p.len);
+	}
+}
+
 /*
  * A body whose names or flags are bad (too long, a '/') is answered with that errno, as a local
  * kernel would; anything else malformed is -EPROTO. A body too short for its fixed part is always
@@ -585,6 +617,8 @@ int lw_mds_req_decode(uint16_t op, const void *body, uint32_t len, struct lw_mds
 		break;
 	case LW_OP_MDS_OPEN:
 		lw_rd_fixed(&r, &out->u.open, sizeof(out->u.open));
+		if (!r.err && (out->u.open.flags & ~(LW_OPQ_NAMES | LW_OPQ_DIR_MOVES)))
+			r.err = -EINVAL;
 		break;
 	case LW_OP_MDS_LOCK:
 		lw_rd_fixed(&r, &out->u.lock, sizeof(out->u.lock));
@@ -602,15 +636,14 @@ int lw_mds_req_decode(uint16_t op, const void *body, uint32_t len, struct lw_mds
 	case LW_OP_MDS_CLOSE:
 	case LW_OP_MDS_SIZE_UPDATE:
 		lw_rd_fixed(&r, &out->u.close, sizeof(out->u.close));
-		if (!r.err && (out->u.close.flags & ~(LW_CL_SIZE | LW_CL_MTIME | LW_CL_BLOCKS | LW_CL_DOM)))
+		if (!r.err && (out->u.close.flags & ~LW_CL_ALL))
 			r.err = -EINVAL;
-		if (!r.err && (out->u.close.flags & LW_CL_DOM)) {
-			lw_rd_fixed(&r, &out->dom, sizeof(out->dom));
-			if (!r.err && (out->dom.pad != 0 || out->dom.len > LOOM_DOM_MAX ||
-				       out->dom.offset > LOOM_DOM_MAX - out->dom.len))
-				r.err = -EINVAL;
-			out->dom_data = lw_rd_bytes(&r, out->dom.len);
-		}
+		if (!r.err && out->u.close.pad != 0)
+			r.err = -EPROTO;
+		if (!r.err && !!(out->u.close.flags & LW_CL_DOM) != (out->u.close.dom_parts != 0))
+			r.err = -EINVAL;
+		if (!r.err && out->u.close.dom_parts)
+			rd_dom_parts(&r, out->u.close.dom_parts, &out->dom);
 		break;
 	case LW_OP_MDS_SETLAYOUT:
 		lw_rd_fixed(&r, &out->u.setlayout.f, sizeof(out->u.setlayout.f));
@@ -642,6 +675,14 @@ int lw_mds_req_decode(uint16_t op, const void *body, uint32_t len, struct lw_mds
 		return -EOPNOTSUPP;
 	}
 	return lw_rd_done(&r);
+}
+
+void lw_dom_part_at(const struct lw_mds_req *req, size_t *pos, struct lw_dom_part *part,
+		    const void **data)
+{
+	memcpy(part, req->dom + *pos, sizeof(*part));
+	*data = req->dom + *pos + sizeof(*part);
+	*pos += sizeof(*part) + part->len;
 }
 
 void lw_heartbeat_ent(const struct lw_mds_req *req, uint32_t i, struct lw_ost_heartbeat_ent *out)

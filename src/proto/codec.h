@@ -139,11 +139,16 @@ struct lw_mds_req {
 			const uint8_t *ents; /* f.count lw_ost_heartbeat_ent; read with lw_heartbeat_ent() */
 		} heartbeat;
 	} u;
-	/* CLOSE and SIZE_UPDATE with LW_CL_DOM: the Data-on-MDT bytes to write (dom.len of them,
-	 * dom.offset + dom.len <= LOOM_DOM_MAX checked). */
-	struct lw_dom_part dom;
-	const void *dom_data;
+	/* CLOSE and SIZE_UPDATE with LW_CL_DOM: u.close.dom_parts parts of Data-on-MDT bytes to
+	 * write, checked (ascending, disjoint, none empty, each within LOOM_DOM_MAX); read them
+	 * with lw_dom_part_at(). */
+	const uint8_t *dom;
 };
+
+/* The Data-on-MDT part that starts at *pos bytes into req->dom (0 for the first); *pos moves
+ * to the next. Only for a decoded request, and at most u.close.dom_parts times. */
+void lw_dom_part_at(const struct lw_mds_req *req, size_t *pos, struct lw_dom_part *part,
+		    const void **data);
 
 /* Decodes the body of an MDS request. 0, or a negative errno to answer with: -EPROTO for a
  * malformed body (too short for its fixed part, trailing bytes, bad cred), -EOPNOTSUPP for an

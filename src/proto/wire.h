@@ -26,8 +26,8 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "Loom's wire image assumes a little-endian host");
 
 #define LW_MAGIC         0x4D4F4F4Cu /* "LOOM" in memory order */
-#define LW_VERSION       2u          /* the version this build speaks */
-#define LW_VERSION_MIN   1u          /* the oldest it still accepts */
+#define LW_VERSION       3u          /* the version this build speaks */
+#define LW_VERSION_MIN   3u          /* the oldest it still accepts (3 changed lw_attr's size) */
 #define LW_MAX_BODY      ((1u << 20) + (64u << 10)) /* largest body accepted: OST table,
                                      * readdir pages, a 1 MiB Data-on-MDT part with its layout */
 #define LW_MAX_BULK      (16u << 20) /* largest bulk accepted in one frame */
@@ -180,8 +180,15 @@ struct lw_attr {
 	uint32_t rdev;
 	uint32_t blksize;
 	uint32_t flags;    /* LW_ATTR_F_* */
+	/* Protocol 3. Clients compare these with what they cached (close-to-open), never with
+	 * times, which utimes can set back. */
+	uint64_t data_version; /* regular files: advanced by exactly one by every request that may
+	                        * change the bytes or the size (a report of writes, a truncation, an
+	                        * O_TRUNC open, a migration); never set back */
+	uint64_t name_version; /* advanced by exactly one whenever a name of the inode comes or goes
+	                        * (link, unlink, rename of it or over it) */
 };
-_Static_assert(sizeof(struct lw_attr) == 96, "lw_attr");
+_Static_assert(sizeof(struct lw_attr) == 112, "lw_attr");
 /* The inode has no extended attributes (clients may then answer getxattr themselves, which
  * `ls -l` asks of every file). Unset means "may have some". */
 #define LW_ATTR_F_NO_XATTRS 0x1u
@@ -351,7 +358,7 @@ struct lw_create_rep {
 	uint32_t flags;      /* LW_CRR_* */
 	uint32_t has_layout;
 };
-_Static_assert(sizeof(struct lw_create_rep) == 112, "lw_create_rep");
+_Static_assert(sizeof(struct lw_create_rep) == 128, "lw_create_rep");
 
 /* MDS_MKDIR: request lw_mkdir_req + name. Reply lw_attr. */
 struct lw_mkdir_req {
@@ -499,21 +506,37 @@ _Static_assert(sizeof(struct lw_lock_rep) == 24, "lw_lock_rep");
  * [+ dom_len bytes: the file's Data-on-MDT bytes, when its layout has a dom_size; bytes between
  * dom_len and min(size, dom_size) are zeros].
  * The MDS checks access for open_flags' access mode (and O_TRUNC). A handle keeps an unlinked
- * file's objects alive until MDS_CLOSE or until the client's connection goes away. */
+ * file's objects alive until MDS_CLOSE or until the client's connection goes away.
+ * Protocol 3, a conditional open: with LW_OPQ_NAMES the inode must still have name_version
+ * `names`, with LW_OPQ_DIR_MOVES the MDS's dir_moves must still be `dir_moves`, else nothing is
+ * done (no handle, no O_TRUNC, no permission check: the attributes are anyone's to get) and the
+ * reply is lw_open_rep alone with LW_OPR_STALE, handle 0, and the attributes and dir_moves as they
+ * are now. A client opening through names it cached learns so, before anything happened, that
+ * they may lead elsewhere now. */
+#define LW_OPQ_NAMES     0x1u
+#define LW_OPQ_DIR_MOVES 0x2u
 struct lw_open_req {
 	uint64_t ino;
 	uint32_t open_flags;
-	uint32_t pad;
+	uint32_t flags;      /* protocol 3: LW_OPQ_* (was padding, 0) */
+	uint64_t names;      /* protocol 3: with LW_OPQ_NAMES */
+	uint64_t dir_moves;  /* protocol 3: with LW_OPQ_DIR_MOVES */
 };
-_Static_assert(sizeof(struct lw_open_req) == 16, "lw_open_req");
+_Static_assert(sizeof(struct lw_open_req) == 32, "lw_open_req");
 
+#define LW_OPR_STALE 0x1u
 struct lw_open_rep {
 	struct lw_attr attr;
 	uint64_t handle;
 	uint32_t has_layout;
 	uint32_t dom_len;   /* protocol 2; was padding (0) */
+	uint64_t dir_moves; /* protocol 3: the MDS's count of directory renames as of this open (it
+	                     * starts anywhere at an MDS start): a client whose cached names could
+	                     * lead through a moved directory checks them again when it changed */
+	uint32_t flags;     /* protocol 3: LW_OPR_* */
+	uint32_t pad;
 };
-_Static_assert(sizeof(struct lw_open_rep) == 112, "lw_open_rep");
+_Static_assert(sizeof(struct lw_open_rep) == 144, "lw_open_rep");
 
 /*
  * MDS_WALK: as much of a path as the MDS can resolve in one round trip; the client walks the rest
@@ -545,7 +568,7 @@ struct lw_walk_rep {
 	uint32_t consumed;
 	uint32_t flags;      /* LW_WALKR_* */
 };
-_Static_assert(sizeof(struct lw_walk_rep) == 104, "lw_walk_rep");
+_Static_assert(sizeof(struct lw_walk_rep) == 120, "lw_walk_rep");
 
 /* MDS_CLOSE (ends a handle) and MDS_SIZE_UPDATE (fsync: the handle stays open): request
  * lw_close_req. The size only grows the MDS's size (truncation is MDS_SETATTR's job); mtime
@@ -553,8 +576,13 @@ _Static_assert(sizeof(struct lw_walk_rep) == 104, "lw_walk_rep");
 #define LW_CL_SIZE   0x1u
 #define LW_CL_MTIME  0x2u
 #define LW_CL_BLOCKS 0x4u /* blocks: what the file's objects occupy now (st_blocks) */
-#define LW_CL_DOM    0x8u /* protocol 2: lw_dom_part + its bytes follow, written to the file's
-                           * Data-on-MDT bytes in the same transaction as the size */
+#define LW_CL_DOM    0x8u /* protocol 2: dom_parts lw_dom_part, each followed by its bytes,
+                           * written to the file's Data-on-MDT bytes in the same transaction as
+                           * the size */
+#define LW_CL_DATA   0x10u /* protocol 3: the handle wrote since its last report (the data
+                            * version advances, also when the writes failed: bytes may have
+                            * changed) */
+#define LW_CL_ALL    0x1Fu
 struct lw_close_req {
 	uint64_t ino;
 	uint64_t handle;
@@ -563,11 +591,16 @@ struct lw_close_req {
 	uint32_t mtime_ns;
 	uint32_t flags; /* LW_CL_* */
 	uint64_t blocks;
+	uint32_t dom_parts; /* protocol 3: with LW_CL_DOM, how many parts follow (>= 1), else 0 */
+	uint32_t pad;
 };
-_Static_assert(sizeof(struct lw_close_req) == 48, "lw_close_req");
+_Static_assert(sizeof(struct lw_close_req) == 56, "lw_close_req");
 
-/* Data-on-MDT bytes: in MDS_CLOSE / MDS_SIZE_UPDATE after lw_close_req (LW_CL_DOM), `len` bytes
- * follow, to be written at `offset` (offset + len <= the layout's dom_size, else -EINVAL). */
+/* Data-on-MDT bytes: in MDS_CLOSE / MDS_SIZE_UPDATE after lw_close_req (LW_CL_DOM), dom_parts of
+ * these, each followed by its `len` bytes (no padding), to be written at `offset`. Parts come in
+ * increasing offset order, do not overlap, and are not empty; offset + len <= the layout's
+ * dom_size (else -EINVAL). A client sends exactly the bytes it wrote, so that two clients writing
+ * disjoint bytes of one page never undo each other's. */
 struct lw_dom_part {
 	uint64_t offset;
 	uint32_t len;

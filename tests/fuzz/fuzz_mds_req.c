@@ -223,14 +223,30 @@ static void check_contents(const struct lw_mds_req *q, const struct body *b)
 		break;
 	case LW_OP_MDS_CLOSE:
 	case LW_OP_MDS_SIZE_UPDATE:
-		FUZZ_CHECK(!(q->u.close.flags & ~(LW_CL_SIZE | LW_CL_MTIME | LW_CL_BLOCKS | LW_CL_DOM)));
+		FUZZ_CHECK(!(q->u.close.flags & ~LW_CL_ALL) && q->u.close.pad == 0);
+		FUZZ_CHECK(!!(q->u.close.flags & LW_CL_DOM) == (q->u.close.dom_parts != 0));
 		if (q->u.close.flags & LW_CL_DOM) {
-			FUZZ_CHECK(q->dom.pad == 0 && q->dom.len <= LOOM_DOM_MAX &&
-				   q->dom.offset + q->dom.len <= LOOM_DOM_MAX);
-			FUZZ_CHECK(q->dom.len == 0 || inside(b, q->dom_data, q->dom.len));
+			/* Every part inside the body, ascending, disjoint, none empty, within the cap. */
+			size_t pos = 0;
+			uint64_t end = 0;
+
+			for (uint32_t i = 0; i < q->u.close.dom_parts; i++) {
+				struct lw_dom_part part;
+				const void *data;
+
+				FUZZ_CHECK(inside(b, q->dom + pos, sizeof(part)));
+				lw_dom_part_at(q, &pos, &part, &data);
+				FUZZ_CHECK(part.pad == 0 && part.len > 0 && part.len <= LOOM_DOM_MAX &&
+					   part.offset + part.len <= LOOM_DOM_MAX && part.offset >= end);
+				FUZZ_CHECK(inside(b, data, part.len));
+				end = part.offset + part.len;
+			}
 		} else {
-			FUZZ_CHECK(q->dom.len == 0 && q->dom_data == NULL);
+			FUZZ_CHECK(q->dom == NULL);
 		}
+		break;
+	case LW_OP_MDS_OPEN:
+		FUZZ_CHECK(!(q->u.open.flags & ~(LW_OPQ_NAMES | LW_OPQ_DIR_MOVES)));
 		break;
 	case LW_OP_MDS_SETLAYOUT:
 		check_layout_req(&q->u.setlayout.layout);
@@ -357,8 +373,16 @@ static void encode(const struct lw_mds_req *q, struct lw_wr *w)
 	case LW_OP_MDS_SIZE_UPDATE:
 		lw_wr_put(w, &q->u.close, sizeof(q->u.close));
 		if (q->u.close.flags & LW_CL_DOM) {
-			lw_wr_put(w, &q->dom, sizeof(q->dom));
-			lw_wr_put(w, q->dom_data, q->dom.len);
+			size_t pos = 0;
+
+			for (uint32_t i = 0; i < q->u.close.dom_parts; i++) {
+				struct lw_dom_part part;
+				const void *data;
+
+				lw_dom_part_at(q, &pos, &part, &data);
+				lw_wr_put(w, &part, sizeof(part));
+				lw_wr_put(w, data, part.len);
+			}
 		}
 		break;
 	case LW_OP_MDS_SETLAYOUT:

@@ -184,9 +184,22 @@ static void gen_mds(void)
 	w = mds_begin(LW_OP_MDS_OPEN);
 	FIXED(&w, (struct lw_open_req){ .ino = 3, .open_flags = 0 });
 	put_file("fuzz_mds_req", "open", big, w.len);
+	w = mds_begin(LW_OP_MDS_OPEN);
+	FIXED(&w, (struct lw_open_req){ .ino = 3, .open_flags = 01001, .flags = LW_OPQ_NAMES | LW_OPQ_DIR_MOVES,
+					.names = 2, .dir_moves = 77 });
+	put_file("fuzz_mds_req", "open-if", big, w.len);
 	w = mds_begin(LW_OP_MDS_CLOSE);
 	FIXED(&w, (struct lw_close_req){ .ino = 3, .handle = 7, .size = 100, .flags = LW_CL_SIZE | LW_CL_MTIME });
 	put_file("fuzz_mds_req", "close", big, w.len);
+	/* Data-on-MDT bytes: two parts, each followed by its bytes. */
+	w = mds_begin(LW_OP_MDS_SIZE_UPDATE);
+	FIXED(&w, (struct lw_close_req){ .ino = 3, .handle = 7, .size = 300,
+					 .flags = LW_CL_SIZE | LW_CL_DOM | LW_CL_DATA, .dom_parts = 2 });
+	FIXED(&w, (struct lw_dom_part){ .offset = 0, .len = 4 });
+	lw_wr_put(&w, "abcd", 4);
+	FIXED(&w, (struct lw_dom_part){ .offset = 200, .len = 3 });
+	lw_wr_put(&w, "xyz", 3);
+	put_file("fuzz_mds_req", "close-dom-parts", big, w.len);
 	w = mds_begin(LW_OP_MDS_ACCESS);
 	FIXED(&w, (struct lw_access_req){ .ino = 3, .mask = 4 });
 	put_file("fuzz_mds_req", "access", big, w.len);

@@ -48,7 +48,7 @@ assert crc32c(b"123456789") == 0xE3069283, "crc32c check value"
 # ---- constants from wire.h --------------------------------------------------------------------
 
 MAGIC = 0x4D4F4F4C
-VERSION = 2  # LW_VERSION: what this speaks; replies carry the server's
+VERSION = 3  # LW_VERSION: what this speaks; replies carry the server's
 MAX_BODY = (1 << 20) + (64 << 10)  # LW_MAX_BODY
 MAX_BULK = 16 << 20
 F_REPLY = 0x1
@@ -81,11 +81,12 @@ F_RESENT = 0x2
 TGT_INACTIVE = 0x4
 
 # struct lw_attr: ino gen size blocks atime mtime ctime atime_ns mtime_ns ctime_ns mode uid gid
-# nlink rdev blksize flags
-ATTR = struct.Struct("<QQQQqqqIIIIIIIIII")
-assert ATTR.size == 96
+# nlink rdev blksize flags data_version name_version
+ATTR = struct.Struct("<QQQQqqqIIIIIIIIIIQQ")
+assert ATTR.size == 112
 ATTR_FIELDS = ("ino", "gen", "size", "blocks", "atime", "mtime", "ctime", "atime_ns", "mtime_ns",
-               "ctime_ns", "mode", "uid", "gid", "nlink", "rdev", "blksize", "flags")
+               "ctime_ns", "mode", "uid", "gid", "nlink", "rdev", "blksize", "flags", "data_version",
+               "name_version")
 
 # struct lw_statfs
 STATFS = struct.Struct("<QQQQQIIII")
@@ -345,8 +346,8 @@ MKDIR_REQ = struct.Struct("<QIHH")         # lw_mkdir_req: parent mode namelen p
 assert MKDIR_REQ.size == 16
 CREATE_REQ = struct.Struct("<QIIIIH6x")    # lw_create_req: parent mode rdev flags open_flags namelen pad[3]
 assert CREATE_REQ.size == 32
-CREATE_REP = struct.Struct("<96sQII")      # lw_create_rep: attr handle flags has_layout
-assert CREATE_REP.size == 112
+CREATE_REP = struct.Struct("<112sQII")     # lw_create_rep: attr handle flags has_layout
+assert CREATE_REP.size == 128
 RENAME_REQ = struct.Struct("<QQIHH")       # lw_rename_req: src_parent dst_parent flags src_namelen dst_namelen
 assert RENAME_REQ.size == 24
 LINK_REQ = struct.Struct("<QQH6x")         # lw_link_req: ino new_parent namelen pad[3]

@@ -126,6 +126,16 @@ def test_mds_restarted_right_after_mount_returns_keeps_the_mount(cluster, mnt_di
         subprocess.run(["umount", mnt_dir], check=True, timeout=60)
 
 
+def test_no_default_permissions_is_refused(cluster, mnt_dir):
+    # Without the kernel's checks nothing would check who opens a fifo or a device node (the
+    # kernel opens them without asking the file system): refused, saying why.
+    p = subprocess.run(["mount", "-t", "loom", "-o", key_opt(cluster) + ",no_default_permissions",
+                        spec_of(cluster), mnt_dir], capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0
+    assert "no_default_permissions is not supported" in p.stderr and "fifos" in p.stderr, p.stderr
+    assert mnt_dir not in mounts()
+
+
 def test_mount_with_nothing_listening_fails_clearly(mnt_dir):
     p = subprocess.run(["mount", "-t", "loom", "127.0.0.1:1:/loom", mnt_dir], capture_output=True,
                        text=True, timeout=60)

@@ -12,7 +12,7 @@ WALK = 0x0121
 OPEN_FLAG, PARENT_FLAG = 0x2, 0x1
 WALK_REQ = struct.Struct("<IIH6x")      # lw_walk_req: flags open_flags pathlen pad[3]
 WALK_REP_TAIL = struct.Struct("<II")    # after lw_attr: consumed flags
-OPEN_REP_TAIL = struct.Struct("<QII")   # lw_open_rep after lw_attr: handle has_layout dom_len
+OPEN_REP_TAIL = struct.Struct("<QIIQ")  # lw_open_rep after lw_attr: handle has_layout dom_len dir_moves
 
 
 def walk(conn, path, flags=0, open_flags=os.O_RDONLY):
@@ -65,7 +65,7 @@ def test_walk_opens_for_reading_in_the_same_round_trip(cluster):
         st, attr, consumed, rflags, rest = walk(c, b"/small", OPEN_FLAG)
         assert st == 0 and rflags == 1, (st, rflags)
         oattr = w.parse_attr(rest)
-        handle, has_layout, dom_len = OPEN_REP_TAIL.unpack_from(rest, w.ATTR.size)
+        handle, has_layout, dom_len, dir_moves = OPEN_REP_TAIL.unpack_from(rest, w.ATTR.size)
         assert oattr["ino"] == attr["ino"] and handle != 0 and has_layout == 1 and dom_len == 5
         assert rest.endswith(b"hello")                               # Data-on-MDT bytes travel along
         # Not for writing, not with O_TRUNC, not without the whole path, not without permission:
@@ -75,7 +75,7 @@ def test_walk_opens_for_reading_in_the_same_round_trip(cluster):
             st, attr, consumed, rflags, rest = walk(c, path, flags, oflags)
             assert st == 0 and rflags == 0 and rest == b"", (path, oflags)
         h, body, _ = c.call(WALK, w.cred(uid=1000, gid=1000) + WALK_REQ.pack(OPEN_FLAG, os.O_RDONLY, 6) + b"/small")
-        assert h.status == 0 and WALK_REP_TAIL.unpack_from(body, w.ATTR.size)[1] == 0 and len(body) == 104
+        assert h.status == 0 and WALK_REP_TAIL.unpack_from(body, w.ATTR.size)[1] == 0 and len(body) == 120
 
 
 def test_malformed_walks_are_refused(cluster):

@@ -289,21 +289,54 @@ static void test_layouts(void)
 		CHECK(lw_mds_req_decode(LW_OP_MDS_CREATE, body, (uint32_t)len, &q) < 0);
 	}
 
-	/* A size report carrying Data-on-MDT bytes. */
+	/* A size report carrying Data-on-MDT bytes: parts, each followed by its bytes. */
 	{
-		struct lw_close_req c = { .ino = 5, .handle = 7, .size = 9, .flags = LW_CL_SIZE | LW_CL_DOM };
-		struct lw_dom_part part = { .offset = 3, .len = 6 };
+		struct lw_close_req c = { .ino = 5, .handle = 7, .size = 9,
+					  .flags = LW_CL_SIZE | LW_CL_DOM | LW_CL_DATA, .dom_parts = 2 };
+		struct lw_dom_part p1 = { .offset = 3, .len = 6 }, p2 = { .offset = 100, .len = 2 }, got;
+		uint8_t tail[64], body[256];
 		struct lw_mds_req q;
-		uint8_t body[256];
-		size_t len = build(body, sizeof(body), true, &c, sizeof(c), &part, sizeof(part), "abcdef", 6);
+		const void *data;
+		size_t tlen = 0, len, pos = 0;
 
+		memcpy(tail, &p1, sizeof(p1));
+		memcpy(tail + sizeof(p1), "abcdef", 6);
+		memcpy(tail + sizeof(p1) + 6, &p2, sizeof(p2));
+		memcpy(tail + 2 * sizeof(p1) + 6, "xy", 2);
+		tlen = 2 * sizeof(p1) + 8;
+		len = build(body, sizeof(body), true, &c, sizeof(c), tail, tlen, NULL, 0);
 		CHECK_RC(lw_mds_req_decode(LW_OP_MDS_SIZE_UPDATE, body, (uint32_t)len, &q), 0);
-		CHECK_EQ(q.dom.offset, 3);
-		CHECK_EQ(q.dom.len, 6);
-		CHECK(q.dom_data && !memcmp(q.dom_data, "abcdef", 6));
+		CHECK_EQ(q.u.close.dom_parts, 2);
+		lw_dom_part_at(&q, &pos, &got, &data);
+		CHECK(got.offset == 3 && got.len == 6 && !memcmp(data, "abcdef", 6));
+		lw_dom_part_at(&q, &pos, &got, &data);
+		CHECK(got.offset == 100 && got.len == 2 && !memcmp(data, "xy", 2));
 		check_truncations(LW_OP_MDS_CLOSE, body, len);
-		part.offset = LOOM_DOM_MAX - 2; /* past the largest Data-on-MDT part */
-		len = build(body, sizeof(body), true, &c, sizeof(c), &part, sizeof(part), "abcdef", 6);
+
+		/* Parts out of order, overlapping, empty, or past the largest Data-on-MDT part. */
+		p2.offset = 8;
+		memcpy(tail + sizeof(p1) + 6, &p2, sizeof(p2));
+		len = build(body, sizeof(body), true, &c, sizeof(c), tail, tlen, NULL, 0);
+		CHECK_RC(lw_mds_req_decode(LW_OP_MDS_CLOSE, body, (uint32_t)len, &q), -EINVAL);
+		p2.offset = 9; /* adjacent is fine */
+		memcpy(tail + sizeof(p1) + 6, &p2, sizeof(p2));
+		len = build(body, sizeof(body), true, &c, sizeof(c), tail, tlen, NULL, 0);
+		CHECK_RC(lw_mds_req_decode(LW_OP_MDS_CLOSE, body, (uint32_t)len, &q), 0);
+		c.dom_parts = 1;
+		p1.offset = LOOM_DOM_MAX - 2;
+		len = build(body, sizeof(body), true, &c, sizeof(c), &p1, sizeof(p1), "abcdef", 6);
+		CHECK_RC(lw_mds_req_decode(LW_OP_MDS_CLOSE, body, (uint32_t)len, &q), -EINVAL);
+		p1.offset = 0;
+		p1.len = 0;
+		len = build(body, sizeof(body), true, &c, sizeof(c), &p1, sizeof(p1), NULL, 0);
+		CHECK_RC(lw_mds_req_decode(LW_OP_MDS_CLOSE, body, (uint32_t)len, &q), -EINVAL);
+		/* The flag and the count go together. */
+		c.dom_parts = 0;
+		len = build(body, sizeof(body), true, &c, sizeof(c), NULL, 0, NULL, 0);
+		CHECK_RC(lw_mds_req_decode(LW_OP_MDS_CLOSE, body, (uint32_t)len, &q), -EINVAL);
+		c.flags = LW_CL_SIZE;
+		c.dom_parts = 1;
+		len = build(body, sizeof(body), true, &c, sizeof(c), NULL, 0, NULL, 0);
 		CHECK_RC(lw_mds_req_decode(LW_OP_MDS_CLOSE, body, (uint32_t)len, &q), -EINVAL);
 	}
 	free(in);

@@ -30,6 +30,7 @@ import pytest
 
 from apputil import make_source_tree
 from loomutil import mount_daemon_pids
+from mountpair import is_mounted
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PARENT_CONFTEST = os.path.join(os.path.dirname(HERE), "conftest.py")
@@ -43,16 +44,6 @@ def _parent(config):
     mod = config.pluginmanager.get_plugin(PARENT_CONFTEST)
     assert mod is not None, "tests/integration/conftest.py is not loaded"
     return mod
-
-
-def is_mounted(path, fstype=None):
-    path = os.path.realpath(path)
-    with open("/proc/self/mounts") as f:
-        for line in f:
-            fields = line.split()
-            if fields[1].replace("\\040", " ") == path and (fstype is None or fields[2] == fstype):
-                return True
-    return False
 
 
 def mount_problem(path):

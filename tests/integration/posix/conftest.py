@@ -17,10 +17,10 @@ daemon log, both mounts still serving.
 import os
 import re
 import shutil
-import subprocess
-import tempfile
 
 import pytest
+
+import mountpair
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PARENT_CONFTEST = os.path.join(os.path.dirname(HERE), "conftest.py")
@@ -35,45 +35,6 @@ def _parent(config):
     mod = config.pluginmanager.get_plugin(PARENT_CONFTEST)
     assert mod is not None, "tests/integration/conftest.py is not loaded"
     return mod
-
-
-def _is_mounted(path, fstype=None):
-    path = os.path.realpath(path)
-    with open("/proc/self/mounts") as f:
-        for line in f:
-            fields = line.split()
-            mnt = fields[1].replace("\\040", " ")
-            if mnt == path and (fstype is None or fields[2] == fstype):
-                return True
-    return False
-
-
-def _unmount(path):
-    if not _is_mounted(path):
-        return None
-    p = subprocess.run(["umount", path], capture_output=True, text=True, timeout=120)
-    if p.returncode != 0:
-        subprocess.run(["umount", "-l", path], capture_output=True, timeout=120)
-        return "umount %s failed (%s); detached it lazily" % (path, p.stderr.strip())
-    return None
-
-
-def _mount_alive(path):
-    """A problem string if path is no longer a working mount (its FUSE daemon died)."""
-    if not _is_mounted(path):
-        return "%s is no longer mounted" % path
-    try:
-        os.listdir(path)
-    except OSError as e:
-        return "the mount on %s stopped serving: %s" % (path, e)
-    return None
-
-
-class Space:
-    """Where one kind of root lives: directory a, the same directory as seen through b."""
-
-    def __init__(self, kind, a, b, cluster=None):
-        self.kind, self.a, self.b, self.cluster = kind, a, b, cluster
 
 
 class Root:
@@ -108,80 +69,15 @@ def _umask():
 def loom_space(request):
     """One Loom file system for the session, mounted twice (A by `loom cluster up --mount`, B by
     `mount -t loom`)."""
-    P = _parent(request.config)
-    P._check_binaries()
-
-    class MountedCluster(P.Cluster):
-        """A cluster whose `up` also mounts it (`loom cluster up --mount MNT`)."""
-
-        def __init__(self, root, mnt, osts):
-            super().__init__(root, osts)
-            self.mnt = mnt
-
-        def cluster_cmd(self, verb, *extra, check=True):
-            if verb == "up":
-                extra = extra + ("--mount", self.mnt)
-            return super().cluster_cmd(verb, *extra, check=check)
-
-    top = tempfile.mkdtemp(prefix="loom-posix-")
-    os.chmod(top, 0o755)          # the permission cases act as other users: let them reach the mounts
-    mnt_a = os.path.join(top, "mnt_a")
-    mnt_b = os.path.join(top, "mnt_b")
-    os.mkdir(mnt_b, 0o755)
-    c = MountedCluster(os.path.join(top, "cluster"), mnt_a, osts=4)
-    problems = []
-    try:
-        c.up()
-        assert _is_mounted(mnt_a, "fuse.loom"), "`loom cluster up --mount` did not mount " + mnt_a
-        spec = "%s:%d:/loom" % (c.mds_host, c.mds_port)
-        p = subprocess.run(["mount", "-t", "loom", "-o", "key=" + c.key, spec, mnt_b], capture_output=True, text=True,
-                           timeout=P.CMD_TIMEOUT)
-        assert p.returncode == 0 and _is_mounted(mnt_b, "fuse.loom"), \
-            "mount -t loom %s %s failed (%d): %s%s" % (spec, mnt_b, p.returncode, p.stderr, c.log_tails())
-        for m in (mnt_a, mnt_b):
-            os.chmod(m, 0o755)
-        yield Space("loom", mnt_a, mnt_b, c)
-        problems += [x for x in (_mount_alive(mnt_a), _mount_alive(mnt_b)) if x]
-    finally:
-        try:
-            x = _unmount(mnt_b)
-            if x:
-                problems.append(x)
-        finally:
-            try:
-                problems += P._teardown(c)
-            except Exception as e:  # noqa: BLE001 - reported below
-                problems.append("teardown raised %r" % e)
-            if _is_mounted(mnt_a):
-                problems.append("%s still mounted after `loom cluster down`" % mnt_a)
-                _unmount(mnt_a)
-    if problems:
-        print(c.log_tails())
-    if problems or request.session.testsfailed or os.environ.get("LOOM_KEEP_TMP"):
-        print("cluster directory kept for inspection: %s" % c.dir)
-    else:
-        shutil.rmtree(top, ignore_errors=True)
-    if problems:
-        pytest.fail("[%s] %s" % (c.dir, "\n".join(problems)), pytrace=False)
+    with mountpair.loom_twice(_parent(request.config), request.session, "loom-posix-") as space:
+        yield space
 
 
 @pytest.fixture(scope="session")
 def local_space():
     """A directory on the local disk, and a bind mount of it."""
-    top = tempfile.mkdtemp(prefix="loom-posix-local-", dir="/tmp")
-    os.chmod(top, 0o755)
-    a = os.path.join(top, "a")
-    b = os.path.join(top, "b")
-    os.mkdir(a, 0o755)
-    os.mkdir(b, 0o755)
-    p = subprocess.run(["mount", "--bind", a, b], capture_output=True, text=True, timeout=60)
-    assert p.returncode == 0, "mount --bind %s %s failed: %s" % (a, b, p.stderr)
-    try:
-        yield Space("local", a, b)
-    finally:
-        err = _unmount(b)
-        shutil.rmtree(top, ignore_errors=True)
-    assert err is None, err
+    with mountpair.local_twice("loom-posix-local-") as space:
+        yield space
 
 
 def _case_dir_name(node_name):

@@ -234,7 +234,7 @@ int fx_rename(struct fx *f, const struct loom_cred *cr, uint64_t sp, const char 
 	      const char *dn, uint32_t flags, struct mdt_unlinked *victim)
 {
 	struct mdt_txn *t = fx_op_begin(f);
-	int rc = mdt_rename(t, cr, sp, sn, strlen(sn), dp, dn, strlen(dn), flags, fx_tick(f), victim);
+	int rc = mdt_rename(t, cr, sp, sn, strlen(sn), dp, dn, strlen(dn), flags, fx_tick(f), victim, NULL);
 
 	return fx_op_end(f, t, rc);
 }

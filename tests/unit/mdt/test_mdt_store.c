@@ -267,8 +267,8 @@ static void test_bad_names(void)
 	CHECK_RC(mdt_mkdir(t, &root, LOOM_ROOT_INO, "", 0, 0755, f.now, &a), -ENOENT);
 	CHECK_RC(mdt_unlink(t, &root, LOOM_ROOT_INO, longname, 1000, f.now, NULL), -ENAMETOOLONG);
 	CHECK_RC(mdt_rename(t, &root, LOOM_ROOT_INO, "a\tb", 3, LOOM_ROOT_INO, longname, 999, 0, f.now,
-			    NULL), -ENAMETOOLONG);
-	CHECK_RC(mdt_rename(t, &root, LOOM_ROOT_INO, "a\tb", 3, LOOM_ROOT_INO, "", 0, 0, f.now, NULL),
+			    NULL, NULL), -ENAMETOOLONG);
+	CHECK_RC(mdt_rename(t, &root, LOOM_ROOT_INO, "a\tb", 3, LOOM_ROOT_INO, "", 0, 0, f.now, NULL, NULL),
 		 -ENOENT);
 	CHECK_RC(mdt_create(t, &root, LOOM_ROOT_INO, "x/", 2, 0644, 0, true, NULL, f.now, &a, NULL, NULL),
 		 -EINVAL);
