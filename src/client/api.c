@@ -188,6 +188,10 @@ static int setattr_path(loom_fs *fs, const char *path, struct lw_setattr *sa, st
 	if (rc)
 		return rc;
 	sa->ino = attr.ino;
+	/* A truncation takes in what this client wrote and has not reported yet (truncate after
+	 * write): the MDS cuts the objects to the size it knows. */
+	if ((sa->valid & LW_SA_SIZE) && (rc = files_report_ino(fs, sa->ino)) != 0)
+		return rc;
 	rc = mdc_setattr(fs, &cr, sa, out ? out : &attr);
 	if (rc == 0 && (sa->valid & (LW_SA_MTIME | LW_SA_MTIME_NOW)))
 		files_forget_mtime(fs, sa->ino);
@@ -255,25 +259,16 @@ int loom_utimens(loom_fs *fs, const char *path, const struct timespec times[2])
 int loom_truncate(loom_fs *fs, const char *path, off_t size)
 {
 	struct lw_setattr sa = { .valid = LW_SA_SIZE };
-	struct loom_layout *layout = NULL;
-	struct loom_cred cr;
 	struct lw_attr attr;
 	int rc;
 
 	if (size < 0)
 		return -EINVAL;
 	sa.size = (uint64_t)size;
+	/* The MDS cuts the objects before it answers (architecture.md, "Truncation"). */
 	rc = setattr_path(fs, path, &sa, &attr);
-	if (rc)
-		return rc;
-	fs_cred(fs, &cr);
-	files_drain_ino(fs, attr.ino); /* no write of ours lands after the cut */
-	rc = mdc_getlayout(fs, &cr, attr.ino, &layout);
 	if (rc == 0)
-		rc = io_punch(fs, layout, (uint64_t)size, NULL);
-	free(layout);
-	if (rc == 0)
-		files_truncated(fs, attr.ino, (uint64_t)size);
+		files_truncated(fs, &attr);
 	return rc;
 }
 

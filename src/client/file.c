@@ -29,89 +29,6 @@ static uint32_t wire_open_flags(int flags)
 	return (uint32_t)(flags & (O_ACCMODE | O_TRUNC | O_APPEND));
 }
 
-/*
- * Write errors, per inode, as Linux's errseq: every handle of the inode here reports, at its next
- * flush, fsync or close, the last error of a write through any of them since it last reported
- * one, and a handle opened after an error nobody has reported yet reports it too. A write that
- * went behind fails after write(2) returned, and whichever descriptor wrote it (mmapped pages go
- * through any), each one that could have must hear of it once.
- */
-struct ino_err {
-	int err;
-	uint64_t seq;  /* errors so far */
-	bool seen;     /* the last one was reported through some handle */
-};
-
-static void errs_record(loom_fs *fs, uint64_t ino, int err)
-{
-	struct ino_err *e;
-
-	pthread_mutex_lock(&fs->errs_lock);
-	e = u64map_get(&fs->errs, ino);
-	if (!e && (e = calloc(1, sizeof(*e))) != NULL && u64map_put(&fs->errs, ino, e) < 0) {
-		free(e);
-		e = NULL;
-	}
-	if (e) {
-		e->err = err;
-		e->seq++;
-		e->seen = false;
-	}
-	pthread_mutex_unlock(&fs->errs_lock);
-}
-
-/* Where a new handle starts: before the last error when nobody has reported it. */
-static uint64_t errs_sample(loom_fs *fs, uint64_t ino)
-{
-	struct ino_err *e;
-	uint64_t seq = 0;
-
-	pthread_mutex_lock(&fs->errs_lock);
-	e = u64map_get(&fs->errs, ino);
-	if (e)
-		seq = e->seen ? e->seq : e->seq - 1;
-	pthread_mutex_unlock(&fs->errs_lock);
-	return seq;
-}
-
-/* The error f has not reported yet (0: none), which it reports now. */
-static int errs_take(loom_file *f)
-{
-	struct ino_err *e;
-	int rc = 0;
-
-	pthread_mutex_lock(&f->fs->errs_lock);
-	e = u64map_get(&f->fs->errs, f->ino);
-	if (e && e->seq != f->err_sample) {
-		rc = e->err;
-		f->err_sample = e->seq;
-		e->seen = true;
-	}
-	pthread_mutex_unlock(&f->fs->errs_lock);
-	return rc;
-}
-
-/* Under files_lock: the inode's last handle here went. */
-static void errs_forget(loom_fs *fs, uint64_t ino)
-{
-	pthread_mutex_lock(&fs->errs_lock);
-	free(u64map_del(&fs->errs, ino));
-	pthread_mutex_unlock(&fs->errs_lock);
-}
-
-static void free_err(uint64_t ino, void *val, void *arg)
-{
-	(void)ino;
-	(void)arg;
-	free(val);
-}
-
-void files_errs_destroy(loom_fs *fs)
-{
-	u64map_each(&fs->errs, free_err, NULL);
-	u64map_destroy(&fs->errs);
-}
-
 void files_add(loom_fs *fs, loom_file *f)
 {
 	pthread_mutex_lock(&fs->files_lock);
@@ -152,7 +69,7 @@ void files_remove(loom_fs *fs, loom_file *f)
 		u64map_put(&fs->files, f->ino, head);
 	} else {
 		u64map_del(&fs->files, f->ino);
-		errs_forget(fs, f->ino);
+		ino_forget(fs, f->ino);
 	}
 	dom_put(f->dom);
 	f->dom = NULL;
@@ -231,19 +148,46 @@ void files_forget_mtime(loom_fs *fs, uint64_t ino)
 	pthread_mutex_unlock(&fs->files_lock);
 }
 
-void files_truncated(loom_fs *fs, uint64_t ino, uint64_t size)
+static int report(loom_file *f, uint16_t op);
+
+void files_truncated(loom_fs *fs, const struct lw_attr *attr)
 {
+	uint64_t size = attr->size;
+
+	/* A truncation that cut the objects is a new epoch: what was written before is not ours to
+	 * report any more (the handles forget it when they see the epoch). */
+	ino_epoch(fs, attr->ino, attr->trunc_epoch);
 	pthread_mutex_lock(&fs->files_lock);
-	for (loom_file *f = u64map_get(&fs->files, ino); f; f = f->next_same_ino) {
+	for (loom_file *f = u64map_get(&fs->files, attr->ino); f; f = f->next_same_ino) {
 		pthread_mutex_lock(&f->lock);
 		f->size = size;
 		if (f->written_end > size)
 			f->written_end = size;
+		/* The objects were cut: what they occupy is asked again at the next report. */
+		for (uint32_t k = 0; f->obj_blocks && k < f->layout->nobjs; k++)
+			f->obj_blocks[k] = -1;
 		pthread_mutex_unlock(&f->lock);
 		if (f->dom)
 			dom_truncate(f->dom, size); /* shared: cut once per handle, which is harmless */
 	}
 	pthread_mutex_unlock(&fs->files_lock);
+}
+
+int files_report_ino(loom_fs *fs, uint64_t ino)
+{
+	int rc = 0;
+
+	/* files_lock is held across the reports so that no handle can be freed under us (a close
+	 * removes its handle from the registry before freeing it). This is the one place a request
+	 * goes out under it: before a truncation, and before a lock of the file is let go. */
+	pthread_mutex_lock(&fs->files_lock);
+	for (loom_file *f = u64map_get(&fs->files, ino); f; f = f->next_same_ino) {
+		int r = can_write(f) ? report(f, LW_OP_MDS_SIZE_UPDATE) : 0;
+		if (r && !rc)
+			rc = r;
+	}
+	pthread_mutex_unlock(&fs->files_lock);
+	return rc;
 }
 
 void files_dom_forget(loom_fs *fs, uint64_t ino)
@@ -296,7 +240,8 @@ static int file_new(loom_fs *fs, const struct loom_cred *cr, int flags, const st
 	f->attr = *attr;
 	f->attr_ns = clock_mono_ns();
 	f->fail_off = UINT64_MAX;
-	f->err_sample = errs_sample(fs, f->ino);
+	f->err_sample = ino_error_sample(fs, f->ino);
+	f->trunc_epoch = ino_epoch(fs, f->ino, attr->trunc_epoch);
 	/* Another handle of this client may hold writes the MDS has not heard of yet. */
 	files_pending_attr(fs, &f->attr);
 	f->size = f->attr.size;
@@ -396,22 +341,10 @@ int file_finish_open(loom_fs *fs, const struct loom_cred *cr, int flags, const s
 		     uint64_t handle, struct loom_layout *layout, bool created, struct mdc_dom *dom,
 		     loom_file **out)
 {
-	int rc;
-
-	/* O_TRUNC: the MDS set the size to 0 (even for O_RDONLY, as Linux does); the objects must
-	 * lose their bytes too, or a later extension of the file would show them again. */
-	if ((flags & O_TRUNC) && !created && layout && !(attr->flags & LW_ATTR_F_OBJECTS_EMPTY)) {
-		rc = io_punch(fs, layout, 0, NULL);
-		if (rc) {
-			struct timespec zero = { 0 };
-			mdc_close(fs, cr, LW_OP_MDS_CLOSE, attr->ino, handle, 0, 0, zero, 0, NULL, NULL);
-			free(layout);
-			if (dom)
-				free(dom->data);
-			return rc;
-		}
-		files_truncated(fs, attr->ino, 0);
-	}
+	/* O_TRUNC: the MDS set the size to 0 (even for O_RDONLY, as Linux does) and cut the objects
+	 * before it answered; the other handles here follow. */
+	if ((flags & O_TRUNC) && !created && layout)
+		files_truncated(fs, attr);
 	return file_new(fs, cr, flags, attr, handle, layout, dom, out);
 }
 
@@ -431,6 +364,66 @@ int loom_create(loom_fs *fs, const char *path, int flags, mode_t mode,
                                     * 1 MiB busy, and little written past a full OST */
 #define WB_SLOTS        (sizeof(((loom_file *)0)->wb) / sizeof(((loom_file *)0)->wb[0]))
 
+/* The truncation epoch this handle writes in: the newest one known here. A handle that moves to
+ * a newer one forgets what it wrote before (those writes came before the truncation, which cut
+ * what of them lay past its size). */
+static uint32_t handle_epoch(loom_file *f)
+{
+	uint32_t epoch = ino_epoch(f->fs, f->ino, 0);
+
+	pthread_mutex_lock(&f->lock);
+	if (epoch > f->trunc_epoch) {
+		f->trunc_epoch = epoch;
+		f->written_end = 0;
+		f->fail_off = UINT64_MAX;
+	}
+	epoch = f->trunc_epoch;
+	pthread_mutex_unlock(&f->lock);
+	return epoch;
+}
+
+/* Learns the file's truncation epoch from the MDS after an OSS refused a write as older than its
+ * object's last cut: -EIO if the MDS knows of none newer (a broken server). */
+static int learn_epoch(loom_file *f, uint32_t refused)
+{
+	struct lw_attr attr;
+	int rc = mdc_getattr(f->fs, &f->cred, f->ino, &attr);
+
+	if (rc)
+		return rc;
+	if (attr.trunc_epoch <= refused)
+		return -EIO;
+	ino_epoch(f->fs, f->ino, attr.trunc_epoch);
+	handle_epoch(f);
+	return 0;
+}
+
+/* Writes [off, off + len) to the objects again after rc (-ESTALE or -EAGAIN) from a write made
+ * in truncation epoch `sent`: in a newer epoch (-ESTALE: a truncation elsewhere cut an object
+ * since; the MDS tells which, unless this client learned it meanwhile), or shortly (-EAGAIN: the
+ * cut of an epoch this client already knows of has not reached an object yet). Gives up with
+ * -EIO after the recovery window. */
+static int write_again(loom_file *f, const void *buf, uint64_t len, uint64_t off, int rc,
+		       uint32_t sent)
+{
+	uint64_t give_up = clock_mono_ns() + (uint64_t)f->fs->recovery_ms * 1000000ull;
+	unsigned wait_ms = 1;
+
+	while (rc == -ESTALE || rc == -EAGAIN) {
+		if (rc == -ESTALE && handle_epoch(f) <= sent && (rc = learn_epoch(f, sent)) != 0)
+			return rc;
+		if (rc == -EAGAIN) {
+			if (clock_mono_ns() > give_up)
+				return -EIO;
+			sleep_ms(wait_ms);
+			wait_ms = wait_ms < 64 ? wait_ms * 2 : 64;
+		}
+		sent = handle_epoch(f);
+		rc = io_write(f->fs, f->ino, f->layout, buf, len, off, sent, f->obj_blocks);
+	}
+	return rc;
+}
+
 /* A write to the objects ended with rc. Only what reached them is reported as part of the file;
  * a failure is every handle's to hear of (errseq), and this handle's next writes fail until it
  * has reported it. */
@@ -445,7 +438,7 @@ static void wrote(loom_file *f, uint64_t off, uint64_t len, int rc)
 	if (rc) {
 		if (!f->wb_err)
 			f->wb_err = rc;
-		errs_record(f->fs, f->ino, rc);
+		ino_error(f->fs, f->ino, rc);
 	}
 }
 
@@ -466,7 +459,10 @@ static bool wb_reap_one(loom_file *f, bool wait)
 	f->wb_bytes -= io_wb_len(b);
 	off = io_wb_off(b);
 	len = io_wb_len(b);
-	rc = io_wb_finish(b, f->obj_blocks);
+	rc = io_wb_wait(b, f->obj_blocks);
+	if (rc == -ESTALE || rc == -EAGAIN)
+		rc = write_again(f, io_wb_data(b), len, off, rc, io_wb_epoch(b));
+	io_wb_free(b);
 	wrote(f, off, len, rc);
 	return true;
 }
@@ -521,7 +517,7 @@ static int wb_write(loom_file *f, const void *buf, size_t len, uint64_t off)
 		wb_reap_one(f, true);
 	if (f->wb_err)
 		return f->wb_err; /* an earlier write failed: so do the next ones, until reported */
-	rc = io_wb_start(f->fs, f->ino, f->layout, buf, len, off, &b);
+	rc = io_wb_start(f->fs, f->ino, f->layout, buf, len, off, handle_epoch(f), &b);
 	if (rc)
 		return rc;
 	f->wb[(f->wb_first + f->wb_count) % WB_SLOTS] = b;
@@ -622,7 +618,12 @@ static int write_data(loom_file *f, const char *buf, size_t len, uint64_t off)
 			;
 		/* Answered once written: a failure is this write's error (nothing of it is
 		 * reported as part of the file), not one for later. */
-		rc = f->wb_err ? f->wb_err : io_write(f->fs, f->ino, f->layout, buf, len, off, f->obj_blocks);
+		uint32_t epoch = handle_epoch(f);
+
+		rc = f->wb_err ? f->wb_err : io_write(f->fs, f->ino, f->layout, buf, len, off, epoch,
+						      f->obj_blocks);
+		if (rc == -ESTALE || rc == -EAGAIN)
+			rc = write_again(f, buf, len, off, rc, epoch);
 		if (rc == 0)
 			wrote(f, off, len, 0);
 	}
@@ -738,7 +739,7 @@ static int dom_send_excess(loom_file *f, struct dom_parts *last)
 		if (rc || !last->more)
 			return rc;
 		rc = mdc_close(f->fs, &f->cred, LW_OP_MDS_SIZE_UPDATE, f->ino, f->handle,
-			       LW_CL_SIZE | LW_CL_DATA, last->end, none, 0, last, NULL);
+			       LW_CL_SIZE | LW_CL_DATA, last->end, handle_epoch(f), none, 0, last, NULL);
 		if (rc == 0)
 			dom_sent(f->dom, last);
 		free(last->buf);
@@ -754,7 +755,7 @@ static int report(loom_file *f, uint16_t op)
 	struct dom_parts dom = { 0 };
 	struct timespec mtime;
 	uint64_t size, fsize, blocks = 0;
-	uint32_t flags = 0;
+	uint32_t flags = 0, epoch;
 	struct lw_attr attr;
 	int rc, wb_rc;
 
@@ -765,7 +766,7 @@ static int report(loom_file *f, uint16_t op)
 	 * per handle that could have written it), and the size reported stops before the first byte
 	 * that failed: what never arrived is never part of the file. */
 	file_drain(f);
-	wb_rc = errs_take(f);
+	wb_rc = ino_error_take(f->fs, f->ino, &f->err_sample);
 	if (wb_rc) {
 		pthread_mutex_lock(&f->wb_lock);
 		f->wb_err = 0; /* reported: later writes may succeed again */
@@ -774,6 +775,8 @@ static int report(loom_file *f, uint16_t op)
 	/* Data-on-MDT bytes written here (through any handle of the inode) travel with the size. */
 	if (f->dom && can_write(f) && (rc = dom_send_excess(f, &dom)) != 0)
 		return wb_rc ? wb_rc : rc;
+	/* The report is of writes made in this epoch: the MDS grows no size with older ones. */
+	epoch = handle_epoch(f);
 	pthread_mutex_lock(&f->lock);
 	/* Whatever became of them, writes may have changed bytes: the data version moves on. */
 	if (f->dirty)
@@ -806,7 +809,9 @@ static int report(loom_file *f, uint16_t op)
 	if (op == LW_OP_MDS_CLOSE && !can_write(f) && !flags && !wb_rc &&
 	    mdc_close_detached(f->fs, &f->cred, f->ino, f->handle) == 0)
 		return 0;
-	rc = mdc_close(f->fs, &f->cred, op, f->ino, f->handle, flags, size, mtime, blocks, &dom, &attr);
+	rc = mdc_close(f->fs, &f->cred, op, f->ino, f->handle, flags, size, epoch, mtime, blocks, &dom, &attr);
+	if (rc == 0)
+		ino_epoch(f->fs, f->ino, attr.trunc_epoch);
 	if (rc == 0 && dom.n)
 		dom_sent(f->dom, &dom);
 	free(dom.buf);
@@ -864,19 +869,7 @@ int loom_flush(loom_file *f)
 
 int loom_ll_flush_ino(loom_fs *fs, uint64_t ino)
 {
-	int rc = 0;
-
-	/* files_lock is held across the reports so that no handle can be freed under us (a close
-	 * removes its handle from the registry before freeing it). This is the one place a request
-	 * goes out under it: releasing a lock of a file with unreported writes. */
-	pthread_mutex_lock(&fs->files_lock);
-	for (loom_file *f = u64map_get(&fs->files, ino); f; f = f->next_same_ino) {
-		int r = report(f, LW_OP_MDS_SIZE_UPDATE);
-		if (r && !rc)
-			rc = r;
-	}
-	pthread_mutex_unlock(&fs->files_lock);
-	return rc;
+	return files_report_ino(fs, ino);
 }
 
 uint64_t loom_file_ino(const loom_file *f)
@@ -902,12 +895,13 @@ int loom_ftruncate(loom_file *f, off_t size)
 	if ((uint64_t)size > LOOM_MAX_FILE_SIZE)
 		return -EFBIG;
 	sa.size = (uint64_t)size;
-	files_drain_ino(f->fs, f->ino); /* no write of ours lands after the cut */
-	rc = mdc_setattr(f->fs, &f->cred, &sa, &attr);
-	if (rc == 0 && f->layout)
-		rc = io_punch(f->fs, f->layout, (uint64_t)size, f->obj_blocks);
+	/* What this client wrote is reported first (truncate after write): the MDS cuts the objects
+	 * to the size it knows, before it answers. */
+	rc = files_report_ino(f->fs, f->ino);
 	if (rc == 0)
-		files_truncated(f->fs, f->ino, (uint64_t)size);
+		rc = mdc_setattr(f->fs, &f->cred, &sa, &attr);
+	if (rc == 0)
+		files_truncated(f->fs, &attr);
 	return rc;
 }
 

@@ -229,8 +229,8 @@ int loom_connect_with(const char *mds_addr, const struct loom_connect_opts *opts
 	pthread_mutex_init(&fs->files_lock, NULL);
 	pthread_mutex_init(&fs->open_lock, NULL);
 	pthread_mutex_init(&fs->bare_lock, NULL);
-	pthread_mutex_init(&fs->errs_lock, NULL);
-	u64map_init(&fs->errs);
+	pthread_mutex_init(&fs->shared_lock, NULL);
+	u64map_init(&fs->shared);
 	u64map_init(&fs->files);
 	u64map_init(&fs->bare);
 	cred_of_process(&fs->cred);
@@ -328,8 +328,8 @@ void loom_disconnect(loom_fs *fs)
 	free(fs->osts);
 	u64map_destroy(&fs->files);
 	u64map_destroy(&fs->bare);
-	files_errs_destroy(fs);
-	pthread_mutex_destroy(&fs->errs_lock);
+	ino_shared_destroy(fs);
+	pthread_mutex_destroy(&fs->shared_lock);
 	pthread_mutex_destroy(&fs->bare_lock);
 	pthread_mutex_destroy(&fs->cred_lock);
 	pthread_mutex_destroy(&fs->ost_lock);

@@ -72,10 +72,10 @@ struct loom_fs {
 	 * after the MDS restarted: its lock is never held across a request. */
 	pthread_mutex_t open_lock;
 	loom_file *open_list;
-	/* Write errors per inode (file.c: errseq), while a handle of the inode is open here. Taken
-	 * inside files_lock and wb_lock, never around another lock. */
-	pthread_mutex_t errs_lock;
-	struct u64map errs;            /* ino -> struct ino_err */
+	/* Per inode, while a handle of it is open here: write errors and the truncation epoch
+	 * (inode.c). Taken inside files_lock and wb_lock, never around another lock. */
+	pthread_mutex_t shared_lock;
+	struct u64map shared;          /* ino -> struct ino_shared */
 };
 
 struct loom_file {
@@ -98,6 +98,8 @@ struct loom_file {
 	                            * unknown); reported as st_blocks with the size */
 	uint64_t reported_version; /* the data version the last report made, when it carried
 	                            * writes (0: it did not) */
+	uint32_t trunc_epoch;      /* the file's truncation epoch as this handle knows it: its writes
+	                            * and reports are made in it */
 	uint64_t written_end;      /* the end of what this handle wrote (and the servers took) since
 	                            * its last report: what it reports, so a size it merely saw is
 	                            * never reported */
@@ -226,10 +228,11 @@ int mdc_walk(loom_fs *fs, const struct loom_cred *cr, const char *path, size_t l
 int mdc_close_detached(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t handle);
 /* MDS_DOM_READ: *data malloc'd (NULL when *len is 0). */
 int mdc_dom_read(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, void **data, uint32_t *len);
-/* MDS_CLOSE or MDS_SIZE_UPDATE; with dom (n > 0), its parts are written (LW_CL_DOM). */
+/* MDS_CLOSE or MDS_SIZE_UPDATE of writes made in truncation epoch `epoch`; with dom (n > 0), its
+ * parts are written (LW_CL_DOM). */
 struct dom_parts;
 int mdc_close(loom_fs *fs, const struct loom_cred *cr, uint16_t op, uint64_t ino, uint64_t handle,
-	      uint32_t flags, uint64_t size, struct timespec mtime, uint64_t blocks,
+	      uint32_t flags, uint64_t size, uint32_t epoch, struct timespec mtime, uint64_t blocks,
 	      const struct dom_parts *dom, struct lw_attr *out);
 int mdc_getlayout(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, struct loom_layout **out);
 int mdc_setlayout(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t flags,
@@ -242,19 +245,26 @@ int mdc_ost_table(loom_fs *fs, void **body, uint32_t *count, uint32_t *gen);
  * The caller has clipped len to file_size. */
 int io_read(loom_fs *fs, uint64_t ino, const struct loom_layout *l, void *buf, uint64_t len,
 	    uint64_t off);
-/* obj_blocks (may be NULL): per stripe, the blocks each object occupies, as the replies say. */
+/* obj_blocks (may be NULL): per stripe, the blocks each object occupies, as the replies say.
+ * Made in truncation epoch `epoch`: -ESTALE when an object was cut in a later one (learn it and
+ * write again), -EAGAIN when the cut of this one has not reached an object yet (again shortly). */
 int io_write(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const void *buf, uint64_t len,
-	     uint64_t off, int64_t *obj_blocks);
-/* Cuts every object to the size it has in a file of new_size bytes. */
-int io_punch(loom_fs *fs, const struct loom_layout *l, uint64_t new_size, int64_t *obj_blocks);
+	     uint64_t off, uint32_t epoch, int64_t *obj_blocks);
 /* Write-behind (io.c): a write of a copy of buf, in flight until io_wb_finish. */
 struct io_wb;
 int io_wb_start(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const void *buf,
-		uint64_t len, uint64_t off, struct io_wb **out);
+		uint64_t len, uint64_t off, uint32_t epoch, struct io_wb **out);
+/* The write's own copy of the bytes (valid until io_wb_finish), and its truncation epoch. */
+const void *io_wb_data(const struct io_wb *b);
+uint32_t io_wb_epoch(const struct io_wb *b);
 bool io_wb_done(struct io_wb *b);
 bool io_wb_overlaps(const struct io_wb *b, uint64_t off, uint64_t len);
 uint64_t io_wb_len(const struct io_wb *b);
 uint64_t io_wb_off(const struct io_wb *b);
+/* Waits for it and records the blocks its objects reported, keeping it (and its bytes); its
+ * error. io_wb_free then frees it. */
+int io_wb_wait(struct io_wb *b, int64_t *obj_blocks);
+void io_wb_free(struct io_wb *b);
 /* Waits for it, records the blocks its objects reported, frees it; its error. */
 int io_wb_finish(struct io_wb *b, int64_t *obj_blocks);
 /* Fills the entries of obj_blocks that are < 0 (unknown) by asking those objects' OSSs. */
@@ -312,14 +322,26 @@ void files_remove(loom_fs *fs, loom_file *f);
 void files_pending_attr(loom_fs *fs, struct lw_attr *attr);
 /* An explicit mtime was set on ino: the handles' write times must not overwrite it. */
 void files_forget_mtime(loom_fs *fs, uint64_t ino);
-/* ino was truncated to size through this client: its handles' sizes follow. */
+/* Reports what every handle of ino here wrote and has not reported yet (before a truncation). */
+int files_report_ino(loom_fs *fs, uint64_t ino);
 /* Waits for the write-behind of every handle of ino here; its error (kept for their flush). */
 int files_drain_ino(loom_fs *fs, uint64_t ino);
 /* The same for one handle. */
 int file_drain(loom_file *f);
-/* At disconnect: the write errors nobody reported. */
-void files_errs_destroy(loom_fs *fs);
-void files_truncated(loom_fs *fs, uint64_t ino, uint64_t size);
+/* inode.c: per inode, what the handles here share: write errors (errseq) and the truncation
+ * epoch. ino_forget when the inode's last handle here goes, ino_shared_destroy at disconnect. */
+void ino_error(loom_fs *fs, uint64_t ino, int err);
+/* Where a new handle starts: before the last error when nobody has reported it. */
+uint64_t ino_error_sample(loom_fs *fs, uint64_t ino);
+/* The error a handle at *sample has not reported yet (0: none), which it reports now. */
+int ino_error_take(loom_fs *fs, uint64_t ino, uint64_t *sample);
+/* The newest truncation epoch known here, after learning `learned` (0: nothing new). */
+uint32_t ino_epoch(loom_fs *fs, uint64_t ino, uint32_t learned);
+void ino_forget(loom_fs *fs, uint64_t ino);
+void ino_shared_destroy(loom_fs *fs);
+/* ino was truncated through this client (attr: the MDS's answer): its handles' sizes, their
+ * Data-on-MDT cache and the truncation epoch follow. */
+void files_truncated(loom_fs *fs, const struct lw_attr *attr);
 
 /* api.c */
 void attr_to_stat(const struct lw_attr *a, struct stat *st);

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "client/internal.h"
-#include "client/stripe.h"
+#include "common/stripe.h"
 #include "common/util.h"
 
 #define IO_WINDOW (256ull << 20) /* bytes mapped at once, bounding the bookkeeping */
@@ -21,14 +21,25 @@ struct io_piece {
 	int iovcnt;
 };
 
-/* Keeps the most telling error of several pieces: a definite answer beats -EIO. */
+/* How telling a piece's error is; of several, the highest is the request's (the first of equal
+ * ones). A write to make again in another truncation epoch (-ESTALE, -EAGAIN) gives way to any
+ * real error, -EIO (a server lost) to a definite answer, and a full target beats everything. */
+static int err_rank(int err)
+{
+	switch (err) {
+	case 0: return 0;
+	case -ESTALE:
+	case -EAGAIN: return 1;
+	case -EIO: return 2;
+	case -ENOSPC:
+	case -EDQUOT: return 4;
+	default: return 3;
+	}
+}
+
 static int merge_err(int rc, int err)
 {
-	if (err == 0 || rc == -ENOSPC || rc == -EDQUOT)
-		return rc;
-	if (rc == 0 || rc == -EIO)
-		return err;
-	return rc;
+	return err_rank(err) > err_rank(rc) ? err : rc;
 }
 
 static void zero_tail(struct io_piece *p, uint64_t from)
@@ -46,8 +57,8 @@ static void zero_tail(struct io_piece *p, uint64_t from)
 
 /* Cuts one run into RPC-sized pieces appended at pieces[*np]. */
 static void cut_run(const struct stripe_run *run, const struct stripe_seg *segs, uint8_t *buf,
-		    uint64_t ino, const struct loom_layout *l, bool write, struct io_piece *pieces,
-		    uint32_t *np)
+		    uint64_t ino, const struct loom_layout *l, bool write, uint32_t epoch,
+		    struct io_piece *pieces, uint32_t *np)
 {
 	struct io_piece *p = NULL;
 	uint64_t obj_off = run->obj_off, plen = 0;
@@ -71,6 +82,7 @@ static void cut_run(const struct stripe_run *run, const struct stripe_seg *segs,
 				p->body.ino = ino;
 				p->body.stripe_idx = run->obj;
 				p->body.layout_gen = l->layout_gen;
+				p->body.trunc_epoch = write ? epoch : 0;
 				plen = 0;
 			}
 			n = MIN(seg->len - done, LW_RPC_BULK - plen);
@@ -83,7 +95,6 @@ static void cut_run(const struct stripe_run *run, const struct stripe_seg *segs,
 	}
 	if (p)
 		p->body.length = plen;
-	(void)write;
 }
 
 /* The pieces of one range of a file, built and in flight. */
@@ -94,9 +105,10 @@ struct io_job {
 	struct rpc_wait w;
 };
 
-/* Maps [off, off + len) onto RPC-sized pieces and submits them all, every OSS at once. */
+/* Maps [off, off + len) onto RPC-sized pieces and submits them all, every OSS at once. Writes
+ * are made in truncation epoch `epoch`. */
 static int io_job_start(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint8_t *buf,
-			uint64_t len, uint64_t off, bool write, struct io_job *job)
+			uint64_t len, uint64_t off, bool write, uint32_t epoch, struct io_job *job)
 {
 	struct stripe_geom g = { .size = l->stripe_size, .count = l->nobjs };
 	uint64_t maxsegs = stripe_max_segs(&g, off, len);
@@ -121,7 +133,7 @@ static int io_job_start(loom_fs *fs, uint64_t ino, const struct loom_layout *l, 
 	}
 	nruns = stripe_map(&g, off, len, runs, segs, &nsegs);
 	for (uint32_t r = 0; r < nruns; r++)
-		cut_run(&runs[r], segs, buf, ino, l, write, job->pieces, &np);
+		cut_run(&runs[r], segs, buf, ino, l, write, epoch, job->pieces, &np);
 	job->np = np;
 
 	rpc_wait_init(&job->w);
@@ -203,22 +215,22 @@ static int io_job_finish(struct io_job *job, int64_t *obj_blocks)
 }
 
 static int io_window(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint8_t *buf,
-		     uint64_t len, uint64_t off, bool write, int64_t *obj_blocks)
+		     uint64_t len, uint64_t off, bool write, uint32_t epoch, int64_t *obj_blocks)
 {
 	struct io_job job;
-	int rc = io_job_start(fs, ino, l, buf, len, off, write, &job);
+	int rc = io_job_start(fs, ino, l, buf, len, off, write, epoch, &job);
 
 	return rc ? rc : io_job_finish(&job, obj_blocks);
 }
 
 static int io_rw(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint8_t *buf, uint64_t len,
-		 uint64_t off, bool write, int64_t *obj_blocks)
+		 uint64_t off, bool write, uint32_t epoch, int64_t *obj_blocks)
 {
 	if (!l || l->nobjs == 0 || l->stripe_size == 0)
 		return -EIO;
 	while (len > 0) {
 		uint64_t n = MIN(len, IO_WINDOW);
-		int rc = io_window(fs, ino, l, buf, n, off, write, obj_blocks);
+		int rc = io_window(fs, ino, l, buf, n, off, write, epoch, obj_blocks);
 		if (rc)
 			return rc;
 		buf += n;
@@ -231,14 +243,14 @@ static int io_rw(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint8_t
 int io_read(loom_fs *fs, uint64_t ino, const struct loom_layout *l, void *buf, uint64_t len,
 	    uint64_t off)
 {
-	return io_rw(fs, ino, l, buf, len, off, false, NULL);
+	return io_rw(fs, ino, l, buf, len, off, false, 0, NULL);
 }
 
 int io_write(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const void *buf, uint64_t len,
-	     uint64_t off, int64_t *obj_blocks)
+	     uint64_t off, uint32_t epoch, int64_t *obj_blocks)
 {
 	/* The buffer is only read: the cast serves the shared walker. */
-	return io_rw(fs, ino, l, (uint8_t *)buf, len, off, true, obj_blocks);
+	return io_rw(fs, ino, l, (uint8_t *)buf, len, off, true, epoch, obj_blocks);
 }
 
 /*
@@ -251,10 +263,11 @@ struct io_wb {
 	struct io_job job;
 	uint8_t *data;
 	uint64_t off, len;
+	uint32_t epoch;
 };
 
 int io_wb_start(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const void *buf,
-		uint64_t len, uint64_t off, struct io_wb **out)
+		uint64_t len, uint64_t off, uint32_t epoch, struct io_wb **out)
 {
 	struct io_wb *b;
 	int rc;
@@ -272,7 +285,8 @@ int io_wb_start(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const vo
 	memcpy(b->data, buf, len);
 	b->off = off;
 	b->len = len;
-	rc = io_job_start(fs, ino, l, b->data, len, off, true, &b->job);
+	b->epoch = epoch;
+	rc = io_job_start(fs, ino, l, b->data, len, off, true, epoch, &b->job);
 	if (rc) {
 		free(b->data);
 		free(b);
@@ -280,6 +294,16 @@ int io_wb_start(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const vo
 	}
 	*out = b;
 	return 0;
+}
+
+const void *io_wb_data(const struct io_wb *b)
+{
+	return b->data;
+}
+
+uint32_t io_wb_epoch(const struct io_wb *b)
+{
+	return b->epoch;
 }
 
 bool io_wb_done(struct io_wb *b)
@@ -302,21 +326,29 @@ uint64_t io_wb_off(const struct io_wb *b)
 	return b->off;
 }
 
-int io_wb_finish(struct io_wb *b, int64_t *obj_blocks)
+int io_wb_wait(struct io_wb *b, int64_t *obj_blocks)
 {
-	int rc = io_job_finish(&b->job, obj_blocks);
+	return io_job_finish(&b->job, obj_blocks);
+}
 
+void io_wb_free(struct io_wb *b)
+{
 	free(b->data);
 	free(b);
+}
+
+int io_wb_finish(struct io_wb *b, int64_t *obj_blocks)
+{
+	int rc = io_wb_wait(b, obj_blocks);
+
+	io_wb_free(b);
 	return rc;
 }
 
 /* Sends one small request to every object at once (with obj_blocks and GETATTR: only to those
  * whose figure is unknown, < 0), and records the blocks each one reports. */
-static int io_each_object(loom_fs *fs, const struct loom_layout *l, uint16_t op, uint64_t new_size,
-			  int64_t *obj_blocks)
+static int io_each_object(loom_fs *fs, const struct loom_layout *l, uint16_t op, int64_t *obj_blocks)
 {
-	struct stripe_geom g = { .size = l->stripe_size, .count = l->nobjs };
 	struct io_piece *pieces;
 	struct rpc_wait w;
 	int rc = 0;
@@ -335,8 +367,6 @@ static int io_each_object(loom_fs *fs, const struct loom_layout *l, uint16_t op,
 		p->body.ost_idx = l->objs[k].ost_idx;
 		p->body.objid = l->objs[k].objid;
 		p->body.stripe_idx = k;
-		if (op == LW_OP_OST_PUNCH)
-			p->body.length = stripe_obj_size(&g, k, new_size);
 		rpc_call_init(&p->call, op, &p->body, sizeof(p->body));
 		if (op == LW_OP_OST_GETATTR && obj_blocks && obj_blocks[k] >= 0) {
 			p->call.status = 1; /* known: not asked */
@@ -369,17 +399,12 @@ static int io_each_object(loom_fs *fs, const struct loom_layout *l, uint16_t op,
 	return rc;
 }
 
-int io_punch(loom_fs *fs, const struct loom_layout *l, uint64_t new_size, int64_t *obj_blocks)
-{
-	return io_each_object(fs, l, LW_OP_OST_PUNCH, new_size, obj_blocks);
-}
-
 int io_sync(loom_fs *fs, const struct loom_layout *l)
 {
-	return io_each_object(fs, l, LW_OP_OST_SYNC, 0, NULL);
+	return io_each_object(fs, l, LW_OP_OST_SYNC, NULL);
 }
 
 int io_blocks(loom_fs *fs, const struct loom_layout *l, int64_t *obj_blocks)
 {
-	return io_each_object(fs, l, LW_OP_OST_GETATTR, 0, obj_blocks);
+	return io_each_object(fs, l, LW_OP_OST_GETATTR, obj_blocks);
 }

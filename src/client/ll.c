@@ -47,7 +47,6 @@ int loom_ll_setattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino,
 		    const struct loom_setattr *sa, loom_file *f, struct loom_ll_attr *a)
 {
 	struct lw_setattr w = { .ino = ino, .valid = sa->valid & LW_SA_ALL };
-	struct loom_layout *layout = NULL;
 	struct lw_attr attr;
 	int rc;
 
@@ -70,28 +69,17 @@ int loom_ll_setattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino,
 	w.ctime_ns = (uint32_t)sa->ctime.tv_nsec;
 	if (f && (f->flags & O_ACCMODE) != O_RDONLY)
 		w.valid |= LW_SA_FH;
-	if (sa->valid & LOOM_SET_SIZE)
-		files_drain_ino(fs, ino); /* no write of ours lands after the cut */
+	/* A truncation takes in what this client wrote and has not reported yet (truncate after
+	 * write): the MDS cuts the objects to the size it knows, before it answers. */
+	if ((sa->valid & LOOM_SET_SIZE) && (rc = files_report_ino(fs, ino)) != 0)
+		return rc;
 	rc = mdc_setattr(fs, cr, &w, &attr);
 	/* An explicit mtime (utimensat, touch, cp -a) is the file's now: the write times of open
 	 * handles must not overwrite it when they report. */
 	if (rc == 0 && (sa->valid & (LOOM_SET_MTIME | LOOM_SET_MTIME_NOW)))
 		files_forget_mtime(fs, ino);
-	if (rc || !(sa->valid & LOOM_SET_SIZE) || !S_ISREG(attr.mode))
-		return stat_reply(fs, rc, &attr, a);
-
-	/* The MDS has the new size: cut the objects to match, so that a later extension reads
-	 * zeros where the old bytes were. */
-	if (f && f->layout) {
-		rc = io_punch(fs, f->layout, w.size, f->obj_blocks);
-	} else {
-		rc = mdc_getlayout(fs, cr, ino, &layout);
-		if (rc == 0)
-			rc = io_punch(fs, layout, w.size, NULL);
-		free(layout);
-	}
-	if (rc == 0)
-		files_truncated(fs, ino, w.size);
+	if (rc == 0 && (sa->valid & LOOM_SET_SIZE) && S_ISREG(attr.mode))
+		files_truncated(fs, &attr);
 	return stat_reply(fs, rc, &attr, a);
 }
 
@@ -216,7 +204,7 @@ int loom_ll_create(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, con
 	if (!S_ISREG(rep.attr.mode)) {
 		/* An existing fifo or device: opened through the MDS like any inode. */
 		struct timespec zero = { 0 };
-		mdc_close(fs, cr, LW_OP_MDS_CLOSE, rep.attr.ino, rep.handle, 0, 0, zero, 0, NULL, NULL);
+		mdc_close(fs, cr, LW_OP_MDS_CLOSE, rep.attr.ino, rep.handle, 0, 0, 0, zero, 0, NULL, NULL);
 		free(layout);
 		return -EEXIST;
 	}

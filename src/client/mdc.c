@@ -575,11 +575,12 @@ int mdc_dom_read(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, void **d
 }
 
 int mdc_close(loom_fs *fs, const struct loom_cred *cr, uint16_t op, uint64_t ino, uint64_t handle,
-	      uint32_t flags, uint64_t size, struct timespec mtime, uint64_t blocks,
+	      uint32_t flags, uint64_t size, uint32_t epoch, struct timespec mtime, uint64_t blocks,
 	      const struct dom_parts *dom, struct lw_attr *out)
 {
 	struct lw_close_req req = { .ino = ino, .handle = handle, .size = size, .mtime = mtime.tv_sec,
-				    .mtime_ns = (uint32_t)mtime.tv_nsec, .flags = flags, .blocks = blocks };
+				    .mtime_ns = (uint32_t)mtime.tv_nsec, .flags = flags, .blocks = blocks,
+				    .trunc_epoch = epoch };
 	bool parts = dom && dom->n;
 	struct mdc_body b = { { &req, parts ? dom->buf : NULL }, { sizeof(req), parts ? dom->len : 0 } };
 	struct lw_attr attr;

@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "fuse/lmount.h"
 
 /* Dentries remembered per inode; beyond, the inode's names are only checked by version. */
@@ -212,6 +213,24 @@ void lm_wrote(struct lmount *m, uint64_t ino, uint64_t end)
 	pthread_mutex_unlock(&m->cache_lock);
 }
 
+void lm_reported(struct lmount *m, const struct loom_ll_attr *a)
+{
+	struct lm_inode *in;
+	bool stale = false;
+
+	pthread_mutex_lock(&m->cache_lock);
+	in = u64map_get(&m->inodes, a->st.st_ino);
+	/* The size the writes made is not the size now (a truncation elsewhere came between, or a
+	 * write failed): the kernel, which grew its own with the writes, asks again. */
+	if (in && in->told_valid && in->told_size != (uint64_t)a->st.st_size) {
+		told_attrs(in, &a->st);
+		stale = true;
+	}
+	pthread_mutex_unlock(&m->cache_lock);
+	if (stale)
+		fuse_lowlevel_notify_inval_inode(m->se, a->st.st_ino, -1, 0);
+}
+
 void lm_data_changed(struct lmount *m, uint64_t ino, uint64_t version)
 {
 	struct lm_inode *in;
@@ -291,7 +310,13 @@ static void drop_dentries(struct lmount *m, struct told_name *names, size_t n)
 	}
 }
 
-void lm_open_expect(struct lmount *m, uint64_t ino, struct loom_ll_expect *ex)
+/* How long after an open answered ESTALE because directories moved its opener's retry is not
+ * held to dir_moves again: the VFS retries once only, and another directory renamed elsewhere in
+ * between (a job that rotates checkpoint directories) must not fail the open. The retry walked
+ * its whole path afresh (LOOKUP_REVAL); a rename after that walk began is concurrent with it. */
+#define RETRY_GRACE_NS (200ull * 1000000ull)
+
+void lm_open_expect(struct lmount *m, uint64_t ino, uint32_t pid, struct loom_ll_expect *ex)
 {
 	struct lm_inode *in;
 
@@ -299,6 +324,10 @@ void lm_open_expect(struct lmount *m, uint64_t ino, struct loom_ll_expect *ex)
 	in = u64map_get(&m->inodes, ino);
 	ex->name_version = in && in->names_valid ? in->name_version : 0;
 	ex->dir_moves = m->dir_moves;
+	if (pid && pid == m->moved_pid && clock_mono_ns() - m->moved_ns < RETRY_GRACE_NS) {
+		ex->dir_moves = 0;
+		m->moved_pid = 0;
+	}
 	pthread_mutex_unlock(&m->cache_lock);
 }
 
@@ -325,7 +354,8 @@ static size_t take_names(struct lm_inode *in, struct told_name *names)
 	return n;
 }
 
-int lm_open_settle(struct lmount *m, uint64_t ino, int rc, const struct loom_ll_attr *a, int flags)
+int lm_open_settle(struct lmount *m, uint64_t ino, uint32_t pid, int rc, const struct loom_ll_attr *a,
+		   int flags)
 {
 	struct told_name names[MAX_DENTRIES];
 	struct dropped dirs = { 0 };
@@ -345,6 +375,8 @@ int lm_open_settle(struct lmount *m, uint64_t ino, int rc, const struct loom_ll_
 		if (a->st.st_ino && a->dir_moves != m->dir_moves) {
 			take_dirs(m, &dirs);
 			m->dir_moves = a->dir_moves;
+			m->moved_pid = pid;
+			m->moved_ns = clock_mono_ns();
 		}
 	} else {
 		if (a->dir_moves && m->dir_moves != a->dir_moves) {

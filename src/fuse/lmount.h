@@ -61,6 +61,8 @@ struct lmount {
 	struct u64map dirs;    /* directory ino -> its one dentry told (struct told_name *) */
 	uint64_t dir_moves;    /* the MDS's dir_moves when every directory dentry was current (0:
 	                        * not known yet) */
+	uint32_t moved_pid;    /* the opener told ESTALE last because directories moved, and when */
+	uint64_t moved_ns;
 
 	pthread_mutex_t stamp_lock;
 	/* Inodes this mount ever set an fcntl lock on (under stamp_lock): closing them must release
@@ -123,6 +125,9 @@ void lm_cache_fini(struct lmount *m);
 void lm_told_entry(struct lmount *m, uint64_t parent, const char *name, const struct loom_ll_attr *a);
 /* The kernel was given these attributes. */
 void lm_told_attr(struct lmount *m, const struct stat *st);
+/* A report of this mount's writes was answered with these attributes: the kernel forgets the
+ * size it holds if they differ. */
+void lm_reported(struct lmount *m, const struct loom_ll_attr *a);
 /* The kernel wrote up to end through this mount (its size grows with its writes). */
 void lm_wrote(struct lmount *m, uint64_t ino, uint64_t end);
 /* A change of the data made through this mount is version (0: one of unknown version): the
@@ -130,12 +135,13 @@ void lm_wrote(struct lmount *m, uint64_t ino, uint64_t end);
 void lm_data_changed(struct lmount *m, uint64_t ino, uint64_t version);
 /* Whether the pages hold version; from now on they do (an open: kept or dropped by the kernel). */
 bool lm_data_current(struct lmount *m, uint64_t ino, uint64_t version);
-/* What to expect of ino when opening it through the names the kernel cached. */
-void lm_open_expect(struct lmount *m, uint64_t ino, struct loom_ll_expect *ex);
+/* What to expect of ino when opening it (for thread pid) through the names the kernel cached. */
+void lm_open_expect(struct lmount *m, uint64_t ino, uint32_t pid, struct loom_ll_expect *ex);
 /* After loom_ll_open of ino with those expectations returned rc (and *a): drops the dentries that
  * may lead wrongly and returns -ESTALE when the VFS must walk the path again (also for an open that
  * succeeded: the caller closes it), else rc; makes the kernel forget stale attributes. */
-int lm_open_settle(struct lmount *m, uint64_t ino, int rc, const struct loom_ll_attr *a, int flags);
+int lm_open_settle(struct lmount *m, uint64_t ino, uint32_t pid, int rc, const struct loom_ll_attr *a,
+		   int flags);
 /* The kernel dropped the inode, its dentries and cached pages with it. */
 void lm_forget_inode(struct lmount *m, uint64_t ino);
 

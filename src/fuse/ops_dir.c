@@ -99,9 +99,9 @@ static void lm_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	lm_cred(req, &cr);
 	/* As open(O_RDONLY|O_DIRECTORY): read permission is checked here; and as for a file, the
 	 * names the kernel walked must still lead here (ls of a directory renamed elsewhere). */
-	lm_open_expect(m, ino, &ex);
+	lm_open_expect(m, ino, (uint32_t)fuse_req_ctx(req)->pid, &ex);
 	rc = loom_ll_open(m->fs, &cr, ino, O_RDONLY | O_DIRECTORY, &ex, &f, &a);
-	rc = lm_open_settle(m, ino, rc, &a, O_RDONLY);
+	rc = lm_open_settle(m, ino, (uint32_t)fuse_req_ctx(req)->pid, rc, &a, O_RDONLY);
 	if (rc) {
 		if (f)
 			loom_close(f);

@@ -79,13 +79,13 @@ static void lm_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	lm_cred(req, &cr);
 	/* The kernel reached the inode through names it cached: they must still lead here. */
-	lm_open_expect(m, ino, &ex);
+	lm_open_expect(m, ino, (uint32_t)fuse_req_ctx(req)->pid, &ex);
 	/* The kernel decides where O_APPEND writes go and passes the offset: the handle must write
 	 * exactly there. */
 	rc = loom_ll_open(m->fs, &cr, ino, fi->flags & ~O_APPEND, &ex, &f, &a);
 	if (fi->flags & O_TRUNC)
 		lm_sa_changed(m);
-	rc = lm_open_settle(m, ino, rc, &a, fi->flags);
+	rc = lm_open_settle(m, ino, (uint32_t)fuse_req_ctx(req)->pid, rc, &a, fi->flags);
 	if (rc) {
 		if (f)
 			loom_close(f);
@@ -169,9 +169,13 @@ static int changed_if_writer(struct lmount *m, loom_file *f, int rc)
 static void data_reported(struct lmount *m, uint64_t ino, loom_file *f)
 {
 	uint64_t version = loom_file_reported_version(f);
+	struct loom_ll_attr a;
 
-	if (version)
-		lm_data_changed(m, ino, version);
+	if (!version)
+		return;
+	lm_data_changed(m, ino, version);
+	loom_file_ll_attr(f, &a);
+	lm_reported(m, &a);
 }
 
 static void lm_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

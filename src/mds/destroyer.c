@@ -21,72 +21,25 @@
 #define DESTROY_BATCH   256
 #define DESTROY_BACKOFF_NS (5ull * 1000000000ull)
 
-struct oss_conn {
-	char host[64];
-	uint16_t port;
-	struct rpc_conn *conn;
-};
-
-static struct rpc_conn *conn_for(struct mds *m, struct oss_conn *conns, int *nconns, const char *host,
-				 uint16_t port)
-{
-	int i;
-
-	for (i = 0; i < *nconns; i++)
-		if (conns[i].port == port && !strcmp(conns[i].host, host))
-			break;
-	if (i == *nconns && *nconns == DESTROY_BATCH) {
-		/* Full (the connections outlive lists): take the place of one that failed, e.g. to
-		 * an OSS that restarted elsewhere. */
-		for (i = 0; i < *nconns; i++)
-			if (!conns[i].conn || !rpc_conn_alive(conns[i].conn))
-				break;
-		if (i == *nconns)
-			return NULL;
-		rpc_conn_close(conns[i].conn);
-		snprintf(conns[i].host, sizeof(conns[i].host), "%s", host);
-		conns[i].port = port;
-		conns[i].conn = NULL;
-	} else if (i == *nconns) {
-		snprintf(conns[i].host, sizeof(conns[i].host), "%s", host);
-		conns[i].port = port;
-		conns[i].conn = NULL;
-		(*nconns)++;
-	}
-	if (conns[i].conn && !rpc_conn_alive(conns[i].conn)) {
-		rpc_conn_close(conns[i].conn);
-		conns[i].conn = NULL;
-	}
-	if (!conns[i].conn) {
-		struct rpc_conn_opts o = { .name = "OSS", .connect_timeout_ms = 2000,
-					   .key = m->keylen ? m->key : NULL, .keylen = m->keylen };
-		if (rpc_conn_open(host, port, &o, &conns[i].conn) < 0)
-			conns[i].conn = NULL;
-	}
-	return conns[i].conn;
-}
-
-/* conns: the destroyer's connections to the OSSs, kept from one list to the next (a busy
- * unlinker would otherwise pay a connection and its authentication per list). */
+/* pool: the destroyer's connections to the OSSs (NULL without memory: nothing is done). */
 static void destroy_list(struct mds *m, struct mds_destroy_item *items, uint32_t n,
-			 struct oss_conn *conns, int *nconns_io)
+			 struct oss_pool *pool)
 {
 	struct rpc_call *calls = calloc(n, sizeof(*calls));
 	struct lw_ost_io *bodies = calloc(n, sizeof(*bodies));
 	struct loom_ostobj *done = calloc(n ? n : 1, sizeof(*done));
 	struct srv_req *report;
 	struct rpc_wait w;
-	int nconns = *nconns_io;
 	uint32_t ndone = 0;
 	bool all_ok = true;
 
-	if (!conns || !calls || !bodies || !done) {
+	if (!pool || !calls || !bodies || !done) {
 		all_ok = false;
 		n = 0;
 	}
 	rpc_wait_init(&w);
 	for (uint32_t i = 0; i < n; i++) {
-		struct rpc_conn *c = conn_for(m, conns, &nconns, items[i].host, items[i].port);
+		struct rpc_conn *c = oss_pool_conn(m, pool, items[i].host, items[i].port);
 
 		bodies[i].ost_idx = items[i].obj.ost_idx;
 		bodies[i].objid = items[i].obj.objid;
@@ -108,7 +61,6 @@ static void destroy_list(struct mds *m, struct mds_destroy_item *items, uint32_t
 	}
 	if (!all_ok)
 		log_warn("destroyer: %u of %u objects could not be destroyed yet; will retry", n - ndone, n);
-	*nconns_io = nconns;
 
 	/* Report back as an internal request: the body carries the destroyed objects. Without
 	 * memory for it the metadata thread would wait for this report forever: keep trying. */
@@ -135,8 +87,8 @@ static void *destroyer_main(void *arg)
 {
 	struct mds *m = arg;
 	struct mds_destroyer *d = &m->destroyer;
-	struct oss_conn *conns = calloc(DESTROY_BATCH, sizeof(*conns));
-	int nconns = 0;
+	struct oss_pool pool;
+	bool have_pool = oss_pool_init(&pool, DESTROY_BATCH) == 0;
 
 	pthread_mutex_lock(&d->lock);
 	for (;;) {
@@ -151,19 +103,14 @@ static void *destroyer_main(void *arg)
 		n = d->nitems;
 		d->items = NULL;
 		pthread_mutex_unlock(&d->lock);
-		if (conns) {
-			destroy_list(m, items, n, conns, &nconns);
-		} else {
-			/* No memory for the connections: report nothing done, to be tried again. */
-			destroy_list(m, items, 0, NULL, &nconns);
-		}
+		/* Without memory for the connections nothing is done, and tried again. */
+		destroy_list(m, items, have_pool ? n : 0, have_pool ? &pool : NULL);
 		free(items);
 		pthread_mutex_lock(&d->lock);
 	}
 	pthread_mutex_unlock(&d->lock);
-	for (int i = 0; i < nconns; i++)
-		rpc_conn_close(conns[i].conn);
-	free(conns);
+	if (have_pool)
+		oss_pool_fini(&pool);
 	return NULL;
 }
 

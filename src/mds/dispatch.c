@@ -24,6 +24,8 @@ struct reply {
 	int status;
 	void *body;     /* malloc'd */
 	uint32_t len;
+	uint64_t park_ino;   /* then for this truncation to be cut (0: none) */
+	uint32_t park_epoch;
 };
 
 /* What the requests of a batch did that matters after it ran. */
@@ -343,8 +345,8 @@ static int exec_open(struct mds *m, struct mdt_txn *t, struct srv_req *req, cons
 	return rc;
 }
 
-/* The Data-on-MDT parts of a size report, written in one go. */
-static int dom_write_parts(struct mdt_txn *t, const struct lw_mds_req *q)
+/* The Data-on-MDT parts of a size report, written in one go; *end gets where the last ends. */
+static int dom_write_parts(struct mdt_txn *t, const struct lw_mds_req *q, uint64_t *end)
 {
 	uint32_t n = q->u.close.dom_parts;
 	struct mdt_dom_extent *ext = calloc(n, sizeof(*ext));
@@ -359,6 +361,7 @@ static int dom_write_parts(struct mdt_txn *t, const struct lw_mds_req *q)
 		lw_dom_part_at(q, &pos, &p, &ext[i].data);
 		ext[i].off = p.offset;
 		ext[i].len = p.len;
+		*end = p.offset + p.len;
 	}
 	rc = mdt_dom_write_parts(t, q->u.close.ino, ext, n);
 	free(ext);
@@ -371,6 +374,7 @@ static int exec_close(struct mds *m, struct mdt_txn *t, struct srv_req *req,
 	const struct lw_close_req *c = &q->u.close;
 	struct timespec mt = { .tv_sec = c->mtime, .tv_nsec = c->mtime_ns };
 	struct lw_attr attr = { 0 };
+	uint64_t carried = 0;
 	int rc;
 
 	/* Only the connection that opened a handle reports through it. A handle this MDS does not
@@ -382,10 +386,10 @@ static int exec_close(struct mds *m, struct mdt_txn *t, struct srv_req *req,
 	 * late report wrote past the size (a truncation came first) is cut again. Bytes written
 	 * are a change of the data, whatever the flags say. */
 	if (c->flags & LW_CL_DOM)
-		rc = dom_write_parts(t, q);
+		rc = dom_write_parts(t, q, &carried);
 	if (rc == 0 && (c->flags & ~LW_CL_DOM))
 		rc = mdt_size_update(t, c->ino, (c->flags & ~LW_CL_DOM) | (c->flags & LW_CL_DOM ? LW_CL_DATA : 0),
-				     c->size, mt, c->blocks, &attr);
+				     c->size, c->trunc_epoch, carried, mt, c->blocks, &attr);
 	else if (rc == 0)
 		rc = mdt_getattr(t, c->ino, &attr);
 	if (rc == 0 && (c->flags & LW_CL_DOM))
@@ -591,6 +595,33 @@ static uint64_t target_ino(const struct lw_mds_req *q)
 static int exec_one(struct mds *m, struct mdt_txn *t, struct srv_req *req, const struct lw_mds_req *q,
 		    struct batch_state *bs, struct reply *r);
 
+/* A request that truncated (a size change, O_TRUNC) is answered once the objects are cut: its
+ * reply, which starts with the inode's attributes in each case, waits for truncation (ino,
+ * epoch) when that is still to be cut. */
+static void park_if_truncated(struct mds *m, struct mdt_txn *t, const struct lw_mds_req *q,
+			      struct reply *r)
+{
+	struct lw_attr attr;
+	bool truncating;
+
+	switch (q->op) {
+	case LW_OP_MDS_SETATTR: truncating = (q->u.setattr.valid & LW_SA_SIZE) != 0; break;
+	case LW_OP_MDS_OPEN: truncating = (q->u.open.open_flags & O_TRUNC) != 0; break;
+	case LW_OP_MDS_CREATE:
+		truncating = (q->u.create.f.flags & LW_CR_OPEN) && (q->u.create.f.open_flags & O_TRUNC);
+		break;
+	default: truncating = false; break;
+	}
+	if (!truncating || r->len < sizeof(attr))
+		return;
+	memcpy(&attr, r->body, sizeof(attr));
+	if (attr.trunc_epoch && mdt_trunc_pending(t, attr.ino, attr.trunc_epoch)) {
+		r->park_ino = attr.ino;
+		r->park_epoch = attr.trunc_epoch;
+		m->truncator.more = true;
+	}
+}
+
 /* Runs one decoded request, telling a vanished inode from a missing name. */
 static int exec(struct mds *m, struct mdt_txn *t, struct srv_req *req, const struct lw_mds_req *q,
 		struct batch_state *bs, struct reply *r)
@@ -598,6 +629,8 @@ static int exec(struct mds *m, struct mdt_txn *t, struct srv_req *req, const str
 	int rc = exec_one(m, t, req, q, bs, r);
 	uint64_t ino = target_ino(q);
 
+	if (rc == 0)
+		park_if_truncated(m, t, q, r);
 	if (rc != -ENOENT)
 		return rc;
 	if (q->op == LW_OP_MDS_RENAME) {
@@ -811,11 +844,14 @@ static int exec_internal(struct mds *m, struct mdt_txn *t, struct srv_req *item,
 	case MDS_INTERNAL_DISCONNECT:
 		osts_of_conn_lost(m, item->conn_id);
 		mds_locks_drop_waiters(m, item->conn_id);
+		mds_trunc_drop_conn(m, item->conn_id);
 		return mds_session_disconnect(m, t, item->conn_id, &bs->released);
 	case MDS_INTERNAL_DESTROYED:
 		return mds_destroyer_done(m, t, (const struct loom_ostobj *)item->body,
 					  item->hdr.body_len / (uint32_t)sizeof(struct loom_ostobj),
 					  item->hdr.status == 0);
+	case MDS_INTERNAL_TRUNCATED:
+		return mds_truncator_done(m, t, item->body, item->hdr.body_len);
 	case MDS_INTERNAL_DROP_HANDLE: {
 		const struct mds_handle_ref *h = (const struct mds_handle_ref *)item->body;
 		return mds_handle_close(m, t, h->handle, h->ino, h->sid, &bs->released);
@@ -991,6 +1027,13 @@ static void run_batch(struct mds *m, struct srv_req *list, uint32_t n)
 	mds_releases_settled(m);
 	if (bs.moved_dir)
 		atomic_fetch_add(&m->dir_moves, 1);
+	/* Truncations this batch recorded are cut now; those it saw cut free their replies. */
+	if (durable == n)
+		mds_trunc_release(m);
+	if (m->truncator.more && !m->truncator.busy && mdt_txn_begin(m->store, false, &txn) == 0) {
+		mds_truncator_kick(m, txn);
+		mdt_txn_abort(txn);
+	}
 
 	/* Durable (or failed) as a whole: now answer. */
 	i = 0;
@@ -1007,7 +1050,10 @@ static void run_batch(struct mds *m, struct srv_req *list, uint32_t n)
 			srv_reply(req, -ENOMEM, NULL, 0, NULL, 0, NULL);
 		else if (i >= durable)
 			srv_reply(req, -EIO, NULL, 0, NULL, 0, NULL);
-		else
+		else if (r->status == 0 && r->park_ino) {
+			mds_trunc_park(m, req, r->body, r->len, r->park_ino, r->park_epoch);
+			r->body = NULL;
+		} else
 			srv_reply(req, r->status, r->body, r->status ? 0 : r->len, NULL, 0, NULL);
 		if (r)
 			free(r->body);
@@ -1120,8 +1166,10 @@ static void periodic(struct mds *m)
 		release_orphans(m);
 	housekeeping(m, now);
 	mds_releases_settled(m);
+	mds_trunc_expire(m, now);
 	if (mdt_txn_begin(m->store, false, &t) == 0) {
 		mds_destroyer_kick(m, t);
+		mds_truncator_kick(m, t);
 		mdt_txn_abort(t);
 	}
 }
@@ -1138,7 +1186,7 @@ void mds_metadata_loop(struct mds *m)
 			break;
 		if (list)
 			run_batch(m, list, n);
-		if (m->destroyer.more && !m->destroyer.busy)
+		if ((m->destroyer.more && !m->destroyer.busy) || (m->truncator.more && !m->truncator.busy))
 			periodic(m);
 		else if (clock_mono_ns() - last_tick >= TICK_MS * 1000000ull) {
 			periodic(m);

@@ -223,6 +223,8 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	rc = mds_destroyer_start(&m);
 	if (rc == 0)
+		rc = mds_truncator_start(&m);
+	if (rc == 0)
 		rc = -pthread_create(&m.md_thread, NULL, md_thread_main, &m);
 	if (rc) {
 		log_err("cannot start threads: %s", strerror(-rc));
@@ -244,6 +246,7 @@ int main(int argc, char **argv)
 	reqq_close(&m.queue);
 	pthread_join(m.md_thread, NULL);
 	mds_destroyer_stop(&m);
+	mds_truncator_stop(&m);
 	srv_destroy(m.srv);
 	/* Disconnect items queued by srv_destroy are moot: handles die with the process. */
 	for (struct srv_req *r; (r = reqq_pop_batch(&m.queue, 1, 0, NULL));)

@@ -23,12 +23,14 @@
 #include "common/u64map.h"
 #include "mdt/store.h"
 #include "net/reqq.h"
+#include "net/rpc.h"
 #include "net/server.h"
 
 /* Internal work items travel in the request queue as srv_reqs with conn == NULL. */
 #define MDS_INTERNAL_DISCONNECT 0xFF01 /* conn_id: a client went away */
 #define MDS_INTERNAL_DESTROYED  0xFF02 /* body: struct loom_ostobj[] destroyed on their OSTs */
 #define MDS_INTERNAL_DROP_HANDLE 0xFF03 /* body: struct mds_handle_ref of a failed open */
+#define MDS_INTERNAL_TRUNCATED  0xFF04 /* body: what the truncator cut (truncator.c) */
 
 #define MDS_OST_DEAD_SECONDS 10 /* an OST not heard from this long is inactive */
 
@@ -37,6 +39,25 @@ struct mds_destroy_item {
 	struct loom_ostobj obj;
 	char host[64];
 	uint16_t port;
+};
+
+/* truncator.c: cuts the objects of truncated files; replies wait for their truncation. */
+struct mds_trunc_job;
+struct mds_parked;
+struct mds_truncator {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct mds_trunc_job *jobs; /* handed over by the metadata thread */
+	uint32_t njobs;
+	bool stopping;
+	/* The metadata thread's: */
+	bool busy;                 /* a list is out */
+	bool more;                 /* the queue may hold more */
+	uint64_t next_try_ns;      /* back-off after failures */
+	struct mds_parked *parked; /* replies held until their truncation is cut */
+	struct { uint64_t ino; uint32_t epoch; } *done; /* cut in the batch now committing */
+	uint32_t ndone;
 };
 
 struct mds_destroyer {
@@ -114,6 +135,7 @@ struct mds {
 	struct u64map ost_conns;
 
 	struct mds_destroyer destroyer;
+	struct mds_truncator truncator;
 	struct reqq *queue_for_destroyer;
 };
 
@@ -197,6 +219,35 @@ void mds_locks_drop_waiters(struct mds *m, uint64_t conn_id);
 /* A session ended: its locks go, and others may be granted. */
 void mds_locks_drop_session(struct mds *m, uint64_t sid);
 void mds_locks_destroy(struct mds *m);
+
+/* ossconns.c: a thread's connections to OSSs, by address, kept from one list of work to the next. */
+struct oss_conn;
+struct oss_pool {
+	struct oss_conn *conns;
+	uint32_t n, cap;
+};
+int oss_pool_init(struct oss_pool *p, uint32_t cap);
+void oss_pool_fini(struct oss_pool *p);
+/* The connection to host:port, opened when needed; NULL when it cannot be had. */
+struct rpc_conn *oss_pool_conn(struct mds *m, struct oss_pool *p, const char *host, uint16_t port);
+
+/* truncator.c */
+int mds_truncator_start(struct mds *m);
+void mds_truncator_stop(struct mds *m);
+/* Metadata thread, after a commit: hands truncations still to cut to the truncator if it is
+ * idle. */
+void mds_truncator_kick(struct mds *m, struct mdt_txn *read_txn);
+/* Metadata thread: the truncator's report (internal item); the truncations it cut leave the
+ * queue in t. */
+int mds_truncator_done(struct mds *m, struct mdt_txn *t, const void *body, uint32_t len);
+/* Metadata thread: req's reply (body, malloc'd, taken) waits until truncation (ino, epoch) is
+ * cut; replies released once the batch that recorded the cut committed (mds_trunc_release), or
+ * after a while regardless (mds_trunc_expire); a connection that goes drops its own. */
+void mds_trunc_park(struct mds *m, struct srv_req *req, void *body, uint32_t len, uint64_t ino,
+		    uint32_t epoch);
+void mds_trunc_release(struct mds *m);
+void mds_trunc_expire(struct mds *m, uint64_t now_ns);
+void mds_trunc_drop_conn(struct mds *m, uint64_t conn_id);
 
 /* destroyer.c */
 int mds_destroyer_start(struct mds *m);

@@ -2,18 +2,45 @@
  * Attributes: setattr (chmod, chown, utimes, truncate), open, and the size and mtime a client
  * reports for data it wrote through a handle.
  *
- * The MDS keeps a file's size; data lives on the OSTs. Truncation here only changes that size:
- * the client punches the objects itself (before shrinking, so that no reader sees stale bytes
- * past the new end once the MDS says the file is shorter).
+ * The MDS keeps a file's size; data lives on the OSTs. A truncation changes that size and, in
+ * the same transaction, records that the objects are to be cut (trunc.c), which the MDS does
+ * before it answers; readers never see past the new size meanwhile.
  */
 #include "mdt/internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 
 static bool nsec_ok(uint32_t ns)
 {
 	return ns < 1000000000u;
+}
+
+/*
+ * A size change of a regular file from old to in->size: unless the objects hold nothing (the
+ * file was empty, or all within its Data-on-MDT part), they are to be cut to a file of
+ * min(old, new) bytes in a new truncation epoch (trunc.c): a shrink drops their bytes past the
+ * end, and a growth drops what a writer may have left past the old end, so that the new bytes
+ * read as zeros.
+ */
+static int cut_objects(struct mdt_txn *t, struct mdt_inode *in, uint64_t old)
+{
+	struct loom_layout *l = NULL;
+	uint64_t cut = old < in->size ? old : in->size;
+	bool needed;
+	int rc;
+
+	if (old == 0)
+		return 0;
+	rc = mdt_layout_load(t, MDT_DB_LAYOUTS, in->ino, &l);
+	if (rc == -ENODATA)
+		return 0;
+	if (rc)
+		return rc;
+	needed = l->nobjs > 0 && !(l->dom_size && old <= l->dom_size);
+	free(l);
+	return needed ? mdt_trunc_queue(t, in, cut) : 0;
 }
 
 /* Is sa a mode change that only removes setuid and/or setgid? */
@@ -82,8 +109,12 @@ int mdt_setattr(struct mdt_txn *t, const struct loom_cred *cr, const struct lw_s
 	in.uid = next.uid;
 	in.gid = next.gid;
 	if ((valid & LW_SA_SIZE) && sa->size != in.size) {
+		uint64_t old = in.size;
+
 		in.size = sa->size;
 		in.data_version++;
+		if (S_ISREG(in.mode) && (rc = cut_objects(t, &in, old)) != 0)
+			return rc;
 		/* The objects are cut to the new size: they hold no more than it. */
 		if ((in.flags & MDT_IF_BLOCKS) && in.blocks > (in.size + 511) / 512)
 			in.blocks = (in.size + 511) / 512;
@@ -174,7 +205,9 @@ int mdt_open(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino, uint32
 		if (in.size != 0)
 			in.data_version++;
 		in.size = 0;
-		in.blocks = 0; /* the client cuts every object to nothing */
+		in.blocks = 0; /* every object is cut to nothing */
+		if ((rc = cut_objects(t, &in, old_size)) != 0)
+			return rc;
 		in.mode &= ~mdt_perm_kill_on_truncate(cr, &own);
 		mdt_inode_touch(&in, MDT_T_MTIME | MDT_T_CTIME, now);
 		rc = mdt_dom_cut(t, ino, 0);
@@ -208,8 +241,8 @@ int mdt_access(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino, uint
 	return rc;
 }
 
-int mdt_size_update(struct mdt_txn *t, uint64_t ino, uint32_t flags, uint64_t size,
-		    struct timespec mtime, uint64_t blocks, struct lw_attr *out)
+int mdt_size_update(struct mdt_txn *t, uint64_t ino, uint32_t flags, uint64_t size, uint32_t epoch,
+		    uint64_t carried, struct timespec mtime, uint64_t blocks, struct lw_attr *out)
 {
 	struct mdt_inode in;
 	bool changed = false;
@@ -230,7 +263,13 @@ int mdt_size_update(struct mdt_txn *t, uint64_t ino, uint32_t flags, uint64_t si
 			return -EINVAL;
 		if (size > MDT_MAX_FILE_SIZE)
 			return -EFBIG;
-		/* Only grows: a close racing a truncate must not bring the old size back. */
+		/* Only grows: a close racing a truncate must not bring the old size back, nor may writes
+		 * made before a truncation that cut the objects (an older epoch: those bytes are gone).
+		 * Bytes the report carries itself are written now, whatever came before. */
+		if (epoch < in.trunc_epoch)
+			size = 0;
+		if (carried > size)
+			size = carried;
 		if (size > in.size) {
 			in.size = size;
 			changed = true;

@@ -150,7 +150,7 @@ const char *mdt_fsck_kind_name(enum mdt_fsck_kind kind)
 /* ---- the stripe math, inverted ---- */
 
 /*
- * Object k holds the stripe units k, k+C, k+2C, ... back to back (src/client/stripe.h):
+ * Object k holds the stripe units k, k+C, k+2C, ... back to back (src/common/stripe.h):
  *
  *   object k:  | unit k | unit k+C | unit k+2C | ...     object offset of unit k+rC is r*S
  *

@@ -129,7 +129,7 @@ void mdt_fsck_count(struct mdt_fsck *f, bool repaired);
 const struct mdt_fsck_stats *mdt_fsck_stats(const struct mdt_fsck *f);
 
 /*
- * The inverse of the stripe math (src/client/stripe.h): the file size implied by object k of a
+ * The inverse of the stripe math (src/common/stripe.h): the file size implied by object k of a
  * RAID-0 layout with stripe size S and count C holding n bytes, i.e. the file offset just past
  * the object's last byte. 0 for n == 0; UINT64_MAX if it does not fit in 64 bits.
  */

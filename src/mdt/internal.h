@@ -18,6 +18,7 @@
  *   replies, reply_ages                  the reply cache (replies.c)
  *   dom         ino BE64                 -> crc32c u32 + a file's Data-on-MDT bytes (dom.c)
  *   pools       name, NUL-padded to 16   -> u32 count + count OST indices u32, ascending (pool.c)
+ *   truncs      ino BE64 + epoch BE32    -> u64: objects still to be cut for a truncation (trunc.c)
  *
  * Keys are big-endian so that LMDB's byte order is numeric order (readdir walks cookies, the
  * destroy queue is per OST in object order). Values are host order, which is little-endian on
@@ -61,6 +62,7 @@ enum mdt_db {
 	MDT_DB_REPLY_AGES,
 	MDT_DB_DOM,
 	MDT_DB_POOLS,
+	MDT_DB_TRUNCS,
 	MDT_DB_COUNT
 };
 
@@ -129,13 +131,15 @@ struct mdt_inode {
 	 * with these 0). */
 	uint64_t data_version;  /* regular files: lw_attr.data_version */
 	uint64_t name_version;  /* lw_attr.name_version */
+	uint32_t trunc_epoch;   /* regular files: lw_attr.trunc_epoch */
+	uint32_t pad;
 };
 
 #define MDT_IF_BLOCKS 0x1u /* blocks was reported by a client; else it is estimated from size */
 #define MDT_IF_NO_XATTRS 0x2u /* no extended attribute was ever set (inodes made before this flag
                                * existed lack it: "may have some") */
 #define MDT_INODE_V1_SIZE 112u
-_Static_assert(sizeof(struct mdt_inode) == 128, "mdt_inode is an on-disk format");
+_Static_assert(sizeof(struct mdt_inode) == 136, "mdt_inode is an on-disk format");
 _Static_assert(offsetof(struct mdt_inode, data_version) == MDT_INODE_V1_SIZE, "mdt_inode v1 prefix");
 
 struct mdt_dentry {
@@ -295,6 +299,11 @@ int mdt_drop_link(struct mdt_txn *t, struct mdt_inode *in, struct timespec now,
 		  struct mdt_unlinked *victim);
 
 /* ---- layout.c ---- */
+
+/* trunc.c: in's trunc_epoch goes up and its objects are to be cut to a file of `cut` bytes (the
+ * caller writes the inode); a released inode's truncations are forgotten. */
+int mdt_trunc_queue(struct mdt_txn *t, struct mdt_inode *in, uint64_t cut);
+int mdt_trunc_forget(struct mdt_txn *t, uint64_t ino);
 
 /* Reads a stored layout image (db is MDT_DB_LAYOUTS or MDT_DB_DIRDEFAULTS). -ENODATA if none. */
 int mdt_layout_load(struct mdt_txn *t, enum mdt_db db, uint64_t ino, struct loom_layout **out);

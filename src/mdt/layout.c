@@ -383,6 +383,9 @@ int mdt_swap_layouts(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino
 		return -EAGAIN;
 	if (b.size != a.size)
 		return -EINVAL; /* not a whole copy */
+	/* Objects still to be cut for a truncation stay with their file until they are. */
+	if (mdt_trunc_pending(t, ino, a.trunc_epoch) || mdt_trunc_pending(t, tmp, b.trunc_epoch))
+		return -EBUSY;
 	rc = mdt_layout_load(t, MDT_DB_LAYOUTS, ino, &la);
 	if (rc == 0)
 		rc = mdt_layout_load(t, MDT_DB_LAYOUTS, tmp, &lb);
@@ -414,6 +417,13 @@ int mdt_swap_layouts(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino
 		 * again rather than trust a copy it cannot tell from the old objects' bytes. */
 		a.data_version++;
 		b.data_version++;
+		/* Each object keeps the truncation epoch it is in: the epochs go with the objects. */
+		{
+			uint32_t epoch = a.trunc_epoch;
+
+			a.trunc_epoch = b.trunc_epoch;
+			b.trunc_epoch = epoch;
+		}
 		mdt_inode_touch(&a, MDT_T_CTIME, now);
 		mdt_inode_touch(&b, MDT_T_CTIME, now);
 		rc = mdt_inode_put(t, &a);

@@ -87,6 +87,8 @@ int mdt_inode_release(struct mdt_txn *t, uint64_t ino)
 	if (rc == 0)
 		rc = del_if_any(t, MDT_DB_DOM, ino);
 	if (rc == 0)
+		rc = mdt_trunc_forget(t, ino); /* its objects go whole */
+	if (rc == 0)
 		rc = inode_delete(t, ino);
 	if (rc == 0)
 		rc = del_if_any(t, MDT_DB_ORPHANS, ino);

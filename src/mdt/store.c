@@ -31,6 +31,7 @@ static const char *const db_names[MDT_DB_COUNT] = {
 	[MDT_DB_REPLY_AGES] = "reply_ages",
 	[MDT_DB_DOM] = "dom",
 	[MDT_DB_POOLS] = "pools",
+	[MDT_DB_TRUNCS] = "truncs",
 };
 
 #define META_VERSION  "version"
@@ -137,7 +138,8 @@ int mdt_inode_get(struct mdt_txn *t, uint64_t ino, struct mdt_inode *out)
 	rc = mdt_get(t, MDT_DB_INODES, key, sizeof(key), &v);
 	if (rc)
 		return rc;
-	if (v.mv_size != sizeof(*out) && v.mv_size != MDT_INODE_V1_SIZE) {
+	/* 112 bytes: written before versions; 128: before truncation epochs (a development build). */
+	if (v.mv_size != sizeof(*out) && v.mv_size != MDT_INODE_V1_SIZE && v.mv_size != 128) {
 		log_err("mdt: inode %llu: record of %zu bytes, expected %zu", (unsigned long long)ino,
 			v.mv_size, sizeof(*out));
 		return -EIO;
@@ -227,6 +229,7 @@ void mdt_inode_attr(const struct mdt_inode *in, struct lw_attr *out)
 	out->flags = in->flags & MDT_IF_NO_XATTRS ? LW_ATTR_F_NO_XATTRS : 0;
 	out->data_version = in->data_version;
 	out->name_version = in->name_version;
+	out->trunc_epoch = in->trunc_epoch;
 	if (S_ISDIR(in->mode)) {
 		out->size = MDT_DIR_SIZE;
 		out->blocks = MDT_DIR_SIZE / 512;
@@ -351,9 +354,11 @@ static int store_setup(const char *dir, bool create, struct mdt_store **out)
 	if (rc)
 		goto fail;
 	for (int i = 0; i < MDT_DB_COUNT; i++) {
-		/* The reply cache's, Data-on-MDT and pool tables are made where missing: an MDT
-		 * formatted before they existed simply has no replies, file bytes or pools. */
-		bool cache = i == MDT_DB_REPLIES || i == MDT_DB_REPLY_AGES || i == MDT_DB_DOM || i == MDT_DB_POOLS;
+		/* The reply cache's, Data-on-MDT, pool and truncation tables are made where missing:
+		 * an MDT formatted before they existed simply has no replies, file bytes, pools or
+		 * truncations under way. */
+		bool cache = i == MDT_DB_REPLIES || i == MDT_DB_REPLY_AGES || i == MDT_DB_DOM || i == MDT_DB_POOLS ||
+			     i == MDT_DB_TRUNCS;
 
 		rc = mdt_errno(mdb_dbi_open(txn, db_names[i], create || cache ? MDB_CREATE : 0, &s->dbi[i]));
 		if (rc) {

@@ -200,13 +200,16 @@ int mdt_open(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino, uint32
 /* access(2): mask of R_OK (4), W_OK (2), X_OK (1), or 0 for existence; 0 or -EACCES (-ENOENT). */
 int mdt_access(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino, uint32_t mask);
 
-/* Data written through a handle: size = max(size, given) with LW_CL_SIZE (-EINVAL for a
- * non-regular file, -EFBIG beyond 2^62); mtime = ctime = given with LW_CL_MTIME; with
+/* Data written through a handle in truncation epoch `epoch`: size = max(size, given) with
+ * LW_CL_SIZE unless a truncation that cut the objects came since (epoch older than the file's);
+ * size = max(size, carried) with LW_CL_SIZE whatever the epoch (the end of the bytes the report
+ * itself carries, Data-on-MDT parts, written in its transaction)
+ * (-EINVAL for a non-regular file, -EFBIG beyond 2^62); mtime = ctime = given with LW_CL_MTIME; with
  * LW_CL_BLOCKS the 512-byte blocks its objects occupy (st_blocks from then on, holes counting
  * for nothing). A missing inode (unlinked and released) is -ENOENT. No permission check: the
  * handle was checked at open. */
-int mdt_size_update(struct mdt_txn *t, uint64_t ino, uint32_t flags, uint64_t size,
-		    struct timespec mtime, uint64_t blocks, struct lw_attr *out);
+int mdt_size_update(struct mdt_txn *t, uint64_t ino, uint32_t flags, uint64_t size, uint32_t epoch,
+		    uint64_t carried, struct timespec mtime, uint64_t blocks, struct lw_attr *out);
 
 /* ---- Data-on-MDT (dom.c): bytes [0, dom_size) of a file whose layout has a dom_size ---- */
 
@@ -254,7 +257,9 @@ int mdt_setlayout(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino,
  * Data-on-MDT size (both keep their bytes, equal after the copy). -EAGAIN when ino's size or mtime
  * is no longer (size, mtime, mtime_ns): it changed since the copy began. -EINVAL when tmp's size
  * differs or either is not a regular file, -EPERM unless the caller owns both (or is root).
- * ino's layout_gen grows; mtime stays, ctime is now. The server must not swap under a writer. */
+ * ino's layout_gen grows; mtime stays, ctime is now; the truncation epochs go with the objects
+ * (-EBUSY while a truncation of either still has objects to cut). The server must not swap under
+ * a writer. */
 int mdt_swap_layouts(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino, uint64_t tmp,
 		     uint64_t size, int64_t mtime, uint32_t mtime_ns, struct timespec now);
 
@@ -275,6 +280,23 @@ int mdt_destroy_list(struct mdt_txn *t, struct loom_ostobj *out, size_t max, siz
 int mdt_destroy_list_ost(struct mdt_txn *t, uint32_t ost_idx, struct loom_ostobj *out, size_t max,
 			 size_t *n);
 int mdt_destroy_done(struct mdt_txn *t, uint32_t ost_idx, uint64_t objid);
+
+/* ---- truncations whose objects are still to be cut (trunc.c) ---- */
+
+/* A truncation under way: cut every object of ino to what it holds of a file of `cut` bytes, in
+ * truncation epoch `epoch`. */
+struct mdt_trunc {
+	uint64_t ino;
+	uint32_t epoch;
+	uint64_t cut;
+};
+/* Whether truncation (ino, epoch) is still to be cut. */
+bool mdt_trunc_pending(struct mdt_txn *t, uint64_t ino, uint32_t epoch);
+/* Up to max truncations to cut now: of each inode only the first (its lowest epoch), in inode
+ * order. */
+int mdt_trunc_list(struct mdt_txn *t, struct mdt_trunc *out, size_t max, size_t *n);
+/* Every object was cut: the entry goes (a missing one is fine). */
+int mdt_trunc_done(struct mdt_txn *t, uint64_t ino, uint32_t epoch);
 
 /* ---- the reply cache: answers to requests that must not be applied twice ---- */
 

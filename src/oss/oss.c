@@ -104,11 +104,12 @@ static void oss_serve(struct oss *oss, struct srv_req *req)
 			rc = -EPROTO;
 			break;
 		}
-		rc = ost_write(ost, io.objid, io.offset, req->bulk, io.length, io.ino, io.stripe_idx, &os);
+		rc = ost_write(ost, io.objid, io.offset, req->bulk, io.length, io.ino, io.stripe_idx,
+			       io.trunc_epoch, &os);
 		rep.length = rc ? 0 : io.length;
 		break;
 	case LW_OP_OST_PUNCH:
-		rc = ost_punch(ost, io.objid, io.length, &os);
+		rc = ost_punch(ost, io.objid, io.length, io.ino, io.stripe_idx, io.trunc_epoch, &os);
 		break;
 	case LW_OP_OST_GETATTR:
 		rc = ost_getattr(ost, io.objid, &os);
@@ -141,7 +142,9 @@ static void oss_serve(struct oss *oss, struct srv_req *req)
 		break;
 	}
 	if (rc) {
-		if (rc != -ENOSPC)
+		/* A full OST, and a write of another truncation epoch (its writer knows what to do),
+		 * are answers, not trouble. */
+		if (rc != -ENOSPC && !(op == LW_OP_OST_WRITE && (rc == -ESTALE || rc == -EAGAIN)))
 			log_warn("OST%04x: %s of object %llx: %s", io.ost_idx, lw_op_name(op),
 				 (unsigned long long)io.objid, strerror(-rc));
 		bulk_free(buf);

@@ -619,6 +619,46 @@ struct obj {
 	struct fdc_slot *slot;
 };
 
+/*
+ * Truncation epochs (protocol.md, OST_WRITE and OST_PUNCH). Each object records in an xattr the
+ * epoch of the last truncation that cut it (none: 0, as every object before epochs). A cut for
+ * an epoch the object is already in (or past) is not done again: the bytes there are newer than
+ * it. A write made in an older epoch than the object's is refused (-ESTALE), one made in a newer
+ * epoch waits for that epoch's cut (-EAGAIN). Checked and changed under the range lock of what the
+ * write or cut covers, so a write is wholly before a cut of the same bytes or wholly after it.
+ */
+#define EPOCH_XATTR "user.loom.epoch"
+
+static int epoch_store(int fd, uint32_t epoch)
+{
+	if (fsetxattr(fd, EPOCH_XATTR, &epoch, sizeof(epoch), 0) < 0)
+		return errno == ENOTSUP ? 0 : -errno; /* without xattrs epochs cannot be kept */
+	return 0;
+}
+
+static uint32_t obj_epoch(struct obj *h)
+{
+	int64_t cached = h->slot ? atomic_load(&h->slot->epoch) : -1;
+	uint32_t epoch = 0;
+
+	if (cached >= 0)
+		return (uint32_t)cached;
+	if (fgetxattr(h->fd, EPOCH_XATTR, &epoch, sizeof(epoch)) != (ssize_t)sizeof(epoch))
+		epoch = 0;
+	if (h->slot)
+		atomic_store(&h->slot->epoch, epoch);
+	return epoch;
+}
+
+static int obj_set_epoch(struct obj *h, uint32_t epoch)
+{
+	int rc = epoch_store(h->fd, epoch);
+
+	if (h->slot)
+		atomic_store(&h->slot->epoch, rc ? -1 : (int64_t)epoch);
+	return rc;
+}
+
 static struct fdc_slot *slot_of(struct ost *o, uint64_t objid)
 {
 	return &o->fdc[(objid * 0x9E3779B97F4A7C15ull >> 40) % FDC_SLOTS];
@@ -680,7 +720,7 @@ static void obj_put(struct ost *o, struct obj *h)
  * missing object without create.
  */
 static int obj_get(struct ost *o, uint64_t objid, bool create, uint64_t ino, uint32_t stripe_idx,
-		   struct obj *h)
+		   uint32_t epoch, struct obj *h)
 {
 	struct fdc_slot *s = slot_of(o, objid);
 	char name[32];
@@ -725,6 +765,12 @@ static int obj_get(struct ost *o, uint64_t objid, bool create, uint64_t ino, uin
 			if (fsetxattr(fd, FID_XATTR, fid, (size_t)n, 0) < 0 && errno != ENOTSUP)
 				log_debug("object %llx: cannot tag: %s", (unsigned long long)objid,
 					  strerror(errno));
+			/* A new object is in the epoch of what made it: nothing older is in it. */
+			if (epoch && (rc = epoch_store(fd, epoch)) != 0) {
+				unlinkat(o->odir[d], name, 0);
+				close(fd);
+				return rc;
+			}
 			atomic_store(&o->odir_dirty[d], true);
 		} else if (errno == EEXIST) {
 			fd = openat(o->odir[d], name, O_RDWR | O_CLOEXEC);
@@ -763,6 +809,7 @@ static int obj_get(struct ost *o, uint64_t objid, bool create, uint64_t ino, uin
 		s->cfd = cfd;
 		s->refs = 1;
 		s->doomed = false;
+		atomic_store(&s->epoch, -1);
 		h->slot = s;
 	} else {
 		h->slot = NULL;
@@ -844,7 +891,7 @@ int ost_read(struct ost *o, uint64_t objid, uint64_t off, void *buf, size_t len,
 
 	*nread = 0;
 	memset(os, 0, sizeof(*os));
-	rc = obj_get(o, objid, false, 0, 0, &h);
+	rc = obj_get(o, objid, false, 0, 0, 0, &h);
 	if (rc == -ENOENT)
 		return 0;
 	if (rc)
@@ -912,7 +959,7 @@ static int csum_merge(struct ost *o, uint64_t objid, const struct obj *h, uint64
 }
 
 int ost_write(struct ost *o, uint64_t objid, uint64_t off, const void *buf, size_t len,
-	      uint64_t ino, uint32_t stripe_idx, struct ost_objstat *os)
+	      uint64_t ino, uint32_t stripe_idx, uint32_t epoch, struct ost_objstat *os)
 {
 	uint32_t stack[CSUM_STACK], *crcs = stack;
 	const uint8_t *src = buf;
@@ -921,7 +968,7 @@ int ost_write(struct ost *o, uint64_t objid, uint64_t off, const void *buf, size
 	struct obj h;
 	int rc, slot;
 
-	rc = obj_get(o, objid, true, ino, stripe_idx, &h);
+	rc = obj_get(o, objid, true, ino, stripe_idx, epoch, &h);
 	if (rc)
 		return rc;
 	if (len == 0)
@@ -941,6 +988,14 @@ int ost_write(struct ost *o, uint64_t objid, uint64_t off, const void *buf, size
 	}
 
 	rl_lock(o, &rl, objid, first, last, true);
+	{
+		uint32_t cur = obj_epoch(&h);
+
+		if (cur != epoch) {
+			rc = cur > epoch ? -ESTALE : -EAGAIN;
+			goto unlock;
+		}
+	}
 	/* Only the first and the last block can be partly covered. */
 	if ((off & CSUM_MASK) || end < (first << CSUM_SHIFT) + CSUM_BLOCK)
 		rc = csum_merge(o, objid, &h, first, src, off, end, &crcs[0]);
@@ -976,7 +1031,8 @@ out:
 	return rc;
 }
 
-int ost_punch(struct ost *o, uint64_t objid, uint64_t size, struct ost_objstat *os)
+int ost_punch(struct ost *o, uint64_t objid, uint64_t size, uint64_t ino, uint32_t stripe_idx,
+	      uint32_t epoch, struct ost_objstat *os)
 {
 	uint64_t k = size >> CSUM_SHIFT;
 	size_t in = (size_t)(size & CSUM_MASK), got;
@@ -986,13 +1042,21 @@ int ost_punch(struct ost *o, uint64_t objid, uint64_t size, struct ost_objstat *
 	int rc, slot = -1;
 
 	memset(os, 0, sizeof(*os));
-	rc = obj_get(o, objid, false, 0, 0, &h);
+	/* A cut in an epoch makes a missing object, empty and in that epoch: a write made before the
+	 * truncation then finds it and is refused, rather than making it with old bytes. */
+	rc = obj_get(o, objid, epoch != 0, ino, stripe_idx, epoch, &h);
 	if (rc == -ENOENT)
 		return 0;
 	if (rc)
 		return rc;
 	rl_lock(o, &rl, objid, k, UINT64_MAX, true);
+	if (epoch && obj_epoch(&h) >= epoch) {
+		rc = fd_stat(h.fd, os); /* cut already, or made in this epoch after its cut was due */
+		goto unlock;
+	}
 	rc = fd_stat(h.fd, os);
+	if (rc == 0 && os->size <= size && epoch)
+		rc = obj_set_epoch(&h, epoch);
 	if (rc || os->size <= size)
 		goto unlock;
 	if (h.cfd >= 0 && in) {
@@ -1020,6 +1084,13 @@ int ost_punch(struct ost *o, uint64_t objid, uint64_t size, struct ost_objstat *
 		rc = csum_store(h.cfd, k, 1, &crc);
 	if (slot >= 0)
 		intent_end(o, slot);
+	/* The epoch last: a crash before it leaves the cut to be done again, which is harmless. A
+	 * truncation's cut is durable before it is answered: the MDS forgets it then, and an object
+	 * that came back uncut after a power failure would keep its old bytes and epoch for good. */
+	if (rc == 0 && epoch)
+		rc = obj_set_epoch(&h, epoch);
+	if (rc == 0 && epoch && (fsync(h.fd) < 0 || (h.cfd >= 0 && fsync(h.cfd) < 0)))
+		rc = -errno;
 	if (rc == 0)
 		rc = fd_stat(h.fd, os);
 unlock:
@@ -1034,7 +1105,7 @@ int ost_getattr(struct ost *o, uint64_t objid, struct ost_objstat *os)
 	int rc;
 
 	memset(os, 0, sizeof(*os));
-	rc = obj_get(o, objid, false, 0, 0, &h);
+	rc = obj_get(o, objid, false, 0, 0, 0, &h);
 	if (rc == -ENOENT)
 		return 0;
 	if (rc)
@@ -1051,7 +1122,7 @@ int ost_sync(struct ost *o, uint64_t objid)
 
 	if (objid == 0)
 		return syncfs(o->dirfd) < 0 ? -errno : 0;
-	rc = obj_get(o, objid, false, 0, 0, &h);
+	rc = obj_get(o, objid, false, 0, 0, 0, &h);
 	if (rc == -ENOENT)
 		return 0;
 	if (rc)

@@ -71,15 +71,20 @@ void ost_set_cache_policy(struct ost *o, const struct ost_cache_policy *p);
  * -EIO when a block read does not match its checksum. */
 int ost_read(struct ost *o, uint64_t objid, uint64_t off, void *buf, size_t len, size_t *nread,
 	     struct ost_objstat *st);
-/* Writes len bytes at off, creating the object (tagged with ino/stripe for fsck) if needed.
- * -ENOSPC when the OST is full; nothing is half-acknowledged: on error the caller reports it.
- * -EIO when a block the write covers only partly is already bad (it is not blessed with a new
- * checksum; overwriting the whole block heals it). */
+/* Writes len bytes at off, creating the object (tagged with ino/stripe for fsck, in truncation
+ * epoch `epoch`) if needed. -ESTALE when the object was cut by a truncation of a later epoch than
+ * the writer's, -EAGAIN when the cut of the writer's epoch has not reached it yet (nothing is
+ * written then). -ENOSPC when the OST is full; nothing is half-acknowledged: on error the caller
+ * reports it. -EIO when a block the write covers only partly is already bad (it is not blessed
+ * with a new checksum; overwriting the whole block heals it). */
 int ost_write(struct ost *o, uint64_t objid, uint64_t off, const void *buf, size_t len,
-	      uint64_t ino, uint32_t stripe_idx, struct ost_objstat *st);
-/* Discards data at and beyond size (never extends; a missing object is fine). -EIO when the
- * block that size cuts is bad. */
-int ost_punch(struct ost *o, uint64_t objid, uint64_t size, struct ost_objstat *st);
+	      uint64_t ino, uint32_t stripe_idx, uint32_t epoch, struct ost_objstat *st);
+/* Discards data at and beyond size (never extends). With an epoch (a truncation's), an object
+ * already in that epoch or a later one is left as it is, and a missing one is made, empty, in it
+ * (tagged with ino/stripe); epoch 0 cuts unconditionally and leaves a missing object missing. -EIO
+ * when the block that size cuts is bad. */
+int ost_punch(struct ost *o, uint64_t objid, uint64_t size, uint64_t ino, uint32_t stripe_idx,
+	      uint32_t epoch, struct ost_objstat *st);
 int ost_getattr(struct ost *o, uint64_t objid, struct ost_objstat *st);
 /* Makes the object's data, its checksums and their directory entries durable. objid 0: the
  * whole OST. */

@@ -66,6 +66,7 @@ struct fdc_slot {
 	int cfd;
 	int refs;
 	bool doomed;
+	_Atomic int64_t epoch; /* the object's truncation epoch (EPOCH_XATTR), -1 until read */
 };
 
 /* One holder of (or waiter for) blocks [first, last] of an object; lives on its owner's stack. */

@@ -638,8 +638,6 @@ int lw_mds_req_decode(uint16_t op, const void *body, uint32_t len, struct lw_mds
 		lw_rd_fixed(&r, &out->u.close, sizeof(out->u.close));
 		if (!r.err && (out->u.close.flags & ~LW_CL_ALL))
 			r.err = -EINVAL;
-		if (!r.err && out->u.close.pad != 0)
-			r.err = -EPROTO;
 		if (!r.err && !!(out->u.close.flags & LW_CL_DOM) != (out->u.close.dom_parts != 0))
 			r.err = -EINVAL;
 		if (!r.err && out->u.close.dom_parts)
@@ -711,7 +709,9 @@ int lw_ost_req_decode(uint16_t op, const void *body, uint32_t len, struct lw_ost
 	}
 	lw_rd_init(&r, body, len);
 	lw_rd_fixed(&r, out, sizeof(*out));
-	if (!r.err && out->flags != 0)
+	if (!r.err && (out->flags != 0 || out->pad != 0))
+		r.err = -EPROTO;
+	if (!r.err && out->trunc_epoch != 0 && op != LW_OP_OST_WRITE && op != LW_OP_OST_PUNCH)
 		r.err = -EPROTO;
 	if (!r.err && op == LW_OP_OST_READ && out->length > LW_MAX_BULK)
 		r.err = -EPROTO;

@@ -187,8 +187,13 @@ struct lw_attr {
 	                        * O_TRUNC open, a migration); never set back */
 	uint64_t name_version; /* advanced by exactly one whenever a name of the inode comes or goes
 	                        * (link, unlink, rename of it or over it) */
+	uint32_t trunc_epoch;  /* regular files: truncations that cut objects so far. Writes and size
+	                        * reports carry the epoch they were made in: a write older than its
+	                        * object's last truncation is refused, a report older than the file's
+	                        * does not grow it back (lw_ost_io, lw_close_req) */
+	uint32_t pad;
 };
-_Static_assert(sizeof(struct lw_attr) == 112, "lw_attr");
+_Static_assert(sizeof(struct lw_attr) == 120, "lw_attr");
 /* The inode has no extended attributes (clients may then answer getxattr themselves, which
  * `ls -l` asks of every file). Unset means "may have some". */
 #define LW_ATTR_F_NO_XATTRS 0x1u
@@ -358,7 +363,7 @@ struct lw_create_rep {
 	uint32_t flags;      /* LW_CRR_* */
 	uint32_t has_layout;
 };
-_Static_assert(sizeof(struct lw_create_rep) == 128, "lw_create_rep");
+_Static_assert(sizeof(struct lw_create_rep) == 136, "lw_create_rep");
 
 /* MDS_MKDIR: request lw_mkdir_req + name. Reply lw_attr. */
 struct lw_mkdir_req {
@@ -536,7 +541,7 @@ struct lw_open_rep {
 	uint32_t flags;     /* protocol 3: LW_OPR_* */
 	uint32_t pad;
 };
-_Static_assert(sizeof(struct lw_open_rep) == 144, "lw_open_rep");
+_Static_assert(sizeof(struct lw_open_rep) == 152, "lw_open_rep");
 
 /*
  * MDS_WALK: as much of a path as the MDS can resolve in one round trip; the client walks the rest
@@ -568,7 +573,7 @@ struct lw_walk_rep {
 	uint32_t consumed;
 	uint32_t flags;      /* LW_WALKR_* */
 };
-_Static_assert(sizeof(struct lw_walk_rep) == 120, "lw_walk_rep");
+_Static_assert(sizeof(struct lw_walk_rep) == 128, "lw_walk_rep");
 
 /* MDS_CLOSE (ends a handle) and MDS_SIZE_UPDATE (fsync: the handle stays open): request
  * lw_close_req. The size only grows the MDS's size (truncation is MDS_SETATTR's job); mtime
@@ -592,7 +597,8 @@ struct lw_close_req {
 	uint32_t flags; /* LW_CL_* */
 	uint64_t blocks;
 	uint32_t dom_parts; /* protocol 3: with LW_CL_DOM, how many parts follow (>= 1), else 0 */
-	uint32_t pad;
+	uint32_t trunc_epoch; /* protocol 3: the file's trunc_epoch the writes were made in; older
+	                       * than the file's, the size is not grown (a truncation came after) */
 };
 _Static_assert(sizeof(struct lw_close_req) == 56, "lw_close_req");
 
@@ -731,8 +737,15 @@ _Static_assert(sizeof(struct lw_ost_heartbeat_ent) == 64, "lw_ost_heartbeat_ent"
  * OSS messages: every request body is one lw_ost_io; offsets and lengths are in object space.
  *  OST_READ     read `length` bytes at `offset`; reply lw_ost_io_rep, bulk = the bytes that
  *               exist (fewer at the object's end; a missing object reads as empty).
- *  OST_WRITE    bulk written at `offset` (length == bulk_len); creates the object.
+ *  OST_WRITE    bulk written at `offset` (length == bulk_len); creates the object. Protocol 3:
+ *               `trunc_epoch` is the file's as the writer knows it. An object last cut in a
+ *               later epoch answers -ESTALE (a truncation came after: learn the epoch, write
+ *               again); one whose cut for the writer's epoch has not arrived yet -EAGAIN (try
+ *               again shortly). A new object takes the writer's epoch.
  *  OST_PUNCH    discard everything at and beyond `length` (truncate down; never extends).
+ *               Protocol 3: sent by the MDS for a truncation of `trunc_epoch`; an object already
+ *               in that epoch or a later one is left alone (its bytes are newer than the cut), a
+ *               missing one is made, empty, in that epoch.
  *  OST_GETATTR  reply the object's size.
  *  OST_SYNC     fsync the object (the whole OST when objid is 0).
  *  OST_STATFS   reply lw_statfs in place of lw_ost_io_rep.
@@ -750,8 +763,10 @@ struct lw_ost_io {
 	uint64_t ino;        /* the file the object belongs to, kept with a new object for fsck */
 	uint32_t stripe_idx;
 	uint32_t layout_gen;
+	uint32_t trunc_epoch; /* protocol 3: OST_WRITE, OST_PUNCH (above); else 0 */
+	uint32_t pad;
 };
-_Static_assert(sizeof(struct lw_ost_io) == 48, "lw_ost_io");
+_Static_assert(sizeof(struct lw_ost_io) == 56, "lw_ost_io");
 
 struct lw_ost_io_rep {
 	uint64_t length;     /* bytes read or written */

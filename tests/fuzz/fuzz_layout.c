@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/stripe.h"
+#include "common/stripe.h"
 #include "fuzz.h"
 #include "loom/loom_ll.h"
 #include "proto/codec.h"

@@ -456,7 +456,7 @@ static void step(uint8_t which, struct fuzz_in *args)
 	case 16: {
 		struct lw_attr a;
 		p = peek_reply();
-		rc = mdc_close(&fake_fs, NULL, LW_OP_MDS_CLOSE, 5, 1, LW_CL_SIZE, 10, (struct timespec){ 0 }, 0,
+		rc = mdc_close(&fake_fs, NULL, LW_OP_MDS_CLOSE, 5, 1, LW_CL_SIZE, 10, 0, (struct timespec){ 0 }, 0,
 			       NULL, &a);
 		check_fixed(rc, &p, &a, sizeof(a));
 		break;

@@ -1,7 +1,8 @@
 /*
  * OSS request bodies: lw_ost_req_decode. Input: the opcode (2 bytes, little endian), then the
- * body. A body that decodes is exactly one lw_ost_io, copied unchanged, with flags 0, an offset
- * of at most 2^62, a READ of at most LW_MAX_BULK and a SCRUB command the OSS knows.
+ * body. A body that decodes is exactly one lw_ost_io, copied unchanged, with flags and pad 0, an
+ * offset of at most 2^62, a READ of at most LW_MAX_BULK, a SCRUB command the OSS knows and a
+ * truncation epoch only on a WRITE or a PUNCH.
  */
 #include <errno.h>
 #include <string.h>
@@ -57,7 +58,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rc)
 		return 0;
 	FUZZ_CHECK(!memcmp(&io, data + 2, sizeof(io)));
-	FUZZ_CHECK(io.flags == 0);
+	FUZZ_CHECK(io.flags == 0 && io.pad == 0);
+	/* Only writes and punches are made in a truncation epoch. */
+	FUZZ_CHECK(io.trunc_epoch == 0 || op == LW_OP_OST_WRITE || op == LW_OP_OST_PUNCH);
 	FUZZ_CHECK(io.offset <= (1ull << 62));
 	if (op == LW_OP_OST_READ)
 		FUZZ_CHECK(io.length <= LW_MAX_BULK);

@@ -68,6 +68,7 @@ OP = {
     "MDS_OST_TABLE": 0x0118,
     "OST_READ": 0x0201,
     "OST_WRITE": 0x0202,
+    "OST_PUNCH": 0x0203,
     "OST_GETATTR": 0x0204,
     "OST_STATFS": 0x0206,
 }
@@ -81,12 +82,12 @@ F_RESENT = 0x2
 TGT_INACTIVE = 0x4
 
 # struct lw_attr: ino gen size blocks atime mtime ctime atime_ns mtime_ns ctime_ns mode uid gid
-# nlink rdev blksize flags data_version name_version
-ATTR = struct.Struct("<QQQQqqqIIIIIIIIIIQQ")
-assert ATTR.size == 112
+# nlink rdev blksize flags data_version name_version trunc_epoch pad
+ATTR = struct.Struct("<QQQQqqqIIIIIIIIIIQQII")
+assert ATTR.size == 120
 ATTR_FIELDS = ("ino", "gen", "size", "blocks", "atime", "mtime", "ctime", "atime_ns", "mtime_ns",
                "ctime_ns", "mode", "uid", "gid", "nlink", "rdev", "blksize", "flags", "data_version",
-               "name_version")
+               "name_version", "trunc_epoch", "pad")
 
 # struct lw_statfs
 STATFS = struct.Struct("<QQQQQIIII")
@@ -97,8 +98,8 @@ OST_ENTRY = struct.Struct("<IIH6x64s40s56s")
 assert OST_ENTRY.size == 176
 
 # struct lw_ost_io: ost_idx flags objid offset length ino stripe_idx layout_gen
-OST_IO = struct.Struct("<IIQQQQII")
-assert OST_IO.size == 48
+OST_IO = struct.Struct("<IIQQQQIIII")
+assert OST_IO.size == 56
 
 OST_IO_REP = struct.Struct("<QQQ")  # length, obj_size, obj_blocks
 
@@ -144,8 +145,8 @@ def parse_attr(body, offset=0):
     return dict(zip(ATTR_FIELDS, ATTR.unpack_from(body, offset)))
 
 
-def ost_io(ost_idx, objid, offset=0, length=0, ino=0, stripe_idx=0, layout_gen=0, flags=0):
-    return OST_IO.pack(ost_idx, flags, objid, offset, length, ino, stripe_idx, layout_gen)
+def ost_io(ost_idx, objid, offset=0, length=0, ino=0, stripe_idx=0, layout_gen=0, flags=0, trunc_epoch=0):
+    return OST_IO.pack(ost_idx, flags, objid, offset, length, ino, stripe_idx, layout_gen, trunc_epoch, 0)
 
 
 class ConnectionClosed(Exception):
@@ -346,8 +347,8 @@ MKDIR_REQ = struct.Struct("<QIHH")         # lw_mkdir_req: parent mode namelen p
 assert MKDIR_REQ.size == 16
 CREATE_REQ = struct.Struct("<QIIIIH6x")    # lw_create_req: parent mode rdev flags open_flags namelen pad[3]
 assert CREATE_REQ.size == 32
-CREATE_REP = struct.Struct("<112sQII")     # lw_create_rep: attr handle flags has_layout
-assert CREATE_REP.size == 128
+CREATE_REP = struct.Struct("<120sQII")     # lw_create_rep: attr handle flags has_layout
+assert CREATE_REP.size == 136
 RENAME_REQ = struct.Struct("<QQIHH")       # lw_rename_req: src_parent dst_parent flags src_namelen dst_namelen
 assert RENAME_REQ.size == 24
 LINK_REQ = struct.Struct("<QQH6x")         # lw_link_req: ino new_parent namelen pad[3]

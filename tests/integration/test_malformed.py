@@ -69,7 +69,7 @@ def short_body(kind):
     """(opcode, body) too short for the opcode."""
     if kind == "mds":
         return w.OP["MDS_GETATTR"], w.cred() + b"\x01\x00\x00\x00"   # lw_ino_req is 8 bytes
-    return w.OP["OST_GETATTR"], w.ost_io(0, 1)[:20]                  # lw_ost_io is 48 bytes
+    return w.OP["OST_GETATTR"], w.ost_io(0, 1)[:20]                  # lw_ost_io is 56 bytes
 
 
 # ---- the cases: each sends one kind of bad input to one server ----

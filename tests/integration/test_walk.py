@@ -75,7 +75,7 @@ def test_walk_opens_for_reading_in_the_same_round_trip(cluster):
             st, attr, consumed, rflags, rest = walk(c, path, flags, oflags)
             assert st == 0 and rflags == 0 and rest == b"", (path, oflags)
         h, body, _ = c.call(WALK, w.cred(uid=1000, gid=1000) + WALK_REQ.pack(OPEN_FLAG, os.O_RDONLY, 6) + b"/small")
-        assert h.status == 0 and WALK_REP_TAIL.unpack_from(body, w.ATTR.size)[1] == 0 and len(body) == 120
+        assert h.status == 0 and WALK_REP_TAIL.unpack_from(body, w.ATTR.size)[1] == 0 and len(body) == 128
 
 
 def test_malformed_walks_are_refused(cluster):

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "client/stripe.h"
+#include "common/stripe.h"
 
 int check_failures;
 const char *check_current = "";

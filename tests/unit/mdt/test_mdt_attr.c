@@ -276,22 +276,22 @@ static void test_size_update(void)
 
 	env_init(&e);
 	t = fx_op_begin(&e.f);
-	REQUIRE_RC(mdt_size_update(t, e.file, LW_CL_SIZE, 4096, mt, 0, &a), 0);
+	REQUIRE_RC(mdt_size_update(t, e.file, LW_CL_SIZE, 4096, 0, 0, mt, 0, &a), 0);
 	CHECK_EQ(a.size, 4096);
 	/* only grows */
-	REQUIRE_RC(mdt_size_update(t, e.file, LW_CL_SIZE, 100, mt, 0, &a), 0);
+	REQUIRE_RC(mdt_size_update(t, e.file, LW_CL_SIZE, 100, 0, 0, mt, 0, &a), 0);
 	CHECK_EQ(a.size, 4096);
-	REQUIRE_RC(mdt_size_update(t, e.file, LW_CL_SIZE | LW_CL_MTIME, 8192, mt, 0, &a), 0);
+	REQUIRE_RC(mdt_size_update(t, e.file, LW_CL_SIZE | LW_CL_MTIME, 8192, 0, 0, mt, 0, &a), 0);
 	CHECK_EQ(a.size, 8192);
 	CHECK_EQ(a.mtime, 5555);
 	CHECK_EQ(a.mtime_ns, 42);
 	CHECK_EQ(a.ctime, 5555);
-	CHECK_RC(mdt_size_update(t, e.file, LW_CL_SIZE, (1ull << 62) + 1, mt, 0, &a), -EFBIG);
-	CHECK_RC(mdt_size_update(t, e.dir, LW_CL_SIZE, 1, mt, 0, &a), -EINVAL);
-	CHECK_RC(mdt_size_update(t, e.file, 0x80, 1, mt, 0, &a), -EINVAL);
-	CHECK_RC(mdt_size_update(t, 77777, LW_CL_SIZE, 1, mt, 0, &a), -ENOENT);
+	CHECK_RC(mdt_size_update(t, e.file, LW_CL_SIZE, (1ull << 62) + 1, 0, 0, mt, 0, &a), -EFBIG);
+	CHECK_RC(mdt_size_update(t, e.dir, LW_CL_SIZE, 1, 0, 0, mt, 0, &a), -EINVAL);
+	CHECK_RC(mdt_size_update(t, e.file, 0x80, 1, 0, 0, mt, 0, &a), -EINVAL);
+	CHECK_RC(mdt_size_update(t, 77777, LW_CL_SIZE, 1, 0, 0, mt, 0, &a), -ENOENT);
 	mt.tv_nsec = 1000000000;
-	CHECK_RC(mdt_size_update(t, e.file, LW_CL_MTIME, 1, mt, 0, &a), -EINVAL);
+	CHECK_RC(mdt_size_update(t, e.file, LW_CL_MTIME, 1, 0, 0, mt, 0, &a), -EINVAL);
 	REQUIRE_RC(fx_op_end(&e.f, t, 0), 0);
 	REQUIRE_RC(fx_getattr(&e.f, e.file, &a), 0);
 	CHECK_EQ(a.size, 8192);
@@ -299,9 +299,9 @@ static void test_size_update(void)
 	REQUIRE_RC(fx_unlink(&e.f, &root_cr, e.dir, "file", NULL), 0);
 	t = fx_op_begin(&e.f);
 	mt.tv_nsec = 0;
-	CHECK_RC(mdt_size_update(t, e.file, LW_CL_SIZE, 9000, mt, 0, &a), 0);
+	CHECK_RC(mdt_size_update(t, e.file, LW_CL_SIZE, 9000, 0, 0, mt, 0, &a), 0);
 	CHECK_RC(mdt_inode_release(t, e.file), 0);
-	CHECK_RC(mdt_size_update(t, e.file, LW_CL_SIZE, 9001, mt, 0, &a), -ENOENT);
+	CHECK_RC(mdt_size_update(t, e.file, LW_CL_SIZE, 9001, 0, 0, mt, 0, &a), -ENOENT);
 	fx_op_end(&e.f, t, 0);
 	fx_fini(&e.f);
 }
@@ -318,9 +318,9 @@ static void test_blocks(void)
 
 	env_init(&e);
 	t = fx_op_begin(&e.f);
-	REQUIRE_RC(mdt_size_update(t, e.file, LW_CL_SIZE, 1ull << 30, mt, 0, &a), 0);
+	REQUIRE_RC(mdt_size_update(t, e.file, LW_CL_SIZE, 1ull << 30, 0, 0, mt, 0, &a), 0);
 	CHECK_EQ(a.blocks, (1ull << 30) / 512);
-	REQUIRE_RC(mdt_size_update(t, e.file, LW_CL_SIZE | LW_CL_BLOCKS, 1ull << 30, mt, 16, &a), 0);
+	REQUIRE_RC(mdt_size_update(t, e.file, LW_CL_SIZE | LW_CL_BLOCKS, 1ull << 30, 0, 0, mt, 16, &a), 0);
 	CHECK_EQ(a.blocks, 16);
 	REQUIRE_RC(fx_op_end(&e.f, t, 0), 0);
 	sa.ino = e.file;
@@ -446,6 +446,98 @@ static void test_dom(void)
 	fx_fini(&e.f);
 }
 
+/* Data and name versions, and truncation epochs with their queue of cuts (trunc.c). */
+static void test_versions_and_truncations(void)
+{
+	struct env e;
+	struct loom_cred owner = fx_cred(1000, 100, 0);
+	struct timespec mt = { .tv_sec = 5555 };
+	struct lw_setattr sa = { 0 };
+	struct mdt_trunc list[4];
+	struct lw_attr a, b;
+	struct mdt_txn *t;
+	size_t n;
+
+	env_init(&e);
+	REQUIRE_RC(fx_getattr(&e.f, e.file, &a), 0);
+	CHECK(a.data_version == 1 && a.name_version == 1 && a.trunc_epoch == 0);
+
+	/* A report of writes moves the data version on, once; one without does not. */
+	t = fx_op_begin(&e.f);
+	REQUIRE_RC(mdt_size_update(t, e.file, LW_CL_SIZE | LW_CL_DATA, 3u << 20, 0, 0, mt, 0, &b), 0);
+	CHECK_EQ(b.data_version, 2);
+	REQUIRE_RC(mdt_size_update(t, e.file, LW_CL_MTIME, 0, 0, 0, mt, 0, &b), 0);
+	CHECK_EQ(b.data_version, 2);
+	REQUIRE_RC(fx_op_end(&e.f, t, 0), 0);
+
+	/* A shrink of a file with bytes on its objects: a new epoch, and a cut queued to the new
+	 * size; data version + 1; utimes moves nothing. */
+	sa.ino = e.file;
+	sa.valid = LW_SA_SIZE;
+	sa.size = 1u << 20;
+	REQUIRE_RC(fx_setattr(&e.f, &owner, &sa, &b), 0);
+	CHECK(b.trunc_epoch == 1 && b.data_version == 3);
+	sa.valid = LW_SA_MTIME;
+	sa.mtime = 1;
+	REQUIRE_RC(fx_setattr(&e.f, &owner, &sa, &b), 0);
+	CHECK(b.data_version == 3 && b.trunc_epoch == 1);
+	/* A growth: cut at the old size, in the next epoch. */
+	sa.valid = LW_SA_SIZE;
+	sa.size = 2u << 20;
+	REQUIRE_RC(fx_setattr(&e.f, &owner, &sa, &b), 0);
+	CHECK_EQ(b.trunc_epoch, 2);
+	t = fx_read_begin(&e.f);
+	CHECK(mdt_trunc_pending(t, e.file, 1) && mdt_trunc_pending(t, e.file, 2));
+	REQUIRE_RC(mdt_trunc_list(t, list, 4, &n), 0);
+	CHECK(n == 1 && list[0].ino == e.file && list[0].epoch == 1 && list[0].cut == 1u << 20);
+	mdt_txn_abort(t);
+
+	/* A report of writes made before the truncation grows nothing; bytes it carries do. */
+	t = fx_op_begin(&e.f);
+	REQUIRE_RC(mdt_size_update(t, e.file, LW_CL_SIZE | LW_CL_DATA, 8u << 20, 1, 0, mt, 0, &b), 0);
+	CHECK_EQ(b.size, 2u << 20);
+	REQUIRE_RC(mdt_size_update(t, e.file, LW_CL_SIZE | LW_CL_DATA, 8u << 20, 1, 5u << 20, mt, 0, &b), 0);
+	CHECK_EQ(b.size, 5u << 20);
+	REQUIRE_RC(mdt_size_update(t, e.file, LW_CL_SIZE | LW_CL_DATA, 8u << 20, 2, 0, mt, 0, &b), 0);
+	CHECK_EQ(b.size, 8u << 20);
+	/* Cut: the queue moves to the next epoch of the inode. */
+	REQUIRE_RC(mdt_trunc_done(t, e.file, 1), 0);
+	REQUIRE_RC(mdt_trunc_done(t, e.file, 1), 0); /* twice is fine */
+	REQUIRE_RC(mdt_trunc_list(t, list, 4, &n), 0);
+	CHECK(n == 1 && list[0].epoch == 2 && list[0].cut == 1u << 20);
+	REQUIRE_RC(fx_op_end(&e.f, t, 0), 0);
+
+	/* O_TRUNC of a file with bytes on its objects: a cut to 0. */
+	REQUIRE_RC(fx_open(&e.f, &owner, e.file, O_RDWR | O_TRUNC, &b, NULL), 0);
+	CHECK_EQ(b.trunc_epoch, 3);
+	t = fx_read_begin(&e.f);
+	CHECK(mdt_trunc_pending(t, e.file, 3));
+	mdt_txn_abort(t);
+	/* An empty file, or one all within its Data-on-MDT part, has nothing to cut. */
+	sa.size = 1000;
+	REQUIRE_RC(fx_setattr(&e.f, &owner, &sa, &b), 0);
+	sa.size = 10;
+	REQUIRE_RC(fx_setattr(&e.f, &owner, &sa, &b), 0);
+	CHECK_EQ(b.trunc_epoch, 3);
+
+	/* Names: a link and an unlink each move the name version on. */
+	REQUIRE_RC(fx_link(&e.f, &owner, e.file, e.dir, "other"), 0);
+	REQUIRE_RC(fx_getattr(&e.f, e.file, &b), 0);
+	CHECK_EQ(b.name_version, 2);
+	REQUIRE_RC(fx_unlink(&e.f, &owner, e.dir, "other", NULL), 0);
+	REQUIRE_RC(fx_getattr(&e.f, e.file, &b), 0);
+	CHECK_EQ(b.name_version, 3);
+
+	/* A released inode's cuts are forgotten with it. */
+	REQUIRE_RC(fx_unlink(&e.f, &owner, e.dir, "file", NULL), 0);
+	REQUIRE_RC(fx_release(&e.f, e.file), 0);
+	t = fx_read_begin(&e.f);
+	REQUIRE_RC(mdt_trunc_list(t, list, 4, &n), 0);
+	CHECK_EQ(n, 0);
+	mdt_txn_abort(t);
+	fx_fini(&e.f);
+}
+
 int main(void)
 {
 	root_cr = fx_root();
@@ -458,5 +550,6 @@ int main(void)
 	RUN(test_blocks);
 	RUN(test_kill_privs);
 	RUN(test_dom);
+	RUN(test_versions_and_truncations);
 	return check_report();
 }

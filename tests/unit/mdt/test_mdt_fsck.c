@@ -10,7 +10,7 @@
 #include "mdt/fsck.h"
 #include "mdt/internal.h"
 
-#include "client/stripe.c" /* the reference: the client's stripe_obj_size */
+#include "common/stripe.c" /* the reference: the client's stripe_obj_size */
 
 static struct loom_cred root_cr;
 
@@ -265,7 +265,7 @@ static void set_size(struct fx *f, uint64_t ino, uint64_t size, bool blocks)
 	struct timespec mt = { 1700000000, 0 };
 
 	REQUIRE_RC(fx_op_end(f, t, mdt_size_update(t, ino, LW_CL_SIZE | (blocks ? LW_CL_BLOCKS : 0),
-						   size, mt, (size + 511) / 512, &a)), 0);
+						   size, 0, 0, mt, (size + 511) / 512, &a)), 0);
 }
 
 static struct loom_layout *layout_of(struct fx *f, uint64_t ino)

@@ -15,8 +15,8 @@
  * So a contiguous file range touches each object in one contiguous object range: a request
  * becomes at most one run per object (cut into RPC-sized pieces), whatever its length.
  */
-#ifndef LOOM_CLIENT_STRIPE_H
-#define LOOM_CLIENT_STRIPE_H
+#ifndef LOOM_COMMON_STRIPE_H
+#define LOOM_COMMON_STRIPE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-#include "client/stripe.h"
+#include "common/stripe.h"
 
 uint64_t stripe_obj_size(const struct stripe_geom *g, uint32_t k, uint64_t file_size)
 {
