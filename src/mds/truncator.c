@@ -59,7 +59,7 @@ struct mds_parked {
 
 static void jobs_free(struct mds_trunc_job *jobs, uint32_t n)
 {
-	for (uint32_t i = 0; i < n; i++)
+	for (uint32_t i = 0; jobs && i < n; i++)
 		free(jobs[i].items);
 	free(jobs);
 }
@@ -143,6 +143,7 @@ static void *truncator_main(void *arg)
 		jobs = tr->jobs;
 		n = tr->njobs;
 		tr->jobs = NULL;
+		tr->njobs = 0;
 		pthread_mutex_unlock(&tr->lock);
 		cut_jobs(m, jobs, n, have_pool ? &pool : NULL);
 		jobs_free(jobs, n);
