@@ -304,7 +304,12 @@ int file_finish_open(loom_fs *fs, const struct loom_cred *cr, int flags, const s
 		     uint64_t handle, struct loom_layout *layout, bool created, struct mdc_dom *dom,
 		     loom_file **out);
 
-/* Open-file registry (file.c). */
+/* The file's size as this client knows it (size: the caller's own figure): another handle of
+ * ours may have written past what it saw at its open (a reader that bypasses the page cache must
+ * see it, as locally). */
+uint64_t files_written_size(loom_fs *fs, uint64_t ino, uint64_t size);
+
+/* Open-file registry (files.c). */
 void files_add(loom_fs *fs, loom_file *f);
 void files_remove(loom_fs *fs, loom_file *f);
 /* Folds this client's unreported writes to ino into attributes the MDS just gave (and lets
@@ -317,6 +322,12 @@ void files_forget_mtime(loom_fs *fs, uint64_t ino);
 int files_drain_ino(loom_fs *fs, uint64_t ino);
 /* The same for one handle. */
 int file_drain(loom_file *f);
+/* Write errors per inode, as Linux's errseq (files.c): an error of a write to ino through any
+ * handle; where a new handle's reporting starts; the error f has not reported yet (0: none),
+ * which it reports now. */
+void errs_record(loom_fs *fs, uint64_t ino, int err);
+uint64_t errs_sample(loom_fs *fs, uint64_t ino);
+int errs_take(loom_file *f);
 /* At disconnect: the write errors nobody reported. */
 void files_errs_destroy(loom_fs *fs);
 void files_truncated(loom_fs *fs, uint64_t ino, uint64_t size);
