@@ -113,6 +113,13 @@ static void oss_serve(struct oss *oss, struct srv_req *req)
 	case LW_OP_OST_GETATTR:
 		rc = ost_getattr(ost, io.objid, &os);
 		break;
+	case LW_OP_OST_FALLOCATE:
+		/* The codec let through only the modes ost_fallocate does, and a range in bounds. */
+		rc = ost_fallocate(ost, io.objid, io.flags, io.offset, io.length, io.ino, io.stripe_idx, &os);
+		break;
+	case LW_OP_OST_SEEK:
+		rc = ost_seek(ost, io.objid, io.flags, io.offset, &rep.length, &os);
+		break;
 	case LW_OP_OST_SYNC:
 		rc = ost_sync(ost, io.objid);
 		break;
@@ -141,7 +148,8 @@ static void oss_serve(struct oss *oss, struct srv_req *req)
 		break;
 	}
 	if (rc) {
-		if (rc != -ENOSPC)
+		/* Not the OST's trouble: full, or (SEEK_DATA) no data there. */
+		if (rc != -ENOSPC && !(op == LW_OP_OST_SEEK && rc == -ENXIO))
 			log_warn("OST%04x: %s of object %llx: %s", io.ost_idx, lw_op_name(op),
 				 (unsigned long long)io.objid, strerror(-rc));
 		bulk_free(buf);
