@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "client/internal.h"
 #include "loom/loom_ll.h"
@@ -205,10 +206,9 @@ int loom_create(loom_fs *fs, const char *path, int flags, mode_t mode,
                                     * 1 MiB busy, and little written past a full OST */
 #define WB_SLOTS        (sizeof(((loom_file *)0)->wb) / sizeof(((loom_file *)0)->wb[0]))
 
-/* A write to the objects ended with rc. Only what reached them is reported as part of the file;
- * a failure is every handle's to hear of (errseq), and this handle's next writes fail until it
- * has reported it. */
-static void wrote(loom_file *f, uint64_t off, uint64_t len, int rc)
+/* Only what reached the objects is reported as part of the file; a failure is every handle's to
+ * hear of (errseq), and this handle's next writes fail until it has reported it. */
+void file_wrote(loom_file *f, uint64_t off, uint64_t len, int rc)
 {
 	pthread_mutex_lock(&f->lock);
 	if (rc == 0 && off + len > f->written_end)
@@ -241,7 +241,7 @@ static bool wb_reap_one(loom_file *f, bool wait)
 	off = io_wb_off(b);
 	len = io_wb_len(b);
 	rc = io_wb_finish(b, f->obj_blocks);
-	wrote(f, off, len, rc);
+	file_wrote(f, off, len, rc);
 	return true;
 }
 
@@ -350,13 +350,15 @@ ssize_t loom_pread(loom_file *f, void *buf, size_t len, off_t off)
 
 /* As the kernel's file_remove_privs(): a write by anyone but root drops setuid, and setgid on a
  * group-executable file. The MDS does it (the writer may not own the file). */
-static int drop_privs(loom_file *f)
+int file_drop_privs(loom_file *f)
 {
 	struct lw_setattr sa = { .ino = f->ino, .valid = LW_SA_KILLPRIV | LW_SA_FH };
 	struct lw_attr attr;
 	uint32_t mode;
 	int rc;
 
+	if (f->privs_checked)
+		return 0;
 	pthread_mutex_lock(&f->lock);
 	mode = f->attr.mode;
 	pthread_mutex_unlock(&f->lock);
@@ -398,7 +400,7 @@ static int write_data(loom_file *f, const char *buf, size_t len, uint64_t off)
 		 * reported as part of the file), not one for later. */
 		rc = f->wb_err ? f->wb_err : io_write(f->fs, f->ino, f->layout, buf, len, off, f->obj_blocks);
 		if (rc == 0)
-			wrote(f, off, len, 0);
+			file_wrote(f, off, len, 0);
 	}
 	pthread_mutex_unlock(&f->wb_lock);
 	return rc;
@@ -410,7 +412,7 @@ static ssize_t pwrite_at(loom_file *f, const void *buf, size_t len, uint64_t off
 
 	if (len == 0)
 		return 0;
-	if (!f->privs_checked && (rc = drop_privs(f)) != 0)
+	if ((rc = file_drop_privs(f)) != 0)
 		return rc;
 	if (len > SSIZE_MAX)
 		len = SSIZE_MAX;
@@ -419,14 +421,19 @@ static ssize_t pwrite_at(loom_file *f, const void *buf, size_t len, uint64_t off
 	rc = write_data(f, buf, len, off);
 	if (rc)
 		return rc;
+	file_modified(f, off + len);
+	return (ssize_t)len;
+}
+
+void file_modified(loom_file *f, uint64_t end)
+{
 	pthread_mutex_lock(&f->lock);
-	if (off + len > f->size)
-		f->size = off + len;
+	if (end > f->size)
+		f->size = end;
 	f->dirty = true;
 	f->mtime_dirty = true;
 	f->mtime = clock_real();
 	pthread_mutex_unlock(&f->lock);
-	return (ssize_t)len;
 }
 
 ssize_t loom_pwrite(loom_file *f, const void *buf, size_t len, off_t off)
@@ -477,6 +484,8 @@ ssize_t loom_write(loom_file *f, const void *buf, size_t len)
 int loom_lseek(loom_file *f, off_t off, int whence, off_t *pos)
 {
 	int64_t base;
+	off_t found;
+	int rc;
 
 	switch (whence) {
 	case SEEK_SET: base = 0; break;
@@ -485,6 +494,14 @@ int loom_lseek(loom_file *f, off_t off, int whence, off_t *pos)
 		pthread_mutex_lock(&f->lock);
 		base = (int64_t)f->size;
 		pthread_mutex_unlock(&f->lock);
+		break;
+	case SEEK_DATA:
+	case SEEK_HOLE:
+		rc = loom_seek_data(f, off, whence, &found);
+		if (rc)
+			return rc;
+		base = 0;
+		off = found;
 		break;
 	default: return -EINVAL;
 	}

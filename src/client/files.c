@@ -158,11 +158,16 @@ void files_pending_attr(loom_fs *fs, struct lw_attr *attr)
 		if (f->dirty && f->size > attr->size)
 			attr->size = f->size;
 		if (f->dirty && f->obj_blocks) {
-			/* What the objects it wrote said they occupy (holes count for nothing). */
+			/* What the objects it wrote said they occupy (holes count for nothing). When it
+			 * knows them all (a fallocate asks), that is the file's, also when less (a
+			 * punch gave some back). */
 			uint64_t blocks = f->dom ? dom_blocks(f->dom) : 0;
-			for (uint32_t k = 0; k < f->layout->nobjs; k++)
+			bool all = true;
+			for (uint32_t k = 0; k < f->layout->nobjs; k++) {
 				blocks += f->obj_blocks[k] > 0 ? (uint64_t)f->obj_blocks[k] : 0;
-			if (blocks > attr->blocks)
+				all = all && f->obj_blocks[k] >= 0;
+			}
+			if (blocks > attr->blocks || all)
 				attr->blocks = blocks;
 		}
 		if (f->mtime_dirty && (f->mtime.tv_sec > attr->mtime ||

@@ -257,6 +257,15 @@ uint64_t io_wb_len(const struct io_wb *b);
 uint64_t io_wb_off(const struct io_wb *b);
 /* Waits for it, records the blocks its objects reported, frees it; its error. */
 int io_wb_finish(struct io_wb *b, int64_t *obj_blocks);
+/* fallocate(2) of mode (LW_FALLOC_*) over file range [off, off + len) of the objects: one
+ * OST_FALLOCATE per object the range touches, all at once; obj_blocks (may be NULL) gets what
+ * each reports. A failure may leave the range done on some objects only. */
+int io_fallocate(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint32_t mode,
+		 uint64_t off, uint64_t len, int64_t *obj_blocks);
+/* The first file offset at or after off where the objects hold data (LW_SEEK_DATA) or a hole
+ * (LW_SEEK_HOLE; an object's end starts one): one OST_SEEK per object, all at once. *found is
+ * UINT64_MAX when there is none. Knows nothing of the file's size or Data-on-MDT part. */
+int io_seek(loom_fs *fs, const struct loom_layout *l, uint32_t whence, uint64_t off, uint64_t *found);
 /* Fills the entries of obj_blocks that are < 0 (unknown) by asking those objects' OSSs. */
 int io_blocks(loom_fs *fs, const struct loom_layout *l, int64_t *obj_blocks);
 /* fsync of every object. */
@@ -294,6 +303,13 @@ void dom_truncate(struct dom_cache *c, uint64_t size);
 void dom_forget(struct dom_cache *c);
 /* 512-byte blocks its bytes occupy on the MDT, for st_blocks. */
 uint64_t dom_blocks(struct dom_cache *c);
+/* [off, off + len) within [0, dom_size) reads as zeros from now on: the data bytes there are
+ * written with zeros (sent with the next report, as a write's), those past the data's end are a
+ * hole already. Fetched from the MDS first when not known. */
+int dom_zero(loom_file *f, uint64_t off, uint64_t len);
+/* Where the data bytes end: [0, *end) is data, then a hole up to dom_size (or the file's end).
+ * Fetched from the MDS first when not known. */
+int dom_data_end(loom_file *f, uint64_t *end);
 void files_dom_forget(loom_fs *fs, uint64_t ino);
 
 /* file.c */
@@ -304,6 +320,15 @@ int file_finish_open(loom_fs *fs, const struct loom_cred *cr, int flags, const s
 		     uint64_t handle, struct loom_layout *layout, bool created, struct mdc_dom *dom,
 		     loom_file **out);
 
+/* The handle changed the file's bytes, its size up to end (0: not its size), or its space: its
+ * next report says so (LW_CL_DATA, the size, mtime and blocks), as for a write. */
+void file_modified(loom_file *f, uint64_t end);
+/* A change of [off, off + len) reached the objects (rc 0), or failed with rc (it may have been
+ * applied in part): the end the next report may give as the size, or the error every handle of
+ * the inode reports once (errseq). */
+void file_wrote(loom_file *f, uint64_t off, uint64_t len, int rc);
+/* Before the first change through a handle: setuid/setgid go, as a write by others drops them. */
+int file_drop_privs(loom_file *f);
 /* The file's size as this client knows it (size: the caller's own figure): another handle of
  * ours may have written past what it saw at its open (a reader that bypasses the page cache must
  * see it, as locally). */

@@ -414,6 +414,90 @@ static int io_each_object(loom_fs *fs, const struct loom_layout *l, uint16_t op,
 	return rc;
 }
 
+int io_fallocate(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint32_t mode,
+		 uint64_t off, uint64_t len, int64_t *obj_blocks)
+{
+	struct stripe_geom g = { .size = l->stripe_size, .count = l->nobjs };
+	struct obj_req *reqs;
+	int rc = 0;
+
+	if (l->nobjs == 0 || l->stripe_size == 0)
+		return -EIO;
+	reqs = obj_reqs_new(l);
+	if (!reqs)
+		return -ENOMEM;
+	/* Object k's part of the range is one contiguous object range (stripe.h). */
+	for (uint32_t k = 0; k < l->nobjs; k++) {
+		uint64_t a = stripe_obj_size(&g, k, off), b = stripe_obj_size(&g, k, off + len);
+
+		reqs[k].asked = b > a;
+		reqs[k].body.flags = mode;
+		reqs[k].body.offset = a;
+		reqs[k].body.length = b - a;
+		reqs[k].body.ino = ino; /* allocating makes the object, tagged with its file */
+	}
+	obj_reqs_run(fs, reqs, l->nobjs, LW_OP_OST_FALLOCATE);
+	for (uint32_t k = 0; k < l->nobjs; k++) {
+		struct lw_ost_io_rep rep;
+		int err;
+
+		if (!reqs[k].asked)
+			continue;
+		err = obj_req_reply(&reqs[k], &rep);
+		/* One request per object: its figure is the latest (a punch lowers it). */
+		if (err == 0 && obj_blocks)
+			obj_blocks[k] = (int64_t)rep.obj_blocks;
+		rc = merge_err(rc, err);
+	}
+	obj_reqs_free(reqs, l->nobjs);
+	return rc;
+}
+
+int io_seek(loom_fs *fs, const struct loom_layout *l, uint32_t whence, uint64_t off, uint64_t *found)
+{
+	struct stripe_geom g = { .size = l->stripe_size, .count = l->nobjs };
+	struct obj_req *reqs;
+	int rc = 0;
+
+	*found = UINT64_MAX;
+	if (l->nobjs == 0 || l->stripe_size == 0) {
+		if (whence == LW_SEEK_HOLE)
+			*found = off; /* no objects: nothing but holes */
+		return 0;
+	}
+	reqs = obj_reqs_new(l);
+	if (!reqs)
+		return -ENOMEM;
+	/* Each object from its first byte at or past off: the file's next data (or hole) is the
+	 * nearest of theirs, since each object's bytes keep their order in the file. */
+	for (uint32_t k = 0; k < l->nobjs; k++) {
+		reqs[k].body.flags = whence;
+		reqs[k].body.offset = stripe_obj_size(&g, k, off);
+	}
+	obj_reqs_run(fs, reqs, l->nobjs, LW_OP_OST_SEEK);
+	for (uint32_t k = 0; k < l->nobjs; k++) {
+		uint64_t at = reqs[k].body.offset, limit = stripe_obj_size(&g, k, LW_MAX_OFFSET), fo;
+		struct lw_ost_io_rep rep;
+		int err = obj_req_reply(&reqs[k], &rep);
+
+		if (err == -ENXIO && whence == LW_SEEK_DATA)
+			continue; /* no data on this object from there on */
+		if (err == 0 && rep.length < at)
+			err = -EPROTO;
+		if (err) {
+			rc = merge_err(rc, err);
+			continue;
+		}
+		if (rep.length >= limit)
+			continue; /* past any file's end */
+		fo = stripe_file_offset(&g, k, rep.length);
+		if (fo < *found)
+			*found = fo;
+	}
+	obj_reqs_free(reqs, l->nobjs);
+	return rc;
+}
+
 int io_punch(loom_fs *fs, const struct loom_layout *l, uint64_t new_size, int64_t *obj_blocks)
 {
 	return io_each_object(fs, l, LW_OP_OST_PUNCH, new_size, obj_blocks);
