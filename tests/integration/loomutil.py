@@ -1,7 +1,9 @@
 """Helpers shared by the integration tests: layouts as `loom getstripe` prints them, the stripe
-math (as a plain reference model), and random source files."""
+math (as a plain reference model), random source files, and fallocate(2) with any mode."""
 
 import contextlib
+import ctypes
+import ctypes.util
 import hashlib
 import os
 import subprocess
@@ -20,6 +22,28 @@ BUILD = os.path.abspath(os.environ.get("LOOM_BUILD") or os.path.join(REPO, "buil
 LOOM = os.path.join(BUILD, "src", "tools", "loom")
 MDS_BIN = os.path.join(BUILD, "src", "mds", "loom-mds")
 OSS_BIN = os.path.join(BUILD, "src", "oss", "loom-oss")
+
+# ---- fallocate(2) ---------------------------------------------------------------------------
+
+FALLOC_FL_KEEP_SIZE = 0x01
+FALLOC_FL_PUNCH_HOLE = 0x02
+FALLOC_FL_NO_HIDE_STALE = 0x04
+FALLOC_FL_COLLAPSE_RANGE = 0x08
+FALLOC_FL_ZERO_RANGE = 0x10
+FALLOC_FL_INSERT_RANGE = 0x20
+FALLOC_FL_UNSHARE_RANGE = 0x40
+FALLOC_FL_WRITE_ZEROES = 0x80      # Linux 6.17
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+_libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+
+
+def fallocate(fd, mode, offset, length):
+    """fallocate(2) with any mode (os.posix_fallocate has mode 0 only); raises OSError."""
+    if _libc.fallocate(fd, mode, offset, length) < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+
 
 # ---- getstripe output ----------------------------------------------------------------------
 
