@@ -68,8 +68,11 @@ OP = {
     "MDS_OST_TABLE": 0x0118,
     "OST_READ": 0x0201,
     "OST_WRITE": 0x0202,
+    "OST_PUNCH": 0x0203,
     "OST_GETATTR": 0x0204,
     "OST_STATFS": 0x0206,
+    "OST_FALLOCATE": 0x0209,
+    "OST_SEEK": 0x020A,
 }
 
 EPROTO = errno.EPROTO      # 71
