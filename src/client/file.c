@@ -253,14 +253,19 @@ static bool wb_overlaps(loom_file *f, uint64_t off, uint64_t len)
 	return false;
 }
 
+int file_drain_locked(loom_file *f)
+{
+	while (wb_reap_one(f, true))
+		;
+	return f->wb_err;
+}
+
 int file_drain(loom_file *f)
 {
 	int rc;
 
 	pthread_mutex_lock(&f->wb_lock);
-	while (wb_reap_one(f, true))
-		;
-	rc = f->wb_err;
+	rc = file_drain_locked(f);
 	pthread_mutex_unlock(&f->wb_lock);
 	return rc;
 }

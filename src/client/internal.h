@@ -345,8 +345,9 @@ void files_forget_mtime(loom_fs *fs, uint64_t ino);
 /* ino was truncated to size through this client: its handles' sizes follow. */
 /* Waits for the write-behind of every handle of ino here; its error (kept for their flush). */
 int files_drain_ino(loom_fs *fs, uint64_t ino);
-/* The same for one handle. */
+/* The same for one handle; file_drain_locked under its wb_lock. */
 int file_drain(loom_file *f);
+int file_drain_locked(loom_file *f);
 /* Write errors per inode, as Linux's errseq (files.c): an error of a write to ino through any
  * handle; where a new handle's reporting starts; the error f has not reported yet (0: none),
  * which it reports now. */

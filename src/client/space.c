@@ -96,12 +96,18 @@ int loom_fallocate(loom_file *f, int mode, off_t off, off_t len)
 		rc = dom_zero(f, start, MIN(end, dom_size) - start);
 	objs_from = MAX(start, dom_size);
 	if (rc == 0 && end > objs_from) {
+		/* Under wb_lock, where writes are sent and answered: none of this handle's can start
+		 * between its last drain and the request (another thread may use it, as the mount's
+		 * do), and obj_blocks has one writer. */
+		pthread_mutex_lock(&f->wb_lock);
+		file_drain_locked(f);
 		rc = io_fallocate(f->fs, f->ino, f->layout, (uint32_t)mode, objs_from, end - objs_from,
 				  f->obj_blocks);
 		/* st_blocks moved, maybe down: with every object's figure known here, a stat before
 		 * the report shows the file's (files_pending_attr). Best effort. */
 		if (rc == 0)
 			io_blocks(f->fs, f->layout, f->obj_blocks);
+		pthread_mutex_unlock(&f->wb_lock);
 	}
 
 	/* Reported as a write: the size it reached (unless KEEP_SIZE), the data version, mtime and
