@@ -177,8 +177,40 @@ ssize_t loom_pwrite(loom_file *f, const void *buf, size_t len, off_t off);
 /* Read and write at the file position, which they advance. With O_APPEND writes go to the end. */
 ssize_t loom_read(loom_file *f, void *buf, size_t len);
 ssize_t loom_write(loom_file *f, const void *buf, size_t len);
-/* Sets the file position as lseek(2) (SEEK_SET, SEEK_CUR, SEEK_END); *pos gets the new one. */
+/* Sets the file position as lseek(2) (SEEK_SET, SEEK_CUR, SEEK_END, and SEEK_DATA / SEEK_HOLE as
+ * loom_seek_data finds them); *pos gets the new one. Errors: -EINVAL (whence, or a position
+ * before 0), and loom_seek_data's. */
 int loom_lseek(loom_file *f, off_t off, int whence, off_t *pos);
+
+/*
+ * Where data or a hole begins, as lseek(2) with SEEK_DATA or SEEK_HOLE finds it (the file
+ * position stays): *out gets the first offset at or after off that holds data (SEEK_DATA), or
+ * that is in a hole (SEEK_HOLE; the end of the file is one, so a file without holes answers its
+ * size). As on a local file, a hole may also be reported as data (zeros are data too), never
+ * data as a hole: a Data-on-MDT part is data up to what the MDS stores of it, so a range punched
+ * there reads as zeros but is found as data; a range allocated and never written is a hole.
+ * What this client wrote through any handle is waited for first.
+ * Errors: -ENXIO (off < 0 or at or past the end of the file, or SEEK_DATA and no data after off),
+ *         -EINVAL (whence), -EIO (an OSS failed).
+ */
+int loom_seek_data(loom_file *f, off_t off, int whence, off_t *out);
+
+/*
+ * Manipulates the space of [off, off + len), as fallocate(2) with these modes (FALLOC_FL_*):
+ *   0                          allocates the range; the file grows to off + len if shorter
+ *   KEEP_SIZE                  allocates, the size unchanged (also past the end)
+ *   PUNCH_HOLE | KEEP_SIZE     the range reads as zeros and takes no space on the OSTs
+ *   ZERO_RANGE [| KEEP_SIZE]   the range reads as zeros; the file grows unless KEEP_SIZE
+ * The change is reported to the MDS as a write is (size, mtime, st_blocks, with the next flush,
+ * fsync or close), after every write of this client to the file in flight has landed. Within a
+ * file's Data-on-MDT part a punch writes zeros; allocating there changes nothing.
+ * Errors: -EINVAL (off < 0, len <= 0), -EOPNOTSUPP (any other mode: COLLAPSE_RANGE, INSERT_RANGE,
+ *         UNSHARE_RANGE, PUNCH_HOLE without KEEP_SIZE...), -EBADF (not open for writing),
+ *         -ENODEV (not a regular file), -EFBIG (off + len past 2^62), -ENOSPC (an OST is full),
+ *         -EIO (an OSS failed, or a block the range covers in part is corrupt; the range may be
+ *         done in part).
+ */
+int loom_fallocate(loom_file *f, int mode, off_t off, off_t len);
 
 /* Makes the file's data durable on its OSTs, then reports size and mtime to the MDS. */
 int loom_fsync(loom_file *f);

@@ -217,26 +217,65 @@ int dom_read(loom_file *f, void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
+/* Under c->lock: bytes [lo, hi) become buf's (zeros when buf is NULL), dirty. */
+static int dom_put_bytes(struct dom_cache *c, const void *buf, uint32_t lo, uint32_t hi)
+{
+	int rc = dom_grow(c);
+
+	if (rc == 0)
+		rc = dirty_add(c, lo, hi);
+	if (rc == 0) {
+		if (buf)
+			memcpy(c->data + lo, buf, hi - lo);
+		else
+			memset(c->data + lo, 0, hi - lo);
+		c->wgen++;
+		if (hi > c->len)
+			c->len = hi;
+	}
+	return rc;
+}
+
 int dom_write(loom_file *f, const void *buf, size_t len, uint64_t off)
 {
 	struct dom_cache *c = f->dom;
-	uint32_t lo = (uint32_t)off, hi = (uint32_t)(off + len);
 	int rc;
 
 	if (len == 0)
 		return 0;
 	pthread_mutex_lock(&c->lock);
-	rc = dom_grow(c);
-	if (rc == 0)
-		rc = dirty_add(c, lo, hi);
-	if (rc == 0) {
-		memcpy(c->data + lo, buf, len);
-		c->wgen++;
-		if (hi > c->len)
-			c->len = hi;
-	}
+	rc = dom_put_bytes(c, buf, (uint32_t)off, (uint32_t)(off + len));
 	pthread_mutex_unlock(&c->lock);
 	return rc;
+}
+
+int dom_zero(loom_file *f, uint64_t off, uint64_t len)
+{
+	struct dom_cache *c = f->dom;
+	int rc = dom_fetch(f);
+
+	if (rc || len == 0)
+		return rc;
+	pthread_mutex_lock(&c->lock);
+	/* Zeros are written only where data is: past its end the bytes are a hole, zeros already,
+	 * and another client's writes there are not ours to undo. */
+	if (off < c->len)
+		rc = dom_put_bytes(c, NULL, (uint32_t)off, (uint32_t)(off + len < c->len ? off + len : c->len));
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+int dom_data_end(loom_file *f, uint64_t *end)
+{
+	struct dom_cache *c = f->dom;
+	int rc = dom_fetch(f);
+
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&c->lock);
+	*end = c->len;
+	pthread_mutex_unlock(&c->lock);
+	return 0;
 }
 
 int dom_take(struct dom_cache *c, size_t budget, struct dom_parts *out)

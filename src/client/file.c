@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "client/internal.h"
 #include "loom/loom_ll.h"
@@ -29,149 +30,7 @@ static uint32_t wire_open_flags(int flags)
 	return (uint32_t)(flags & (O_ACCMODE | O_TRUNC | O_APPEND));
 }
 
-void files_add(loom_fs *fs, loom_file *f)
-{
-	pthread_mutex_lock(&fs->files_lock);
-	f->next_same_ino = u64map_get(&fs->files, f->ino);
-	/* One cache of Data-on-MDT bytes per inode: what one handle writes, the others read. */
-	for (loom_file *o = f->next_same_ino; o && f->dom; o = o->next_same_ino) {
-		if (o->dom) {
-			dom_share(o->dom, f->dom);
-			f->dom = o->dom;
-			break;
-		}
-	}
-	if (u64map_put(&fs->files, f->ino, f) < 0)
-		f->next_same_ino = NULL; /* out of memory: only the stat-after-write nicety is lost */
-	pthread_mutex_unlock(&fs->files_lock);
-	pthread_mutex_lock(&fs->open_lock);
-	f->prev_open = NULL;
-	f->next_open = fs->open_list;
-	if (fs->open_list)
-		fs->open_list->prev_open = f;
-	fs->open_list = f;
-	pthread_mutex_unlock(&fs->open_lock);
-}
-
-void files_remove(loom_fs *fs, loom_file *f)
-{
-	loom_file *head, **pp;
-
-	pthread_mutex_lock(&fs->files_lock);
-	head = u64map_get(&fs->files, f->ino);
-	for (pp = &head; *pp; pp = &(*pp)->next_same_ino) {
-		if (*pp == f) {
-			*pp = f->next_same_ino;
-			break;
-		}
-	}
-	if (head) {
-		u64map_put(&fs->files, f->ino, head);
-	} else {
-		u64map_del(&fs->files, f->ino);
-		ino_forget(fs, f->ino);
-	}
-	dom_put(f->dom);
-	f->dom = NULL;
-	pthread_mutex_unlock(&fs->files_lock);
-	pthread_mutex_lock(&fs->open_lock);
-	if (f->prev_open)
-		f->prev_open->next_open = f->next_open;
-	else if (fs->open_list == f)
-		fs->open_list = f->next_open;
-	if (f->next_open)
-		f->next_open->prev_open = f->prev_open;
-	f->prev_open = f->next_open = NULL;
-	pthread_mutex_unlock(&fs->open_lock);
-}
-
-void files_pending_attr(loom_fs *fs, struct lw_attr *attr)
-{
-	loom_file *head;
-
-	pthread_mutex_lock(&fs->files_lock);
-	head = u64map_get(&fs->files, attr->ino);
-	/* First what the handles with unreported writes add to the MDS's figures... */
-	for (loom_file *f = head; f; f = f->next_same_ino) {
-		pthread_mutex_lock(&f->lock);
-		if (f->dirty && f->size > attr->size)
-			attr->size = f->size;
-		if (f->dirty && f->obj_blocks) {
-			/* What the objects it wrote said they occupy (holes count for nothing). */
-			uint64_t blocks = f->dom ? dom_blocks(f->dom) : 0;
-			for (uint32_t k = 0; k < f->layout->nobjs; k++)
-				blocks += f->obj_blocks[k] > 0 ? (uint64_t)f->obj_blocks[k] : 0;
-			if (blocks > attr->blocks)
-				attr->blocks = blocks;
-		}
-		if (f->mtime_dirty && (f->mtime.tv_sec > attr->mtime ||
-				       (f->mtime.tv_sec == attr->mtime && (uint32_t)f->mtime.tv_nsec > attr->mtime_ns))) {
-			attr->mtime = attr->ctime = f->mtime.tv_sec;
-			attr->mtime_ns = attr->ctime_ns = (uint32_t)f->mtime.tv_nsec;
-		}
-		pthread_mutex_unlock(&f->lock);
-	}
-	/* ...then the handles with nothing to report learn the size: another client may have grown
-	 * the file, another handle of ours may have, and reads are clipped at f->size. */
-	for (loom_file *f = head; f; f = f->next_same_ino) {
-		pthread_mutex_lock(&f->lock);
-		if (!f->dirty)
-			f->size = attr->size;
-		pthread_mutex_unlock(&f->lock);
-	}
-	pthread_mutex_unlock(&fs->files_lock);
-}
-
-/* The file's size as this client knows it: another handle of ours may have written past what
- * this one saw at its open (a reader that bypasses the page cache must see it, as locally). */
-static uint64_t files_written_size(loom_fs *fs, uint64_t ino, uint64_t size)
-{
-	pthread_mutex_lock(&fs->files_lock);
-	for (loom_file *f = u64map_get(&fs->files, ino); f; f = f->next_same_ino) {
-		pthread_mutex_lock(&f->lock);
-		if (f->dirty && f->size > size)
-			size = f->size;
-		pthread_mutex_unlock(&f->lock);
-	}
-	pthread_mutex_unlock(&fs->files_lock);
-	return size;
-}
-
-void files_forget_mtime(loom_fs *fs, uint64_t ino)
-{
-	pthread_mutex_lock(&fs->files_lock);
-	for (loom_file *f = u64map_get(&fs->files, ino); f; f = f->next_same_ino) {
-		pthread_mutex_lock(&f->lock);
-		f->mtime_dirty = false;
-		pthread_mutex_unlock(&f->lock);
-	}
-	pthread_mutex_unlock(&fs->files_lock);
-}
-
 static int report(loom_file *f, uint16_t op);
-
-void files_truncated(loom_fs *fs, const struct lw_attr *attr)
-{
-	uint64_t size = attr->size;
-
-	/* A truncation that cut the objects is a new epoch: what was written before is not ours to
-	 * report any more (the handles forget it when they see the epoch). */
-	ino_epoch(fs, attr->ino, attr->trunc_epoch);
-	pthread_mutex_lock(&fs->files_lock);
-	for (loom_file *f = u64map_get(&fs->files, attr->ino); f; f = f->next_same_ino) {
-		pthread_mutex_lock(&f->lock);
-		f->size = size;
-		if (f->written_end > size)
-			f->written_end = size;
-		/* The objects were cut: what they occupy is asked again at the next report. */
-		for (uint32_t k = 0; f->obj_blocks && k < f->layout->nobjs; k++)
-			f->obj_blocks[k] = -1;
-		pthread_mutex_unlock(&f->lock);
-		if (f->dom)
-			dom_truncate(f->dom, size); /* shared: cut once per handle, which is harmless */
-	}
-	pthread_mutex_unlock(&fs->files_lock);
-}
 
 int files_report_ino(loom_fs *fs, uint64_t ino)
 {
@@ -188,15 +47,6 @@ int files_report_ino(loom_fs *fs, uint64_t ino)
 	}
 	pthread_mutex_unlock(&fs->files_lock);
 	return rc;
-}
-
-void files_dom_forget(loom_fs *fs, uint64_t ino)
-{
-	pthread_mutex_lock(&fs->files_lock);
-	for (loom_file *f = u64map_get(&fs->files, ino); f; f = f->next_same_ino)
-		if (f->dom)
-			dom_forget(f->dom);
-	pthread_mutex_unlock(&fs->files_lock);
 }
 
 static int file_new(loom_fs *fs, const struct loom_cred *cr, int flags, const struct lw_attr *attr,
@@ -364,10 +214,7 @@ int loom_create(loom_fs *fs, const char *path, int flags, mode_t mode,
                                     * 1 MiB busy, and little written past a full OST */
 #define WB_SLOTS        (sizeof(((loom_file *)0)->wb) / sizeof(((loom_file *)0)->wb[0]))
 
-/* The truncation epoch this handle writes in: the newest one known here. A handle that moves to
- * a newer one forgets what it wrote before (those writes came before the truncation, which cut
- * what of them lay past its size). */
-static uint32_t handle_epoch(loom_file *f)
+uint32_t file_epoch(loom_file *f)
 {
 	uint32_t epoch = ino_epoch(f->fs, f->ino, 0);
 
@@ -394,23 +241,17 @@ static int learn_epoch(loom_file *f, uint32_t refused)
 	if (attr.trunc_epoch <= refused)
 		return -EIO;
 	ino_epoch(f->fs, f->ino, attr.trunc_epoch);
-	handle_epoch(f);
+	file_epoch(f);
 	return 0;
 }
 
-/* Writes [off, off + len) to the objects again after rc (-ESTALE or -EAGAIN) from a write made
- * in truncation epoch `sent`: in a newer epoch (-ESTALE: a truncation elsewhere cut an object
- * since; the MDS tells which, unless this client learned it meanwhile), or shortly (-EAGAIN: the
- * cut of an epoch this client already knows of has not reached an object yet). Gives up with
- * -EIO after the recovery window. */
-static int write_again(loom_file *f, const void *buf, uint64_t len, uint64_t off, int rc,
-		       uint32_t sent)
+int file_send_again(loom_file *f, int rc, uint32_t sent, file_epoch_send send, void *arg)
 {
 	uint64_t give_up = clock_mono_ns() + (uint64_t)f->fs->recovery_ms * 1000000ull;
 	unsigned wait_ms = 1;
 
 	while (rc == -ESTALE || rc == -EAGAIN) {
-		if (rc == -ESTALE && handle_epoch(f) <= sent && (rc = learn_epoch(f, sent)) != 0)
+		if (rc == -ESTALE && file_epoch(f) <= sent && (rc = learn_epoch(f, sent)) != 0)
 			return rc;
 		if (rc == -EAGAIN) {
 			if (clock_mono_ns() > give_up)
@@ -418,16 +259,43 @@ static int write_again(loom_file *f, const void *buf, uint64_t len, uint64_t off
 			sleep_ms(wait_ms);
 			wait_ms = wait_ms < 64 ? wait_ms * 2 : 64;
 		}
-		sent = handle_epoch(f);
-		rc = io_write(f->fs, f->ino, f->layout, buf, len, off, sent, f->obj_blocks);
+		sent = file_epoch(f);
+		rc = send(f, sent, arg);
 	}
 	return rc;
 }
 
-/* A write to the objects ended with rc. Only what reached them is reported as part of the file;
- * a failure is every handle's to hear of (errseq), and this handle's next writes fail until it
- * has reported it. */
-static void wrote(loom_file *f, uint64_t off, uint64_t len, int rc)
+int file_send_in_epoch(loom_file *f, file_epoch_send send, void *arg)
+{
+	uint32_t sent = file_epoch(f);
+
+	return file_send_again(f, send(f, sent, arg), sent, send, arg);
+}
+
+struct write_args {
+	const void *buf;
+	uint64_t len, off;
+};
+
+static int send_write(loom_file *f, uint32_t epoch, void *arg)
+{
+	const struct write_args *w = arg;
+
+	return io_write(f->fs, f->ino, f->layout, w->buf, w->len, w->off, epoch, f->obj_blocks);
+}
+
+/* A write of [off, off + len) made in epoch `sent` that ended with rc, sent again as needed. */
+static int write_again(loom_file *f, const void *buf, uint64_t len, uint64_t off, int rc,
+		       uint32_t sent)
+{
+	struct write_args w = { .buf = buf, .len = len, .off = off };
+
+	return file_send_again(f, rc, sent, send_write, &w);
+}
+
+/* Only what reached the objects is reported as part of the file; a failure is every handle's to
+ * hear of (errseq), and this handle's next writes fail until it has reported it. */
+void file_wrote(loom_file *f, uint64_t off, uint64_t len, int rc)
 {
 	pthread_mutex_lock(&f->lock);
 	if (rc == 0 && off + len > f->written_end)
@@ -463,7 +331,7 @@ static bool wb_reap_one(loom_file *f, bool wait)
 	if (rc == -ESTALE || rc == -EAGAIN)
 		rc = write_again(f, io_wb_data(b), len, off, rc, io_wb_epoch(b));
 	io_wb_free(b);
-	wrote(f, off, len, rc);
+	file_wrote(f, off, len, rc);
 	return true;
 }
 
@@ -475,14 +343,19 @@ static bool wb_overlaps(loom_file *f, uint64_t off, uint64_t len)
 	return false;
 }
 
+int file_drain_locked(loom_file *f)
+{
+	while (wb_reap_one(f, true))
+		;
+	return f->wb_err;
+}
+
 int file_drain(loom_file *f)
 {
 	int rc;
 
 	pthread_mutex_lock(&f->wb_lock);
-	while (wb_reap_one(f, true))
-		;
-	rc = f->wb_err;
+	rc = file_drain_locked(f);
 	pthread_mutex_unlock(&f->wb_lock);
 	return rc;
 }
@@ -517,7 +390,7 @@ static int wb_write(loom_file *f, const void *buf, size_t len, uint64_t off)
 		wb_reap_one(f, true);
 	if (f->wb_err)
 		return f->wb_err; /* an earlier write failed: so do the next ones, until reported */
-	rc = io_wb_start(f->fs, f->ino, f->layout, buf, len, off, handle_epoch(f), &b);
+	rc = io_wb_start(f->fs, f->ino, f->layout, buf, len, off, file_epoch(f), &b);
 	if (rc)
 		return rc;
 	f->wb[(f->wb_first + f->wb_count) % WB_SLOTS] = b;
@@ -572,13 +445,15 @@ ssize_t loom_pread(loom_file *f, void *buf, size_t len, off_t off)
 
 /* As the kernel's file_remove_privs(): a write by anyone but root drops setuid, and setgid on a
  * group-executable file. The MDS does it (the writer may not own the file). */
-static int drop_privs(loom_file *f)
+int file_drop_privs(loom_file *f)
 {
 	struct lw_setattr sa = { .ino = f->ino, .valid = LW_SA_KILLPRIV | LW_SA_FH };
 	struct lw_attr attr;
 	uint32_t mode;
 	int rc;
 
+	if (f->privs_checked)
+		return 0;
 	pthread_mutex_lock(&f->lock);
 	mode = f->attr.mode;
 	pthread_mutex_unlock(&f->lock);
@@ -618,14 +493,14 @@ static int write_data(loom_file *f, const char *buf, size_t len, uint64_t off)
 			;
 		/* Answered once written: a failure is this write's error (nothing of it is
 		 * reported as part of the file), not one for later. */
-		uint32_t epoch = handle_epoch(f);
+		uint32_t epoch = file_epoch(f);
 
 		rc = f->wb_err ? f->wb_err : io_write(f->fs, f->ino, f->layout, buf, len, off, epoch,
 						      f->obj_blocks);
 		if (rc == -ESTALE || rc == -EAGAIN)
 			rc = write_again(f, buf, len, off, rc, epoch);
 		if (rc == 0)
-			wrote(f, off, len, 0);
+			file_wrote(f, off, len, 0);
 	}
 	pthread_mutex_unlock(&f->wb_lock);
 	return rc;
@@ -637,7 +512,7 @@ static ssize_t pwrite_at(loom_file *f, const void *buf, size_t len, uint64_t off
 
 	if (len == 0)
 		return 0;
-	if (!f->privs_checked && (rc = drop_privs(f)) != 0)
+	if ((rc = file_drop_privs(f)) != 0)
 		return rc;
 	if (len > SSIZE_MAX)
 		len = SSIZE_MAX;
@@ -646,14 +521,19 @@ static ssize_t pwrite_at(loom_file *f, const void *buf, size_t len, uint64_t off
 	rc = write_data(f, buf, len, off);
 	if (rc)
 		return rc;
+	file_modified(f, off + len);
+	return (ssize_t)len;
+}
+
+void file_modified(loom_file *f, uint64_t end)
+{
 	pthread_mutex_lock(&f->lock);
-	if (off + len > f->size)
-		f->size = off + len;
+	if (end > f->size)
+		f->size = end;
 	f->dirty = true;
 	f->mtime_dirty = true;
 	f->mtime = clock_real();
 	pthread_mutex_unlock(&f->lock);
-	return (ssize_t)len;
 }
 
 ssize_t loom_pwrite(loom_file *f, const void *buf, size_t len, off_t off)
@@ -704,6 +584,8 @@ ssize_t loom_write(loom_file *f, const void *buf, size_t len)
 int loom_lseek(loom_file *f, off_t off, int whence, off_t *pos)
 {
 	int64_t base;
+	off_t found;
+	int rc;
 
 	switch (whence) {
 	case SEEK_SET: base = 0; break;
@@ -712,6 +594,14 @@ int loom_lseek(loom_file *f, off_t off, int whence, off_t *pos)
 		pthread_mutex_lock(&f->lock);
 		base = (int64_t)f->size;
 		pthread_mutex_unlock(&f->lock);
+		break;
+	case SEEK_DATA:
+	case SEEK_HOLE:
+		rc = loom_seek_data(f, off, whence, &found);
+		if (rc)
+			return rc;
+		base = 0;
+		off = found;
 		break;
 	default: return -EINVAL;
 	}
@@ -739,7 +629,7 @@ static int dom_send_excess(loom_file *f, struct dom_parts *last)
 		if (rc || !last->more)
 			return rc;
 		rc = mdc_close(f->fs, &f->cred, LW_OP_MDS_SIZE_UPDATE, f->ino, f->handle,
-			       LW_CL_SIZE | LW_CL_DATA, last->end, handle_epoch(f), none, 0, last, NULL);
+			       LW_CL_SIZE | LW_CL_DATA, last->end, file_epoch(f), none, 0, last, NULL);
 		if (rc == 0)
 			dom_sent(f->dom, last);
 		free(last->buf);
@@ -776,7 +666,7 @@ static int report(loom_file *f, uint16_t op)
 	if (f->dom && can_write(f) && (rc = dom_send_excess(f, &dom)) != 0)
 		return wb_rc ? wb_rc : rc;
 	/* The report is of writes made in this epoch: the MDS grows no size with older ones. */
-	epoch = handle_epoch(f);
+	epoch = file_epoch(f);
 	pthread_mutex_lock(&f->lock);
 	/* Whatever became of them, writes may have changed bytes: the data version moves on. */
 	if (f->dirty)

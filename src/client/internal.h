@@ -267,6 +267,15 @@ int io_wb_wait(struct io_wb *b, int64_t *obj_blocks);
 void io_wb_free(struct io_wb *b);
 /* Waits for it, records the blocks its objects reported, frees it; its error. */
 int io_wb_finish(struct io_wb *b, int64_t *obj_blocks);
+/* fallocate(2) of mode (LW_FALLOC_*) over file range [off, off + len) of the objects: one
+ * OST_FALLOCATE per object the range touches, all at once; obj_blocks (may be NULL) gets what
+ * each reports. A failure may leave the range done on some objects only. */
+int io_fallocate(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint32_t mode,
+		 uint32_t epoch, uint64_t off, uint64_t len, int64_t *obj_blocks);
+/* The first file offset at or after off where the objects hold data (LW_SEEK_DATA) or a hole
+ * (LW_SEEK_HOLE; an object's end starts one): one OST_SEEK per object, all at once. *found is
+ * UINT64_MAX when there is none. Knows nothing of the file's size or Data-on-MDT part. */
+int io_seek(loom_fs *fs, const struct loom_layout *l, uint32_t whence, uint64_t off, uint64_t *found);
 /* Fills the entries of obj_blocks that are < 0 (unknown) by asking those objects' OSSs. */
 int io_blocks(loom_fs *fs, const struct loom_layout *l, int64_t *obj_blocks);
 /* fsync of every object. */
@@ -304,6 +313,13 @@ void dom_truncate(struct dom_cache *c, uint64_t size);
 void dom_forget(struct dom_cache *c);
 /* 512-byte blocks its bytes occupy on the MDT, for st_blocks. */
 uint64_t dom_blocks(struct dom_cache *c);
+/* [off, off + len) within [0, dom_size) reads as zeros from now on: the data bytes there are
+ * written with zeros (sent with the next report, as a write's), those past the data's end are a
+ * hole already. Fetched from the MDS first when not known. */
+int dom_zero(loom_file *f, uint64_t off, uint64_t len);
+/* Where the data bytes end: [0, *end) is data, then a hole up to dom_size (or the file's end).
+ * Fetched from the MDS first when not known. */
+int dom_data_end(loom_file *f, uint64_t *end);
 void files_dom_forget(loom_fs *fs, uint64_t ino);
 
 /* file.c */
@@ -314,7 +330,35 @@ int file_finish_open(loom_fs *fs, const struct loom_cred *cr, int flags, const s
 		     uint64_t handle, struct loom_layout *layout, bool created, struct mdc_dom *dom,
 		     loom_file **out);
 
-/* Open-file registry (file.c). */
+/* The handle changed the file's bytes, its size up to end (0: not its size), or its space: its
+ * next report says so (LW_CL_DATA, the size, mtime and blocks), as for a write. */
+void file_modified(loom_file *f, uint64_t end);
+/* A change of [off, off + len) reached the objects (rc 0), or failed with rc (it may have been
+ * applied in part): the end the next report may give as the size, or the error every handle of
+ * the inode reports once (errseq). */
+void file_wrote(loom_file *f, uint64_t off, uint64_t len, int rc);
+/* Before the first change through a handle: setuid/setgid go, as a write by others drops them. */
+int file_drop_privs(loom_file *f);
+/* The truncation epoch this handle writes in: the newest one known here. A handle that moves to
+ * a newer one forgets what it wrote before (those writes came before the truncation, which cut
+ * what of them lay past its size). */
+uint32_t file_epoch(loom_file *f);
+/* A request to the objects made in a truncation epoch (a write, an allocation): 0 or an error. */
+typedef int (*file_epoch_send)(loom_file *f, uint32_t epoch, void *arg);
+/* Sends it again after rc (-ESTALE or -EAGAIN) from sending it in epoch `sent`: in a newer
+ * epoch (-ESTALE: a truncation elsewhere cut an object since; the MDS tells which, unless this
+ * client learned it meanwhile), or shortly (-EAGAIN: the cut of an epoch this client already
+ * knows of has not reached an object yet). Gives up with -EIO after the recovery window. Any
+ * other rc is returned as it is. */
+int file_send_again(loom_file *f, int rc, uint32_t sent, file_epoch_send send, void *arg);
+/* Sends it in the handle's epoch, and again as file_send_again does. */
+int file_send_in_epoch(loom_file *f, file_epoch_send send, void *arg);
+/* The file's size as this client knows it (size: the caller's own figure): another handle of
+ * ours may have written past what it saw at its open (a reader that bypasses the page cache must
+ * see it, as locally). */
+uint64_t files_written_size(loom_fs *fs, uint64_t ino, uint64_t size);
+
+/* Open-file registry (files.c). */
 void files_add(loom_fs *fs, loom_file *f);
 void files_remove(loom_fs *fs, loom_file *f);
 /* Folds this client's unreported writes to ino into attributes the MDS just gave (and lets
@@ -326,8 +370,9 @@ void files_forget_mtime(loom_fs *fs, uint64_t ino);
 int files_report_ino(loom_fs *fs, uint64_t ino);
 /* Waits for the write-behind of every handle of ino here; its error (kept for their flush). */
 int files_drain_ino(loom_fs *fs, uint64_t ino);
-/* The same for one handle. */
+/* The same for one handle; file_drain_locked under its wb_lock. */
 int file_drain(loom_file *f);
+int file_drain_locked(loom_file *f);
 /* inode.c: per inode, what the handles here share: write errors (errseq) and the truncation
  * epoch. ino_forget when the inode's last handle here goes, ino_shared_destroy at disconnect. */
 void ino_error(loom_fs *fs, uint64_t ino, int err);

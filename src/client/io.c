@@ -345,57 +345,186 @@ int io_wb_finish(struct io_wb *b, int64_t *obj_blocks)
 	return rc;
 }
 
+/* One small request per object of a file (no bulk), all in flight at once. */
+struct obj_req {
+	struct rpc_call call;
+	struct lw_ost_io body;
+	bool asked;            /* sent; else that object has nothing to be asked */
+};
+
+/* A request for every object of l, each asked, its body addressed to the object. */
+static struct obj_req *obj_reqs_new(const struct loom_layout *l)
+{
+	struct obj_req *reqs = calloc(l->nobjs, sizeof(*reqs));
+
+	for (uint32_t k = 0; reqs && k < l->nobjs; k++) {
+		reqs[k].asked = true;
+		reqs[k].body.ost_idx = l->objs[k].ost_idx;
+		reqs[k].body.objid = l->objs[k].objid;
+		reqs[k].body.stripe_idx = k;
+		reqs[k].body.layout_gen = l->layout_gen;
+	}
+	return reqs;
+}
+
+/* Sends every request asked, then waits for all their answers. */
+static void obj_reqs_run(loom_fs *fs, struct obj_req *reqs, uint32_t n, uint16_t op)
+{
+	struct rpc_wait w;
+
+	rpc_wait_init(&w);
+	for (uint32_t k = 0; k < n; k++) {
+		struct obj_req *r = &reqs[k];
+		struct rpc_conn *c;
+		int err;
+
+		if (!r->asked)
+			continue;
+		rpc_call_init(&r->call, op, &r->body, sizeof(r->body));
+		err = fs_ost_conn(fs, r->body.ost_idx, &c);
+		if (err) {
+			r->call.status = err;
+			continue;
+		}
+		rpc_submit(c, &r->call, &w);
+	}
+	rpc_wait_all(&w);
+	rpc_wait_destroy(&w);
+}
+
+/* An answered request: 0 and its reply, or its error (-EPROTO for a reply of the wrong size). */
+static int obj_req_reply(const struct obj_req *r, struct lw_ost_io_rep *rep)
+{
+	int err = r->call.status;
+
+	if (err == 0 && r->call.rbody_len != sizeof(*rep))
+		err = -EPROTO;
+	if (err == 0)
+		memcpy(rep, r->call.rbody, sizeof(*rep));
+	return err;
+}
+
+static void obj_reqs_free(struct obj_req *reqs, uint32_t n)
+{
+	for (uint32_t k = 0; k < n; k++)
+		if (reqs[k].asked)
+			rpc_call_release(&reqs[k].call);
+	free(reqs);
+}
+
 /* Sends one small request to every object at once (with obj_blocks and GETATTR: only to those
  * whose figure is unknown, < 0), and records the blocks each one reports. */
 static int io_each_object(loom_fs *fs, const struct loom_layout *l, uint16_t op, int64_t *obj_blocks)
 {
-	struct io_piece *pieces;
-	struct rpc_wait w;
+	struct obj_req *reqs;
 	int rc = 0;
 
 	if (l->nobjs == 0)
 		return 0;
-	pieces = calloc(l->nobjs, sizeof(*pieces));
-	if (!pieces)
+	reqs = obj_reqs_new(l);
+	if (!reqs)
 		return -ENOMEM;
-	rpc_wait_init(&w);
+	for (uint32_t k = 0; k < l->nobjs; k++)
+		if (op == LW_OP_OST_GETATTR && obj_blocks && obj_blocks[k] >= 0)
+			reqs[k].asked = false; /* known */
+	obj_reqs_run(fs, reqs, l->nobjs, op);
 	for (uint32_t k = 0; k < l->nobjs; k++) {
-		struct io_piece *p = &pieces[k];
-		struct rpc_conn *c;
+		struct lw_ost_io_rep rep;
 		int err;
 
-		p->body.ost_idx = l->objs[k].ost_idx;
-		p->body.objid = l->objs[k].objid;
-		p->body.stripe_idx = k;
-		rpc_call_init(&p->call, op, &p->body, sizeof(p->body));
-		if (op == LW_OP_OST_GETATTR && obj_blocks && obj_blocks[k] >= 0) {
-			p->call.status = 1; /* known: not asked */
+		if (!reqs[k].asked)
 			continue;
-		}
-		err = fs_ost_conn(fs, p->body.ost_idx, &c);
-		if (err) {
-			p->call.status = err;
-			continue;
-		}
-		rpc_submit(c, &p->call, &w);
-	}
-	rpc_wait_all(&w);
-	rpc_wait_destroy(&w);
-	for (uint32_t k = 0; k < l->nobjs; k++) {
-		struct io_piece *p = &pieces[k];
-		struct lw_ost_io_rep rep;
-
-		if (p->call.status == 1)
-			continue;
-		if (p->call.status == 0 && p->call.rbody_len == sizeof(rep) && obj_blocks &&
-		    op != LW_OP_OST_SYNC) {
-			memcpy(&rep, p->call.rbody, sizeof(rep));
+		err = obj_req_reply(&reqs[k], &rep);
+		if (err == 0 && obj_blocks && op != LW_OP_OST_SYNC)
 			obj_blocks[k] = (int64_t)rep.obj_blocks;
-		}
-		rc = merge_err(rc, p->call.status);
-		rpc_call_release(&p->call);
+		rc = merge_err(rc, err);
 	}
-	free(pieces);
+	obj_reqs_free(reqs, l->nobjs);
+	return rc;
+}
+
+int io_fallocate(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint32_t mode,
+		 uint32_t epoch, uint64_t off, uint64_t len, int64_t *obj_blocks)
+{
+	struct stripe_geom g = { .size = l->stripe_size, .count = l->nobjs };
+	struct obj_req *reqs;
+	int rc = 0;
+
+	if (l->nobjs == 0 || l->stripe_size == 0)
+		return -EIO;
+	reqs = obj_reqs_new(l);
+	if (!reqs)
+		return -ENOMEM;
+	/* Object k's part of the range is one contiguous object range (stripe.h). */
+	for (uint32_t k = 0; k < l->nobjs; k++) {
+		uint64_t a = stripe_obj_size(&g, k, off), b = stripe_obj_size(&g, k, off + len);
+
+		reqs[k].asked = b > a;
+		reqs[k].body.flags = mode;
+		reqs[k].body.offset = a;
+		reqs[k].body.length = b - a;
+		reqs[k].body.ino = ino; /* allocating makes the object, tagged with its file */
+		reqs[k].body.trunc_epoch = epoch;
+	}
+	obj_reqs_run(fs, reqs, l->nobjs, LW_OP_OST_FALLOCATE);
+	for (uint32_t k = 0; k < l->nobjs; k++) {
+		struct lw_ost_io_rep rep;
+		int err;
+
+		if (!reqs[k].asked)
+			continue;
+		err = obj_req_reply(&reqs[k], &rep);
+		/* One request per object: its figure is the latest (a punch lowers it). */
+		if (err == 0 && obj_blocks)
+			obj_blocks[k] = (int64_t)rep.obj_blocks;
+		rc = merge_err(rc, err);
+	}
+	obj_reqs_free(reqs, l->nobjs);
+	return rc;
+}
+
+int io_seek(loom_fs *fs, const struct loom_layout *l, uint32_t whence, uint64_t off, uint64_t *found)
+{
+	struct stripe_geom g = { .size = l->stripe_size, .count = l->nobjs };
+	struct obj_req *reqs;
+	int rc = 0;
+
+	*found = UINT64_MAX;
+	if (l->nobjs == 0 || l->stripe_size == 0) {
+		if (whence == LW_SEEK_HOLE)
+			*found = off; /* no objects: nothing but holes */
+		return 0;
+	}
+	reqs = obj_reqs_new(l);
+	if (!reqs)
+		return -ENOMEM;
+	/* Each object from its first byte at or past off: the file's next data (or hole) is the
+	 * nearest of theirs, since each object's bytes keep their order in the file. */
+	for (uint32_t k = 0; k < l->nobjs; k++) {
+		reqs[k].body.flags = whence;
+		reqs[k].body.offset = stripe_obj_size(&g, k, off);
+	}
+	obj_reqs_run(fs, reqs, l->nobjs, LW_OP_OST_SEEK);
+	for (uint32_t k = 0; k < l->nobjs; k++) {
+		uint64_t at = reqs[k].body.offset, limit = stripe_obj_size(&g, k, LW_MAX_OFFSET), fo;
+		struct lw_ost_io_rep rep;
+		int err = obj_req_reply(&reqs[k], &rep);
+
+		if (err == -ENXIO && whence == LW_SEEK_DATA)
+			continue; /* no data on this object from there on */
+		if (err == 0 && rep.length < at)
+			err = -EPROTO;
+		if (err) {
+			rc = merge_err(rc, err);
+			continue;
+		}
+		if (rep.length >= limit)
+			continue; /* past any file's end */
+		fo = stripe_file_offset(&g, k, rep.length);
+		if (fo < *found)
+			*found = fo;
+	}
+	obj_reqs_free(reqs, l->nobjs);
 	return rc;
 }
 

@@ -36,8 +36,17 @@ static inline void stripe_locate(const struct stripe_geom *g, uint64_t off, uint
 	*obj_off = (unit / g->count) * g->size + off % g->size;
 }
 
-/* The size object k has when the file is file_size bytes long. */
+/* The size object k has when the file is file_size bytes long. Also: the object offset where
+ * object k's bytes at or past file offset file_size begin, so object k's part of file range
+ * [a, b) is object range [stripe_obj_size(a), stripe_obj_size(b)). */
 uint64_t stripe_obj_size(const struct stripe_geom *g, uint32_t k, uint64_t file_size);
+
+/* The file offset of byte obj_off of object k: stripe_locate backwards. The caller keeps obj_off
+ * within what a file can hold (below stripe_obj_size(g, k, largest file size)). */
+static inline uint64_t stripe_file_offset(const struct stripe_geom *g, uint32_t k, uint64_t obj_off)
+{
+	return (obj_off / g->size * g->count + k) * g->size + obj_off % g->size;
+}
 
 /* One contiguous piece of a run: buf_off is relative to the request's buffer. */
 struct stripe_seg {

@@ -1,5 +1,5 @@
 /* Files: init (what the mount asks of the kernel), open, create, read, write, flush, release,
- * fsync. */
+ * fsync, fallocate, lseek (SEEK_DATA / SEEK_HOLE). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -225,6 +225,38 @@ static void lm_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 	lm_reply_err(req, rc);
 }
 
+/*
+ * The kernel has done fallocate(2)'s checks (and answers the modes FUSE does not pass itself);
+ * for a punch or zeroing it wrote its dirty pages of the range back first and drops its pages
+ * of the range afterwards (fuse_file_fallocate), so they are not stale. As for a write, the
+ * pages of the rest stay valid for the version the next report makes (data_reported), and it
+ * grows the size it holds itself when the range ends past it. Never ENOSYS: the kernel would
+ * take it for good and stop asking.
+ */
+static void lm_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+			 struct fuse_file_info *fi)
+{
+	int rc = loom_fallocate(file_of(fi), mode, off, len);
+
+	lm_sa_changed(lm_of(req));
+	if (rc == 0 && !(mode & FALLOC_FL_KEEP_SIZE))
+		lm_wrote(lm_of(req), ino, (uint64_t)off + (uint64_t)len);
+	lm_reply_err(req, rc);
+}
+
+/* SEEK_DATA and SEEK_HOLE only (the kernel does the others); the kernel keeps the position. */
+static void lm_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
+{
+	off_t found;
+	int rc = loom_seek_data(file_of(fi), off, whence, &found);
+
+	(void)ino;
+	if (rc)
+		lm_reply_err(req, rc);
+	else
+		fuse_reply_lseek(req, found);
+}
+
 void lm_file_ops(struct fuse_lowlevel_ops *ops)
 {
 	ops->init = lm_init;
@@ -235,4 +267,6 @@ void lm_file_ops(struct fuse_lowlevel_ops *ops)
 	ops->flush = lm_flush;
 	ops->release = lm_release;
 	ops->fsync = lm_fsync;
+	ops->fallocate = lm_fallocate;
+	ops->lseek = lm_lseek;
 }

@@ -114,6 +114,14 @@ static void oss_serve(struct oss *oss, struct srv_req *req)
 	case LW_OP_OST_GETATTR:
 		rc = ost_getattr(ost, io.objid, &os);
 		break;
+	case LW_OP_OST_FALLOCATE:
+		/* The codec let through only the modes ost_fallocate does, and a range in bounds. */
+		rc = ost_fallocate(ost, io.objid, io.flags, io.offset, io.length, io.ino, io.stripe_idx,
+				   io.trunc_epoch, &os);
+		break;
+	case LW_OP_OST_SEEK:
+		rc = ost_seek(ost, io.objid, io.flags, io.offset, &rep.length, &os);
+		break;
 	case LW_OP_OST_SYNC:
 		rc = ost_sync(ost, io.objid);
 		break;
@@ -142,9 +150,10 @@ static void oss_serve(struct oss *oss, struct srv_req *req)
 		break;
 	}
 	if (rc) {
-		/* A full OST, and a write of another truncation epoch (its writer knows what to do),
-		 * are answers, not trouble. */
-		if (rc != -ENOSPC && !(op == LW_OP_OST_WRITE && (rc == -ESTALE || rc == -EAGAIN)))
+		/* Not the OST's trouble: full, a write of another truncation epoch (its writer knows
+		 * what to do), or (SEEK_DATA) no data there. */
+		if (rc != -ENOSPC && !(op == LW_OP_OST_WRITE && (rc == -ESTALE || rc == -EAGAIN)) &&
+		    !(op == LW_OP_OST_SEEK && rc == -ENXIO))
 			log_warn("OST%04x: %s of object %llx: %s", io.ost_idx, lw_op_name(op),
 				 (unsigned long long)io.objid, strerror(-rc));
 		bulk_free(buf);

@@ -155,7 +155,7 @@ int pread_full(int fd, void *buf, size_t len, uint64_t off, size_t *got)
 	return 0;
 }
 
-static int pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
+int pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
 {
 	size_t done = 0;
 
@@ -171,7 +171,7 @@ static int pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
-static int fd_stat(int fd, struct ost_objstat *os)
+int fd_stat(int fd, struct ost_objstat *os)
 {
 	struct stat st;
 
@@ -207,7 +207,7 @@ int csum_load(int cfd, uint64_t first, uint32_t n, uint32_t *out)
 	return 0;
 }
 
-static int csum_store(int cfd, uint64_t first, uint32_t n, const uint32_t *crcs)
+int csum_store(int cfd, uint64_t first, uint32_t n, const uint32_t *crcs)
 {
 	return pwrite_full(cfd, crcs, (size_t)n * sizeof(*crcs), first * sizeof(*crcs));
 }
@@ -293,8 +293,8 @@ static int csum_rehash(int fd, int cfd, uint64_t first, uint64_t count)
  * after go unchecked until rewritten, but never fail a read falsely. 0 once no false mismatch
  * is possible.
  */
-static int csum_repair(const struct ost *o, uint64_t objid, int fd, int cfd, uint64_t first,
-		       uint64_t count)
+int csum_repair(const struct ost *o, uint64_t objid, int fd, int cfd, uint64_t first,
+		uint64_t count)
 {
 	struct stat st;
 	int rc = csum_rehash(fd, cfd, first, count);
@@ -404,7 +404,7 @@ static void intent_read(struct ost *o, int i, uint64_t rec[3])
 }
 
 /* Records that blocks [first, first+count) of objid are about to change; waits for a free slot. */
-static int intent_begin(struct ost *o, uint64_t objid, uint64_t first, uint64_t count)
+int intent_begin(struct ost *o, uint64_t objid, uint64_t first, uint64_t count)
 {
 	int i;
 
@@ -418,7 +418,7 @@ static int intent_begin(struct ost *o, uint64_t objid, uint64_t first, uint64_t 
 }
 
 /* The data and its checksums agree again. */
-static void intent_end(struct ost *o, int i)
+void intent_end(struct ost *o, int i)
 {
 	intent_write(o, i, 0, 0, 0);
 	pthread_mutex_lock(&o->intent_lock);
@@ -611,14 +611,6 @@ int ost_set_index(struct ost *o, uint32_t idx)
 
 /* ---- the descriptor cache ---- */
 
-/* An object open for I/O: its descriptors and the cache slot holding them (NULL: not cached,
- * obj_put closes them). cfd is -1 when the object has no sidecar (only without create). */
-struct obj {
-	int fd;
-	int cfd;
-	struct fdc_slot *slot;
-};
-
 /*
  * Truncation epochs (protocol.md, OST_WRITE and OST_PUNCH). Each object records in an xattr the
  * epoch of the last truncation that cut it (none: 0, as every object before epochs). A cut for
@@ -636,7 +628,7 @@ static int epoch_store(int fd, uint32_t epoch)
 	return 0;
 }
 
-static uint32_t obj_epoch(struct obj *h)
+uint32_t obj_epoch(struct obj *h)
 {
 	int64_t cached = h->slot ? atomic_load(&h->slot->epoch) : -1;
 	uint32_t epoch = 0;
@@ -666,7 +658,7 @@ static struct fdc_slot *slot_of(struct ost *o, uint64_t objid)
 
 /* Opens objid's sidecar; with create, an empty one is created when missing. Without create a
  * missing sidecar gives *cfd -1 and 0. */
-static int csum_open(struct ost *o, uint64_t objid, bool create, int *cfd)
+int csum_open(struct ost *o, uint64_t objid, bool create, int *cfd)
 {
 	char name[40];
 	int d = obj_dir(objid), fd;
@@ -688,7 +680,7 @@ static int csum_open(struct ost *o, uint64_t objid, bool create, int *cfd)
 	return 0;
 }
 
-static void obj_put(struct ost *o, struct obj *h)
+void obj_put(struct ost *o, struct obj *h)
 {
 	struct fdc_slot *s = h->slot;
 	int close_fd = -1, close_cfd = -1;
@@ -719,8 +711,8 @@ static void obj_put(struct ost *o, struct obj *h)
  * tagged with its file, for fsck) and so is its sidecar. Release with obj_put(). -ENOENT for a
  * missing object without create.
  */
-static int obj_get(struct ost *o, uint64_t objid, bool create, uint64_t ino, uint32_t stripe_idx,
-		   uint32_t epoch, struct obj *h)
+int obj_get(struct ost *o, uint64_t objid, bool create, uint64_t ino, uint32_t stripe_idx,
+	    uint32_t epoch, struct obj *h)
 {
 	struct fdc_slot *s = slot_of(o, objid);
 	char name[32];
@@ -1055,6 +1047,8 @@ int ost_punch(struct ost *o, uint64_t objid, uint64_t size, uint64_t ino, uint32
 		goto unlock;
 	}
 	rc = fd_stat(h.fd, os);
+	if (rc == 0 && os->size <= size)
+		rc = space_trim_past_end(h.fd, os); /* space kept past the end goes, as a truncate's */
 	if (rc == 0 && os->size <= size && epoch)
 		rc = obj_set_epoch(&h, epoch);
 	if (rc || os->size <= size)

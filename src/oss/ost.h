@@ -86,6 +86,21 @@ int ost_write(struct ost *o, uint64_t objid, uint64_t off, const void *buf, size
 int ost_punch(struct ost *o, uint64_t objid, uint64_t size, uint64_t ino, uint32_t stripe_idx,
 	      uint32_t epoch, struct ost_objstat *st);
 int ost_getattr(struct ost *o, uint64_t objid, struct ost_objstat *st);
+/*
+ * fallocate(2) on [off, off + len) of an object (OST_FALLOCATE); mode is LW_FALLOC_*, checked by
+ * the decoder (lw_falloc_mode_check), len > 0. Allocating creates a missing object (tagged with
+ * ino/stripe for fsck); punching or zeroing a missing one does nothing. The checksums stay
+ * right: blocks covered whole have none afterwards, as a hole; one covered partly gets that of
+ * what it holds now. -EIO when the part of a block it keeps is bad; -ENOSPC. Made in truncation
+ * epoch `epoch`, checked as a write's (-ESTALE, -EAGAIN).
+ */
+int ost_fallocate(struct ost *o, uint64_t objid, uint32_t mode, uint64_t off, uint64_t len,
+		  uint64_t ino, uint32_t stripe_idx, uint32_t epoch, struct ost_objstat *st);
+/* lseek(2) SEEK_DATA / SEEK_HOLE (LW_SEEK_*) from off (OST_SEEK): *found gets the object offset.
+ * -ENXIO when SEEK_DATA finds no data (a missing object has none); SEEK_HOLE at or past the end
+ * finds off itself. */
+int ost_seek(struct ost *o, uint64_t objid, uint32_t whence, uint64_t off, uint64_t *found,
+	     struct ost_objstat *st);
 /* Makes the object's data, its checksums and their directory entries durable. objid 0: the
  * whole OST. */
 int ost_sync(struct ost *o, uint64_t objid);

@@ -152,6 +152,44 @@ uint64_t csum_check(const struct ost *o, const char *what, uint64_t objid, uint6
 
 /* read/write until done or the end of the file; *got gets the bytes read. 0 or -errno. */
 int pread_full(int fd, void *buf, size_t len, uint64_t off, size_t *got);
+int pwrite_full(int fd, const void *buf, size_t len, uint64_t off);
+/* The object's size and blocks, as fstat(2) says. */
+int fd_stat(int fd, struct ost_objstat *os);
+/* Writes the sidecar entries of blocks [first, first+n). */
+int csum_store(int cfd, uint64_t first, uint32_t n, const uint32_t *crcs);
+/* After a change of blocks [first, first+count) that failed or was cut short: their checksums
+ * are recomputed from the data on disk, or, failing that, dropped (the sidecar cut before them).
+ * 0 once no false mismatch is possible. */
+int csum_repair(const struct ost *o, uint64_t objid, int fd, int cfd, uint64_t first,
+		uint64_t count);
+
+/* Records that blocks [first, first+count) of objid are about to change (waiting for a free
+ * slot) and returns the slot; intent_end clears it once data and checksums agree again. A
+ * thread holds one slot at a time, or all of them could be taken by threads waiting for a
+ * second. */
+int intent_begin(struct ost *o, uint64_t objid, uint64_t first, uint64_t count);
+void intent_end(struct ost *o, int slot);
+
+/* An object open for I/O: its descriptors and the cache slot holding them (NULL: not cached,
+ * obj_put closes them). cfd is -1 when the object has no sidecar (only without create). The
+ * descriptors are shared with other workers: nothing may depend on their file position. */
+struct obj {
+	int fd;
+	int cfd;
+	struct fdc_slot *slot;
+};
+/* Opens an object for I/O, with its sidecar. With create, a missing object is created (and
+ * tagged with its file, for fsck) and so is its sidecar, in truncation epoch `epoch`. Release
+ * with obj_put(). -ENOENT for a missing object without create. */
+int obj_get(struct ost *o, uint64_t objid, bool create, uint64_t ino, uint32_t stripe_idx,
+	    uint32_t epoch, struct obj *h);
+/* The truncation epoch the object is in (protocol.md, OST_WRITE): 0 before any cut. */
+uint32_t obj_epoch(struct obj *h);
+void obj_put(struct ost *o, struct obj *h);
+/* Opens objid's sidecar; with create, an empty one is created when missing. Without create a
+ * missing sidecar gives *cfd -1 and 0. (An object's descriptors from obj_get without create may
+ * lack a sidecar made since by a handle that was not cached.) */
+int csum_open(struct ost *o, uint64_t objid, bool create, int *cfd);
 
 void obj_name(uint64_t objid, char *buf, size_t cap);
 void csum_name(uint64_t objid, char *buf, size_t cap);
@@ -160,5 +198,10 @@ int obj_dir(uint64_t objid);
 /* scrub.c */
 void scrub_init(struct ost *o);
 void scrub_fini(struct ost *o);
+
+/* ost_space.c: OST_FALLOCATE and OST_SEEK (declared in ost.h), and: */
+/* An object that an OST_PUNCH does not shrink gives up the space allocated past its end (a
+ * KEEP_SIZE allocation), as truncate(2) on a local file does; *os is brought up to date. */
+int space_trim_past_end(int fd, struct ost_objstat *os);
 
 #endif

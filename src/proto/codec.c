@@ -690,6 +690,33 @@ void lw_heartbeat_ent(const struct lw_mds_req *req, uint32_t i, struct lw_ost_he
 
 /* ---- OSS requests ---- */
 
+int lw_falloc_mode_check(uint32_t mode)
+{
+	switch (mode) {
+	case 0:
+	case LW_FALLOC_KEEP_SIZE:
+	case LW_FALLOC_PUNCH_HOLE | LW_FALLOC_KEEP_SIZE:
+	case LW_FALLOC_ZERO_RANGE:
+	case LW_FALLOC_ZERO_RANGE | LW_FALLOC_KEEP_SIZE:
+		return 0;
+	default:
+		return -EOPNOTSUPP;
+	}
+}
+
+/* lw_ost_io.flags means something to two opcodes; to the others it is reserved. */
+static int ost_flags_check(uint16_t op, uint32_t flags)
+{
+	switch (op) {
+	case LW_OP_OST_FALLOCATE:
+		return lw_falloc_mode_check(flags);
+	case LW_OP_OST_SEEK:
+		return flags == LW_SEEK_DATA || flags == LW_SEEK_HOLE ? 0 : -EINVAL;
+	default:
+		return flags ? -EPROTO : 0;
+	}
+}
+
 int lw_ost_req_decode(uint16_t op, const void *body, uint32_t len, struct lw_ost_io *out)
 {
 	struct lw_rd r;
@@ -703,19 +730,29 @@ int lw_ost_req_decode(uint16_t op, const void *body, uint32_t len, struct lw_ost
 	case LW_OP_OST_STATFS:
 	case LW_OP_OST_DESTROY:
 	case LW_OP_OST_SCRUB:
+	case LW_OP_OST_FALLOCATE:
+	case LW_OP_OST_SEEK:
 		break;
 	default:
 		return -EOPNOTSUPP;
 	}
 	lw_rd_init(&r, body, len);
 	lw_rd_fixed(&r, out, sizeof(*out));
-	if (!r.err && (out->flags != 0 || out->pad != 0))
+	if (!r.err)
+		r.err = ost_flags_check(op, out->flags);
+	if (!r.err && out->pad != 0)
 		r.err = -EPROTO;
-	if (!r.err && out->trunc_epoch != 0 && op != LW_OP_OST_WRITE && op != LW_OP_OST_PUNCH)
+	if (!r.err && out->trunc_epoch != 0 && op != LW_OP_OST_WRITE && op != LW_OP_OST_PUNCH &&
+	    op != LW_OP_OST_FALLOCATE)
 		r.err = -EPROTO;
 	if (!r.err && op == LW_OP_OST_READ && out->length > LW_MAX_BULK)
 		r.err = -EPROTO;
-	if (!r.err && out->offset > (1ull << 62))
+	if (!r.err && out->offset > LW_MAX_OFFSET)
+		r.err = -EFBIG;
+	/* fallocate(2)'s rules: an empty range is -EINVAL, one past the largest file -EFBIG. */
+	if (!r.err && op == LW_OP_OST_FALLOCATE && out->length == 0)
+		r.err = -EINVAL;
+	if (!r.err && op == LW_OP_OST_FALLOCATE && out->length > LW_MAX_OFFSET - out->offset)
 		r.err = -EFBIG;
 	/* OST_SCRUB's length is a command; an unknown one may be a newer client's. */
 	if (!r.err && op == LW_OP_OST_SCRUB && out->length != LW_SCRUB_START &&

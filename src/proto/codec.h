@@ -187,7 +187,17 @@ int lw_readdir_next(struct lw_rd *r, const void *base, bool plus, struct lw_dire
 int lw_readdir_put(struct lw_wr *w, const struct lw_dirent *de, const char *name,
 		   const struct lw_attr *attr);
 
-/* Decodes an OSS request body: exactly one lw_ost_io. */
+/* The largest object (and file) offset a request may name: 2^62. */
+#define LW_MAX_OFFSET (1ull << 62)
+
+/* Decodes an OSS request body: exactly one lw_ost_io. -EOPNOTSUPP for an opcode the OSS does not
+ * serve, -EPROTO for a malformed body (or flags set where they are reserved), -EFBIG for an
+ * offset (or a fallocate range's end) past LW_MAX_OFFSET, -EINVAL for a bad OST_SCRUB command,
+ * OST_SEEK whence or empty OST_FALLOCATE range, and -EOPNOTSUPP for a fallocate mode the OSS does
+ * not do (lw_falloc_mode_check). */
 int lw_ost_req_decode(uint16_t op, const void *body, uint32_t len, struct lw_ost_io *out);
+/* The fallocate(2) modes OST_FALLOCATE does (0, KEEP_SIZE, PUNCH_HOLE|KEEP_SIZE, ZERO_RANGE with or
+ * without KEEP_SIZE): 0, or -EOPNOTSUPP as fallocate(2) answers any other. */
+int lw_falloc_mode_check(uint32_t mode);
 
 #endif

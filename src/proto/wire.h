@@ -85,7 +85,9 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "Loom's wire image ass
 	X(OST_SYNC,         0x0205, OSS)                \
 	X(OST_STATFS,       0x0206, OSS)                \
 	X(OST_DESTROY,      0x0207, OSS)                \
-	X(OST_SCRUB,        0x0208, OSS)
+	X(OST_SCRUB,        0x0208, OSS)                \
+	X(OST_FALLOCATE,    0x0209, OSS)                \
+	X(OST_SEEK,         0x020A, OSS)
 
 enum lw_opcode {
 #define LW_OP_ENUM(name, value, kind) LW_OP_##name = value,
@@ -756,7 +758,7 @@ _Static_assert(sizeof(struct lw_ost_heartbeat_ent) == 64, "lw_ost_heartbeat_ent"
  */
 struct lw_ost_io {
 	uint32_t ost_idx;
-	uint32_t flags;      /* reserved, 0 */
+	uint32_t flags;      /* per opcode: OST_FALLOCATE's mode, OST_SEEK's whence; 0 for the others */
 	uint64_t objid;
 	uint64_t offset;
 	uint64_t length;
@@ -774,6 +776,23 @@ struct lw_ost_io_rep {
 	uint64_t obj_blocks; /* 512-byte blocks the object occupies (holes take none) */
 };
 _Static_assert(sizeof(struct lw_ost_io_rep) == 24, "lw_ost_io_rep");
+
+/*
+ * OST_FALLOCATE (protocol 3): fallocate(2) on the object over [offset, offset + length); flags is
+ * the mode: 0 or LW_FALLOC_KEEP_SIZE (allocate), PUNCH_HOLE|KEEP_SIZE, ZERO_RANGE[|KEEP_SIZE];
+ * any other is -EOPNOTSUPP, length 0 -EINVAL, an end past 2^62 -EFBIG. Allocating creates a
+ * missing object; punching or zeroing one does nothing. Checksums stay right: a block covered
+ * whole has none after, one covered in part that of what it holds (-EIO if the part kept is bad).
+ * Reply lw_ost_io_rep (obj_size, obj_blocks).
+ * OST_SEEK (protocol 3): lseek(2) from `offset` with flags LW_SEEK_DATA or LW_SEEK_HOLE (else
+ * -EINVAL); reply lw_ost_io_rep, the object offset found in `length`. SEEK_DATA finding none is
+ * -ENXIO; SEEK_HOLE at or past the end (or of a missing object) finds `offset` itself.
+ */
+#define LW_FALLOC_KEEP_SIZE  0x01u /* FALLOC_FL_KEEP_SIZE */
+#define LW_FALLOC_PUNCH_HOLE 0x02u /* FALLOC_FL_PUNCH_HOLE */
+#define LW_FALLOC_ZERO_RANGE 0x10u /* FALLOC_FL_ZERO_RANGE */
+#define LW_SEEK_DATA 3u            /* SEEK_DATA */
+#define LW_SEEK_HOLE 4u            /* SEEK_HOLE */
 
 /* OST_SCRUB reply: the OST's scrub, running or last finished (kept in the OSS's memory only). The
  * OSS checks every 64 KiB block of every object against the crc32c it stored when the block was

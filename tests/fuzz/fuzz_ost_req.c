@@ -1,8 +1,10 @@
 /*
  * OSS request bodies: lw_ost_req_decode. Input: the opcode (2 bytes, little endian), then the
- * body. A body that decodes is exactly one lw_ost_io, copied unchanged, with flags and pad 0, an
- * offset of at most 2^62, a READ of at most LW_MAX_BULK, a SCRUB command the OSS knows and a
- * truncation epoch only on a WRITE or a PUNCH.
+ * body. A body that decodes is exactly one lw_ost_io, copied unchanged, with an offset of at most
+ * 2^62, a READ of at most LW_MAX_BULK, a SCRUB command the OSS knows, pad 0 and a truncation epoch
+ * only on a WRITE or a PUNCH; flags 0, except a FALLOCATE's, one of the five modes the OSS does
+ * (over a range that is not empty and ends by 2^62), and a SEEK's, SEEK_DATA or SEEK_HOLE.
+ * -EOPNOTSUPP is an opcode the OSS does not serve, or a FALLOCATE mode it does not do.
  */
 #include <errno.h>
 #include <string.h>
@@ -46,9 +48,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	rc = lw_ost_req_decode(op, data + 2, len, &io);
 	FUZZ_CHECK(rc == 0 || rc == -EPROTO || rc == -EOPNOTSUPP || rc == -EFBIG || rc == -EINVAL);
-	FUZZ_CHECK((rc == -EOPNOTSUPP) == !is_ost_op(op));
-	if (rc == -EOPNOTSUPP)
+	if (!is_ost_op(op))
+		FUZZ_CHECK(rc == -EOPNOTSUPP);
+	if (rc == -EOPNOTSUPP) {
+		FUZZ_CHECK(!is_ost_op(op) || (op == LW_OP_OST_FALLOCATE && len >= sizeof(io)));
 		return 0;
+	}
 	/* Too short is always -EPROTO; past the fixed part, a bad field may decide first. */
 	if (len < sizeof(io))
 		FUZZ_CHECK(rc == -EPROTO);
@@ -58,9 +63,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rc)
 		return 0;
 	FUZZ_CHECK(!memcmp(&io, data + 2, sizeof(io)));
-	FUZZ_CHECK(io.flags == 0 && io.pad == 0);
-	/* Only writes and punches are made in a truncation epoch. */
-	FUZZ_CHECK(io.trunc_epoch == 0 || op == LW_OP_OST_WRITE || op == LW_OP_OST_PUNCH);
+	if (op == LW_OP_OST_FALLOCATE) {
+		FUZZ_CHECK(io.flags == 0 || io.flags == 0x01 || io.flags == 0x03 || io.flags == 0x10 ||
+			   io.flags == 0x11);
+		FUZZ_CHECK(io.length > 0 && io.length <= (1ull << 62) - io.offset);
+	} else if (op == LW_OP_OST_SEEK) {
+		FUZZ_CHECK(io.flags == 3 || io.flags == 4);
+	} else {
+		FUZZ_CHECK(io.flags == 0);
+	}
+	FUZZ_CHECK(io.pad == 0);
+	/* Only writes, punches and allocations are made in a truncation epoch. */
+	FUZZ_CHECK(io.trunc_epoch == 0 || op == LW_OP_OST_WRITE || op == LW_OP_OST_PUNCH ||
+		   op == LW_OP_OST_FALLOCATE);
 	FUZZ_CHECK(io.offset <= (1ull << 62));
 	if (op == LW_OP_OST_READ)
 		FUZZ_CHECK(io.length <= LW_MAX_BULK);

@@ -243,17 +243,23 @@ static void gen_ost(void)
 		const char *name;
 		uint16_t op;
 		uint64_t length;
+		uint32_t flags;
 	} ops[] = {
-		{ "read", LW_OP_OST_READ, 1u << 20 },
-		{ "write", LW_OP_OST_WRITE, 4096 },
-		{ "punch", LW_OP_OST_PUNCH, 0 },
-		{ "statfs", LW_OP_OST_STATFS, 0 },
-		{ "scrub", LW_OP_OST_SCRUB, 1 },
+		{ "read", LW_OP_OST_READ, 1u << 20, 0 },
+		{ "write", LW_OP_OST_WRITE, 4096, 0 },
+		{ "punch", LW_OP_OST_PUNCH, 0, 0 },
+		{ "statfs", LW_OP_OST_STATFS, 0, 0 },
+		{ "scrub", LW_OP_OST_SCRUB, 1, 0 },
+		{ "fallocate", LW_OP_OST_FALLOCATE, 1u << 20, 0 },
+		{ "fallocate-punch", LW_OP_OST_FALLOCATE, 4096, LW_FALLOC_PUNCH_HOLE | LW_FALLOC_KEEP_SIZE },
+		{ "fallocate-zero", LW_OP_OST_FALLOCATE, 100000, LW_FALLOC_ZERO_RANGE },
+		{ "seek-data", LW_OP_OST_SEEK, 0, LW_SEEK_DATA },
+		{ "seek-hole", LW_OP_OST_SEEK, 0, LW_SEEK_HOLE },
 	};
 
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
-		struct lw_ost_io io = { .ost_idx = 1, .objid = 0x1000 + i, .offset = 65536,
-					.length = ops[i].length, .ino = 12, .stripe_idx = 1 };
+		struct lw_ost_io io = { .ost_idx = 1, .flags = ops[i].flags, .objid = 0x1000 + i,
+					.offset = 65536, .length = ops[i].length, .ino = 12, .stripe_idx = 1 };
 		struct lw_wr w;
 
 		lw_wr_init(&w, big, sizeof(big));

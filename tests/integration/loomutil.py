@@ -1,7 +1,9 @@
 """Helpers shared by the integration tests: layouts as `loom getstripe` prints them, the stripe
-math (as a plain reference model), and random source files."""
+math (as a plain reference model), random source files, and fallocate(2) with any mode."""
 
 import contextlib
+import ctypes
+import ctypes.util
 import hashlib
 import os
 import subprocess
@@ -20,6 +22,28 @@ BUILD = os.path.abspath(os.environ.get("LOOM_BUILD") or os.path.join(REPO, "buil
 LOOM = os.path.join(BUILD, "src", "tools", "loom")
 MDS_BIN = os.path.join(BUILD, "src", "mds", "loom-mds")
 OSS_BIN = os.path.join(BUILD, "src", "oss", "loom-oss")
+
+# ---- fallocate(2) ---------------------------------------------------------------------------
+
+FALLOC_FL_KEEP_SIZE = 0x01
+FALLOC_FL_PUNCH_HOLE = 0x02
+FALLOC_FL_NO_HIDE_STALE = 0x04
+FALLOC_FL_COLLAPSE_RANGE = 0x08
+FALLOC_FL_ZERO_RANGE = 0x10
+FALLOC_FL_INSERT_RANGE = 0x20
+FALLOC_FL_UNSHARE_RANGE = 0x40
+FALLOC_FL_WRITE_ZEROES = 0x80      # Linux 6.17
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+_libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+
+
+def fallocate(fd, mode, offset, length):
+    """fallocate(2) with any mode (os.posix_fallocate has mode 0 only); raises OSError."""
+    if _libc.fallocate(fd, mode, offset, length) < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+
 
 # ---- getstripe output ----------------------------------------------------------------------
 
@@ -265,10 +289,17 @@ def is_mounted(path, fstype="fuse.loom"):
 def second_mount(cluster):
     """The file system mounted again by another loom-mount (mount -t loom): a client with nothing
     cached, as another node would read it."""
+    import mountpair
+    import types
+    # The conftest that defined the cluster's class knows the build under test (BUILD); its
+    # module is found by its functions' globals, as conftests share one module name.
+    g = next(f.__globals__ for c in type(cluster).__mro__ for f in vars(c).values()
+             if isinstance(f, types.FunctionType) and "BUILD" in f.__globals__)
+    parent = types.SimpleNamespace(**g)
     d = tempfile.mkdtemp(prefix="loom-view-")
     try:
-        p = subprocess.run(["mount", "-t", "loom", "-o", "key=" + cluster.key, "%s:/loom" % cluster.addr, d],
-                           capture_output=True, text=True, timeout=60)
+        cmd = mountpair.mount_command(parent, cluster.key, "%s:/loom" % cluster.addr, d)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
         assert p.returncode == 0 and is_mounted(d), "a second mount failed (%d): %s" % (p.returncode, p.stderr)
         yield d
     finally:

@@ -71,6 +71,8 @@ OP = {
     "OST_PUNCH": 0x0203,
     "OST_GETATTR": 0x0204,
     "OST_STATFS": 0x0206,
+    "OST_FALLOCATE": 0x0209,
+    "OST_SEEK": 0x020A,
 }
 
 EPROTO = errno.EPROTO      # 71

@@ -392,6 +392,71 @@ static void test_ost_requests(void)
 	CHECK_RC(lw_ost_req_decode(LW_OP_OST_WRITE, &io, sizeof(io), &out), -EPROTO);
 }
 
+/* lw_ost_io.flags is OST_FALLOCATE's mode and OST_SEEK's whence, and reserved elsewhere. */
+static void test_ost_space_requests(void)
+{
+	static const uint32_t modes_ok[] = {
+		0, LW_FALLOC_KEEP_SIZE, LW_FALLOC_PUNCH_HOLE | LW_FALLOC_KEEP_SIZE, LW_FALLOC_ZERO_RANGE,
+		LW_FALLOC_ZERO_RANGE | LW_FALLOC_KEEP_SIZE,
+	};
+	struct lw_ost_io io = { .ost_idx = 1, .objid = 5, .offset = 100, .length = 4096 }, out;
+
+	for (size_t i = 0; i < sizeof(modes_ok) / sizeof(modes_ok[0]); i++) {
+		io.flags = modes_ok[i];
+		CHECK_RC(lw_ost_req_decode(LW_OP_OST_FALLOCATE, &io, sizeof(io), &out), 0);
+		CHECK_EQ(out.flags, modes_ok[i]);
+	}
+	/* Every other mode, as fallocate(2) answers them: punch without KEEP_SIZE, punch and zero,
+	 * collapse, insert, unshare, anything unknown. */
+	for (uint32_t mode = 0; mode < 0x200; mode++) {
+		bool ok = false;
+
+		for (size_t i = 0; i < sizeof(modes_ok) / sizeof(modes_ok[0]); i++)
+			ok = ok || modes_ok[i] == mode;
+		io.flags = mode;
+		CHECK_RC(lw_ost_req_decode(LW_OP_OST_FALLOCATE, &io, sizeof(io), &out), ok ? 0 : -EOPNOTSUPP);
+		CHECK_RC(lw_falloc_mode_check(mode), ok ? 0 : -EOPNOTSUPP);
+	}
+	io.flags = 0x80000000u;
+	CHECK_RC(lw_ost_req_decode(LW_OP_OST_FALLOCATE, &io, sizeof(io), &out), -EOPNOTSUPP);
+	/* The range: not empty, and within the largest file. */
+	io.flags = LW_FALLOC_KEEP_SIZE;
+	io.length = 0;
+	CHECK_RC(lw_ost_req_decode(LW_OP_OST_FALLOCATE, &io, sizeof(io), &out), -EINVAL);
+	io.offset = 1ull << 62;
+	io.length = 1;
+	CHECK_RC(lw_ost_req_decode(LW_OP_OST_FALLOCATE, &io, sizeof(io), &out), -EFBIG);
+	io.offset = (1ull << 62) - 10;
+	io.length = 10;
+	CHECK_RC(lw_ost_req_decode(LW_OP_OST_FALLOCATE, &io, sizeof(io), &out), 0);
+	io.length = UINT64_MAX; /* offset + length wraps */
+	CHECK_RC(lw_ost_req_decode(LW_OP_OST_FALLOCATE, &io, sizeof(io), &out), -EFBIG);
+	io.offset = 0;
+	io.length = 4096;
+	CHECK_RC(lw_ost_req_decode(LW_OP_OST_FALLOCATE, &io, sizeof(io) - 1, &out), -EPROTO);
+
+	/* OST_SEEK: SEEK_DATA or SEEK_HOLE; its length is not looked at. */
+	io.flags = LW_SEEK_DATA;
+	io.length = 12345;
+	CHECK_RC(lw_ost_req_decode(LW_OP_OST_SEEK, &io, sizeof(io), &out), 0);
+	io.flags = LW_SEEK_HOLE;
+	CHECK_RC(lw_ost_req_decode(LW_OP_OST_SEEK, &io, sizeof(io), &out), 0);
+	for (uint32_t w = 0; w < 8; w++) {
+		io.flags = w;
+		if (w != LW_SEEK_DATA && w != LW_SEEK_HOLE)
+			CHECK_RC(lw_ost_req_decode(LW_OP_OST_SEEK, &io, sizeof(io), &out), -EINVAL);
+	}
+	io.flags = LW_SEEK_DATA;
+	io.offset = (1ull << 62) + 1;
+	CHECK_RC(lw_ost_req_decode(LW_OP_OST_SEEK, &io, sizeof(io), &out), -EFBIG);
+	/* The other opcodes keep flags reserved: a fallocate mode is no excuse. */
+	io.offset = 0;
+	io.flags = LW_FALLOC_KEEP_SIZE;
+	CHECK_RC(lw_ost_req_decode(LW_OP_OST_PUNCH, &io, sizeof(io), &out), -EPROTO);
+	io.flags = LW_SEEK_DATA;
+	CHECK_RC(lw_ost_req_decode(LW_OP_OST_GETATTR, &io, sizeof(io), &out), -EPROTO);
+}
+
 /* Random bodies for every opcode: whatever they hold, decoding returns without reading past the
  * end (ASan/valgrind would flag it) and either fails or yields names that pass the checks. */
 static void test_random_bodies(void)
@@ -432,6 +497,7 @@ int main(void)
 	RUN(test_layouts);
 	RUN(test_readdir_pages);
 	RUN(test_ost_requests);
+	RUN(test_ost_space_requests);
 	RUN(test_random_bodies);
 	return check_report();
 }

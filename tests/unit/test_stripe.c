@@ -67,6 +67,38 @@ static void test_obj_size(void)
 	}
 }
 
+/* stripe_file_offset undoes stripe_locate, and an object's part of a file range is the range
+ * between its sizes at either end: every byte of it maps into the file range, on that object. */
+static void test_file_offset_and_obj_ranges(void)
+{
+	for (int i = 0; i < 20000; i++) {
+		struct stripe_geom g = { .size = 65536ull * (1 + rnd(8)), .count = 1 + (uint32_t)rnd(12) };
+		uint64_t f = rnd(g.size * g.count * 40), o, a, b;
+		uint32_t k;
+
+		stripe_locate(&g, f, &k, &o);
+		CHECK_EQ(stripe_file_offset(&g, k, o), f);
+		a = rnd(g.size * g.count * 5);
+		b = a + rnd(g.size * g.count * 3);
+		k = (uint32_t)rnd(g.count);
+		/* The bytes just outside the object range lie outside the file range. */
+		if (stripe_obj_size(&g, k, a) > 0)
+			CHECK(stripe_file_offset(&g, k, stripe_obj_size(&g, k, a) - 1) < a);
+		CHECK(stripe_file_offset(&g, k, stripe_obj_size(&g, k, b)) >= b);
+		for (uint64_t x = stripe_obj_size(&g, k, a), end = stripe_obj_size(&g, k, b); x < end;
+		     x += 1 + rnd(g.size)) {
+			uint64_t fx = stripe_file_offset(&g, k, x);
+			uint32_t kk;
+			uint64_t oo;
+
+			CHECK(fx >= a && fx < b);
+			model_locate(g.size, g.count, fx, &kk, &oo);
+			CHECK_EQ(kk, k);
+			CHECK_EQ(oo, x);
+		}
+	}
+}
+
 /* Every byte of the range is covered exactly once, by a segment of the run of the object that
  * the model says holds it, at the object offset the model says, and runs are contiguous. */
 static void check_map(const struct stripe_geom *g, uint64_t off, uint64_t len)
@@ -145,6 +177,7 @@ int main(void)
 	srand(12345);
 	RUN(test_locate);
 	RUN(test_obj_size);
+	RUN(test_file_offset_and_obj_ranges);
 	RUN(test_map_random);
 	RUN(test_map_edges);
 	return check_report();

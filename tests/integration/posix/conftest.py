@@ -81,9 +81,13 @@ def local_space():
 
 
 def _case_dir_name(node_name):
-    # test_0012_rename_noreplace_existing_eexist[loom] -> 0012_rename_noreplace_existing_eexist
-    name = re.sub(r"\[.*\]$", "", node_name)
-    name = re.sub(r"^test_", "", name)
+    # test_0012_rename_noreplace_existing_eexist[loom] -> 0012_rename_noreplace_existing_eexist;
+    # a case's other parameters stay in it (test_1100_x[loom-s1m-punch] -> 1100_x-s1m-punch), so
+    # that each has a directory of its own: another mount may still hold the names of the last.
+    m = re.match(r"^(.*)\[(.*)\]$", node_name)
+    name = m.group(1) if m else node_name
+    extra = [p for p in m.group(2).split("-") if p not in ("loom", "local")] if m else []
+    name = re.sub(r"^test_", "", name) + "".join("-" + p for p in extra)
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
 
 

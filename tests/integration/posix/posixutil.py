@@ -1,5 +1,6 @@
 """Helpers for the POSIX conformance cases: errno checks, syscalls Python's os module lacks
-(renameat2, utimensat with UTIME_NOW/UTIME_OMIT, getxattr into a caller's buffer, mincore), running
+(renameat2, utimensat with UTIME_NOW/UTIME_OMIT, getxattr into a caller's buffer, mincore;
+fallocate with any mode comes from loomutil), running
 an operation as another user in a child process, and a child process that holds a lock."""
 
 import ctypes
@@ -15,6 +16,11 @@ import time
 import traceback
 
 import pytest
+
+# fallocate(2) with any mode, shared with the other integration tests.
+from loomutil import (FALLOC_FL_COLLAPSE_RANGE, FALLOC_FL_INSERT_RANGE, FALLOC_FL_KEEP_SIZE,  # noqa: F401
+                      FALLOC_FL_NO_HIDE_STALE, FALLOC_FL_PUNCH_HOLE, FALLOC_FL_UNSHARE_RANGE,
+                      FALLOC_FL_WRITE_ZEROES, FALLOC_FL_ZERO_RANGE, fallocate)
 
 KiB = 1 << 10
 MiB = 1 << 20
