@@ -1,4 +1,4 @@
-/* Files: open, read, write, fsync, truncate, close. */
+/* Files: open, read, report, fsync, truncate, stat, close (writes are write.c's). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -12,16 +12,9 @@
 #include "client/path.h"
 #include "common/util.h"
 
-#define LOOM_MAX_FILE_SIZE (1ull << 62)
-
 static bool can_read(const loom_file *f)
 {
 	return (f->flags & O_ACCMODE) != O_WRONLY;
-}
-
-static bool can_write(const loom_file *f)
-{
-	return (f->flags & O_ACCMODE) != O_RDONLY;
 }
 
 static uint32_t wire_open_flags(int flags)
@@ -41,7 +34,7 @@ int files_report_ino(loom_fs *fs, uint64_t ino)
 	 * goes out under it: before a truncation, and before a lock of the file is let go. */
 	pthread_mutex_lock(&fs->files_lock);
 	for (loom_file *f = u64map_get(&fs->files, ino); f; f = f->next_same_ino) {
-		int r = can_write(f) ? report(f, LW_OP_MDS_SIZE_UPDATE) : 0;
+		int r = file_can_write(f) ? report(f, LW_OP_MDS_SIZE_UPDATE) : 0;
 		if (r && !rc)
 			rc = r;
 	}
@@ -209,196 +202,6 @@ int loom_create(loom_fs *fs, const char *path, int flags, mode_t mode,
 	return open_common(fs, path, flags | O_CREAT, mode, layout, out);
 }
 
-#define WB_MAX_WRITE    (1u << 20) /* writes up to this size go behind (FUSE's are 1 MiB) */
-#define WB_MAX_INFLIGHT (4u << 20) /* bytes behind per handle: every stripe of a 4-wide file at
-                                    * 1 MiB busy, and little written past a full OST */
-#define WB_SLOTS        (sizeof(((loom_file *)0)->wb) / sizeof(((loom_file *)0)->wb[0]))
-
-uint32_t file_epoch(loom_file *f)
-{
-	uint32_t epoch = ino_epoch(f->fs, f->ino, 0);
-
-	pthread_mutex_lock(&f->lock);
-	if (epoch > f->trunc_epoch) {
-		f->trunc_epoch = epoch;
-		f->written_end = 0;
-		f->fail_off = UINT64_MAX;
-	}
-	epoch = f->trunc_epoch;
-	pthread_mutex_unlock(&f->lock);
-	return epoch;
-}
-
-/* Learns the file's truncation epoch from the MDS after an OSS refused a write as older than its
- * object's last cut: -EIO if the MDS knows of none newer (a broken server). */
-static int learn_epoch(loom_file *f, uint32_t refused)
-{
-	struct lw_attr attr;
-	int rc = mdc_getattr(f->fs, &f->cred, f->ino, &attr);
-
-	if (rc)
-		return rc;
-	if (attr.trunc_epoch <= refused)
-		return -EIO;
-	ino_epoch(f->fs, f->ino, attr.trunc_epoch);
-	file_epoch(f);
-	return 0;
-}
-
-int file_send_again(loom_file *f, int rc, uint32_t sent, file_epoch_send send, void *arg)
-{
-	uint64_t give_up = clock_mono_ns() + (uint64_t)f->fs->recovery_ms * 1000000ull;
-	unsigned wait_ms = 1;
-
-	while (rc == -ESTALE || rc == -EAGAIN) {
-		if (rc == -ESTALE && file_epoch(f) <= sent && (rc = learn_epoch(f, sent)) != 0)
-			return rc;
-		if (rc == -EAGAIN) {
-			if (clock_mono_ns() > give_up)
-				return -EIO;
-			sleep_ms(wait_ms);
-			wait_ms = wait_ms < 64 ? wait_ms * 2 : 64;
-		}
-		sent = file_epoch(f);
-		rc = send(f, sent, arg);
-	}
-	return rc;
-}
-
-int file_send_in_epoch(loom_file *f, file_epoch_send send, void *arg)
-{
-	uint32_t sent = file_epoch(f);
-
-	return file_send_again(f, send(f, sent, arg), sent, send, arg);
-}
-
-struct write_args {
-	const void *buf;
-	uint64_t len, off;
-};
-
-static int send_write(loom_file *f, uint32_t epoch, void *arg)
-{
-	const struct write_args *w = arg;
-
-	return io_write(f->fs, f->ino, f->layout, w->buf, w->len, w->off, epoch, f->obj_blocks);
-}
-
-/* A write of [off, off + len) made in epoch `sent` that ended with rc, sent again as needed. */
-static int write_again(loom_file *f, const void *buf, uint64_t len, uint64_t off, int rc,
-		       uint32_t sent)
-{
-	struct write_args w = { .buf = buf, .len = len, .off = off };
-
-	return file_send_again(f, rc, sent, send_write, &w);
-}
-
-/* Only what reached the objects is reported as part of the file; a failure is every handle's to
- * hear of (errseq), and this handle's next writes fail until it has reported it. */
-void file_wrote(loom_file *f, uint64_t off, uint64_t len, int rc)
-{
-	pthread_mutex_lock(&f->lock);
-	if (rc == 0 && off + len > f->written_end)
-		f->written_end = off + len;
-	if (rc && off < f->fail_off)
-		f->fail_off = off;
-	pthread_mutex_unlock(&f->lock);
-	if (rc) {
-		if (!f->wb_err)
-			f->wb_err = rc;
-		ino_error(f->fs, f->ino, rc);
-	}
-}
-
-/* Under wb_lock: the oldest write behind is answered (waiting for it with wait). */
-static bool wb_reap_one(loom_file *f, bool wait)
-{
-	struct io_wb *b;
-	uint64_t off, len;
-	int rc;
-
-	if (!f->wb_count)
-		return false;
-	b = f->wb[f->wb_first];
-	if (!wait && !io_wb_done(b))
-		return false;
-	f->wb_first = (f->wb_first + 1) % WB_SLOTS;
-	f->wb_count--;
-	f->wb_bytes -= io_wb_len(b);
-	off = io_wb_off(b);
-	len = io_wb_len(b);
-	rc = io_wb_wait(b, f->obj_blocks);
-	if (rc == -ESTALE || rc == -EAGAIN)
-		rc = write_again(f, io_wb_data(b), len, off, rc, io_wb_epoch(b));
-	io_wb_free(b);
-	file_wrote(f, off, len, rc);
-	return true;
-}
-
-static bool wb_overlaps(loom_file *f, uint64_t off, uint64_t len)
-{
-	for (unsigned i = 0; i < f->wb_count; i++)
-		if (io_wb_overlaps(f->wb[(f->wb_first + i) % WB_SLOTS], off, len))
-			return true;
-	return false;
-}
-
-int file_drain_locked(loom_file *f)
-{
-	while (wb_reap_one(f, true))
-		;
-	return f->wb_err;
-}
-
-int file_drain(loom_file *f)
-{
-	int rc;
-
-	pthread_mutex_lock(&f->wb_lock);
-	rc = file_drain_locked(f);
-	pthread_mutex_unlock(&f->wb_lock);
-	return rc;
-}
-
-int files_drain_ino(loom_fs *fs, uint64_t ino)
-{
-	int rc = 0;
-
-	pthread_mutex_lock(&fs->files_lock);
-	for (loom_file *f = u64map_get(&fs->files, ino); f; f = f->next_same_ino) {
-		int r = file_drain(f);
-		if (r && !rc)
-			rc = r;
-	}
-	pthread_mutex_unlock(&fs->files_lock);
-	return rc;
-}
-
-/* The write goes behind: copied, sent, answered later. Under wb_lock. */
-static int wb_write(loom_file *f, const void *buf, size_t len, uint64_t off)
-{
-	struct io_wb *b;
-	int rc;
-
-	while (wb_reap_one(f, false))
-		;
-	/* Two writes of the same bytes in flight could be applied in either order: wait. */
-	if (wb_overlaps(f, off, len))
-		while (wb_reap_one(f, true))
-			;
-	while (f->wb_count == WB_SLOTS || (f->wb_count && f->wb_bytes + len > WB_MAX_INFLIGHT))
-		wb_reap_one(f, true);
-	if (f->wb_err)
-		return f->wb_err; /* an earlier write failed: so do the next ones, until reported */
-	rc = io_wb_start(f->fs, f->ino, f->layout, buf, len, off, file_epoch(f), &b);
-	if (rc)
-		return rc;
-	f->wb[(f->wb_first + f->wb_count) % WB_SLOTS] = b;
-	f->wb_count++;
-	f->wb_bytes += len;
-	return 0;
-}
-
 static int read_objects(loom_file *f, void *buf, size_t len, uint64_t off)
 {
 	/* What this client wrote is read back (an error stays for the writer's flush). */
@@ -443,141 +246,12 @@ ssize_t loom_pread(loom_file *f, void *buf, size_t len, off_t off)
 	return rc ? rc : (ssize_t)len;
 }
 
-/* As the kernel's file_remove_privs(): a write by anyone but root drops setuid, and setgid on a
- * group-executable file. The MDS does it (the writer may not own the file). */
-int file_drop_privs(loom_file *f)
-{
-	struct lw_setattr sa = { .ino = f->ino, .valid = LW_SA_KILLPRIV | LW_SA_FH };
-	struct lw_attr attr;
-	uint32_t mode;
-	int rc;
-
-	if (f->privs_checked)
-		return 0;
-	pthread_mutex_lock(&f->lock);
-	mode = f->attr.mode;
-	pthread_mutex_unlock(&f->lock);
-	if (f->cred.uid == 0 || !(mode & (S_ISUID | S_ISGID)))
-		rc = 0;
-	else if ((rc = mdc_setattr(f->fs, &f->cred, &sa, &attr)) == 0) {
-		pthread_mutex_lock(&f->lock);
-		f->attr.mode = attr.mode;
-		pthread_mutex_unlock(&f->lock);
-	}
-	if (rc == 0)
-		f->privs_checked = true;
-	return rc;
-}
-
-/* The bytes below dom_size go to the MDS's part (sent with the next size report), the rest to
- * the objects. */
-static int write_data(loom_file *f, const char *buf, size_t len, uint64_t off)
-{
-	int rc = 0;
-
-	if (f->dom && off < f->layout->dom_size) {
-		size_t n = len < f->layout->dom_size - off ? len : (size_t)(f->layout->dom_size - off);
-
-		rc = dom_write(f, buf, n, off);
-		if (rc || n == len)
-			return rc;
-		buf += n;
-		len -= n;
-		off += n;
-	}
-	pthread_mutex_lock(&f->wb_lock);
-	if (len <= WB_MAX_WRITE) {
-		rc = wb_write(f, buf, len, off);
-	} else {
-		while (wb_reap_one(f, true))
-			;
-		/* Answered once written: a failure is this write's error (nothing of it is
-		 * reported as part of the file), not one for later. */
-		uint32_t epoch = file_epoch(f);
-
-		rc = f->wb_err ? f->wb_err : io_write(f->fs, f->ino, f->layout, buf, len, off, epoch,
-						      f->obj_blocks);
-		if (rc == -ESTALE || rc == -EAGAIN)
-			rc = write_again(f, buf, len, off, rc, epoch);
-		if (rc == 0)
-			file_wrote(f, off, len, 0);
-	}
-	pthread_mutex_unlock(&f->wb_lock);
-	return rc;
-}
-
-static ssize_t pwrite_at(loom_file *f, const void *buf, size_t len, uint64_t off)
-{
-	int rc;
-
-	if (len == 0)
-		return 0;
-	if ((rc = file_drop_privs(f)) != 0)
-		return rc;
-	if (len > SSIZE_MAX)
-		len = SSIZE_MAX;
-	if (off >= LOOM_MAX_FILE_SIZE || len > LOOM_MAX_FILE_SIZE - off)
-		return -EFBIG;
-	rc = write_data(f, buf, len, off);
-	if (rc)
-		return rc;
-	file_modified(f, off + len);
-	return (ssize_t)len;
-}
-
-void file_modified(loom_file *f, uint64_t end)
-{
-	pthread_mutex_lock(&f->lock);
-	if (end > f->size)
-		f->size = end;
-	f->dirty = true;
-	f->mtime_dirty = true;
-	f->mtime = clock_real();
-	pthread_mutex_unlock(&f->lock);
-}
-
-ssize_t loom_pwrite(loom_file *f, const void *buf, size_t len, off_t off)
-{
-	ssize_t n;
-
-	if (off < 0)
-		return -EINVAL;
-	if (!can_write(f))
-		return -EBADF;
-	if (!f->layout)
-		return -EINVAL;
-	if (!(f->flags & O_APPEND))
-		return pwrite_at(f, buf, len, (uint64_t)off);
-	/* O_APPEND: the end is chosen and written in one step, so two appends through this handle
-	 * never land on the same offset. */
-	pthread_mutex_lock(&f->append_lock);
-	pthread_mutex_lock(&f->lock);
-	off = (off_t)f->size;
-	pthread_mutex_unlock(&f->lock);
-	n = pwrite_at(f, buf, len, (uint64_t)off);
-	pthread_mutex_unlock(&f->append_lock);
-	return n;
-}
-
 ssize_t loom_read(loom_file *f, void *buf, size_t len)
 {
 	ssize_t n = loom_pread(f, buf, len, (off_t)f->pos);
 
 	if (n > 0)
 		f->pos += (uint64_t)n;
-	return n;
-}
-
-ssize_t loom_write(loom_file *f, const void *buf, size_t len)
-{
-	ssize_t n = loom_pwrite(f, buf, len, (off_t)f->pos);
-
-	if (n > 0) {
-		pthread_mutex_lock(&f->lock);
-		/* After an append the position is the end it wrote to (which is the end now). */
-		f->pos = (f->flags & O_APPEND) ? f->size : f->pos + (uint64_t)n;
-		pthread_mutex_unlock(&f->lock);
-	}
 	return n;
 }
 
@@ -663,7 +337,7 @@ static int report(loom_file *f, uint16_t op)
 		pthread_mutex_unlock(&f->wb_lock);
 	}
 	/* Data-on-MDT bytes written here (through any handle of the inode) travel with the size. */
-	if (f->dom && can_write(f) && (rc = dom_send_excess(f, &dom)) != 0)
+	if (f->dom && file_can_write(f) && (rc = dom_send_excess(f, &dom)) != 0)
 		return wb_rc ? wb_rc : rc;
 	/* The report is of writes made in this epoch: the MDS grows no size with older ones. */
 	epoch = file_epoch(f);
@@ -696,7 +370,7 @@ static int report(loom_file *f, uint16_t op)
 		flags |= LW_CL_BLOCKS;
 	}
 	/* A read-only handle's close reports nothing: np.load need not wait for its answer. */
-	if (op == LW_OP_MDS_CLOSE && !can_write(f) && !flags && !wb_rc &&
+	if (op == LW_OP_MDS_CLOSE && !file_can_write(f) && !flags && !wb_rc &&
 	    mdc_close_detached(f->fs, &f->cred, f->ino, f->handle) == 0)
 		return 0;
 	rc = mdc_close(f->fs, &f->cred, op, f->ino, f->handle, flags, size, epoch, mtime, blocks, &dom, &attr);
@@ -780,9 +454,9 @@ int loom_ftruncate(loom_file *f, off_t size)
 
 	if (size < 0)
 		return -EINVAL;
-	if (!can_write(f))
+	if (!file_can_write(f))
 		return -EBADF;
-	if ((uint64_t)size > LOOM_MAX_FILE_SIZE)
+	if ((uint64_t)size > LW_MAX_OFFSET)
 		return -EFBIG;
 	sa.size = (uint64_t)size;
 	/* What this client wrote is reported first (truncate after write): the MDS cuts the objects

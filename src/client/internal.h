@@ -5,6 +5,7 @@
 #ifndef LOOM_CLIENT_INTERNAL_H
 #define LOOM_CLIENT_INTERNAL_H
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -121,6 +122,11 @@ struct loom_file {
 	int wb_err;                /* the first error of a write already answered */
 	struct dom_cache *dom;     /* Data-on-MDT bytes (layout->dom_size > 0), shared per inode */
 };
+
+static inline bool file_can_write(const loom_file *f)
+{
+	return (f->flags & O_ACCMODE) != O_RDONLY;
+}
 
 struct loom_dir {
 	loom_fs *fs;
@@ -330,6 +336,7 @@ int file_finish_open(loom_fs *fs, const struct loom_cred *cr, int flags, const s
 		     uint64_t handle, struct loom_layout *layout, bool created, struct mdc_dom *dom,
 		     loom_file **out);
 
+/* write.c */
 /* The handle changed the file's bytes, its size up to end (0: not its size), or its space: its
  * next report says so (LW_CL_DATA, the size, mtime and blocks), as for a write. */
 void file_modified(loom_file *f, uint64_t end);
@@ -353,12 +360,17 @@ typedef int (*file_epoch_send)(loom_file *f, uint32_t epoch, void *arg);
 int file_send_again(loom_file *f, int rc, uint32_t sent, file_epoch_send send, void *arg);
 /* Sends it in the handle's epoch, and again as file_send_again does. */
 int file_send_in_epoch(loom_file *f, file_epoch_send send, void *arg);
+/* Waits for the write-behind of every handle of ino here; its error (kept for their flush). */
+int files_drain_ino(loom_fs *fs, uint64_t ino);
+/* The same for one handle; file_drain_locked under its wb_lock. */
+int file_drain(loom_file *f);
+int file_drain_locked(loom_file *f);
+
+/* Open-file registry (files.c). */
 /* The file's size as this client knows it (size: the caller's own figure): another handle of
  * ours may have written past what it saw at its open (a reader that bypasses the page cache must
  * see it, as locally). */
 uint64_t files_written_size(loom_fs *fs, uint64_t ino, uint64_t size);
-
-/* Open-file registry (files.c). */
 void files_add(loom_fs *fs, loom_file *f);
 void files_remove(loom_fs *fs, loom_file *f);
 /* Folds this client's unreported writes to ino into attributes the MDS just gave (and lets
@@ -366,13 +378,9 @@ void files_remove(loom_fs *fs, loom_file *f);
 void files_pending_attr(loom_fs *fs, struct lw_attr *attr);
 /* An explicit mtime was set on ino: the handles' write times must not overwrite it. */
 void files_forget_mtime(loom_fs *fs, uint64_t ino);
-/* Reports what every handle of ino here wrote and has not reported yet (before a truncation). */
+/* Reports what every handle of ino here wrote and has not reported yet (before a truncation;
+ * file.c). */
 int files_report_ino(loom_fs *fs, uint64_t ino);
-/* Waits for the write-behind of every handle of ino here; its error (kept for their flush). */
-int files_drain_ino(loom_fs *fs, uint64_t ino);
-/* The same for one handle; file_drain_locked under its wb_lock. */
-int file_drain(loom_file *f);
-int file_drain_locked(loom_file *f);
 /* inode.c: per inode, what the handles here share: write errors (errseq) and the truncation
  * epoch. ino_forget when the inode's last handle here goes, ino_shared_destroy at disconnect. */
 void ino_error(loom_fs *fs, uint64_t ino, int err);

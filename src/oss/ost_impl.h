@@ -128,6 +128,8 @@ struct ost {
 	struct ost_cache_policy cache;
 };
 
+/* ost_csum.c: range locks, checksums and write intents. */
+
 /* Blocks [first, last] of objid, shared (excl false) or exclusive. */
 void rl_lock(struct ost *o, struct rl_ent *e, uint64_t objid, uint64_t first, uint64_t last, bool excl);
 void rl_unlock(struct ost *o, struct rl_ent *e);
@@ -150,11 +152,6 @@ struct csum_tally {
 uint64_t csum_check(const struct ost *o, const char *what, uint64_t objid, uint64_t first,
 		    const uint8_t *data, size_t len, const uint32_t *stored, struct csum_tally *t);
 
-/* read/write until done or the end of the file; *got gets the bytes read. 0 or -errno. */
-int pread_full(int fd, void *buf, size_t len, uint64_t off, size_t *got);
-int pwrite_full(int fd, const void *buf, size_t len, uint64_t off);
-/* The object's size and blocks, as fstat(2) says. */
-int fd_stat(int fd, struct ost_objstat *os);
 /* Writes the sidecar entries of blocks [first, first+n). */
 int csum_store(int cfd, uint64_t first, uint32_t n, const uint32_t *crcs);
 /* After a change of blocks [first, first+count) that failed or was cut short: their checksums
@@ -169,6 +166,12 @@ int csum_repair(const struct ost *o, uint64_t objid, int fd, int cfd, uint64_t f
  * second. */
 int intent_begin(struct ost *o, uint64_t objid, uint64_t first, uint64_t count);
 void intent_end(struct ost *o, int slot);
+/* At ost_open(): maps DIR/csum_intents and recomputes the checksums of every write a crash
+ * interrupted; a record that cannot be repaired now stays for the next start (-EIO when every
+ * slot holds one). */
+int intents_open_and_recover(struct ost *o);
+
+/* ost_obj.c: objects open for I/O, and their truncation epochs. */
 
 /* An object open for I/O: its descriptors and the cache slot holding them (NULL: not cached,
  * obj_put closes them). cfd is -1 when the object has no sidecar (only without create). The
@@ -185,15 +188,25 @@ int obj_get(struct ost *o, uint64_t objid, bool create, uint64_t ino, uint32_t s
 	    uint32_t epoch, struct obj *h);
 /* The truncation epoch the object is in (protocol.md, OST_WRITE): 0 before any cut. */
 uint32_t obj_epoch(struct obj *h);
+/* Records that the object is in `epoch` now (it was cut for it). */
+int obj_set_epoch(struct obj *h, uint32_t epoch);
+/* The cache slot objid would take (one per hash; ost_destroy dooms it). */
+struct fdc_slot *fdc_slot_of(struct ost *o, uint64_t objid);
 void obj_put(struct ost *o, struct obj *h);
 /* Opens objid's sidecar; with create, an empty one is created when missing. Without create a
  * missing sidecar gives *cfd -1 and 0. (An object's descriptors from obj_get without create may
  * lack a sidecar made since by a handle that was not cached.) */
 int csum_open(struct ost *o, uint64_t objid, bool create, int *cfd);
 
+/* ost.c: names and plain I/O. */
 void obj_name(uint64_t objid, char *buf, size_t cap);
 void csum_name(uint64_t objid, char *buf, size_t cap);
 int obj_dir(uint64_t objid);
+/* read/write until done or the end of the file; *got gets the bytes read. 0 or -errno. */
+int pread_full(int fd, void *buf, size_t len, uint64_t off, size_t *got);
+int pwrite_full(int fd, const void *buf, size_t len, uint64_t off);
+/* The object's size and blocks, as fstat(2) says. */
+int fd_stat(int fd, struct ost_objstat *os);
 
 /* scrub.c */
 void scrub_init(struct ost *o);
