@@ -155,6 +155,7 @@ struct mds_handle {
 	uint64_t ino;
 	uint64_t sid;
 	bool writer;   /* opened for writing */
+	uint64_t req_id; /* of the request that opened it: a resend of that request finds it */
 	struct mds_handle *prev, *next; /* in the session's list */
 };
 
@@ -180,10 +181,16 @@ int mds_session_disconnect(struct mds *m, struct mdt_txn *t, uint64_t conn_id, b
 /* Ends the sessions whose client has been away longer than the recovery window. */
 int mds_sessions_expire(struct mds *m, struct mdt_txn *t, uint64_t now_ns, bool *released);
 
-int mds_handle_open(struct mds *m, uint64_t ino, uint64_t sid, bool writer, uint64_t *handle);
+/* A new handle on ino for session sid, made by request req_id. */
+int mds_handle_open(struct mds *m, uint64_t ino, uint64_t sid, bool writer, uint64_t req_id,
+		    uint64_t *handle);
 /* The same from the network thread, before the open's read transaction begins: -EAGAIN when
  * the metadata thread is releasing ino (the open must go there). */
-int mds_handle_open_shared(struct mds *m, uint64_t ino, uint64_t sid, uint64_t *handle);
+int mds_handle_open_shared(struct mds *m, uint64_t ino, uint64_t sid, uint64_t req_id,
+			   uint64_t *handle);
+/* The handle that request req_id of session sid opened on ino (a resend's first run): 0, or
+ * -ENOENT when there is none. */
+int mds_handle_find(struct mds *m, uint64_t sid, uint64_t ino, uint64_t req_id, uint64_t *handle);
 /* Forgets a handle the metadata thread just made for an open that failed (nothing to release:
  * no release could have been decided meanwhile). */
 void mds_handle_forget(struct mds *m, uint64_t handle);

@@ -301,7 +301,8 @@ static int holds_end(struct mds *m, struct mdt_txn *t, uint64_t ino, bool *relea
 	return rc;
 }
 
-static int handle_new(struct mds *m, uint64_t ino, uint64_t sid, bool writer, uint64_t *handle)
+static int handle_new(struct mds *m, uint64_t ino, uint64_t sid, bool writer, uint64_t req_id,
+		      uint64_t *handle)
 {
 	struct mds_session *s = u64map_get(&m->sessions, sid);
 	struct mds_handle *h;
@@ -316,6 +317,7 @@ static int handle_new(struct mds *m, uint64_t ino, uint64_t sid, bool writer, ui
 	h->ino = ino;
 	h->sid = sid;
 	h->writer = writer;
+	h->req_id = req_id;
 	if (writer && count_add(&m->writers, ino, 1) < 0) {
 		free(h);
 		return -ENOMEM;
@@ -338,23 +340,42 @@ static int handle_new(struct mds *m, uint64_t ino, uint64_t sid, bool writer, ui
 	return 0;
 }
 
-int mds_handle_open(struct mds *m, uint64_t ino, uint64_t sid, bool writer, uint64_t *handle)
+int mds_handle_open(struct mds *m, uint64_t ino, uint64_t sid, bool writer, uint64_t req_id,
+		    uint64_t *handle)
 {
 	int rc;
 
 	pthread_mutex_lock(&m->sess_lock);
-	rc = handle_new(m, ino, sid, writer, handle);
+	rc = handle_new(m, ino, sid, writer, req_id, handle);
 	pthread_mutex_unlock(&m->sess_lock);
 	return rc;
 }
 
-int mds_handle_open_shared(struct mds *m, uint64_t ino, uint64_t sid, uint64_t *handle)
+int mds_handle_open_shared(struct mds *m, uint64_t ino, uint64_t sid, uint64_t req_id,
+			   uint64_t *handle)
 {
 	int rc = -EAGAIN;
 
 	pthread_mutex_lock(&m->sess_lock);
 	if (!u64map_get(&m->releasing, ino))
-		rc = handle_new(m, ino, sid, false, handle);
+		rc = handle_new(m, ino, sid, false, req_id, handle);
+	pthread_mutex_unlock(&m->sess_lock);
+	return rc;
+}
+
+int mds_handle_find(struct mds *m, uint64_t sid, uint64_t ino, uint64_t req_id, uint64_t *handle)
+{
+	struct mds_session *s;
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&m->sess_lock);
+	s = u64map_get(&m->sessions, sid);
+	for (struct mds_handle *h = s ? s->handles : NULL; h; h = h->next)
+		if (h->req_id == req_id && h->ino == ino) {
+			*handle = h->handle;
+			rc = 0;
+			break;
+		}
 	pthread_mutex_unlock(&m->sess_lock);
 	return rc;
 }

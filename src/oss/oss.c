@@ -57,122 +57,198 @@ static struct ost *oss_find(struct oss *oss, uint32_t idx)
 	return NULL;
 }
 
+/* One request being served: what every handler gets and fills. */
+struct oss_op {
+	struct oss *oss;
+	struct srv_req *req;
+	struct ost *ost;          /* the OST it names (OSS rows) */
+	struct lw_ost_io io;
+	struct lw_ost_io_rep rep; /* the reply of most: the object's size and blocks from os */
+	struct ost_objstat os;
+	void *buf;                /* the reply's bulk (OST_READ), nread bytes */
+	size_t nread;
+	bool replied;             /* the handler answered, with a reply of its own form */
+	bool quiet;               /* its error is not the OST's trouble: no warning */
+};
+
+/* PING: an answer is all it asks for. */
+static int oss_op_ping(struct oss_op *o)
+{
+	(void)o;
+	return 0;
+}
+
+/* AUTH_*: the frame layer answers them; the decoder turns them away before. */
+static int oss_op_auth(struct oss_op *o)
+{
+	(void)o;
+	return -EOPNOTSUPP;
+}
+
+static int oss_op_read(struct oss_op *o)
+{
+	int rc;
+
+	if (o->io.length && !(o->buf = bulk_alloc(o->io.length)))
+		return -ENOMEM;
+	rc = ost_read(o->ost, o->io.objid, o->io.offset, o->buf, o->io.length, &o->nread, &o->os);
+	o->rep.length = o->nread;
+	return rc;
+}
+
+static int oss_op_write(struct oss_op *o)
+{
+	const struct lw_ost_io *io = &o->io;
+	int rc;
+
+	if (io->length != o->req->hdr.bulk_len)
+		return -EPROTO;
+	rc = ost_write(o->ost, io->objid, io->offset, o->req->bulk, io->length, io->ino, io->stripe_idx,
+		       io->trunc_epoch, &o->os);
+	/* A write of another truncation epoch: its writer knows what to do. */
+	o->quiet = rc == -ESTALE || rc == -EAGAIN;
+	o->rep.length = rc ? 0 : io->length;
+	return rc;
+}
+
+static int oss_op_punch(struct oss_op *o)
+{
+	return ost_punch(o->ost, o->io.objid, o->io.length, o->io.ino, o->io.stripe_idx,
+			 o->io.trunc_epoch, &o->os);
+}
+
+static int oss_op_getattr(struct oss_op *o)
+{
+	return ost_getattr(o->ost, o->io.objid, &o->os);
+}
+
+/* The codec let through only the modes ost_fallocate does, and a range in bounds. */
+static int oss_op_fallocate(struct oss_op *o)
+{
+	const struct lw_ost_io *io = &o->io;
+
+	return ost_fallocate(o->ost, io->objid, io->flags, io->offset, io->length, io->ino,
+			     io->stripe_idx, io->trunc_epoch, &o->os);
+}
+
+static int oss_op_seek(struct oss_op *o)
+{
+	int rc = ost_seek(o->ost, o->io.objid, o->io.flags, o->io.offset, &o->rep.length, &o->os);
+
+	o->quiet = rc == -ENXIO; /* SEEK_DATA: no data there */
+	return rc;
+}
+
+static int oss_op_sync(struct oss_op *o)
+{
+	return ost_sync(o->ost, o->io.objid);
+}
+
+static int oss_op_destroy(struct oss_op *o)
+{
+	return ost_destroy(o->ost, o->io.objid);
+}
+
+static int oss_op_statfs(struct oss_op *o)
+{
+	struct lw_statfs sf;
+	int rc = ost_statfs(o->ost, &sf);
+
+	if (rc == 0) {
+		srv_reply(o->req, 0, &sf, sizeof(sf), NULL, 0, NULL);
+		o->replied = true;
+	}
+	return rc;
+}
+
+/* The codec let only the two commands through. */
+static int oss_op_scrub(struct oss_op *o)
+{
+	struct lw_scrub_rep sr;
+	int rc = 0;
+
+	if (o->io.length == LW_SCRUB_START)
+		rc = ost_scrub_start(o->ost, o->io.objid, o->oss->scrub_rate, &sr);
+	else
+		ost_scrub_status(o->ost, &sr);
+	if (rc == 0) {
+		srv_reply(o->req, 0, &sr, sizeof(sr), NULL, 0, NULL);
+		o->replied = true;
+	}
+	return rc;
+}
+
+#define RUN_OSS(name, handler) \
+	case LW_OP_##name:     \
+		return oss_op_##handler(o);
+#define RUN_ANY RUN_OSS
+#define RUN_MDS(name, handler)
+
+static int oss_op_run(struct oss_op *o)
+{
+	switch (o->req->hdr.opcode) {
+#define LW_OP(name, value, server, resend, flags, req, rep, handler, net) RUN_##server(name, handler)
+#include "proto/ops.def"
+#undef LW_OP
+	default:
+		return -EOPNOTSUPP;
+	}
+}
+
 static void oss_serve(struct oss *oss, struct srv_req *req)
 {
 	uint16_t op = req->hdr.opcode;
-	struct lw_ost_io io;
-	struct lw_ost_io_rep rep = { 0 };
-	struct ost_objstat os = { 0 };
-	struct lw_statfs sf;
-	struct ost *ost;
-	void *buf = NULL;
-	size_t nread = 0;
+	const struct lw_op_info *info = lw_op_info(op);
+	struct oss_op o = { .oss = oss, .req = req };
 	int rc;
 
-	if (op == LW_OP_PING) {
-		srv_reply(req, 0, NULL, 0, NULL, 0, NULL);
-		return;
-	}
-	rc = lw_ost_req_decode(op, req->body, req->hdr.body_len, &io);
+	rc = lw_ost_req_decode(op, req->body, req->hdr.body_len, &o.io);
 	if (rc) {
 		log_warn("%s from %s: malformed request: %s", lw_op_name(op), srv_req_peer(req),
 			 strerror(-rc));
 		srv_reply(req, rc, NULL, 0, NULL, 0, NULL);
 		return;
 	}
-	ost = oss_find(oss, io.ost_idx);
-	if (!ost) {
-		srv_reply(req, -ENODEV, NULL, 0, NULL, 0, NULL);
-		return;
-	}
-	if (io.objid == 0 && op != LW_OP_OST_STATFS && op != LW_OP_OST_SYNC && op != LW_OP_OST_SCRUB) {
-		srv_reply(req, -EINVAL, NULL, 0, NULL, 0, NULL);
-		return;
-	}
-
-	switch (op) {
-	case LW_OP_OST_READ:
-		if (io.length && !(buf = bulk_alloc(io.length))) {
-			rc = -ENOMEM;
-			break;
+	if (info->server == LW_SRV_OSS) {
+		o.ost = oss_find(oss, o.io.ost_idx);
+		if (!o.ost) {
+			srv_reply(req, -ENODEV, NULL, 0, NULL, 0, NULL);
+			return;
 		}
-		rc = ost_read(ost, io.objid, io.offset, buf, io.length, &nread, &os);
-		rep.length = nread;
-		break;
-	case LW_OP_OST_WRITE:
-		if (io.length != req->hdr.bulk_len) {
-			rc = -EPROTO;
-			break;
+		if ((info->flags & LW_OPF_OBJ) && o.io.objid == 0) {
+			srv_reply(req, -EINVAL, NULL, 0, NULL, 0, NULL);
+			return;
 		}
-		rc = ost_write(ost, io.objid, io.offset, req->bulk, io.length, io.ino, io.stripe_idx,
-			       io.trunc_epoch, &os);
-		rep.length = rc ? 0 : io.length;
-		break;
-	case LW_OP_OST_PUNCH:
-		rc = ost_punch(ost, io.objid, io.length, io.ino, io.stripe_idx, io.trunc_epoch, &os);
-		break;
-	case LW_OP_OST_GETATTR:
-		rc = ost_getattr(ost, io.objid, &os);
-		break;
-	case LW_OP_OST_FALLOCATE:
-		/* The codec let through only the modes ost_fallocate does, and a range in bounds. */
-		rc = ost_fallocate(ost, io.objid, io.flags, io.offset, io.length, io.ino, io.stripe_idx,
-				   io.trunc_epoch, &os);
-		break;
-	case LW_OP_OST_SEEK:
-		rc = ost_seek(ost, io.objid, io.flags, io.offset, &rep.length, &os);
-		break;
-	case LW_OP_OST_SYNC:
-		rc = ost_sync(ost, io.objid);
-		break;
-	case LW_OP_OST_DESTROY:
-		rc = ost_destroy(ost, io.objid);
-		break;
-	case LW_OP_OST_STATFS:
-		rc = ost_statfs(ost, &sf);
-		srv_reply(req, rc, &sf, rc ? 0 : sizeof(sf), NULL, 0, NULL);
-		return;
-	case LW_OP_OST_SCRUB: {
-		struct lw_scrub_rep sr;
-
-		/* The codec let only the two commands through. */
-		if (io.length == LW_SCRUB_START) {
-			rc = ost_scrub_start(ost, io.objid, oss->scrub_rate, &sr);
-		} else {
-			ost_scrub_status(ost, &sr);
-			rc = 0;
-		}
-		srv_reply(req, rc, &sr, rc ? 0 : sizeof(sr), NULL, 0, NULL);
-		return;
 	}
-	default:
-		rc = -EOPNOTSUPP;
-		break;
-	}
+	rc = oss_op_run(&o);
+	if (o.replied)
+		return;
 	if (rc) {
-		/* Not the OST's trouble: full, a write of another truncation epoch (its writer knows
-		 * what to do), or (SEEK_DATA) no data there. */
-		if (rc != -ENOSPC && !(op == LW_OP_OST_WRITE && (rc == -ESTALE || rc == -EAGAIN)) &&
-		    !(op == LW_OP_OST_SEEK && rc == -ENXIO))
-			log_warn("OST%04x: %s of object %llx: %s", io.ost_idx, lw_op_name(op),
-				 (unsigned long long)io.objid, strerror(-rc));
-		bulk_free(buf);
+		/* A full OST is not its trouble either. */
+		if (rc != -ENOSPC && !o.quiet)
+			log_warn("OST%04x: %s of object %llx: %s", o.io.ost_idx, lw_op_name(op),
+				 (unsigned long long)o.io.objid, strerror(-rc));
+		bulk_free(o.buf);
 		srv_reply(req, rc, NULL, 0, NULL, 0, NULL);
 		return;
 	}
-	if (nread == 0) {
-		bulk_free(buf);
-		buf = NULL;
+	if (info->server != LW_SRV_OSS) {
+		srv_reply(req, 0, NULL, 0, NULL, 0, NULL);
+		return;
 	}
-	rep.obj_size = os.size;
-	rep.obj_blocks = os.blocks;
-	srv_reply(req, 0, &rep, sizeof(rep), buf, (uint32_t)nread, bulk_free);
+	if (o.nread == 0) {
+		bulk_free(o.buf);
+		o.buf = NULL;
+	}
+	o.rep.obj_size = o.os.size;
+	o.rep.obj_blocks = o.os.blocks;
+	srv_reply(req, 0, &o.rep, sizeof(o.rep), o.buf, (uint32_t)o.nread, bulk_free);
 }
 
-/* Only OST_WRITE carries bulk to an OSS. */
-static bool write_has_bulk(uint16_t opcode)
+/* Bulk comes only with the OSS's requests that ops.def says carry it (OST_WRITE). */
+static bool oss_bulk_ok(uint16_t opcode)
 {
-	return opcode == LW_OP_OST_WRITE;
+	return lw_op_takes_bulk(opcode, LW_SRV_OSS);
 }
 
 static void *worker_main(void *arg)
@@ -518,7 +594,7 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&oss.stop_lock, NULL);
 	pthread_cond_init(&oss.stop_cond, NULL);
 	so.name = "oss";
-	so.bulk_ok = write_has_bulk;
+	so.bulk_ok = oss_bulk_ok;
 	so.key = oss.keylen ? oss.key : NULL;
 	so.keylen = oss.keylen;
 	so.listen_host = listen_host;

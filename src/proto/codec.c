@@ -6,15 +6,72 @@
 
 #include "common/crc.h"
 
-const char *lw_op_name(uint16_t opcode)
+/* ---- the opcode table (ops.def) ---- */
+
+/* Each row's index in op_table. */
+enum op_row {
+#define LW_OP(name, value, server, resend, flags, req, rep, handler, net) OP_ROW_##name,
+#include "proto/ops.def"
+#undef LW_OP
+};
+
+static const struct lw_op_info op_table[] = {
+#define LW_OP(name, value, server, resend, flags, req, rep, handler, net) \
+	{ #name, value, LW_SRV_##server, LW_RESEND_##resend, flags, #req, #rep },
+#include "proto/ops.def"
+#undef LW_OP
+};
+
+/* A resend policy that cannot hold, or flags that contradict each other, fail the build. */
+#define LW_OP(name, value, server, resend, flags, req, rep, handler, net)                          \
+	_Static_assert(LW_RESEND_##resend != LW_RESEND_READ ||                                     \
+			       !((flags) & (LW_OPF_MDT | LW_OPF_BULK_IN)),                         \
+		       #name ": a request that changes state cannot be READ on resend");            \
+	_Static_assert(!((flags) & LW_OPF_OBJ) || LW_SRV_##server == LW_SRV_OSS,                 \
+		       #name ": only OSS requests name an object");                                 \
+	_Static_assert(!((flags) & LW_OPF_MDT) || LW_SRV_##server == LW_SRV_MDS,                 \
+		       #name ": only MDS requests change the MDT");
+#include "proto/ops.def"
+#undef LW_OP
+
+const struct lw_op_info *lw_op_info(uint16_t opcode)
 {
 	switch (opcode) {
-#define LW_OP_NAME(name, value, kind) case value: return #name;
-		LW_OPCODES(LW_OP_NAME)
-#undef LW_OP_NAME
+#define LW_OP(name, value, server, resend, flags, req, rep, handler, net) \
+	case value:                                                       \
+		return &op_table[OP_ROW_##name];
+#include "proto/ops.def"
+#undef LW_OP
 	default:
-		return "UNKNOWN";
+		return NULL;
 	}
+}
+
+const struct lw_op_info *lw_op_table(size_t *n)
+{
+	*n = sizeof(op_table) / sizeof(op_table[0]);
+	return op_table;
+}
+
+const char *lw_op_name(uint16_t opcode)
+{
+	const struct lw_op_info *i = lw_op_info(opcode);
+
+	return i ? i->name : "UNKNOWN";
+}
+
+uint32_t lw_op_flags(uint16_t opcode)
+{
+	const struct lw_op_info *i = lw_op_info(opcode);
+
+	return i ? i->flags : 0;
+}
+
+bool lw_op_takes_bulk(uint16_t opcode, int server)
+{
+	const struct lw_op_info *i = lw_op_info(opcode);
+
+	return i && (i->server == server || i->server == LW_SRV_ANY) && (i->flags & LW_OPF_BULK_IN);
 }
 
 /* ---- cursors ---- */
@@ -424,12 +481,6 @@ static void rd_xattr_name(struct lw_rd *r, uint16_t len, struct lw_name *out)
 		r->err = rc;
 }
 
-static bool op_has_cred(uint16_t op)
-{
-	return op != LW_OP_MDS_CONNECT && op != LW_OP_MDS_OST_REGISTER && op != LW_OP_MDS_OST_HEARTBEAT &&
-	       op != LW_OP_PING;
-}
-
 /* Data-on-MDT parts of a size report: each fixed part then its bytes, in increasing offset
  * order, disjoint, none empty, all within LOOM_DOM_MAX (-EINVAL otherwise; -EPROTO when the body
  * ends first). *start points at the first. */
@@ -462,6 +513,256 @@ static void rd_dom_parts(struct lw_rd *r, uint32_t n, const uint8_t **start)
 	}
 }
 
+/* ---- the MDS's request bodies, one decoder per form that ops.def names ---- */
+
+static void lw_dec_none(struct lw_rd *r, struct lw_mds_req *out)
+{
+	(void)r;
+	(void)out;
+}
+
+/* AUTH_*: the frame layer (net/server.c) answers them before any server sees a request. */
+static void lw_dec_frame(struct lw_rd *r, struct lw_mds_req *out)
+{
+	(void)out;
+	r->err = -EOPNOTSUPP;
+}
+
+static void lw_dec_connect(struct lw_rd *r, struct lw_mds_req *out)
+{
+	lw_rd_fixed(r, &out->u.connect, sizeof(out->u.connect));
+}
+
+static void lw_dec_ino(struct lw_rd *r, struct lw_mds_req *out)
+{
+	lw_rd_fixed(r, &out->u.ino, sizeof(out->u.ino));
+}
+
+static void lw_dec_swap(struct lw_rd *r, struct lw_mds_req *out)
+{
+	lw_rd_fixed(r, &out->u.swap, sizeof(out->u.swap));
+	if (!r->err && (out->u.swap.pad || out->u.swap.mtime_ns >= 1000000000u))
+		r->err = -EINVAL;
+}
+
+static void lw_dec_walk(struct lw_rd *r, struct lw_mds_req *out)
+{
+	const struct lw_walk_req *f = &out->u.walk.f;
+
+	lw_rd_fixed(r, &out->u.walk.f, sizeof(out->u.walk.f));
+	if (r->err)
+		return;
+	if ((f->flags & ~(LW_WALK_PARENT | LW_WALK_OPEN)) || f->pad[0] || f->pad[1] || f->pad[2] ||
+	    f->pathlen > LW_WALK_PATH_MAX) {
+		r->err = -EINVAL;
+		return;
+	}
+	out->u.walk.path = (const char *)lw_rd_bytes(r, f->pathlen);
+	if (out->u.walk.path && f->pathlen && memchr(out->u.walk.path, '\0', f->pathlen))
+		r->err = -EINVAL;
+}
+
+static void lw_dec_pool(struct lw_rd *r, struct lw_mds_req *out)
+{
+	const struct lw_pool_req *p = &out->u.pool;
+	size_t n;
+
+	lw_rd_fixed(r, &out->u.pool, sizeof(out->u.pool));
+	if (r->err)
+		return;
+	n = strnlen(p->name, sizeof(p->name));
+	if (p->cmd < LW_POOL_NEW || p->cmd > LW_POOL_LIST || n == sizeof(p->name) ||
+	    (n == 0 && p->cmd != LW_POOL_LIST))
+		r->err = -EINVAL;
+	for (size_t i = n; !r->err && i < sizeof(p->name); i++)
+		if (p->name[i])
+			r->err = -EINVAL;
+}
+
+static void lw_dec_ost_admin(struct lw_rd *r, struct lw_mds_req *out)
+{
+	lw_rd_fixed(r, &out->u.ost_admin, sizeof(out->u.ost_admin));
+	if (!r->err && (((out->u.ost_admin.set | out->u.ost_admin.clear) & ~LW_TGT_ADMIN_STATE) ||
+			out->u.ost_admin.pad))
+		r->err = -EINVAL;
+}
+
+static void lw_dec_name(struct lw_rd *r, struct lw_mds_req *out)
+{
+	lw_rd_fixed(r, &out->u.name.f, sizeof(out->u.name.f));
+	rd_name(r, out->u.name.f.namelen, &out->u.name.name);
+}
+
+static void lw_dec_setattr(struct lw_rd *r, struct lw_mds_req *out)
+{
+	lw_rd_fixed(r, &out->u.setattr, sizeof(out->u.setattr));
+	if (!r->err && (out->u.setattr.valid & ~LW_SA_ALL))
+		r->err = -EINVAL;
+}
+
+static void lw_dec_create(struct lw_rd *r, struct lw_mds_req *out)
+{
+	lw_rd_fixed(r, &out->u.create.f, sizeof(out->u.create.f));
+	rd_name(r, out->u.create.f.namelen, &out->u.create.name);
+	if (!r->err && (out->u.create.f.flags & ~(LW_CR_EXCL | LW_CR_OPEN | LW_CR_LAYOUT)))
+		r->err = -EINVAL;
+	if (out->u.create.f.flags & LW_CR_LAYOUT) {
+		out->u.create.has_layout = true;
+		lw_rd_layout_req(r, &out->u.create.layout);
+	}
+}
+
+static void lw_dec_mkdir(struct lw_rd *r, struct lw_mds_req *out)
+{
+	lw_rd_fixed(r, &out->u.mkdir.f, sizeof(out->u.mkdir.f));
+	rd_name(r, out->u.mkdir.f.namelen, &out->u.mkdir.name);
+}
+
+static void lw_dec_rename(struct lw_rd *r, struct lw_mds_req *out)
+{
+	lw_rd_fixed(r, &out->u.rename.f, sizeof(out->u.rename.f));
+	rd_name(r, out->u.rename.f.src_namelen, &out->u.rename.src);
+	rd_name(r, out->u.rename.f.dst_namelen, &out->u.rename.dst);
+	if (!r->err && (out->u.rename.f.flags & ~(LW_RENAME_NOREPLACE | LW_RENAME_EXCHANGE)))
+		r->err = -EINVAL;
+	if (!r->err && out->u.rename.f.flags == (LW_RENAME_NOREPLACE | LW_RENAME_EXCHANGE))
+		r->err = -EINVAL;
+}
+
+static void lw_dec_link(struct lw_rd *r, struct lw_mds_req *out)
+{
+	lw_rd_fixed(r, &out->u.link.f, sizeof(out->u.link.f));
+	rd_name(r, out->u.link.f.namelen, &out->u.link.name);
+}
+
+static void lw_dec_symlink(struct lw_rd *r, struct lw_mds_req *out)
+{
+	const uint8_t *t;
+
+	lw_rd_fixed(r, &out->u.symlink.f, sizeof(out->u.symlink.f));
+	rd_name(r, out->u.symlink.f.namelen, &out->u.symlink.name);
+	t = lw_rd_bytes(r, out->u.symlink.f.targetlen);
+	out->u.symlink.target = (const char *)t;
+	if (t && !r->err) {
+		if (out->u.symlink.f.targetlen == 0)
+			r->err = -ENOENT;
+		else if (out->u.symlink.f.targetlen > LOOM_SYMLINK_MAX)
+			r->err = -ENAMETOOLONG;
+		else if (memchr(t, '\0', out->u.symlink.f.targetlen))
+			r->err = -EINVAL;
+	}
+}
+
+static void lw_dec_readdir(struct lw_rd *r, struct lw_mds_req *out)
+{
+	lw_rd_fixed(r, &out->u.readdir, sizeof(out->u.readdir));
+	if (!r->err && (out->u.readdir.flags & ~LW_RD_PLUS))
+		r->err = -EINVAL;
+}
+
+/* GETXATTR, REMOVEXATTR: the fixed part and a name. */
+static void lw_dec_xattr_name(struct lw_rd *r, struct lw_mds_req *out)
+{
+	lw_rd_fixed(r, &out->u.xattr.f, sizeof(out->u.xattr.f));
+	if (!r->err)
+		rd_xattr_name(r, out->u.xattr.f.namelen, &out->u.xattr.name);
+}
+
+static void lw_dec_xattr_set(struct lw_rd *r, struct lw_mds_req *out)
+{
+	lw_dec_xattr_name(r, out);
+	if (r->err)
+		return;
+	if (out->u.xattr.f.size > LOOM_XATTR_SIZE_MAX)
+		r->err = -E2BIG;
+	if (!r->err && (out->u.xattr.f.flags & ~(LW_XATTR_CREATE | LW_XATTR_REPLACE)))
+		r->err = -EINVAL;
+	out->u.xattr.value = lw_rd_bytes(r, out->u.xattr.f.size);
+}
+
+static void lw_dec_xattr_list(struct lw_rd *r, struct lw_mds_req *out)
+{
+	lw_rd_fixed(r, &out->u.xattr.f, sizeof(out->u.xattr.f));
+	if (!r->err && out->u.xattr.f.namelen != 0)
+		r->err = -EPROTO;
+}
+
+static void lw_dec_open(struct lw_rd *r, struct lw_mds_req *out)
+{
+	lw_rd_fixed(r, &out->u.open, sizeof(out->u.open));
+	if (!r->err && (out->u.open.flags & ~(LW_OPQ_NAMES | LW_OPQ_DIR_MOVES)))
+		r->err = -EINVAL;
+}
+
+static void lw_dec_lock(struct lw_rd *r, struct lw_mds_req *out)
+{
+	lw_rd_fixed(r, &out->u.lock, sizeof(out->u.lock));
+	if (r->err)
+		return;
+	if ((out->u.lock.flags & ~(LW_LK_WAIT | LW_LK_TEST | LW_LK_FLOCK | LW_LK_CANCEL)) ||
+	    out->u.lock.type > 2 || out->u.lock.start > out->u.lock.end)
+		r->err = -EINVAL;
+}
+
+static void lw_dec_access(struct lw_rd *r, struct lw_mds_req *out)
+{
+	lw_rd_fixed(r, &out->u.access, sizeof(out->u.access));
+	if (!r->err && (out->u.access.mask & ~7u))
+		r->err = -EINVAL;
+}
+
+/* CLOSE, SIZE_UPDATE. */
+static void lw_dec_close(struct lw_rd *r, struct lw_mds_req *out)
+{
+	lw_rd_fixed(r, &out->u.close, sizeof(out->u.close));
+	if (!r->err && (out->u.close.flags & ~LW_CL_ALL))
+		r->err = -EINVAL;
+	if (!r->err && !!(out->u.close.flags & LW_CL_DOM) != (out->u.close.dom_parts != 0))
+		r->err = -EINVAL;
+	if (!r->err && out->u.close.dom_parts)
+		rd_dom_parts(r, out->u.close.dom_parts, &out->dom);
+}
+
+static void lw_dec_setlayout(struct lw_rd *r, struct lw_mds_req *out)
+{
+	lw_rd_fixed(r, &out->u.setlayout.f, sizeof(out->u.setlayout.f));
+	lw_rd_layout_req(r, &out->u.setlayout.layout);
+}
+
+static void lw_dec_ost_register(struct lw_rd *r, struct lw_mds_req *out)
+{
+	struct lw_ost_register_req *reg = &out->u.ost_register;
+
+	lw_rd_fixed(r, reg, sizeof(*reg));
+	if (!r->err && (!memchr(reg->host, '\0', sizeof(reg->host)) ||
+			!memchr(reg->uuid, '\0', sizeof(reg->uuid)) ||
+			!memchr(reg->fsname, '\0', sizeof(reg->fsname)) || reg->host[0] == '\0' ||
+			reg->uuid[0] == '\0'))
+		r->err = -EPROTO;
+}
+
+static void lw_dec_heartbeat(struct lw_rd *r, struct lw_mds_req *out)
+{
+	lw_rd_fixed(r, &out->u.heartbeat.f, sizeof(out->u.heartbeat.f));
+	if (r->err)
+		return;
+	if (out->u.heartbeat.f.count > 65536) {
+		r->err = -EPROTO;
+		return;
+	}
+	out->u.heartbeat.ents =
+		lw_rd_bytes(r, (size_t)out->u.heartbeat.f.count * sizeof(struct lw_ost_heartbeat_ent));
+}
+
+/* A request's decoder, by the server of its row: the MDS decodes its own rows and the shared
+ * ones (PING); an OSS row is not the MDS's (-EOPNOTSUPP). */
+#define DEC_MDS_MDS(name, req) \
+	case LW_OP_##name:     \
+		lw_dec_##req(&r, out); \
+		break;
+#define DEC_MDS_ANY DEC_MDS_MDS
+#define DEC_MDS_OSS(name, req)
+
 /*
  * A body whose names or flags are bad (too long, a '/') is answered with that errno, as a local
  * kernel would; anything else malformed is -EPROTO. A body too short for its fixed part is always
@@ -469,209 +770,25 @@ static void rd_dom_parts(struct lw_rd *r, uint32_t n, const uint8_t **start)
  */
 int lw_mds_req_decode(uint16_t op, const void *body, uint32_t len, struct lw_mds_req *out)
 {
+	const struct lw_op_info *info = lw_op_info(op);
 	struct lw_rd r;
 
 	memset(out, 0, sizeof(*out));
 	out->op = op;
+	if (!info || info->server == LW_SRV_OSS)
+		return -EOPNOTSUPP;
 	lw_rd_init(&r, body, len);
-	if (op_has_cred(op))
+	if (info->flags & LW_OPF_CRED)
 		lw_rd_cred(&r, &out->cred);
-
 	switch (op) {
-	case LW_OP_PING:
-	case LW_OP_MDS_STATFS:
-	case LW_OP_MDS_OST_TABLE:
-		break;
-	case LW_OP_MDS_CONNECT:
-		lw_rd_fixed(&r, &out->u.connect, sizeof(out->u.connect));
-		break;
-	case LW_OP_MDS_GETATTR:
-	case LW_OP_MDS_READLINK:
-	case LW_OP_MDS_GETLAYOUT:
-	case LW_OP_MDS_DOM_READ:
-		lw_rd_fixed(&r, &out->u.ino, sizeof(out->u.ino));
-		break;
-	case LW_OP_MDS_SWAP_LAYOUTS:
-		lw_rd_fixed(&r, &out->u.swap, sizeof(out->u.swap));
-		if (!r.err && (out->u.swap.pad || out->u.swap.mtime_ns >= 1000000000u))
-			r.err = -EINVAL;
-		break;
-	case LW_OP_MDS_WALK: {
-		const struct lw_walk_req *f = &out->u.walk.f;
-
-		lw_rd_fixed(&r, &out->u.walk.f, sizeof(out->u.walk.f));
-		if (r.err)
-			break;
-		if ((f->flags & ~(LW_WALK_PARENT | LW_WALK_OPEN)) || f->pad[0] || f->pad[1] || f->pad[2] ||
-		    f->pathlen > LW_WALK_PATH_MAX) {
-			r.err = -EINVAL;
-			break;
-		}
-		out->u.walk.path = (const char *)lw_rd_bytes(&r, f->pathlen);
-		if (out->u.walk.path && f->pathlen && memchr(out->u.walk.path, '\0', f->pathlen))
-			r.err = -EINVAL;
-		break;
-	}
-	case LW_OP_MDS_POOL: {
-		const struct lw_pool_req *p = &out->u.pool;
-		size_t n;
-
-		lw_rd_fixed(&r, &out->u.pool, sizeof(out->u.pool));
-		if (r.err)
-			break;
-		n = strnlen(p->name, sizeof(p->name));
-		if (p->cmd < LW_POOL_NEW || p->cmd > LW_POOL_LIST || n == sizeof(p->name) ||
-		    (n == 0 && p->cmd != LW_POOL_LIST))
-			r.err = -EINVAL;
-		for (size_t i = n; !r.err && i < sizeof(p->name); i++)
-			if (p->name[i])
-				r.err = -EINVAL;
-		break;
-	}
-	case LW_OP_MDS_OST_ADMIN:
-		lw_rd_fixed(&r, &out->u.ost_admin, sizeof(out->u.ost_admin));
-		if (!r.err && (((out->u.ost_admin.set | out->u.ost_admin.clear) & ~LW_TGT_ADMIN_STATE) ||
-			       out->u.ost_admin.pad))
-			r.err = -EINVAL;
-		break;
-	case LW_OP_MDS_LOOKUP:
-	case LW_OP_MDS_UNLINK:
-	case LW_OP_MDS_RMDIR:
-		lw_rd_fixed(&r, &out->u.name.f, sizeof(out->u.name.f));
-		rd_name(&r, out->u.name.f.namelen, &out->u.name.name);
-		break;
-	case LW_OP_MDS_SETATTR:
-		lw_rd_fixed(&r, &out->u.setattr, sizeof(out->u.setattr));
-		if (!r.err && (out->u.setattr.valid & ~LW_SA_ALL))
-			r.err = -EINVAL;
-		break;
-	case LW_OP_MDS_CREATE:
-		lw_rd_fixed(&r, &out->u.create.f, sizeof(out->u.create.f));
-		rd_name(&r, out->u.create.f.namelen, &out->u.create.name);
-		if (!r.err && (out->u.create.f.flags & ~(LW_CR_EXCL | LW_CR_OPEN | LW_CR_LAYOUT)))
-			r.err = -EINVAL;
-		if (out->u.create.f.flags & LW_CR_LAYOUT) {
-			out->u.create.has_layout = true;
-			lw_rd_layout_req(&r, &out->u.create.layout);
-		}
-		break;
-	case LW_OP_MDS_MKDIR:
-		lw_rd_fixed(&r, &out->u.mkdir.f, sizeof(out->u.mkdir.f));
-		rd_name(&r, out->u.mkdir.f.namelen, &out->u.mkdir.name);
-		break;
-	case LW_OP_MDS_RENAME:
-		lw_rd_fixed(&r, &out->u.rename.f, sizeof(out->u.rename.f));
-		rd_name(&r, out->u.rename.f.src_namelen, &out->u.rename.src);
-		rd_name(&r, out->u.rename.f.dst_namelen, &out->u.rename.dst);
-		if (!r.err && (out->u.rename.f.flags & ~(LW_RENAME_NOREPLACE | LW_RENAME_EXCHANGE)))
-			r.err = -EINVAL;
-		if (!r.err && out->u.rename.f.flags == (LW_RENAME_NOREPLACE | LW_RENAME_EXCHANGE))
-			r.err = -EINVAL;
-		break;
-	case LW_OP_MDS_LINK:
-		lw_rd_fixed(&r, &out->u.link.f, sizeof(out->u.link.f));
-		rd_name(&r, out->u.link.f.namelen, &out->u.link.name);
-		break;
-	case LW_OP_MDS_SYMLINK: {
-		const uint8_t *t;
-
-		lw_rd_fixed(&r, &out->u.symlink.f, sizeof(out->u.symlink.f));
-		rd_name(&r, out->u.symlink.f.namelen, &out->u.symlink.name);
-		t = lw_rd_bytes(&r, out->u.symlink.f.targetlen);
-		out->u.symlink.target = (const char *)t;
-		if (t && !r.err) {
-			if (out->u.symlink.f.targetlen == 0)
-				r.err = -ENOENT;
-			else if (out->u.symlink.f.targetlen > LOOM_SYMLINK_MAX)
-				r.err = -ENAMETOOLONG;
-			else if (memchr(t, '\0', out->u.symlink.f.targetlen))
-				r.err = -EINVAL;
-		}
-		break;
-	}
-	case LW_OP_MDS_READDIR:
-		lw_rd_fixed(&r, &out->u.readdir, sizeof(out->u.readdir));
-		if (!r.err && (out->u.readdir.flags & ~LW_RD_PLUS))
-			r.err = -EINVAL;
-		break;
-	case LW_OP_MDS_GETXATTR:
-	case LW_OP_MDS_REMOVEXATTR:
-	case LW_OP_MDS_SETXATTR:
-	case LW_OP_MDS_LISTXATTR:
-		lw_rd_fixed(&r, &out->u.xattr.f, sizeof(out->u.xattr.f));
-		if (r.err)
-			break;
-		if (op == LW_OP_MDS_LISTXATTR) {
-			if (out->u.xattr.f.namelen != 0)
-				r.err = -EPROTO;
-			break;
-		}
-		rd_xattr_name(&r, out->u.xattr.f.namelen, &out->u.xattr.name);
-		if (op == LW_OP_MDS_SETXATTR) {
-			if (!r.err && out->u.xattr.f.size > LOOM_XATTR_SIZE_MAX)
-				r.err = -E2BIG;
-			if (!r.err && (out->u.xattr.f.flags & ~(LW_XATTR_CREATE | LW_XATTR_REPLACE)))
-				r.err = -EINVAL;
-			out->u.xattr.value = lw_rd_bytes(&r, out->u.xattr.f.size);
-		}
-		break;
-	case LW_OP_MDS_OPEN:
-		lw_rd_fixed(&r, &out->u.open, sizeof(out->u.open));
-		if (!r.err && (out->u.open.flags & ~(LW_OPQ_NAMES | LW_OPQ_DIR_MOVES)))
-			r.err = -EINVAL;
-		break;
-	case LW_OP_MDS_LOCK:
-		lw_rd_fixed(&r, &out->u.lock, sizeof(out->u.lock));
-		if (r.err)
-			break;
-		if ((out->u.lock.flags & ~(LW_LK_WAIT | LW_LK_TEST | LW_LK_FLOCK | LW_LK_CANCEL)) ||
-		    out->u.lock.type > 2 || out->u.lock.start > out->u.lock.end)
-			r.err = -EINVAL;
-		break;
-	case LW_OP_MDS_ACCESS:
-		lw_rd_fixed(&r, &out->u.access, sizeof(out->u.access));
-		if (!r.err && (out->u.access.mask & ~7u))
-			r.err = -EINVAL;
-		break;
-	case LW_OP_MDS_CLOSE:
-	case LW_OP_MDS_SIZE_UPDATE:
-		lw_rd_fixed(&r, &out->u.close, sizeof(out->u.close));
-		if (!r.err && (out->u.close.flags & ~LW_CL_ALL))
-			r.err = -EINVAL;
-		if (!r.err && !!(out->u.close.flags & LW_CL_DOM) != (out->u.close.dom_parts != 0))
-			r.err = -EINVAL;
-		if (!r.err && out->u.close.dom_parts)
-			rd_dom_parts(&r, out->u.close.dom_parts, &out->dom);
-		break;
-	case LW_OP_MDS_SETLAYOUT:
-		lw_rd_fixed(&r, &out->u.setlayout.f, sizeof(out->u.setlayout.f));
-		lw_rd_layout_req(&r, &out->u.setlayout.layout);
-		break;
-	case LW_OP_MDS_OST_REGISTER: {
-		struct lw_ost_register_req *reg = &out->u.ost_register;
-
-		lw_rd_fixed(&r, reg, sizeof(*reg));
-		if (!r.err && (!memchr(reg->host, '\0', sizeof(reg->host)) ||
-			       !memchr(reg->uuid, '\0', sizeof(reg->uuid)) ||
-			       !memchr(reg->fsname, '\0', sizeof(reg->fsname)) || reg->host[0] == '\0' ||
-			       reg->uuid[0] == '\0'))
-			r.err = -EPROTO;
-		break;
-	}
-	case LW_OP_MDS_OST_HEARTBEAT:
-		lw_rd_fixed(&r, &out->u.heartbeat.f, sizeof(out->u.heartbeat.f));
-		if (r.err)
-			break;
-		if (out->u.heartbeat.f.count > 65536) {
-			r.err = -EPROTO;
-			break;
-		}
-		out->u.heartbeat.ents = lw_rd_bytes(
-			&r, (size_t)out->u.heartbeat.f.count * sizeof(struct lw_ost_heartbeat_ent));
-		break;
+#define LW_OP(name, value, server, resend, flags, req, rep, handler, net) DEC_MDS_##server(name, req)
+#include "proto/ops.def"
+#undef LW_OP
 	default:
 		return -EOPNOTSUPP;
 	}
+	if (r.err == -EOPNOTSUPP)
+		return -EOPNOTSUPP;
 	return lw_rd_done(&r);
 }
 
@@ -704,59 +821,108 @@ int lw_falloc_mode_check(uint32_t mode)
 	}
 }
 
-/* lw_ost_io.flags means something to two opcodes; to the others it is reserved. */
-static int ost_flags_check(uint16_t op, uint32_t flags)
+/* ---- the OSS's request bodies: one lw_ost_io each, its fields checked by form ---- */
+
+/* PING: an empty body. */
+static void lw_ost_dec_none(struct lw_rd *r, struct lw_ost_io *out)
 {
-	switch (op) {
-	case LW_OP_OST_FALLOCATE:
-		return lw_falloc_mode_check(flags);
-	case LW_OP_OST_SEEK:
-		return flags == LW_SEEK_DATA || flags == LW_SEEK_HOLE ? 0 : -EINVAL;
-	default:
-		return flags ? -EPROTO : 0;
-	}
+	(void)r;
+	memset(out, 0, sizeof(*out));
 }
+
+/* AUTH_*: the frame layer's. */
+static void lw_ost_dec_frame(struct lw_rd *r, struct lw_ost_io *out)
+{
+	memset(out, 0, sizeof(*out));
+	r->err = -EOPNOTSUPP;
+}
+
+static int flags_reserved(uint32_t flags)
+{
+	return flags ? -EPROTO : 0;
+}
+
+static int seek_whence(uint32_t flags)
+{
+	return flags == LW_SEEK_DATA || flags == LW_SEEK_HOLE ? 0 : -EINVAL;
+}
+
+/* The checks every form shares, in this order: the flags (by the form's rule), no padding, a
+ * truncation epoch only where the form carries one, an offset within the largest file. */
+static void ost_dec_fixed(struct lw_rd *r, struct lw_ost_io *out, int (*flags_check)(uint32_t),
+			  bool epoch)
+{
+	lw_rd_fixed(r, out, sizeof(*out));
+	if (r->err)
+		return;
+	r->err = flags_check(out->flags);
+	if (!r->err && (out->pad != 0 || (!epoch && out->trunc_epoch != 0)))
+		r->err = -EPROTO;
+	if (!r->err && out->offset > LW_MAX_OFFSET)
+		r->err = -EFBIG;
+}
+
+static void lw_ost_dec_io(struct lw_rd *r, struct lw_ost_io *out)
+{
+	ost_dec_fixed(r, out, flags_reserved, false);
+}
+
+/* A read's length comes back as bulk. */
+static void lw_ost_dec_read(struct lw_rd *r, struct lw_ost_io *out)
+{
+	ost_dec_fixed(r, out, flags_reserved, false);
+	if (!r->err && out->length > LW_MAX_BULK)
+		r->err = -EPROTO;
+}
+
+/* Writes and punches carry the truncation epoch they were made in. */
+static void lw_ost_dec_epoch(struct lw_rd *r, struct lw_ost_io *out)
+{
+	ost_dec_fixed(r, out, flags_reserved, true);
+}
+
+/* fallocate(2)'s rules: a mode it knows, an empty range -EINVAL, one past the largest file
+ * -EFBIG. */
+static void lw_ost_dec_fallocate(struct lw_rd *r, struct lw_ost_io *out)
+{
+	ost_dec_fixed(r, out, lw_falloc_mode_check, true);
+	if (!r->err && out->length == 0)
+		r->err = -EINVAL;
+	if (!r->err && out->length > LW_MAX_OFFSET - out->offset)
+		r->err = -EFBIG;
+}
+
+static void lw_ost_dec_seek(struct lw_rd *r, struct lw_ost_io *out)
+{
+	ost_dec_fixed(r, out, seek_whence, false);
+}
+
+/* OST_SCRUB's length is a command; an unknown one may be a newer client's. */
+static void lw_ost_dec_scrub(struct lw_rd *r, struct lw_ost_io *out)
+{
+	ost_dec_fixed(r, out, flags_reserved, false);
+	if (!r->err && out->length != LW_SCRUB_START && out->length != LW_SCRUB_STATUS)
+		r->err = -EINVAL;
+}
+
+#define DEC_OSS_OSS(name, req)        \
+	case LW_OP_##name:            \
+		lw_ost_dec_##req(&r, out); \
+		break;
+#define DEC_OSS_MDS(name, req)
+#define DEC_OSS_ANY DEC_OSS_OSS
 
 int lw_ost_req_decode(uint16_t op, const void *body, uint32_t len, struct lw_ost_io *out)
 {
 	struct lw_rd r;
 
+	lw_rd_init(&r, body, len);
 	switch (op) {
-	case LW_OP_OST_READ:
-	case LW_OP_OST_WRITE:
-	case LW_OP_OST_PUNCH:
-	case LW_OP_OST_GETATTR:
-	case LW_OP_OST_SYNC:
-	case LW_OP_OST_STATFS:
-	case LW_OP_OST_DESTROY:
-	case LW_OP_OST_SCRUB:
-	case LW_OP_OST_FALLOCATE:
-	case LW_OP_OST_SEEK:
-		break;
+#define LW_OP(name, value, server, resend, flags, req, rep, handler, net) DEC_OSS_##server(name, req)
+#include "proto/ops.def"
+#undef LW_OP
 	default:
 		return -EOPNOTSUPP;
 	}
-	lw_rd_init(&r, body, len);
-	lw_rd_fixed(&r, out, sizeof(*out));
-	if (!r.err)
-		r.err = ost_flags_check(op, out->flags);
-	if (!r.err && out->pad != 0)
-		r.err = -EPROTO;
-	if (!r.err && out->trunc_epoch != 0 && op != LW_OP_OST_WRITE && op != LW_OP_OST_PUNCH &&
-	    op != LW_OP_OST_FALLOCATE)
-		r.err = -EPROTO;
-	if (!r.err && op == LW_OP_OST_READ && out->length > LW_MAX_BULK)
-		r.err = -EPROTO;
-	if (!r.err && out->offset > LW_MAX_OFFSET)
-		r.err = -EFBIG;
-	/* fallocate(2)'s rules: an empty range is -EINVAL, one past the largest file -EFBIG. */
-	if (!r.err && op == LW_OP_OST_FALLOCATE && out->length == 0)
-		r.err = -EINVAL;
-	if (!r.err && op == LW_OP_OST_FALLOCATE && out->length > LW_MAX_OFFSET - out->offset)
-		r.err = -EFBIG;
-	/* OST_SCRUB's length is a command; an unknown one may be a newer client's. */
-	if (!r.err && op == LW_OP_OST_SCRUB && out->length != LW_SCRUB_START &&
-	    out->length != LW_SCRUB_STATUS)
-		r.err = -EINVAL;
 	return lw_rd_done(&r);
 }

@@ -18,6 +18,7 @@
 #ifndef LOOM_PROTO_WIRE_H
 #define LOOM_PROTO_WIRE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,67 +37,49 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "Loom's wire image ass
 
 
 /* ---------------------------------------------------------------------------------------------
- * The opcode table. X(name, value, kind): kind is MDS, OSS or ANY (served by both).
- * The enum, the name table and the dispatch tables are all generated from this list.
+ * Opcodes: src/proto/ops.def holds one row per opcode with everything about it (server, resend
+ * policy, flags, body forms, handler). The enum, the names, the classifiers, the decoders and
+ * the servers' dispatch are all generated from it.
  */
-#define LW_OPCODES(X)                                   \
-	X(PING,             0x0001, ANY)                \
-	X(AUTH_CHALLENGE,   0x0002, ANY)                \
-	X(AUTH_PROVE,       0x0003, ANY)                \
-	/* namespace, served by loom-mds */             \
-	X(MDS_CONNECT,      0x0101, MDS)                \
-	X(MDS_LOOKUP,       0x0102, MDS)                \
-	X(MDS_GETATTR,      0x0103, MDS)                \
-	X(MDS_SETATTR,      0x0104, MDS)                \
-	X(MDS_CREATE,       0x0105, MDS)                \
-	X(MDS_MKDIR,        0x0106, MDS)                \
-	X(MDS_UNLINK,       0x0107, MDS)                \
-	X(MDS_RMDIR,        0x0108, MDS)                \
-	X(MDS_RENAME,       0x0109, MDS)                \
-	X(MDS_LINK,         0x010A, MDS)                \
-	X(MDS_SYMLINK,      0x010B, MDS)                \
-	X(MDS_READLINK,     0x010C, MDS)                \
-	X(MDS_READDIR,      0x010D, MDS)                \
-	X(MDS_STATFS,       0x010E, MDS)                \
-	X(MDS_GETXATTR,     0x010F, MDS)                \
-	X(MDS_SETXATTR,     0x0110, MDS)                \
-	X(MDS_LISTXATTR,    0x0111, MDS)                \
-	X(MDS_REMOVEXATTR,  0x0112, MDS)                \
-	X(MDS_OPEN,         0x0113, MDS)                \
-	X(MDS_CLOSE,        0x0114, MDS)                \
-	X(MDS_SIZE_UPDATE,  0x0115, MDS)                \
-	X(MDS_GETLAYOUT,    0x0116, MDS)                \
-	X(MDS_SETLAYOUT,    0x0117, MDS)                \
-	X(MDS_OST_TABLE,    0x0118, MDS)                \
-	X(MDS_OST_REGISTER, 0x0119, MDS)                \
-	X(MDS_OST_HEARTBEAT,0x011A, MDS)                \
-	X(MDS_ACCESS,       0x011B, MDS)                \
-	X(MDS_LOCK,         0x011C, MDS)                \
-	X(MDS_DOM_READ,     0x011D, MDS)                \
-	X(MDS_OST_ADMIN,    0x011E, MDS)                \
-	X(MDS_POOL,         0x011F, MDS)                \
-	X(MDS_SWAP_LAYOUTS, 0x0120, MDS)                \
-	X(MDS_WALK,         0x0121, MDS)                \
-	/* objects, served by loom-oss */               \
-	X(OST_READ,         0x0201, OSS)                \
-	X(OST_WRITE,        0x0202, OSS)                \
-	X(OST_PUNCH,        0x0203, OSS)                \
-	X(OST_GETATTR,      0x0204, OSS)                \
-	X(OST_SYNC,         0x0205, OSS)                \
-	X(OST_STATFS,       0x0206, OSS)                \
-	X(OST_DESTROY,      0x0207, OSS)                \
-	X(OST_SCRUB,        0x0208, OSS)                \
-	X(OST_FALLOCATE,    0x0209, OSS)                \
-	X(OST_SEEK,         0x020A, OSS)
-
 enum lw_opcode {
-#define LW_OP_ENUM(name, value, kind) LW_OP_##name = value,
-	LW_OPCODES(LW_OP_ENUM)
-#undef LW_OP_ENUM
+#define LW_OP(name, value, server, resend, flags, req, rep, handler, net) LW_OP_##name = value,
+#include "proto/ops.def"
+#undef LW_OP
 };
 
+/* The servers of an opcode. */
+enum lw_op_server { LW_SRV_ANY, LW_SRV_MDS, LW_SRV_OSS };
+
+/* What a resend gets (see ops.def). */
+enum lw_op_resend { LW_RESEND_READ, LW_RESEND_CACHED, LW_RESEND_HANDLE, LW_RESEND_REPEATS };
+
+#define LW_OPF_CRED     0x01u /* the body starts with a loom_cred */
+#define LW_OPF_MDT      0x02u /* it changes the MDT (a write transaction) */
+#define LW_OPF_BULK_IN  0x04u /* the request carries bulk */
+#define LW_OPF_BULK_OUT 0x08u /* the reply carries bulk */
+#define LW_OPF_OBJ      0x10u /* (OSS) it names one object: objid 0 is -EINVAL */
+
+struct lw_op_info {
+	const char *name;     /* "MDS_LOOKUP" */
+	uint16_t opcode;
+	uint8_t server;       /* enum lw_op_server */
+	uint8_t resend;       /* enum lw_op_resend */
+	uint32_t flags;       /* LW_OPF_* */
+	const char *request;  /* the body's form, as ops.def names it */
+	const char *reply;    /* the reply's fixed struct without "lw_", or "none" */
+};
+
+/* The row of an opcode, or NULL for one that no server knows. */
+const struct lw_op_info *lw_op_info(uint16_t opcode);
+/* Every row, in the table's order; *n gets their number. */
+const struct lw_op_info *lw_op_table(size_t *n);
 /* "MDS_LOOKUP" for LW_OP_MDS_LOOKUP, "UNKNOWN" otherwise. */
 const char *lw_op_name(uint16_t opcode);
+/* The row's flags (LW_OPF_*), 0 for an unknown opcode. */
+uint32_t lw_op_flags(uint16_t opcode);
+/* Whether a request with this opcode may carry bulk to `server` (LW_SRV_MDS or LW_SRV_OSS): its
+ * row is that server's (or both's) and has LW_OPF_BULK_IN. */
+bool lw_op_takes_bulk(uint16_t opcode, int server);
 
 /* ---------------------------------------------------------------------------------------------
  * Frame header.

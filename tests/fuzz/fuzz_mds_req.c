@@ -30,31 +30,16 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 static bool is_mds_op(uint16_t op)
 {
-	switch (op) {
-#define KIND_MDS(name, value, kind) case value: return LW_KIND_##kind;
-#define LW_KIND_MDS true
-#define LW_KIND_OSS false
-#define LW_KIND_ANY false
-		LW_OPCODES(KIND_MDS)
-#undef KIND_MDS
-	default:
-		return false;
-	}
+	const struct lw_op_info *i = lw_op_info(op);
+
+	return i && i->server == LW_SRV_MDS;
 }
 
-/* Opcodes that the decoder must turn away: the OSS's, and those no table names. */
+/* Opcodes that the decoder must turn away: the OSS's, AUTH_* (a server answers them before any
+ * decoder), and those no table names. */
 static bool is_foreign_op(uint16_t op)
 {
-	if (op == LW_OP_PING || is_mds_op(op))
-		return false;
-	switch (op) {
-#define KNOWN(name, value, kind) case value:
-		LW_OPCODES(KNOWN)
-#undef KNOWN
-		return op >= 0x0200; /* AUTH_*: a server answers them before any decoder */
-	default:
-		return true;
-	}
+	return op != LW_OP_PING && !is_mds_op(op);
 }
 
 static bool has_cred(uint16_t op)

@@ -33,6 +33,7 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "allow_log(*regexes): daemon log lines matching these are expected, not failures")
     config.addinivalue_line("markers", "slow: a long case (deselect with -m 'not slow')")
+    config.addinivalue_line("markers", "soak: a case too long for the suite: `make soak` runs them")
     config.addinivalue_line("markers", "pylib: loads libloom into Python (the package loom); plain build only")
 
 

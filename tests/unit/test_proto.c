@@ -462,9 +462,9 @@ static void test_ost_space_requests(void)
 static void test_random_bodies(void)
 {
 	static const uint16_t ops[] = {
-#define LW_OP_LIST(name, value, kind) value,
-		LW_OPCODES(LW_OP_LIST)
-#undef LW_OP_LIST
+#define LW_OP(name, value, server, resend, flags, req, rep, handler, net) value,
+#include "proto/ops.def"
+#undef LW_OP
 	};
 	uint8_t *buf = malloc(4096);
 

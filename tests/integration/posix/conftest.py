@@ -28,6 +28,7 @@ PARENT_CONFTEST = os.path.join(os.path.dirname(HERE), "conftest.py")
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: a long case (deselect with -m 'not slow')")
+    config.addinivalue_line("markers", "soak: a case too long for the suite: `make soak` runs them")
 
 
 def _parent(config):

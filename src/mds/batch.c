@@ -1,0 +1,416 @@
+/*
+ * The metadata thread: decodes requests, runs them against the MDT in batches (group commit), and
+ * answers only after the batch is durable. What a resend gets is ops.def's RESEND column: the
+ * reply cache answers CACHED ones, the handlers HANDLE ones.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "mds/dispatch.h"
+
+#define BATCH_MAX        1024
+#define TICK_MS          1000
+
+/*
+ * -ENOENT because the inode a request names (by number) is gone, not because a name is missing,
+ * becomes -ESTALE, as an NFS server says: a client that acted on a cached name (renamed over or
+ * removed on another node) then looks the name up again instead of failing.
+ */
+int mds_stale_if_gone(struct mdt_txn *t, int rc, uint64_t ino)
+{
+	struct lw_attr attr;
+
+	if (rc == -ENOENT && mdt_getattr(t, ino, &attr) == -ENOENT)
+		return -ESTALE;
+	return rc;
+}
+
+/* What -ENOENT means, by the request's form (ops.def's REQUEST): for the forms that name an inode
+ * by number, that inode may be gone (-ESTALE). A size report or close of a gone inode is fine
+ * (close(2) succeeds); the other forms name no inode, or only by name. */
+static int enoent_by_ino(struct mdt_txn *t, uint64_t ino)
+{
+	return mds_stale_if_gone(t, -ENOENT, ino);
+}
+
+#define ENOENT_IS_ENOENT(form) \
+	static int enoent_##form(struct mdt_txn *t, const struct lw_mds_req *q) \
+	{                                                                       \
+		(void)t;                                                        \
+		(void)q;                                                        \
+		return -ENOENT;                                                 \
+	}
+#define ENOENT_OF_INO(form, field) \
+	static int enoent_##form(struct mdt_txn *t, const struct lw_mds_req *q) \
+	{                                                                       \
+		return enoent_by_ino(t, q->u.field);                            \
+	}
+ENOENT_IS_ENOENT(none)
+ENOENT_IS_ENOENT(frame)
+ENOENT_IS_ENOENT(connect)
+ENOENT_IS_ENOENT(close)
+ENOENT_IS_ENOENT(ost_register)
+ENOENT_IS_ENOENT(heartbeat)
+ENOENT_IS_ENOENT(ost_admin)
+ENOENT_IS_ENOENT(pool)
+ENOENT_IS_ENOENT(swap)
+ENOENT_IS_ENOENT(walk)
+ENOENT_OF_INO(name, name.f.parent)
+ENOENT_OF_INO(ino, ino.ino)
+ENOENT_OF_INO(setattr, setattr.ino)
+ENOENT_OF_INO(create, create.f.parent)
+ENOENT_OF_INO(mkdir, mkdir.f.parent)
+ENOENT_OF_INO(link, link.f.ino)
+ENOENT_OF_INO(symlink, symlink.f.parent)
+ENOENT_OF_INO(readdir, readdir.ino)
+ENOENT_OF_INO(xattr_name, xattr.f.ino)
+ENOENT_OF_INO(xattr_set, xattr.f.ino)
+ENOENT_OF_INO(xattr_list, xattr.f.ino)
+ENOENT_OF_INO(open, open.ino)
+ENOENT_OF_INO(access, access.ino)
+ENOENT_OF_INO(setlayout, setlayout.f.ino)
+ENOENT_OF_INO(lock, lock.ino)
+
+/* A rename names two directories. */
+static int enoent_rename(struct mdt_txn *t, const struct lw_mds_req *q)
+{
+	int rc = enoent_by_ino(t, q->u.rename.f.src_parent);
+
+	return rc == -ENOENT ? enoent_by_ino(t, q->u.rename.f.dst_parent) : rc;
+}
+
+#define ENOENT_MDS(name, form) \
+	case LW_OP_##name:     \
+		return enoent_##form(t, q);
+#define ENOENT_ANY ENOENT_MDS
+#define ENOENT_OSS(name, form)
+
+static int enoent_means(struct mdt_txn *t, const struct lw_mds_req *q)
+{
+	switch (q->op) {
+#define LW_OP(name, value, server, resend, flags, req, rep, handler, net) ENOENT_##server(name, req)
+#include "proto/ops.def"
+#undef LW_OP
+	default:
+		return -ENOENT;
+	}
+}
+
+/* A request that truncated (a size change, O_TRUNC) is answered once the objects are cut: its
+ * reply, which starts with the inode's attributes, waits for truncation (ino, epoch) when that is
+ * still to be cut. */
+static void park_if_truncated(struct mds *m, struct mdt_txn *t, struct reply *r)
+{
+	struct lw_attr attr;
+
+	if (!r->truncates || r->len < sizeof(attr))
+		return;
+	memcpy(&attr, r->body, sizeof(attr));
+	if (attr.trunc_epoch && mdt_trunc_pending(t, attr.ino, attr.trunc_epoch)) {
+		r->park_ino = attr.ino;
+		r->park_epoch = attr.trunc_epoch;
+		m->truncator.more = true;
+	}
+}
+
+/* Runs one decoded request, telling a vanished inode from a missing name. */
+static int exec(struct mds_op *o)
+{
+	int rc = mds_op_run(o);
+
+	if (rc == 0)
+		park_if_truncated(o->m, o->t, o->r);
+	return rc == -ENOENT ? enoent_means(o->t, o->q) : rc;
+}
+
+struct lost_scan {
+	uint64_t conn_id;
+	uint32_t *idx;
+	uint32_t n, cap;
+};
+
+static void lost_scan_one(uint64_t idx, void *val, void *arg)
+{
+	struct lost_scan *ls = arg;
+
+	if ((uint64_t)(uintptr_t)val != ls->conn_id)
+		return;
+	if (ls->n == ls->cap) {
+		uint32_t cap = ls->cap ? ls->cap * 2 : 16;
+		uint32_t *p = realloc(ls->idx, cap * sizeof(*p));
+		if (!p)
+			return; /* those left out are found silent by their missing heartbeats */
+		ls->idx = p;
+		ls->cap = cap;
+	}
+	ls->idx[ls->n++] = (uint32_t)idx;
+}
+
+/* An OSS's connection closed: its OSTs take no new stripes until it registers again, rather than
+ * after the heartbeat timeout. */
+static void osts_of_conn_lost(struct mds *m, uint64_t conn_id)
+{
+	struct lost_scan ls = { .conn_id = conn_id };
+
+	u64map_each(&m->ost_conns, lost_scan_one, &ls);
+	for (uint32_t i = 0; i < ls.n; i++) {
+		u64map_del(&m->ost_conns, ls.idx[i]);
+		mdt_ost_lost(m->store, ls.idx[i]);
+	}
+	free(ls.idx);
+}
+
+/* Internal items: a client went away, or the destroyer finished a list. */
+static int exec_internal(struct mds *m, struct mdt_txn *t, struct srv_req *item, struct batch_state *bs)
+{
+	switch (item->hdr.opcode) {
+	case MDS_INTERNAL_DISCONNECT:
+		osts_of_conn_lost(m, item->conn_id);
+		mds_locks_drop_waiters(m, item->conn_id);
+		mds_trunc_drop_conn(m, item->conn_id);
+		return mds_session_disconnect(m, t, item->conn_id, &bs->released);
+	case MDS_INTERNAL_DESTROYED:
+		return mds_destroyer_done(m, t, (const struct loom_ostobj *)item->body,
+					  item->hdr.body_len / (uint32_t)sizeof(struct loom_ostobj),
+					  item->hdr.status == 0);
+	case MDS_INTERNAL_TRUNCATED:
+		return mds_truncator_done(m, t, item->body, item->hdr.body_len);
+	case MDS_INTERNAL_DROP_HANDLE: {
+		const struct mds_handle_ref *h = (const struct mds_handle_ref *)item->body;
+		return mds_handle_close(m, t, h->handle, h->ino, h->sid, &bs->released);
+	}
+	default:
+		return -EINVAL;
+	}
+}
+
+int mds_decode_req(struct mds *m, const struct srv_req *req, struct lw_mds_req *q)
+{
+	int rc = lw_mds_req_decode(req->hdr.opcode, req->body, req->hdr.body_len, q);
+
+	if (rc) {
+		if (rc == -EPROTO || rc == -EOPNOTSUPP)
+			log_warn("%s from %s: malformed request (%s)", lw_op_name(req->hdr.opcode),
+				 srv_req_peer(req), strerror(-rc));
+		return rc;
+	}
+	if (m->root_squash && q->cred.uid == 0) {
+		/* --root-squash: no client's root is root here. */
+		q->cred.uid = LOOM_SQUASH_ID;
+		q->cred.gid = LOOM_SQUASH_ID;
+		q->cred.ngroups = 0;
+	}
+	return 0;
+}
+
+/* A resend (LW_F_RESENT) of a request that ops.def answers from the reply cache, or whose first
+ * run the cache recorded (HANDLE: an open that truncated), from a client with an identity. */
+static struct mds_session *cache_session(struct mds *m, const struct srv_req *req, bool write)
+{
+	const struct lw_op_info *info = lw_op_info(req->hdr.opcode);
+	struct mds_session *sess;
+
+	if (!req->conn || !write || !info ||
+	    (info->resend != LW_RESEND_CACHED && info->resend != LW_RESEND_HANDLE))
+		return NULL;
+	sess = mds_session_of(m, req->conn_id);
+	if (sess && !sess->uuid[0] && !sess->uuid[1])
+		sess = NULL; /* a client without an identity cannot be told apart on resend */
+	return sess;
+}
+
+void mds_run_one(struct mds *m, struct mdt_txn *txn, bool write, struct srv_req *req,
+		 struct batch_state *bs, struct reply *r)
+{
+	struct mdt_txn *child = txn;
+	struct mds_session *sess = cache_session(m, req, write);
+	bool handle_op = lw_op_info(req->hdr.opcode) &&
+			 lw_op_info(req->hdr.opcode)->resend == LW_RESEND_HANDLE;
+	struct lw_mds_req q;
+	struct mds_op o = { .m = m, .req = req, .q = &q, .bs = bs, .r = r, .now = clock_real() };
+	int rc;
+
+	if (req->conn) {
+		rc = mds_decode_req(m, req, &q);
+		if (rc) {
+			r->status = rc;
+			return;
+		}
+	}
+	if (sess && (req->hdr.flags & LW_F_RESENT)) {
+		void *body = NULL;
+		uint32_t len = 0;
+		int status;
+
+		if (mdt_reply_get(txn, sess->uuid, req->hdr.req_id, req->hdr.opcode, &status, &body,
+				  &len) == 0) {
+			log_debug("%s %llu from %s resent: answered from the reply cache",
+				  lw_op_name(req->hdr.opcode), (unsigned long long)req->hdr.req_id,
+				  srv_req_peer(req));
+			if (!handle_op) {
+				r->status = status;
+				r->body = body;
+				r->len = len;
+				return;
+			}
+			/* The first run happened, and its handle may be gone: run again, without
+			 * what it did once (the truncation). */
+			free(body);
+			o.resent_done = true;
+		}
+	}
+	if (write) {
+		rc = mdt_txn_child(txn, &child);
+		if (rc) {
+			r->status = rc;
+			return;
+		}
+	}
+	o.t = child;
+	rc = req->conn ? exec(&o) : exec_internal(m, child, req, bs);
+	/* The answer is kept with the change, in the same transaction: at most once, also across
+	 * a restart of the MDS. A HANDLE op keeps only that it truncated: its handle does not
+	 * outlive this MDS. */
+	if (rc == 0 && sess && !handle_op)
+		rc = mdt_reply_put(child, sess->uuid, req->hdr.req_id, req->hdr.opcode, 0, r->body,
+				   r->len, clock_real().tv_sec);
+	else if (rc == 0 && sess && r->truncates)
+		rc = mdt_reply_put(child, sess->uuid, req->hdr.req_id, req->hdr.opcode, 0, NULL, 0,
+				   clock_real().tv_sec);
+	if (rc == MDS_PARKED) {
+		/* The lock manager holds the request now; it changed nothing durable. */
+		if (write)
+			mdt_txn_commit(child);
+		r->status = rc;
+		return;
+	}
+	if (write) {
+		if (rc == 0)
+			rc = mdt_txn_commit(child);
+		else
+			mdt_txn_abort(child);
+	}
+	if (rc) {
+		free(r->body);
+		r->body = NULL;
+		r->len = 0;
+		if (!req->conn)
+			log_err("internal work item %#x failed: %s", req->hdr.opcode, strerror(-rc));
+	}
+	r->status = rc;
+}
+
+static void run_batch(struct mds *m, struct srv_req *list, uint32_t n)
+{
+	struct reply *replies = calloc(n, sizeof(*replies));
+	struct batch_state bs = { 0 };
+	struct mdt_txn *txn = NULL;
+	uint32_t i, durable = 0; /* replies [0, durable) are committed whatever happens later */
+	bool write = false;
+	int rc;
+
+	for (struct srv_req *req = list; req; req = req->next)
+		if (!req->conn || (lw_op_flags(req->hdr.opcode) & LW_OPF_MDT))
+			write = true;
+	rc = replies ? mdt_txn_begin(m->store, write, &txn) : -ENOMEM;
+	if (rc == 0) {
+		uint32_t first = 0; /* first request of the open transaction */
+
+		i = 0;
+		for (struct srv_req *req = list; req; req = req->next, i++) {
+			mds_run_one(m, txn, write, req, &bs, &replies[i]);
+			if (!write || replies[i].status != MDT_ETXNFULL || i == first)
+				continue;
+			/* The transaction grew too big for LMDB: commit what ran so far and give this
+			 * request a transaction of its own. */
+			rc = mdt_txn_commit(txn);
+			txn = NULL;
+			if (rc == 0) {
+				durable = i;
+				rc = mdt_txn_begin(m->store, true, &txn);
+			}
+			if (rc)
+				break;
+			first = i;
+			mds_run_one(m, txn, write, req, &bs, &replies[i]);
+		}
+		if (bs.released)
+			m->destroyer.more = true;
+		if (txn) {
+			if (write && rc == 0) {
+				rc = mdt_txn_commit(txn);
+			} else {
+				mdt_txn_abort(txn);
+			}
+		}
+		if (rc)
+			log_err("commit of a batch of %u requests failed: %s; answering EIO", n, strerror(-rc));
+		else
+			durable = n;
+	} else {
+		log_err("cannot start a transaction: %s", strerror(-rc));
+	}
+	mds_releases_settled(m);
+	if (bs.moved_dir)
+		atomic_fetch_add(&m->dir_moves, 1);
+	/* Truncations this batch recorded are cut now; those it saw cut free their replies. */
+	if (durable == n)
+		mds_trunc_release(m);
+	if (m->truncator.more && !m->truncator.busy && mdt_txn_begin(m->store, false, &txn) == 0) {
+		mds_truncator_kick(m, txn);
+		mdt_txn_abort(txn);
+	}
+
+	/* Durable (or failed) as a whole: now answer. */
+	i = 0;
+	while (list) {
+		struct srv_req *req = list;
+		struct reply *r = replies ? &replies[i] : NULL;
+
+		list = req->next;
+		if (r && r->status == MDS_PARKED)
+			; /* answered later by the lock manager */
+		else if (!req->conn)
+			free(req);
+		else if (!r)
+			srv_reply(req, -ENOMEM, NULL, 0, NULL, 0, NULL);
+		else if (i >= durable)
+			srv_reply(req, -EIO, NULL, 0, NULL, 0, NULL);
+		else if (r->status == 0 && r->park_ino) {
+			mds_trunc_park(m, req, r->body, r->len, r->park_ino, r->park_epoch);
+			r->body = NULL;
+		} else
+			srv_reply(req, r->status, r->body, r->status ? 0 : r->len, NULL, 0, NULL);
+		if (r)
+			free(r->body);
+		i++;
+	}
+	free(replies);
+}
+
+void mds_metadata_loop(struct mds *m)
+{
+	uint64_t last_tick = clock_mono_ns();
+
+	for (;;) {
+		uint32_t n = 0;
+		struct srv_req *list = reqq_pop_batch(&m->queue, BATCH_MAX, TICK_MS, &n);
+
+		if (!list && m->queue.closed)
+			break;
+		if (list)
+			run_batch(m, list, n);
+		if ((m->destroyer.more && !m->destroyer.busy) || (m->truncator.more && !m->truncator.busy))
+			mds_periodic(m);
+		else if (clock_mono_ns() - last_tick >= TICK_MS * 1000000ull) {
+			mds_periodic(m);
+			last_tick = clock_mono_ns();
+		}
+	}
+}

@@ -1,0 +1,88 @@
+/*
+ * The MDS's request path, shared by its parts:
+ *  - batch.c: the metadata thread: decodes requests, runs them in batches (group commit), answers
+ *    once the batch is durable, keeps the reply cache and the internal work items;
+ *  - handlers.c, handlers_open.c, handlers_admin.c: one function per opcode, mds_op_<HANDLER>
+ *    as src/proto/ops.def names it, run in the batch's transaction;
+ *  - netpath.c: requests answered on the network thread (ops.def's NET column);
+ *  - housekeeping.c: the metadata thread's periodic work (sessions that ended, orphans, OSTs
+ *    gone silent, the destroyer and the truncator).
+ */
+#ifndef LOOM_MDS_DISPATCH_H
+#define LOOM_MDS_DISPATCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "mds/mds.h"
+#include "proto/codec.h"
+
+/* A reply waiting for its batch to commit. */
+struct reply {
+	int status;
+	void *body;     /* malloc'd */
+	uint32_t len;
+	bool truncates; /* the request truncated: the body starts with the inode's lw_attr */
+	uint64_t park_ino;   /* then for this truncation to be cut (0: none) */
+	uint32_t park_epoch;
+};
+
+/* What the requests of a batch did that matters after it ran. */
+struct batch_state {
+	bool released; /* an inode was released: objects joined the destroy queue */
+	bool moved_dir; /* a directory was renamed: dir_moves goes up before the replies go out */
+};
+
+/* One request being run: what every handler gets. */
+struct mds_op {
+	struct mds *m;
+	struct mdt_txn *t;   /* the request's own (child) transaction, or a read transaction */
+	struct srv_req *req;
+	const struct lw_mds_req *q;
+	struct batch_state *bs;
+	struct reply *r;
+	struct timespec now;
+	bool resent_done;    /* HANDLE ops: a resend whose first run is known to have happened */
+};
+
+/* handlers*.c: the handler of every MDS and ANY row of ops.def. */
+#define MDS_HANDLER_MDS(handler) int mds_op_##handler(struct mds_op *o);
+#define MDS_HANDLER_ANY MDS_HANDLER_MDS
+#define MDS_HANDLER_OSS(handler)
+#define LW_OP(name, value, server, resend, flags, req, rep, handler, net) MDS_HANDLER_##server(handler)
+#include "proto/ops.def"
+#undef LW_OP
+/* Runs q's handler: 0 (r filled), a negative errno, MDS_PARKED, or MDS_OPEN_STALE. */
+int mds_op_run(struct mds_op *o);
+
+int mds_reply_alloc(struct reply *r, size_t len);
+int mds_reply_copy(struct reply *r, const void *p, size_t len);
+/* A fixed struct followed by an optional layout, then tail_len bytes of tail. */
+int mds_reply_with_layout_tail(struct reply *r, const void *fixed, size_t flen,
+			       const struct loom_layout *l, const void *tail, size_t tail_len);
+/* The session a request belongs to (sessions.c); 0 only without memory. */
+uint64_t mds_sid_of(struct mds *m, const struct srv_req *req);
+
+/* A conditional open whose conditions no longer hold: answered (the reply says LW_OPR_STALE),
+ * nothing opened. */
+#define MDS_OPEN_STALE 2
+/* MDS_OPEN for a handle made already: the checks, the layout, the Data-on-MDT bytes, O_TRUNC
+ * unless skip_trunc. Returns MDS_OPEN_STALE (a reply, and no open: the handle is to be dropped)
+ * for a conditional open whose conditions failed. */
+int mds_open_with_handle(struct mds *m, struct mdt_txn *t, const struct lw_mds_req *q,
+			 struct timespec now, uint64_t handle, bool skip_trunc, struct reply *r);
+
+/* batch.c */
+/* -ENOENT because an inode the request names by number is gone becomes -ESTALE. */
+int mds_stale_if_gone(struct mdt_txn *t, int rc, uint64_t ino);
+/* Decodes req into q (root squash applied): 0 or the errno to answer with. */
+int mds_decode_req(struct mds *m, const struct srv_req *req, struct lw_mds_req *q);
+/* Runs one item in txn (in a child transaction of its own when write). */
+void mds_run_one(struct mds *m, struct mdt_txn *txn, bool write, struct srv_req *req,
+		 struct batch_state *bs, struct reply *r);
+
+/* housekeeping.c: the metadata thread's periodic work. */
+void mds_periodic(struct mds *m);
+
+#endif

@@ -1,0 +1,275 @@
+/*
+ * The MDS's handlers of the file system as a whole: sessions (MDS_CONNECT), space, the OST table
+ * and its OSSs, pools, OST administration, and locks.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "mds/dispatch.h"
+
+/* Adds an OST's figures to a sum kept in 4 KiB blocks, converting from its own block size. */
+static void statfs_add(struct lw_statfs *sum, const struct lw_statfs *sf)
+{
+	uint64_t bs = sf->bsize ? sf->bsize : 4096;
+
+	sum->blocks += sf->blocks * bs / 4096;
+	sum->bfree += sf->bfree * bs / 4096;
+	sum->bavail += sf->bavail * bs / 4096;
+	sum->files += sf->files;
+	sum->ffree += sf->ffree;
+}
+
+static int exec_statfs(struct mds *m, struct mdt_txn *t, struct reply *r)
+{
+	struct lw_statfs_rep rep = { 0 };
+	const struct mdt_ost *table;
+	uint32_t count, gen;
+	int rc;
+
+	rc = mdt_statfs(t, &rep.mdt);
+	if (rc)
+		return rc;
+	rep.osts.bsize = 4096;
+	rep.osts.namemax = LOOM_NAME_MAX;
+	table = mdt_ost_table(m->store, &count, &gen);
+	for (uint32_t i = 0; i < count; i++) {
+		if (table[i].state & LW_TGT_INACTIVE)
+			continue;
+		statfs_add(&rep.osts, &table[i].sf);
+		rep.ost_count++;
+	}
+	return mds_reply_copy(r, &rep, sizeof(rep));
+}
+
+static int exec_ost_table(struct mds *m, struct reply *r)
+{
+	const struct mdt_ost *table;
+	struct lw_ost_table_rep rep;
+	struct lw_wr w;
+	uint32_t count, gen;
+	size_t len;
+	int rc;
+
+	table = mdt_ost_table(m->store, &count, &gen);
+	len = sizeof(rep) + (size_t)count * sizeof(struct lw_ost_entry);
+	if (len > LW_MAX_BODY)
+		return -E2BIG;
+	rc = mds_reply_alloc(r, len);
+	if (rc)
+		return rc;
+	rep.gen = gen;
+	rep.count = count;
+	lw_wr_init(&w, r->body, len);
+	lw_wr_put(&w, &rep, sizeof(rep));
+	for (uint32_t i = 0; i < count; i++) {
+		struct lw_ost_entry *e = lw_wr_reserve(&w, sizeof(*e));
+		e->idx = table[i].idx;
+		e->state = table[i].state;
+		e->port = table[i].port;
+		memcpy(e->host, table[i].host, sizeof(e->host));
+		memcpy(e->uuid, table[i].uuid, sizeof(e->uuid));
+		e->sf = table[i].sf;
+	}
+	return w.err;
+}
+
+/* MDS_POOL LIST: one lw_pool_ent and its OSTs per pool, grown as pools come. */
+struct pool_list {
+	uint8_t *buf;
+	size_t len, cap;
+};
+
+static int pool_list_one(const char *name, const uint32_t *osts, uint32_t n, void *arg)
+{
+	struct pool_list *pl = arg;
+	struct lw_pool_ent e = { .nosts = n };
+	size_t need = sizeof(e) + (size_t)n * 4;
+
+	if (pl->len + need > LW_MAX_BODY - 64)
+		return -E2BIG;
+	if (pl->len + need > pl->cap) {
+		size_t cap = MAX(pl->cap * 2, pl->len + need);
+		uint8_t *b = realloc(pl->buf, cap);
+		if (!b)
+			return -ENOMEM;
+		pl->buf = b;
+		pl->cap = cap;
+	}
+	memcpy(e.name, name, strnlen(name, sizeof(e.name) - 1));
+	memcpy(pl->buf + pl->len, &e, sizeof(e));
+	memcpy(pl->buf + pl->len + sizeof(e), osts, (size_t)n * 4);
+	pl->len += need;
+	return 0;
+}
+
+static int exec_pool(struct mdt_txn *t, struct srv_req *req, const struct lw_mds_req *q, struct reply *r)
+{
+	const struct lw_pool_req *p = &q->u.pool;
+	struct pool_list pl = { 0 };
+	int rc;
+
+	if (p->cmd == LW_POOL_LIST) {
+		if (p->name[0]) {
+			uint32_t *osts, n;
+
+			rc = mdt_pool_members(t, p->name, &osts, &n);
+			if (rc == 0)
+				rc = pool_list_one(p->name, osts, n, &pl);
+			free(osts);
+		} else {
+			rc = mdt_pool_each(t, pool_list_one, &pl);
+		}
+		if (rc == 0) {
+			r->body = pl.buf ? pl.buf : malloc(1);
+			r->len = (uint32_t)pl.len;
+			return r->body ? 0 : -ENOMEM;
+		}
+		free(pl.buf);
+		return rc;
+	}
+	/* Where new files go is root's to steer (root squash makes a client's root nobody here). */
+	if (q->cred.uid != 0)
+		return -EPERM;
+	switch (p->cmd) {
+	case LW_POOL_NEW: rc = mdt_pool_new(t, p->name); break;
+	case LW_POOL_DESTROY: rc = mdt_pool_destroy(t, p->name); break;
+	case LW_POOL_ADD: rc = mdt_pool_add(t, p->name, p->idx); break;
+	default: rc = mdt_pool_remove(t, p->name, p->idx); break;
+	}
+	if (rc == 0 && (p->cmd == LW_POOL_NEW || p->cmd == LW_POOL_DESTROY))
+		log_info("pool %s %s by %s", p->name, p->cmd == LW_POOL_NEW ? "made" : "destroyed",
+			 srv_req_peer(req));
+	else if (rc == 0)
+		log_info("pool %s: OST%04x %s by %s", p->name, p->idx,
+			 p->cmd == LW_POOL_ADD ? "added" : "removed", srv_req_peer(req));
+	return rc;
+}
+
+static int exec_ost_register(struct mds *m, struct mdt_txn *t, struct srv_req *req,
+			     const struct lw_mds_req *q, struct reply *r)
+{
+	struct lw_ost_register_rep rep = { 0 };
+	int rc;
+
+	rc = mdt_ost_register(t, &q->u.ost_register, clock_mono_ns(), &rep.idx);
+	if (rc) {
+		log_warn("refused OST %s from %s (wants index %d): %s", q->u.ost_register.uuid,
+			 srv_req_peer(req), (int)q->u.ost_register.want_idx, strerror(-rc));
+		return rc;
+	}
+	log_info("OST%04x registered: %s at %s:%u", rep.idx, q->u.ost_register.uuid,
+		 q->u.ost_register.host, q->u.ost_register.port);
+	/* Remember who speaks for it: if this connection drops, the OST is down. Memory only; at
+	 * worst (out of memory) the OST is found silent by its missing heartbeats instead. */
+	u64map_put(&m->ost_conns, rep.idx, (void *)(uintptr_t)req->conn_id);
+	snprintf(rep.fsname, sizeof(rep.fsname), "%s", mdt_store_fsname(m->store));
+	/* The OSTs it brings are usable at once: the destroyer may have waited for one. */
+	m->destroyer.more = true;
+	m->destroyer.next_try_ns = 0;
+	return mds_reply_copy(r, &rep, sizeof(rep));
+}
+
+static int exec_heartbeat(struct mds *m, const struct lw_mds_req *q)
+{
+	uint64_t now = clock_mono_ns();
+
+	for (uint32_t i = 0; i < q->u.heartbeat.f.count; i++) {
+		struct lw_ost_heartbeat_ent e;
+		lw_heartbeat_ent(q, i, &e);
+		if (mdt_ost_heartbeat(m->store, e.idx, &e.sf, now) == -ENOENT)
+			return -ENOENT; /* the OSS re-registers */
+	}
+	return 0;
+}
+
+static int exec_connect(struct mds *m, struct srv_req *req, const struct lw_mds_req *q,
+			struct reply *r)
+{
+	struct lw_connect_rep rep = { 0 };
+	struct mds_session *sess;
+	uint32_t count, gen;
+	const char *fsname = mdt_store_fsname(m->store);
+
+	if (q->u.connect.proto_version < LW_VERSION_MIN || q->u.connect.proto_version > LW_VERSION)
+		return -EPROTONOSUPPORT;
+	if (q->u.connect.fsname[0] && strncmp(q->u.connect.fsname, fsname, sizeof(q->u.connect.fsname))) {
+		log_warn("client %s asked for file system '%.16s'; this is '%s'", srv_req_peer(req),
+			 q->u.connect.fsname, fsname);
+		return -ENODEV;
+	}
+	/* The client's session, found again when it reconnects. */
+	sess = mds_session_connect(m, req->conn_id, q->u.connect.client_uuid);
+	if (!sess)
+		return -ENOMEM;
+	mdt_ost_table(m->store, &count, &gen);
+	rep.root_ino = LOOM_ROOT_INO;
+	/* Differs from the last one a client saw when its session is not the one it had: the MDS
+	 * restarted, or ended the session after the client stayed away past the recovery window.
+	 * The client then opens its files again (handles live in the session). */
+	rep.session_id = m->boot_id ^ (sess->sid * 0x9e3779b97f4a7c15ull);
+	snprintf(rep.fsname, sizeof(rep.fsname), "%s", fsname);
+	rep.max_bulk = LW_MAX_BULK;
+	rep.ost_table_gen = gen;
+	return mds_reply_copy(r, &rep, sizeof(rep));
+}
+
+int mds_op_connect(struct mds_op *o)
+{
+	return exec_connect(o->m, o->req, o->q, o->r);
+}
+
+int mds_op_statfs(struct mds_op *o)
+{
+	return exec_statfs(o->m, o->t, o->r);
+}
+
+int mds_op_ost_table(struct mds_op *o)
+{
+	return exec_ost_table(o->m, o->r);
+}
+
+int mds_op_ost_register(struct mds_op *o)
+{
+	return exec_ost_register(o->m, o->t, o->req, o->q, o->r);
+}
+
+int mds_op_heartbeat(struct mds_op *o)
+{
+	return exec_heartbeat(o->m, o->q);
+}
+
+int mds_op_pool(struct mds_op *o)
+{
+	return exec_pool(o->t, o->req, o->q, o->r);
+}
+
+int mds_op_ost_admin(struct mds_op *o)
+{
+	const struct lw_ost_admin_req *a = &o->q->u.ost_admin;
+	int rc;
+
+	/* The file system's layout of data is root's to steer (root squash makes a client's root
+	 * nobody here). */
+	if (o->q->cred.uid != 0)
+		return -EPERM;
+	rc = mdt_ost_admin(o->t, a->idx, a->set, a->clear);
+	if (rc == 0)
+		log_info("OST%04x %s by %s", a->idx, a->set & LW_TGT_DEACTIVATED ? "deactivated" : "activated",
+			 srv_req_peer(o->req));
+	return rc;
+}
+
+int mds_op_lock(struct mds_op *o)
+{
+	const struct lw_lock_req *l = &o->q->u.lock;
+	struct lw_attr attr;
+	int rc;
+
+	if (!(l->flags & LW_LK_CANCEL) && (rc = mdt_getattr(o->t, l->ino, &attr)) != 0)
+		return rc;
+	return mds_lock(o->m, o->req, mds_sid_of(o->m, o->req), l, &o->r->body, &o->r->len);
+}

@@ -1,0 +1,124 @@
+/*
+ * The metadata thread's periodic work, between batches: OSTs gone silent, inodes left unlinked
+ * but open by the previous run, sessions that ended, old reply-cache entries, and the hand-over
+ * of work to the destroyer and the truncator.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "mds/dispatch.h"
+
+/* Inodes unlinked while open when the MDS last stopped: once the recovery window has passed,
+ * those that no client opened again are released. */
+static void release_orphans(struct mds *m)
+{
+	uint64_t inos[256], after = 0;
+	size_t n = 0, total = 0;
+	int rc;
+
+	/* In order of inode number, each once: those still open stay in the table. */
+	do {
+		struct mdt_txn *t;
+		bool released = false;
+
+		rc = mdt_txn_begin(m->store, true, &t);
+		if (rc)
+			break;
+		rc = mdt_orphan_list(t, after, inos, ARRAY_SIZE(inos), &n);
+		for (size_t i = 0; rc == 0 && i < n; i++) {
+			after = inos[i];
+			if (!mds_ino_release_if_closed(m, inos[i]))
+				continue;
+			rc = mdt_inode_release(t, inos[i]);
+			released = true;
+			total++;
+		}
+		if (rc) {
+			mdt_txn_abort(t);
+			break;
+		}
+		rc = mdt_txn_commit(t);
+		if (released)
+			m->destroyer.more = true;
+	} while (rc == 0 && n == ARRAY_SIZE(inos));
+	if (rc)
+		log_err("releasing orphan inodes: %s; will try again", strerror(-rc));
+	else
+		m->orphans_released = true;
+	if (total)
+		log_info("released %zu inodes left unlinked but open by the previous run", total);
+}
+
+struct away_scan {
+	uint64_t deadline;
+	bool any;
+};
+
+static void away_scan(uint64_t sid, void *val, void *arg)
+{
+	struct away_scan *a = arg;
+	struct mds_session *s = val;
+
+	(void)sid;
+	if (!s->conn_id && s->away_since_ns <= a->deadline)
+		a->any = true;
+}
+
+/* Work of its own transaction: sessions that ended, and old reply-cache entries. */
+static void housekeeping(struct mds *m, uint64_t now)
+{
+	uint64_t window = (uint64_t)m->recovery_s * 1000000000ull;
+	struct away_scan a = { .deadline = now > window ? now - window : 0 };
+	static uint64_t last_sweep, last_run;
+	struct mdt_txn *t;
+	bool released = false;
+	size_t swept = 0;
+	int rc;
+
+	if (now - last_run < 1000000000ull)
+		return;
+	last_run = now;
+	if (now > window)
+		mds_sessions_each(m, away_scan, &a);
+	if (!a.any && now - last_sweep < 10ull * 1000000000ull)
+		return;
+	if (mdt_txn_begin(m->store, true, &t) != 0)
+		return;
+	rc = a.any ? mds_sessions_expire(m, t, now, &released) : 0;
+	if (rc == 0 && now - last_sweep >= 10ull * 1000000000ull) {
+		/* A resend comes within the recovery window; ten of them is plenty. */
+		rc = mdt_reply_sweep(t, clock_real().tv_sec - 10 * (int64_t)m->recovery_s - 60, 20000, &swept);
+		last_sweep = now;
+	}
+	if (rc == 0)
+		rc = mdt_txn_commit(t);
+	else
+		mdt_txn_abort(t);
+	if (rc)
+		log_err("housekeeping: %s", strerror(-rc));
+	if (released)
+		m->destroyer.more = true;
+}
+
+void mds_periodic(struct mds *m)
+{
+	uint64_t now = clock_mono_ns();
+	uint64_t dead = (uint64_t)MDS_OST_DEAD_SECONDS * 1000000000ull;
+	struct mdt_txn *t;
+
+	if (now > dead && mdt_ost_expire(m->store, now - dead))
+		log_info("OST table changed: an OST went silent or came back");
+	if (!m->orphans_released && now - m->started_ns >= (uint64_t)m->recovery_s * 1000000000ull)
+		release_orphans(m);
+	housekeeping(m, now);
+	mds_releases_settled(m);
+	mds_trunc_expire(m, now);
+	if (mdt_txn_begin(m->store, false, &t) == 0) {
+		mds_destroyer_kick(m, t);
+		mds_truncator_kick(m, t);
+		mdt_txn_abort(t);
+	}
+}

@@ -1,0 +1,233 @@
+/*
+ * Requests answered on the network thread that received them, without the hand-over to the
+ * metadata thread (a thread wake-up costs as much as a lookup): ops.def's NET column names the
+ * path of each. They see everything a client was told had happened: a change is answered only
+ * once its batch committed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "mds/dispatch.h"
+
+/* NET read: a request that only reads the MDT, and nothing of the MDS's memory (sessions,
+ * handles, locks, the OST table), at once in a read transaction of its own. */
+static bool net_read(struct mds *m, struct srv_req *req)
+{
+	struct batch_state bs = { 0 };
+	struct reply r = { 0 };
+	struct mdt_txn *t;
+	int rc = mdt_txn_begin(m->store, false, &t);
+
+	if (rc) {
+		srv_reply(req, rc, NULL, 0, NULL, 0, NULL);
+		return true;
+	}
+	mds_run_one(m, t, false, req, &bs, &r);
+	mdt_txn_abort(t);
+	srv_reply(req, r.status, r.body, r.status ? 0 : r.len, NULL, 0, NULL);
+	free(r.body);
+	return true;
+}
+
+/* A failed open on the network thread leaves its handle to the metadata thread: if the inode was
+ * unlinked meanwhile, this handle kept it, and its end must release it. */
+static void drop_handle_later(struct mds *m, uint64_t handle, uint64_t ino, uint64_t sid)
+{
+	struct srv_req *item = calloc(1, sizeof(*item) + sizeof(struct mds_handle_ref));
+	struct mds_handle_ref ref = { handle, ino, sid };
+
+	if (!item) {
+		log_err("out of memory: handle %llu of a failed open stays until its session ends",
+			(unsigned long long)handle);
+		return;
+	}
+	item->hdr.opcode = MDS_INTERNAL_DROP_HANDLE;
+	item->hdr.body_len = sizeof(ref);
+	item->body = (uint8_t *)(item + 1);
+	memcpy(item->body, &ref, sizeof(ref));
+	reqq_push(&m->queue, item);
+}
+
+/* The handle of a read-only open: the one a resend's first run made, or a new one. */
+static int open_handle(struct mds *m, const struct srv_req *req, uint64_t ino, uint64_t sid,
+		       uint64_t *handle)
+{
+	if ((req->hdr.flags & LW_F_RESENT) && mds_handle_find(m, sid, ino, req->hdr.req_id, handle) == 0)
+		return 0;
+	return mds_handle_open_shared(m, ino, sid, req->hdr.req_id, handle);
+}
+
+/*
+ * An open for reading, on the network thread (np.load opens thousands of files a second; the
+ * hand-over to the metadata thread costs as much as the open). It only reads the MDT, but makes
+ * a handle, which keeps an unlinked inode alive. The handle is made first, under sess_lock,
+ * and only then does the read transaction begin, so that either the metadata thread sees the
+ * handle before it decides to release the inode, or the release is decided before (then the
+ * inode is marked releasing until its commit, and the open goes to the metadata thread), or it
+ * is committed before this transaction begins and the open finds the inode gone.
+ * A resend gets the handle its first run made, if there is one (ops.def: HANDLE).
+ * Returns false when the request must go to the metadata thread.
+ */
+static bool net_open(struct mds *m, struct srv_req *req)
+{
+	struct reply r = { 0 };
+	struct lw_mds_req q;
+	struct mdt_txn *t;
+	uint64_t sid, handle;
+	int rc;
+
+	if (mds_decode_req(m, req, &q) != 0)
+		return false; /* answered there, with the same error */
+	if ((q.u.open.open_flags & O_ACCMODE) != O_RDONLY || (q.u.open.open_flags & O_TRUNC))
+		return false;
+	sid = mds_session_sid(m, req->conn_id);
+	if (!sid || open_handle(m, req, q.u.open.ino, sid, &handle) != 0)
+		return false;
+	rc = mdt_txn_begin(m->store, false, &t);
+	if (rc == 0) {
+		rc = mds_open_with_handle(m, t, &q, clock_real(), handle, false, &r);
+		if (rc == -ENOENT)
+			rc = mds_stale_if_gone(t, rc, q.u.open.ino);
+		mdt_txn_abort(t);
+	}
+	if (rc)
+		drop_handle_later(m, handle, q.u.open.ino, sid);
+	if (rc == MDS_OPEN_STALE)
+		rc = 0; /* answered: nothing was opened */
+	srv_reply(req, rc, r.body, rc ? 0 : r.len, NULL, 0, NULL);
+	free(r.body);
+	return true;
+}
+
+/* The open of MDS_WALK's LW_WALK_OPEN, as run_open_here's: the handle first, then a read
+ * transaction of its own. Fills r with MDS_OPEN's reply, or returns an error (the client then
+ * opens by itself, and gets the error the metadata thread gives). */
+static int walk_open(struct mds *m, struct srv_req *req, const struct lw_mds_req *wq, uint64_t ino,
+		     struct reply *r)
+{
+	struct lw_mds_req q = { .op = LW_OP_MDS_OPEN, .cred = wq->cred };
+	struct mdt_txn *t;
+	uint64_t sid, handle;
+	int rc;
+
+	q.u.open.ino = ino;
+	q.u.open.open_flags = wq->u.walk.f.open_flags;
+	sid = mds_session_sid(m, req->conn_id);
+	if (!sid || open_handle(m, req, ino, sid, &handle) != 0)
+		return -EAGAIN;
+	rc = mdt_txn_begin(m->store, false, &t);
+	if (rc == 0) {
+		rc = mds_open_with_handle(m, t, &q, clock_real(), handle, false, r);
+		mdt_txn_abort(t);
+	}
+	if (rc) {
+		drop_handle_later(m, handle, ino, sid);
+		free(r->body);
+		r->body = NULL;
+		r->len = 0;
+	}
+	return rc;
+}
+
+/* NET walk: MDS_WALK, a read, and with LW_WALK_OPEN an open for reading. */
+static bool net_walk(struct mds *m, struct srv_req *req)
+{
+	struct lw_walk_rep wr = { 0 };
+	struct reply opened = { 0 };
+	struct lw_mds_req q;
+	struct mdt_txn *t;
+	const char *rest;
+	uint8_t *body;
+	int rc;
+
+	rc = mds_decode_req(m, req, &q);
+	if (rc == 0)
+		rc = mdt_txn_begin(m->store, false, &t);
+	if (rc) {
+		srv_reply(req, rc, NULL, 0, NULL, 0, NULL);
+		return true;
+	}
+	rc = mdt_walk(t, &q.cred, q.u.walk.path, q.u.walk.f.pathlen, q.u.walk.f.flags & LW_WALK_PARENT,
+		      &wr.attr, &wr.consumed);
+	mdt_txn_abort(t);
+	if (rc) {
+		srv_reply(req, rc, NULL, 0, NULL, 0, NULL);
+		return true;
+	}
+	rest = q.u.walk.path + wr.consumed;
+	while (rest < q.u.walk.path + q.u.walk.f.pathlen && *rest == '/')
+		rest++;
+	if ((q.u.walk.f.flags & LW_WALK_OPEN) && rest == q.u.walk.path + q.u.walk.f.pathlen &&
+	    (q.u.walk.f.open_flags & O_ACCMODE) == O_RDONLY && !(q.u.walk.f.open_flags & O_TRUNC) &&
+	    (S_ISREG(wr.attr.mode) || S_ISDIR(wr.attr.mode)) &&
+	    walk_open(m, req, &q, wr.attr.ino, &opened) == 0)
+		wr.flags |= LW_WALKR_OPENED;
+	body = malloc(sizeof(wr) + opened.len);
+	if (!body) {
+		free(opened.body);
+		srv_reply(req, -ENOMEM, NULL, 0, NULL, 0, NULL);
+		return true;
+	}
+	memcpy(body, &wr, sizeof(wr));
+	if (opened.len)
+		memcpy(body + sizeof(wr), opened.body, opened.len);
+	srv_reply(req, 0, body, (uint32_t)(sizeof(wr) + opened.len), NULL, 0, NULL);
+	free(opened.body);
+	free(body);
+	return true;
+}
+
+/* NET none: the metadata thread's. */
+static bool net_none(struct mds *m, struct srv_req *req)
+{
+	(void)m;
+	(void)req;
+	return false;
+}
+
+#define NET_MDS(name, net)  \
+	case LW_OP_##name:  \
+		return net_##net(m, req);
+#define NET_ANY NET_MDS
+#define NET_OSS(name, net)
+
+/* Answers req here if its row's NET path takes it; false: the metadata thread's. */
+static bool answer_here(struct mds *m, struct srv_req *req)
+{
+	switch (req->hdr.opcode) {
+#define LW_OP(name, value, server, resend, flags, rq, rep, handler, net) NET_##server(name, net)
+#include "proto/ops.def"
+#undef LW_OP
+	default:
+		return false;
+	}
+}
+
+void mds_deliver(struct srv_req *req, void *arg)
+{
+	struct mds *m = arg;
+
+	if (!answer_here(m, req))
+		reqq_push(&m->queue, req);
+}
+
+void mds_disconnect(uint64_t conn_id, void *arg)
+{
+	struct mds *m = arg;
+	struct srv_req *item = calloc(1, sizeof(*item));
+
+	if (!item) {
+		log_err("out of memory: the open handles of connection %llu stay until restart",
+			(unsigned long long)conn_id);
+		return;
+	}
+	item->hdr.opcode = MDS_INTERNAL_DISCONNECT;
+	item->conn_id = conn_id;
+	item->body = (uint8_t *)(item + 1);
+	reqq_push(&m->queue, item);
+}
