@@ -139,8 +139,9 @@ struct mds {
 	struct reqq *queue_for_destroyer;
 };
 
-/* dispatch.c */
+/* batch.c: the metadata thread */
 void mds_metadata_loop(struct mds *m);
+/* netpath.c: the server's callbacks, on the network thread */
 void mds_deliver(struct srv_req *req, void *arg);
 void mds_disconnect(uint64_t conn_id, void *arg);
 

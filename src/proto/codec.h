@@ -14,6 +14,40 @@
 
 #include "proto/wire.h"
 
+/* ---- the opcode table (ops.def), as data ---- */
+
+/* The servers of an opcode. */
+enum lw_op_server { LW_SRV_ANY, LW_SRV_MDS, LW_SRV_OSS };
+
+/* What a resend gets (see ops.def). */
+enum lw_op_resend { LW_RESEND_READ, LW_RESEND_CACHED, LW_RESEND_HANDLE, LW_RESEND_REPEATS };
+
+#define LW_OPF_CRED     0x01u /* the body starts with a loom_cred */
+#define LW_OPF_MDT      0x02u /* it changes the MDT (a write transaction) */
+#define LW_OPF_BULK_IN  0x04u /* the request carries bulk */
+#define LW_OPF_BULK_OUT 0x08u /* the reply carries bulk */
+#define LW_OPF_OBJ      0x10u /* (OSS) it names one object: objid 0 is -EINVAL */
+
+struct lw_op_info {
+	const char *name;     /* "MDS_LOOKUP" */
+	uint16_t opcode;
+	uint8_t server;       /* enum lw_op_server */
+	uint8_t resend;       /* enum lw_op_resend */
+	uint32_t flags;       /* LW_OPF_* */
+	const char *request;  /* the body's form, as ops.def names it */
+	const char *reply;    /* the reply's fixed struct without "lw_", or "none" */
+};
+
+/* The row of an opcode, or NULL for one that no server knows. */
+const struct lw_op_info *lw_op_info(uint16_t opcode);
+/* Every row, in the table's order; *n gets their number. */
+const struct lw_op_info *lw_op_table(size_t *n);
+/* The row's flags (LW_OPF_*), 0 for an unknown opcode. */
+uint32_t lw_op_flags(uint16_t opcode);
+/* Whether a request with this opcode may carry bulk to `server` (LW_SRV_MDS or LW_SRV_OSS): its
+ * row is that server's (or both's) and has LW_OPF_BULK_IN. */
+bool lw_op_takes_bulk(uint16_t opcode, int server);
+
 /* ---- cursors ---- */
 
 struct lw_rd {
