@@ -64,6 +64,11 @@ struct loom_connect_opts {
 	                            * /etc/loom/loom.key if it exists, else none */
 	unsigned recovery_seconds; /* how long requests wait for a server that went away before
 	                            * they fail with -EIO; 0: $LOOM_RECOVERY_SECONDS, else 100 */
+	unsigned soft_seconds;     /* soft: a request not answered within this long fails with
+	                            * -EIO, whatever the servers do; 0: hard (wait as above) */
+	unsigned at_min_seconds;   /* a server that answers no request within its adaptive
+	                            * timeout, at least this long, is taken for hung (stopped,
+	                            * wedged) and reconnected to; 0: $LOOM_AT_MIN_SECONDS, else 20 */
 };
 
 /*

@@ -187,6 +187,27 @@ int loom_ll_getlock(loom_fs *fs, uint64_t ino, uint64_t owner, struct loom_lock 
 /* Ends a waiting loom_ll_lock of this owner on ino with -EINTR. */
 int loom_ll_lock_cancel(loom_fs *fs, uint64_t ino, uint64_t owner);
 
+/*
+ * Interrupts. A thread that serves a request its caller may give up on (a FUSE request the
+ * kernel interrupts for a signal, kill -9 included) enters an interrupt; loom_intr_fire, from any
+ * other thread, then ends that thread's waits for the servers: the calls make -EINTR. Requests
+ * already sent may still be applied, as after a signal on NFS with `intr`.
+ */
+typedef struct loom_intr loom_intr;
+loom_intr *loom_intr_new(void);
+void loom_intr_free(loom_intr *in);
+/* From now on the calling thread's waits end when `in` fires (NULL: they no longer do). */
+void loom_intr_enter(loom_intr *in);
+void loom_intr_fire(loom_intr *in);
+/* Whether the MDS is away (its connection reconnecting): a request to it would wait. */
+bool loom_ll_mds_away(loom_fs *fs);
+/* While on, the calling thread's requests do not wait for a server that is away or found hung:
+ * they fail with -EIO then. Returns what it was. */
+bool loom_ll_nowait(bool on);
+/* loom_ll_getattr that does not wait for an MDS that is away or found hung: -EIO then. */
+int loom_ll_getattr_nowait(loom_fs *fs, const struct loom_cred *cr, uint64_t ino,
+			   struct loom_ll_attr *a);
+
 /* The wire image of a layout (what the "loom.lov" virtual xattr holds), and back. */
 int loom_layout_to_xattr(const struct loom_layout *l, void *buf, size_t cap, size_t *len);
 int loom_layout_from_xattr(const void *buf, size_t len, struct loom_layout **out);

@@ -205,6 +205,26 @@ static unsigned recovery_seconds_default(void)
 	return v > 0 && v <= 86400 ? (unsigned)v : 100; /* as Lustre's obd_timeout */
 }
 
+/* Lustre's at_min is 0 with a 100 s obd_timeout behind it; 20 s here detects a stopped server
+ * within a training step's patience while a loaded server's slowest replies stay far below. */
+static unsigned at_min_seconds_default(void)
+{
+	const char *env = getenv("LOOM_AT_MIN_SECONDS");
+	long v = env ? atol(env) : 0;
+
+	return v > 0 && v <= 86400 ? (unsigned)v : 20;
+}
+
+/* What every connection of fs is opened with, beyond its own name, hello and address. */
+static void conn_opts_of(const loom_fs *fs, struct rpc_conn_opts *o)
+{
+	o->key = fs->keylen ? fs->key : NULL;
+	o->keylen = fs->keylen;
+	o->recovery_ms = fs->recovery_ms;
+	o->soft_ms = fs->soft_ms;
+	o->at_min_ms = fs->at_min_ms;
+}
+
 int loom_connect_with(const char *mds_addr, const struct loom_connect_opts *opts, loom_fs **out)
 {
 	struct rpc_conn_opts o = { .name = "MDS", .hello = mds_hello };
@@ -217,7 +237,7 @@ int loom_connect_with(const char *mds_addr, const struct loom_connect_opts *opts
 
 	if (!key_file && access(LOOM_DEFAULT_KEY_FILE, F_OK) == 0)
 		key_file = LOOM_DEFAULT_KEY_FILE;
-	if (recovery_s > 86400)
+	if (recovery_s > 86400 || (opts && (opts->soft_seconds > 86400 || opts->at_min_seconds > 86400)))
 		return -EINVAL;
 
 	fs = calloc(1, sizeof(*fs));
@@ -236,6 +256,8 @@ int loom_connect_with(const char *mds_addr, const struct loom_connect_opts *opts
 	cred_of_process(&fs->cred);
 	fs->umask = process_umask();
 	fs->recovery_ms = 1000u * recovery_s;
+	fs->soft_ms = opts ? 1000u * opts->soft_seconds : 0;
+	fs->at_min_ms = 1000u * (opts && opts->at_min_seconds ? opts->at_min_seconds : at_min_seconds_default());
 	rc = random_bytes(fs->uuid, sizeof(fs->uuid));
 	if (rc)
 		goto fail;
@@ -255,9 +277,7 @@ int loom_connect_with(const char *mds_addr, const struct loom_connect_opts *opts
 			goto fail;
 		}
 	}
-	o.key = fs->keylen ? fs->key : NULL;
-	o.keylen = fs->keylen;
-	o.recovery_ms = fs->recovery_ms;
+	conn_opts_of(fs, &o);
 	o.arg = fs;
 	/* The first connection must work (else the caller learns at once that nothing is there);
 	 * later losses are recovered. */
@@ -353,12 +373,11 @@ static void bury(loom_fs *fs, struct rpc_conn *c)
 
 int fs_mds_conn(loom_fs *fs, struct rpc_conn **out)
 {
-	struct rpc_conn_opts o = { .name = "MDS", .hello = mds_hello, .arg = fs,
-				   .key = fs->keylen ? fs->key : NULL, .keylen = fs->keylen,
-				   .recovery_ms = fs->recovery_ms };
+	struct rpc_conn_opts o = { .name = "MDS", .hello = mds_hello, .arg = fs };
 	struct rpc_conn *c, *old = NULL;
 	int rc = 0;
 
+	conn_opts_of(fs, &o);
 	pthread_mutex_lock(&fs->mds_lock);
 	c = fs->mds;
 	if (!rpc_conn_alive(c) && !fs->stopping) {
@@ -495,10 +514,9 @@ int fs_ost_conn(loom_fs *fs, uint32_t ost_idx, struct rpc_conn **out)
 	if (!sl->conn) {
 		char name[16], host[64];
 		uint16_t port = sl->port;
-		struct rpc_conn_opts o = { .name = name, .recovery_ms = fs->recovery_ms, .lazy = true,
-					   .key = fs->keylen ? fs->key : NULL, .keylen = fs->keylen,
-					   .resolve = ost_resolve, .arg = sl };
+		struct rpc_conn_opts o = { .name = name, .lazy = true, .resolve = ost_resolve, .arg = sl };
 
+		conn_opts_of(fs, &o);
 		snprintf(name, sizeof(name), "OST%04x", ost_idx);
 		snprintf(host, sizeof(host), "%s", sl->host);
 		/* lazy: an OSS that is down now is waited for, as one that goes away later is. The

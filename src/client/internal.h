@@ -44,6 +44,8 @@ struct loom_fs {
 	uint8_t key[64];               /* the file system key (keylen 0: none) */
 	size_t keylen;
 	uint32_t recovery_ms;          /* how long a lost server is waited for */
+	uint32_t soft_ms;              /* soft mounts: how long a request may go unanswered */
+	uint32_t at_min_ms;            /* the least time without a reply that means a hung server */
 	uint64_t mds_boot;             /* the MDS session last connected to (MDS_CONNECT session_id) */
 	bool stopping;                 /* loom_disconnect began (set under mds_lock and ost_lock) */
 	bool no_walk;                  /* the MDS has no MDS_WALK (it predates it): walk by lookups */
@@ -157,6 +159,9 @@ int fs_refresh_osts(loom_fs *fs);
 
 /* mdc.c: metadata RPCs, by inode. Replies are checked for length before use. */
 int mdc_getattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, struct lw_attr *out);
+/* The same with RPC_* flags for the call (RPC_NOWAIT: -EIO at once while the MDS is away). */
+int mdc_getattr_flags(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t rpc_flags,
+		      struct lw_attr *out);
 int mdc_lookup(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
 	       size_t len, struct lw_attr *out);
 int mdc_setattr(loom_fs *fs, const struct loom_cred *cr, const struct lw_setattr *sa,

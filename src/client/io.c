@@ -326,9 +326,16 @@ uint64_t io_wb_off(const struct io_wb *b)
 	return b->off;
 }
 
+/* Not ended by an interrupt: these bytes were acknowledged to the application when write(2)
+ * returned, and giving up on them would lose them. A hard mount waits for them up to the
+ * recovery window, a soft one up to its timeout. */
 int io_wb_wait(struct io_wb *b, int64_t *obj_blocks)
 {
-	return io_job_finish(&b->job, obj_blocks);
+	struct rpc_intr *in = rpc_intr_swap(NULL);
+	int rc = io_job_finish(&b->job, obj_blocks);
+
+	rpc_intr_swap(in);
+	return rc;
 }
 
 void io_wb_free(struct io_wb *b)

@@ -43,6 +43,14 @@ int loom_ll_getattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, struc
 	return stat_reply(fs, mdc_getattr(fs, cr, ino, &attr), &attr, a);
 }
 
+int loom_ll_getattr_nowait(loom_fs *fs, const struct loom_cred *cr, uint64_t ino,
+			   struct loom_ll_attr *a)
+{
+	struct lw_attr attr;
+
+	return stat_reply(fs, mdc_getattr_flags(fs, cr, ino, RPC_NOWAIT, &attr), &attr, a);
+}
+
 int loom_ll_setattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino,
 		    const struct loom_setattr *sa, loom_file *f, struct loom_ll_attr *a)
 {
@@ -409,4 +417,54 @@ int loom_ll_lock_cancel(loom_fs *fs, uint64_t ino, uint64_t owner)
 	struct loom_lock lk = { .type = F_UNLCK, .end = UINT64_MAX };
 
 	return lock_call(fs, ino, owner, &lk, LW_LK_CANCEL);
+}
+
+/* ---- interrupts (the rpc layer's, for the mount daemon) ---- */
+
+struct loom_intr {
+	struct rpc_intr intr;
+};
+
+loom_intr *loom_intr_new(void)
+{
+	loom_intr *in = calloc(1, sizeof(*in));
+
+	if (in)
+		rpc_intr_init(&in->intr);
+	return in;
+}
+
+void loom_intr_free(loom_intr *in)
+{
+	if (!in)
+		return;
+	rpc_intr_destroy(&in->intr);
+	free(in);
+}
+
+void loom_intr_enter(loom_intr *in)
+{
+	rpc_intr_enter(in ? &in->intr : NULL);
+}
+
+void loom_intr_fire(loom_intr *in)
+{
+	rpc_intr_fire(&in->intr);
+}
+
+bool loom_ll_nowait(bool on)
+{
+	return rpc_nowait_swap(on);
+}
+
+bool loom_ll_mds_away(loom_fs *fs)
+{
+	struct rpc_conn *c;
+	bool away;
+
+	pthread_mutex_lock(&fs->mds_lock);
+	c = fs->mds;
+	away = c && (rpc_conn_recovering(c) || !rpc_conn_alive(c));
+	pthread_mutex_unlock(&fs->mds_lock);
+	return away;
 }

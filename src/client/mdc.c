@@ -17,7 +17,7 @@ struct mdc_body {
  * rpc_call_release). cred NULL: the request has no cred prefix.
  */
 static int mdc_call_on(struct rpc_conn *conn, const struct loom_cred *cr, uint16_t op,
-		       const struct mdc_body *b, struct rpc_call *call)
+		       const struct mdc_body *b, uint32_t rpc_flags, struct rpc_call *call)
 {
 	size_t total = sizeof(struct lw_cred) + LOOM_MAX_GROUPS * sizeof(uint32_t);
 	uint8_t stackbuf[8192], *buf = stackbuf;
@@ -40,6 +40,7 @@ static int mdc_call_on(struct rpc_conn *conn, const struct loom_cred *cr, uint16
 		if (b->len[i])
 			lw_wr_put(&w, b->part[i], b->len[i]);
 	rpc_call_init(call, op, buf, (uint32_t)w.len);
+	call->flags = rpc_flags;
 	rc = w.err ? w.err : rpc_call_sync(conn, call);
 	if (buf != stackbuf)
 		free(buf);
@@ -48,13 +49,20 @@ static int mdc_call_on(struct rpc_conn *conn, const struct loom_cred *cr, uint16
 	return rc;
 }
 
-static int mdc_call(loom_fs *fs, const struct loom_cred *cr, uint16_t op, const struct mdc_body *b,
-		    struct rpc_call *call)
+/* As mdc_call, with RPC_* flags. */
+static int mdc_call_flags(loom_fs *fs, const struct loom_cred *cr, uint16_t op,
+			  const struct mdc_body *b, uint32_t rpc_flags, struct rpc_call *call)
 {
 	struct rpc_conn *conn;
 	int rc = fs_mds_conn(fs, &conn);
 
-	return rc ? rc : mdc_call_on(conn, cr, op, b, call);
+	return rc ? rc : mdc_call_on(conn, cr, op, b, rpc_flags, call);
+}
+
+static int mdc_call(loom_fs *fs, const struct loom_cred *cr, uint16_t op, const struct mdc_body *b,
+		    struct rpc_call *call)
+{
+	return mdc_call_flags(fs, cr, op, b, 0, call);
 }
 
 /* A reply of exactly `len` bytes (copied to out unless it is NULL). */
@@ -81,10 +89,18 @@ static int mdc_call_fixed(loom_fs *fs, const struct loom_cred *cr, uint16_t op,
 
 int mdc_getattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, struct lw_attr *out)
 {
+	return mdc_getattr_flags(fs, cr, ino, 0, out);
+}
+
+int mdc_getattr_flags(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t rpc_flags,
+		      struct lw_attr *out)
+{
 	struct lw_ino_req req = { .ino = ino };
 	struct mdc_body b = { { &req }, { sizeof(req) } };
+	struct rpc_call call;
+	int rc = mdc_call_flags(fs, cr, LW_OP_MDS_GETATTR, &b, rpc_flags, &call);
 
-	return mdc_call_fixed(fs, cr, LW_OP_MDS_GETATTR, &b, out, sizeof(*out));
+	return fixed_reply(rc, &call, out, sizeof(*out));
 }
 
 static int name_len(size_t len)
@@ -405,7 +421,9 @@ int mdc_lock(loom_fs *fs, const struct loom_cred *cr, const struct lw_lock_req *
 {
 	struct mdc_body b = { { req }, { sizeof(*req) } };
 	struct rpc_call call;
-	int rc = mdc_call(fs, cr, LW_OP_MDS_LOCK, &b, &call);
+	/* A request that waits for the lock may wait for as long as another process holds it. */
+	int rc = mdc_call_flags(fs, cr, LW_OP_MDS_LOCK, &b, (req->flags & LW_LK_WAIT) ? RPC_NOTIMEOUT : 0,
+				&call);
 
 	if (rc)
 		return rc;

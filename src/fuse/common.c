@@ -14,6 +14,115 @@ struct lmount *lm_of(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
+/*
+ * Interrupt slots: one per thread that serves requests, never freed (a thread that exits gives
+ * its slot back for the next). An interrupt names the slot and the generation of the request
+ * it is for: it may come after that request was answered (libfuse calls the function outside
+ * the reply's locking), and must not end the slot's next request.
+ */
+#define LM_INTR_SLOTS 4096
+struct lm_intr_slot {
+	pthread_mutex_t lock;
+	uint64_t gen;     /* bumped at every request's start and end */
+	loom_intr *intr;
+	int next_free;
+};
+static struct lm_intr_slot intr_slots[LM_INTR_SLOTS];
+static pthread_mutex_t intr_slots_lock = PTHREAD_MUTEX_INITIALIZER;
+static int intr_slots_used, intr_free = -1;
+static pthread_key_t intr_key;
+static pthread_once_t intr_key_once = PTHREAD_ONCE_INIT;
+static _Thread_local int intr_slot_of_thread = -1;
+
+static void intr_slot_give_back(void *arg)
+{
+	int slot = (int)(intptr_t)arg - 1;
+
+	pthread_mutex_lock(&intr_slots_lock);
+	intr_slots[slot].next_free = intr_free;
+	intr_free = slot;
+	pthread_mutex_unlock(&intr_slots_lock);
+}
+
+static void intr_key_make(void)
+{
+	if (pthread_key_create(&intr_key, intr_slot_give_back) != 0)
+		log_warn("no thread key for interrupts: requests are not interruptible");
+}
+
+/* This thread's slot, taken at its first request; -1 when there is none to take. */
+static int intr_slot(void)
+{
+	int slot = intr_slot_of_thread;
+
+	if (slot >= 0)
+		return slot;
+	pthread_once(&intr_key_once, intr_key_make);
+	pthread_mutex_lock(&intr_slots_lock);
+	if (intr_free >= 0) {
+		slot = intr_free;
+		intr_free = intr_slots[slot].next_free;
+	} else if (intr_slots_used < LM_INTR_SLOTS) {
+		slot = intr_slots_used;
+		intr_slots[slot].intr = loom_intr_new();
+		if (intr_slots[slot].intr) {
+			pthread_mutex_init(&intr_slots[slot].lock, NULL);
+			intr_slots_used++;
+		} else {
+			slot = -1;
+		}
+	}
+	pthread_mutex_unlock(&intr_slots_lock);
+	if (slot >= 0 && pthread_setspecific(intr_key, (void *)(intptr_t)(slot + 1)) != 0)
+		log_warn("interrupt slot %d will not be given back", slot);
+	intr_slot_of_thread = slot;
+	return slot;
+}
+
+static void on_interrupt(fuse_req_t req, void *data)
+{
+	uintptr_t v = (uintptr_t)data;
+	int slot = (int)(v >> 40);
+	struct lm_intr_slot *s = &intr_slots[slot];
+
+	(void)req;
+	pthread_mutex_lock(&s->lock);
+	if ((s->gen & ((1ull << 40) - 1)) == (v & ((1ull << 40) - 1)))
+		loom_intr_fire(s->intr);
+	pthread_mutex_unlock(&s->lock);
+}
+
+struct lm_intr_scope lm_intr_enter(fuse_req_t req)
+{
+	struct lm_intr_scope scope = { .slot = intr_slot() };
+	struct lm_intr_slot *s;
+	uint64_t gen;
+
+	if (scope.slot < 0)
+		return scope;
+	s = &intr_slots[scope.slot];
+	pthread_mutex_lock(&s->lock);
+	gen = ++s->gen;
+	loom_intr_enter(s->intr); /* cleared: an interrupt of an earlier request is not this one's */
+	pthread_mutex_unlock(&s->lock);
+	fuse_req_interrupt_func(req, on_interrupt,
+				(void *)(uintptr_t)(((uint64_t)scope.slot << 40) | (gen & ((1ull << 40) - 1))));
+	return scope;
+}
+
+void lm_intr_leave(struct lm_intr_scope *scope)
+{
+	struct lm_intr_slot *s;
+
+	if (scope->slot < 0)
+		return;
+	s = &intr_slots[scope->slot];
+	pthread_mutex_lock(&s->lock);
+	s->gen++; /* a late interrupt of the request just answered finds another generation */
+	loom_intr_enter(NULL);
+	pthread_mutex_unlock(&s->lock);
+}
+
 void lm_cred(fuse_req_t req, struct loom_cred *cr)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);

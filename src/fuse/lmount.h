@@ -32,6 +32,10 @@ struct lmount_opts {
 	int no_default_permissions; /* refused (main.c says why) */
 	char *key_file;        /* key=PATH: the file system key (made absolute: the daemon runs in /) */
 	unsigned recovery;     /* recovery=SEC: how long requests wait for a server that is away */
+	int soft;              /* soft: requests fail with EIO after timeout=SEC (hard: they wait) */
+	int hard;
+	unsigned timeout;      /* timeout=SEC: a soft mount's limit (default 30) */
+	unsigned at_min;       /* at_min=SEC: no reply this long at least means a hung server */
 	int root_squash;       /* root_squash: root's requests go to the MDS as nobody */
 };
 
@@ -54,6 +58,13 @@ struct lmount {
 	struct lmount_opts opts;
 	char mds_addr[128];
 	char fsname[16];
+	/* The root's attributes as last read: what a stat of the mount point gets while the MDS is
+	 * away, so that umount(8), which stats it, never waits for a server. */
+	pthread_mutex_t root_lock;
+	struct stat root_st;
+	bool root_known;
+	struct statvfs statfs_st; /* the same for statfs(2), which umount(8) asks too */
+	bool statfs_known;
 
 	/* What the kernel caches of each inode, and since when (cache.c). */
 	pthread_mutex_t cache_lock;
@@ -106,6 +117,20 @@ struct lmount *lm_of(fuse_req_t req);
 /* Replies with an entry (parent, name) for a (or the error). */
 void lm_reply_entry(fuse_req_t req, int rc, uint64_t parent, const char *name, const struct loom_ll_attr *a);
 void lm_reply_attr(fuse_req_t req, int rc, const struct stat *st);
+/*
+ * Interrupts. The kernel sends FUSE_INTERRUPT when the process waiting for a request gets a
+ * signal; for kill -9 it then waits, in D state, until the request is answered. Every operation
+ * that may wait for a server starts with LM_INTERRUPTIBLE(req): an interrupt then ends the
+ * thread's waits for the servers, and the request is answered with EINTR at once.
+ */
+struct lm_intr_scope {
+	int slot; /* this thread's slot in common.c's table, or -1 */
+};
+struct lm_intr_scope lm_intr_enter(fuse_req_t req);
+void lm_intr_leave(struct lm_intr_scope *s);
+#define LM_INTERRUPTIBLE(req) \
+	struct lm_intr_scope lm_intr_scope_ __attribute__((cleanup(lm_intr_leave))) = lm_intr_enter(req)
+
 static inline void lm_reply_err(fuse_req_t req, int rc)
 {
 	fuse_reply_err(req, rc < 0 ? -rc : rc);

@@ -36,6 +36,10 @@ static const struct fuse_opt lm_opt_spec[] = {
 	LM_OPT("owner_only", owner_only),
 	LM_OPT("no_default_permissions", no_default_permissions),
 	LM_OPT("recovery=%u", recovery),
+	LM_OPT("soft", soft),
+	LM_OPT("hard", hard),
+	LM_OPT("timeout=%u", timeout),
+	LM_OPT("at_min=%u", at_min),
 	LM_OPT("root_squash", root_squash),
 	FUSE_OPT_KEY("key=", KEY_KEYFILE),
 	FUSE_OPT_KEY("-h", KEY_HELP),
@@ -74,6 +78,12 @@ static void usage(FILE *f)
 		"                        /etc/loom/loom.key if it exists)\n"
 		"  recovery=SEC          how long requests wait for a server that went away before\n"
 		"                        they fail with EIO (default 100)\n"
+		"  hard                  (default) a request waits for a server that is away or hung,\n"
+		"                        up to recovery=SEC; a signal (kill -9 too) ends the wait: EINTR\n"
+		"  soft                  a request fails with EIO after timeout=SEC without an answer\n"
+		"  timeout=SEC           a soft mount's limit (default 30)\n"
+		"  at_min=SEC            a server that answers nothing for this long at least (more if\n"
+		"                        its replies have been slow) counts as hung (default 20)\n"
 		"  root_squash           requests from root reach the MDS as nobody (65534)\n"
 		"  -f                    stay in the foreground;  -d  print every request (implies -f)\n"
 		"Mount options handled by the kernel or FUSE:\n"
@@ -292,6 +302,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "loom-mount: recovery=%u: at most 86400 seconds\n", m.opts.recovery);
 		return 2;
 	}
+	if (m.opts.soft && m.opts.hard) {
+		fprintf(stderr, "loom-mount: soft and hard: choose one\n");
+		return 2;
+	}
+	if (m.opts.timeout > 86400 || m.opts.at_min > 86400) {
+		fprintf(stderr, "loom-mount: timeout= and at_min= are at most 86400 seconds\n");
+		return 2;
+	}
+	if (m.opts.timeout && !m.opts.soft)
+		fprintf(stderr, "loom-mount: timeout=%u matters only with soft; a hard mount waits up to "
+				"recovery=SEC\n", m.opts.timeout);
 	log_init("loom-mount", m.opts.debug ? LOG_DEBUG : LOG_WARN);
 	if (!m.opts.foreground) {
 		ready_fd = daemon_start();
@@ -303,6 +324,8 @@ int main(int argc, char **argv)
 	copts.fsname = m.fsname;
 	copts.key_file = m.opts.key_file;
 	copts.recovery_seconds = m.opts.recovery;
+	copts.soft_seconds = m.opts.soft ? (m.opts.timeout ? m.opts.timeout : 30) : 0;
+	copts.at_min_seconds = m.opts.at_min;
 	rc = loom_connect_with(m.mds_addr, &copts, &m.fs);
 	if (rc) {
 		fprintf(stderr, "loom-mount: cannot reach file system %s at %s: %s\n", m.fsname, m.mds_addr,
@@ -312,11 +335,14 @@ int main(int argc, char **argv)
 		goto out_args;
 	}
 	pthread_mutex_init(&m.stamp_lock, NULL);
+	pthread_mutex_init(&m.root_lock, NULL);
 	pthread_cond_init(&m.unlocks_done, NULL);
 	cond_init_monotonic(&m.handles_done);
 	lm_sa_init(&m);
 	lm_cache_init(&m);
 	m.dir_moves = dir_moves_now(m.fs);
+	/* Figures for statfs(2) to answer with while the MDS is away (umount(8) asks). */
+	m.statfs_known = loom_statfs(m.fs, &m.statfs_st) == 0;
 	u64map_init(&m.posix_locked);
 	u64map_init(&m.open_handles);
 

@@ -89,6 +89,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 
 static void lm_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	LM_INTERRUPTIBLE(req);
 	struct lmount *m = lm_of(req);
 	struct loom_ll_expect ex;
 	struct loom_ll_attr a;
@@ -115,6 +116,7 @@ static void lm_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 static void lm_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
+	LM_INTERRUPTIBLE(req);
 	(void)fi;
 	do_readdir(req, ino, size, off, false);
 }
@@ -122,18 +124,21 @@ static void lm_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
 static void lm_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			   struct fuse_file_info *fi)
 {
+	LM_INTERRUPTIBLE(req);
 	(void)fi;
 	do_readdir(req, ino, size, off, true);
 }
 
 static void lm_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	LM_INTERRUPTIBLE(req);
 	(void)ino;
 	lm_reply_err(req, loom_close((loom_file *)(uintptr_t)fi->fh));
 }
 
 static void lm_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
+	LM_INTERRUPTIBLE(req);
 	(void)ino;
 	(void)datasync;
 	(void)fi;

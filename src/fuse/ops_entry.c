@@ -8,6 +8,7 @@
 
 static void lm_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	LM_INTERRUPTIBLE(req);
 	struct lmount *m = lm_of(req);
 	struct loom_cred cr;
 	struct loom_ll_attr a;
@@ -43,8 +44,33 @@ static void lm_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 	fuse_reply_none(req);
 }
 
+static bool root_known(struct lmount *m)
+{
+	bool known;
+
+	pthread_mutex_lock(&m->root_lock);
+	known = m->root_known;
+	pthread_mutex_unlock(&m->root_lock);
+	return known;
+}
+
+/* The root's attributes as last read, if they were: stale while the MDS is away, and better than
+ * a wait that hangs umount(8). */
+static bool root_as_last_read(struct lmount *m, struct stat *st)
+{
+	bool known;
+
+	pthread_mutex_lock(&m->root_lock);
+	known = m->root_known;
+	if (known)
+		*st = m->root_st;
+	pthread_mutex_unlock(&m->root_lock);
+	return known;
+}
+
 static void lm_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	LM_INTERRUPTIBLE(req);
 	struct lmount *m = lm_of(req);
 	uint64_t max_age = (uint64_t)(m->opts.attr_timeout * 1e9);
 	struct loom_cred cr;
@@ -69,8 +95,22 @@ static void lm_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		rc = 0;
 	} else {
 		lm_cred(req, &cr);
-		rc = loom_ll_getattr(m->fs, &cr, ino, &a);
+		/* The root, which umount(8) stats, never waits for an MDS that is away or hung: its
+		 * attributes as last read answer then. */
+		if (ino == FUSE_ROOT_ID && root_known(m)) {
+			rc = loom_ll_getattr_nowait(m->fs, &cr, ino, &a);
+			if (rc == -EIO && loom_ll_mds_away(m->fs) && root_as_last_read(m, &a.st))
+				rc = 0;
+		} else {
+			rc = loom_ll_getattr(m->fs, &cr, ino, &a);
+		}
 		st = a.st;
+		if (rc == 0 && ino == FUSE_ROOT_ID) {
+			pthread_mutex_lock(&m->root_lock);
+			m->root_st = st;
+			m->root_known = true;
+			pthread_mutex_unlock(&m->root_lock);
+		}
 	}
 	lm_reply_attr(req, rc, &st);
 }
@@ -78,6 +118,7 @@ static void lm_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void lm_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		       struct fuse_file_info *fi)
 {
+	LM_INTERRUPTIBLE(req);
 	struct lmount *m = lm_of(req);
 	struct loom_setattr sa = { 0 };
 	struct loom_cred cr;
@@ -128,6 +169,7 @@ static void lm_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 
 static void lm_readlink(fuse_req_t req, fuse_ino_t ino)
 {
+	LM_INTERRUPTIBLE(req);
 	struct lmount *m = lm_of(req);
 	char buf[LOOM_SYMLINK_MAX + 1];
 	struct loom_cred cr;
@@ -146,6 +188,7 @@ static void lm_readlink(fuse_req_t req, fuse_ino_t ino)
 
 static void lm_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
+	LM_INTERRUPTIBLE(req);
 	struct lmount *m = lm_of(req);
 	struct loom_cred cr;
 	struct loom_ll_attr a;
@@ -157,6 +200,7 @@ static void lm_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 
 static void lm_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
+	LM_INTERRUPTIBLE(req);
 	struct lmount *m = lm_of(req);
 	struct loom_cred cr;
 	struct loom_ll_attr a;
@@ -168,6 +212,7 @@ static void lm_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 
 static void lm_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	LM_INTERRUPTIBLE(req);
 	struct loom_cred cr;
 
 	lm_cred(req, &cr);
@@ -176,6 +221,7 @@ static void lm_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 static void lm_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	LM_INTERRUPTIBLE(req);
 	struct loom_cred cr;
 
 	lm_cred(req, &cr);
@@ -184,6 +230,7 @@ static void lm_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 static void lm_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
+	LM_INTERRUPTIBLE(req);
 	struct lmount *m = lm_of(req);
 	struct loom_cred cr;
 	struct loom_ll_attr a;
@@ -196,6 +243,7 @@ static void lm_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
 static void lm_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
 		      const char *newname, unsigned int flags)
 {
+	LM_INTERRUPTIBLE(req);
 	struct loom_cred cr;
 	unsigned int lflags = 0;
 
@@ -214,6 +262,7 @@ static void lm_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 
 static void lm_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
+	LM_INTERRUPTIBLE(req);
 	struct lmount *m = lm_of(req);
 	struct loom_cred cr;
 	struct loom_ll_attr a;
@@ -225,23 +274,55 @@ static void lm_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 
 static void lm_access(fuse_req_t req, fuse_ino_t ino, int mask)
 {
+	LM_INTERRUPTIBLE(req);
 	struct loom_cred cr;
 
 	lm_cred(req, &cr);
 	lm_reply_err(req, loom_ll_access(lm_of(req)->fs, &cr, ino, mask));
 }
 
+static bool statfs_known(struct lmount *m)
+{
+	bool known;
+
+	pthread_mutex_lock(&m->root_lock);
+	known = m->statfs_known;
+	pthread_mutex_unlock(&m->root_lock);
+	return known;
+}
+
 static void lm_statfs(fuse_req_t req, fuse_ino_t ino)
 {
+	LM_INTERRUPTIBLE(req);
+	struct lmount *m = lm_of(req);
 	struct statvfs st;
 	int rc;
 
 	(void)ino;
-	rc = loom_statfs(lm_of(req)->fs, &st);
-	if (rc)
+	if (statfs_known(m)) {
+		/* umount(8) asks too: while the MDS is away or hung, the figures last read answer. */
+		bool was = loom_ll_nowait(true);
+
+		rc = loom_statfs(m->fs, &st);
+		loom_ll_nowait(was);
+		if (rc == -EIO && loom_ll_mds_away(m->fs)) {
+			pthread_mutex_lock(&m->root_lock);
+			st = m->statfs_st;
+			pthread_mutex_unlock(&m->root_lock);
+			rc = 0;
+		}
+	} else {
+		rc = loom_statfs(m->fs, &st);
+	}
+	if (rc) {
 		lm_reply_err(req, rc);
-	else
-		fuse_reply_statfs(req, &st);
+		return;
+	}
+	pthread_mutex_lock(&m->root_lock);
+	m->statfs_st = st;
+	m->statfs_known = true;
+	pthread_mutex_unlock(&m->root_lock);
+	fuse_reply_statfs(req, &st);
 }
 
 void lm_entry_ops(struct fuse_lowlevel_ops *ops)

@@ -70,6 +70,7 @@ static void open_reply(fuse_req_t req, struct fuse_file_info *fi, loom_file *f,
 
 static void lm_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	LM_INTERRUPTIBLE(req);
 	struct lmount *m = lm_of(req);
 	struct loom_ll_expect ex;
 	struct loom_ll_attr a;
@@ -98,6 +99,7 @@ static void lm_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void lm_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		      struct fuse_file_info *fi)
 {
+	LM_INTERRUPTIBLE(req);
 	struct lmount *m = lm_of(req);
 	struct fuse_entry_param e;
 	struct loom_ll_attr a;
@@ -123,6 +125,7 @@ static void lm_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 
 static void lm_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
+	LM_INTERRUPTIBLE(req);
 	char *buf = malloc(size ? size : 1);
 	ssize_t n;
 
@@ -142,6 +145,7 @@ static void lm_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 static void lm_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
+	LM_INTERRUPTIBLE(req);
 	ssize_t n = loom_pwrite(file_of(fi), buf, size, off);
 
 	lm_sa_changed(lm_of(req));
@@ -180,6 +184,7 @@ static void data_reported(struct lmount *m, uint64_t ino, loom_file *f)
 
 static void lm_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	LM_INTERRUPTIBLE(req);
 	loom_file *f = file_of(fi);
 	int rc;
 
@@ -194,6 +199,7 @@ static void lm_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 static void lm_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	LM_INTERRUPTIBLE(req);
 	loom_file *f = file_of(fi);
 	bool writer = (loom_file_flags(f) & O_ACCMODE) != O_RDONLY;
 	int rc;
@@ -215,6 +221,7 @@ static void lm_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 static void lm_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
+	LM_INTERRUPTIBLE(req);
 	loom_file *f = file_of(fi);
 	int rc;
 
@@ -236,6 +243,7 @@ static void lm_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 static void lm_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
 			 struct fuse_file_info *fi)
 {
+	LM_INTERRUPTIBLE(req);
 	int rc = loom_fallocate(file_of(fi), mode, off, len);
 
 	lm_sa_changed(lm_of(req));
@@ -247,6 +255,7 @@ static void lm_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 /* SEEK_DATA and SEEK_HOLE only (the kernel does the others); the kernel keeps the position. */
 static void lm_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
 {
+	LM_INTERRUPTIBLE(req);
 	off_t found;
 	int rc = loom_seek_data(file_of(fi), off, whence, &found);
 

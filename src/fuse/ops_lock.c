@@ -32,6 +32,7 @@ static int flock_range(const struct flock *fl, struct loom_lock *lk)
 
 static void lm_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *fl)
 {
+	LM_INTERRUPTIBLE(req);
 	struct loom_lock lk;
 	int rc = flock_range(fl, &lk);
 
@@ -139,6 +140,7 @@ static void set_lock(fuse_req_t req, fuse_ino_t ino, uint64_t owner, const struc
 static void lm_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *fl,
 		     int sleep)
 {
+	LM_INTERRUPTIBLE(req);
 	struct loom_lock lk;
 	int rc = flock_range(fl, &lk);
 
@@ -154,6 +156,7 @@ static void lm_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, 
 
 static void lm_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
 {
+	LM_INTERRUPTIBLE(req);
 	struct loom_lock lk = { .start = 0, .end = UINT64_MAX, .pid = (uint32_t)fuse_req_ctx(req)->pid };
 	unsigned flags = LOOM_LOCK_FLOCK;
 

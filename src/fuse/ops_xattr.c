@@ -47,6 +47,7 @@ static void get_lov(fuse_req_t req, const struct loom_cred *cr, fuse_ino_t ino, 
 
 static void lm_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
+	LM_INTERRUPTIBLE(req);
 	struct loom_cred cr;
 	size_t cap = size > LOOM_XATTR_SIZE_MAX ? LOOM_XATTR_SIZE_MAX : size, len = 0;
 	void *buf = NULL;
@@ -69,6 +70,7 @@ static void lm_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 static void lm_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 			size_t size, int flags)
 {
+	LM_INTERRUPTIBLE(req);
 	struct lmount *m = lm_of(req);
 	struct loom_cred cr;
 	int lflags = 0;
@@ -100,6 +102,7 @@ static void lm_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 
 static void lm_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
+	LM_INTERRUPTIBLE(req);
 	struct loom_cred cr;
 	size_t cap = size > LOOM_XATTR_SIZE_MAX ? LOOM_XATTR_SIZE_MAX : size, len = 0;
 	char *buf = NULL;
@@ -118,6 +121,7 @@ static void lm_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 
 static void lm_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
+	LM_INTERRUPTIBLE(req);
 	struct loom_cred cr;
 
 	lm_cred(req, &cr);

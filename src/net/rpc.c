@@ -18,83 +18,10 @@
 #include "common/crc.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "net/rpc_impl.h"
 #include "proto/codec.h"
 
-#define RBUF_SIZE (64u << 10)
-
-enum rstate { RS_HDR, RS_BODY, RS_BULK };
-
-enum conn_state {
-	CS_CONNECTED,
-	CS_RECOVERING, /* the socket is gone; reconnecting until recover_deadline */
-	CS_FAILED,     /* for good: calls fail at once */
-};
-
-struct rpc_hs {
-	struct rpc_conn *conn;
-	int fd;
-	int timeout_ms;
-};
-
-struct rpc_conn {
-	int fd;
-	int wake_fd;
-	pthread_t thread;
-	char peer[96];
-	char host[64];
-	uint16_t port;
-	struct rpc_conn_opts opts;
-	uint8_t key[LOOM_KEY_MAX];
-
-	/* Writing to the socket: the send queue head's progress, and moving sent calls to the
-	 * in-flight list. Taken before lock, never while waiting for the I/O thread. A caller
-	 * sends its own request when it finds the queue empty (rpc_submit), which saves waking
-	 * the I/O thread; the I/O thread sends the rest. */
-	pthread_mutex_t send_lock;
-	pthread_mutex_t lock;        /* the queues, next_id, state, stopping */
-	struct rpc_call *sendq_head; /* submitted, not yet (fully) sent */
-	struct rpc_call *sendq_tail;
-	struct rpc_call *inflight;   /* sent, awaiting a reply */
-	uint64_t next_id;
-	enum conn_state state;
-	uint64_t recover_deadline_ns;
-	bool stopping;
-	bool joined;                 /* the thread was stopped (rpc_conn_stop) */
-
-	/* Receive state, I/O thread only. */
-	uint8_t *rbuf;
-	uint32_t rpos, rlen;
-	enum rstate rstate;
-	struct lw_hdr hdr;
-	uint32_t hgot;
-	struct rpc_call *rcall; /* the call the reply being read belongs to */
-	uint8_t *rbody;
-	uint32_t got;
-	uint32_t rbulk_crc;
-};
-
-void rpc_wait_init(struct rpc_wait *w)
-{
-	pthread_mutex_init(&w->lock, NULL);
-	pthread_cond_init(&w->cond, NULL);
-	w->pending = 0;
-}
-
-void rpc_wait_destroy(struct rpc_wait *w)
-{
-	pthread_mutex_destroy(&w->lock);
-	pthread_cond_destroy(&w->cond);
-}
-
-void rpc_wait_all(struct rpc_wait *w)
-{
-	pthread_mutex_lock(&w->lock);
-	while (w->pending > 0)
-		pthread_cond_wait(&w->cond, &w->lock);
-	pthread_mutex_unlock(&w->lock);
-}
-
-static void call_complete(struct rpc_call *call, int status)
+void rpc_call_complete(struct rpc_call *call, int status)
 {
 	struct rpc_wait *w = call->wait;
 
@@ -104,6 +31,7 @@ static void call_complete(struct rpc_call *call, int status)
 		return;
 	}
 	pthread_mutex_lock(&w->lock);
+	call->completed = true;
 	if (--w->pending == 0)
 		pthread_cond_broadcast(&w->cond);
 	pthread_mutex_unlock(&w->lock);
@@ -139,7 +67,7 @@ static void conn_fail_locked(struct rpc_conn *c, const char *why)
 		while (list[i]) {
 			struct rpc_call *call = list[i];
 			list[i] = call->next;
-			call_complete(call, -EIO);
+			rpc_call_complete(call, -EIO);
 		}
 	}
 }
@@ -150,7 +78,7 @@ static void conn_fail(struct rpc_conn *c, const char *why)
 	pthread_mutex_lock(&c->lock);
 	if (c->rcall) {
 		/* Taken off the in-flight list while its reply was being read. */
-		call_complete(c->rcall, -EIO);
+		rpc_call_complete(c->rcall, -EIO);
 		c->rcall = NULL;
 	}
 	conn_fail_locked(c, why);
@@ -167,9 +95,15 @@ void rpc_submit(struct rpc_conn *c, struct rpc_call *call, struct rpc_wait *w)
 	uint64_t one = 1;
 	bool was_empty;
 
+	if (rpc_nowait_thread())
+		call->flags |= RPC_NOWAIT;
 	call->wait = w;
+	call->conn = c;
 	call->next = NULL;
 	call->sent = 0;
+	call->sent_ns = 0;
+	call->completed = false;
+	call->deadline_ns = c->opts.soft_ms ? clock_mono_ns() + (uint64_t)c->opts.soft_ms * 1000000ull : 0;
 	call->status = 0;
 	call->rbody = NULL;
 	call->rbody_len = 0;
@@ -180,17 +114,21 @@ void rpc_submit(struct rpc_conn *c, struct rpc_call *call, struct rpc_wait *w)
 	if (w) {
 		pthread_mutex_lock(&w->lock);
 		w->pending++;
+		call->wnext = w->calls;
+		w->calls = call;
+		if (call->deadline_ns && (!w->deadline_ns || call->deadline_ns < w->deadline_ns))
+			w->deadline_ns = call->deadline_ns;
 		pthread_mutex_unlock(&w->lock);
 	}
 
 	if (call->bulk_cnt < 0 || call->bulk_cnt > RPC_MAX_IOV || call->rbulk_cnt < 0) {
-		call_complete(call, -EINVAL);
+		rpc_call_complete(call, -EINVAL);
 		return;
 	}
 	pthread_mutex_lock(&c->lock);
 	if (c->state == CS_FAILED || (c->state == CS_RECOVERING && (call->flags & RPC_NOWAIT))) {
 		pthread_mutex_unlock(&c->lock);
-		call_complete(call, -EIO);
+		rpc_call_complete(call, -EIO);
 		return;
 	}
 	call->req_id = ++c->next_id;
@@ -231,17 +169,6 @@ void rpc_submit(struct rpc_conn *c, struct rpc_call *call, struct rpc_wait *w)
 void rpc_submit_detached(struct rpc_conn *c, struct rpc_call *call)
 {
 	rpc_submit(c, call, NULL);
-}
-
-int rpc_call_sync(struct rpc_conn *c, struct rpc_call *call)
-{
-	struct rpc_wait w;
-
-	rpc_wait_init(&w);
-	rpc_submit(c, call, &w);
-	rpc_wait_all(&w);
-	rpc_wait_destroy(&w);
-	return call->status;
 }
 
 bool rpc_conn_alive(struct rpc_conn *c)
@@ -353,6 +280,7 @@ static int conn_send(struct rpc_conn *c)
 		if (!c->sendq_head)
 			c->sendq_tail = NULL;
 		call->next = c->inflight;
+		call->sent_ns = clock_mono_ns();
 		c->inflight = call;
 		pthread_mutex_unlock(&c->lock);
 	}
@@ -373,6 +301,130 @@ static struct rpc_call *conn_take_inflight(struct rpc_conn *c, uint64_t id)
 	}
 	pthread_mutex_unlock(&c->lock);
 	return call;
+}
+
+static uint64_t at_timeout_ns(const struct rpc_conn *c);
+
+static uint64_t half_at_min_ns(const struct rpc_conn *c)
+{
+	return (c->opts.at_min_ms ? c->opts.at_min_ms : 20000) * 500000ull;
+}
+
+/* Unlinks call from a list; true if it was there. Under c->lock. */
+static bool list_unlink(struct rpc_call **head, struct rpc_call *call, struct rpc_call **tail)
+{
+	struct rpc_call *prev = NULL;
+
+	for (struct rpc_call **pp = head; *pp; prev = *pp, pp = &(*pp)->next) {
+		if (*pp != call)
+			continue;
+		*pp = call->next;
+		if (tail && *tail == call)
+			*tail = prev;
+		call->next = NULL;
+		return true;
+	}
+	return false;
+}
+
+/* Takes call off the queues if nothing is using its buffers now: not the queue's head while it
+ * is half sent. A call taken from the in-flight list is remembered, so its reply is dropped.
+ * Under send_lock and c->lock. */
+static bool take_off_queues(struct rpc_conn *c, struct rpc_call *call)
+{
+	if (call == c->sendq_head && call->sent > 0)
+		return false;
+	if (list_unlink(&c->sendq_head, call, &c->sendq_tail))
+		return true;
+	if (!list_unlink(&c->inflight, call, NULL))
+		return false; /* being received, or completed */
+	c->cancelled[c->ncancelled++ % ARRAY_SIZE(c->cancelled)] = call->req_id;
+	return true;
+}
+
+void rpc_call_cancel(struct rpc_call *call, int err)
+{
+	struct rpc_conn *c = call->conn;
+	bool taken;
+
+	pthread_mutex_lock(&c->send_lock);
+	pthread_mutex_lock(&c->lock);
+	taken = take_off_queues(c, call);
+	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&c->send_lock);
+	if (taken)
+		rpc_call_complete(call, err);
+}
+
+/* Soft connections: calls past their deadline fail with -EIO (detached ones too: nobody else
+ * would end them). I/O thread, holding nothing. */
+static void expire_late_calls(struct rpc_conn *c)
+{
+	struct rpc_call *late = NULL;
+	uint64_t now = clock_mono_ns();
+
+	if (!c->opts.soft_ms)
+		return;
+	pthread_mutex_lock(&c->send_lock);
+	pthread_mutex_lock(&c->lock);
+	for (struct rpc_call **list = &c->sendq_head; list; list = list == &c->sendq_head ? &c->inflight : NULL) {
+		struct rpc_call *call = *list, *next;
+
+		for (; call; call = next) {
+			next = call->next;
+			if (call->deadline_ns && now >= call->deadline_ns && take_off_queues(c, call)) {
+				call->next = late;
+				late = call;
+			}
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&c->send_lock);
+	if (late)
+		log_warn("%s did not answer within timeout=%u s (soft mount): failing its calls with EIO",
+			 c->peer, c->opts.soft_ms / 1000);
+	while (late) {
+		struct rpc_call *call = late;
+		late = call->next;
+		rpc_call_complete(call, -EIO);
+	}
+}
+
+/* When the I/O thread must look again: the oldest timed call in flight times out, or a soft
+ * deadline comes. 0: nothing to time. Under c->lock. */
+static uint64_t next_check_ns(struct rpc_conn *c)
+{
+	uint64_t at = at_timeout_ns(c), next = 0;
+	struct rpc_call *lists[2] = { c->sendq_head, c->inflight };
+
+	for (struct rpc_call *call = c->inflight; call; call = call->next)
+		if (!(call->flags & RPC_NOTIMEOUT) && (!next || call->sent_ns + at < next))
+			next = call->sent_ns + at;
+	if (c->rcall && !(c->rcall->flags & RPC_NOTIMEOUT) && (!next || c->rcall->sent_ns + at < next))
+		next = c->rcall->sent_ns + at;
+	for (int i = 0; i < 2 && c->opts.soft_ms; i++)
+		for (struct rpc_call *call = lists[i]; call; call = call->next)
+			if (call->deadline_ns && (!next || call->deadline_ns < next))
+				next = call->deadline_ns;
+	return next;
+}
+
+/* The oldest timed call that has waited past the adaptive timeout, if any: the server hangs.
+ * Fills why. Under c->lock. */
+static bool server_hangs(struct rpc_conn *c, char *why, size_t cap)
+{
+	uint64_t now = clock_mono_ns(), at = at_timeout_ns(c);
+	struct rpc_call *late = NULL;
+
+	for (struct rpc_call *call = c->inflight; call && !late; call = call->next)
+		if (!(call->flags & RPC_NOTIMEOUT) && now >= call->sent_ns + at)
+			late = call;
+	if (!late && c->rcall && !(c->rcall->flags & RPC_NOTIMEOUT) && now >= c->rcall->sent_ns + at)
+		late = c->rcall;
+	if (late)
+		snprintf(why, cap, "no reply to %s in %llu s: the server is not answering",
+			 lw_op_name(late->opcode), (unsigned long long)(at / 1000000000ull));
+	return late != NULL;
 }
 
 /* Copies reply bulk bytes into the call's iovecs at offset `off`. */
@@ -407,6 +459,35 @@ static void *rbulk_at(struct rpc_call *call, uint32_t off, uint32_t *room)
 	return NULL;
 }
 
+/* The slowest reply of the current minute, for the adaptive timeout. I/O thread. */
+static void at_record(struct rpc_conn *c, uint64_t sent_ns)
+{
+	uint64_t now = clock_mono_ns(), minute = now / 60000000000ull;
+	uint32_t ms = (uint32_t)MIN((now - sent_ns) / 1000000ull, UINT32_MAX);
+	uint32_t slot = (uint32_t)(minute % ARRAY_SIZE(c->at_slow_ms));
+
+	pthread_mutex_lock(&c->lock);
+	if (c->at_slot_min[slot] != minute) {
+		c->at_slot_min[slot] = minute;
+		c->at_slow_ms[slot] = 0;
+	}
+	c->at_slow_ms[slot] = MAX(c->at_slow_ms[slot], ms);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* How long a call may wait for its reply before the server counts as hung: three times the
+ * slowest reply of the last minutes, plus two seconds, and at least at_min_ms. Under c->lock. */
+static uint64_t at_timeout_ns(const struct rpc_conn *c)
+{
+	uint64_t minute = clock_mono_ns() / 60000000000ull, slow = 0;
+	uint64_t floor = c->opts.at_min_ms ? c->opts.at_min_ms : 20000;
+
+	for (size_t i = 0; i < ARRAY_SIZE(c->at_slow_ms); i++)
+		if (c->at_slot_min[i] + ARRAY_SIZE(c->at_slow_ms) > minute)
+			slow = MAX(slow, c->at_slow_ms[i]);
+	return MAX(floor, 3 * slow + 2000) * 1000000ull;
+}
+
 static void reply_done(struct rpc_conn *c)
 {
 	struct rpc_call *call = c->rcall;
@@ -415,6 +496,14 @@ static void reply_done(struct rpc_conn *c)
 	c->rcall = NULL;
 	c->rstate = RS_HDR;
 	c->hgot = 0;
+	if (c->discarding) {
+		/* A cancelled call's reply: nobody waits for it. */
+		c->discarding = false;
+		free(c->rbody);
+		c->rbody = NULL;
+		return;
+	}
+	at_record(c, call->sent_ns);
 	call->rbody = c->rbody;
 	call->rbody_len = c->hdr.body_len;
 	call->rbulk_len = c->hdr.bulk_len;
@@ -423,7 +512,21 @@ static void reply_done(struct rpc_conn *c)
 		log_warn("reply from %s to %s: bulk checksum mismatch", c->peer, lw_op_name(c->hdr.opcode));
 		status = -EBADMSG;
 	}
-	call_complete(call, status);
+	rpc_call_complete(call, status);
+}
+
+/* Whether a call with this request id was cancelled while in flight. */
+static bool was_cancelled(struct rpc_conn *c, uint64_t id)
+{
+	bool found = false;
+
+	if (id == 0)
+		return false; /* no request has id 0: the ring's empty slots hold it */
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < ARRAY_SIZE(c->cancelled) && !found; i++)
+		found = c->cancelled[i] == id;
+	pthread_mutex_unlock(&c->lock);
+	return found;
 }
 
 /* The reply header is complete. NULL, or why the connection is unusable. */
@@ -441,11 +544,14 @@ static const char *reply_hdr_done(struct rpc_conn *c)
 		pthread_mutex_unlock(&c->send_lock);
 		c->rcall = conn_take_inflight(c, h->req_id);
 	}
-	if (!c->rcall)
+	c->discarding = !c->rcall && was_cancelled(c, h->req_id);
+	if (!c->rcall && !c->discarding)
 		return "reply to an unknown request";
-	if (h->opcode != c->rcall->opcode)
+	if (c->discarding)
+		; /* read and dropped: its size was checked with the header */
+	else if (h->opcode != c->rcall->opcode)
 		return "reply opcode differs from the request's";
-	if (h->bulk_len > c->rcall->rbulk_cap)
+	if (c->rcall && h->bulk_len > c->rcall->rbulk_cap)
 		return "reply bulk larger than the buffer for it";
 	c->rbody = malloc(h->body_len ? h->body_len : 1);
 	if (!c->rbody)
@@ -494,7 +600,8 @@ static const char *conn_parse(struct rpc_conn *c)
 			break;
 		case RS_BULK:
 			n = MIN(avail, c->hdr.bulk_len - c->got);
-			rbulk_copy(c->rcall, c->got, p, n);
+			if (c->rcall)
+				rbulk_copy(c->rcall, c->got, p, n);
 			c->got += n;
 			if (c->got == c->hdr.bulk_len)
 				reply_done(c);
@@ -562,7 +669,7 @@ static void conn_broken(struct rpc_conn *c, const char *why)
 	}
 	if (!c->opts.recovery_ms || c->stopping) {
 		if (c->rcall) {
-			call_complete(c->rcall, -EIO);
+			rpc_call_complete(c->rcall, -EIO);
 			c->rcall = NULL;
 		}
 		conn_fail_locked(c, why);
@@ -616,7 +723,7 @@ static void conn_broken(struct rpc_conn *c, const char *why)
 	while (fail) {
 		struct rpc_call *call = fail;
 		fail = call->next;
-		call_complete(call, -EIO);
+		rpc_call_complete(call, -EIO);
 	}
 	recv_reset(c);
 }
@@ -632,7 +739,7 @@ static int conn_recv(struct rpc_conn *c)
 		uint32_t room;
 		void *dst;
 
-		if (c->rstate == RS_BULK && c->hdr.bulk_len - c->got >= RBUF_SIZE &&
+		if (c->rstate == RS_BULK && c->hdr.bulk_len - c->got >= RBUF_SIZE && c->rcall &&
 		    (dst = rbulk_at(c->rcall, c->got, &room)) != NULL) {
 			/* Large reply bulk lands straight in the caller's buffer. */
 			n = recv(c->fd, dst, MIN(room, c->hdr.bulk_len - c->got), 0);
@@ -653,7 +760,7 @@ static int conn_recv(struct rpc_conn *c)
 					pthread_mutex_lock(&c->send_lock);
 					pthread_mutex_lock(&c->lock);
 					if (c->rcall) {
-						call_complete(c->rcall, -EIO);
+						rpc_call_complete(c->rcall, -EIO);
 						c->rcall = NULL;
 					}
 					conn_fail_locked(c, err);
@@ -679,218 +786,12 @@ static int conn_recv(struct rpc_conn *c)
 	}
 }
 
-/* ---- connecting, the handshake, authentication ---- */
-
-static int wait_fd(int fd, short ev, int timeout_ms)
-{
-	struct pollfd pfd = { .fd = fd, .events = ev };
-
-	for (;;) {
-		int rc = poll(&pfd, 1, timeout_ms);
-		if (rc < 0 && errno == EINTR)
-			continue;
-		if (rc < 0)
-			return -errno;
-		return rc == 0 ? -ETIMEDOUT : 0;
-	}
-}
-
-static int hs_send(int fd, const void *buf, size_t len, int timeout_ms)
-{
-	const uint8_t *p = buf;
-
-	while (len > 0) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN) {
-				int rc = wait_fd(fd, POLLOUT, timeout_ms);
-				if (rc)
-					return rc;
-				continue;
-			}
-			return -EIO;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static int hs_recv(int fd, void *buf, size_t len, int timeout_ms)
-{
-	uint8_t *p = buf;
-
-	while (len > 0) {
-		ssize_t n = recv(fd, p, len, 0);
-		if (n == 0)
-			return -EIO;
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN) {
-				int rc = wait_fd(fd, POLLIN, timeout_ms);
-				if (rc)
-					return rc;
-				continue;
-			}
-			return -EIO;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-int rpc_hs_call(struct rpc_hs *hs, uint16_t opcode, const void *body, uint32_t len, void *reply,
-		uint32_t cap, uint32_t *rlen)
-{
-	struct lw_hdr h;
-	uint8_t *rbody = NULL;
-	uint64_t id;
-	int rc;
-
-	pthread_mutex_lock(&hs->conn->lock);
-	id = ++hs->conn->next_id;
-	pthread_mutex_unlock(&hs->conn->lock);
-	lw_hdr_fill(&h, opcode, 0, 0, id, body, len, 0, 0);
-	rc = hs_send(hs->fd, &h, sizeof(h), hs->timeout_ms);
-	if (rc == 0 && len)
-		rc = hs_send(hs->fd, body, len, hs->timeout_ms);
-	if (rc == 0)
-		rc = hs_recv(hs->fd, &h, sizeof(h), hs->timeout_ms);
-	if (rc)
-		return rc;
-	if (lw_hdr_check(&h) || !(h.flags & LW_F_REPLY) || h.req_id != id || h.opcode != opcode ||
-	    h.bulk_len != 0)
-		return -EPROTO;
-	rbody = malloc(h.body_len ? h.body_len : 1);
-	if (!rbody)
-		return -ENOMEM;
-	rc = hs_recv(hs->fd, rbody, h.body_len, hs->timeout_ms);
-	if (rc == 0 && lw_hdr_crc_check(&h, rbody))
-		rc = -EPROTO;
-	if (rc == 0) {
-		memcpy(reply, rbody, MIN(cap, h.body_len));
-		if (rlen)
-			*rlen = h.body_len;
-		rc = lw_errno_from_wire(h.status);
-	}
-	free(rbody);
-	return rc;
-}
-
-/* Proves to the server that we hold the key, and has it prove the same to us. */
-static int authenticate(struct rpc_hs *hs)
-{
-	struct rpc_conn *c = hs->conn;
-	struct lw_auth_challenge ch;
-	struct lw_auth_prove pr;
-	struct lw_auth_proof proof;
-	uint8_t want[LOOM_MAC_LEN];
-	uint32_t len = 0;
-	int rc;
-
-	rc = rpc_hs_call(hs, LW_OP_AUTH_CHALLENGE, NULL, 0, &ch, sizeof(ch), &len);
-	if (rc == -EOPNOTSUPP) {
-		log_err("%s does not authenticate clients, but this client has a key: refusing it", c->peer);
-		return -EACCES;
-	}
-	if (rc)
-		return rc;
-	if (len != sizeof(ch))
-		return -EPROTO;
-	rc = random_bytes(pr.nonce, sizeof(pr.nonce));
-	if (rc)
-		return rc;
-	rc = loom_auth_mac(c->key, c->opts.keylen, "loom-auth-client", ch.nonce, pr.nonce,
-			   LW_AUTH_NONCE, pr.mac);
-	if (rc)
-		return rc;
-	rc = rpc_hs_call(hs, LW_OP_AUTH_PROVE, &pr, sizeof(pr), &proof, sizeof(proof), &len);
-	if (rc == -EACCES) {
-		log_err("%s refused this client's file system key", c->peer);
-		return rc;
-	}
-	if (rc)
-		return rc;
-	rc = loom_auth_mac(c->key, c->opts.keylen, "loom-auth-server", pr.nonce, ch.nonce,
-			   LW_AUTH_NONCE, want);
-	if (rc || len != sizeof(proof) || !loom_auth_equal(proof.mac, want)) {
-		log_err("%s could not prove it holds the file system key: refusing it", c->peer);
-		return -EACCES;
-	}
-	return 0;
-}
-
-static int connect_timeout(int fd, const struct sockaddr *sa, socklen_t len, int timeout_ms)
-{
-	int err = 0, rc;
-	socklen_t el = sizeof(err);
-
-	if (connect(fd, sa, len) == 0)
-		return 0;
-	if (errno != EINPROGRESS)
-		return -errno;
-	rc = wait_fd(fd, POLLOUT, timeout_ms);
-	if (rc)
-		return rc;
-	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0)
-		return -errno;
-	return -err;
-}
-
-static bool fatal_hello_error(int rc)
-{
-	return rc == -EACCES || rc == -ENODEV || rc == -EPROTONOSUPPORT || rc == -EPROTO;
-}
-
-/* A connected, authenticated socket that has said hello, or a negative errno. */
-static int conn_dial(struct rpc_conn *c, int *fd_out)
-{
-	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
-	struct addrinfo *ai = NULL;
-	char portstr[8];
-	int one = 1, fd, rc;
-	int timeout = c->opts.connect_timeout_ms ? c->opts.connect_timeout_ms : 5000;
-	struct rpc_hs hs = { .conn = c, .timeout_ms = timeout };
-
-	if (c->opts.resolve)
-		c->opts.resolve(c->opts.arg, c->host, sizeof(c->host), &c->port);
-	snprintf(portstr, sizeof(portstr), "%u", c->port);
-	rc = getaddrinfo(c->host, portstr, &hints, &ai);
-	if (rc != 0)
-		return rc == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		rc = -errno;
-		goto out;
-	}
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-	rc = connect_timeout(fd, ai->ai_addr, ai->ai_addrlen, timeout);
-	hs.fd = fd;
-	if (rc == 0 && c->opts.keylen)
-		rc = authenticate(&hs);
-	if (rc == 0 && c->opts.hello)
-		rc = c->opts.hello(&hs, c->opts.arg);
-	if (rc) {
-		close(fd);
-		goto out;
-	}
-	*fd_out = fd;
-out:
-	freeaddrinfo(ai);
-	return rc;
-}
-
 /* One reconnection attempt while recovering; on success the queue flows again. I/O thread. */
 static void conn_reconnect(struct rpc_conn *c)
 {
 	int fd = -1, rc;
 
-	rc = conn_dial(c, &fd);
+	rc = rpc_dial(c, &fd);
 	pthread_mutex_lock(&c->send_lock);
 	pthread_mutex_lock(&c->lock);
 	if (rc == 0) {
@@ -899,7 +800,7 @@ static void conn_reconnect(struct rpc_conn *c)
 		snprintf(c->peer, sizeof(c->peer), "%s (%s:%u)", c->opts.name ? c->opts.name : "server",
 			 c->host, c->port);
 		log_info("reconnected to %s; resending what was in flight", c->peer);
-	} else if (fatal_hello_error(rc)) {
+	} else if (rpc_fatal_hello_error(rc)) {
 		conn_fail_locked(c, "the server refused this client after it restarted");
 	} else if (clock_mono_ns() >= c->recover_deadline_ns) {
 		char why[96];
@@ -922,9 +823,10 @@ static void *conn_thread(void *arg)
 			{ .fd = c->wake_fd, .events = POLLIN },
 		};
 		enum conn_state state;
-		bool stopping, want_out;
-		uint64_t v;
-		int rc;
+		bool stopping, want_out, hangs;
+		uint64_t v, next, now;
+		int rc, timeout_ms;
+		char hang_why[128];
 
 		pthread_mutex_lock(&c->lock);
 		stopping = c->stopping;
@@ -933,6 +835,7 @@ static void *conn_thread(void *arg)
 		pthread_mutex_unlock(&c->lock);
 		if (stopping || state == CS_FAILED)
 			break; /* a failed connection fails new calls at once: nothing left to do here */
+		expire_late_calls(c);
 		if (state == CS_RECOVERING) {
 			/* Wait a little (a stop request cuts it short), then try again. */
 			pfd[0].fd = -1;
@@ -951,7 +854,17 @@ static void *conn_thread(void *arg)
 		backoff_ms = 50;
 		if (want_out)
 			pfd[0].events |= POLLOUT;
-		rc = poll(pfd, 2, -1);
+		pthread_mutex_lock(&c->lock);
+		next = next_check_ns(c);
+		pthread_mutex_unlock(&c->lock);
+		now = clock_mono_ns();
+		/* Calls a caller sent itself (rpc_submit) were not seen when next was reckoned: look
+		 * again within half the least timeout anyway, rather than wake this thread at every
+		 * such send. */
+		if (!next || next > now + half_at_min_ns(c))
+			next = now + half_at_min_ns(c);
+		timeout_ms = next <= now ? 0 : (int)MIN((next - now) / 1000000ull + 1, 60000);
+		rc = poll(pfd, 2, timeout_ms);
 		if (rc < 0) {
 			if (errno == EINTR)
 				continue;
@@ -965,6 +878,14 @@ static void *conn_thread(void *arg)
 		if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) {
 			if (conn_recv(c) < 0)
 				continue;
+		}
+		pthread_mutex_lock(&c->lock);
+		hangs = server_hangs(c, hang_why, sizeof(hang_why));
+		pthread_mutex_unlock(&c->lock);
+		if (hangs) {
+			/* Stopped or wedged, with its socket up: as if it had gone away. */
+			conn_broken(c, hang_why);
+			continue;
 		}
 		/* Try to send whenever something is queued; POLLOUT only matters when it was full. */
 		pthread_mutex_lock(&c->send_lock);
@@ -1020,10 +941,10 @@ int rpc_conn_open(const char *host, uint16_t port, const struct rpc_conn_opts *o
 		rc = c->rbuf ? -errno : -ENOMEM;
 		goto fail;
 	}
-	rc = conn_dial(c, &fd);
+	rc = rpc_dial(c, &fd);
 	if (rc) {
 		/* With recovery and lazy, a server that is away is waited for like one that left. */
-		if (!(c->opts.lazy && c->opts.recovery_ms) || fatal_hello_error(rc))
+		if (!(c->opts.lazy && c->opts.recovery_ms) || rpc_fatal_hello_error(rc))
 			goto fail;
 		c->state = CS_RECOVERING;
 		c->recover_deadline_ns = clock_mono_ns() + (uint64_t)c->opts.recovery_ms * 1000000ull;

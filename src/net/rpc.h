@@ -22,16 +22,48 @@
 struct rpc_conn;
 
 /* Completion of a group of calls. */
+struct rpc_call;
 struct rpc_wait {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	int pending;
+	struct rpc_call *calls;  /* those submitted with it, for cancelling (rpc_wait.c) */
+	uint64_t deadline_ns;    /* soft connections: the earliest of its calls' deadlines, or 0 */
 };
+
+/*
+ * Interrupts: a thread that does work on behalf of someone who may give up (a FUSE request the
+ * kernel interrupts, as for a signal or kill -9) enters an rpc_intr; rpc_intr_fire, from any
+ * thread, then ends that thread's waits for calls: the calls not yet answered are cancelled and
+ * complete with -EINTR (a reply that comes later is dropped). A call being sent or received at
+ * that moment finishes first, so no buffer is used after its wait returned.
+ */
+struct rpc_intr {
+	pthread_mutex_t lock;
+	_Atomic bool fired;
+	struct rpc_wait *waiting; /* the wait the thread is in, if any */
+};
+void rpc_intr_init(struct rpc_intr *in);
+void rpc_intr_destroy(struct rpc_intr *in);
+/* From now on this thread's waits end when `in` fires (fired is cleared); NULL: they do not. */
+void rpc_intr_enter(struct rpc_intr *in);
+void rpc_intr_fire(struct rpc_intr *in);
+/* Whether the calling thread's rpc_intr fired. */
+bool rpc_intr_fired(void);
+/* Sets the calling thread's rpc_intr without clearing it, and returns the one it had: waits
+ * that must not end early (for data already acknowledged to an application) run between two
+ * swaps, the first with NULL. */
+struct rpc_intr *rpc_intr_swap(struct rpc_intr *in);
+/* While on, the calling thread's calls are RPC_NOWAIT; returns what it was. */
+bool rpc_nowait_swap(bool on);
+bool rpc_nowait_thread(void);
 
 #define RPC_MAX_IOV 64
 
 #define RPC_NOWAIT 0x1u /* while the server is away, fail at once with -EIO instead of waiting
                           * for it to come back (and never resend) */
+#define RPC_NOTIMEOUT 0x2u /* its reply may take any time (a lock request that waits for the
+                            * lock): no reply in time does not mean the server hangs */
 
 struct rpc_call {
 	/* The request, filled by the caller. */
@@ -62,6 +94,11 @@ struct rpc_call {
 	struct lw_hdr hdr;
 	uint64_t req_id;
 	size_t sent;
+	struct rpc_conn *conn;
+	uint64_t sent_ns;     /* when its last byte went out (in flight) */
+	uint64_t deadline_ns; /* soft connections: when it fails with -EIO unanswered; else 0 */
+	bool completed;       /* under its wait's lock */
+	struct rpc_call *wnext; /* in its wait's list */
 	uint32_t rbulk_cap;
 	struct rpc_wait *wait;
 	struct rpc_call *next;
@@ -86,6 +123,17 @@ struct rpc_conn_opts {
 	 * (unless RPC_NOWAIT).
 	 */
 	uint32_t recovery_ms;
+	/*
+	 * Hangs. A call that gets no reply within the connection's adaptive timeout (three times
+	 * the slowest reply seen in the last minutes, plus two seconds, and at least at_min_ms;
+	 * 0 = 20000) means a server that is stopped or wedged although its socket is up: the
+	 * connection is treated as broken (reconnect, resend, as after a restart). Calls with
+	 * RPC_NOTIMEOUT are not timed.
+	 */
+	uint32_t at_min_ms;
+	/* Soft: a call not answered within soft_ms of its submission fails with -EIO, whatever the
+	 * connection is doing (0: hard, calls wait for the recovery window). */
+	uint32_t soft_ms;
 	/* With recovery: rpc_conn_open succeeds although the server cannot be reached yet. */
 	bool lazy;
 	/* Request ids continue after this one: a connection that replaces a failed one keeps

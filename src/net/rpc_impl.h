@@ -1,0 +1,92 @@
+/*
+ * The client side of the wire, inside: a connection's state, shared by rpc.c (queues, the I/O
+ * thread, recovery), rpc_dial.c (connecting, authenticating, the handshake) and rpc_wait.c
+ * (waiting for calls, interrupts, deadlines, cancelling).
+ */
+#ifndef LOOM_NET_RPC_IMPL_H
+#define LOOM_NET_RPC_IMPL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/auth.h"
+#include "net/rpc.h"
+#include "proto/wire.h"
+
+#define RBUF_SIZE (64u << 10)
+
+enum rstate { RS_HDR, RS_BODY, RS_BULK };
+
+enum conn_state {
+	CS_CONNECTED,
+	CS_RECOVERING, /* the socket is gone; reconnecting until recover_deadline */
+	CS_FAILED,     /* for good: calls fail at once */
+};
+
+struct rpc_hs {
+	struct rpc_conn *conn;
+	int fd;
+	int timeout_ms;
+};
+
+struct rpc_conn {
+	int fd;
+	int wake_fd;
+	pthread_t thread;
+	char peer[96];
+	char host[64];
+	uint16_t port;
+	struct rpc_conn_opts opts;
+	uint8_t key[LOOM_KEY_MAX];
+
+	/* Writing to the socket: the send queue head's progress, and moving sent calls to the
+	 * in-flight list. Taken before lock, never while waiting for the I/O thread. A caller
+	 * sends its own request when it finds the queue empty (rpc_submit), which saves waking
+	 * the I/O thread; the I/O thread sends the rest. */
+	pthread_mutex_t send_lock;
+	pthread_mutex_t lock;        /* the queues, next_id, state, stopping */
+	struct rpc_call *sendq_head; /* submitted, not yet (fully) sent */
+	struct rpc_call *sendq_tail;
+	struct rpc_call *inflight;   /* sent, awaiting a reply */
+	uint64_t next_id;
+	enum conn_state state;
+	uint64_t recover_deadline_ns;
+	bool stopping;
+	bool joined;                 /* the thread was stopped (rpc_conn_stop) */
+	/* Request ids of calls cancelled while in flight: their replies, when they come, are
+	 * dropped rather than taken for a broken peer's. A ring: older ones are long answered. */
+	uint64_t cancelled[64];
+	uint32_t ncancelled;
+	/* The slowest reply in each of the last AT_SLOTS minutes (the adaptive timeout). */
+	uint32_t at_slow_ms[4];
+	uint64_t at_slot_min[4];     /* which minute each slot holds */
+
+	/* Receive state, I/O thread only. */
+	uint8_t *rbuf;
+	uint32_t rpos, rlen;
+	enum rstate rstate;
+	struct lw_hdr hdr;
+	uint32_t hgot;
+	struct rpc_call *rcall; /* the call the reply being read belongs to */
+	bool discarding;        /* the reply being read is a cancelled call's: dropped */
+	uint8_t *rbody;
+	uint32_t got;
+	uint32_t rbulk_crc;
+};
+
+/* rpc.c */
+/* Completes a call with status: its waiter wakes, or a detached call's done() runs. */
+void rpc_call_complete(struct rpc_call *call, int status);
+
+/* Takes call off its connection's queues and completes it with err, unless it is being sent or
+ * received right now (then the caller tries again later), or completed already. */
+void rpc_call_cancel(struct rpc_call *call, int err);
+
+/* rpc_dial.c */
+/* A connected, authenticated socket that has said hello, or a negative errno. */
+int rpc_dial(struct rpc_conn *c, int *fd_out);
+/* Errors of the handshake that end a connection for good. */
+bool rpc_fatal_hello_error(int rc);
+
+#endif
