@@ -17,8 +17,9 @@ $(ASAN_BUILD)/build.ninja:
 # Every test: C unit tests, then pytest against real servers.
 test: unit integration
 
+# The C tests only (suite 'unit'): `meson test` alone would run pytest too (suite 'integration').
 unit: all
-	meson test -C $(BUILD) --print-errorlogs
+	meson test -C $(BUILD) --suite unit --print-errorlogs
 
 integration: all
 	LOOM_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q --durations=15 -m "not soak" tests/integration
@@ -30,7 +31,7 @@ soak: all
 # The unit tests under AddressSanitizer and UndefinedBehaviorSanitizer.
 asan-unit: $(ASAN_BUILD)/build.ninja
 	ninja -C $(ASAN_BUILD)
-	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 meson test -C $(ASAN_BUILD) --print-errorlogs
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 meson test -C $(ASAN_BUILD) --suite unit --print-errorlogs
 
 # The integration tests against sanitized servers (less the slowest cases, which exercise
 # nothing the others do not, and the local-folder sides of the POSIX and coherence cases, which
