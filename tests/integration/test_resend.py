@@ -11,8 +11,8 @@ the header flag LW_F_RESENT, and the scenario checks what the row's policy promi
            and an O_TRUNC done once, also across an MDS restart;
   REPEATS  the same status, and the state one run leaves.
 
-Every CACHED scenario runs again with the MDS killed (SIGKILL) and restarted before each resend:
-the reply cache lives in the MDT.
+Every CACHED and HANDLE scenario runs again with the MDS killed (SIGKILL) and restarted before
+each resend: the reply cache lives in the MDT, the handles die with the MDS.
 A row without a scenario fails (test_every_row_that_changes_state_has_a_scenario, and its own
 case), so a new opcode cannot land without a tested resend policy.
 """
@@ -112,10 +112,10 @@ def test_resend_does_what_it_did_once(bench, name):
     run_scenario(bench, name)
 
 
-@pytest.mark.parametrize("name", [n for n in RESENT if OPS[n]["resend"] == "CACHED"])
-def test_cached_resend_across_an_mds_restart(bench, name):
-    # The reply cache is written with the change, in the MDT: the MDS is killed (SIGKILL) and
-    # restarted before every resend.
+@pytest.mark.parametrize("name", [n for n in RESENT if OPS[n]["resend"] in ("CACHED", "HANDLE")])
+def test_resend_across_an_mds_restart(bench, name):
+    # The MDS is killed (SIGKILL) and restarted before every resend: the reply cache, written with
+    # the change in the MDT, still answers; an open gets a new handle, and truncates no more.
     bench.restart_before_resend = True
     run_scenario(bench, name)
 
@@ -436,69 +436,54 @@ def swap_layouts_once(b):
 
 # ---- HANDLE: the first run's handle, the only one; O_TRUNC once ---------------------------------
 
-def open_once(b, name, flags):
-    """Opens f with flags, and resends: the same handle. Closing it once releases the file once
-    unlinked."""
-    ino = b.create(ROOT, name)[0]["ino"]
-    s = b.first("MDS_OPEN", C + w.open_req(ino, flags))
-    handle = w.parse_open(s.reply)[1]
+def resent_handle(b, s, handle_of):
+    """Resends the open s: the handle its first run made, or after an MDS restart (which forgot
+    every handle) a new one. Returns (handle, reply)."""
+    first = handle_of(s.reply)
     st, rep, _ = b.again(s)
-    assert st == 0 and w.parse_open(rep)[1] == handle, \
-        "MDS_OPEN (flags %#o) resent answered %d, handle %d; the first run's was %d" % (
-            flags, st, w.parse_open(rep)[1] if st == 0 else 0, handle)
-    return ino, handle, rep
+    assert st == 0, "%s resent answered %d" % (s.name, st)
+    handle = handle_of(rep)
+    if b.restart_before_resend:
+        assert handle, "%s resent after an MDS restart answered no handle" % s.name
+    else:
+        assert handle == first, "%s resent answered handle %d; its first run made %d" % (s.name, handle, first)
+    return handle, rep
+
+
+def open_handle(rep):
+    return w.parse_open(rep)[1]
 
 
 @scenario("MDS_OPEN", "HANDLE")
 def open_handle_once(b):
     for name, flags in ((b"rw", w.O_RDWR), (b"ro", w.O_RDONLY)):   # the metadata thread; the network thread
-        ino, handle, _ = open_once(b, name, flags)
+        ino = b.create(ROOT, name)[0]["ino"]
+        handle, _ = resent_handle(b, b.first("MDS_OPEN", C + w.open_req(ino, flags)), open_handle)
         b.held_open(ino, ROOT, name, handle, "MDS_OPEN %#o resent" % flags)
     # O_TRUNC: not again when resent after another client set the size.
     ino = b.create(ROOT, b"t")[0]["ino"]
     b.do("MDS_SETATTR", C + w.setattr_req(ino, w.SA_SIZE, size=4096))
     s = b.first("MDS_OPEN", C + w.open_req(ino, w.O_RDWR | w.O_TRUNC))
-    attr, handle = w.parse_open(s.reply)
-    assert attr["size"] == 0
-    b.do("MDS_SETATTR", C + w.setattr_req(ino, w.SA_SIZE, size=8192))
-    st, rep, _ = b.again(s)
-    assert st == 0 and w.parse_open(rep)[1] == handle, "a resent O_TRUNC open answered %d, another handle" % st
-    assert b.attr(ino)["size"] == 8192, "a resent O_TRUNC open truncated again: size %d" % b.attr(ino)["size"]
-    b.held_open(ino, ROOT, b"t", handle, "MDS_OPEN O_TRUNC resent")
-
-
-def test_o_trunc_open_resent_across_an_mds_restart_truncates_once(bench):
-    b = bench
-    ino = b.create(ROOT, b"t")[0]["ino"]
-    b.do("MDS_SETATTR", C + w.setattr_req(ino, w.SA_SIZE, size=4096))
-    s = b.first("MDS_OPEN", C + w.open_req(ino, w.O_RDWR | w.O_TRUNC))
     assert w.parse_open(s.reply)[0]["size"] == 0
-    b.cluster.kill9("mds")
-    b.cluster.restart()
-    b.reconnect()
     b.do("MDS_SETATTR", C + w.setattr_req(ino, w.SA_SIZE, size=8192))
-    st, rep, _ = b.again(s)
-    assert st == 0, "an O_TRUNC open resent after an MDS restart answered %d" % st
-    attr, handle = w.parse_open(rep)
-    assert handle and attr["size"] == 8192 and b.attr(ino)["size"] == 8192, \
-        "an O_TRUNC open resent after an MDS restart truncated again: size %d" % b.attr(ino)["size"]
-    b.held_open(ino, ROOT, b"t", handle, "MDS_OPEN O_TRUNC resent across a restart")
+    handle, rep = resent_handle(b, s, open_handle)
+    assert w.parse_open(rep)[0]["size"] == 8192 and b.attr(ino)["size"] == 8192, \
+        "a resent O_TRUNC open truncated again: size %d" % b.attr(ino)["size"]
+    b.held_open(ino, ROOT, b"t", handle, "MDS_OPEN O_TRUNC resent")
 
 
 @scenario("MDS_WALK", "HANDLE")
 def walk_open_once(b):
     d = b.mkdir(ROOT, b"d")
     ino = b.create(d, b"f")[0]["ino"]
-    s = b.first("MDS_WALK", C + w.walk_req(b"/d/f", w.WALK_OPEN, w.O_RDONLY))
 
-    def opened(rep):
+    def walk_handle(rep):
         attr, consumed, flags = w.WALK_REP.unpack_from(rep)
         assert flags & w.WALKR_OPENED and w.parse_attr(attr)["ino"] == ino, (consumed, flags)
         return w.parse_open(rep, w.WALK_REP.size)[1]
 
-    handle = opened(s.reply)
-    st, rep, _ = b.again(s)
-    assert st == 0 and opened(rep) == handle, "MDS_WALK with LW_WALK_OPEN resent answered another handle"
+    s = b.first("MDS_WALK", C + w.walk_req(b"/d/f", w.WALK_OPEN, w.O_RDONLY))
+    handle, _ = resent_handle(b, s, walk_handle)
     b.held_open(ino, d, b"f", handle, "MDS_WALK with LW_WALK_OPEN resent")
 
 
