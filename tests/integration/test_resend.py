@@ -237,8 +237,8 @@ class Bench:
     def released(self, ino, what):
         """The inode is gone: no second handle keeps the unlinked file alive."""
         st, rep = self.do("MDS_GETATTR", w.cred() + w.ino_req(ino), expect=None)
-        assert st == -w.ESTALE, ("%s: the file was closed once and unlinked, yet its inode lives on (GETATTR "
-                                 "answered %d, nlink %s): a second handle holds it"
+        assert st == -w.ESTALE, ("%s: the file is unlinked and the client holds no handle of it it knows of, "
+                                 "yet its inode lives on (GETATTR answered %d, nlink %s): a handle holds it"
                                  % (what, st, w.parse_attr(rep)["nlink"] if st == 0 else "-"))
 
 
@@ -475,16 +475,29 @@ def open_handle_once(b):
 @scenario("MDS_WALK", "HANDLE")
 def walk_open_once(b):
     d = b.mkdir(ROOT, b"d")
+    walk = C + w.walk_req(b"/d/f", w.WALK_OPEN, w.O_RDONLY)
+
+    def walked_to(ino):
+        def handle_of(rep):
+            attr, consumed, flags = w.WALK_REP.unpack_from(rep)
+            assert flags & w.WALKR_OPENED and w.parse_attr(attr)["ino"] == ino, (consumed, flags)
+            return w.parse_open(rep, w.WALK_REP.size)[1]
+        return handle_of
+
     ino = b.create(d, b"f")[0]["ino"]
-
-    def walk_handle(rep):
-        attr, consumed, flags = w.WALK_REP.unpack_from(rep)
-        assert flags & w.WALKR_OPENED and w.parse_attr(attr)["ino"] == ino, (consumed, flags)
-        return w.parse_open(rep, w.WALK_REP.size)[1]
-
-    s = b.first("MDS_WALK", C + w.walk_req(b"/d/f", w.WALK_OPEN, w.O_RDONLY))
-    handle, _ = resent_handle(b, s, walk_handle)
+    handle, _ = resent_handle(b, b.first("MDS_WALK", walk), walked_to(ino))
     b.held_open(ino, d, b"f", handle, "MDS_WALK with LW_WALK_OPEN resent")
+    # The path leads elsewhere when resent (the file was renamed away, another took its name):
+    # the resend opens what it finds, and the first run's handle, never learned of, goes.
+    old = b.create(d, b"f")[0]["ino"]
+    s = b.first("MDS_WALK", walk)
+    b.do("MDS_RENAME", C + w.rename_req(d, b"f", ROOT, b"away"))
+    new = b.create(d, b"f")[0]["ino"]
+    st, rep, _ = b.again(s)
+    assert st == 0, "MDS_WALK resent answered %d" % st
+    b.held_open(new, d, b"f", walked_to(new)(rep), "MDS_WALK resent to another file")
+    b.do("MDS_UNLINK", C + w.name_req(ROOT, b"away"))
+    b.released(old, "MDS_WALK resent after its file was renamed away")
 
 
 # ---- REPEATS: the same status, and the state one run leaves -------------------------------------
