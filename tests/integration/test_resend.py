@@ -126,6 +126,8 @@ Sent = collections.namedtuple("Sent", "name body bulk req_id addr connect status
 
 
 class Bench:
+    """A test's cluster, the client whose replies get lost (first, again), and another client."""
+
     def __init__(self, cluster):
         self.cluster = cluster
         self.uuid = os.urandom(16)          # the client whose replies are lost
@@ -196,33 +198,32 @@ class Bench:
     # conveniences, all by the other client
     def create(self, parent, name, flags=w.CR_EXCL, open_flags=0):
         """(attr, layout dict) of a new regular file."""
-        rep = self.do("MDS_CREATE", w.cred() + w.CREATE_REQ.pack(parent, S_IFREG | 0o644, 0, flags, open_flags,
+        rep = self.do("MDS_CREATE", C + w.CREATE_REQ.pack(parent, S_IFREG | 0o644, 0, flags, open_flags,
                                                                   len(name)) + name)
         return w.parse_attr(rep), w.parse_layout(rep, w.CREATE_REP.size)
 
     def mkdir(self, parent, name):
-        return w.parse_attr(self.do("MDS_MKDIR", w.cred() + w.mkdir_req(parent, name)))["ino"]
+        return w.parse_attr(self.do("MDS_MKDIR", C + w.mkdir_req(parent, name)))["ino"]
 
-    def attr(self, ino, expect=0):
-        rep = self.do("MDS_GETATTR", w.cred() + w.ino_req(ino), expect=expect)
-        return w.parse_attr(rep) if expect == 0 else None
+    def attr(self, ino):
+        return w.parse_attr(self.do("MDS_GETATTR", C + w.ino_req(ino)))
 
     def lookup(self, parent, name):
-        st, rep = self.do("MDS_LOOKUP", w.cred() + w.name_req(parent, name), expect=None)
+        st, rep = self.do("MDS_LOOKUP", C + w.name_req(parent, name), expect=None)
         return st, (w.parse_attr(rep) if st == 0 else None)
 
     def layout(self, ino):
-        return w.parse_layout(self.do("MDS_GETLAYOUT", w.cred() + w.ino_req(ino)))
+        return w.parse_layout(self.do("MDS_GETLAYOUT", C + w.ino_req(ino)))
 
     def getxattr(self, ino, name):
-        st, rep = self.do("MDS_GETXATTR", w.cred() + w.XATTR_REQ.pack(ino, 256, 0, len(name)) + name, expect=None)
+        st, rep = self.do("MDS_GETXATTR", C + w.XATTR_REQ.pack(ino, 256, 0, len(name)) + name, expect=None)
         return st, rep[8:]
 
     def ost_table(self):
         return w.ost_table_on(self.other.conn)[1]
 
     def pools(self):
-        return w.parse_pools(self.do("MDS_POOL", w.cred() + w.pool_req(w.POOL_LIST)))
+        return w.parse_pools(self.do("MDS_POOL", C + w.pool_req(w.POOL_LIST)))
 
     def held_open(self, ino, parent, name, handle, what):
         """handle is the only handle of the file: after an unlink the file lives on until the
@@ -236,7 +237,7 @@ class Bench:
 
     def released(self, ino, what):
         """The inode is gone: no second handle keeps the unlinked file alive."""
-        st, rep = self.do("MDS_GETATTR", w.cred() + w.ino_req(ino), expect=None)
+        st, rep = self.do("MDS_GETATTR", C + w.ino_req(ino), expect=None)
         assert st == -w.ESTALE, ("%s: the file is unlinked and the client holds no handle of it it knows of, "
                                  "yet its inode lives on (GETATTR answered %d, nlink %s): a handle holds it"
                                  % (what, st, w.parse_attr(rep)["nlink"] if st == 0 else "-"))
@@ -269,13 +270,13 @@ def create_once(b):
     b.do("MDS_UNLINK", C + w.name_req(ROOT, b"f"))
     b.cached(s)
     assert b.lookup(ROOT, b"f")[0] == -w.ENOENT, "a resent CREATE made the file again after its unlink"
-    # Created and opened: the resend names the first run's handle, which holds the file open (an
-    # unlinked file lives on), and no other handle exists (one close releases it).
+    # Created and opened: the resend names the first run's handle (after an MDS restart, a new
+    # one: the handles died with the MDS), which holds the file open (an unlinked file lives on),
+    # and no other handle exists (one close releases it). The rest is the first reply.
     s = b.first("MDS_CREATE", C + w.CREATE_REQ.pack(ROOT, S_IFREG | 0o644, 0, w.CR_EXCL | w.CR_OPEN, w.O_RDWR, 1) + b"g")
-    ino, handle = w.parse_attr(s.reply)["ino"], w.CREATE_REP.unpack_from(s.reply)[1]
-    assert handle
-    b.cached(s)
-    b.held_open(ino, ROOT, b"g", handle, "CREATE with LW_CR_OPEN resent")
+    handle, rep = resent_handle(b, s, lambda rep: w.CREATE_REP.unpack_from(rep)[1])
+    assert rep[:120] + rep[128:] == s.reply[:120] + s.reply[128:], "a resent CREATE with LW_CR_OPEN answered otherwise"
+    b.held_open(w.parse_attr(rep)["ino"], ROOT, b"g", handle, "CREATE with LW_CR_OPEN resent")
 
 
 @scenario("MDS_MKDIR", "CACHED")
