@@ -257,6 +257,9 @@ void mds_run_one(struct mds *m, struct mdt_txn *txn, bool write, struct srv_req 
 				r->status = status;
 				r->body = body;
 				r->len = len;
+				/* A create that opened: its handle must outlive an MDS restart too. */
+				if (status == 0 && q.op == LW_OP_MDS_CREATE)
+					r->status = mds_create_resent(m, txn, req, &q, body, len);
 				return;
 			}
 			/* The first run happened, and its handle may be gone: run again, without

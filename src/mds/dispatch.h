@@ -73,6 +73,11 @@ uint64_t mds_sid_of(struct mds *m, const struct srv_req *req);
 int mds_open_with_handle(struct mds *m, struct mdt_txn *t, const struct lw_mds_req *q,
 			 struct timespec now, uint64_t handle, bool skip_trunc, struct reply *r);
 
+/* A resent MDS_CREATE answered from the reply cache: with LW_CR_OPEN, a handle for the reply
+ * when the first run's is gone (an MDS restart). 0 or the errno to answer with. */
+int mds_create_resent(struct mds *m, struct mdt_txn *t, const struct srv_req *req,
+		      const struct lw_mds_req *q, void *body, uint32_t len);
+
 /* batch.c */
 /* -ENOENT because an inode the request names by number is gone becomes -ESTALE. */
 int mds_stale_if_gone(struct mdt_txn *t, int rc, uint64_t ino);

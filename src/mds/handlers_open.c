@@ -63,6 +63,38 @@ out:
 	return rc;
 }
 
+/*
+ * A resent MDS_CREATE with LW_CR_OPEN, answered from the reply cache: the cached reply names the
+ * handle its first run made. This MDS still has it (found by req_id), unless it restarted since:
+ * then that handle is gone and its number may be another's now, so the file is opened again, as
+ * a resent MDS_OPEN would be (ops.def: HANDLE), and the reply names the new handle. An inode
+ * released meanwhile is -ESTALE, as for MDS_OPEN. body is the cached reply, changed in place.
+ */
+int mds_create_resent(struct mds *m, struct mdt_txn *t, const struct srv_req *req,
+		      const struct lw_mds_req *q, void *body, uint32_t len)
+{
+	uint64_t sid = mds_sid_of(m, req), handle;
+	struct lw_create_rep rep;
+	struct lw_attr attr;
+	int rc;
+
+	if (!(q->u.create.f.flags & LW_CR_OPEN) || len < sizeof(rep))
+		return 0;
+	memcpy(&rep, body, sizeof(rep));
+	if (!rep.handle || mds_handle_find(m, sid, rep.attr.ino, req->hdr.req_id, &handle) == 0)
+		return 0;
+	rc = mdt_getattr(t, rep.attr.ino, &attr);
+	if (rc)
+		return rc == -ENOENT ? -ESTALE : rc;
+	rc = mds_handle_open(m, rep.attr.ino, sid, (q->u.create.f.open_flags & O_ACCMODE) != O_RDONLY,
+			     req->hdr.req_id, &handle);
+	if (rc)
+		return rc;
+	rep.handle = handle;
+	memcpy(body, &rep, sizeof(rep));
+	return 0;
+}
+
 /* A conditional open whose conditions no longer hold: MDS_OPEN_STALE with the reply built
  * (nothing was done); 0 when it may go ahead; an error of the inode. */
 static int open_conditions(struct mdt_txn *t, const struct lw_mds_req *q, struct lw_open_rep *rep,

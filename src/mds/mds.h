@@ -192,6 +192,10 @@ int mds_handle_open_shared(struct mds *m, uint64_t ino, uint64_t sid, uint64_t r
 /* The handle that request req_id of session sid opened on ino (a resend's first run): 0, or
  * -ENOENT when there is none. */
 int mds_handle_find(struct mds *m, uint64_t sid, uint64_t ino, uint64_t req_id, uint64_t *handle);
+/* A handle that request req_id of session sid opened on an inode other than ino (a resent walk
+ * whose path leads elsewhere now): 0 with *handle and *other, or -ENOENT. */
+int mds_handle_find_other(struct mds *m, uint64_t sid, uint64_t ino, uint64_t req_id, uint64_t *handle,
+			  uint64_t *other);
 /* Forgets a handle the metadata thread just made for an open that failed (nothing to release:
  * no release could have been decided meanwhile). */
 void mds_handle_forget(struct mds *m, uint64_t handle);

@@ -134,6 +134,18 @@ static int walk_open(struct mds *m, struct srv_req *req, const struct lw_mds_req
 	return rc;
 }
 
+/* A resent walk whose first run opened the file its path led to then, when it opens another now
+ * (ino) or none (0): the path leads elsewhere (a rename came in between), and the first run's
+ * handle, which its client never learned of, goes, or it would hold that file open (alive once
+ * unlinked, -EBUSY to MDS_SETLAYOUT) until the session ends. */
+static void drop_first_run_elsewhere(struct mds *m, const struct srv_req *req, uint64_t ino)
+{
+	uint64_t sid = mds_session_sid(m, req->conn_id), handle, other;
+
+	if (sid && mds_handle_find_other(m, sid, ino, req->hdr.req_id, &handle, &other) == 0)
+		drop_handle_later(m, handle, other, sid);
+}
+
 /* NET walk: MDS_WALK, a read, and with LW_WALK_OPEN an open for reading. */
 static bool net_walk(struct mds *m, struct srv_req *req)
 {
@@ -167,6 +179,8 @@ static bool net_walk(struct mds *m, struct srv_req *req)
 	    (S_ISREG(wr.attr.mode) || S_ISDIR(wr.attr.mode)) &&
 	    walk_open(m, req, &q, wr.attr.ino, &opened) == 0)
 		wr.flags |= LW_WALKR_OPENED;
+	if (req->hdr.flags & LW_F_RESENT)
+		drop_first_run_elsewhere(m, req, (wr.flags & LW_WALKR_OPENED) ? wr.attr.ino : 0);
 	body = malloc(sizeof(wr) + opened.len);
 	if (!body) {
 		free(opened.body);

@@ -380,6 +380,25 @@ int mds_handle_find(struct mds *m, uint64_t sid, uint64_t ino, uint64_t req_id, 
 	return rc;
 }
 
+int mds_handle_find_other(struct mds *m, uint64_t sid, uint64_t ino, uint64_t req_id, uint64_t *handle,
+			  uint64_t *other)
+{
+	struct mds_session *s;
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&m->sess_lock);
+	s = u64map_get(&m->sessions, sid);
+	for (struct mds_handle *h = s ? s->handles : NULL; h; h = h->next)
+		if (h->req_id == req_id && h->ino != ino) {
+			*handle = h->handle;
+			*other = h->ino;
+			rc = 0;
+			break;
+		}
+	pthread_mutex_unlock(&m->sess_lock);
+	return rc;
+}
+
 int mds_handle_check(struct mds *m, uint64_t handle, uint64_t ino, uint64_t sid)
 {
 	struct mds_handle *h;

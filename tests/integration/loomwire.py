@@ -303,12 +303,13 @@ def ost_table_on(conn):
     gen, count = struct.unpack_from("<II", body, 0)
     table = {}
     for i in range(count):
-        idx, state, port, host, uuid, _sf = OST_ENTRY.unpack_from(body, 8 + i * OST_ENTRY.size)
+        idx, state, port, host, uuid, sf = OST_ENTRY.unpack_from(body, 8 + i * OST_ENTRY.size)
         table[idx] = {
             "state": state,
             "host": host.split(b"\0", 1)[0].decode(),
             "port": port,
             "uuid": uuid.split(b"\0", 1)[0].decode(),
+            "sf": sf,   # the lw_statfs as packed
         }
     return gen, table
 
@@ -360,6 +361,7 @@ assert SYMLINK_REQ.size == 16
 XATTR_REQ = struct.Struct("<QIIH6x")       # lw_xattr_req: ino size flags namelen pad[3]
 assert XATTR_REQ.size == 24
 CR_EXCL = 0x1
+CR_OPEN = 0x2
 XATTR_CREATE = 0x1
 
 
@@ -396,3 +398,192 @@ def symlink_req(parent, name, target):
 
 def xattr_req(ino, name, value=b"", flags=0):
     return XATTR_REQ.pack(ino, len(value), flags, len(name)) + name + value
+
+
+# ---- a client with an identity, and the rest of the MDS's requests (for the resend tests) ----
+
+EBADF = errno.EBADF
+ESTALE = errno.ESTALE
+EAGAIN = errno.EAGAIN
+
+F_RDLCK, F_WRLCK, F_UNLCK = 0, 1, 2        # Linux values, as lw_lock_req.type
+O_RDONLY, O_WRONLY, O_RDWR, O_TRUNC = os.O_RDONLY, os.O_WRONLY, os.O_RDWR, os.O_TRUNC
+
+SA_MODE, SA_SIZE, SA_MTIME = 0x001, 0x008, 0x020          # LW_SA_*
+CL_SIZE, CL_MTIME, CL_DATA = 0x1, 0x2, 0x10               # LW_CL_*
+LK_WAIT, LK_TEST, LK_FLOCK, LK_CANCEL = 0x1, 0x2, 0x4, 0x8  # LW_LK_*
+WALK_OPEN, WALKR_OPENED = 0x2, 0x1                        # LW_WALK_OPEN, LW_WALKR_OPENED
+TGT_DEACTIVATED = 0x8                                     # LW_TGT_DEACTIVATED
+POOL_NEW, POOL_DESTROY, POOL_ADD, POOL_REMOVE, POOL_LIST = 1, 2, 3, 4, 5
+SCRUB_START, SCRUB_STATUS, SCRUB_DONE = 0, 1, 2
+LAYOUT_MAGIC, LAYOUT_V2 = 0x0BD10BD0, 2
+
+INO_REQ = struct.Struct("<Q")                 # lw_ino_req
+assert INO_REQ.size == 8
+SETATTR = struct.Struct("<QIIIIQqqqIIII")     # lw_setattr: ino valid mode uid gid size atime mtime ctime *_ns pad
+assert SETATTR.size == 72
+OPEN_REQ = struct.Struct("<QIIQQ")            # lw_open_req: ino open_flags flags names dir_moves
+assert OPEN_REQ.size == 32
+OPEN_REP = struct.Struct("<120sQIIQII")       # lw_open_rep: attr handle has_layout dom_len dir_moves flags pad
+assert OPEN_REP.size == 152
+CLOSE_REQ = struct.Struct("<QQQqIIQII")       # lw_close_req: ino handle size mtime mtime_ns flags blocks dom_parts trunc_epoch
+assert CLOSE_REQ.size == 56
+LAYOUT = struct.Struct("<IHHIiiI16sIIII")     # lw_layout (version 2)
+assert LAYOUT.size == 56
+OSTOBJ = struct.Struct("<IIQ")                # lw_ostobj: ost_idx pad objid
+assert OSTOBJ.size == 16
+SETLAYOUT_REQ = struct.Struct("<QII")         # lw_setlayout_req: ino flags pad
+assert SETLAYOUT_REQ.size == 16
+SWAP_REQ = struct.Struct("<QQQqII")           # lw_swap_req: ino tmp size mtime mtime_ns pad
+assert SWAP_REQ.size == 40
+POOL_REQ = struct.Struct("<II16s")            # lw_pool_req: cmd idx name
+assert POOL_REQ.size == 24
+POOL_ENT = struct.Struct("<16sII")            # lw_pool_ent: name nosts pad
+assert POOL_ENT.size == 24
+OST_ADMIN_REQ = struct.Struct("<IIII")        # lw_ost_admin_req: idx set clear pad
+assert OST_ADMIN_REQ.size == 16
+LOCK_REQ = struct.Struct("<QQQQIIII")         # lw_lock_req: ino owner start end type flags pid pad
+assert LOCK_REQ.size == 48
+LOCK_REP = struct.Struct("<QQII")             # lw_lock_rep: start end type pid
+assert LOCK_REP.size == 24
+WALK_REQ = struct.Struct("<IIH6x")            # lw_walk_req: flags open_flags pathlen pad[3]
+assert WALK_REQ.size == 16
+WALK_REP = struct.Struct("<120sII")           # lw_walk_rep: attr consumed flags
+assert WALK_REP.size == 128
+OST_REGISTER_REQ = struct.Struct("<IHH64s40s16s56s")  # want_idx port pad host uuid fsname sf
+assert OST_REGISTER_REQ.size == 184
+OST_REGISTER_REP = struct.Struct("<II16s")    # idx pad fsname
+assert OST_REGISTER_REP.size == 24
+HEARTBEAT_REQ = struct.Struct("<II")          # lw_ost_heartbeat_req: count pad
+assert HEARTBEAT_REQ.size == 8
+HEARTBEAT_ENT = struct.Struct("<II56s")       # lw_ost_heartbeat_ent: idx pad sf
+assert HEARTBEAT_ENT.size == 64
+SCRUB_REP = struct.Struct("<IiQqqQQQQQQQII512s")  # lw_scrub_rep: state error objid ... nbad pad bad_objids
+assert SCRUB_REP.size == 608
+SCRUB_FIELDS = ("state", "error", "objid", "start_time", "finish_time", "objects_checked",
+                "bytes_checked", "blocks_checked", "blocks_unchecked", "bad_blocks", "bad_objects",
+                "rate", "nbad", "pad", "bad_objids")
+
+
+class Client:
+    """A connection that authenticated (DEFAULT_KEY) and said MDS_CONNECT with a 16-byte uuid, as
+    libloom does; requests go with the req_id and header flags the caller chooses. connect=False
+    leaves the MDS_CONNECT to the caller (a test of MDS_CONNECT itself)."""
+
+    def __init__(self, host, port, uuid, connect=True, timeout=30):
+        self.uuid = uuid
+        self.conn = Conn(host, port, timeout=timeout)
+        if connect:
+            status, body = self.call(NS_OP["MDS_CONNECT"], connect_req(uuid), req_id=1)
+            assert status == 0, "MDS_CONNECT failed: %d" % status
+            self.root, self.session_id, fsname = CONNECT_REP.unpack_from(body)[:3]
+            self.fsname = fsname.rstrip(b"\0")
+
+    def call(self, opcode, body, req_id, flags=0, bulk=b""):
+        """(status, body) of the reply; call_bulk for the reply's bulk too."""
+        status, rbody, _ = self.call_bulk(opcode, body, req_id, flags, bulk)
+        return status, rbody
+
+    def call_bulk(self, opcode, body, req_id, flags=0, bulk=b""):
+        self.conn.send(frame(opcode, body, bulk, req_id=req_id, flags=flags))
+        h, rbody, rbulk = self.conn.recv_frame()
+        assert h.req_id == req_id and h.opcode == opcode and h.flags & F_REPLY, h
+        return h.status, rbody, rbulk
+
+    def close(self):
+        self.conn.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def ino_req(ino):
+    return INO_REQ.pack(ino)
+
+
+def setattr_req(ino, valid, mode=0, size=0, mtime=0, mtime_ns=0, uid=0, gid=0):
+    return SETATTR.pack(ino, valid, mode, uid, gid, size, 0, mtime, 0, 0, mtime_ns, 0, 0)
+
+
+def open_req(ino, open_flags):
+    return OPEN_REQ.pack(ino, open_flags, 0, 0, 0)
+
+
+def parse_open(body, offset=0):
+    """An lw_open_rep: (attr dict, handle)."""
+    _, handle, _, _, _, _, _ = OPEN_REP.unpack_from(body, offset)
+    return parse_attr(body, offset), handle
+
+
+def close_req(ino, handle, flags=0, size=0, mtime=0, mtime_ns=0, trunc_epoch=0, blocks=0):
+    """MDS_CLOSE / MDS_SIZE_UPDATE body after the cred (no Data-on-MDT parts)."""
+    return CLOSE_REQ.pack(ino, handle, size, mtime, mtime_ns, flags, blocks, 0, trunc_epoch)
+
+
+def layout_req(stripe_count=0, stripe_size=0, stripe_offset=-1, pool=b""):
+    """A request layout (nobjs 0): zero fields are "inherit"."""
+    return LAYOUT.pack(LAYOUT_MAGIC, LAYOUT_V2, 0, stripe_size, stripe_count, stripe_offset, 0, pool,
+                       0, 0, 0, 0)
+
+
+def setlayout_req(ino, layout, flags=0):
+    return SETLAYOUT_REQ.pack(ino, flags, 0) + layout
+
+
+def parse_layout(body, offset=0):
+    """A layout (lw_layout + objects): a dict with "objs", a list of (ost_idx, objid)."""
+    (magic, version, pattern, stripe_size, stripe_count, stripe_offset, layout_gen, pool, nobjs,
+     flags, dom_size, _) = LAYOUT.unpack_from(body, offset)
+    assert magic == LAYOUT_MAGIC and version == LAYOUT_V2, (magic, version)
+    objs = [OSTOBJ.unpack_from(body, offset + LAYOUT.size + k * OSTOBJ.size) for k in range(nobjs)]
+    return {"stripe_size": stripe_size, "stripe_count": stripe_count, "stripe_offset": stripe_offset,
+            "layout_gen": layout_gen, "pool": pool.rstrip(b"\0"), "flags": flags, "dom_size": dom_size,
+            "objs": [(idx, objid) for idx, _, objid in objs]}
+
+
+def swap_req(ino, tmp, size, mtime, mtime_ns):
+    return SWAP_REQ.pack(ino, tmp, size, mtime, mtime_ns, 0)
+
+
+def pool_req(cmd, name=b"", idx=0):
+    return POOL_REQ.pack(cmd, idx, name)
+
+
+def parse_pools(body):
+    """MDS_POOL LIST's answer: [(name, [ost indices])] in the order given."""
+    out, pos = [], 0
+    while pos < len(body):
+        name, n, _ = POOL_ENT.unpack_from(body, pos)
+        pos += POOL_ENT.size
+        out.append((name.rstrip(b"\0"), list(struct.unpack_from("<%dI" % n, body, pos))))
+        pos += 4 * n
+    return out
+
+
+def ost_admin_req(idx, set_=0, clear=0):
+    return OST_ADMIN_REQ.pack(idx, set_, clear, 0)
+
+
+def lock_req(ino, owner, type_, start=0, end=(1 << 64) - 1, flags=0, pid=0):
+    return LOCK_REQ.pack(ino, owner, start, end, type_, flags, pid, 0)
+
+
+def walk_req(path, flags=0, open_flags=0):
+    return WALK_REQ.pack(flags, open_flags, len(path)) + path
+
+
+def ost_register_req(want_idx, host, port, uuid, fsname, sf):
+    """MDS_OST_REGISTER (no cred): host, uuid and fsname are bytes; sf a packed lw_statfs."""
+    return OST_REGISTER_REQ.pack(want_idx, port, 0, host, uuid, fsname, sf)
+
+
+def heartbeat_req(entries):
+    """MDS_OST_HEARTBEAT (no cred): entries [(idx, packed lw_statfs)]."""
+    return HEARTBEAT_REQ.pack(len(entries), 0) + b"".join(HEARTBEAT_ENT.pack(i, 0, sf) for i, sf in entries)
+
+
+def parse_scrub(body):
+    return dict(zip(SCRUB_FIELDS, SCRUB_REP.unpack_from(body)))
