@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -835,6 +836,14 @@ static uint32_t preauth_cap(const struct srv *s)
 	return rl.rlim_cur / 2 > 0 ? (uint32_t)(rl.rlim_cur / 2) : 1;
 }
 
+/* Does a connection wait in the listen backlog? */
+static bool listen_backlogged(const struct srv *s)
+{
+	struct pollfd p = { .fd = s->listen_fd, .events = POLLIN };
+
+	return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
+
 /* Closes the oldest connection that has not authenticated, to make room for a new one. */
 static void preauth_evict(struct srv *s, const char *why)
 {
@@ -880,6 +889,11 @@ static void srv_accept(struct srv *s)
 		fd = accept4(s->listen_fd, (struct sockaddr *)&sa, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			err = errno;
+			/* Linux's accept takes a descriptor before it looks at the queue: EMFILE says
+			 * nothing about whether anyone waits. Nobody: nothing to make room for (the
+			 * next arrival wakes the loop again). */
+			if ((err == EMFILE || err == ENFILE) && !listen_backlogged(s))
+				return;
 			if ((err == EMFILE || err == ENFILE) && s->preauth_head) {
 				/* The limit may have been lowered since (prlimit): strangers get half of
 				 * what it is now. */
@@ -930,7 +944,7 @@ static void srv_accept(struct srv *s)
 		if (!c->authed) {
 			c->deadline_ns = clock_mono_ns() + s->handshake_ns;
 			preauth_append(s, c);
-			if (s->npreauth > s->max_preauth)
+			while (s->npreauth > s->max_preauth) /* more than one when the cap fell */
 				preauth_evict(s, "too many connections waiting to authenticate");
 		}
 		log_debug("%s: connection %llu from %s", s->name, (unsigned long long)c->id, c->peer);
