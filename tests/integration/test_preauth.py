@@ -170,6 +170,15 @@ def accounted(text, line_re, summary_re):
     return lines, events
 
 
+def vm_data(pid):
+    """The process's data segment (heap and anonymous memory), KiB."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmData:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmData in /proc/%d/status" % pid)
+
+
 def served(host, port, timeout):
     """An authenticated client's PING and MDS_GETATTR of the root; returns the seconds they took."""
     t0 = time.monotonic()
@@ -185,14 +194,19 @@ def test_2000_strangers_are_closed_after_the_limit_while_clients_are_served(clus
     with mds_by_hand(cluster, "--handshake-timeout", str(limit)) as mds:
         host, port = cluster.mds_host, cluster.mds_port
         with w.Conn(host, port, timeout=30) as early:   # authenticated before, then idle throughout
+            data_before = vm_data(mds.pid)
             socks = open_strangers(host, port, NCONN)
             try:
                 took = served(host, port, timeout=30)
+                grown = vm_data(mds.pid) - data_before
                 cluster.loom("df")
                 gone = [k for k, s in socks if closed_now(s)]
                 assert not gone, "the MDS closed %d strangers before the %d s limit (%r...)" % (
                     len(gone), limit, gone[:5])
                 assert took < limit, "a client took %.1f s to be served among %d strangers" % (took, NCONN)
+                # A few hundred bytes each (a 64 KiB read buffer each for the 300 that sent
+                # something would be 19 MiB).
+                assert grown < 8 << 10, "the MDS's data grew by %d KiB for %d strangers" % (grown, NCONN)
 
                 left = wait_closed(socks, limit + 60)
                 assert not left, "%d of %d strangers still open %d s after the %d s limit" % (
