@@ -396,6 +396,22 @@ static void test_preauth(void)
 	srv_destroy(keyed);
 }
 
+static void test_handshake_timeout_parse(void)
+{
+	uint32_t ms = 7;
+
+	CHECK_RC(srv_handshake_timeout_parse("5", &ms), 0);
+	CHECK_EQ(ms, 5000);
+	CHECK_RC(srv_handshake_timeout_parse("3600", &ms), 0);
+	CHECK_EQ(ms, 3600000);
+	CHECK_RC(srv_handshake_timeout_parse("0", &ms), -EINVAL);
+	CHECK_RC(srv_handshake_timeout_parse("3601", &ms), -EINVAL);
+	CHECK_RC(srv_handshake_timeout_parse("", &ms), -EINVAL);
+	CHECK_RC(srv_handshake_timeout_parse("2s", &ms), -EINVAL);
+	CHECK_RC(srv_handshake_timeout_parse("-1", &ms), -EINVAL);
+	CHECK_EQ(ms, 3600000); /* untouched by a refusal */
+}
+
 static void test_refused(void)
 {
 	struct rpc_conn *c = NULL;
@@ -412,6 +428,7 @@ int main(void)
 	RUN(test_error_reply);
 	RUN(test_garbage);
 	RUN(test_preauth);
+	RUN(test_handshake_timeout_parse);
 	RUN(test_refused);
 	stop_server();
 	return check_report();
