@@ -61,3 +61,50 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	if (write(STDERR_FILENO, line, n) < 0)
 		return;
 }
+
+#define LOG_LIMIT_NS 1000000000ull
+
+void log_limit_init(struct log_limit *l, enum log_level level, const char *what)
+{
+	l->level = level;
+	snprintf(l->what, sizeof(l->what), "%s", what);
+	l->next_ns = 0;
+	l->held = 0;
+}
+
+void log_limited(struct log_limit *l, uint64_t now_ns, const char *fmt, ...)
+{
+	char line[900];
+	va_list ap;
+
+	if (l->level > log_level_cur)
+		return;
+	if (now_ns < l->next_ns) {
+		l->held++;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (l->held)
+		log_msg(l->level, "%s (and %llu more like it in the last second)", line,
+			(unsigned long long)l->held);
+	else
+		log_msg(l->level, "%s", line);
+	l->held = 0;
+	l->next_ns = now_ns + LOG_LIMIT_NS;
+}
+
+uint64_t log_limit_flush(struct log_limit *l, uint64_t now_ns)
+{
+	if (!l->held)
+		return 0;
+	if (now_ns < l->next_ns)
+		return l->next_ns;
+	log_msg(l->level, "%s: %llu more like it in the last second", l->what, (unsigned long long)l->held);
+	l->held = 0;
+	/* The summary is this second's line: a line of the kind that comes now is held. (UINT64_MAX
+	 * as now, for a last flush, must not wrap.) */
+	l->next_ns = now_ns > UINT64_MAX - LOG_LIMIT_NS ? UINT64_MAX : now_ns + LOG_LIMIT_NS;
+	return 0;
+}

@@ -55,6 +55,8 @@ static void usage(FILE *f)
 		"                        files and locks, and how long after a start unlinked files\n"
 		"                        still open wait to be opened again (default 100)\n"
 		"  --root-squash         requests from root on any client run as nobody (65534)\n"
+		"  --handshake-timeout SEC  a connection that has not proved it holds the key this\n"
+		"                        long after connecting is closed (default 5)\n"
 		"  --log-level LEVEL     error, warn, info (default) or debug\n",
 		LW_DEFAULT_MDS_PORT, LOOM_FSNAME_MAX);
 }
@@ -98,7 +100,8 @@ int main(int argc, char **argv)
 		{ "fsname", required_argument, NULL, 'n' },    { "log-level", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },            { "key", required_argument, NULL, 'k' },
 		{ "recovery-window", required_argument, NULL, 'r' },
-		{ "root-squash", no_argument, NULL, 'S' },     { NULL, 0, NULL, 0 },
+		{ "root-squash", no_argument, NULL, 'S' },
+		{ "handshake-timeout", required_argument, NULL, 'H' }, { NULL, 0, NULL, 0 },
 	};
 	const char *mdt_dir = NULL, *listen_addr = NULL, *port_file = NULL, *fsname = NULL, *key_file = NULL;
 	uint8_t key[LOOM_KEY_MAX];
@@ -121,6 +124,12 @@ int main(int argc, char **argv)
 		case 'n': fsname = optarg; break;
 		case 'k': key_file = optarg; break;
 		case 'S': m.root_squash = true; break;
+		case 'H':
+			if (srv_handshake_timeout_parse(optarg, &so.handshake_timeout_ms)) {
+				fprintf(stderr, "loom-mds: --handshake-timeout takes 1..3600 seconds\n");
+				return 2;
+			}
+			break;
 		case 'r':
 			m.recovery_s = (uint32_t)atoi(optarg);
 			if (m.recovery_s < 1 || m.recovery_s > 86400) {

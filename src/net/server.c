@@ -2,8 +2,10 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -11,6 +13,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -23,9 +26,12 @@
 #include "proto/codec.h"
 
 #define RBUF_SIZE     (64u << 10)
+#define PREAUTH_RBUF  256u        /* read buffer before authentication: its frames are small */
 #define READ_BUDGET   (4u << 20)  /* bytes read from one connection per event, for fairness */
 #define WRITE_IOVS    64
 #define SRV_PREAUTH_BODY_MAX 1024u /* bytes of body a frame may carry before authentication */
+#define HANDSHAKE_TIMEOUT_MS 5000u
+#define ACCEPT_RETRY_NS 100000000ull /* accepts paused for lack of memory or descriptors: retry */
 
 /*
  * Memory accounting. Every request is charged to the server from the moment its header is
@@ -50,6 +56,10 @@ struct out_frame {
 
 enum rstate { RS_HDR, RS_BODY, RS_BULK };
 
+/* The kinds of rate-limited log lines (lim_kinds below). */
+enum lim_kind { LIM_TIMEOUT, LIM_WRONG_KEY, LIM_BAD_AUTH, LIM_NO_AUTH, LIM_DROPPED, LIM_EVICTED,
+		LIM_ACCEPT, LIM_COUNT };
+
 struct srv_conn {
 	struct srv *srv;
 	int fd;
@@ -70,6 +80,7 @@ struct srv_conn {
 
 	/* Loop thread only. */
 	uint8_t *rbuf;
+	uint32_t rcap;           /* PREAUTH_RBUF until authenticated, then RBUF_SIZE */
 	uint32_t rpos;
 	uint32_t rlen;
 	enum rstate rstate;
@@ -78,10 +89,13 @@ struct srv_conn {
 	struct srv_req *req;
 	uint32_t got;            /* of body or bulk, per rstate */
 	bool starved;            /* waiting for server memory to start its next frame */
-	bool authed;             /* proved it holds the key (always true when the server has none) */
+	bool authed;             /* proved it holds the key (always true when the server has none);
+	                          * until then, the connection is on srv->preauth */
 	bool challenged;
 	uint8_t nonce[LW_AUTH_NONCE];
+	uint64_t deadline_ns;    /* not authenticated by then: closed */
 	struct srv_conn *prev_open, *next_open;
+	struct srv_conn *prev_preauth, *next_preauth;
 	struct srv_conn *next_starved;
 	struct srv_conn *next_grave;
 
@@ -97,7 +111,9 @@ struct srv {
 	uint16_t port;
 	atomic_int stopping;
 	uint64_t next_conn_id;
-	uint64_t accept_paused_until;
+	uint64_t accept_paused_until; /* listen fd out of epoll until then, or until a close */
+	uint64_t handshake_ns;
+	uint32_t max_preauth;     /* connections on preauth at most */
 
 	atomic_uint_fast64_t mem; /* bytes charged to requests and replies */
 	uint8_t key[LOOM_KEY_MAX];
@@ -107,6 +123,11 @@ struct srv {
 	struct srv_conn *open_conns;
 	struct srv_conn *starved;
 	struct srv_conn *grave;   /* closed during this loop iteration, freed at its end */
+	/* Connections that have not authenticated, oldest first. All wait the same time, so the
+	 * head has the nearest deadline (no timer heap) and is the one evicted first. */
+	struct srv_conn *preauth_head, *preauth_tail;
+	uint32_t npreauth;
+	struct log_limit lim[LIM_COUNT];
 
 	pthread_mutex_t resume_lock;
 	struct srv_conn *resume;
@@ -114,6 +135,24 @@ struct srv {
 
 /* epoll data for the two non-connection fds */
 static char tag_listen, tag_wake;
+
+/*
+ * What a stranger can make the server say, each kind at most once a second (common/log.h): a
+ * flood of connections must not become a flood of log lines. The summaries keep the phrases of
+ * the lines themselves, so that a search for "wrong file system key" finds both.
+ */
+static const struct {
+	enum log_level level;
+	const char *what;
+} lim_kinds[LIM_COUNT] = {
+	[LIM_TIMEOUT] = { LOG_WARN, "unauthenticated connections closed: no authentication in time" },
+	[LIM_WRONG_KEY] = { LOG_WARN, "connections refused: wrong file system key" },
+	[LIM_BAD_AUTH] = { LOG_WARN, "connections refused: malformed authentication" },
+	[LIM_NO_AUTH] = { LOG_WARN, "connections refused: a request before authenticating" },
+	[LIM_DROPPED] = { LOG_INFO, "unauthenticated connections closed: bad frames" },
+	[LIM_EVICTED] = { LOG_WARN, "unauthenticated connections closed to make room" },
+	[LIM_ACCEPT] = { LOG_WARN, "cannot accept" },
+};
 
 static void conn_unref(struct srv_conn *c)
 {
@@ -301,6 +340,65 @@ static void starved_remove(struct srv *s, struct srv_conn *c)
 	c->starved = false;
 }
 
+static void preauth_append(struct srv *s, struct srv_conn *c)
+{
+	c->prev_preauth = s->preauth_tail;
+	c->next_preauth = NULL;
+	if (s->preauth_tail)
+		s->preauth_tail->next_preauth = c;
+	else
+		s->preauth_head = c;
+	s->preauth_tail = c;
+	s->npreauth++;
+}
+
+static void preauth_remove(struct srv *s, struct srv_conn *c)
+{
+	if (c->prev_preauth)
+		c->prev_preauth->next_preauth = c->next_preauth;
+	else
+		s->preauth_head = c->next_preauth;
+	if (c->next_preauth)
+		c->next_preauth->prev_preauth = c->prev_preauth;
+	else
+		s->preauth_tail = c->prev_preauth;
+	c->prev_preauth = c->next_preauth = NULL;
+	s->npreauth--;
+}
+
+/* Takes the listen fd out of epoll until `until`, or until a connection closes. */
+static void accept_pause(struct srv *s, uint64_t until)
+{
+	struct epoll_event e = { .events = 0, .data.ptr = &tag_listen };
+
+	s->accept_paused_until = until;
+	epoll_ctl(s->epfd, EPOLL_CTL_MOD, s->listen_fd, &e);
+}
+
+static void accept_resume(struct srv *s)
+{
+	struct epoll_event e = { .events = EPOLLIN, .data.ptr = &tag_listen };
+
+	s->accept_paused_until = 0;
+	epoll_ctl(s->epfd, EPOLL_CTL_MOD, s->listen_fd, &e);
+}
+
+/* What a connection that did not authenticate got as far as, for the line that closes it. */
+static const char *preauth_progress(const struct srv_conn *c, char *buf, size_t cap)
+{
+	if (c->close_when_flushed)
+		return "it was refused and has not taken the answer";
+	if (c->challenged)
+		return "it took a challenge and sent no proof";
+	if (c->rstate != RS_HDR || c->rlen > c->rpos)
+		return "it sent part of a frame";
+	if (c->hgot) {
+		snprintf(buf, cap, "it sent %u of a header's %zu bytes", c->hgot, sizeof(c->hdr));
+		return buf;
+	}
+	return "it sent nothing";
+}
+
 /* Loop thread. Idempotent. The memory goes at the end of the loop iteration, so that events
  * of the same epoll batch that name this connection find it (closed) rather than freed. */
 static void conn_close(struct srv_conn *c, const char *why)
@@ -310,7 +408,11 @@ static void conn_close(struct srv_conn *c, const char *why)
 
 	if (c->fd < 0)
 		return;
-	if (why)
+	if (why && !c->authed)
+		log_limited(&s->lim[LIM_DROPPED], clock_mono_ns(),
+			    "%s: closing connection %llu from %s, which has not authenticated: %s", s->name,
+			    (unsigned long long)c->id, c->peer, why);
+	else if (why)
 		log_info("%s: closing connection %llu from %s: %s", s->name, (unsigned long long)c->id,
 			 c->peer, why);
 	pthread_mutex_lock(&c->lock);
@@ -334,6 +436,11 @@ static void conn_close(struct srv_conn *c, const char *why)
 	}
 	if (c->starved)
 		starved_remove(s, c);
+	if (!c->authed)
+		preauth_remove(s, c);
+	/* A descriptor is free: accepts that waited for one go on at once. */
+	if (s->accept_paused_until)
+		accept_resume(s);
 	if (c->prev_open)
 		c->prev_open->next_open = c->next_open;
 	else
@@ -420,19 +527,25 @@ static void conn_authenticate(struct srv_conn *c, struct srv_req *req)
 		    loom_auth_equal(pr.mac, want) &&
 		    loom_auth_mac(s->key, s->opts.keylen, "loom-auth-server", pr.nonce, c->nonce,
 				  LW_AUTH_NONCE, proof.mac) == 0) {
-			c->authed = true;
+			if (!c->authed) { /* AUTH_* again later is a new challenge, no more */
+				c->authed = true;
+				preauth_remove(s, c);
+			}
 			srv_reply(req, 0, &proof, sizeof(proof), NULL, 0, NULL);
 			return;
 		}
-		log_warn("%s: connection %llu from %s: wrong file system key; refusing it", s->name,
-			 (unsigned long long)c->id, c->peer);
+		log_limited(&s->lim[LIM_WRONG_KEY], clock_mono_ns(),
+			    "%s: connection %llu from %s: wrong file system key; refusing it", s->name,
+			    (unsigned long long)c->id, c->peer);
 	} else if (op == LW_OP_AUTH_CHALLENGE || op == LW_OP_AUTH_PROVE) {
-		log_warn("%s: connection %llu from %s: malformed authentication; refusing it", s->name,
-			 (unsigned long long)c->id, c->peer);
+		log_limited(&s->lim[LIM_BAD_AUTH], clock_mono_ns(),
+			    "%s: connection %llu from %s: malformed authentication; refusing it", s->name,
+			    (unsigned long long)c->id, c->peer);
 	} else {
-		log_warn("%s: connection %llu from %s: %s before authenticating (the client has no key "
-			 "or the wrong one); refusing it", s->name, (unsigned long long)c->id, c->peer,
-			 lw_op_name(op));
+		log_limited(&s->lim[LIM_NO_AUTH], clock_mono_ns(),
+			    "%s: connection %llu from %s: %s before authenticating (the client has no key "
+			    "or the wrong one); refusing it", s->name, (unsigned long long)c->id, c->peer,
+			    lw_op_name(op));
 	}
 	/* Tell the client why (EACCES), then hang up. */
 	pthread_mutex_lock(&c->lock);
@@ -609,6 +722,30 @@ static const char *conn_parse(struct srv_conn *c)
 	return NULL;
 }
 
+/*
+ * The read buffer, sized for what the connection may send now: a stranger's frames are small
+ * (SRV_PREAUTH_BODY_MAX), so until it authenticates it gets PREAUTH_RBUF bytes, not RBUF_SIZE;
+ * a thousand idle or half-open connections then hold a few hundred KiB, not 64 MiB. Called only
+ * with everything in the buffer parsed (rpos == rlen == 0), so growing it moves nothing.
+ */
+static bool conn_rbuf_ready(struct srv_conn *c)
+{
+	uint32_t want = c->authed ? RBUF_SIZE : PREAUTH_RBUF;
+	uint8_t *p;
+
+	if (c->rcap >= want)
+		return true;
+	free(c->rbuf);
+	c->rbuf = NULL;
+	c->rcap = 0;
+	p = malloc(want);
+	if (!p)
+		return false;
+	c->rbuf = p;
+	c->rcap = want;
+	return true;
+}
+
 static void conn_read(struct srv_conn *c)
 {
 	uint32_t budget = READ_BUDGET;
@@ -617,10 +754,6 @@ static void conn_read(struct srv_conn *c)
 
 	if (c->fd < 0)
 		return;
-	if (!c->rbuf && !(c->rbuf = malloc(RBUF_SIZE))) {
-		conn_close(c, "out of memory for a read buffer");
-		return;
-	}
 	why = conn_retry_alloc(c);
 	if (why) {
 		conn_close(c, why);
@@ -645,7 +778,11 @@ static void conn_read(struct srv_conn *c)
 					conn_bulk_done(c);
 			}
 		} else {
-			n = recv(c->fd, c->rbuf, RBUF_SIZE, 0);
+			if (!conn_rbuf_ready(c)) {
+				conn_close(c, "out of memory for a read buffer");
+				return;
+			}
+			n = recv(c->fd, c->rbuf, c->rcap, 0);
 			if (n > 0) {
 				c->rpos = 0;
 				c->rlen = (uint32_t)n;
@@ -686,6 +823,60 @@ static void conn_write_ready(struct srv_conn *c)
 		conn_close(c, "write error");
 }
 
+/* At most half the descriptors for strangers, so that the other half stays for the clients
+ * that hold the key and for the program's own files. */
+static uint32_t preauth_cap(const struct srv *s)
+{
+	struct rlimit rl;
+
+	if (s->opts.max_unauthenticated)
+		return s->opts.max_unauthenticated;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur / 2 > UINT32_MAX)
+		return UINT32_MAX;
+	return rl.rlim_cur / 2 > 0 ? (uint32_t)(rl.rlim_cur / 2) : 1;
+}
+
+/* Does a connection wait in the listen backlog? */
+static bool listen_backlogged(const struct srv *s)
+{
+	struct pollfd p = { .fd = s->listen_fd, .events = POLLIN };
+
+	return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
+
+/* Closes the oldest connection that has not authenticated, to make room for a new one. */
+static void preauth_evict(struct srv *s, const char *why)
+{
+	struct srv_conn *c = s->preauth_head;
+	uint64_t now = clock_mono_ns();
+	char buf[64];
+
+	log_limited(&s->lim[LIM_EVICTED], now,
+		    "%s: closing connection %llu from %s to make room (%s): not authenticated after "
+		    "%llu ms, %s", s->name, (unsigned long long)c->id, c->peer, why,
+		    (unsigned long long)((now - (c->deadline_ns - s->handshake_ns)) / 1000000),
+		    preauth_progress(c, buf, sizeof(buf)));
+	conn_close(c, NULL);
+}
+
+/*
+ * Accepts what the listen backlog holds, 64 at a time (the listen fd is level-triggered: the
+ * rest comes on the next turn).
+ *
+ * Out of descriptors (EMFILE, or ENFILE for the whole system), the server must neither spin on
+ * the listen fd nor leave a client waiting in the backlog while strangers hold every
+ * descriptor. The classic answers are to close an idle connection, or to keep a spare
+ * descriptor to accept the newcomer with and close it at once. Here the server knows who the
+ * strangers are, so it closes the oldest connection that has not authenticated (a real client
+ * authenticates within milliseconds of connecting, so the oldest unauthenticated one is the
+ * likeliest to be idle on purpose) and accepts again at once with the descriptor that freed. The
+ * spare-descriptor trick would refuse the newcomer instead, who is as likely to be the client
+ * the server is there for. When every descriptor serves an authenticated peer (or the program's
+ * own files), the server is full, not attacked: it stops accepting until a connection closes
+ * (conn_close re-arms the listen fd) or ACCEPT_RETRY_NS pass (for descriptors the program frees),
+ * and the newcomers wait in the backlog. The same cap applies before descriptors run out:
+ * strangers may hold at most preauth_cap(), so that they never hold them all.
+ */
 static void srv_accept(struct srv *s)
 {
 	for (int i = 0; i < 64; i++) {
@@ -693,24 +884,37 @@ static void srv_accept(struct srv *s)
 		socklen_t sl = sizeof(sa);
 		struct srv_conn *c;
 		struct epoll_event e;
-		int one = 1, fd;
+		int one = 1, fd, err;
 
 		fd = accept4(s->listen_fd, (struct sockaddr *)&sa, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
-			if (errno == EMFILE || errno == ENFILE || errno == ENOMEM || errno == ENOBUFS) {
-				/* Out of descriptors: stop accepting for a moment rather than spin. */
-				log_warn("%s: cannot accept: %s; pausing accepts for 100 ms", s->name,
-					 strerror(errno));
-				s->accept_paused_until = clock_mono_ns() + 100000000ull;
-				e.events = 0;
-				e.data.ptr = &tag_listen;
-				epoll_ctl(s->epfd, EPOLL_CTL_MOD, s->listen_fd, &e);
+			err = errno;
+			/* Linux's accept takes a descriptor before it looks at the queue: EMFILE says
+			 * nothing about whether anyone waits. Nobody: nothing to make room for (the
+			 * next arrival wakes the loop again). */
+			if ((err == EMFILE || err == ENFILE) && !listen_backlogged(s))
+				return;
+			if ((err == EMFILE || err == ENFILE) && s->preauth_head) {
+				/* The limit may have been lowered since (prlimit): strangers get half of
+				 * what it is now. */
+				s->max_preauth = preauth_cap(s);
+				preauth_evict(s, strerror(err));
+				continue;
+			}
+			if (err == EMFILE || err == ENFILE || err == ENOMEM || err == ENOBUFS) {
+				log_limited(&s->lim[LIM_ACCEPT], clock_mono_ns(),
+					    "%s: cannot accept: %s%s; new connections wait until one closes",
+					    s->name, strerror(err),
+					    err == EMFILE || err == ENFILE ?
+					    " (no connection waits to authenticate)" : "");
+				accept_pause(s, clock_mono_ns() + ACCEPT_RETRY_NS);
 			}
 			return;
 		}
 		c = calloc(1, sizeof(*c));
 		if (!c) {
 			close(fd);
+			accept_pause(s, clock_mono_ns() + ACCEPT_RETRY_NS);
 			return;
 		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -737,8 +941,54 @@ static void srv_accept(struct srv *s)
 		if (s->open_conns)
 			s->open_conns->prev_open = c;
 		s->open_conns = c;
+		if (!c->authed) {
+			c->deadline_ns = clock_mono_ns() + s->handshake_ns;
+			preauth_append(s, c);
+			while (s->npreauth > s->max_preauth) /* more than one when the cap fell */
+				preauth_evict(s, "too many connections waiting to authenticate");
+		}
 		log_debug("%s: connection %llu from %s", s->name, (unsigned long long)c->id, c->peer);
 	}
+}
+
+/* Closes the connections whose time to authenticate is over. */
+static void preauth_expire(struct srv *s, uint64_t now)
+{
+	struct srv_conn *c;
+	char buf[64];
+
+	while ((c = s->preauth_head) && c->deadline_ns <= now) {
+		uint64_t ms = s->handshake_ns / 1000000;
+
+		log_limited(&s->lim[LIM_TIMEOUT], now,
+			    "%s: closing connection %llu from %s: no authentication within %llu %s (%s)",
+			    s->name, (unsigned long long)c->id, c->peer,
+			    (unsigned long long)(ms % 1000 ? ms : ms / 1000), ms % 1000 ? "ms" : "s",
+			    preauth_progress(c, buf, sizeof(buf)));
+		conn_close(c, NULL);
+	}
+}
+
+/* How long the loop may sleep: until the next handshake deadline, accept retry or held log
+ * count, whichever is first (-1: none). Rounded up, so that it wakes with the time passed. */
+static int srv_timeout_ms(struct srv *s, uint64_t now)
+{
+	uint64_t next = UINT64_MAX;
+
+	if (s->preauth_head)
+		next = s->preauth_head->deadline_ns;
+	if (s->accept_paused_until)
+		next = MIN(next, s->accept_paused_until);
+	for (int k = 0; k < LIM_COUNT; k++) {
+		uint64_t t = log_limit_flush(&s->lim[k], now);
+		if (t)
+			next = MIN(next, t);
+	}
+	if (next == UINT64_MAX)
+		return -1;
+	if (next <= now)
+		return 0;
+	return (int)MIN((next - now + 999999) / 1000000, (uint64_t)INT_MAX);
 }
 
 /* Connections un-paused by replies, and those that waited for memory: read on. */
@@ -807,6 +1057,10 @@ int srv_create(const struct srv_opts *opts, struct srv **out)
 		s->opts.max_memory = 1ull << 30;
 	if (!s->opts.bulk_ok)
 		s->opts.bulk_ok = any_bulk;
+	if (!s->opts.handshake_timeout_ms)
+		s->opts.handshake_timeout_ms = HANDSHAKE_TIMEOUT_MS;
+	s->handshake_ns = (uint64_t)s->opts.handshake_timeout_ms * 1000000u;
+	s->max_preauth = preauth_cap(s);
 	if (s->opts.keylen > sizeof(s->key)) {
 		free(s);
 		return -EINVAL;
@@ -815,6 +1069,12 @@ int srv_create(const struct srv_opts *opts, struct srv **out)
 		memcpy(s->key, opts->key, s->opts.keylen);
 	s->opts.key = NULL;
 	snprintf(s->name, sizeof(s->name), "%s", opts->name ? opts->name : "srv");
+	for (int k = 0; k < LIM_COUNT; k++) {
+		char what[96];
+
+		snprintf(what, sizeof(what), "%s: %s", s->name, lim_kinds[k].what);
+		log_limit_init(&s->lim[k], lim_kinds[k].level, what);
+	}
 	s->listen_fd = s->wake_fd = s->epfd = -1;
 	atomic_init(&s->mem, 0);
 	atomic_init(&s->starving, false);
@@ -869,6 +1129,19 @@ fail:
 	return rc;
 }
 
+int srv_handshake_timeout_parse(const char *arg, uint32_t *ms_out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(arg, &end, 10);
+	if (errno || end == arg || *end || v < 1 || v > 3600)
+		return -EINVAL;
+	*ms_out = (uint32_t)v * 1000u;
+	return 0;
+}
+
 uint16_t srv_port(const struct srv *s)
 {
 	return s->port;
@@ -879,19 +1152,16 @@ int srv_run(struct srv *s)
 	struct epoll_event evs[128];
 
 	while (!atomic_load(&s->stopping)) {
-		int timeout = s->accept_paused_until ? 100 : -1;
-		int n = epoll_wait(s->epfd, evs, (int)ARRAY_SIZE(evs), timeout);
+		int n = epoll_wait(s->epfd, evs, (int)ARRAY_SIZE(evs), srv_timeout_ms(s, clock_mono_ns()));
+		uint64_t now;
 
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
 		}
-		if (s->accept_paused_until && clock_mono_ns() >= s->accept_paused_until) {
-			struct epoll_event e = { .events = EPOLLIN, .data.ptr = &tag_listen };
-			s->accept_paused_until = 0;
-			epoll_ctl(s->epfd, EPOLL_CTL_MOD, s->listen_fd, &e);
-		}
+		if (s->accept_paused_until && clock_mono_ns() >= s->accept_paused_until)
+			accept_resume(s);
 		for (int i = 0; i < n; i++) {
 			void *p = evs[i].data.ptr;
 			uint32_t ev = evs[i].events;
@@ -919,6 +1189,10 @@ int srv_run(struct srv *s)
 			if ((ev & EPOLLHUP) && c->fd >= 0)
 				conn_close(c, NULL); /* both directions gone: nothing more can be said */
 		}
+		/* After the batch, so that a proof that came in it is read before its deadline is
+		 * checked. */
+		now = clock_mono_ns();
+		preauth_expire(s, now);
 		srv_bury(s);
 	}
 	return 0;
@@ -934,6 +1208,8 @@ void srv_destroy(struct srv *s)
 {
 	while (s->open_conns)
 		conn_close(s->open_conns, NULL);
+	for (int k = 0; k < LIM_COUNT; k++)
+		log_limit_flush(&s->lim[k], UINT64_MAX); /* the counts still held */
 	srv_resume(s);
 	srv_bury(s);
 	close(s->listen_fd);

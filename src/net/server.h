@@ -9,6 +9,11 @@
  *
  * Flow control: a connection with too many requests (or bytes) in flight stops being read until
  * replies drain, so one client cannot make the server buffer without bound.
+ *
+ * Strangers: with a key, a connection that has not authenticated costs a few hundred bytes, is
+ * closed after handshake_timeout_ms, and is the first to go when descriptors run out, so that
+ * thousands of idle or half-open connections cannot keep the server from its clients. What the
+ * server logs about them is rate-limited (common/log.h, struct log_limit).
  */
 #ifndef LOOM_NET_SERVER_H
 #define LOOM_NET_SERVER_H
@@ -56,9 +61,18 @@ struct srv_opts {
 	const uint8_t *key;       /* the file system key: every connection must prove it holds it
 	                           * (AUTH_CHALLENGE, AUTH_PROVE) before anything else. NULL: none. */
 	size_t keylen;
+	/* With a key only (without one there is no handshake to wait for): */
+	uint32_t handshake_timeout_ms; /* a connection that has not proved it holds the key this
+	                           * long after it was accepted is closed, whether it sent nothing,
+	                           * part of a frame or a challenge and no proof; 0 = 5000 */
+	uint32_t max_unauthenticated; /* connections waiting to authenticate at once; a new one past
+	                           * it closes the oldest. 0 = half the fd limit (RLIMIT_NOFILE). */
 };
 
 int srv_create(const struct srv_opts *opts, struct srv **out);
+/* The daemons' --handshake-timeout SEC (whole seconds, 1..3600) into handshake_timeout_ms:
+ * 0, or -EINVAL. */
+int srv_handshake_timeout_parse(const char *arg, uint32_t *ms_out);
 /* The bound port (useful with listen_port 0). */
 uint16_t srv_port(const struct srv *s);
 /* Runs the event loop on the calling thread until srv_stop(). Returns 0 or -errno. */

@@ -419,6 +419,8 @@ static void usage(FILE *f)
 		"                     (default %u; -1: leave them to the kernel's flusher)\n"
 		"  --key FILE         the file system key: clients must prove they hold it, and the\n"
 		"                     MDS is asked to (default /etc/loom/loom.key, if it exists)\n"
+		"  --handshake-timeout SEC  a connection that has not proved it holds the key this\n"
+		"                     long after connecting is closed (default 5)\n"
 		"  --format           create the OSTs (needs --fsname) and exit\n"
 		"  --fsname NAME      file system name, up to %d characters\n"
 		"  --index N          with --format and one OST: the index it asks the MDS for\n"
@@ -457,6 +459,7 @@ int main(int argc, char **argv)
 		{ "scrub-rate", required_argument, NULL, 'r' },
 		{ "readcache-max-io", required_argument, NULL, 'R' },
 		{ "writeback-min-io", required_argument, NULL, 'W' },
+		{ "handshake-timeout", required_argument, NULL, 'H' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *dirs[MAX_OSTS], *mds = NULL, *listen_addr = "0.0.0.0", *port_file = NULL,
@@ -485,6 +488,12 @@ int main(int argc, char **argv)
 		case 'a': snprintf(oss.advertise, sizeof(oss.advertise), "%s", optarg); break;
 		case 'p': port_file = optarg; break;
 		case 'k': key_file = optarg; break;
+		case 'H':
+			if (srv_handshake_timeout_parse(optarg, &so.handshake_timeout_ms)) {
+				fprintf(stderr, "loom-oss: --handshake-timeout takes 1..3600 seconds\n");
+				return 2;
+			}
+			break;
 		case 't':
 			oss.nworkers = atoi(optarg);
 			if (oss.nworkers < 1 || oss.nworkers > 256) {

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "common/util.h"
 #include "net/bulk.h"
 #include "net/reqq.h"
 #include "proto/codec.h"
@@ -233,9 +235,9 @@ static void test_error_reply(void)
 	rpc_conn_close(c);
 }
 
-static int raw_connect(void)
+static int raw_connect_to(uint16_t port)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(srv_port(server)) };
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 
 	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
@@ -244,6 +246,11 @@ static int raw_connect(void)
 		return -1;
 	}
 	return fd;
+}
+
+static int raw_connect(void)
+{
+	return raw_connect_to(srv_port(server));
 }
 
 /* Garbage, a header with a bad crc, a header announcing a huge body: each closes only that
@@ -298,6 +305,113 @@ static void test_garbage(void)
 	CHECK(__atomic_load_n(&disconnects, __ATOMIC_SEQ_CST) >= before + 6);
 }
 
+/* 1 when the peer closed fd (EOF or reset) within ms, 0 when it is still open then; what it
+ * sends before closing is read and dropped. */
+static int wait_closed(int fd, int ms)
+{
+	uint64_t end = clock_mono_ns() + (uint64_t)ms * 1000000u;
+	char buf[256];
+
+	for (;;) {
+		uint64_t now = clock_mono_ns();
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&p, 1, now >= end ? 0 : (int)((end - now) / 1000000u) + 1) == 0)
+			return 0;
+		n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno == ECONNRESET))
+			return 1;
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			return 1;
+		if (clock_mono_ns() >= end)
+			return 0;
+	}
+}
+
+/*
+ * A server with a key: connections that do not authenticate are closed after the handshake
+ * limit (whether they sent nothing, half a header or a challenge and no proof), no more than
+ * max_unauthenticated wait at once (the oldest goes first), and an authenticated client is
+ * served throughout and stays connected past the limit.
+ */
+static void test_preauth(void)
+{
+	enum { LIMIT_MS = 2000, MAX_WAITING = 4, N = 10 };
+	static const uint8_t key[32] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+	struct srv_opts o = { .name = "keyed", .listen_host = "127.0.0.1", .deliver = deliver,
+			      .key = key, .keylen = sizeof(key), .handshake_timeout_ms = LIMIT_MS,
+			      .max_unauthenticated = MAX_WAITING };
+	struct rpc_conn_opts co = { .key = key, .keylen = sizeof(key) };
+	struct srv *keyed;
+	pthread_t loop;
+	struct rpc_conn *good;
+	int idle[N], half, chal;
+	struct lw_hdr h;
+	struct echo e;
+	uint16_t port;
+
+	REQUIRE_RC(srv_create(&o, &keyed), 0);
+	port = srv_port(keyed);
+	pthread_create(&loop, NULL, loop_main, keyed);
+	REQUIRE_RC(rpc_conn_open("127.0.0.1", port, &co, &good), 0);
+
+	/* Ten strangers that say nothing, with room for four: the six oldest are closed at once,
+	 * long before the limit, and the four newest are still there. */
+	for (int i = 0; i < N; i++)
+		REQUIRE((idle[i] = raw_connect_to(port)) >= 0);
+	for (int i = 0; i < N - MAX_WAITING; i++)
+		CHECK(wait_closed(idle[i], 10000));
+	for (int i = N - MAX_WAITING; i < N; i++)
+		CHECK(!wait_closed(idle[i], 0));
+
+	/* Half a header; a challenge taken and no proof. */
+	REQUIRE((half = raw_connect_to(port)) >= 0);
+	lw_hdr_fill(&h, LW_OP_PING, 0, 0, 1, NULL, 0, 0, 0);
+	CHECK_EQ(write(half, &h, 20), 20);
+	REQUIRE((chal = raw_connect_to(port)) >= 0);
+	lw_hdr_fill(&h, LW_OP_AUTH_CHALLENGE, 0, 0, 1, NULL, 0, 0, 0);
+	CHECK_EQ(write(chal, &h, sizeof(h)), (ssize_t)sizeof(h));
+
+	/* The client is served meanwhile, and after every stranger is gone. */
+	echo_prepare(&e, 5);
+	rpc_call_sync(good, &e.call);
+	echo_check(&e);
+	for (int i = N - MAX_WAITING; i < N; i++)
+		CHECK(wait_closed(idle[i], 30000));
+	CHECK(wait_closed(half, 30000));
+	CHECK(wait_closed(chal, 30000)); /* after the challenge's reply, read and dropped */
+	echo_prepare(&e, 6);
+	rpc_call_sync(good, &e.call);
+	echo_check(&e);
+	CHECK(rpc_conn_alive(good));
+
+	for (int i = 0; i < N; i++)
+		close(idle[i]);
+	close(half);
+	close(chal);
+	rpc_conn_close(good);
+	srv_stop(keyed);
+	pthread_join(loop, NULL);
+	srv_destroy(keyed);
+}
+
+static void test_handshake_timeout_parse(void)
+{
+	uint32_t ms = 7;
+
+	CHECK_RC(srv_handshake_timeout_parse("5", &ms), 0);
+	CHECK_EQ(ms, 5000);
+	CHECK_RC(srv_handshake_timeout_parse("3600", &ms), 0);
+	CHECK_EQ(ms, 3600000);
+	CHECK_RC(srv_handshake_timeout_parse("0", &ms), -EINVAL);
+	CHECK_RC(srv_handshake_timeout_parse("3601", &ms), -EINVAL);
+	CHECK_RC(srv_handshake_timeout_parse("", &ms), -EINVAL);
+	CHECK_RC(srv_handshake_timeout_parse("2s", &ms), -EINVAL);
+	CHECK_RC(srv_handshake_timeout_parse("-1", &ms), -EINVAL);
+	CHECK_EQ(ms, 3600000); /* untouched by a refusal */
+}
+
 static void test_refused(void)
 {
 	struct rpc_conn *c = NULL;
@@ -313,6 +427,8 @@ int main(void)
 	RUN(test_many_clients);
 	RUN(test_error_reply);
 	RUN(test_garbage);
+	RUN(test_preauth);
+	RUN(test_handshake_timeout_parse);
 	RUN(test_refused);
 	stop_server();
 	return check_report();
