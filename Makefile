@@ -22,11 +22,11 @@ unit: all
 	meson test -C $(BUILD) --suite unit --print-errorlogs
 
 integration: all
-	LOOM_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q --durations=15 -m "not soak" tests/integration
+	LOOM_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q --durations=30 -m "not soak" tests/integration
 
 # Cases too long for the suite's time in CI (marked soak): the same checks at full size.
 soak: all
-	LOOM_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q --durations=15 -m soak tests/integration
+	LOOM_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q --durations=30 -m soak tests/integration
 
 # The unit tests under AddressSanitizer and UndefinedBehaviorSanitizer.
 asan-unit: $(ASAN_BUILD)/build.ninja
@@ -40,7 +40,7 @@ asan-unit: $(ASAN_BUILD)/build.ninja
 # loaded into: plain only.
 asan: asan-unit
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 LOOM_BUILD=$(abspath $(ASAN_BUILD)) \
-		LOOM_POSIX_SIDES=loom LOOM_COHERENCE_SIDES=mounts,procs $(PYTHON) -m pytest -q --durations=15 -m "not slow and not soak and not pylib" tests/integration
+		LOOM_POSIX_SIDES=loom LOOM_COHERENCE_SIDES=mounts,procs $(PYTHON) -m pytest -q --durations=30 -m "not slow and not soak and not pylib" tests/integration
 
 # The benchmark suite (docs/performance.md); e.g. `make bench BENCH_ARGS=--quick`.
 bench:
