@@ -19,6 +19,7 @@
  *   dom         ino BE64                 -> crc32c u32 + a file's Data-on-MDT bytes (dom.c)
  *   pools       name, NUL-padded to 16   -> u32 count + count OST indices u32, ascending (pool.c)
  *   truncs      ino BE64 + epoch BE32    -> u64: objects still to be cut for a truncation (trunc.c)
+ *   clients     client uuid[16]          -> (empty): clients that may hold locks (clients.c)
  *
  * Keys are big-endian so that LMDB's byte order is numeric order (readdir walks cookies, the
  * destroy queue is per OST in object order). Values are host order, which is little-endian on
@@ -63,6 +64,7 @@ enum mdt_db {
 	MDT_DB_DOM,
 	MDT_DB_POOLS,
 	MDT_DB_TRUNCS,
+	MDT_DB_CLIENTS,
 	MDT_DB_COUNT
 };
 

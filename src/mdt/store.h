@@ -316,6 +316,20 @@ int mdt_reply_get(struct mdt_txn *t, const uint64_t uuid[2], uint64_t req_id, ui
 /* Removes up to max entries written before older_than_s, oldest first; *removed counts them. */
 int mdt_reply_sweep(struct mdt_txn *t, int64_t older_than_s, size_t max, size_t *removed);
 
+/* ---- clients that may hold locks ---- */
+
+/*
+ * Locks live in the MDS's memory; after a restart their clients replay them. A start must know
+ * whom to wait for before it grants anything new: the clients listed here. A client is written
+ * in the transaction of its session's first MDS_LOCK (committed before any lock is answered),
+ * and removed when its session ends, or goes away holding no lock. Keys are client uuids.
+ */
+int mdt_client_put(struct mdt_txn *t, const uint64_t uuid[2]);
+/* A missing one is fine. */
+int mdt_client_del(struct mdt_txn *t, const uint64_t uuid[2]);
+/* Every listed client: *uuids (malloc'd, caller frees; NULL when none) and *n. */
+int mdt_clients_list(struct mdt_txn *t, uint64_t (**uuids)[2], uint32_t *n);
+
 /* ---- the OST table ---- */
 
 struct mdt_ost {
