@@ -1,6 +1,7 @@
 #include "proto/codec.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -696,11 +697,20 @@ static void lw_dec_open(struct lw_rd *r, struct lw_mds_req *out)
 
 static void lw_dec_lock(struct lw_rd *r, struct lw_mds_req *out)
 {
+	const struct lw_lock_req *l = &out->u.lock;
+
 	lw_rd_fixed(r, &out->u.lock, sizeof(out->u.lock));
 	if (r->err)
 		return;
-	if ((out->u.lock.flags & ~(LW_LK_WAIT | LW_LK_TEST | LW_LK_FLOCK | LW_LK_CANCEL)) ||
-	    out->u.lock.type > 2 || out->u.lock.start > out->u.lock.end)
+	if ((l->flags & ~(LW_LK_WAIT | LW_LK_TEST | LW_LK_FLOCK | LW_LK_CANCEL | LW_LK_REPLAY |
+			  LW_LK_REPLAY_DONE)) ||
+	    l->type > 2 || l->start > l->end)
+		r->err = -EINVAL;
+	/* A replay takes a lock, with nothing else; the end of the replay is alone. */
+	if ((l->flags & LW_LK_REPLAY) &&
+	    ((l->flags & ~(LW_LK_REPLAY | LW_LK_FLOCK)) || l->type == F_UNLCK))
+		r->err = -EINVAL;
+	if ((l->flags & LW_LK_REPLAY_DONE) && l->flags != LW_LK_REPLAY_DONE)
 		r->err = -EINVAL;
 }
 

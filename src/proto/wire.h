@@ -429,17 +429,29 @@ _Static_assert(sizeof(struct lw_access_req) == 16, "lw_access_req");
 
 /* MDS_LOCK: request lw_lock_req; reply lw_lock_rep. Byte-range (fcntl) and whole-file (flock)
  * locks, held in the MDS's memory so that every mount sees them. A lock belongs to its owner
- * (the client's lock owner id) on its connection; locks and waits of a connection end with it.
+ * (the client's lock owner id) in the client's session: it outlives a broken connection for the
+ * recovery window (waits do not: the client sends them again), and is replayed by its client
+ * after an MDS restart.
  *  - type F_RDLCK / F_WRLCK takes a lock, F_UNLCK releases [start, end] (end UINT64_MAX: to the
  *    end of the file); POSIX locks of one owner merge and split as fcntl(2) says.
  *  - LW_LK_TEST (F_GETLK): the reply describes a conflicting lock, or has type F_UNLCK.
  *  - Without LW_LK_WAIT a conflict is -EAGAIN at once; with it, the reply comes when the lock is
  *    granted, or -EINTR when the same owner sends LW_LK_CANCEL for that inode meanwhile.
- *  - LW_LK_FLOCK: a flock(2) lock on the whole file, independent of POSIX locks, as on Linux. */
-#define LW_LK_WAIT   0x1u
-#define LW_LK_TEST   0x2u
-#define LW_LK_FLOCK  0x4u
-#define LW_LK_CANCEL 0x8u
+ *  - LW_LK_FLOCK: a flock(2) lock on the whole file, independent of POSIX locks, as on Linux.
+ *  - LW_LK_REPLAY (with F_RDLCK/F_WRLCK, and LW_LK_FLOCK or not; no other flag): a lock this
+ *    client held before the MDS restarted, sent again in the client's hello. Granted at once
+ *    while the restarted MDS waits for this client; -EAGAIN if it conflicts with a lock replayed
+ *    before, -ENOLCK if the MDS does not wait for this client (the lock is lost).
+ *  - LW_LK_REPLAY_DONE (alone; type F_UNLCK, 0 to UINT64_MAX): the client has replayed all it
+ *    held. Empty reply. Until every client it waits for has said so (or the recovery window
+ *    after its start has passed), the MDS answers other requests for locks, and tests, only
+ *    then. */
+#define LW_LK_WAIT        0x1u
+#define LW_LK_TEST        0x2u
+#define LW_LK_FLOCK       0x4u
+#define LW_LK_CANCEL      0x8u
+#define LW_LK_REPLAY      0x10u
+#define LW_LK_REPLAY_DONE 0x20u
 struct lw_lock_req {
 	uint64_t ino;
 	uint64_t owner;

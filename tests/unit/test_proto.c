@@ -1,6 +1,7 @@
 /* The wire codec: round trips, and malformed, truncated and random bodies rejected (never read
  * out of bounds: run under ASan to make that a hard failure). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -150,6 +151,39 @@ static void test_mds_name_requests(void)
 		lw_wr_reserve(&w, (LOOM_MAX_GROUPS + 1) * 4);
 		lw_wr_put(&w, &ino, sizeof(ino));
 		CHECK_RC(lw_mds_req_decode(LW_OP_MDS_GETATTR, buf, (uint32_t)w.len, &q), -EPROTO);
+	}
+}
+
+/* MDS_LOCK's flags: the replay bits alone or as they combine (LW_LK_REPLAY takes a lock, with
+ * LW_LK_FLOCK at most; LW_LK_REPLAY_DONE stands alone), and no unknown bit. */
+static void test_lock_flags(void)
+{
+	static const struct { uint32_t flags, type; int rc; } cases[] = {
+		{ 0, F_WRLCK, 0 },
+		{ LW_LK_WAIT | LW_LK_FLOCK, F_RDLCK, 0 },
+		{ LW_LK_CANCEL, F_UNLCK, 0 },
+		{ LW_LK_REPLAY, F_WRLCK, 0 },
+		{ LW_LK_REPLAY | LW_LK_FLOCK, F_RDLCK, 0 },
+		{ LW_LK_REPLAY, F_UNLCK, -EINVAL },
+		{ LW_LK_REPLAY | LW_LK_WAIT, F_WRLCK, -EINVAL },
+		{ LW_LK_REPLAY | LW_LK_TEST, F_WRLCK, -EINVAL },
+		{ LW_LK_REPLAY | LW_LK_CANCEL, F_WRLCK, -EINVAL },
+		{ LW_LK_REPLAY | LW_LK_REPLAY_DONE, F_WRLCK, -EINVAL },
+		{ LW_LK_REPLAY_DONE, F_UNLCK, 0 },
+		{ LW_LK_REPLAY_DONE | LW_LK_FLOCK, F_UNLCK, -EINVAL },
+		{ LW_LK_REPLAY_DONE | LW_LK_CANCEL, F_UNLCK, -EINVAL },
+		{ 0x40, F_WRLCK, -EINVAL },
+		{ 0, 3, -EINVAL },
+	};
+	uint8_t buf[256];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct lw_lock_req l = { .ino = 5, .owner = 9, .start = 0, .end = UINT64_MAX,
+					 .type = cases[i].type, .flags = cases[i].flags, .pid = 42 };
+		size_t len = build(buf, sizeof(buf), true, &l, sizeof(l), NULL, 0, NULL, 0);
+		struct lw_mds_req q;
+
+		CHECK_RC(lw_mds_req_decode(LW_OP_MDS_LOCK, buf, (uint32_t)len, &q), cases[i].rc);
 	}
 }
 
@@ -499,5 +533,6 @@ int main(void)
 	RUN(test_ost_requests);
 	RUN(test_ost_space_requests);
 	RUN(test_random_bodies);
+	RUN(test_lock_flags);
 	return check_report();
 }
