@@ -233,7 +233,8 @@ void mds_run_one(struct mds *m, struct mdt_txn *txn, bool write, struct srv_req 
 	bool handle_op = lw_op_info(req->hdr.opcode) &&
 			 lw_op_info(req->hdr.opcode)->resend == LW_RESEND_HANDLE;
 	struct lw_mds_req q;
-	struct mds_op o = { .m = m, .req = req, .q = &q, .bs = bs, .r = r, .now = clock_real() };
+	struct mds_op o = { .m = m, .req = req, .q = &q, .bs = bs, .r = r, .now = clock_real(),
+			    .write = write };
 	int rc;
 
 	if (req->conn) {
@@ -319,7 +320,9 @@ static void run_batch(struct mds *m, struct srv_req *list, uint32_t n)
 	int rc;
 
 	for (struct srv_req *req = list; req; req = req->next)
-		if (!req->conn || (lw_op_flags(req->hdr.opcode) & LW_OPF_MDT))
+		if (!req->conn || (lw_op_flags(req->hdr.opcode) & LW_OPF_MDT) ||
+		    /* A session's first lock request lists its client in the MDT (locks.c). */
+		    (req->hdr.opcode == LW_OP_MDS_LOCK && mds_session_needs_record(m, req->conn_id)))
 			write = true;
 	rc = replies ? mdt_txn_begin(m->store, write, &txn) : -ENOMEM;
 	if (rc == 0) {
@@ -395,6 +398,8 @@ static void run_batch(struct mds *m, struct srv_req *list, uint32_t n)
 		i++;
 	}
 	free(replies);
+	/* Waiters the batch let in are granted now, so that their replies follow the batch's. */
+	mds_locks_wake(m);
 }
 
 void mds_metadata_loop(struct mds *m)

@@ -44,6 +44,7 @@ struct mds_op {
 	struct reply *r;
 	struct timespec now;
 	bool resent_done;    /* HANDLE ops: a resend whose first run is known to have happened */
+	bool write;          /* t may be written (a write batch) */
 };
 
 /* handlers*.c: the handler of every MDS and ANY row of ops.def. */

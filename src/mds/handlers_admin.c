@@ -266,10 +266,44 @@ int mds_op_ost_admin(struct mds_op *o)
 int mds_op_lock(struct mds_op *o)
 {
 	const struct lw_lock_req *l = &o->q->u.lock;
+	struct mds_session *s = mds_session_of(o->m, o->req->conn_id);
 	struct lw_attr attr;
+	bool fresh;
 	int rc;
 
+	if (!s)
+		return -ENOMEM;
+	if (l->flags & LW_LK_REPLAY_DONE) {
+		/* The client replayed every lock it holds. One this start waited for is listed in the
+		 * MDT already (that is why it was waited for). */
+		if (mds_locks_awaiting(o->m, s->uuid))
+			s->recorded = true;
+		mds_lock_replay_done(o->m, s->uuid);
+		s->replayed = true;
+		return 0;
+	}
 	if (!(l->flags & LW_LK_CANCEL) && (rc = mdt_getattr(o->t, l->ino, &attr)) != 0)
 		return rc;
-	return mds_lock(o->m, o->req, mds_sid_of(o->m, o->req), l, &o->r->body, &o->r->len);
+	/* A session's first lock request lists its client in the MDT, committed with this batch,
+	 * before any lock of it is answered: a start after a crash then waits for it to replay. The
+	 * batch was made a write one for this (mds_session_needs_record). */
+	fresh = !s->recorded && (s->uuid[0] || s->uuid[1]);
+	if (fresh) {
+		if (!o->write) {
+			log_err("MDS_LOCK from %s: its client is not recorded and the batch is read-only",
+				srv_req_peer(o->req));
+			return -EIO;
+		}
+		rc = mds_session_record(o->m, o->t, s);
+		if (rc)
+			return rc;
+	}
+	if (l->flags & LW_LK_REPLAY)
+		rc = mds_lock_replay(o->m, s->sid, s->uuid, s->replayed, l, &o->r->body, &o->r->len);
+	else
+		rc = mds_lock(o->m, o->req, s->sid, l, &o->r->body, &o->r->len);
+	/* An error aborts this request's transaction, and the record with it. */
+	if (fresh && rc < 0)
+		s->recorded = false;
+	return rc;
 }

@@ -1,7 +1,7 @@
 /*
  * The metadata thread's periodic work, between batches: OSTs gone silent, inodes left unlinked
- * but open by the previous run, sessions that ended, old reply-cache entries, and the hand-over
- * of work to the destroyer and the truncator.
+ * but open by the previous run, lock recovery that outlasted its window, sessions that ended, old
+ * reply-cache entries, and the hand-over of work to the destroyer and the truncator.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -103,6 +103,25 @@ static void housekeeping(struct mds *m, uint64_t now)
 		m->destroyer.more = true;
 }
 
+/* The recovery window since the start passed while clients that may hold locks had not replayed
+ * them: recovery ends without them. */
+static void lock_recovery_expire(struct mds *m, uint64_t now)
+{
+	struct mdt_txn *t;
+	int rc = mdt_txn_begin(m->store, true, &t);
+
+	if (rc == 0) {
+		rc = mds_locks_recovery_expire(m, t, now);
+		if (rc == 0)
+			rc = mdt_txn_commit(t);
+		else
+			mdt_txn_abort(t);
+	}
+	if (rc)
+		log_err("forgetting the clients that did not replay their locks: %s (a later start waits "
+			"for them again)", strerror(-rc));
+}
+
 void mds_periodic(struct mds *m)
 {
 	uint64_t now = clock_mono_ns();
@@ -113,7 +132,10 @@ void mds_periodic(struct mds *m)
 		log_info("OST table changed: an OST went silent or came back");
 	if (!m->orphans_released && now - m->started_ns >= (uint64_t)m->recovery_s * 1000000000ull)
 		release_orphans(m);
+	if (m->lock_recovery.active && now - m->started_ns >= (uint64_t)m->recovery_s * 1000000000ull)
+		lock_recovery_expire(m, now);
 	housekeeping(m, now);
+	mds_locks_wake(m); /* after sessions that ended, or recovery that did */
 	mds_releases_settled(m);
 	mds_trunc_expire(m, now);
 	if (mdt_txn_begin(m->store, false, &t) == 0) {

@@ -92,6 +92,26 @@ static int format_key(const char *mdt_dir, const char *key_file)
 	return rc;
 }
 
+/* The clients that may hold locks from before this start: they are waited for (locks.c). */
+static int start_lock_recovery(struct mds *m)
+{
+	uint64_t (*uuids)[2] = NULL;
+	struct mdt_txn *t;
+	uint32_t n = 0;
+	int rc = mdt_txn_begin(m->store, false, &t);
+
+	if (rc == 0) {
+		rc = mdt_clients_list(t, &uuids, &n);
+		mdt_txn_abort(t);
+	}
+	if (rc) {
+		log_err("cannot read the clients that may hold locks: %s", strerror(-rc));
+		return rc;
+	}
+	mds_locks_recovery_begin(m, uuids, n);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -208,6 +228,9 @@ int main(int argc, char **argv)
 	mds_sessions_init(&m);
 	u64map_init(&m.ost_conns);
 	u64map_init(&m.locks);
+	u64map_init(&m.lock_wakes);
+	if (start_lock_recovery(&m) != 0)
+		return 1;
 
 	so.name = "mds";
 	so.bulk_ok = mds_bulk_ok;

@@ -86,6 +86,11 @@ struct mds_session {
 	uint64_t conn_id;        /* its connection now; 0 while its client is away */
 	uint64_t away_since_ns;
 	struct mds_handle *handles;
+	/* Metadata thread only. `recorded`: its client is in the MDT's `clients` table (it may
+	 * hold locks: a start after a crash waits for it to replay them). `replayed`: it said
+	 * LW_LK_REPLAY_DONE in this run. */
+	bool recorded;
+	bool replayed;
 };
 
 struct mds {
@@ -129,6 +134,16 @@ struct mds {
 	/* File locks (locks.c): ino -> struct lk_inode. */
 	struct u64map locks;
 	uint32_t lock_waiters;
+	struct u64map lock_wakes;  /* inodes whose waiters are looked at again after the batch */
+	/* After a start: the clients the MDT's `clients` table listed (they may hold locks) that
+	 * have not said LW_LK_REPLAY_DONE yet. While active, only replays are granted. */
+	struct mds_lock_recovery {
+		bool active;
+		uint32_t n;          /* clients still awaited: uuids[0 .. n) */
+		uint64_t (*uuids)[2];
+		uint32_t clients;    /* listed at the start */
+		uint32_t replayed;   /* locks replayed */
+	} lock_recovery;
 
 	/* OST index -> conn_id of the connection that registered it (metadata thread only): when
 	 * that connection closes, the OST is down. */
@@ -177,6 +192,12 @@ uint64_t mds_session_sid(struct mds *m, uint64_t conn_id);
 void mds_sessions_each(struct mds *m, void (*fn)(uint64_t, void *, void *), void *arg);
 /* MDS_CONNECT from a client with this uuid: its session, found again or new, now on conn_id. */
 struct mds_session *mds_session_connect(struct mds *m, uint64_t conn_id, const uint64_t uuid[2]);
+/* Metadata thread, before a batch: whether an MDS_LOCK from conn_id may have to write its
+ * client into the MDT's `clients` table (mds_session_record), so the batch must be a write one. */
+bool mds_session_needs_record(struct mds *m, uint64_t conn_id);
+/* Metadata thread: writes s's client into `clients` in t, unless it is there already or
+ * anonymous. The client is then waited for by a start after a crash, to replay its locks. */
+int mds_session_record(struct mds *m, struct mdt_txn *t, struct mds_session *s);
 /* A connection went away: its session waits for its client (an anonymous one ends now). */
 int mds_session_disconnect(struct mds *m, struct mdt_txn *t, uint64_t conn_id, bool *released);
 /* Ends the sessions whose client has been away longer than the recovery window. */
@@ -230,7 +251,30 @@ int mds_lock(struct mds *m, struct srv_req *req, uint64_t sid, const struct lw_l
 void mds_locks_drop_waiters(struct mds *m, uint64_t conn_id);
 /* A session ended: its locks go, and others may be granted. */
 void mds_locks_drop_session(struct mds *m, uint64_t sid);
+/* Whether session sid holds a granted lock. */
+bool mds_locks_held_by(struct mds *m, uint64_t sid);
+/* After each batch was answered (and after housekeeping): the waiters of the inodes whose locks
+ * changed are decided, so that their replies follow the batch's. */
+void mds_locks_wake(struct mds *m);
 void mds_locks_destroy(struct mds *m);
+
+/* Lock recovery after a start (docs/architecture.md, Recovery). */
+/* Takes the array (malloc'd) of the n clients the MDT's `clients` table lists: while any of
+ * them has not said LW_LK_REPLAY_DONE, and the recovery window since the start lasts, only
+ * replays are granted. n 0: nothing to wait for. */
+void mds_locks_recovery_begin(struct mds *m, uint64_t (*uuids)[2], uint32_t n);
+/* Whether recovery still waits for the client with this uuid. */
+bool mds_locks_awaiting(const struct mds *m, const uint64_t uuid[2]);
+/* MDS_LOCK with LW_LK_REPLAY from session sid of client uuid (replayed_before: the session said
+ * LW_LK_REPLAY_DONE before in this run): granted at once (0 with a reply), -EAGAIN when it
+ * conflicts with a lock replayed before, -ENOLCK when the lock was not kept for this client. */
+int mds_lock_replay(struct mds *m, uint64_t sid, const uint64_t uuid[2], bool replayed_before,
+		    const struct lw_lock_req *q, void **reply, uint32_t *reply_len);
+/* LW_LK_REPLAY_DONE from client uuid: no longer waited for; the last one ends recovery. */
+void mds_lock_replay_done(struct mds *m, const uint64_t uuid[2]);
+/* Housekeeping: once the recovery window since the start has passed, recovery ends, and the
+ * clients still awaited leave the `clients` table in t (the error of that, if any). */
+int mds_locks_recovery_expire(struct mds *m, struct mdt_txn *t, uint64_t now_ns);
 
 /* ossconns.c: a thread's connections to OSSs, by address, kept from one list of work to the next. */
 struct oss_conn;

@@ -118,6 +118,31 @@ void mds_sessions_each(struct mds *m, void (*fn)(uint64_t, void *, void *), void
 	pthread_mutex_unlock(&m->sess_lock);
 }
 
+bool mds_session_needs_record(struct mds *m, uint64_t conn_id)
+{
+	struct mds_session *s;
+	bool needs;
+
+	pthread_mutex_lock(&m->sess_lock);
+	s = u64map_get(&m->conn_sessions, conn_id);
+	/* No session yet (its MDS_CONNECT may be in the same batch): perhaps. */
+	needs = !s || ((s->uuid[0] || s->uuid[1]) && !s->recorded);
+	pthread_mutex_unlock(&m->sess_lock);
+	return needs;
+}
+
+int mds_session_record(struct mds *m, struct mdt_txn *t, struct mds_session *s)
+{
+	int rc;
+
+	if (s->recorded || (!s->uuid[0] && !s->uuid[1]))
+		return 0;
+	rc = mdt_client_put(t, s->uuid);
+	if (rc == 0)
+		s->recorded = true;
+	return rc;
+}
+
 struct uuid_find {
 	const uint64_t *uuid;
 	struct mds_session *found;
@@ -490,6 +515,14 @@ static int session_end(struct mds *m, struct mdt_txn *t, struct mds_session *s, 
 {
 	int rc = 0;
 
+	/* Its client holds nothing now: a start need not wait for it (unless a start is waiting
+	 * for it right now: it may hold locks it has not replayed yet). */
+	if (s->recorded && !mds_locks_awaiting(m, s->uuid)) {
+		rc = mdt_client_del(t, s->uuid);
+		if (rc)
+			return rc;
+		s->recorded = false;
+	}
 	while (s->handles) {
 		int r = handle_end(m, t, s->handles, released);
 		if (r) {
@@ -521,6 +554,14 @@ static int session_disconnect(struct mds *m, struct mdt_txn *t, uint64_t conn_id
 	if (!s->uuid[0] && !s->uuid[1])
 		return session_end(m, t, s, released);
 	s->away_since_ns = clock_mono_ns();
+	/* A client that goes away holding no lock has nothing to replay should the MDS restart
+	 * meanwhile: a start need not wait for it. Its next MDS_LOCK records it again. */
+	if (s->recorded && !mds_locks_awaiting(m, s->uuid) && !mds_locks_held_by(m, s->sid)) {
+		int rc = mdt_client_del(t, s->uuid);
+		if (rc)
+			return rc;
+		s->recorded = false;
+	}
 	return 0;
 }
 

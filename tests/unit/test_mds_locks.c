@@ -1,10 +1,14 @@
 /*
  * The MDS's file locks (src/mds/locks.c), included whole to reach its tables: fcntl(2) ranges of
  * one owner merging and splitting, conflicts between owners, read against write, flock(2) locks
- * apart from POSIX ones, LW_LK_TEST's answers, and waiters parked, granted, cancelled and dropped.
+ * apart from POSIX ones, LW_LK_TEST's answers, waiters parked, granted, cancelled and dropped,
+ * and the recovery after a start: replays granted at once, everything else held until the
+ * clients awaited have replayed.
  *
  * The network layer is replaced by three stubs (srv_reply, srv_req_park, srv_req_drop) that
- * record what the lock manager did with each request, so that no server runs.
+ * record what the lock manager did with each request, so that no server runs, and the MDT's
+ * mdt_client_del by one that counts. Every request is followed by the end of its batch
+ * (mds_locks_wake), as batch.c does.
  */
 #include <fcntl.h>
 #include <stddef.h>
@@ -55,7 +59,23 @@ void srv_req_drop(struct srv_req *req)
 	FAKE_OF(req)->dropped = true;
 }
 
+static int clients_deleted;
+
+int mdt_client_del(struct mdt_txn *t, const uint64_t uuid[2])
+{
+	(void)t;
+	(void)uuid;
+	clients_deleted++;
+	return 0;
+}
+
 /* ---- a lock manager, and requests to it ---- */
+
+static bool same_owner(const struct lock_range *l, uint64_t sid, uint64_t owner)
+{
+	return l->sid == sid && l->owner == owner;
+}
+
 
 static struct mds m;
 static struct fake_req fakes[64];
@@ -66,7 +86,10 @@ static void mds_up(void)
 {
 	memset(&m, 0, sizeof(m));
 	u64map_init(&m.locks);
+	u64map_init(&m.lock_wakes);
+	m.recovery_s = 100;
 	nfakes = 0;
+	clients_deleted = 0;
 }
 
 /* Every lock and waiter gone: the manager keeps nothing (no inode entry, no waiter count). */
@@ -74,6 +97,7 @@ static void mds_down_empty(void)
 {
 	CHECK_EQ(m.locks.count, 0);
 	CHECK_EQ(m.lock_waiters, 0);
+	CHECK_EQ(m.lock_wakes.count, 0);
 	mds_locks_destroy(&m);
 }
 
@@ -100,6 +124,8 @@ static int lock_req(uint64_t sid, uint64_t owner, uint64_t ino, uint32_t type, u
 	void *reply = NULL;
 	uint32_t len = 0;
 	int rc = mds_lock(&m, &f->req, sid, &q, &reply, &len);
+
+	mds_locks_wake(&m); /* the end of its batch */
 
 	/* A reply with every answer but a cancel's and a wait's (on an error the dispatcher
 	 * frees what is there). */
@@ -128,17 +154,17 @@ static const char *held(uint64_t sid, uint64_t owner, uint64_t ino)
 {
 	static char out[512];
 	const struct lk_inode *li = u64map_get(&m.locks, ino);
-	const struct lk *v[64];
+	const struct lock_range *v[64];
 	size_t n = 0, at = 0;
 
 	out[0] = '\0';
-	for (const struct lk *l = li ? li->locks : NULL; l; l = l->next)
+	for (const struct lock_range *l = li ? li->locks : NULL; l; l = l->next)
 		if (same_owner(l, sid, owner) && n < 64)
 			v[n++] = l;
 	for (size_t i = 1; i < n; i++)
 		for (size_t j = i; j > 0 && (v[j]->start < v[j - 1]->start ||
 					     (v[j]->start == v[j - 1]->start && v[j - 1]->flock)); j--) {
-			const struct lk *t = v[j];
+			const struct lock_range *t = v[j];
 			v[j] = v[j - 1];
 			v[j - 1] = t;
 		}
@@ -275,12 +301,14 @@ static void test_conflicts_between_owners(void)
 	CHECK_EQ(m.locks.count, 2);
 	/* A session's end takes its locks, of every owner and inode, and no other's. */
 	mds_locks_drop_session(&m, 1);
+	mds_locks_wake(&m);
 	CHECK_EQ(m.locks.count, 1);
 	CHECK_HELD(1, "");
 	CHECK_EQ(strcmp(held(2, 1, 7), "R10-10"), 0);
 	CHECK_RC(lk(4, F_WRLCK, 0, 9), 0); /* what owner 1 held is free */
 	CHECK_RC(lk(4, F_UNLCK, 0, EOF_), 0);
 	mds_locks_drop_session(&m, 2);
+	mds_locks_wake(&m);
 	mds_down_empty();
 }
 
@@ -430,8 +458,10 @@ static void test_waiter_cancel_and_drop(void)
 	/* A connection that goes drops its waits unanswered (its client resends them). */
 	c->req.conn_id = 55;
 	mds_locks_drop_waiters(&m, 54);
+	mds_locks_wake(&m);
 	CHECK(!c->dropped);
 	mds_locks_drop_waiters(&m, 55);
+	mds_locks_wake(&m);
 	CHECK(c->dropped);
 	CHECK_EQ(c->replies, 0);
 	CHECK_EQ(m.lock_waiters, 0);
@@ -449,6 +479,7 @@ static void test_session_end_grants_waiters(void)
 	CHECK_RC(lock_req(5, 1, 7, F_WRLCK, 10, 20, 0, NULL, NULL), 0);
 	CHECK_RC(lock_req(6, 1, 7, F_RDLCK, 15, 15, LW_LK_WAIT, &b, NULL), MDS_PARKED);
 	mds_locks_drop_session(&m, 5);
+	mds_locks_wake(&m);
 	CHECK_EQ(b->replies, 1);
 	CHECK_RC(b->status, 0);
 	CHECK_EQ(strcmp(held(6, 1, 7), "R15-15"), 0);
@@ -456,10 +487,12 @@ static void test_session_end_grants_waiters(void)
 	CHECK_RC(lock_req(7, 1, 7, F_WRLCK, 0, 0, LW_LK_WAIT, NULL, NULL), 0);
 	CHECK_RC(lock_req(7, 2, 7, F_WRLCK, 15, 15, LW_LK_WAIT, &b, NULL), MDS_PARKED);
 	mds_locks_drop_session(&m, 7);
+	mds_locks_wake(&m);
 	CHECK(b->dropped);
 	CHECK_EQ(b->replies, 0);
 	CHECK_EQ(strcmp(held(7, 1, 7), ""), 0);
 	mds_locks_drop_session(&m, 6);
+	mds_locks_wake(&m);
 	mds_down_empty();
 }
 
@@ -505,7 +538,7 @@ static void compare_model(const uint8_t model[NOWN][N], int step)
 	uint8_t seen[NOWN][N] = { { 0 } };
 	int runs[NOWN] = { 0 }, locks[NOWN] = { 0 };
 
-	for (const struct lk *l = li ? li->locks : NULL; l; l = l->next) {
+	for (const struct lock_range *l = li ? li->locks : NULL; l; l = l->next) {
 		int o;
 
 		for (o = 0; o < NOWN && !same_owner(l, own_sid[o], own_id[o]); o++)
@@ -589,6 +622,208 @@ static void test_against_model(void)
 	mds_down_empty();
 }
 
+/* ---- recovery after a start ---- */
+
+static const uint64_t uuid_a[2] = { 0xa, 1 }, uuid_b[2] = { 0xb, 2 }, uuid_c[2] = { 0xc, 3 };
+
+/* Recovery waiting for the clients a and b (sessions 1 and 2 of this run). */
+static void recovery_up(void)
+{
+	uint64_t(*uuids)[2] = malloc(2 * sizeof(*uuids));
+
+	REQUIRE(uuids != NULL);
+	memcpy(uuids[0], uuid_a, sizeof(uuid_a));
+	memcpy(uuids[1], uuid_b, sizeof(uuid_b));
+	mds_locks_recovery_begin(&m, uuids, 2);
+}
+
+/* LW_LK_REPLAY of session sid (client uuid) on inode 7. */
+static int replay(uint64_t sid, const uint64_t uuid[2], bool before, uint64_t owner, uint32_t type,
+		  uint64_t start, uint64_t end, uint32_t flags)
+{
+	struct lw_lock_req q = { .ino = 7, .owner = owner, .start = start, .end = end, .type = type,
+				 .flags = LW_LK_REPLAY | flags, .pid = (uint32_t)(1000 + owner) };
+	void *reply = NULL;
+	uint32_t len = 0;
+	int rc = mds_lock_replay(&m, sid, uuid, before, &q, &reply, &len);
+
+	if (rc == 0)
+		CHECK_EQ(len, sizeof(struct lw_lock_rep));
+	else
+		CHECK(reply == NULL);
+	free(reply);
+	mds_locks_wake(&m);
+	return rc;
+}
+
+static void replay_done(const uint64_t uuid[2])
+{
+	mds_lock_replay_done(&m, uuid);
+	mds_locks_wake(&m);
+}
+
+static void test_recovery_grants_replays_and_holds_the_rest(void)
+{
+	struct fake_req *nb, *test, *wait, *free_range, *gone;
+	struct lw_lock_rep rep;
+
+	mds_up();
+	recovery_up();
+	CHECK(mds_locks_awaiting(&m, uuid_a) && mds_locks_awaiting(&m, uuid_b));
+	CHECK(!mds_locks_awaiting(&m, uuid_c));
+	/* Replays are granted at once, as they were held. */
+	CHECK_RC(replay(1, uuid_a, false, 1, F_WRLCK, 0, 99, 0), 0);
+	CHECK_RC(replay(2, uuid_b, false, 5, F_RDLCK, 200, 299, 0), 0);
+	CHECK_RC(replay(2, uuid_b, false, 5, F_WRLCK, 0, EOF_, LW_LK_FLOCK), 0);
+	CHECK_HELD(1, "W0-99");
+	CHECK_EQ(strcmp(held(2, 5, 7), "FW0-EOF R200-299"), 0);
+	/* One that conflicts with another client's replay: refused, nothing taken. */
+	CHECK_RC(replay(2, uuid_b, false, 6, F_RDLCK, 50, 60, 0), -EAGAIN);
+	CHECK_EQ(strcmp(held(2, 6, 7), ""), 0);
+	/* A client this start does not wait for has nothing kept for it. */
+	CHECK_RC(replay(3, uuid_c, false, 1, F_RDLCK, 1000, 1000, 0), -ENOLCK);
+	CHECK_RC(replay(3, NULL, false, 1, F_RDLCK, 1000, 1000, 0), -ENOLCK);
+
+	/* Everything else that takes or tests a lock waits for the end of recovery, with or
+	 * without LW_LK_WAIT, and whether it conflicts or not. */
+	CHECK_RC(lock_req(3, 1, 7, F_WRLCK, 0, 9, 0, &nb, NULL), MDS_PARKED);
+	CHECK_RC(lock_req(3, 1, 7, F_WRLCK, 250, 250, LW_LK_TEST, &test, NULL), MDS_PARKED);
+	CHECK_RC(lock_req(3, 2, 7, F_WRLCK, 300, 310, LW_LK_WAIT, &wait, NULL), MDS_PARKED);
+	CHECK_RC(lock_req(3, 3, 7, F_RDLCK, 500, 510, 0, &free_range, NULL), MDS_PARKED);
+	CHECK_RC(lock_req(3, 4, 7, F_RDLCK, 600, 610, LW_LK_WAIT, &gone, NULL), MDS_PARKED);
+	CHECK(nb->parked && test->parked && wait->parked && free_range->parked && gone->parked);
+	CHECK_EQ(m.lock_waiters, 5);
+	/* Unlocks and cancels go through; the cancel answers its waiter at once. */
+	CHECK_RC(lock_req(2, 5, 7, F_UNLCK, 290, 299, 0, NULL, NULL), 0);
+	CHECK_EQ(strcmp(held(2, 5, 7), "FW0-EOF R200-289"), 0);
+	CHECK_RC(lock_req(3, 4, 7, F_UNLCK, 0, EOF_, LW_LK_CANCEL, NULL, NULL), 0);
+	CHECK_EQ(gone->replies, 1);
+	CHECK_RC(gone->status, -EINTR);
+	CHECK_EQ(nb->replies + test->replies + wait->replies + free_range->replies, 0);
+
+	/* a is done; b is still awaited. */
+	replay_done(uuid_a);
+	CHECK(!mds_locks_awaiting(&m, uuid_a) && mds_locks_awaiting(&m, uuid_b));
+	CHECK_EQ(nb->replies + test->replies + wait->replies + free_range->replies, 0);
+	replay_done(uuid_c); /* not awaited: changes nothing */
+	CHECK(m.lock_recovery.active);
+	/* b done: recovery ends, and what waited is decided as if it came now. */
+	replay_done(uuid_b);
+	CHECK(!m.lock_recovery.active);
+	CHECK_EQ(m.lock_recovery.replayed, 3);
+	CHECK_EQ(nb->replies, 1);
+	CHECK_RC(nb->status, -EAGAIN);                   /* a's replayed write lock */
+	CHECK_EQ(test->replies, 1);
+	CHECK_RC(test->status, 0);
+	CHECK_EQ(test->body_len, sizeof(rep));
+	CHECK_EQ(test->rep.type, F_RDLCK);               /* b's replayed read lock */
+	CHECK_EQ(test->rep.start, 200);
+	CHECK_EQ(test->rep.end, 289);
+	CHECK_EQ(test->rep.pid, 1005);
+	CHECK_EQ(wait->replies, 1);                      /* nothing in its way */
+	CHECK_RC(wait->status, 0);
+	CHECK_EQ(free_range->replies, 1);
+	CHECK_RC(free_range->status, 0);
+	CHECK_EQ(m.lock_waiters, 0);
+	CHECK_EQ(strcmp(held(3, 2, 7), "W300-310"), 0);
+	CHECK_EQ(strcmp(held(3, 3, 7), "R500-510"), 0);
+	/* After recovery a test is answered at once again. */
+	CHECK_RC(lock_req(3, 1, 7, F_RDLCK, 50, 50, LW_LK_TEST, NULL, &rep), 0);
+	CHECK_EQ(rep.type, F_WRLCK);
+	CHECK_EQ(rep.pid, 1001);
+	CHECK_EQ(clients_deleted, 0);
+	mds_locks_drop_session(&m, 1);
+	mds_locks_drop_session(&m, 2);
+	mds_locks_drop_session(&m, 3);
+	mds_locks_wake(&m);
+	mds_down_empty();
+}
+
+static void test_replay_repeated_after_done(void)
+{
+	mds_up();
+	recovery_up();
+	CHECK_RC(replay(1, uuid_a, false, 1, F_WRLCK, 10, 19, 0), 0);
+	replay_done(uuid_a);
+	/* Its connection broke before it heard that it was done: it replays again. What it holds
+	 * is confirmed; anything else was not kept for it. */
+	CHECK_RC(replay(1, uuid_a, true, 1, F_WRLCK, 10, 19, 0), 0);
+	CHECK_RC(replay(1, uuid_a, true, 1, F_WRLCK, 12, 15, 0), 0);
+	CHECK_RC(replay(1, uuid_a, true, 1, F_RDLCK, 10, 19, 0), -ENOLCK);
+	CHECK_RC(replay(1, uuid_a, true, 1, F_WRLCK, 10, 20, 0), -ENOLCK);
+	CHECK_RC(replay(1, uuid_a, true, 2, F_WRLCK, 10, 19, 0), -ENOLCK);
+	CHECK_RC(replay(1, uuid_a, false, 1, F_WRLCK, 10, 19, 0), -ENOLCK); /* not said done */
+	CHECK_HELD(1, "W10-19");
+	CHECK(mds_locks_held_by(&m, 1));
+	CHECK(!mds_locks_held_by(&m, 2));
+	/* Replays again while b is still awaited go through as the first ones did. */
+	CHECK_RC(replay(2, uuid_b, false, 1, F_RDLCK, 30, 39, 0), 0);
+	CHECK_RC(replay(2, uuid_b, false, 1, F_RDLCK, 30, 39, 0), 0);
+	CHECK_EQ(strcmp(held(2, 1, 7), "R30-39"), 0);
+	replay_done(uuid_b);
+	CHECK_RC(replay(2, uuid_b, false, 1, F_RDLCK, 40, 49, 0), -ENOLCK); /* too late */
+	mds_locks_drop_session(&m, 1);
+	mds_locks_drop_session(&m, 2);
+	mds_locks_wake(&m);
+	mds_down_empty();
+}
+
+static void test_recovery_window_expires(void)
+{
+	struct fake_req *w;
+	uint64_t window = 100ull * 1000000000ull;
+
+	mds_up();
+	m.started_ns = 5;
+	recovery_up();
+	CHECK_RC(replay(1, uuid_a, false, 1, F_WRLCK, 0, 9, 0), 0);
+	replay_done(uuid_a);
+	CHECK_RC(lock_req(3, 1, 7, F_WRLCK, 5, 5, LW_LK_WAIT, &w, NULL), MDS_PARKED);
+	/* Not yet: within the window b may still come. */
+	CHECK_RC(mds_locks_recovery_expire(&m, NULL, 5 + window - 1), 0);
+	CHECK(m.lock_recovery.active);
+	CHECK_EQ(clients_deleted, 0);
+	/* The window passed: b is given up (and forgotten in the MDT), the waiter is decided. */
+	CHECK_RC(mds_locks_recovery_expire(&m, NULL, 5 + window), 0);
+	CHECK(!m.lock_recovery.active);
+	CHECK(!mds_locks_awaiting(&m, uuid_b));
+	CHECK_EQ(clients_deleted, 1);
+	mds_locks_wake(&m);
+	CHECK_EQ(w->replies, 0); /* a's lock is in its way: it waits on */
+	CHECK_RC(replay(2, uuid_b, false, 1, F_RDLCK, 100, 100, 0), -ENOLCK);
+	CHECK_RC(lock_req(1, 1, 7, F_UNLCK, 0, EOF_, 0, NULL, NULL), 0);
+	CHECK_EQ(w->replies, 1);
+	CHECK_RC(w->status, 0);
+	mds_locks_drop_session(&m, 3);
+	mds_locks_wake(&m);
+	mds_down_empty();
+}
+
+/* Grants let in by a request are decided after its batch: the replies leave in decision order. */
+static void test_waiters_decided_after_the_batch(void)
+{
+	struct fake_req *w;
+	struct lw_lock_req q = { .ino = 7, .owner = 1, .start = 0, .end = EOF_, .type = F_UNLCK };
+	struct fake_req *u;
+	void *reply = NULL;
+	uint32_t len = 0;
+
+	mds_up();
+	CHECK_RC(lk(1, F_WRLCK, 0, 9), 0);
+	CHECK_RC(lock_req(1, 2, 7, F_WRLCK, 0, 0, LW_LK_WAIT, &w, NULL), MDS_PARKED);
+	u = fake_new(1);
+	CHECK_RC(mds_lock(&m, &u->req, 1, &q, &reply, &len), 0);
+	free(reply);
+	CHECK_EQ(w->replies, 0);       /* the unlock's batch has not been answered yet */
+	CHECK_EQ(m.lock_wakes.count, 1);
+	mds_locks_wake(&m);
+	CHECK_EQ(w->replies, 1);
+	CHECK_RC(w->status, 0);
+	CHECK_HELD(2, "W0-0");
+	CHECK_RC(lk(2, F_UNLCK, 0, EOF_), 0);
+	mds_down_empty();
+}
+
 int main(void)
 {
 	RUN(test_merge_same_type);
@@ -602,5 +837,9 @@ int main(void)
 	RUN(test_session_end_grants_waiters);
 	RUN(test_waiter_limit);
 	RUN(test_against_model);
+	RUN(test_recovery_grants_replays_and_holds_the_rest);
+	RUN(test_replay_repeated_after_done);
+	RUN(test_recovery_window_expires);
+	RUN(test_waiters_decided_after_the_batch);
 	return check_report();
 }
