@@ -26,6 +26,8 @@ void rpc_call_complete(struct rpc_call *call, int status)
 	struct rpc_wait *w = call->wait;
 
 	call->status = status;
+	if (call->on_complete)
+		call->on_complete(call, call->on_complete_arg);
 	if (!w) {
 		call->done(call); /* detached: nothing may touch call after this */
 		return;

@@ -89,6 +89,13 @@ struct rpc_call {
 	/* rpc_submit_detached: runs once the call completed (on whichever thread completed it,
 	 * perhaps under the connection's locks: it must only free), instead of a wait. */
 	void (*done)(struct rpc_call *call);
+	/* Optional, set after rpc_call_init: runs first when the call completes (status and reply
+	 * set), on the thread that completes it. For a reply that is the connection's I/O thread,
+	 * in the order the replies arrive, which lets a caller keep state in the server's order
+	 * (libloom's record of held locks). Perhaps under the connection's locks: it may take only
+	 * locks under which nothing calls into this layer, and must not block. */
+	void (*on_complete)(struct rpc_call *call, void *arg);
+	void *on_complete_arg;
 
 	/* Internal. */
 	struct lw_hdr hdr;
