@@ -122,11 +122,11 @@ const char *loom_fsname(const loom_fs *fs)
 /*
  * Every (re)connection to the MDS says who this client is (its sessions and reply cache are
  * keyed by it). When the MDS restarted since the last time, it has forgotten the files this
- * client holds open (handles live in its memory), so they are opened again, on the spot, before
- * anything in flight is resent. Runs on the connection's own thread.
+ * client holds open and the locks it holds (both live in its memory), so the files are opened
+ * again and then the locks replayed, on the spot, before anything in flight is resent. Runs on
+ * the connection's own thread.
  */
-/* The connection failed (rather than the MDS answering). */
-static bool conn_error(int rc)
+bool fs_conn_error(int rc)
 {
 	return rc == -EIO || rc == -EPIPE || rc == -ECONNRESET || rc == -ECONNREFUSED ||
 	       rc == -ETIMEDOUT || rc == -ENOTCONN || rc == -EPROTO;
@@ -168,7 +168,7 @@ static int mds_hello(struct rpc_hs *hs, void *arg)
 			rc = rpc_hs_call(hs, LW_OP_MDS_OPEN, body, (uint32_t)w.len, reply, sizeof(reply), &len);
 			if (rc == 0 && len < sizeof(orep))
 				rc = -EPROTO;
-			if (rc && !conn_error(rc)) {
+			if (rc && !fs_conn_error(rc)) {
 				/* The MDS's answer for this one file (gone meanwhile, or no longer open to
 				 * its opener): its own I/O will say so; the others go on. */
 				if (rc != -ENOENT && rc != -ESTALE)
@@ -190,6 +190,11 @@ static int mds_hello(struct rpc_hs *hs, void *arg)
 			return rc;
 		log_info("the MDS restarted (or ended this client's session); opened %d files again",
 			 reopened);
+		/* Then the locks, on the files just opened again, before anything is resent: waiting
+		 * lock requests resent after this wait behind them. */
+		rc = held_locks_replay(fs, hs);
+		if (rc)
+			return rc;
 	}
 	fs->mds_boot = rep.session_id;
 	return 0;
@@ -251,6 +256,7 @@ int loom_connect_with(const char *mds_addr, const struct loom_connect_opts *opts
 	pthread_mutex_init(&fs->bare_lock, NULL);
 	pthread_mutex_init(&fs->shared_lock, NULL);
 	u64map_init(&fs->shared);
+	held_locks_init(fs);
 	u64map_init(&fs->files);
 	u64map_init(&fs->bare);
 	cred_of_process(&fs->cred);
@@ -349,6 +355,7 @@ void loom_disconnect(loom_fs *fs)
 	u64map_destroy(&fs->files);
 	u64map_destroy(&fs->bare);
 	ino_shared_destroy(fs);
+	held_locks_destroy(fs);
 	pthread_mutex_destroy(&fs->shared_lock);
 	pthread_mutex_destroy(&fs->bare_lock);
 	pthread_mutex_destroy(&fs->cred_lock);

@@ -79,6 +79,10 @@ struct loom_fs {
 	 * (inode.c). Taken inside files_lock and wb_lock, never around another lock. */
 	pthread_mutex_t shared_lock;
 	struct u64map shared;          /* ino -> struct ino_shared */
+	/* The locks the MDS granted this client, per inode (locks.c): replayed after an MDS
+	 * restart. Taken on the MDS connection's I/O thread, never around another lock. */
+	pthread_mutex_t held_lock;
+	struct u64map held;            /* ino -> struct lock_range list (sid 0) */
 };
 
 struct loom_file {
@@ -144,6 +148,9 @@ struct loom_dir {
 
 /* fs.c */
 void fs_cred(loom_fs *fs, struct loom_cred *out);
+/* An error of a call in a connection's hello that means the connection failed (rather than the
+ * server answering): the hello is tried again on the next connection. */
+bool fs_conn_error(int rc);
 /* What an attribute reply says about the inode's extended attributes; forget it (a change). */
 void fs_note_attr(loom_fs *fs, const struct lw_attr *attr);
 void fs_forget_bare(loom_fs *fs, uint64_t ino);
@@ -400,6 +407,25 @@ void ino_shared_destroy(loom_fs *fs);
 /* ino was truncated through this client (attr: the MDS's answer): its handles' sizes, their
  * Data-on-MDT cache and the truncation epoch follow. */
 void files_truncated(loom_fs *fs, const struct lw_attr *attr);
+
+/* locks.c: the locks this client holds, as the MDS granted them, for the replay after an MDS
+ * restart. */
+void held_locks_init(loom_fs *fs);
+void held_locks_destroy(loom_fs *fs);
+/* An MDS_LOCK request on its way, for held_locks_on_reply. */
+struct held_note {
+	loom_fs *fs;
+	struct lw_lock_req req;
+};
+/* rpc_call's on_complete for MDS_LOCK (arg: a struct held_note): a grant or an unlock the MDS
+ * answered with 0 changes the record, as it changed the MDS's locks. */
+void held_locks_on_reply(struct rpc_call *call, void *arg);
+/* In the MDS connection's hello, after an MDS restart and the files opened again: every lock
+ * held is replayed (LW_LK_REPLAY), those the MDS refuses are forgotten (logged), and the end is
+ * said (LW_LK_REPLAY_DONE). 0, or the connection's error (the hello is tried again). */
+int held_locks_replay(loom_fs *fs, struct rpc_hs *hs);
+/* The number of ranges held on ino (tests, and the log). */
+size_t held_locks_count(loom_fs *fs, uint64_t ino);
 
 /* api.c */
 void attr_to_stat(const struct lw_attr *a, struct stat *st);

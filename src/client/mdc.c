@@ -12,12 +12,19 @@ struct mdc_body {
 	size_t len[4];
 };
 
+/* What a call does besides its request: RPC_* flags, and a completion hook (rpc_call). */
+struct mdc_opts {
+	uint32_t rpc_flags;
+	void (*on_complete)(struct rpc_call *call, void *arg);
+	void *arg;
+};
+
 /*
  * Sends one MDS request and waits. On success the reply body is in call->rbody (release with
- * rpc_call_release). cred NULL: the request has no cred prefix.
+ * rpc_call_release). cred NULL: the request has no cred prefix. opts may be NULL.
  */
 static int mdc_call_on(struct rpc_conn *conn, const struct loom_cred *cr, uint16_t op,
-		       const struct mdc_body *b, uint32_t rpc_flags, struct rpc_call *call)
+		       const struct mdc_body *b, const struct mdc_opts *opts, struct rpc_call *call)
 {
 	size_t total = sizeof(struct lw_cred) + LOOM_MAX_GROUPS * sizeof(uint32_t);
 	uint8_t stackbuf[8192], *buf = stackbuf;
@@ -40,7 +47,11 @@ static int mdc_call_on(struct rpc_conn *conn, const struct loom_cred *cr, uint16
 		if (b->len[i])
 			lw_wr_put(&w, b->part[i], b->len[i]);
 	rpc_call_init(call, op, buf, (uint32_t)w.len);
-	call->flags = rpc_flags;
+	if (opts) {
+		call->flags = opts->rpc_flags;
+		call->on_complete = opts->on_complete;
+		call->on_complete_arg = opts->arg;
+	}
 	rc = w.err ? w.err : rpc_call_sync(conn, call);
 	if (buf != stackbuf)
 		free(buf);
@@ -49,20 +60,29 @@ static int mdc_call_on(struct rpc_conn *conn, const struct loom_cred *cr, uint16
 	return rc;
 }
 
-/* As mdc_call, with RPC_* flags. */
-static int mdc_call_flags(loom_fs *fs, const struct loom_cred *cr, uint16_t op,
-			  const struct mdc_body *b, uint32_t rpc_flags, struct rpc_call *call)
+/* As mdc_call, with options (NULL: none). */
+static int mdc_call_opts(loom_fs *fs, const struct loom_cred *cr, uint16_t op,
+			 const struct mdc_body *b, const struct mdc_opts *opts, struct rpc_call *call)
 {
 	struct rpc_conn *conn;
 	int rc = fs_mds_conn(fs, &conn);
 
-	return rc ? rc : mdc_call_on(conn, cr, op, b, rpc_flags, call);
+	return rc ? rc : mdc_call_on(conn, cr, op, b, opts, call);
+}
+
+/* As mdc_call, with RPC_* flags. */
+static int mdc_call_flags(loom_fs *fs, const struct loom_cred *cr, uint16_t op,
+			  const struct mdc_body *b, uint32_t rpc_flags, struct rpc_call *call)
+{
+	struct mdc_opts o = { .rpc_flags = rpc_flags };
+
+	return mdc_call_opts(fs, cr, op, b, &o, call);
 }
 
 static int mdc_call(loom_fs *fs, const struct loom_cred *cr, uint16_t op, const struct mdc_body *b,
 		    struct rpc_call *call)
 {
-	return mdc_call_flags(fs, cr, op, b, 0, call);
+	return mdc_call_opts(fs, cr, op, b, NULL, call);
 }
 
 /* A reply of exactly `len` bytes (copied to out unless it is NULL). */
@@ -420,10 +440,13 @@ int mdc_lock(loom_fs *fs, const struct loom_cred *cr, const struct lw_lock_req *
 	     struct lw_lock_rep *rep)
 {
 	struct mdc_body b = { { req }, { sizeof(*req) } };
+	struct held_note note = { .fs = fs, .req = *req };
+	/* A request that waits for the lock may wait for as long as another process holds it. The
+	 * record of held locks follows the replies in the order they arrive (locks.c). */
+	struct mdc_opts o = { .rpc_flags = (req->flags & LW_LK_WAIT) ? RPC_NOTIMEOUT : 0,
+			      .on_complete = held_locks_on_reply, .arg = &note };
 	struct rpc_call call;
-	/* A request that waits for the lock may wait for as long as another process holds it. */
-	int rc = mdc_call_flags(fs, cr, LW_OP_MDS_LOCK, &b, (req->flags & LW_LK_WAIT) ? RPC_NOTIMEOUT : 0,
-				&call);
+	int rc = mdc_call_opts(fs, cr, LW_OP_MDS_LOCK, &b, &o, &call);
 
 	if (rc)
 		return rc;
