@@ -58,7 +58,9 @@ struct waiting_lock {
 	uint64_t owner;
 };
 
-/* The waiting process got a signal: withdraw its request, which then fails with EINTR. */
+/* The waiting process got a signal: withdraw its request, which then fails with EINTR. A
+ * request without LOOM_LOCK_WAIT may be waiting too: for the MDS's lock recovery after a
+ * restart. */
 static void cancel_wait(fuse_req_t req, void *data)
 {
 	struct waiting_lock *w = data;
@@ -125,12 +127,12 @@ static void set_lock(fuse_req_t req, fuse_ino_t ino, uint64_t owner, const struc
 
 	if (lk->type == F_UNLCK)
 		loom_ll_flush_ino(w.fs, ino);
-	if (flags & LOOM_LOCK_WAIT)
+	else
 		fuse_req_interrupt_func(req, cancel_wait, &w);
 	rc = loom_ll_lock(w.fs, ino, owner, lk, flags);
 	if (rc == -EAGAIN && !(flags & LOOM_LOCK_WAIT) && unlocks_settled(lm_of(req)))
 		rc = loom_ll_lock(w.fs, ino, owner, lk, flags);
-	if (flags & LOOM_LOCK_WAIT)
+	if (lk->type != F_UNLCK)
 		fuse_req_interrupt_func(req, NULL, NULL);
 	if (rc == 0 && lk->type != F_UNLCK)
 		revalidate(req, ino);
