@@ -67,7 +67,8 @@ static void hs_script(int n, const int *statuses)
 	nsent = 0;
 	nscript = n;
 	at_script = 0;
-	memcpy(script, statuses, (size_t)n * sizeof(*statuses));
+	if (n)
+		memcpy(script, statuses, (size_t)n * sizeof(*statuses));
 }
 
 /* ---- a client, and the MDS's answers ---- */
