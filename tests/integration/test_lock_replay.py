@@ -177,6 +177,20 @@ def blocked_on_lock(pid):
     return first in LOCK_SYSCALLS
 
 
+def mdt_lock_free(cluster):
+    """Whether no process holds the MDT (the MDS's flock on mdt.lock). kill9 returns once the
+    MDS's main thread is a zombie; its other threads may still hold the lock for a moment, and a
+    new MDS would find the MDT busy."""
+    fd = os.open(os.path.join(cluster.dir, "mdt", "mdt.lock"), os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)     # drops the flock, if taken
+
+
 class Setup:
     """Mount A, mount B, a file f seen through both, and the order pipe."""
 
@@ -204,6 +218,7 @@ class Setup:
         cluster's (`up --mount` would first look the mount point up, through the mount, which
         waits for the MDS it is about to start)."""
         self.cluster.kill9("mds")
+        assert wait_until(lambda: mdt_lock_free(self.cluster), DEADLINE), "the killed MDS keeps its MDT"
         self.cluster.restart()
 
     def read_order(self):
@@ -422,6 +437,7 @@ def test_read_locks_of_two_processes_survive_mds_restart(cluster):
 # ---- 5. a holder that does not come back ------------------------------------------------------
 
 
+
 def test_lock_of_a_client_that_never_comes_back_is_free_after_the_recovery_window(cluster):
     """The MDS waits for the clients that may hold locks; one that died with the MDS is given up
     after the recovery window (here 3 s, on an MDS started by hand), and its lock is free."""
@@ -440,6 +456,7 @@ def test_lock_of_a_client_that_never_comes_back_is_free_after_the_recovery_windo
                 os.kill(pid, signal.SIGKILL)
             holder.kill()
             cluster.kill9("mds")
+            assert wait_until(lambda: mdt_lock_free(cluster), DEADLINE), "the killed MDS keeps its MDT"
             start_mds_by_hand(cluster, "--recovery-window", "3")
             with opened(s.fa) as fd_a:
                 # Mount A waits for the MDS's recovery (B never replays), then gets the lock.
