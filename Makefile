@@ -17,12 +17,17 @@ $(ASAN_BUILD)/build.ninja:
 # Every test: C unit tests, then pytest against real servers.
 test: unit integration
 
+# Two pytest workers, each taking whole files (their clusters and mounts are their own): the
+# suite waits on daemons about half its time, so two run in little more than one's time on 2
+# cores. Without python3-pytest-xdist, one.
+PYTEST_JOBS ?= $(shell $(PYTHON) -c 'import xdist' 2>/dev/null && echo '-n 2 --dist loadfile')
+
 # The C tests only (suite 'unit'): `meson test` alone would run pytest too (suite 'integration').
 unit: all
 	meson test -C $(BUILD) --suite unit --print-errorlogs
 
 integration: all
-	LOOM_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q --durations=30 -m "not soak" tests/integration
+	LOOM_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q $(PYTEST_JOBS) --durations=30 -m "not soak" tests/integration
 
 # Cases too long for the suite's time in CI (marked soak): the same checks at full size.
 soak: all
@@ -40,7 +45,7 @@ asan-unit: $(ASAN_BUILD)/build.ninja
 # loaded into: plain only.
 asan: asan-unit
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 LOOM_BUILD=$(abspath $(ASAN_BUILD)) \
-		LOOM_POSIX_SIDES=loom LOOM_COHERENCE_SIDES=mounts,procs $(PYTHON) -m pytest -q --durations=30 -m "not slow and not soak and not pylib" tests/integration
+		LOOM_POSIX_SIDES=loom LOOM_COHERENCE_SIDES=mounts,procs $(PYTHON) -m pytest -q $(PYTEST_JOBS) --durations=30 -m "not slow and not soak and not pylib" tests/integration
 
 # The benchmark suite (docs/performance.md); e.g. `make bench BENCH_ARGS=--quick`.
 bench:

@@ -242,12 +242,31 @@ int loom_getlayout(loom_fs *fs, const char *path, struct loom_layout **out);
  *         way, is waited for, about 1.5 s at most).
  */
 int loom_setlayout(loom_fs *fs, const char *path, const struct loom_layout *layout);
-/* Migration: path takes the objects of tmp_path, a whole copy of it (written, flushed and closed)
- * with the layout wanted and the same Data-on-MDT size, and tmp_path the old objects; unlink
- * tmp_path afterwards. expect is path's stat from before the copy began. -EAGAIN when path changed
- * since, -EBUSY while it is open for writing anywhere (after about 1.5 s of waiting for a close
- * on a mount to land), -EINVAL when tmp_path is not a whole copy.
- * Readers that have path open keep reading the old objects, which stay until they close. */
+/*
+ * Migration (`loom migrate`), in two steps:
+ *
+ * loom_open_copy opens for writing a new file without a name (as open(O_TMPFILE) of path's
+ * directory), laid out as layout (fields left unset come from that directory's default; give
+ * path's Data-on-MDT size), to receive a whole copy of regular file path. The MDS keeps it only
+ * while it is open: its last close, or the end of this client's session (the process died, and
+ * the MDS's recovery window passed), releases it and its objects, so a migration that never
+ * finishes leaves nothing behind. Its objects are tagged (for loom fsck) as path's, whose they
+ * become at the swap. Errors: -EINVAL (path is not a regular file), those of loom_create.
+ *
+ * loom_swap_layouts_copy gives path the objects of copy, once the whole of path is written into
+ * it, and copy the old ones; it takes ownership of copy and closes it whatever happens, which
+ * releases it (with the old objects after a swap). expect is path's stat from before the copy
+ * began. -EAGAIN when path changed since (or names another file now), -EBUSY while it is open for
+ * writing anywhere (after about 1.5 s of waiting for a close on a mount to land), -EINVAL when
+ * copy is not a whole copy (another size or Data-on-MDT size). Readers that have path open keep
+ * reading the old objects, which stay until they close.
+ */
+int loom_open_copy(loom_fs *fs, const char *path, const struct loom_layout *layout, loom_file **out);
+int loom_swap_layouts_copy(loom_fs *fs, const char *path, loom_file *copy, const struct stat *expect);
+/* The same swap with a copy that has a name, tmp_path (written, flushed and closed); unlink it
+ * afterwards. Its objects stay tagged as tmp_path's, which loom fsck reports (and --repair
+ * retags), and a copy left by a process that died stays until removed: loom_open_copy has
+ * neither problem. */
 int loom_swap_layouts(loom_fs *fs, const char *path, const char *tmp_path, const struct stat *expect);
 /* Removes a directory's own default layout. Errors: -ENODATA (it had none), -EPERM (the root). */
 int loom_dellayout(loom_fs *fs, const char *path);

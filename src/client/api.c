@@ -490,6 +490,51 @@ int loom_swap_layouts(loom_fs *fs, const char *path, const char *tmp_path, const
 	return rc;
 }
 
+int loom_swap_layouts_copy(loom_fs *fs, const char *path, loom_file *copy, const struct stat *expect)
+{
+	struct loom_layout *l = NULL;
+	struct lw_open_rep orep;
+	struct lw_attr a, attr;
+	struct loom_cred cr;
+	uint64_t owner, tmp;
+	long pause_ms = BUSY_FIRST_PAUSE_MS;
+	int rc, crc;
+
+	if (!copy)
+		return -EBADF;
+	fs_cred(fs, &cr);
+	owner = copy->obj_owner;
+	tmp = copy->ino;
+	/* The copy's data durable and its size at the MDS (a swap wants a whole copy); then a
+	 * read-only handle holds it through the swap, since the MDS swaps under no writer and the
+	 * close of its last handle would release it. */
+	rc = loom_fsync(copy);
+	if (rc == 0)
+		rc = mdc_open(fs, &cr, tmp, O_RDONLY, NULL, &orep, &l, NULL);
+	free(l);
+	crc = loom_close(copy);
+	if (rc)
+		return rc; /* its last handle closed: the MDS released it */
+	rc = crc;
+	/* The file the copy was made for (its objects are tagged as that inode's), unchanged. */
+	if (rc == 0)
+		rc = path_resolve(fs, &cr, path, false, &a);
+	if (rc == 0 && (a.ino != owner || (uint64_t)expect->st_ino != owner))
+		rc = -EAGAIN;
+	if (rc == 0) {
+		do {
+			rc = mdc_swap_layouts(fs, &cr, a.ino, tmp, (uint64_t)expect->st_size,
+					      expect->st_mtim.tv_sec, (uint32_t)expect->st_mtim.tv_nsec);
+		} while (wait_out_busy(rc, &pause_ms));
+	}
+	/* Waited for, so that the copy (now holding the old objects, or its own after a failure)
+	 * is released before this returns, unless readers of the file still read the old objects.
+	 * Should the close fail, the end of this client's session releases it. */
+	mdc_close(fs, &cr, LW_OP_MDS_CLOSE, tmp, orep.handle, 0, 0, 0, (struct timespec){ 0 }, 0,
+		  NULL, &attr);
+	return rc;
+}
+
 int loom_setlayout(loom_fs *fs, const char *path, const struct loom_layout *layout)
 {
 	struct loom_layout *res = NULL;

@@ -66,6 +66,7 @@ static int file_new(loom_fs *fs, const struct loom_cred *cr, int flags, const st
 	f->fs = fs;
 	f->cred = *cr;
 	f->ino = attr->ino;
+	f->obj_owner = attr->ino;
 	f->handle = handle;
 	f->flags = flags;
 	f->layout = layout;
@@ -200,6 +201,41 @@ int loom_create(loom_fs *fs, const char *path, int flags, mode_t mode,
 		const struct loom_layout *layout, loom_file **out)
 {
 	return open_common(fs, path, flags | O_CREAT, mode, layout, out);
+}
+
+int loom_open_copy(loom_fs *fs, const char *path, const struct loom_layout *layout, loom_file **out)
+{
+	struct loom_layout *got = NULL;
+	struct lw_create_rep crep;
+	struct loom_cred cr;
+	struct lw_attr attr;
+	char name[LOOM_NAME_MAX + 1];
+	uint64_t parent;
+	size_t nlen;
+	bool trailing;
+	int rc;
+
+	*out = NULL;
+	fs_cred(fs, &cr);
+	rc = path_resolve(fs, &cr, path, false, &attr);
+	if (rc == 0 && !S_ISREG(attr.mode))
+		rc = -EINVAL;
+	/* In the file's directory: its default fills what layout leaves unset, and making a file
+	 * there takes the permissions the file's own creation took. */
+	if (rc == 0)
+		rc = path_parent(fs, &cr, path, &parent, name, &nlen, &trailing);
+	if (rc == 0)
+		rc = mdc_create(fs, &cr, parent, "", 0, S_IFREG | 0600, 0, LW_CR_OPEN | LW_CR_TMPFILE,
+				O_RDWR, layout, &crep, &got);
+	if (rc == 0) {
+		struct mdc_dom dom = { .known = true }; /* a new file: no Data-on-MDT bytes yet */
+
+		rc = file_finish_open(fs, &cr, O_RDWR, &crep.attr, crep.handle, got, true, &dom, out);
+	}
+	/* Before its first write: the objects it makes are the file's from the swap on. */
+	if (rc == 0)
+		(*out)->obj_owner = attr.ino;
+	return rc;
 }
 
 static int read_objects(loom_file *f, void *buf, size_t len, uint64_t off)

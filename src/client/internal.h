@@ -91,6 +91,9 @@ struct loom_file {
 	struct loom_file *prev_open, *next_open; /* under fs->open_lock */
 	struct loom_cred cred;     /* who opened it: reports go out in that name */
 	uint64_t ino;
+	uint64_t obj_owner;        /* the inode its objects are tagged with, for loom fsck (what
+	                            * OST_WRITE carries): ino, or for a migration's copy the file it
+	                            * copies, whose objects they become at the swap */
 	uint64_t handle;
 	int flags;                 /* open flags */
 	struct loom_layout *layout;/* NULL for non-regular files */

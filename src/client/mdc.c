@@ -202,7 +202,8 @@ int mdc_create(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const c
 	struct lw_layout lreq;
 	struct mdc_body b = { { &req, name }, { sizeof(req), len } };
 	struct rpc_call call;
-	int rc = name_len(len);
+	/* A nameless file (LW_CR_TMPFILE) goes with namelen 0. */
+	int rc = (flags & LW_CR_TMPFILE) ? (len ? -EINVAL : 0) : name_len(len);
 
 	if (rc)
 		return rc;

@@ -81,7 +81,7 @@ static int send_falloc(loom_file *f, uint32_t epoch, void *arg)
 {
 	const struct falloc_args *a = arg;
 
-	return io_fallocate(f->fs, f->ino, f->layout, a->mode, epoch, a->off, a->len, f->obj_blocks);
+	return io_fallocate(f->fs, f->obj_owner, f->layout, a->mode, epoch, a->off, a->len, f->obj_blocks);
 }
 
 int loom_fallocate(loom_file *f, int mode, off_t off, off_t len)

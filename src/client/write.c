@@ -86,7 +86,7 @@ static int send_write(loom_file *f, uint32_t epoch, void *arg)
 {
 	const struct write_args *w = arg;
 
-	return io_write(f->fs, f->ino, f->layout, w->buf, w->len, w->off, epoch, f->obj_blocks);
+	return io_write(f->fs, f->obj_owner, f->layout, w->buf, w->len, w->off, epoch, f->obj_blocks);
 }
 
 /* A write of [off, off + len) made in epoch `sent` that ended with rc, sent again as needed. */
@@ -195,7 +195,7 @@ static int wb_write(loom_file *f, const void *buf, size_t len, uint64_t off)
 		wb_reap_one(f, true);
 	if (f->wb_err)
 		return f->wb_err; /* an earlier write failed: so do the next ones, until reported */
-	rc = io_wb_start(f->fs, f->ino, f->layout, buf, len, off, file_epoch(f), &b);
+	rc = io_wb_start(f->fs, f->obj_owner, f->layout, buf, len, off, file_epoch(f), &b);
 	if (rc)
 		return rc;
 	f->wb[(f->wb_first + f->wb_count) % WB_SLOTS] = b;
@@ -256,7 +256,7 @@ static int write_data(loom_file *f, const char *buf, size_t len, uint64_t off)
 		 * reported as part of the file), not one for later. */
 		uint32_t epoch = file_epoch(f);
 
-		rc = f->wb_err ? f->wb_err : io_write(f->fs, f->ino, f->layout, buf, len, off, epoch,
+		rc = f->wb_err ? f->wb_err : io_write(f->fs, f->obj_owner, f->layout, buf, len, off, epoch,
 						      f->obj_blocks);
 		if (rc == -ESTALE || rc == -EAGAIN)
 			rc = write_again(f, buf, len, off, rc, epoch);

@@ -2,14 +2,46 @@
 
 uint64_t stripe_obj_size(const struct stripe_geom *g, uint32_t k, uint64_t file_size)
 {
-	uint64_t row = g->size * g->count;
-	uint64_t full = file_size / row, rem = file_size % row;
-	uint64_t start = (uint64_t)k * g->size; /* where object k's unit begins within a row */
-	uint64_t tail = rem > start ? rem - start : 0;
+	uint64_t row, full, rem, start, tail;
 
+	if (__builtin_mul_overflow(g->size, (uint64_t)g->count, &row)) {
+		/* A row longer than 2^64 (only a corrupt layout has one): every byte a file can
+		 * hold is in its first row. */
+		start = (uint64_t)k * g->size;
+		tail = file_size > start ? file_size - start : 0;
+		return tail < g->size ? tail : g->size;
+	}
+	full = file_size / row;
+	rem = file_size % row;
+	start = (uint64_t)k * g->size; /* where object k's unit begins within a row */
+	tail = rem > start ? rem - start : 0;
 	if (tail > g->size)
 		tail = g->size;
 	return full * g->size + tail;
+}
+
+/*
+ * Object k holds the stripe units k, k+C, k+2C, ... back to back:
+ *
+ *   object k:  | unit k | unit k+C | unit k+2C | ...     object offset of unit k+rC is r*S
+ *
+ * Its last byte, at object offset n-1, is in its row r = (n-1)/S at o = (n-1)%S: file unit
+ * r*C + k, file offset (r*C + k)*S + o. The file is at least one byte longer than that.
+ */
+uint64_t stripe_file_end(const struct stripe_geom *g, uint32_t k, uint64_t n)
+{
+	uint64_t r, o, unit, off;
+
+	if (n == 0)
+		return 0;
+	r = (n - 1) / g->size;
+	o = (n - 1) % g->size;
+	if (__builtin_mul_overflow(r, (uint64_t)g->count, &unit) ||
+	    __builtin_add_overflow(unit, (uint64_t)k, &unit) ||
+	    __builtin_mul_overflow(unit, g->size, &off) ||
+	    __builtin_add_overflow(off, o + 1, &off))
+		return UINT64_MAX;
+	return off;
 }
 
 uint32_t stripe_map(const struct stripe_geom *g, uint64_t off, uint64_t len, struct stripe_run *runs,

@@ -41,6 +41,11 @@ static inline void stripe_locate(const struct stripe_geom *g, uint64_t off, uint
  * [a, b) is object range [stripe_obj_size(a), stripe_obj_size(b)). */
 uint64_t stripe_obj_size(const struct stripe_geom *g, uint32_t k, uint64_t file_size);
 
+/* The inverse: the file size implied by object k holding n bytes, i.e. the file offset just past
+ * the object's last byte. 0 for n == 0; UINT64_MAX if it does not fit in 64 bits. (fsck finds
+ * sizes from objects with it.) */
+uint64_t stripe_file_end(const struct stripe_geom *g, uint32_t k, uint64_t n);
+
 /* The file offset of byte obj_off of object k: stripe_locate backwards. The caller keeps obj_off
  * within what a file can hold (below stripe_obj_size(g, k, largest file size)). */
 static inline uint64_t stripe_file_offset(const struct stripe_geom *g, uint32_t k, uint64_t obj_off)

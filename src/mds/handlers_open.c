@@ -31,10 +31,20 @@ int mds_op_create(struct mds_op *o)
 	bool created = false;
 	int rc;
 
-	rc = mdt_create(t, &q->cred, q->u.create.f.parent, q->u.create.name.s, q->u.create.name.len,
-			q->u.create.f.mode, q->u.create.f.rdev, (q->u.create.f.flags & LW_CR_EXCL) != 0,
-			q->u.create.has_layout ? &q->u.create.layout : NULL, now, &rep.attr, &layout,
-			&created);
+	if (q->u.create.f.flags & LW_CR_TMPFILE) {
+		/* Opened below in this transaction (the decoder wants LW_CR_OPEN): from its birth
+		 * a handle of this session holds it, and the session's end releases it. */
+		rc = mdt_create_tmpfile(t, &q->cred, q->u.create.f.parent, q->u.create.f.mode,
+					q->u.create.has_layout ? &q->u.create.layout : NULL, now, &rep.attr,
+					&layout);
+		created = rc == 0;
+	} else {
+		rc = mdt_create(t, &q->cred, q->u.create.f.parent, q->u.create.name.s,
+				q->u.create.name.len, q->u.create.f.mode, q->u.create.f.rdev,
+				(q->u.create.f.flags & LW_CR_EXCL) != 0,
+				q->u.create.has_layout ? &q->u.create.layout : NULL, now, &rep.attr,
+				&layout, &created);
+	}
 	if (rc)
 		goto out;
 	if (created)

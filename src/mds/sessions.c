@@ -465,13 +465,16 @@ static int handle_end(struct mds *m, struct mdt_txn *t, struct mds_handle *h, bo
 
 	if (count <= 1) {
 		/* The last handle: a no-op for an inode that still has names. An unlinked one is
-		 * marked first, so that no open on the network thread slips in before the commit. */
+		 * marked first, so that no open on the network thread slips in before the commit.
+		 * A migration's copy that holds the old objects of a file its readers still read
+		 * (held) stays: holds_end releases it after their last close. */
 		struct lw_attr a;
 		int rc = mdt_getattr(t, h->ino, &a);
+		bool held = rc == 0 && u64map_get(&m->held, h->ino) != NULL;
 
-		if (rc == 0 && a.nlink == 0 && !mark_releasing(m, h->ino))
+		if (rc == 0 && a.nlink == 0 && !held && !mark_releasing(m, h->ino))
 			rc = -ENOMEM;
-		if (rc == 0 || rc == -ENOENT)
+		if ((rc == 0 && !held) || rc == -ENOENT)
 			rc = mdt_inode_release(t, h->ino);
 		if (rc == 0)
 			rc = holds_end(m, t, h->ino, released);

@@ -37,6 +37,7 @@
 #include <stdlib.h>
 
 #include "common/crc.h"
+#include "common/stripe.h"
 #include "common/util.h"
 
 #define NOFIX 1               /* not repaired (report only, or nothing fsck can do) */
@@ -145,50 +146,6 @@ static const char *const kind_names[MDT_FSCK_NKINDS] = {
 const char *mdt_fsck_kind_name(enum mdt_fsck_kind kind)
 {
 	return (unsigned)kind < MDT_FSCK_NKINDS ? kind_names[kind] : "problem";
-}
-
-/* ---- the stripe math, inverted ---- */
-
-/*
- * Object k holds the stripe units k, k+C, k+2C, ... back to back (src/common/stripe.h):
- *
- *   object k:  | unit k | unit k+C | unit k+2C | ...     object offset of unit k+rC is r*S
- *
- * Its last byte, at object offset n-1, is in its row r = (n-1)/S at o = (n-1)%S: file unit
- * r*C + k, file offset (r*C + k)*S + o. The file is at least one byte longer than that.
- */
-uint64_t mdt_fsck_file_end(uint64_t stripe_size, uint32_t stripe_count, uint32_t k, uint64_t n)
-{
-	uint64_t r, o, unit, off;
-
-	if (n == 0 || stripe_size == 0 || stripe_count == 0)
-		return 0;
-	r = (n - 1) / stripe_size;
-	o = (n - 1) % stripe_size;
-	if (__builtin_mul_overflow(r, (uint64_t)stripe_count, &unit) ||
-	    __builtin_add_overflow(unit, (uint64_t)k, &unit) ||
-	    __builtin_mul_overflow(unit, stripe_size, &off) ||
-	    __builtin_add_overflow(off, o + 1, &off))
-		return UINT64_MAX;
-	return off;
-}
-
-uint64_t mdt_fsck_obj_size(uint64_t stripe_size, uint32_t stripe_count, uint32_t k,
-			   uint64_t file_size)
-{
-	uint64_t row, full, rem, start, tail;
-
-	if (stripe_size == 0 || stripe_count == 0)
-		return 0;
-	if (__builtin_mul_overflow(stripe_size, (uint64_t)stripe_count, &row))
-		return file_size > (uint64_t)k * stripe_size ? MIN(file_size - (uint64_t)k * stripe_size, stripe_size) : 0;
-	full = file_size / row;
-	rem = file_size % row;
-	start = (uint64_t)k * stripe_size;
-	tail = rem > start ? rem - start : 0;
-	if (tail > stripe_size)
-		tail = stripe_size;
-	return full * stripe_size + tail;
 }
 
 /* ---- small helpers ---- */
@@ -1532,6 +1489,10 @@ static int ost_fix(struct mdt_fsck *f, uint32_t ost, uint64_t objid, uint64_t in
 static int check_objects(struct mdt_fsck *f, struct acts *q, uint64_t ino,
 			 const struct mdt_inode *in, const struct loom_layout *l)
 {
+	/* A layout without a stripe size (corrupt: reported where layouts are checked) implies
+	 * nothing from its objects' sizes. */
+	const struct stripe_geom g = { .size = l->stripe_size, .count = l->nobjs };
+	const bool geom = l->stripe_size && l->nobjs;
 	struct mdt_fsck_obj *os;
 	uint64_t end = 0, blocks = 0, size;
 	struct timespec newest = { in->mtime, in->mtime_ns };
@@ -1558,7 +1519,8 @@ static int check_objects(struct mdt_fsck *f, struct acts *q, uint64_t ino,
 			continue;
 		f->st.objects++;
 		any = true;
-		end = MAX(end, mdt_fsck_file_end(l->stripe_size, l->nobjs, k, os[k].size));
+		if (geom)
+			end = MAX(end, stripe_file_end(&g, k, os[k].size));
 		blocks += os[k].blocks;
 		if (os[k].mtime.tv_sec > newest.tv_sec ||
 		    (os[k].mtime.tv_sec == newest.tv_sec && os[k].mtime.tv_nsec > newest.tv_nsec))
@@ -1582,8 +1544,8 @@ static int check_objects(struct mdt_fsck *f, struct acts *q, uint64_t ino,
 	for (uint32_t k = 0; k < l->nobjs; k++) {
 		const struct loom_ostobj *o = &l->objs[k];
 		/* Bytes below the Data-on-MDT size live on the MDS: a hole on the objects. */
-		uint64_t lost = mdt_fsck_obj_size(l->stripe_size, l->nobjs, k, size) -
-				mdt_fsck_obj_size(l->stripe_size, l->nobjs, k, MIN(size, l->dom_size));
+		uint64_t lost = !geom ? 0 :
+				stripe_obj_size(&g, k, size) - stripe_obj_size(&g, k, MIN(size, l->dom_size));
 
 		if (!checked[k] || os[k].exists || lost == 0)
 			continue;

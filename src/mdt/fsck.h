@@ -128,14 +128,5 @@ uint64_t mdt_fsck_next_objid(const struct mdt_fsck *f, uint32_t ost);
 void mdt_fsck_count(struct mdt_fsck *f, bool repaired);
 const struct mdt_fsck_stats *mdt_fsck_stats(const struct mdt_fsck *f);
 
-/*
- * The inverse of the stripe math (src/common/stripe.h): the file size implied by object k of a
- * RAID-0 layout with stripe size S and count C holding n bytes, i.e. the file offset just past
- * the object's last byte. 0 for n == 0; UINT64_MAX if it does not fit in 64 bits.
- */
-uint64_t mdt_fsck_file_end(uint64_t stripe_size, uint32_t stripe_count, uint32_t k, uint64_t n);
-/* The bytes object k holds in a file of file_size bytes (as stripe_obj_size). */
-uint64_t mdt_fsck_obj_size(uint64_t stripe_size, uint32_t stripe_count, uint32_t k,
-			   uint64_t file_size);
 
 #endif

@@ -231,6 +231,55 @@ int mdt_create(struct mdt_txn *t, const struct loom_cred *cr, uint64_t parent, c
 	return 0;
 }
 
+int mdt_create_tmpfile(struct mdt_txn *t, const struct loom_cred *cr, uint64_t parent, uint32_t mode,
+		       const struct lw_layout *req, struct timespec now, struct lw_attr *out,
+		       struct loom_layout **layout_out)
+{
+	struct loom_layout *layout = NULL;
+	struct mdt_owner own, dir_own;
+	struct mdt_inode dir, in;
+	uint32_t type;
+	uint64_t ino;
+	int rc;
+
+	if (layout_out)
+		*layout_out = NULL;
+	rc = create_type(mode, &type);
+	if (rc == 0 && type != S_IFREG)
+		rc = -EINVAL; /* O_TMPFILE makes regular files only */
+	if (rc == 0 && req)
+		rc = lw_layout_req_check(req);
+	/* As open(O_TMPFILE) of the directory: search and write permission on it. */
+	if (rc == 0)
+		rc = mdt_dir_get(t, cr, parent, MDT_MAY_EXEC, &dir);
+	if (rc == 0)
+		rc = mdt_may(cr, &dir, MDT_MAY_WRITE | MDT_MAY_EXEC);
+	if (rc == 0)
+		rc = mdt_ino_alloc(t, &ino);
+	if (rc)
+		return rc;
+	dir_own = mdt_owner_of(&dir);
+	mdt_perm_new_inode(cr, &dir_own, S_IFREG | (mode & 07777), &own);
+	mdt_inode_init(&in, ino, own.mode, own.uid, own.gid, now);
+	/* No name, and none can be given (link needs a link left): an orphan from birth, which the
+	 * MDS releases at its last close, or at its next start if it stops first. The directory
+	 * itself does not change. */
+	in.nlink = 0;
+	rc = mdt_layout_new_file(t, &dir, req, &in, layout_out ? &layout : NULL);
+	if (rc == 0)
+		rc = mdt_inode_put(t, &in);
+	if (rc == 0)
+		rc = mdt_orphan_add(t, ino);
+	if (rc) {
+		free(layout);
+		return rc;
+	}
+	mdt_inode_attr(&in, out);
+	if (layout_out)
+		*layout_out = layout;
+	return 0;
+}
+
 int mdt_mkdir(struct mdt_txn *t, const struct loom_cred *cr, uint64_t parent, const char *name,
 	      size_t len, uint32_t mode, struct timespec now, struct lw_attr *out)
 {

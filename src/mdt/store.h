@@ -104,6 +104,14 @@ int mdt_create(struct mdt_txn *t, const struct loom_cred *cr, uint64_t parent, c
 	       struct timespec now, struct lw_attr *out, struct loom_layout **layout_out,
 	       bool *created);
 
+/* open(O_TMPFILE) of directory parent: a regular file without a name (nlink 0, in the orphan
+ * list from birth), laid out as a new file of parent (req may be NULL). Needs x and w on parent,
+ * which does not change. -EINVAL for a mode of another type. The caller opens it at once: its
+ * handles are all that keeps it. *layout_out (may be NULL) receives its malloc'd layout. */
+int mdt_create_tmpfile(struct mdt_txn *t, const struct loom_cred *cr, uint64_t parent, uint32_t mode,
+		       const struct lw_layout *req, struct timespec now, struct lw_attr *out,
+		       struct loom_layout **layout_out);
+
 /* Needs x on parent, then w+x; -EEXIST for an existing name (also "." and ".."). The mode keeps
  * its 01777 bits, plus setgid under a setgid parent. A new directory inherits its parent's default
  * layout if the parent has one of its own and is not the root (the root's default is the

@@ -603,11 +603,18 @@ static void lw_dec_setattr(struct lw_rd *r, struct lw_mds_req *out)
 
 static void lw_dec_create(struct lw_rd *r, struct lw_mds_req *out)
 {
+	const struct lw_create_req *f = &out->u.create.f;
+
 	lw_rd_fixed(r, &out->u.create.f, sizeof(out->u.create.f));
-	rd_name(r, out->u.create.f.namelen, &out->u.create.name);
-	if (!r->err && (out->u.create.f.flags & ~(LW_CR_EXCL | LW_CR_OPEN | LW_CR_LAYOUT)))
+	if (!(f->flags & LW_CR_TMPFILE))
+		rd_name(r, f->namelen, &out->u.create.name);
+	else if (!r->err && (f->namelen || !(f->flags & LW_CR_OPEN)))
+		r->err = -EINVAL; /* nameless: only a handle can ever reach it */
+	else
+		out->u.create.name = (struct lw_name){ .s = "", .len = 0 };
+	if (!r->err && (f->flags & ~(LW_CR_EXCL | LW_CR_OPEN | LW_CR_LAYOUT | LW_CR_TMPFILE)))
 		r->err = -EINVAL;
-	if (out->u.create.f.flags & LW_CR_LAYOUT) {
+	if (f->flags & LW_CR_LAYOUT) {
 		out->u.create.has_layout = true;
 		lw_rd_layout_req(r, &out->u.create.layout);
 	}

@@ -298,6 +298,10 @@ _Static_assert(sizeof(struct lw_setattr) == 72, "lw_setattr");
 #define LW_CR_EXCL    0x1u /* O_EXCL: EEXIST if the name exists */
 #define LW_CR_OPEN    0x2u /* open it as well, returning a handle */
 #define LW_CR_LAYOUT  0x4u /* a layout request follows the name */
+#define LW_CR_TMPFILE 0x8u /* O_TMPFILE: a regular file without a name in directory `parent`,
+                            * unlinked from birth; needs LW_CR_OPEN and namelen 0. It lives
+                            * while handles hold it: the last close (or the end of the session
+                            * holding it) releases it with its objects */
 struct lw_create_req {
 	uint64_t parent;
 	uint32_t mode;

@@ -1,10 +1,15 @@
 /*
  * loom migrate: re-stripes files online, as `lfs migrate`. Each file is copied whole into a
- * hidden file beside it that has the new layout, then the MDS swaps the two files' objects in one
- * transaction (MDS_SWAP_LAYOUTS), provided the file did not change meanwhile (else the copy is
- * made again) and nobody has it open for writing (-EBUSY: it is left as it was). Readers that have
- * the file open keep reading its old objects, which the MDS keeps until they close; opens after
- * the swap read the new ones. The file keeps its inode, name, attributes and Data-on-MDT size.
+ * copy that has the new layout and no name (loom_open_copy: open-unlinked from birth, as Lustre's
+ * volatile files), then the MDS swaps the two files' objects in one transaction
+ * (MDS_SWAP_LAYOUTS), provided the file did not change meanwhile (else the copy is made again)
+ * and nobody has it open for writing (-EBUSY: it is left as it was). Readers that have the file
+ * open keep reading its old objects, which the MDS keeps until they close; opens after the swap
+ * read the new ones. The file keeps its inode, name, attributes and Data-on-MDT size.
+ *
+ * The copy lives as long as this process's handle of it: if loom migrate is killed, the MDS
+ * releases it (and its objects) when it ends the process's session. Its objects are tagged as the
+ * file's from their first write, so after the swap loom fsck finds them where their tags say.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -42,15 +47,13 @@ static void show_progress(const char *path, uint64_t done, uint64_t total)
 	fflush(stdout);
 }
 
-/* The copy: path's bytes into tmp, whole, flushed. */
-static int copy_into(struct migrator *mg, const char *path, const char *tmp, uint64_t size)
+/* The copy: path's bytes into out, whole (loom_swap_layouts_copy makes them durable). */
+static int copy_into(struct migrator *mg, const char *path, loom_file *out, uint64_t size)
 {
-	loom_file *in = NULL, *out = NULL;
+	loom_file *in = NULL;
 	uint64_t off = 0;
 	int rc = loom_open(mg->fs, path, O_RDONLY, 0, &in);
 
-	if (rc == 0)
-		rc = loom_open(mg->fs, tmp, O_WRONLY, 0, &out);
 	while (rc == 0 && off < size) {
 		ssize_t n = loom_pread(in, mg->buf, COPY_CHUNK, (off_t)off);
 
@@ -69,12 +72,6 @@ static int copy_into(struct migrator *mg, const char *path, const char *tmp, uin
 		if (mg->progress)
 			show_progress(path, off, size);
 	}
-	if (rc == 0 && out)
-		rc = loom_fsync(out);
-	if (out) {
-		int c = loom_close(out);
-		rc = rc ? rc : c;
-	}
 	if (in)
 		loom_close(in);
 	return rc;
@@ -84,26 +81,26 @@ static int migrate_file(struct migrator *mg, const char *path, const struct stat
 {
 	struct loom_layout *cur = NULL;
 	struct stat st = *first;
-	char tmp[PATH_MAX];
-	const char *slash = strrchr(path, '/');
 	int rc = loom_getlayout(mg->fs, path, &cur);
 
 	if (rc)
 		return rc;
-	/* Beside the file (same directory: same default, same permissions to create it). */
-	snprintf(tmp, sizeof(tmp), "%.*s/.loom-migrate.%llx.%d", slash ? (int)(slash - path) : 0, path,
-		 (unsigned long long)st.st_ino, (int)getpid());
 	mg->want.dom_size = cur->dom_size ? cur->dom_size : LOOM_DOM_NONE;
 	free(cur);
 	for (int attempt = 0; attempt < TRIES; attempt++) {
+		loom_file *copy = NULL;
+
 		if (attempt && (rc = loom_stat(mg->fs, path, &st)) != 0)
 			break;
-		rc = loom_setlayout(mg->fs, tmp, &mg->want); /* creates it, empty, with that layout */
+		rc = loom_open_copy(mg->fs, path, &mg->want, &copy);
 		if (rc == 0)
-			rc = copy_into(mg, path, tmp, (uint64_t)st.st_size);
+			rc = copy_into(mg, path, copy, (uint64_t)st.st_size);
+		/* Either closes the copy, which the MDS then releases: after a swap, with the old
+		 * objects (once the file's readers from before it are done with them). */
 		if (rc == 0)
-			rc = loom_swap_layouts(mg->fs, path, tmp, &st);
-		loom_unlink(mg->fs, tmp); /* after a swap it holds the old objects, which then go */
+			rc = loom_swap_layouts_copy(mg->fs, path, copy, &st);
+		else if (copy)
+			loom_close(copy);
 		if (rc != -EAGAIN)
 			break;
 	}
@@ -131,6 +128,7 @@ static void migrate_path(struct migrator *mg, const char *path)
 			while ((rc = loom_readdir(d, &ent)) == 1) {
 				char child[PATH_MAX];
 
+				/* .loom-migrate.*: a named copy an older loom migrate left. */
 				if (!strcmp(ent.name, ".") || !strcmp(ent.name, "..") ||
 				    !strncmp(ent.name, ".loom-migrate.", 14))
 					continue;

@@ -151,8 +151,12 @@ static void check_contents(const struct lw_mds_req *q, const struct body *b)
 		FUZZ_CHECK(!(q->u.setattr.valid & ~LW_SA_ALL));
 		break;
 	case LW_OP_MDS_CREATE:
-		check_name(b, &q->u.create.name, q->u.create.f.namelen);
-		FUZZ_CHECK(!(q->u.create.f.flags & ~(LW_CR_EXCL | LW_CR_OPEN | LW_CR_LAYOUT)));
+		if (q->u.create.f.flags & LW_CR_TMPFILE) /* nameless, and opened */
+			FUZZ_CHECK(q->u.create.f.namelen == 0 && q->u.create.name.len == 0 &&
+				   (q->u.create.f.flags & LW_CR_OPEN));
+		else
+			check_name(b, &q->u.create.name, q->u.create.f.namelen);
+		FUZZ_CHECK(!(q->u.create.f.flags & ~(LW_CR_EXCL | LW_CR_OPEN | LW_CR_LAYOUT | LW_CR_TMPFILE)));
 		FUZZ_CHECK(q->u.create.has_layout == !!(q->u.create.f.flags & LW_CR_LAYOUT));
 		if (q->u.create.has_layout)
 			check_layout_req(&q->u.create.layout);

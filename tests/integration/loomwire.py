@@ -362,6 +362,7 @@ XATTR_REQ = struct.Struct("<QIIH6x")       # lw_xattr_req: ino size flags namele
 assert XATTR_REQ.size == 24
 CR_EXCL = 0x1
 CR_OPEN = 0x2
+CR_TMPFILE = 0x8           # LW_CR_TMPFILE: nameless (O_TMPFILE), with CR_OPEN and namelen 0
 XATTR_CREATE = 0x1
 
 

@@ -277,6 +277,15 @@ def create_once(b):
     handle, rep = resent_handle(b, s, lambda rep: w.CREATE_REP.unpack_from(rep)[1])
     assert rep[:120] + rep[128:] == s.reply[:120] + s.reply[128:], "a resent CREATE with LW_CR_OPEN answered otherwise"
     b.held_open(w.parse_attr(rep)["ino"], ROOT, b"g", handle, "CREATE with LW_CR_OPEN resent")
+    # Nameless (LW_CR_TMPFILE, as O_TMPFILE: a migration's copy): one inode, held by the one
+    # handle, which the resend names again; its close releases the file.
+    s = b.first("MDS_CREATE", C + w.CREATE_REQ.pack(ROOT, S_IFREG | 0o600, 0, w.CR_TMPFILE | w.CR_OPEN, w.O_RDWR, 0))
+    handle, rep = resent_handle(b, s, lambda rep: w.CREATE_REP.unpack_from(rep)[1])
+    assert rep[:120] + rep[128:] == s.reply[:120] + s.reply[128:], "a resent nameless CREATE answered otherwise"
+    ino = w.parse_attr(rep)["ino"]
+    assert b.attr(ino)["nlink"] == 0, "a nameless file has a link"
+    b.first("MDS_CLOSE", C + w.close_req(ino, handle))
+    b.released(ino, "nameless CREATE resent")
 
 
 @scenario("MDS_MKDIR", "CACHED")

@@ -323,6 +323,41 @@ static void test_layouts(void)
 		CHECK(lw_mds_req_decode(LW_OP_MDS_CREATE, body, (uint32_t)len, &q) < 0);
 	}
 
+	/* A nameless create (O_TMPFILE): namelen 0, and it must open. */
+	{
+		struct lw_create_req cr = { .parent = 1, .mode = 0100600, .open_flags = O_RDWR,
+					    .flags = LW_CR_TMPFILE | LW_CR_OPEN | LW_CR_LAYOUT };
+		struct lw_layout l = { .magic = LW_LAYOUT_MAGIC, .version = LW_LAYOUT_V2, .stripe_count = 4,
+				       .stripe_offset = -1 };
+		struct lw_mds_req q;
+		uint8_t body[512];
+		size_t len = build(body, sizeof(body), true, &cr, sizeof(cr), NULL, 0, &l, sizeof(l));
+
+		CHECK_RC(lw_mds_req_decode(LW_OP_MDS_CREATE, body, (uint32_t)len, &q), 0);
+		CHECK_EQ(q.u.create.name.len, 0);
+		CHECK(q.u.create.has_layout);
+		CHECK_EQ(q.u.create.layout.stripe_count, 4);
+		check_truncations(LW_OP_MDS_CREATE, body, len);
+		cr.flags = LW_CR_TMPFILE | LW_CR_OPEN;
+		len = build(body, sizeof(body), true, &cr, sizeof(cr), NULL, 0, NULL, 0);
+		CHECK_RC(lw_mds_req_decode(LW_OP_MDS_CREATE, body, (uint32_t)len, &q), 0);
+		CHECK(!q.u.create.has_layout);
+		cr.flags = LW_CR_TMPFILE; /* nothing could ever reach it */
+		len = build(body, sizeof(body), true, &cr, sizeof(cr), NULL, 0, NULL, 0);
+		CHECK_RC(lw_mds_req_decode(LW_OP_MDS_CREATE, body, (uint32_t)len, &q), -EINVAL);
+		cr.flags = LW_CR_TMPFILE | LW_CR_OPEN; /* a name with it */
+		cr.namelen = 1;
+		len = build(body, sizeof(body), true, &cr, sizeof(cr), "f", 1, NULL, 0);
+		CHECK_RC(lw_mds_req_decode(LW_OP_MDS_CREATE, body, (uint32_t)len, &q), -EINVAL);
+		cr.flags = LW_CR_OPEN | 0x10; /* a bit still unknown */
+		len = build(body, sizeof(body), true, &cr, sizeof(cr), "f", 1, NULL, 0);
+		CHECK_RC(lw_mds_req_decode(LW_OP_MDS_CREATE, body, (uint32_t)len, &q), -EINVAL);
+		cr.flags = LW_CR_OPEN; /* and without the flag, a name is still needed */
+		cr.namelen = 0;
+		len = build(body, sizeof(body), true, &cr, sizeof(cr), NULL, 0, NULL, 0);
+		CHECK_RC(lw_mds_req_decode(LW_OP_MDS_CREATE, body, (uint32_t)len, &q), -ENOENT);
+	}
+
 	/* A size report carrying Data-on-MDT bytes: parts, each followed by its bytes. */
 	{
 		struct lw_close_req c = { .ino = 5, .handle = 7, .size = 9,

@@ -4,6 +4,7 @@
 
 #include "check.h"
 #include "common/stripe.h"
+#include "loom/types.h"
 
 int check_failures;
 const char *check_current = "";
@@ -172,8 +173,65 @@ static void test_map_edges(void)
 	CHECK_EQ(stripe_max_segs(&g, 0, 0), 0);
 }
 
+/* ---- the inverse: file sizes from objects (fsck) ---- */
+
+static void test_file_end_math(void)
+{
+	/* Exhaustive over small geometries, against the client's stripe_obj_size. */
+	for (uint64_t s = 1; s <= 6; s++) {
+		for (uint32_t c = 1; c <= 5; c++) {
+			struct stripe_geom g = { .size = s, .count = c };
+			for (uint64_t size = 0; size <= s * c * 4 + 3; size++) {
+				uint64_t maxend = 0;
+				for (uint32_t k = 0; k < c; k++) {
+					uint64_t n = stripe_obj_size(&g, k, size);
+					uint64_t end = stripe_file_end(&g, k, n);
+					if (n == 0) {
+						CHECK_EQ(end, 0);
+						continue;
+					}
+					/* end is the shortest file in which object k holds n bytes */
+					CHECK_EQ(stripe_obj_size(&g, k, end), n);
+					CHECK_EQ(stripe_obj_size(&g, k, end - 1), n - 1);
+					CHECK(end <= size);
+					maxend = end > maxend ? end : maxend;
+				}
+				/* the objects of a file imply exactly its size */
+				CHECK_EQ(maxend, size);
+			}
+		}
+	}
+	/* A real geometry, some large values. */
+	{
+		struct stripe_geom g = { .size = 4u << 20, .count = 7 };
+		uint64_t sizes[] = { 1, 4u << 20, (4u << 20) + 1, 123456789012ull, 1ull << 40 };
+		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+			uint64_t maxend = 0;
+			for (uint32_t k = 0; k < 7; k++) {
+				uint64_t n = stripe_obj_size(&g, k, sizes[i]);
+				uint64_t e = stripe_file_end(&g, k, n);
+				maxend = e > maxend ? e : maxend;
+			}
+			CHECK_EQ(maxend, sizes[i]);
+		}
+	}
+	{
+		struct stripe_geom big = { .size = LOOM_MAX_STRIPE_SIZE, .count = LOOM_MAX_STRIPES };
+		struct stripe_geom one = { .size = 65536, .count = 1 };
+		/* A row past 2^64 (a corrupt layout): object k holds only its part of the first. */
+		struct stripe_geom huge = { .size = 1ull << 62, .count = 8 };
+
+		CHECK_EQ(stripe_file_end(&big, 1999, UINT64_MAX), UINT64_MAX);
+		CHECK_EQ(stripe_file_end(&one, 0, 0), 0);
+		CHECK_EQ(stripe_obj_size(&huge, 1, (1ull << 62) + 5), 5);
+		CHECK_EQ(stripe_obj_size(&huge, 0, (1ull << 62) + 5), 1ull << 62);
+		CHECK_EQ(stripe_obj_size(&huge, 2, (1ull << 62) + 5), 0);
+	}
+}
+
 int main(void)
 {
+	RUN(test_file_end_math);
 	srand(12345);
 	RUN(test_locate);
 	RUN(test_obj_size);

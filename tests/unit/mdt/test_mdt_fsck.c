@@ -282,61 +282,14 @@ static void put_file_objs(struct fx *f, struct harness *h, uint64_t ino, uint64_
 	struct loom_layout *l = layout_of(f, ino);
 
 	for (uint32_t k = 0; k < l->nobjs; k++) {
-		uint64_t n = mdt_fsck_obj_size(l->stripe_size, l->nobjs, k, size);
+		struct stripe_geom g = { .size = l->stripe_size, .count = l->nobjs };
+		uint64_t n = stripe_obj_size(&g, k, size);
 		if (n)
 			put_obj(h, l->objs[k].ost_idx, l->objs[k].objid, n, ino, k);
 	}
 	free(l);
 }
 
-/* ---- the stripe math ---- */
-
-static void test_file_end_math(void)
-{
-	/* Exhaustive over small geometries, against the client's stripe_obj_size. */
-	for (uint64_t s = 1; s <= 6; s++) {
-		for (uint32_t c = 1; c <= 5; c++) {
-			struct stripe_geom g = { .size = s, .count = c };
-			for (uint64_t size = 0; size <= s * c * 4 + 3; size++) {
-				uint64_t maxend = 0;
-				for (uint32_t k = 0; k < c; k++) {
-					uint64_t n = stripe_obj_size(&g, k, size);
-					uint64_t end = mdt_fsck_file_end(s, c, k, n);
-					CHECK_EQ(mdt_fsck_obj_size(s, c, k, size), n);
-					if (n == 0) {
-						CHECK_EQ(end, 0);
-						continue;
-					}
-					/* end is the shortest file in which object k holds n bytes */
-					CHECK_EQ(stripe_obj_size(&g, k, end), n);
-					CHECK_EQ(stripe_obj_size(&g, k, end - 1), n - 1);
-					CHECK(end <= size);
-					maxend = end > maxend ? end : maxend;
-				}
-				/* the objects of a file imply exactly its size */
-				CHECK_EQ(maxend, size);
-			}
-		}
-	}
-	/* A real geometry, some large values. */
-	{
-		struct stripe_geom g = { .size = 4u << 20, .count = 7 };
-		uint64_t sizes[] = { 1, 4u << 20, (4u << 20) + 1, 123456789012ull, 1ull << 40 };
-		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-			uint64_t maxend = 0;
-			for (uint32_t k = 0; k < 7; k++) {
-				uint64_t n = stripe_obj_size(&g, k, sizes[i]);
-				uint64_t e = mdt_fsck_file_end(g.size, 7, k, n);
-				maxend = e > maxend ? e : maxend;
-				CHECK_EQ(mdt_fsck_obj_size(g.size, 7, k, sizes[i]), n);
-			}
-			CHECK_EQ(maxend, sizes[i]);
-		}
-	}
-	CHECK_EQ(mdt_fsck_file_end(LOOM_MAX_STRIPE_SIZE, LOOM_MAX_STRIPES, 1999, UINT64_MAX),
-		 UINT64_MAX);
-	CHECK_EQ(mdt_fsck_file_end(65536, 1, 0, 0), 0);
-}
 
 /* ---- a clean namespace ---- */
 
@@ -1110,7 +1063,6 @@ static void test_paths(void)
 int main(void)
 {
 	root_cr = fx_root();
-	RUN(test_file_end_math);
 	RUN(test_clean);
 	RUN(test_readonly);
 	RUN(test_nlink);

@@ -424,6 +424,70 @@ static void test_unlink(void)
 	fx_fini(&f);
 }
 
+/* open(O_TMPFILE): a nameless file, an orphan from birth, released whole by its last close. */
+static void test_create_tmpfile(void)
+{
+	struct fx f;
+	struct loom_cred user = fx_cred(1000, 1000, 0);
+	struct lw_layout req = fx_layout_req(1u << 20, 2, -1, "");
+	struct loom_layout *l = NULL, *got = NULL;
+	struct lw_attr a, p, before;
+	struct loom_ostobj q[8];
+	uint64_t d, ro, inos[4];
+	struct mdt_txn *t;
+	size_t n;
+
+	fx_init(&f);
+	fx_add_osts(&f, 4);
+	REQUIRE_RC(fx_mkdir(&f, &root_cr, LOOM_ROOT_INO, "d", 0777, &d), 0);
+	REQUIRE_RC(fx_mkdir(&f, &root_cr, LOOM_ROOT_INO, "ro", 0755, &ro), 0);
+	REQUIRE_RC(fx_getattr(&f, d, &before), 0);
+
+	t = fx_op_begin(&f);
+	CHECK_RC(mdt_create_tmpfile(t, &user, d, 0600, &req, fx_tick(&f), &a, &l), 0);
+	REQUIRE_RC(fx_op_end(&f, t, 0), 0);
+	REQUIRE(l != NULL);
+	CHECK_EQ(a.mode, S_IFREG | 0600);
+	CHECK_EQ(a.uid, 1000);
+	CHECK_EQ(a.nlink, 0);
+	CHECK_EQ(l->nobjs, 2);
+	CHECK_EQ(l->stripe_size, 1u << 20);
+	/* No name anywhere; the directory did not change; the file is in the orphan list. */
+	REQUIRE_RC(fx_getattr(&f, d, &p), 0);
+	CHECK_EQ(p.size, before.size);
+	CHECK_EQ(p.mtime, before.mtime);
+	CHECK_EQ(p.ctime, before.ctime);
+	REQUIRE_RC(fx_getlayout(&f, a.ino, &got), 0);
+	CHECK_EQ(got->objs[0].objid, l->objs[0].objid);
+	free(got);
+	t = fx_read_begin(&f);
+	REQUIRE_RC(mdt_orphan_list(t, 0, inos, 4, &n), 0);
+	mdt_txn_abort(t);
+	CHECK_EQ(n, 1);
+	CHECK_EQ(inos[0], a.ino);
+	/* It cannot be given a name. */
+	CHECK_RC(fx_link(&f, &user, a.ino, d, "named"), -ENOENT);
+	/* Its last close releases it, its objects into the destroy queue. */
+	REQUIRE_RC(fx_release(&f, a.ino), 0);
+	CHECK_RC(fx_getattr(&f, a.ino, &p), -ENOENT);
+	t = fx_read_begin(&f);
+	REQUIRE_RC(mdt_orphan_list(t, 0, inos, 4, &n), 0);
+	CHECK_EQ(n, 0);
+	REQUIRE_RC(mdt_destroy_list(t, q, 8, &n), 0);
+	mdt_txn_abort(t);
+	CHECK_EQ(n, 2);
+	free(l);
+
+	/* As open(O_TMPFILE) of the directory: write and search permission; regular files only. */
+	t = fx_op_begin(&f);
+	CHECK_RC(mdt_create_tmpfile(t, &user, ro, 0600, NULL, fx_tick(&f), &a, NULL), -EACCES);
+	CHECK_RC(mdt_create_tmpfile(t, &user, d, S_IFIFO | 0600, NULL, fx_tick(&f), &a, NULL), -EINVAL);
+	CHECK_RC(mdt_create_tmpfile(t, &user, d, S_IFDIR | 0700, NULL, fx_tick(&f), &a, NULL), -EPERM);
+	CHECK_RC(mdt_create_tmpfile(t, &user, 123456, 0600, NULL, fx_tick(&f), &a, NULL), -ENOENT);
+	fx_op_end(&f, t, -1);
+	fx_fini(&f);
+}
+
 static void test_sticky(void)
 {
 	struct fx f;
@@ -514,6 +578,7 @@ int main(void)
 	RUN(test_symlink_readlink);
 	RUN(test_link);
 	RUN(test_unlink);
+	RUN(test_create_tmpfile);
 	RUN(test_sticky);
 	RUN(test_rmdir);
 	return check_report();
