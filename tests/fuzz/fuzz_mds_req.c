@@ -204,8 +204,14 @@ static void check_contents(const struct lw_mds_req *q, const struct body *b)
 		break;
 	}
 	case LW_OP_MDS_LOCK:
-		FUZZ_CHECK(!(q->u.lock.flags & ~(LW_LK_WAIT | LW_LK_TEST | LW_LK_FLOCK | LW_LK_CANCEL)));
+		FUZZ_CHECK(!(q->u.lock.flags & ~(LW_LK_WAIT | LW_LK_TEST | LW_LK_FLOCK | LW_LK_CANCEL |
+						 LW_LK_REPLAY | LW_LK_REPLAY_DONE)));
 		FUZZ_CHECK(q->u.lock.type <= 2 && q->u.lock.start <= q->u.lock.end);
+		/* A replay takes a read or write lock, flock or fcntl, with nothing else; its end is
+		 * alone. */
+		FUZZ_CHECK(!(q->u.lock.flags & LW_LK_REPLAY) ||
+			   (!(q->u.lock.flags & ~(LW_LK_REPLAY | LW_LK_FLOCK)) && q->u.lock.type != 2));
+		FUZZ_CHECK(!(q->u.lock.flags & LW_LK_REPLAY_DONE) || q->u.lock.flags == LW_LK_REPLAY_DONE);
 		break;
 	case LW_OP_MDS_ACCESS:
 		FUZZ_CHECK(q->u.access.mask <= 7);
