@@ -204,9 +204,7 @@ bool loom_ll_mds_away(loom_fs *fs);
 /* While on, the calling thread's requests do not wait for a server that is away or found hung:
  * they fail with -EIO then. Returns what it was. */
 bool loom_ll_nowait(bool on);
-/* loom_ll_getattr that does not wait for an MDS that is away or found hung: -EIO then. */
-int loom_ll_getattr_nowait(loom_fs *fs, const struct loom_cred *cr, uint64_t ino,
-			   struct loom_ll_attr *a);
+
 
 /* The wire image of a layout (what the "loom.lov" virtual xattr holds), and back. */
 int loom_layout_to_xattr(const struct loom_layout *l, void *buf, size_t cap, size_t *len);

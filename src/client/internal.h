@@ -169,9 +169,6 @@ int fs_refresh_osts(loom_fs *fs);
 
 /* mdc.c: metadata RPCs, by inode. Replies are checked for length before use. */
 int mdc_getattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, struct lw_attr *out);
-/* The same with RPC_* flags for the call (RPC_NOWAIT: -EIO at once while the MDS is away). */
-int mdc_getattr_flags(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t rpc_flags,
-		      struct lw_attr *out);
 int mdc_lookup(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
 	       size_t len, struct lw_attr *out);
 int mdc_setattr(loom_fs *fs, const struct loom_cred *cr, const struct lw_setattr *sa,

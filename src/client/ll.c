@@ -43,13 +43,6 @@ int loom_ll_getattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, struc
 	return stat_reply(fs, mdc_getattr(fs, cr, ino, &attr), &attr, a);
 }
 
-int loom_ll_getattr_nowait(loom_fs *fs, const struct loom_cred *cr, uint64_t ino,
-			   struct loom_ll_attr *a)
-{
-	struct lw_attr attr;
-
-	return stat_reply(fs, mdc_getattr_flags(fs, cr, ino, RPC_NOWAIT, &attr), &attr, a);
-}
 
 int loom_ll_setattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino,
 		    const struct loom_setattr *sa, loom_file *f, struct loom_ll_attr *a)

@@ -70,15 +70,6 @@ static int mdc_call_opts(loom_fs *fs, const struct loom_cred *cr, uint16_t op,
 	return rc ? rc : mdc_call_on(conn, cr, op, b, opts, call);
 }
 
-/* As mdc_call, with RPC_* flags. */
-static int mdc_call_flags(loom_fs *fs, const struct loom_cred *cr, uint16_t op,
-			  const struct mdc_body *b, uint32_t rpc_flags, struct rpc_call *call)
-{
-	struct mdc_opts o = { .rpc_flags = rpc_flags };
-
-	return mdc_call_opts(fs, cr, op, b, &o, call);
-}
-
 static int mdc_call(loom_fs *fs, const struct loom_cred *cr, uint16_t op, const struct mdc_body *b,
 		    struct rpc_call *call)
 {
@@ -109,18 +100,10 @@ static int mdc_call_fixed(loom_fs *fs, const struct loom_cred *cr, uint16_t op,
 
 int mdc_getattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, struct lw_attr *out)
 {
-	return mdc_getattr_flags(fs, cr, ino, 0, out);
-}
-
-int mdc_getattr_flags(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t rpc_flags,
-		      struct lw_attr *out)
-{
 	struct lw_ino_req req = { .ino = ino };
 	struct mdc_body b = { { &req }, { sizeof(req) } };
-	struct rpc_call call;
-	int rc = mdc_call_flags(fs, cr, LW_OP_MDS_GETATTR, &b, rpc_flags, &call);
 
-	return fixed_reply(rc, &call, out, sizeof(*out));
+	return mdc_call_fixed(fs, cr, LW_OP_MDS_GETATTR, &b, out, sizeof(*out));
 }
 
 static int name_len(size_t len)

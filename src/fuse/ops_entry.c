@@ -44,28 +44,34 @@ static void lm_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 	fuse_reply_none(req);
 }
 
-static bool root_known(struct lmount *m)
+/*
+ * The root, which umount(8) stats: once its attributes were read, a getattr of it does not wait
+ * for an MDS that is away or hung, and the attributes last read answer then (stale, and better
+ * than a wait that hangs umount).
+ */
+static int root_getattr(struct lmount *m, const struct loom_cred *cr, struct stat *st)
 {
-	bool known;
+	struct loom_ll_attr a;
+	bool known, was;
+	int rc;
 
 	pthread_mutex_lock(&m->root_lock);
 	known = m->root_known;
 	pthread_mutex_unlock(&m->root_lock);
-	return known;
-}
-
-/* The root's attributes as last read, if they were: stale while the MDS is away, and better than
- * a wait that hangs umount(8). */
-static bool root_as_last_read(struct lmount *m, struct stat *st)
-{
-	bool known;
-
+	was = loom_ll_nowait(known);
+	rc = loom_ll_getattr(m->fs, cr, FUSE_ROOT_ID, &a);
+	loom_ll_nowait(was);
 	pthread_mutex_lock(&m->root_lock);
-	known = m->root_known;
-	if (known)
+	if (rc == 0) {
+		m->root_st = a.st;
+		m->root_known = true;
+		*st = a.st;
+	} else if (rc == -EIO && known && loom_ll_mds_away(m->fs)) {
 		*st = m->root_st;
+		rc = 0;
+	}
 	pthread_mutex_unlock(&m->root_lock);
-	return known;
+	return rc;
 }
 
 static void lm_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -95,21 +101,11 @@ static void lm_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		rc = 0;
 	} else {
 		lm_cred(req, &cr);
-		/* The root, which umount(8) stats, never waits for an MDS that is away or hung: its
-		 * attributes as last read answer then. */
-		if (ino == FUSE_ROOT_ID && root_known(m)) {
-			rc = loom_ll_getattr_nowait(m->fs, &cr, ino, &a);
-			if (rc == -EIO && loom_ll_mds_away(m->fs) && root_as_last_read(m, &a.st))
-				rc = 0;
+		if (ino == FUSE_ROOT_ID) {
+			rc = root_getattr(m, &cr, &st);
 		} else {
 			rc = loom_ll_getattr(m->fs, &cr, ino, &a);
-		}
-		st = a.st;
-		if (rc == 0 && ino == FUSE_ROOT_ID) {
-			pthread_mutex_lock(&m->root_lock);
-			m->root_st = st;
-			m->root_known = true;
-			pthread_mutex_unlock(&m->root_lock);
+			st = a.st;
 		}
 	}
 	lm_reply_attr(req, rc, &st);
@@ -281,48 +277,36 @@ static void lm_access(fuse_req_t req, fuse_ino_t ino, int mask)
 	lm_reply_err(req, loom_ll_access(lm_of(req)->fs, &cr, ino, mask));
 }
 
-static bool statfs_known(struct lmount *m)
-{
-	bool known;
-
-	pthread_mutex_lock(&m->root_lock);
-	known = m->statfs_known;
-	pthread_mutex_unlock(&m->root_lock);
-	return known;
-}
-
 static void lm_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	LM_INTERRUPTIBLE(req);
 	struct lmount *m = lm_of(req);
 	struct statvfs st;
+	bool known, was;
 	int rc;
 
 	(void)ino;
-	if (statfs_known(m)) {
-		/* umount(8) asks too: while the MDS is away or hung, the figures last read answer. */
-		bool was = loom_ll_nowait(true);
-
-		rc = loom_statfs(m->fs, &st);
-		loom_ll_nowait(was);
-		if (rc == -EIO && loom_ll_mds_away(m->fs)) {
-			pthread_mutex_lock(&m->root_lock);
-			st = m->statfs_st;
-			pthread_mutex_unlock(&m->root_lock);
-			rc = 0;
-		}
-	} else {
-		rc = loom_statfs(m->fs, &st);
-	}
-	if (rc) {
-		lm_reply_err(req, rc);
-		return;
-	}
+	/* umount(8) asks too: as for the root's getattr, the figures last read answer while the
+	 * MDS is away or hung. */
 	pthread_mutex_lock(&m->root_lock);
-	m->statfs_st = st;
-	m->statfs_known = true;
+	known = m->statfs_known;
 	pthread_mutex_unlock(&m->root_lock);
-	fuse_reply_statfs(req, &st);
+	was = loom_ll_nowait(known);
+	rc = loom_statfs(m->fs, &st);
+	loom_ll_nowait(was);
+	pthread_mutex_lock(&m->root_lock);
+	if (rc == 0) {
+		m->statfs_st = st;
+		m->statfs_known = true;
+	} else if (rc == -EIO && known && loom_ll_mds_away(m->fs)) {
+		st = m->statfs_st;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&m->root_lock);
+	if (rc)
+		lm_reply_err(req, rc);
+	else
+		fuse_reply_statfs(req, &st);
 }
 
 void lm_entry_ops(struct fuse_lowlevel_ops *ops)

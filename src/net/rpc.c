@@ -307,9 +307,15 @@ static struct rpc_call *conn_take_inflight(struct rpc_conn *c, uint64_t id)
 
 static uint64_t at_timeout_ns(const struct rpc_conn *c);
 
+/* The least time without a reply that means a hung server (rpc_conn_opts.at_min_ms). */
+static uint64_t at_min_ms(const struct rpc_conn *c)
+{
+	return c->opts.at_min_ms ? c->opts.at_min_ms : 20000;
+}
+
 static uint64_t half_at_min_ns(const struct rpc_conn *c)
 {
-	return (c->opts.at_min_ms ? c->opts.at_min_ms : 20000) * 500000ull;
+	return at_min_ms(c) * 500000ull;
 }
 
 /* Unlinks call from a list; true if it was there. Under c->lock. */
@@ -482,7 +488,7 @@ static void at_record(struct rpc_conn *c, uint64_t sent_ns)
 static uint64_t at_timeout_ns(const struct rpc_conn *c)
 {
 	uint64_t minute = clock_mono_ns() / 60000000000ull, slow = 0;
-	uint64_t floor = c->opts.at_min_ms ? c->opts.at_min_ms : 20000;
+	uint64_t floor = at_min_ms(c);
 
 	for (size_t i = 0; i < ARRAY_SIZE(c->at_slow_ms); i++)
 		if (c->at_slot_min[i] + ARRAY_SIZE(c->at_slow_ms) > minute)

@@ -307,3 +307,20 @@ def second_mount(cluster):
             if subprocess.run(["umount", d], capture_output=True, timeout=60).returncode != 0:
                 subprocess.run(["umount", "-l", d], capture_output=True, timeout=60)
         os.rmdir(d)
+
+
+@contextlib.contextmanager
+def nofile_at_least(want):
+    """This process's RLIMIT_NOFILE raised to want descriptors while inside (the test skipped if
+    the hard limit is lower), and put back afterwards."""
+    import pytest
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < want:
+        pytest.skip("RLIMIT_NOFILE hard limit %d is below the %d descriptors this test needs" % (hard, want))
+    if soft != resource.RLIM_INFINITY and soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -2,7 +2,6 @@
 thread per connection."""
 
 import os
-import resource
 import selectors
 import socket
 import struct
@@ -12,6 +11,7 @@ import time
 import pytest
 
 import loomwire as w
+from loomutil import nofile_at_least
 
 NCONN = 1000
 S_IFMT, S_IFDIR = 0o170000, 0o040000
@@ -19,14 +19,8 @@ S_IFMT, S_IFDIR = 0o170000, 0o040000
 
 @pytest.fixture
 def enough_fds():
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    want = NCONN + 200
-    if hard != resource.RLIM_INFINITY and hard < want:
-        pytest.skip("RLIMIT_NOFILE hard limit %d is below the %d descriptors this test needs" % (hard, want))
-    if soft != resource.RLIM_INFINITY and soft < want:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
-    yield
-    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    with nofile_at_least(NCONN + 200):
+        yield
 
 
 def thread_count(pid):

@@ -25,7 +25,7 @@ import time
 import pytest
 
 import loomwire as w
-from loomutil import MDS_BIN, wait_until
+from loomutil import MDS_BIN, nofile_at_least, wait_until
 
 NCONN = 2000                     # strangers
 GETATTR_ROOT = w.cred() + struct.pack("<Q", 1)
@@ -42,14 +42,8 @@ FOLDED = re.compile(r"\(and (\d+) more like it in the last second\)$")
 
 @pytest.fixture
 def enough_fds():
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    want = NCONN + 300
-    if hard != resource.RLIM_INFINITY and hard < want:
-        pytest.skip("RLIMIT_NOFILE hard limit %d is below the %d descriptors this test needs" % (hard, want))
-    if soft != resource.RLIM_INFINITY and soft < want:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
-    yield
-    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    with nofile_at_least(NCONN + 300):
+        yield
 
 
 def pings(host, port, timeout=5):
