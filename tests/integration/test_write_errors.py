@@ -11,6 +11,8 @@ import subprocess
 
 import pytest
 
+from loomutil import wait_until
+
 KiB = 1 << 10
 MiB = 1 << 20
 TiB = 1 << 40
@@ -129,11 +131,21 @@ def test_full_ost(small_ost):
         bad = next(i for i in range(size) if got[i] != want[i])
         pytest.fail("the file reads wrong from byte %d (%s): a failed write became part of it"
                     % (bad, "zeros" if got[bad:bad + 4096].count(0) == len(got[bad:bad + 4096]) else "other bytes"))
-    # Space comes back: the file system recovers.
+    # Space comes back: the file system recovers. The unlinked file's objects are destroyed in
+    # the background and the OST's free space reaches the MDS with its next heartbeat (as on
+    # Lustre), so a create may meet ENOSPC for a moment.
     os.unlink(path)
     path2 = os.path.join(mnt, "g")
-    with open(path2, "wb") as f:
-        f.write(b"z" * (2 * MiB))
-        f.flush()
-        os.fsync(f.fileno())
+
+    def write_again():
+        try:
+            with open(path2, "wb") as f:
+                f.write(b"z" * (2 * MiB))
+                f.flush()
+                os.fsync(f.fileno())
+            return True
+        except OSError as e:
+            assert e.errno == errno.ENOSPC, e
+            return False
+    assert wait_until(write_again, 60, interval=0.5), "the space of the unlinked file never came back"
     assert os.stat(path2).st_size == 2 * MiB
