@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,28 +168,72 @@ static void osts_of_conn_lost(struct mds *m, uint64_t conn_id)
 	free(ls.idx);
 }
 
-/* Internal items: a client went away, or the destroyer finished a list. */
-static int exec_internal(struct mds *m, struct mdt_txn *t, struct srv_req *item, struct batch_state *bs)
+struct mds_work *mds_work_new(enum mds_work_kind kind, uint32_t n, size_t entry_size)
 {
-	switch (item->hdr.opcode) {
-	case MDS_INTERNAL_DISCONNECT:
-		osts_of_conn_lost(m, item->conn_id);
-		mds_locks_drop_waiters(m, item->conn_id);
-		mds_trunc_drop_conn(m, item->conn_id);
-		return mds_session_disconnect(m, t, item->conn_id, &bs->released);
-	case MDS_INTERNAL_DESTROYED:
-		return mds_destroyer_done(m, t, (const struct loom_ostobj *)item->body,
-					  item->hdr.body_len / (uint32_t)sizeof(struct loom_ostobj),
-					  item->hdr.status == 0);
-	case MDS_INTERNAL_TRUNCATED:
-		return mds_truncator_done(m, t, item->body, item->hdr.body_len);
-	case MDS_INTERNAL_DROP_HANDLE: {
-		const struct mds_handle_ref *h = (const struct mds_handle_ref *)item->body;
-		return mds_handle_close(m, t, h->handle, h->ino, h->sid, &bs->released);
+	struct mds_work *w;
+
+	if (entry_size && n > (SIZE_MAX - sizeof(*w)) / entry_size)
+		return NULL;
+	w = calloc(1, sizeof(*w) + (size_t)n * entry_size);
+	if (w) {
+		w->qitem.kind = (uint16_t)kind;
+		w->n = n;
 	}
-	default:
-		return -EINVAL;
+	return w;
+}
+
+struct mds_work *mds_work_of(struct reqq_item *item)
+{
+	return (struct mds_work *)((char *)item - offsetof(struct mds_work, qitem));
+}
+
+static int exec_work(struct mds *m, struct mdt_txn *t, const struct mds_work *w, struct batch_state *bs)
+{
+	switch ((enum mds_work_kind)w->qitem.kind) {
+	case MDS_WORK_DISCONNECT:
+		osts_of_conn_lost(m, w->conn_id);
+		mds_locks_drop_waiters(m, w->conn_id);
+		mds_trunc_drop_conn(m, w->conn_id);
+		return mds_session_disconnect(m, t, w->conn_id, &bs->released);
+	case MDS_WORK_DROP_HANDLE:
+		return mds_handle_close(m, t, w->handle.handle, w->handle.ino, w->handle.sid,
+					&bs->released);
+	case MDS_WORK_DESTROYED:
+		return mds_destroyer_done(m, t, w);
+	case MDS_WORK_TRUNCATED:
+		return mds_truncator_done(m, t, w);
 	}
+	return -EINVAL;
+}
+
+static const char *work_name(uint16_t kind)
+{
+	switch ((enum mds_work_kind)kind) {
+	case MDS_WORK_DISCONNECT: return "disconnect";
+	case MDS_WORK_DROP_HANDLE: return "drop-handle";
+	case MDS_WORK_DESTROYED: return "destroyed";
+	case MDS_WORK_TRUNCATED: return "truncated";
+	}
+	return "unknown";
+}
+
+/* A work item, in a child transaction of its own: what it changes is kept only whole. */
+static int run_work(struct mds *m, struct mdt_txn *txn, const struct mds_work *w,
+		    struct batch_state *bs)
+{
+	struct mdt_txn *child;
+	int rc = mdt_txn_child(txn, &child);
+
+	if (rc == 0) {
+		rc = exec_work(m, child, w, bs);
+		if (rc == 0)
+			rc = mdt_txn_commit(child);
+		else
+			mdt_txn_abort(child);
+	}
+	if (rc && rc != MDT_ETXNFULL)
+		log_err("MDS work item %s failed: %s", work_name(w->qitem.kind), strerror(-rc));
+	return rc;
 }
 
 int mds_decode_req(struct mds *m, const struct srv_req *req, struct lw_mds_req *q)
@@ -216,7 +262,7 @@ static struct mds_session *cache_session(struct mds *m, const struct srv_req *re
 	const struct lw_op_info *info = lw_op_info(req->hdr.opcode);
 	struct mds_session *sess;
 
-	if (!req->conn || !write || !info ||
+	if (!write || !info ||
 	    (info->resend != LW_RESEND_CACHED && info->resend != LW_RESEND_HANDLE))
 		return NULL;
 	sess = mds_session_of(m, req->conn_id);
@@ -237,12 +283,10 @@ void mds_run_one(struct mds *m, struct mdt_txn *txn, bool write, struct srv_req 
 			    .write = write };
 	int rc;
 
-	if (req->conn) {
-		rc = mds_decode_req(m, req, &q);
-		if (rc) {
-			r->status = rc;
-			return;
-		}
+	rc = mds_decode_req(m, req, &q);
+	if (rc) {
+		r->status = rc;
+		return;
 	}
 	if (sess && (req->hdr.flags & LW_F_RESENT)) {
 		void *body = NULL;
@@ -277,7 +321,7 @@ void mds_run_one(struct mds *m, struct mdt_txn *txn, bool write, struct srv_req 
 		}
 	}
 	o.t = child;
-	rc = req->conn ? exec(&o) : exec_internal(m, child, req, bs);
+	rc = exec(&o);
 	/* The answer is kept with the change, in the same transaction: at most once, also across
 	 * a restart of the MDS. A HANDLE op keeps only that it truncated: its handle does not
 	 * outlive this MDS. */
@@ -304,33 +348,84 @@ void mds_run_one(struct mds *m, struct mdt_txn *txn, bool write, struct srv_req 
 		free(r->body);
 		r->body = NULL;
 		r->len = 0;
-		if (!req->conn)
-			log_err("internal work item %#x failed: %s", req->hdr.opcode, strerror(-rc));
 	}
 	r->status = rc;
 }
 
-static void run_batch(struct mds *m, struct srv_req *list, uint32_t n)
+/* A queued item: a client's request, or the MDS's own work. */
+static void run_item(struct mds *m, struct mdt_txn *txn, bool write, struct reqq_item *it,
+		     struct batch_state *bs, struct reply *r)
+{
+	if (it->kind == REQQ_SRV_REQ)
+		mds_run_one(m, txn, write, srv_req_of(it), bs, r);
+	else
+		r->status = run_work(m, txn, mds_work_of(it), bs);
+}
+
+/* Does the batch change the MDT? Then it runs in one write transaction. */
+static bool batch_writes(struct mds *m, struct reqq_item *list)
+{
+	for (struct reqq_item *it = list; it; it = it->next) {
+		const struct srv_req *req;
+
+		if (it->kind != REQQ_SRV_REQ)
+			return true;
+		req = srv_req_of(it);
+		if ((lw_op_flags(req->hdr.opcode) & LW_OPF_MDT) ||
+		    /* A session's first lock request lists its client in the MDT (locks.c). */
+		    (req->hdr.opcode == LW_OP_MDS_LOCK && mds_session_needs_record(m, req->conn_id)))
+			return true;
+	}
+	return false;
+}
+
+/* Durable (or failed) as a whole: now answer. Replies [0, durable) are committed. */
+static void answer_batch(struct mds *m, struct reqq_item *list, struct reply *replies,
+			 uint32_t durable)
+{
+	uint32_t i = 0;
+
+	while (list) {
+		struct reqq_item *it = list;
+		struct srv_req *req = it->kind == REQQ_SRV_REQ ? srv_req_of(it) : NULL;
+		struct reply *r = replies ? &replies[i] : NULL;
+
+		list = it->next;
+		if (!req)
+			free(mds_work_of(it));
+		else if (r && r->status == MDS_PARKED)
+			; /* answered later by the lock manager */
+		else if (!r)
+			srv_reply(req, -ENOMEM, NULL, 0, NULL, 0, NULL);
+		else if (i >= durable)
+			srv_reply(req, -EIO, NULL, 0, NULL, 0, NULL);
+		else if (r->status == 0 && r->park_ino) {
+			mds_trunc_park(m, req, r->body, r->len, r->park_ino, r->park_epoch);
+			r->body = NULL;
+		} else
+			srv_reply(req, r->status, r->body, r->status ? 0 : r->len, NULL, 0, NULL);
+		if (r)
+			free(r->body);
+		i++;
+	}
+}
+
+static void run_batch(struct mds *m, struct reqq_item *list, uint32_t n)
 {
 	struct reply *replies = calloc(n, sizeof(*replies));
 	struct batch_state bs = { 0 };
 	struct mdt_txn *txn = NULL;
 	uint32_t i, durable = 0; /* replies [0, durable) are committed whatever happens later */
-	bool write = false;
+	bool write = batch_writes(m, list);
 	int rc;
 
-	for (struct srv_req *req = list; req; req = req->next)
-		if (!req->conn || (lw_op_flags(req->hdr.opcode) & LW_OPF_MDT) ||
-		    /* A session's first lock request lists its client in the MDT (locks.c). */
-		    (req->hdr.opcode == LW_OP_MDS_LOCK && mds_session_needs_record(m, req->conn_id)))
-			write = true;
 	rc = replies ? mdt_txn_begin(m->store, write, &txn) : -ENOMEM;
 	if (rc == 0) {
 		uint32_t first = 0; /* first request of the open transaction */
 
 		i = 0;
-		for (struct srv_req *req = list; req; req = req->next, i++) {
-			mds_run_one(m, txn, write, req, &bs, &replies[i]);
+		for (struct reqq_item *it = list; it; it = it->next, i++) {
+			run_item(m, txn, write, it, &bs, &replies[i]);
 			if (!write || replies[i].status != MDT_ETXNFULL || i == first)
 				continue;
 			/* The transaction grew too big for LMDB: commit what ran so far and give this
@@ -344,7 +439,7 @@ static void run_batch(struct mds *m, struct srv_req *list, uint32_t n)
 			if (rc)
 				break;
 			first = i;
-			mds_run_one(m, txn, write, req, &bs, &replies[i]);
+			run_item(m, txn, write, it, &bs, &replies[i]);
 		}
 		if (bs.released)
 			m->destroyer.more = true;
@@ -373,30 +468,7 @@ static void run_batch(struct mds *m, struct srv_req *list, uint32_t n)
 		mdt_txn_abort(txn);
 	}
 
-	/* Durable (or failed) as a whole: now answer. */
-	i = 0;
-	while (list) {
-		struct srv_req *req = list;
-		struct reply *r = replies ? &replies[i] : NULL;
-
-		list = req->next;
-		if (r && r->status == MDS_PARKED)
-			; /* answered later by the lock manager */
-		else if (!req->conn)
-			free(req);
-		else if (!r)
-			srv_reply(req, -ENOMEM, NULL, 0, NULL, 0, NULL);
-		else if (i >= durable)
-			srv_reply(req, -EIO, NULL, 0, NULL, 0, NULL);
-		else if (r->status == 0 && r->park_ino) {
-			mds_trunc_park(m, req, r->body, r->len, r->park_ino, r->park_epoch);
-			r->body = NULL;
-		} else
-			srv_reply(req, r->status, r->body, r->status ? 0 : r->len, NULL, 0, NULL);
-		if (r)
-			free(r->body);
-		i++;
-	}
+	answer_batch(m, list, replies, durable);
 	free(replies);
 	/* Waiters the batch let in are granted now, so that their replies follow the batch's. */
 	mds_locks_wake(m);
@@ -408,7 +480,7 @@ void mds_metadata_loop(struct mds *m)
 
 	for (;;) {
 		uint32_t n = 0;
-		struct srv_req *list = reqq_pop_batch(&m->queue, BATCH_MAX, TICK_MS, &n);
+		struct reqq_item *list = reqq_pop_batch(&m->queue, BATCH_MAX, TICK_MS, &n);
 
 		if (!list && m->queue.closed)
 			break;

@@ -28,7 +28,7 @@ static void destroy_list(struct mds *m, struct mds_destroy_item *items, uint32_t
 	struct rpc_call *calls = calloc(n, sizeof(*calls));
 	struct lw_ost_io *bodies = calloc(n, sizeof(*bodies));
 	struct loom_ostobj *done = calloc(n ? n : 1, sizeof(*done));
-	struct srv_req *report;
+	struct mds_work *report;
 	struct rpc_wait w;
 	uint32_t ndone = 0;
 	bool all_ok = true;
@@ -62,22 +62,15 @@ static void destroy_list(struct mds *m, struct mds_destroy_item *items, uint32_t
 	if (!all_ok)
 		log_warn("destroyer: %u of %u objects could not be destroyed yet; will retry", n - ndone, n);
 
-	/* Report back as an internal request: the body carries the destroyed objects. Without
-	 * memory for it the metadata thread would wait for this report forever: keep trying. */
-	while (!(report = calloc(1, sizeof(*report) + (size_t)ndone * sizeof(*done)))) {
+	/* Report back with the destroyed objects. Without memory for it the metadata thread would
+	 * wait for this report forever: keep trying. */
+	while (!(report = mds_work_new(MDS_WORK_DESTROYED, ndone, sizeof(*done)))) {
 		log_err("destroyer: out of memory reporting back; retrying");
 		sleep(1);
 	}
-	if (report) {
-		report->hdr.opcode = MDS_INTERNAL_DESTROYED;
-		report->hdr.status = all_ok ? 0 : -EAGAIN;
-		report->hdr.body_len = ndone * (uint32_t)sizeof(*done);
-		report->body = (uint8_t *)(report + 1);
-		memcpy(report->body, done, (size_t)ndone * sizeof(*done));
-		reqq_push(&m->queue, report);
-	} else {
-		log_err("destroyer: out of memory reporting back; the objects stay queued");
-	}
+	report->all_done = all_ok;
+	memcpy(report->data, done, (size_t)ndone * sizeof(*done));
+	reqq_push(&m->queue, &report->qitem);
 	free(calls);
 	free(bodies);
 	free(done);
@@ -193,17 +186,17 @@ void mds_destroyer_kick(struct mds *m, struct mdt_txn *t)
 	pthread_mutex_unlock(&d->lock);
 }
 
-int mds_destroyer_done(struct mds *m, struct mdt_txn *t, const struct loom_ostobj *objs, uint32_t n,
-		       bool all_ok)
+int mds_destroyer_done(struct mds *m, struct mdt_txn *t, const struct mds_work *report)
 {
+	const struct loom_ostobj *objs = (const struct loom_ostobj *)report->data;
 	struct mds_destroyer *d = &m->destroyer;
 	int rc = 0;
 
-	for (uint32_t i = 0; i < n && rc == 0; i++)
+	for (uint32_t i = 0; i < report->n && rc == 0; i++)
 		rc = mdt_destroy_done(t, objs[i].ost_idx, objs[i].objid);
 	d->busy = false;
 	d->more = true;
-	if (!all_ok)
+	if (!report->all_done)
 		d->next_try_ns = clock_mono_ns() + DESTROY_BACKOFF_NS;
 	return rc;
 }

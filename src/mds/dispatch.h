@@ -84,7 +84,7 @@ int mds_create_resent(struct mds *m, struct mdt_txn *t, const struct srv_req *re
 int mds_stale_if_gone(struct mdt_txn *t, int rc, uint64_t ino);
 /* Decodes req into q (root squash applied): 0 or the errno to answer with. */
 int mds_decode_req(struct mds *m, const struct srv_req *req, struct lw_mds_req *q);
-/* Runs one item in txn (in a child transaction of its own when write). */
+/* Runs one request in txn (in a child transaction of its own when write). */
 void mds_run_one(struct mds *m, struct mdt_txn *txn, bool write, struct srv_req *req,
 		 struct batch_state *bs, struct reply *r);
 

@@ -280,8 +280,12 @@ int main(int argc, char **argv)
 	mds_truncator_stop(&m);
 	srv_destroy(m.srv);
 	/* Disconnect items queued by srv_destroy are moot: handles die with the process. */
-	for (struct srv_req *r; (r = reqq_pop_batch(&m.queue, 1, 0, NULL));)
-		r->conn ? srv_req_drop(r) : free(r);
+	for (struct reqq_item *it; (it = reqq_pop_batch(&m.queue, 1, 0, NULL));) {
+		if (it->kind == REQQ_SRV_REQ)
+			srv_req_drop(srv_req_of(it));
+		else
+			free(mds_work_of(it));
+	}
 	mds_sessions_destroy(&m);
 	mds_locks_destroy(&m);
 	u64map_destroy(&m.ost_conns);

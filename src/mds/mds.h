@@ -26,11 +26,36 @@
 #include "net/rpc.h"
 #include "net/server.h"
 
-/* Internal work items travel in the request queue as srv_reqs with conn == NULL. */
-#define MDS_INTERNAL_DISCONNECT 0xFF01 /* conn_id: a client went away */
-#define MDS_INTERNAL_DESTROYED  0xFF02 /* body: struct loom_ostobj[] destroyed on their OSTs */
-#define MDS_INTERNAL_DROP_HANDLE 0xFF03 /* body: struct mds_handle_ref of a failed open */
-#define MDS_INTERNAL_TRUNCATED  0xFF04 /* body: what the truncator cut (truncator.c) */
+/* A handle to end on the metadata thread (an open on the network thread that failed). */
+struct mds_handle_ref {
+	uint64_t handle, ino, sid;
+};
+
+/*
+ * Work the MDS gives itself. It waits in the metadata thread's queue among the client requests
+ * (a client's disconnect comes after its last request) and runs in the same batches and
+ * transactions, but it comes from no connection and gets no reply.
+ */
+enum mds_work_kind {
+	MDS_WORK_DISCONNECT = REQQ_SRV_REQ + 1, /* a client's connection closed */
+	MDS_WORK_DROP_HANDLE, /* the handle of an open that failed on the network thread */
+	MDS_WORK_DESTROYED,   /* the destroyer's report: objects destroyed on their OSTs */
+	MDS_WORK_TRUNCATED,   /* the truncator's report: what it cut (truncator.c) */
+};
+
+struct mds_work {
+	struct reqq_item qitem;       /* qitem.kind: its enum mds_work_kind */
+	uint64_t conn_id;             /* DISCONNECT: the connection */
+	struct mds_handle_ref handle; /* DROP_HANDLE */
+	bool all_done;                /* DESTROYED: every object it was given is gone */
+	uint32_t n;                   /* DESTROYED, TRUNCATED: entries in data */
+	_Alignas(8) uint8_t data[];   /* DESTROYED: struct loom_ostobj[n]; TRUNCATED: results[n] */
+};
+
+/* A zeroed work item with room for n entries of entry_size bytes; NULL without memory. */
+struct mds_work *mds_work_new(enum mds_work_kind kind, uint32_t n, size_t entry_size);
+/* The work item a queue item of a kind other than REQQ_SRV_REQ is. */
+struct mds_work *mds_work_of(struct reqq_item *item);
 
 #define MDS_OST_DEAD_SECONDS 10 /* an OST not heard from this long is inactive */
 
@@ -175,11 +200,6 @@ struct mds_handle {
 	struct mds_handle *prev, *next; /* in the session's list */
 };
 
-/* A handle to end on the metadata thread (an open on the network thread that failed). */
-struct mds_handle_ref {
-	uint64_t handle, ino, sid;
-};
-
 void mds_sessions_init(struct mds *m);
 void mds_sessions_destroy(struct mds *m);
 /* The session of a connection (an anonymous one is made for a connection that never said
@@ -293,9 +313,9 @@ void mds_truncator_stop(struct mds *m);
 /* Metadata thread, after a commit: hands truncations still to cut to the truncator if it is
  * idle. */
 void mds_truncator_kick(struct mds *m, struct mdt_txn *read_txn);
-/* Metadata thread: the truncator's report (internal item); the truncations it cut leave the
- * queue in t. */
-int mds_truncator_done(struct mds *m, struct mdt_txn *t, const void *body, uint32_t len);
+/* Metadata thread: the truncator's report (its MDS_WORK_TRUNCATED item); the truncations it
+ * cut leave the queue in t. */
+int mds_truncator_done(struct mds *m, struct mdt_txn *t, const struct mds_work *report);
 /* Metadata thread: req's reply (body, malloc'd, taken) waits until truncation (ino, epoch) is
  * cut; replies released once the batch that recorded the cut committed (mds_trunc_release), or
  * after a while regardless (mds_trunc_expire); a connection that goes drops its own. */
@@ -310,8 +330,7 @@ int mds_destroyer_start(struct mds *m);
 void mds_destroyer_stop(struct mds *m);
 /* Metadata thread, after a commit: hands pending destroys to the destroyer if it is idle. */
 void mds_destroyer_kick(struct mds *m, struct mdt_txn *read_txn);
-/* Metadata thread: the destroyer finished a list (internal item). */
-int mds_destroyer_done(struct mds *m, struct mdt_txn *t, const struct loom_ostobj *objs, uint32_t n,
-		       bool all_ok);
+/* Metadata thread: the destroyer finished a list (its MDS_WORK_DESTROYED report). */
+int mds_destroyer_done(struct mds *m, struct mdt_txn *t, const struct mds_work *report);
 
 #endif

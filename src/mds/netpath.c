@@ -38,19 +38,15 @@ static bool net_read(struct mds *m, struct srv_req *req)
  * unlinked meanwhile, this handle kept it, and its end must release it. */
 static void drop_handle_later(struct mds *m, uint64_t handle, uint64_t ino, uint64_t sid)
 {
-	struct srv_req *item = calloc(1, sizeof(*item) + sizeof(struct mds_handle_ref));
-	struct mds_handle_ref ref = { handle, ino, sid };
+	struct mds_work *item = mds_work_new(MDS_WORK_DROP_HANDLE, 0, 0);
 
 	if (!item) {
 		log_err("out of memory: handle %llu of a failed open stays until its session ends",
 			(unsigned long long)handle);
 		return;
 	}
-	item->hdr.opcode = MDS_INTERNAL_DROP_HANDLE;
-	item->hdr.body_len = sizeof(ref);
-	item->body = (uint8_t *)(item + 1);
-	memcpy(item->body, &ref, sizeof(ref));
-	reqq_push(&m->queue, item);
+	item->handle = (struct mds_handle_ref){ handle, ino, sid };
+	reqq_push(&m->queue, &item->qitem);
 }
 
 /* The handle of a read-only open: the one a resend's first run made, or a new one. */
@@ -227,21 +223,19 @@ void mds_deliver(struct srv_req *req, void *arg)
 	struct mds *m = arg;
 
 	if (!answer_here(m, req))
-		reqq_push(&m->queue, req);
+		reqq_push(&m->queue, &req->qitem);
 }
 
 void mds_disconnect(uint64_t conn_id, void *arg)
 {
 	struct mds *m = arg;
-	struct srv_req *item = calloc(1, sizeof(*item));
+	struct mds_work *item = mds_work_new(MDS_WORK_DISCONNECT, 0, 0);
 
 	if (!item) {
 		log_err("out of memory: the open handles of connection %llu stay until restart",
 			(unsigned long long)conn_id);
 		return;
 	}
-	item->hdr.opcode = MDS_INTERNAL_DISCONNECT;
 	item->conn_id = conn_id;
-	item->body = (uint8_t *)(item + 1);
-	reqq_push(&m->queue, item);
+	reqq_push(&m->queue, &item->qitem);
 }

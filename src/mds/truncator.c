@@ -68,7 +68,7 @@ static void cut_jobs(struct mds *m, struct mds_trunc_job *jobs, uint32_t n, stru
 {
 	struct trunc_result *res = calloc(n ? n : 1, sizeof(*res));
 	struct rpc_call **calls = calloc(n ? n : 1, sizeof(*calls));
-	struct srv_req *report;
+	struct mds_work *report;
 	struct rpc_wait w;
 	bool ok = res && calls;
 
@@ -111,17 +111,14 @@ static void cut_jobs(struct mds *m, struct mds_trunc_job *jobs, uint32_t n, stru
 				 (unsigned long long)jobs[j].ino, strerror(-res[j].status));
 	}
 	free(calls);
-	/* Reported as an internal request; without memory for it, the metadata thread would wait
-	 * for this report forever: keep trying. */
-	while (!(report = calloc(1, sizeof(*report) + (size_t)n * sizeof(*res))))
+	/* Without memory for the report, the metadata thread would wait for it forever: keep
+	 * trying. No results (res out of memory) is a failure: the truncator backs off. */
+	while (!(report = mds_work_new(MDS_WORK_TRUNCATED, res ? n : 0, sizeof(*res))))
 		sleep_ms(100);
-	report->hdr.opcode = MDS_INTERNAL_TRUNCATED;
-	report->hdr.body_len = res ? n * (uint32_t)sizeof(*res) : 0;
-	report->body = (uint8_t *)(report + 1);
 	if (res)
-		memcpy(report->body, res, (size_t)n * sizeof(*res));
+		memcpy(report->data, res, (size_t)n * sizeof(*res));
 	free(res);
-	reqq_push(&m->queue, report);
+	reqq_push(&m->queue, &report->qitem);
 }
 
 static void *truncator_main(void *arg)
@@ -274,10 +271,10 @@ void mds_truncator_kick(struct mds *m, struct mdt_txn *t)
 	pthread_mutex_unlock(&tr->lock);
 }
 
-int mds_truncator_done(struct mds *m, struct mdt_txn *t, const void *body, uint32_t len)
+int mds_truncator_done(struct mds *m, struct mdt_txn *t, const struct mds_work *report)
 {
 	struct mds_truncator *tr = &m->truncator;
-	uint32_t n = len / (uint32_t)sizeof(struct trunc_result);
+	uint32_t n = report->n;
 	bool all_ok = true;
 	int rc = 0;
 
@@ -286,7 +283,7 @@ int mds_truncator_done(struct mds *m, struct mdt_txn *t, const void *body, uint3
 	for (uint32_t i = 0; i < n && rc == 0; i++) {
 		struct trunc_result r;
 
-		memcpy(&r, (const uint8_t *)body + (size_t)i * sizeof(r), sizeof(r));
+		memcpy(&r, report->data + (size_t)i * sizeof(r), sizeof(r));
 		if (r.status) {
 			all_ok = false;
 			continue;

@@ -20,23 +20,23 @@ void reqq_destroy(struct reqq *q)
 	pthread_cond_destroy(&q->cond);
 }
 
-void reqq_push(struct reqq *q, struct srv_req *req)
+void reqq_push(struct reqq *q, struct reqq_item *item)
 {
-	req->next = NULL;
+	item->next = NULL;
 	pthread_mutex_lock(&q->lock);
 	if (q->tail)
-		q->tail->next = req;
+		q->tail->next = item;
 	else
-		q->head = req;
-	q->tail = req;
+		q->head = item;
+	q->tail = item;
 	q->len++;
 	pthread_cond_signal(&q->cond);
 	pthread_mutex_unlock(&q->lock);
 }
 
-struct srv_req *reqq_pop_batch(struct reqq *q, uint32_t max, int timeout_ms, uint32_t *n)
+struct reqq_item *reqq_pop_batch(struct reqq *q, uint32_t max, int timeout_ms, uint32_t *n)
 {
-	struct srv_req *list = NULL, **tailp = &list;
+	struct reqq_item *list = NULL, **tailp = &list;
 	struct timespec deadline;
 	uint32_t count = 0;
 
@@ -51,7 +51,7 @@ struct srv_req *reqq_pop_batch(struct reqq *q, uint32_t max, int timeout_ms, uin
 		}
 	}
 	while (q->head && count < max) {
-		struct srv_req *r = q->head;
+		struct reqq_item *r = q->head;
 		q->head = r->next;
 		r->next = NULL;
 		*tailp = r;
@@ -67,7 +67,7 @@ struct srv_req *reqq_pop_batch(struct reqq *q, uint32_t max, int timeout_ms, uin
 	return list;
 }
 
-struct srv_req *reqq_pop(struct reqq *q)
+struct reqq_item *reqq_pop(struct reqq *q)
 {
 	return reqq_pop_batch(q, 1, -1, NULL);
 }

@@ -19,8 +19,10 @@
 #define LOOM_NET_SERVER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
+#include "net/reqq.h"
 #include "proto/wire.h"
 
 struct srv;
@@ -33,10 +35,16 @@ struct srv_req {
 	                         * srv_req_take_bulk() steals it */
 	struct srv_conn *conn;  /* held (referenced) until the reply */
 	uint64_t conn_id;
-	struct srv_req *next;   /* free for the program's queues */
+	struct reqq_item qitem; /* its place in a program's queue (reqq.h); kind REQQ_SRV_REQ */
 	uint64_t recv_ns;       /* clock_mono_ns() when the frame was complete */
 	bool counted;           /* in its connection's in-flight count (see srv_req_park) */
 };
+
+/* The request a queue item of kind REQQ_SRV_REQ belongs to (NULL for NULL). */
+static inline struct srv_req *srv_req_of(struct reqq_item *item)
+{
+	return item ? (struct srv_req *)((char *)item - offsetof(struct srv_req, qitem)) : NULL;
+}
 
 /* Called on the loop thread for each complete, checked request. Takes ownership of req: the
  * program must eventually call srv_reply() on it (exactly once). */

@@ -256,7 +256,7 @@ static void *worker_main(void *arg)
 	struct oss *oss = arg;
 	struct srv_req *req;
 
-	while ((req = reqq_pop(&oss->queue)))
+	while ((req = srv_req_of(reqq_pop(&oss->queue))))
 		oss_serve(oss, req);
 	return NULL;
 }
@@ -264,7 +264,7 @@ static void *worker_main(void *arg)
 static void oss_deliver(struct srv_req *req, void *arg)
 {
 	struct oss *oss = arg;
-	reqq_push(&oss->queue, req);
+	reqq_push(&oss->queue, &req->qitem);
 }
 
 /* ---- the MDS side: registration and heartbeats ---- */

@@ -36,7 +36,7 @@ static void *worker(void *arg)
 	struct srv_req *req;
 
 	(void)arg;
-	while ((req = reqq_pop(&queue))) {
+	while ((req = srv_req_of(reqq_pop(&queue)))) {
 		uint8_t rev[512];
 		uint32_t n = req->hdr.body_len;
 		void *bulk;
@@ -57,7 +57,7 @@ static void *worker(void *arg)
 static void deliver(struct srv_req *req, void *arg)
 {
 	(void)arg;
-	reqq_push(&queue, req);
+	reqq_push(&queue, &req->qitem);
 }
 
 static void on_disconnect(uint64_t id, void *arg)
@@ -412,6 +412,40 @@ static void test_handshake_timeout_parse(void)
 	CHECK_EQ(ms, 3600000); /* untouched by a refusal */
 }
 
+/* A program's own work items keep their place in line among the requests, and each comes out as
+ * what it went in as. */
+static void test_queue_mixed_items(void)
+{
+	struct reqq q;
+	struct srv_req reqs[2];
+	struct reqq_item work[2] = { { .kind = 7 }, { .kind = 9 } };
+	struct reqq_item *list, *it;
+	uint32_t n = 0;
+
+	memset(reqs, 0, sizeof(reqs));
+	reqq_init(&q);
+	reqq_push(&q, &reqs[0].qitem);
+	reqq_push(&q, &work[0]);
+	reqq_push(&q, &reqs[1].qitem);
+	reqq_push(&q, &work[1]);
+	list = reqq_pop_batch(&q, 3, 0, &n);
+	CHECK_EQ(n, 3);
+	REQUIRE(list != NULL);
+	CHECK_EQ(list->kind, REQQ_SRV_REQ);
+	CHECK(srv_req_of(list) == &reqs[0]);
+	it = list->next;
+	REQUIRE(it != NULL);
+	CHECK(it == &work[0]);
+	REQUIRE(it->next != NULL);
+	CHECK(srv_req_of(it->next) == &reqs[1]);
+	CHECK(it->next->next == NULL);
+	reqq_close(&q);
+	CHECK(reqq_pop(&q) == &work[1]); /* closed: what is left still drains */
+	CHECK(reqq_pop(&q) == NULL);
+	CHECK(srv_req_of(NULL) == NULL);
+	reqq_destroy(&q);
+}
+
 static void test_refused(void)
 {
 	struct rpc_conn *c = NULL;
@@ -429,6 +463,7 @@ int main(void)
 	RUN(test_garbage);
 	RUN(test_preauth);
 	RUN(test_handshake_timeout_parse);
+	RUN(test_queue_mixed_items);
 	RUN(test_refused);
 	stop_server();
 	return check_report();
