@@ -5,9 +5,10 @@
  *   loom fsck --dir DIR [--repair]                          a `loom cluster` directory
  *   loom fsck --mdt PATH --ost PATH [--ost PATH...] [--repair]
  *
- * The MDT's half (namespace, layouts, which objects a layout needs) is src/mdt/fsck.c; this file
- * finds the targets, makes sure no server has them, gives the MDT half its view of the objects,
- * and walks every OST for objects nothing references (orphans).
+ * The MDT's half (namespace, layouts, which objects a layout needs) is src/mdt/fsck*.c (fsck.h;
+ * fsck.c says which file holds which pass); this file finds the targets, makes sure no server
+ * has them, gives the MDT half its view of the objects, and walks every OST for objects nothing
+ * references (orphans).
  *
  * Output: one line per problem on stdout ("KIND: [PATH (ino N): ]WHAT[; repaired: FIX]"), a line
  * of totals, then "N problems found, M repaired". Warnings and errors go to stderr.

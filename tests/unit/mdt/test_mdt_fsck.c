@@ -1,5 +1,5 @@
 /*
- * loom fsck's MDT half (src/mdt/fsck.c): the inverse stripe math against the client's, then each
+ * loom fsck's MDT half (src/mdt/fsck*.c): the inverse stripe math against the client's, then each
  * kind of damage made by hand in a real MDT (with the store's internals), found by a check,
  * repaired, and gone on the next check. Objects live on a fake OST in memory.
  */
