@@ -29,10 +29,12 @@
 
 struct migrator {
 	loom_fs *fs;
-	struct loom_layout want; /* fields not given: 0 / -1 / "" (the directory's default) */
 	bool recursive, progress;
 	char *buf;
 	int errors;
+	/* Fields not given: 0 / -1 / "" (the directory's default). Last: struct loom_layout ends
+	 * in a flexible array (its objects, none here). */
+	struct loom_layout want;
 };
 
 static void show_progress(const char *path, uint64_t done, uint64_t total)
