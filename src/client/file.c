@@ -241,7 +241,8 @@ int loom_open_copy(loom_fs *fs, const char *path, const struct loom_layout *layo
 static int read_objects(loom_file *f, void *buf, size_t len, uint64_t off)
 {
 	/* What this client wrote is read back (an error stays for the writer's flush). */
-	files_drain_ino(f->fs, f->ino);
+	if (files_drain_ino(f->fs, f->ino) == -EINTR)
+		return -EINTR;
 	return io_read(f->fs, f->ino, f->layout, buf, len, off);
 }
 
@@ -365,7 +366,8 @@ static int report(loom_file *f, uint16_t op)
 	/* What went behind is answered first. A write of it that failed is this report's error (once
 	 * per handle that could have written it), and the size reported stops before the first byte
 	 * that failed: what never arrived is never part of the file. */
-	file_drain(f);
+	if (file_drain(f) == -EINTR)
+		return -EINTR; /* they are still in flight: a later report has them */
 	wb_rc = ino_error_take(f->fs, f->ino, &f->err_sample);
 	if (wb_rc) {
 		pthread_mutex_lock(&f->wb_lock);
@@ -453,7 +455,8 @@ int loom_fsync(loom_file *f)
 	/* The objects' data is made durable by the OSSs, the Data-on-MDT bytes by the report (the
 	 * MDS commits before it answers). What did reach the objects is made durable and reported
 	 * even when a write failed; the failure is fsync's error. */
-	file_drain(f);
+	if (file_drain(f) == -EINTR)
+		return -EINTR;
 	if (f->layout && uses_objects(f))
 		sync_rc = io_sync(f->fs, f->layout);
 	if (sync_rc)
@@ -621,7 +624,11 @@ int loom_close(loom_file *f)
 
 	if (!f)
 		return -EBADF;
+	/* The handle goes: its writes behind are answered first, whatever interrupts come. */
+	struct rpc_intr *in = rpc_intr_swap(NULL);
+
 	rc = report(f, LW_OP_MDS_CLOSE);
+	rpc_intr_swap(in);
 	files_remove(f->fs, f);
 	pthread_mutex_destroy(&f->lock);
 	pthread_mutex_destroy(&f->append_lock);

@@ -276,6 +276,9 @@ int io_wb_start(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const vo
 const void *io_wb_data(const struct io_wb *b);
 uint32_t io_wb_epoch(const struct io_wb *b);
 bool io_wb_done(struct io_wb *b);
+/* Waits until it has been answered (0), or until the calling thread is interrupted (-EINTR),
+ * when it stays in flight: the one waiting gives up waiting, not the write. */
+int io_wb_settled(struct io_wb *b);
 bool io_wb_overlaps(const struct io_wb *b, uint64_t off, uint64_t len);
 uint64_t io_wb_len(const struct io_wb *b);
 uint64_t io_wb_off(const struct io_wb *b);
@@ -372,7 +375,9 @@ typedef int (*file_epoch_send)(loom_file *f, uint32_t epoch, void *arg);
 int file_send_again(loom_file *f, int rc, uint32_t sent, file_epoch_send send, void *arg);
 /* Sends it in the handle's epoch, and again as file_send_again does. */
 int file_send_in_epoch(loom_file *f, file_epoch_send send, void *arg);
-/* Waits for the write-behind of every handle of ino here; its error (kept for their flush). */
+/* Waits for the write-behind of every handle of ino here; its error (kept for their flush), or
+ * -EINTR when the calling thread was interrupted first: the writes stay in flight, and a caller
+ * that drains to keep an order (nothing of ours lands after a punch) must stop there. */
 int files_drain_ino(loom_fs *fs, uint64_t ino);
 /* The same for one handle; file_drain_locked under its wb_lock. */
 int file_drain(loom_file *f);

@@ -311,6 +311,11 @@ bool io_wb_done(struct io_wb *b)
 	return io_job_done(&b->job);
 }
 
+int io_wb_settled(struct io_wb *b)
+{
+	return rpc_wait_settled(&b->job.w) == -EINTR ? -EINTR : 0;
+}
+
 bool io_wb_overlaps(const struct io_wb *b, uint64_t off, uint64_t len)
 {
 	return off < b->off + b->len && b->off < off + len;

@@ -101,7 +101,8 @@ int loom_fallocate(loom_file *f, int mode, off_t off, off_t len)
 		return rc;
 	/* No write of ours may land after a punch (or be in flight over a zeroing): every handle's
 	 * write-behind is waited for. Its errors stay for those handles' flush. */
-	files_drain_ino(f->fs, f->ino);
+	if (files_drain_ino(f->fs, f->ino) == -EINTR)
+		return -EINTR;
 
 	dom_size = f->dom ? f->layout->dom_size : 0;
 	if (zeroes && start < dom_size)
@@ -112,10 +113,9 @@ int loom_fallocate(loom_file *f, int mode, off_t off, off_t len)
 		 * between its last drain and the request (another thread may use it, as the mount's
 		 * do), and obj_blocks has one writer. */
 		pthread_mutex_lock(&f->wb_lock);
-		file_drain_locked(f);
 		struct falloc_args a = { .mode = (uint32_t)mode, .off = objs_from, .len = end - objs_from };
 
-		rc = file_send_in_epoch(f, send_falloc, &a);
+		rc = file_drain_locked(f) == -EINTR ? -EINTR : file_send_in_epoch(f, send_falloc, &a);
 		/* st_blocks moved, maybe down: with every object's figure known here, a stat before
 		 * the report shows the file's (files_pending_attr). Best effort. */
 		if (rc == 0)
@@ -152,7 +152,8 @@ int loom_seek_data(loom_file *f, off_t off, int whence, off_t *out)
 		return 0;
 	}
 	/* What this client wrote is where the answer looks (an error stays for the writer's flush). */
-	files_drain_ino(f->fs, f->ino);
+	if (files_drain_ino(f->fs, f->ino) == -EINTR)
+		return -EINTR;
 	size = files_written_size(f->fs, f->ino, size);
 	if (pos >= size)
 		return -ENXIO;

@@ -115,18 +115,23 @@ void file_wrote(loom_file *f, uint64_t off, uint64_t len, int rc)
 	}
 }
 
-/* Under wb_lock: the oldest write behind is answered (waiting for it with wait). */
-static bool wb_reap_one(loom_file *f, bool wait)
+/* Under wb_lock: the oldest write behind is answered, waiting for it with wait: 1 when one was,
+ * 0 when none is (or, without wait, none is yet), -EINTR when the waiting thread was interrupted
+ * first. That write stays in flight, in its place: only the wait ends (write(2), fsync(2) or
+ * close(2) answer EINTR); the bytes, acknowledged already, are not given up. */
+static int wb_reap_one(loom_file *f, bool wait)
 {
 	struct io_wb *b;
 	uint64_t off, len;
 	int rc;
 
 	if (!f->wb_count)
-		return false;
+		return 0;
 	b = f->wb[f->wb_first];
 	if (!wait && !io_wb_done(b))
-		return false;
+		return 0;
+	if (wait && io_wb_settled(b) == -EINTR)
+		return -EINTR;
 	f->wb_first = (f->wb_first + 1) % WB_SLOTS;
 	f->wb_count--;
 	f->wb_bytes -= io_wb_len(b);
@@ -137,7 +142,7 @@ static bool wb_reap_one(loom_file *f, bool wait)
 		rc = write_again(f, io_wb_data(b), len, off, rc, io_wb_epoch(b));
 	io_wb_free(b);
 	file_wrote(f, off, len, rc);
-	return true;
+	return 1;
 }
 
 static bool wb_overlaps(loom_file *f, uint64_t off, uint64_t len)
@@ -148,11 +153,21 @@ static bool wb_overlaps(loom_file *f, uint64_t off, uint64_t len)
 	return false;
 }
 
+/* Every write behind answered, or -EINTR. */
+static int wb_reap_all(loom_file *f)
+{
+	int rc;
+
+	while ((rc = wb_reap_one(f, true)) > 0)
+		;
+	return rc;
+}
+
 int file_drain_locked(loom_file *f)
 {
-	while (wb_reap_one(f, true))
-		;
-	return f->wb_err;
+	int rc = wb_reap_all(f);
+
+	return rc ? rc : f->wb_err;
 }
 
 int file_drain(loom_file *f)
@@ -170,9 +185,9 @@ int files_drain_ino(loom_fs *fs, uint64_t ino)
 	int rc = 0;
 
 	pthread_mutex_lock(&fs->files_lock);
-	for (loom_file *f = u64map_get(&fs->files, ino); f; f = f->next_same_ino) {
+	for (loom_file *f = u64map_get(&fs->files, ino); f && rc != -EINTR; f = f->next_same_ino) {
 		int r = file_drain(f);
-		if (r && !rc)
+		if (r && (!rc || r == -EINTR))
 			rc = r;
 	}
 	pthread_mutex_unlock(&fs->files_lock);
@@ -185,14 +200,14 @@ static int wb_write(loom_file *f, const void *buf, size_t len, uint64_t off)
 	struct io_wb *b;
 	int rc;
 
-	while (wb_reap_one(f, false))
+	while (wb_reap_one(f, false) > 0)
 		;
 	/* Two writes of the same bytes in flight could be applied in either order: wait. */
-	if (wb_overlaps(f, off, len))
-		while (wb_reap_one(f, true))
-			;
+	if (wb_overlaps(f, off, len) && (rc = wb_reap_all(f)))
+		return rc;
 	while (f->wb_count == WB_SLOTS || (f->wb_count && f->wb_bytes + len > WB_MAX_INFLIGHT))
-		wb_reap_one(f, true);
+		if ((rc = wb_reap_one(f, true)) < 0)
+			return rc;
 	if (f->wb_err)
 		return f->wb_err; /* an earlier write failed: so do the next ones, until reported */
 	rc = io_wb_start(f->fs, f->obj_owner, f->layout, buf, len, off, file_epoch(f), &b);
@@ -249,9 +264,7 @@ static int write_data(loom_file *f, const char *buf, size_t len, uint64_t off)
 	pthread_mutex_lock(&f->wb_lock);
 	if (len <= WB_MAX_WRITE) {
 		rc = wb_write(f, buf, len, off);
-	} else {
-		while (wb_reap_one(f, true))
-			;
+	} else if ((rc = wb_reap_all(f)) == 0) {
 		/* Answered once written: a failure is this write's error (nothing of it is
 		 * reported as part of the file), not one for later. */
 		uint32_t epoch = file_epoch(f);

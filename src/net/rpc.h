@@ -183,6 +183,11 @@ void rpc_wait_init(struct rpc_wait *w);
 void rpc_wait_destroy(struct rpc_wait *w);
 /* Blocks until every call submitted with w completed. */
 void rpc_wait_all(struct rpc_wait *w);
+/* Waits, cancelling nothing, until every call of w has completed (0), the calling thread's
+ * rpc_intr fired (-EINTR), or w's soft deadline passed (-ETIMEDOUT). The calls not completed
+ * stay in flight: rpc_wait_all() still has to end them. For waits on work that must not be
+ * given up (write-behind) while the one waiting may give up waiting. */
+int rpc_wait_settled(struct rpc_wait *w);
 
 /* Sets up a call; the caller then sets bulk/rbulk as needed. */
 void rpc_call_init(struct rpc_call *call, uint16_t opcode, const void *body, uint32_t body_len);

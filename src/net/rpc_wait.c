@@ -127,15 +127,21 @@ static void wait_until(struct rpc_wait *w, uint64_t until_ns)
 	pthread_cond_timedwait(&w->cond, &w->lock, &ts);
 }
 
-void rpc_wait_all(struct rpc_wait *w)
+/* The thread's interrupt, if any, now wakes w (or, with NULL, no longer does). */
+static void intr_attach(struct rpc_intr *in, struct rpc_wait *w)
 {
-	struct rpc_intr *in = thread_intr;
-
 	if (in) {
 		pthread_mutex_lock(&in->lock);
 		in->waiting = w;
 		pthread_mutex_unlock(&in->lock);
 	}
+}
+
+void rpc_wait_all(struct rpc_wait *w)
+{
+	struct rpc_intr *in = thread_intr;
+
+	intr_attach(in, w);
 	pthread_mutex_lock(&w->lock);
 	while (w->pending > 0) {
 		uint64_t now = clock_mono_ns();
@@ -155,11 +161,29 @@ void rpc_wait_all(struct rpc_wait *w)
 		}
 	}
 	pthread_mutex_unlock(&w->lock);
-	if (in) {
-		pthread_mutex_lock(&in->lock);
-		in->waiting = NULL;
-		pthread_mutex_unlock(&in->lock);
+	intr_attach(in, NULL);
+}
+
+int rpc_wait_settled(struct rpc_wait *w)
+{
+	struct rpc_intr *in = thread_intr;
+	int rc = 0;
+
+	intr_attach(in, w);
+	pthread_mutex_lock(&w->lock);
+	while (w->pending > 0 && rc == 0) {
+		if (in && rpc_intr_fired())
+			rc = -EINTR;
+		else if (w->deadline_ns && clock_mono_ns() >= w->deadline_ns)
+			rc = -ETIMEDOUT;
+		else if (w->deadline_ns)
+			wait_until(w, w->deadline_ns);
+		else
+			pthread_cond_wait(&w->cond, &w->lock);
 	}
+	pthread_mutex_unlock(&w->lock);
+	intr_attach(in, NULL);
+	return rc;
 }
 
 int rpc_call_sync(struct rpc_conn *c, struct rpc_call *call)

@@ -11,6 +11,7 @@ Nothing here asserts how fast: every bound is a deadline far past the few second
 """
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -160,6 +161,62 @@ def test_kill9_ends_a_reader_blocked_on_a_stopped_oss(cluster, mount_with, stopp
     p.kill()
     assert wait_until(lambda: p.poll() is not None, PATIENCE), \
         "kill -9 did not end a process reading from a stopped OSS"
+
+
+def test_a_write_waiting_on_stopped_osss_ends_on_a_signal_and_keeps_what_was_acknowledged(
+        cluster, mount_with, stopped):
+    """Writes go behind (4 MiB per handle): past that, write(2) waits for the OSSs. A signal ends
+    that wait with EINTR, kill -9 ends the process, and every byte a write acknowledged reaches
+    the file once the OSSs are back."""
+    mnt = mount_with("at_min=2")
+    paths = [os.path.join(mnt, name) for name in ("interrupted", "killed")]
+    for path in paths:
+        cluster.loom("setstripe", "-c", "-1", "-S", "1M", path)
+    for k in range(cluster.osts):
+        stopped("oss%d" % k)
+    writer = """
+        import errno, os, signal
+        def give_up(signum, frame):
+            raise InterruptedError(errno.EINTR, "interrupted")
+        signal.signal(signal.SIGUSR1, give_up)
+        fd = os.open(%r, os.O_WRONLY)
+        print("started", flush=True)
+        try:
+            for i in range(64):                      # far past what goes behind
+                block = bytes([i + 1]) * (1 << 20)
+                done = 0
+                while done < len(block):
+                    done += os.write(fd, block[done:])
+            print("all written", flush=True)
+        except InterruptedError:
+            print("EINTR at", os.lseek(fd, 0, os.SEEK_CUR), flush=True)
+        os._exit(0)                                  # the kernel closes fd: its writes go on
+    """
+    interrupted, killed = child(writer % paths[0]), child(writer % paths[1])
+    started(interrupted)
+    started(killed)
+    time.sleep(3)            # both wait for the OSSs by now (and a signal ends any wait anyway)
+    killed.kill()
+    assert wait_until(lambda: killed.poll() is not None, PATIENCE), \
+        "kill -9 did not end a process writing to stopped OSSs"
+    interrupted.send_signal(signal.SIGUSR1)
+    # Its exit closes the descriptor, and close(2) waits for the OSSs (hard): read its line.
+    ready, _, _ = select.select([interrupted.stdout], [], [], PATIENCE)
+    assert ready, "a signal did not end a write waiting for stopped OSSs"
+    line = interrupted.stdout.readline()
+    words = line.split()
+    assert words[:2] == ["EINTR", "at"], line
+    acknowledged = int(words[2])
+    assert 0 < acknowledged < 64 << 20, line
+    for k in range(cluster.osts):
+        os.kill(cluster.pid("oss%d" % k), signal.SIGCONT)
+    interrupted.communicate(timeout=PATIENCE)
+    # The release of the closed descriptor sends what went behind, then reports the size.
+    assert wait_until(lambda: os.stat(paths[0]).st_size == acknowledged, PATIENCE), \
+        "size %d, acknowledged %d" % (os.stat(paths[0]).st_size, acknowledged)
+    want = b"".join(bytes([i + 1]) * (1 << 20) for i in range(64))[:acknowledged]
+    with open(paths[0], "rb") as f:
+        assert f.read() == want
 
 
 def test_soft_mount_gives_eio_after_its_timeout(cluster, mount_with, stopped):

@@ -127,6 +127,12 @@ void rpc_wait_all(struct rpc_wait *w)
 	CHECK_EQ(w->pending, 0); /* every call is answered as it is submitted */
 }
 
+int rpc_wait_settled(struct rpc_wait *w)
+{
+	CHECK_EQ(w->pending, 0);
+	return 0;
+}
+
 /* Interrupts do not come here: io.c only sets them aside around write-behind waits. */
 struct rpc_intr *rpc_intr_swap(struct rpc_intr *in)
 {
