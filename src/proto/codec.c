@@ -522,7 +522,7 @@ static void lw_dec_none(struct lw_rd *r, struct lw_mds_req *out)
 	(void)out;
 }
 
-/* AUTH_*: the frame layer (net/server.c) answers them before any server sees a request. */
+/* AUTH_*: the frame layer (net/server_accept.c) answers them before any server sees a request. */
 static void lw_dec_frame(struct lw_rd *r, struct lw_mds_req *out)
 {
 	(void)out;
