@@ -126,7 +126,8 @@ int mds_op_ping(struct mds_op *o)
 	return 0;
 }
 
-/* AUTH_*: the frame layer answers them (net/server.c); the decoder turns them away before. */
+/* AUTH_*: the frame layer answers them (net/server_accept.c); the decoder turns them away
+ * before. */
 int mds_op_auth(struct mds_op *o)
 {
 	(void)o;

@@ -1,13 +1,15 @@
 /*
- * The client side of the wire, inside: a connection's state, shared by rpc.c (queues, the I/O
- * thread, recovery), rpc_dial.c (connecting, authenticating, the handshake) and rpc_wait.c
- * (waiting for calls, interrupts, deadlines, cancelling).
+ * The client side of the wire, inside: a connection's state, shared by rpc.c (calls, queues,
+ * sending, the I/O thread), rpc_recv.c (replies), rpc_recover.c (resending and reconnecting),
+ * rpc_timeout.c (hung servers, soft deadlines), rpc_dial.c (connecting, authenticating, the
+ * handshake) and rpc_wait.c (waiting for calls, interrupts, deadlines, cancelling).
  */
 #ifndef LOOM_NET_RPC_IMPL_H
 #define LOOM_NET_RPC_IMPL_H
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/auth.h"
@@ -82,6 +84,24 @@ void rpc_call_complete(struct rpc_call *call, int status);
 /* Takes call off its connection's queues and completes it with err, unless it is being sent or
  * received right now (then the caller tries again later), or completed already. */
 void rpc_call_cancel(struct rpc_call *call, int err);
+
+void conn_fail_locked(struct rpc_conn *c, const char *why);
+bool take_off_queues(struct rpc_conn *c, struct rpc_call *call);
+
+/* rpc_recv.c */
+void recv_reset(struct rpc_conn *c);
+int conn_recv(struct rpc_conn *c);
+
+/* rpc_recover.c */
+void conn_broken(struct rpc_conn *c, const char *why);
+void conn_reconnect(struct rpc_conn *c);
+
+/* rpc_timeout.c */
+uint64_t half_at_min_ns(const struct rpc_conn *c);
+void expire_late_calls(struct rpc_conn *c);
+uint64_t next_check_ns(struct rpc_conn *c);
+bool server_hangs(struct rpc_conn *c, char *why, size_t cap);
+void at_record(struct rpc_conn *c, uint64_t sent_ns);
 
 /* rpc_dial.c */
 /* A connected, authenticated socket that has said hello, or a negative errno. */

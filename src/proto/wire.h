@@ -9,11 +9,11 @@
  *  - A frame is: struct lw_hdr, then body_len bytes of body, then bulk_len bytes of bulk data.
  *    The body of a request or reply is one fixed struct, possibly followed by a variable tail
  *    (names, layouts, entries) whose lengths the fixed struct gives.
- *  - Bodies are decoded only by src/proto/codec.c, which checks every length first; handlers
+ *  - Bodies are decoded only by src/proto/codec*.c, which check every length first; handlers
  *    never see unvalidated bytes.
  *
  * Loom runs on little-endian hosts only (x86_64, aarch64), so these structs are the wire image;
- * a big-endian port adds byte swapping in codec.c and nowhere else.
+ * a big-endian port adds byte swapping in codec*.c and nowhere else.
  */
 #ifndef LOOM_PROTO_WIRE_H
 #define LOOM_PROTO_WIRE_H

@@ -69,7 +69,7 @@ void rpc_call_release(struct rpc_call *call)
 	call->rbody_len = 0;
 }
 
-/* The reply, as rpc.c hands it over: status, and a malloc'd body of exactly its length. */
+/* The reply, as rpc_recv.c hands it over: status, and a malloc'd body of exactly its length. */
 int rpc_call_sync(struct rpc_conn *c, struct rpc_call *call)
 {
 	static const int statuses[8] = { 0, 0, 0, 0, 0, -ENOENT, -EIO, -EACCES };

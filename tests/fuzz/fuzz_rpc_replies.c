@@ -1,11 +1,11 @@
 /*
- * The client's reply parser (src/net/rpc.c): arbitrary byte streams from a "server" read by the
- * real receive path (conn_recv -> conn_parse) of a connection with calls in flight.
+ * The client's reply parser (src/net/rpc_recv.c): arbitrary byte streams from a "server" read by
+ * the real receive path (conn_recv -> conn_parse) of a connection with calls in flight.
  *
- * rpc.c is included so that its statics are reachable. The connection is made by hand over a
- * socketpair, without its I/O thread: the driver submits the calls (rpc_submit), sends them
- * (conn_send), then writes the stream in pieces and lets conn_recv read each, as the thread
- * would on POLLIN. At the end the "server" hangs up.
+ * rpc.c and the files split from it are included so that their statics are reachable. The
+ * connection is made by hand over a socketpair, without its I/O thread: the driver submits the
+ * calls (rpc_submit), sends them (conn_send), then writes the stream in pieces and lets conn_recv
+ * read each, as the thread would on POLLIN. At the end the "server" hangs up.
  *
  * Input: 1 byte (call count and modes), 2 bytes per call (its opcode and reply buffers), then the
  * stream (see fuzz_frames() in fuzz.c: checksums are fixed up unless bit 3 is set).
@@ -21,6 +21,9 @@
  *    allocations), and nothing leaks.
  */
 #include "../../src/net/rpc.c"
+#include "../../src/net/rpc_recover.c"
+#include "../../src/net/rpc_recv.c"
+#include "../../src/net/rpc_timeout.c"
 
 #include "fuzz.h"
 
@@ -61,7 +64,7 @@ static struct fcall *find_pending(struct fcall *calls, int n, uint64_t id)
 	return NULL;
 }
 
-/* What rpc.c must make of the stream. */
+/* What rpc_recv.c must make of the stream. */
 static void ref_replies(struct fcall *calls, int n, const uint8_t *s, size_t len)
 {
 	size_t pos = 0;

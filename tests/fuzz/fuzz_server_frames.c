@@ -1,7 +1,8 @@
 /*
- * The server's frame state machine (src/net/server.c), driven by arbitrary byte streams.
+ * The server's frame state machine (src/net/server*.c), driven by arbitrary byte streams.
  *
- * server.c is included so that its statics are reachable (as h2o's unit tests do). One
+ * server.c and the files split from it are included so that their statics are reachable (as
+ * h2o's unit tests do), and so that no object of libloomnet's server is linked. One
  * connection is made by hand over a socketpair (no listening socket), and the loop is run the way
  * srv_run() runs it, one epoll_wait(0) at a time, so that reading, pausing, starving for memory,
  * resuming and closing all go through the real code, including its wake-ups: a connection that
@@ -22,6 +23,9 @@
  *    server's memory charge), and nothing leaks.
  */
 #include "../../src/net/server.c"
+#include "../../src/net/server_accept.c"
+#include "../../src/net/server_read.c"
+#include "../../src/net/server_reply.c"
 
 #include "fuzz.h"
 

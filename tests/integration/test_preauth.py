@@ -30,7 +30,8 @@ from loomutil import MDS_BIN, nofile_at_least, wait_until
 NCONN = 2000                     # strangers
 GETATTR_ROOT = w.cred() + struct.pack("<Q", 1)
 
-# The MDS's lines about them (src/net/server.c, lim_kinds), and the counts folded into them.
+# The MDS's lines about them (src/net/server_accept.c; the summaries: lim_kinds in server.c), and
+# the counts folded into them.
 TIMEOUT_LINE = re.compile(r" WARN: mds: closing connection \d+ from \S+: no authentication within ")
 TIMEOUT_SUMMARY = re.compile(r" WARN: mds: unauthenticated connections closed: no authentication in time: "
                              r"(\d+) more like it in the last second$")

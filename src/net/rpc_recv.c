@@ -1,0 +1,261 @@
+/*
+ * Receiving replies, on the I/O thread: the reply state machine (header, body, bulk), matching
+ * each reply to its call in flight (or to a cancelled one, whose reply is dropped), bulk straight
+ * into the caller's buffers, and a peer that breaks the protocol failing the connection.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "common/crc.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "net/rpc_impl.h"
+#include "proto/codec.h"
+
+/* Takes the call with this request id off the in-flight list. */
+static struct rpc_call *conn_take_inflight(struct rpc_conn *c, uint64_t id)
+{
+	struct rpc_call **pp, *call = NULL;
+
+	pthread_mutex_lock(&c->lock);
+	for (pp = &c->inflight; *pp; pp = &(*pp)->next) {
+		if ((*pp)->req_id == id) {
+			call = *pp;
+			*pp = call->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	return call;
+}
+
+/* Copies reply bulk bytes into the call's iovecs at offset `off`. */
+static void rbulk_copy(struct rpc_call *call, uint32_t off, const uint8_t *p, uint32_t n)
+{
+	for (int i = 0; i < call->rbulk_cnt && n > 0; i++) {
+		uint32_t len = (uint32_t)call->rbulk[i].iov_len, k;
+		if (off >= len) {
+			off -= len;
+			continue;
+		}
+		k = MIN(n, len - off);
+		memcpy((uint8_t *)call->rbulk[i].iov_base + off, p, k);
+		p += k;
+		n -= k;
+		off = 0;
+	}
+}
+
+/* Finds where reply bulk offset `off` lands, to receive straight into the caller's buffer. */
+static void *rbulk_at(struct rpc_call *call, uint32_t off, uint32_t *room)
+{
+	for (int i = 0; i < call->rbulk_cnt; i++) {
+		uint32_t len = (uint32_t)call->rbulk[i].iov_len;
+		if (off < len) {
+			*room = len - off;
+			return (uint8_t *)call->rbulk[i].iov_base + off;
+		}
+		off -= len;
+	}
+	*room = 0;
+	return NULL;
+}
+
+static void reply_done(struct rpc_conn *c)
+{
+	struct rpc_call *call = c->rcall;
+	int status = lw_errno_from_wire(c->hdr.status);
+
+	c->rcall = NULL;
+	c->rstate = RS_HDR;
+	c->hgot = 0;
+	if (c->discarding) {
+		/* A cancelled call's reply: nobody waits for it. */
+		c->discarding = false;
+		free(c->rbody);
+		c->rbody = NULL;
+		return;
+	}
+	at_record(c, call->sent_ns);
+	call->rbody = c->rbody;
+	call->rbody_len = c->hdr.body_len;
+	call->rbulk_len = c->hdr.bulk_len;
+	c->rbody = NULL;
+	if (c->hdr.bulk_len && crc32c_iov(0, call->rbulk, call->rbulk_cnt, c->hdr.bulk_len) != c->hdr.bulk_crc) {
+		log_warn("reply from %s to %s: bulk checksum mismatch", c->peer, lw_op_name(c->hdr.opcode));
+		status = -EBADMSG;
+	}
+	rpc_call_complete(call, status);
+}
+
+/* Whether a call with this request id was cancelled while in flight. */
+static bool was_cancelled(struct rpc_conn *c, uint64_t id)
+{
+	bool found = false;
+
+	if (id == 0)
+		return false; /* no request has id 0: the ring's empty slots hold it */
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < ARRAY_SIZE(c->cancelled) && !found; i++)
+		found = c->cancelled[i] == id;
+	pthread_mutex_unlock(&c->lock);
+	return found;
+}
+
+/* The reply header is complete. NULL, or why the connection is unusable. */
+static const char *reply_hdr_done(struct rpc_conn *c)
+{
+	struct lw_hdr *h = &c->hdr;
+
+	if (lw_hdr_check(h) || !(h->flags & LW_F_REPLY))
+		return "malformed reply header";
+	c->rcall = conn_take_inflight(c, h->req_id);
+	if (!c->rcall) {
+		/* A caller that sent its request itself may not have put it on the in-flight list
+		 * yet (it does so under send_lock, right after the send): wait for it once. */
+		pthread_mutex_lock(&c->send_lock);
+		pthread_mutex_unlock(&c->send_lock);
+		c->rcall = conn_take_inflight(c, h->req_id);
+	}
+	c->discarding = !c->rcall && was_cancelled(c, h->req_id);
+	if (!c->rcall && !c->discarding)
+		return "reply to an unknown request";
+	if (c->discarding)
+		; /* read and dropped: its size was checked with the header */
+	else if (h->opcode != c->rcall->opcode)
+		return "reply opcode differs from the request's";
+	if (c->rcall && h->bulk_len > c->rcall->rbulk_cap)
+		return "reply bulk larger than the buffer for it";
+	c->rbody = malloc(h->body_len ? h->body_len : 1);
+	if (!c->rbody)
+		return "out of memory";
+	c->got = 0;
+	c->rstate = RS_BODY;
+	return NULL;
+}
+
+static const char *reply_body_done(struct rpc_conn *c)
+{
+	if (lw_hdr_crc_check(&c->hdr, c->rbody))
+		return "reply header checksum mismatch";
+	c->got = 0;
+	if (c->hdr.bulk_len)
+		c->rstate = RS_BULK;
+	else
+		reply_done(c);
+	return NULL;
+}
+
+static const char *conn_parse(struct rpc_conn *c)
+{
+	while (c->rpos < c->rlen) {
+		const uint8_t *p = c->rbuf + c->rpos;
+		uint32_t avail = c->rlen - c->rpos, n = 0;
+		const char *why = NULL;
+
+		switch (c->rstate) {
+		case RS_HDR:
+			n = MIN(avail, (uint32_t)sizeof(c->hdr) - c->hgot);
+			memcpy((uint8_t *)&c->hdr + c->hgot, p, n);
+			c->hgot += n;
+			if (c->hgot == sizeof(c->hdr)) {
+				why = reply_hdr_done(c);
+				if (!why && c->hdr.body_len == 0)
+					why = reply_body_done(c);
+			}
+			break;
+		case RS_BODY:
+			n = MIN(avail, c->hdr.body_len - c->got);
+			memcpy(c->rbody + c->got, p, n);
+			c->got += n;
+			if (c->got == c->hdr.body_len)
+				why = reply_body_done(c);
+			break;
+		case RS_BULK:
+			n = MIN(avail, c->hdr.bulk_len - c->got);
+			if (c->rcall)
+				rbulk_copy(c->rcall, c->got, p, n);
+			c->got += n;
+			if (c->got == c->hdr.bulk_len)
+				reply_done(c);
+			break;
+		}
+		c->rpos += n;
+		if (why)
+			return why;
+	}
+	c->rpos = c->rlen = 0;
+	return NULL;
+}
+
+/* Clears the receive state after the socket went away. I/O thread. */
+void recv_reset(struct rpc_conn *c)
+{
+	free(c->rbody);
+	c->rbody = NULL;
+	c->rstate = RS_HDR;
+	c->hgot = 0;
+	c->rpos = c->rlen = 0;
+	c->got = 0;
+}
+
+/* Reads what the socket has. 0, or -1 when the connection broke (already handled). */
+int conn_recv(struct rpc_conn *c)
+{
+	char why[96];
+
+	for (;;) {
+		const char *err;
+		ssize_t n;
+		uint32_t room;
+		void *dst;
+
+		if (c->rstate == RS_BULK && c->hdr.bulk_len - c->got >= RBUF_SIZE && c->rcall &&
+		    (dst = rbulk_at(c->rcall, c->got, &room)) != NULL) {
+			/* Large reply bulk lands straight in the caller's buffer. */
+			n = recv(c->fd, dst, MIN(room, c->hdr.bulk_len - c->got), 0);
+			if (n > 0) {
+				c->got += (uint32_t)n;
+				if (c->got == c->hdr.bulk_len)
+					reply_done(c);
+				continue;
+			}
+		} else {
+			n = recv(c->fd, c->rbuf, RBUF_SIZE, 0);
+			if (n > 0) {
+				c->rpos = 0;
+				c->rlen = (uint32_t)n;
+				err = conn_parse(c);
+				if (err) {
+					/* A peer that breaks the protocol is not recovered. */
+					pthread_mutex_lock(&c->send_lock);
+					pthread_mutex_lock(&c->lock);
+					if (c->rcall) {
+						rpc_call_complete(c->rcall, -EIO);
+						c->rcall = NULL;
+					}
+					conn_fail_locked(c, err);
+					pthread_mutex_unlock(&c->lock);
+					pthread_mutex_unlock(&c->send_lock);
+					recv_reset(c);
+					return -1;
+				}
+				continue;
+			}
+		}
+		if (n == 0) {
+			conn_broken(c, "server closed the connection");
+			return -1;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN)
+			return 0;
+		snprintf(why, sizeof(why), "receive error: %s", strerror(errno));
+		conn_broken(c, why);
+		return -1;
+	}
+}

@@ -1,0 +1,151 @@
+/*
+ * The server side of the wire, inside: a server's and a connection's state, shared by server.c
+ * (the loop, creating and closing), server_read.c (frames in), server_reply.c (replies out,
+ * flow control and memory) and server_accept.c (accepting, authentication, strangers).
+ */
+#ifndef LOOM_NET_SERVER_IMPL_H
+#define LOOM_NET_SERVER_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/auth.h"
+#include "common/log.h"
+#include "net/server.h"
+#include "proto/wire.h"
+
+/*
+ * Memory accounting. Every request is charged to the server from the moment its header is
+ * accepted (bytes, which past a limit pause every connection that wants to start a new frame),
+ * and to its connection from the moment it is complete (count and bytes, which past a limit
+ * pause that connection's reading), until its reply has been written to the socket (or dropped). A reply is charged its own size too,
+ * so a client that asks for data and never reads it stops being served instead of growing the
+ * server without bound.
+ */
+
+struct out_frame {
+	struct out_frame *next;
+	void *bulk;
+	void (*bulk_free)(void *);
+	uint32_t bulk_len;
+	uint32_t hb_len;  /* header + body */
+	size_t sent;      /* bytes of hb then bulk already written */
+	uint64_t charge;  /* bytes charged for it (its own size) */
+	bool ends_req;    /* its request is still counted in the connection's in-flight count */
+	_Alignas(8) uint8_t hb[]; /* the header is read as struct lw_hdr: keep it aligned */
+};
+
+enum rstate { RS_HDR, RS_BODY, RS_BULK };
+
+/* The kinds of rate-limited log lines (lim_kinds in server.c). */
+enum lim_kind { LIM_TIMEOUT, LIM_WRONG_KEY, LIM_BAD_AUTH, LIM_NO_AUTH, LIM_DROPPED, LIM_EVICTED,
+		LIM_ACCEPT, LIM_COUNT };
+
+struct srv_conn {
+	struct srv *srv;
+	int fd;
+	uint64_t id;
+	char peer[48];
+
+	pthread_mutex_t lock;   /* everything below up to the read state */
+	int refs;               /* the loop's while open, plus one per request handed out */
+	bool closed;            /* fd closed: replies are dropped */
+	bool close_when_flushed;/* an authentication failure: say why, then hang up */
+	atomic_bool paused;     /* not reading: too much in flight (written under lock) */
+	bool resume_queued;     /* on srv->resume, to parse what rbuf still holds */
+	uint32_t events;        /* what epoll is asked for now */
+	uint32_t inflight;      /* requests read and not yet answered on the wire */
+	uint64_t inflight_bytes;
+	struct out_frame *out_head;
+	struct out_frame *out_tail;
+
+	/* Loop thread only. */
+	uint8_t *rbuf;
+	uint32_t rcap;           /* PREAUTH_RBUF until authenticated, then RBUF_SIZE */
+	uint32_t rpos;
+	uint32_t rlen;
+	enum rstate rstate;
+	struct lw_hdr hdr;
+	uint32_t hgot;
+	struct srv_req *req;
+	uint32_t got;            /* of body or bulk, per rstate */
+	bool starved;            /* waiting for server memory to start its next frame */
+	bool authed;             /* proved it holds the key (always true when the server has none);
+	                          * until then, the connection is on srv->preauth */
+	bool challenged;
+	uint8_t nonce[LW_AUTH_NONCE];
+	uint64_t deadline_ns;    /* not authenticated by then: closed */
+	struct srv_conn *prev_open, *next_open;
+	struct srv_conn *prev_preauth, *next_preauth;
+	struct srv_conn *next_starved;
+	struct srv_conn *next_grave;
+
+	struct srv_conn *next_resume; /* under srv->resume_lock */
+};
+
+struct srv {
+	struct srv_opts opts;
+	char name[16];
+	int epfd;
+	int listen_fd;
+	int wake_fd;
+	uint16_t port;
+	atomic_int stopping;
+	uint64_t next_conn_id;
+	uint64_t accept_paused_until; /* listen fd out of epoll until then, or until a close */
+	uint64_t handshake_ns;
+	uint32_t max_preauth;     /* connections on preauth at most */
+
+	atomic_uint_fast64_t mem; /* bytes charged to requests and replies */
+	uint8_t key[LOOM_KEY_MAX];
+	atomic_bool starving;     /* some connection waits for mem to fall */
+
+	/* Loop thread only. */
+	struct srv_conn *open_conns;
+	struct srv_conn *starved;
+	struct srv_conn *grave;   /* closed during this loop iteration, freed at its end */
+	/* Connections that have not authenticated, oldest first. All wait the same time, so the
+	 * head has the nearest deadline (no timer heap) and is the one evicted first. */
+	struct srv_conn *preauth_head, *preauth_tail;
+	uint32_t npreauth;
+	struct log_limit lim[LIM_COUNT];
+
+	pthread_mutex_t resume_lock;
+	struct srv_conn *resume;
+};
+
+/* The bytes a request is charged, from its header. */
+static inline uint64_t req_charge(const struct lw_hdr *h)
+{
+	return sizeof(struct srv_req) + h->body_len + (uint64_t)h->bulk_len;
+}
+
+/* server.c */
+void conn_unref(struct srv_conn *c);
+void srv_wake(struct srv *s);
+void accept_pause(struct srv *s, uint64_t until);
+void conn_close(struct srv_conn *c, const char *why);
+
+/* server_read.c */
+void starved_remove(struct srv *s, struct srv_conn *c);
+void conn_read(struct srv_conn *c);
+
+/* server_reply.c */
+void mem_release(struct srv *s, uint64_t bytes);
+void out_frame_free(struct srv *s, struct out_frame *f);
+void conn_set_events(struct srv_conn *c);
+void conn_check_pause(struct srv_conn *c);
+void conn_frame_done(struct srv_conn *c, struct out_frame *f);
+void conn_write_ready(struct srv_conn *c);
+
+/* server_accept.c */
+void preauth_remove(struct srv *s, struct srv_conn *c);
+void conn_authenticate(struct srv_conn *c, struct srv_req *req);
+uint32_t preauth_cap(const struct srv *s);
+void srv_accept(struct srv *s);
+void preauth_expire(struct srv *s, uint64_t now);
+
+#endif

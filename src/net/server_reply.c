@@ -1,0 +1,322 @@
+/*
+ * Replies: srv_reply() and its kin, from any thread; the out queue of a connection and writing
+ * it to the socket; and the accounting that pauses a connection (too much in flight) and resumes
+ * it when its replies drain.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "common/crc.h"
+#include "common/log.h"
+#include "net/bulk.h"
+#include "net/server_impl.h"
+#include "proto/codec.h"
+
+#define WRITE_IOVS    64
+
+/* Server memory was released: connections waiting for it may go on. */
+void mem_release(struct srv *s, uint64_t bytes)
+{
+	uint64_t now = atomic_fetch_sub(&s->mem, bytes) - bytes;
+
+	if (atomic_load(&s->starving) && now < s->opts.max_memory / 2 &&
+	    atomic_exchange(&s->starving, false))
+		srv_wake(s);
+}
+
+void out_frame_free(struct srv *s, struct out_frame *f)
+{
+	if (f->bulk) {
+		if (f->bulk_free)
+			f->bulk_free(f->bulk);
+		else
+			free(f->bulk);
+	}
+	mem_release(s, f->charge);
+	free(f);
+}
+
+/* Under c->lock. Asks epoll for what the connection needs now. */
+void conn_set_events(struct srv_conn *c)
+{
+	uint32_t ev = 0;
+	struct epoll_event e;
+
+	if (c->closed)
+		return;
+	/* Not even RDHUP while paused: it would be reported on every wait, and spin the loop. */
+	if (!atomic_load(&c->paused) && !c->starved)
+		ev |= EPOLLIN | EPOLLRDHUP;
+	if (c->out_head)
+		ev |= EPOLLOUT;
+	if (ev == c->events)
+		return;
+	e.events = ev;
+	e.data.ptr = c;
+	if (epoll_ctl(c->srv->epfd, EPOLL_CTL_MOD, c->fd, &e) == 0)
+		c->events = ev;
+	else
+		log_warn("%s: epoll_ctl for connection %llu: %s", c->srv->name, (unsigned long long)c->id,
+			 strerror(errno));
+}
+
+/* Under c->lock: pauses reading past the connection's limits. */
+void conn_check_pause(struct srv_conn *c)
+{
+	struct srv *s = c->srv;
+
+	if (!atomic_load(&c->paused) &&
+	    (c->inflight >= s->opts.max_inflight || c->inflight_bytes >= s->opts.max_inflight_bytes)) {
+		atomic_store(&c->paused, true);
+		conn_set_events(c);
+	}
+}
+
+/*
+ * Under c->lock: if the connection is paused and has drained enough, un-pauses it and queues it
+ * for the loop (its read buffer may hold whole frames that no event will announce). Returns
+ * true when the caller must hand it over with conn_queue_resume() after unlocking.
+ */
+static bool conn_check_resume(struct srv_conn *c)
+{
+	struct srv *s = c->srv;
+
+	if (!atomic_load(&c->paused) || c->closed || c->inflight > s->opts.max_inflight / 2 ||
+	    c->inflight_bytes > s->opts.max_inflight_bytes / 2)
+		return false;
+	atomic_store(&c->paused, false);
+	conn_set_events(c);
+	if (c->resume_queued)
+		return false;
+	c->resume_queued = true;
+	c->refs++;
+	return true;
+}
+
+static void conn_queue_resume(struct srv_conn *c)
+{
+	struct srv *s = c->srv;
+
+	pthread_mutex_lock(&s->resume_lock);
+	c->next_resume = s->resume;
+	s->resume = c;
+	pthread_mutex_unlock(&s->resume_lock);
+	srv_wake(s);
+}
+
+/* Under c->lock: a reply frame left (sent or dropped). */
+void conn_frame_done(struct srv_conn *c, struct out_frame *f)
+{
+	if (f->ends_req)
+		c->inflight--;
+	c->inflight_bytes -= f->charge;
+}
+
+/*
+ * Under c->lock. Writes as much of the out queue as the socket takes, several frames per call.
+ * Returns 0, or -errno when the connection is broken (the loop closes it on its next event).
+ */
+static int conn_flush(struct srv_conn *c)
+{
+	while (c->out_head && !c->closed) {
+		struct iovec iov[WRITE_IOVS];
+		struct msghdr mh = { .msg_iov = iov };
+		int n = 0;
+		ssize_t w;
+
+		for (struct out_frame *f = c->out_head; f && n + 2 <= WRITE_IOVS; f = f->next) {
+			size_t off = f == c->out_head ? f->sent : 0;
+			if (off < f->hb_len) {
+				iov[n].iov_base = f->hb + off;
+				iov[n++].iov_len = f->hb_len - off;
+				off = 0;
+			} else {
+				off -= f->hb_len;
+			}
+			if (f->bulk_len > off) {
+				iov[n].iov_base = (uint8_t *)f->bulk + off;
+				iov[n++].iov_len = f->bulk_len - off;
+			}
+		}
+		mh.msg_iovlen = (size_t)n;
+		w = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return 0;
+			return -errno;
+		}
+		while (w > 0 && c->out_head) {
+			struct out_frame *f = c->out_head;
+			size_t left = f->hb_len + (size_t)f->bulk_len - f->sent;
+			if ((size_t)w < left) {
+				f->sent += (size_t)w;
+				break;
+			}
+			w -= (ssize_t)left;
+			c->out_head = f->next;
+			if (!c->out_head)
+				c->out_tail = NULL;
+			conn_frame_done(c, f);
+			out_frame_free(c->srv, f);
+		}
+	}
+	if (!c->out_head && c->close_when_flushed && !c->closed)
+		shutdown(c->fd, SHUT_RDWR); /* the loop closes it on the hang-up */
+	return 0;
+}
+
+void conn_write_ready(struct srv_conn *c)
+{
+	bool resume;
+	int rc;
+
+	if (c->fd < 0)
+		return;
+	pthread_mutex_lock(&c->lock);
+	rc = conn_flush(c);
+	conn_set_events(c);
+	resume = conn_check_resume(c);
+	pthread_mutex_unlock(&c->lock);
+	if (resume)
+		conn_queue_resume(c);
+	if (rc < 0)
+		conn_close(c, "write error");
+}
+
+/* Frees a request's own memory (not its connection's count, which its reply or drop settles). */
+static void req_free(struct srv *s, struct srv_req *req)
+{
+	bulk_free(req->bulk);
+	mem_release(s, req_charge(&req->hdr));
+	free(req);
+}
+
+void srv_reply(struct srv_req *req, int status, const void *body, uint32_t body_len, void *bulk,
+	       uint32_t bulk_len, void (*release)(void *))
+{
+	struct srv_conn *c = req->conn;
+	struct srv *s = c->srv;
+	struct out_frame *f;
+	struct lw_hdr *h;
+	bool resume = false;
+	int rc = 0;
+
+	f = malloc(sizeof(*f) + sizeof(*h) + body_len);
+	if (f) {
+		f->next = NULL;
+		f->bulk = bulk;
+		f->bulk_free = release;
+		f->bulk_len = bulk ? bulk_len : 0;
+		f->hb_len = (uint32_t)sizeof(*h) + body_len;
+		f->sent = 0;
+		f->charge = (uint64_t)f->hb_len + f->bulk_len;
+		f->ends_req = req->counted;
+		h = (struct lw_hdr *)f->hb;
+		if (body_len)
+			memcpy(f->hb + sizeof(*h), body, body_len);
+		lw_hdr_fill(h, req->hdr.opcode, LW_F_REPLY, lw_errno_to_wire(status), req->hdr.req_id,
+			    f->hb + sizeof(*h), body_len, f->bulk_len,
+			    f->bulk_len ? crc32c(0, bulk, f->bulk_len) : 0);
+		atomic_fetch_add(&s->mem, f->charge);
+	} else {
+		log_err("%s: out of memory for a reply to %s; dropping the connection", s->name,
+			lw_op_name(req->hdr.opcode));
+		if (bulk)
+			release ? release(bulk) : free(bulk);
+	}
+
+	pthread_mutex_lock(&c->lock);
+	/* The request's bytes leave the connection's count; its reply's join it until sent. */
+	if (req->counted)
+		c->inflight_bytes -= req_charge(&req->hdr);
+	if (!f) {
+		/* Without its reply the client would wait forever: make it see a broken connection. */
+		if (req->counted)
+			c->inflight--;
+		if (!c->closed)
+			shutdown(c->fd, SHUT_RDWR);
+	} else if (c->closed) {
+		if (req->counted)
+			c->inflight--;
+		out_frame_free(s, f);
+	} else {
+		bool was_idle = c->out_head == NULL;
+
+		c->inflight_bytes += f->charge;
+		if (c->out_tail)
+			c->out_tail->next = f;
+		else
+			c->out_head = f;
+		c->out_tail = f;
+		/* Write at once from this thread when nothing is queued ahead of us: one system call
+		 * instead of a wake-up of the loop. If the socket is full, epoll takes over. */
+		if (was_idle)
+			rc = conn_flush(c);
+		if (rc < 0)
+			shutdown(c->fd, SHUT_RDWR);
+		conn_check_pause(c);
+	}
+	conn_set_events(c);
+	resume = conn_check_resume(c);
+	pthread_mutex_unlock(&c->lock);
+	if (resume)
+		conn_queue_resume(c);
+	req_free(s, req);
+	conn_unref(c);
+}
+
+void srv_req_drop(struct srv_req *req)
+{
+	struct srv_conn *c = req->conn;
+	bool resume;
+
+	pthread_mutex_lock(&c->lock);
+	if (req->counted) {
+		c->inflight--;
+		c->inflight_bytes -= req_charge(&req->hdr);
+	}
+	resume = conn_check_resume(c);
+	pthread_mutex_unlock(&c->lock);
+	if (resume)
+		conn_queue_resume(c);
+	req_free(c->srv, req);
+	conn_unref(c);
+}
+
+void srv_req_park(struct srv_req *req)
+{
+	struct srv_conn *c = req->conn;
+	bool resume;
+
+	pthread_mutex_lock(&c->lock);
+	if (req->counted) {
+		req->counted = false;
+		c->inflight--;
+		c->inflight_bytes -= req_charge(&req->hdr);
+	}
+	resume = conn_check_resume(c);
+	pthread_mutex_unlock(&c->lock);
+	if (resume)
+		conn_queue_resume(c);
+}
+
+void *srv_req_take_bulk(struct srv_req *req)
+{
+	void *b = req->bulk;
+
+	req->bulk = NULL;
+	return b;
+}
+
+const char *srv_req_peer(const struct srv_req *req)
+{
+	return req->conn->peer;
+}
