@@ -43,91 +43,6 @@ static void crash_hook_init(void)
 /* A block of scratch per thread, for the blocks a read or write covers only partly. */
 static __thread uint8_t scratch[CSUM_BLOCK];
 
-static int conf_write(const char *dir, const char *fsname, const char *uuid, uint32_t idx)
-{
-	char path[PATH_MAX], buf[256];
-	int n;
-
-	snprintf(path, sizeof(path), "%s/ost.conf", dir);
-	if (idx == OST_IDX_NONE)
-		n = snprintf(buf, sizeof(buf), "fsname=%s\nuuid=%s\n", fsname, uuid);
-	else
-		n = snprintf(buf, sizeof(buf), "fsname=%s\nuuid=%s\nindex=%u\n", fsname, uuid, idx);
-	return file_write_atomic(path, buf, (size_t)n);
-}
-
-int ost_format(const char *dir, const char *fsname, uint32_t idx)
-{
-	char path[PATH_MAX], uuid[40];
-	uint8_t r[16];
-	struct stat st;
-	int rc;
-
-	if (snprintf(path, sizeof(path), "%s/ost.conf", dir) >= (int)sizeof(path))
-		return -ENAMETOOLONG;
-	if (stat(path, &st) == 0)
-		return -EEXIST;
-	rc = mkdir_p(dir, 0755);
-	if (rc)
-		return rc;
-	for (int i = 0; i < NDIRS; i++) {
-		snprintf(path, sizeof(path), "%s/O/%02x", dir, i);
-		rc = mkdir_p(path, 0755);
-		if (rc)
-			return rc;
-	}
-	rc = random_bytes(r, sizeof(r));
-	if (rc)
-		return rc;
-	snprintf(uuid, sizeof(uuid), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-		 r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13],
-		 r[14], r[15]);
-	return conf_write(dir, fsname, uuid, idx);
-}
-
-static int conf_read(struct ost *o)
-{
-	char path[PATH_MAX], *buf, *line, *save = NULL;
-	int rc;
-
-	snprintf(path, sizeof(path), "%s/ost.conf", o->dir);
-	rc = file_read_all(path, &buf, NULL);
-	if (rc)
-		return rc;
-	o->idx = OST_IDX_NONE;
-	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *eq = strchr(line, '=');
-		if (!eq)
-			continue;
-		*eq++ = '\0';
-		if (!strcmp(line, "fsname"))
-			snprintf(o->fsname, sizeof(o->fsname), "%s", eq);
-		else if (!strcmp(line, "uuid"))
-			snprintf(o->uuid, sizeof(o->uuid), "%s", eq);
-		else if (!strcmp(line, "index"))
-			o->idx = (uint32_t)strtoul(eq, NULL, 10);
-	}
-	free(buf);
-	return o->uuid[0] && o->fsname[0] ? 0 : -EINVAL;
-}
-
-/* ---- names ---- */
-
-int obj_dir(uint64_t objid)
-{
-	return (int)(objid & 0xff);
-}
-
-void obj_name(uint64_t objid, char *buf, size_t cap)
-{
-	snprintf(buf, cap, "%llx", (unsigned long long)objid);
-}
-
-void csum_name(uint64_t objid, char *buf, size_t cap)
-{
-	snprintf(buf, cap, "%llx" CSUM_SUFFIX, (unsigned long long)objid);
-}
-
 /* ---- plain I/O ---- */
 
 int pread_full(int fd, void *buf, size_t len, uint64_t off, size_t *got)
@@ -187,7 +102,7 @@ void ost_set_cache_policy(struct ost *o, const struct ost_cache_policy *p)
 int ost_open(const char *dir, struct ost **out)
 {
 	struct ost *o;
-	char path[PATH_MAX];
+	char path[PATH_MAX], why[128];
 	int rc;
 
 	o = calloc(1, sizeof(*o));
@@ -197,7 +112,7 @@ int ost_open(const char *dir, struct ost **out)
 	o->intent_fd = -1;
 	o->cache.readcache_max_io = OST_READCACHE_MAX_IO;
 	o->cache.writeback_min_io = OST_WRITEBACK_MIN_IO;
-	for (int i = 0; i < NDIRS; i++) {
+	for (int i = 0; i < OST_NDIRS; i++) {
 		o->odir[i] = -1;
 		pthread_mutex_init(&o->odir_sync[i], NULL);
 	}
@@ -218,7 +133,9 @@ int ost_open(const char *dir, struct ost **out)
 		rc = -errno;
 		goto fail;
 	}
-	rc = conf_read(o);
+	rc = ost_conf_read(o->dir, &o->conf, why, sizeof(why));
+	if (rc == -EINVAL)
+		log_err("%s/" OST_CONF_FILE " is not an OST's: %s", o->dir, why);
 	if (rc)
 		goto fail;
 	o->dirfd = open(o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -226,8 +143,8 @@ int ost_open(const char *dir, struct ost **out)
 		rc = -errno;
 		goto fail;
 	}
-	for (int i = 0; i < NDIRS; i++) {
-		snprintf(path, sizeof(path), "O/%02x", i);
+	for (int i = 0; i < OST_NDIRS; i++) {
+		snprintf(path, sizeof(path), OST_ODIR_FMT, i);
 		o->odir[i] = openat(o->dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (o->odir[i] < 0) {
 			rc = -errno;
@@ -255,7 +172,7 @@ void ost_close(struct ost *o)
 		if (o->fdc[i].cfd >= 0)
 			close(o->fdc[i].cfd);
 	}
-	for (int i = 0; i < NDIRS; i++) {
+	for (int i = 0; i < OST_NDIRS; i++) {
 		if (o->odir[i] >= 0)
 			close(o->odir[i]);
 		pthread_mutex_destroy(&o->odir_sync[i]);
@@ -277,19 +194,21 @@ void ost_close(struct ost *o)
 }
 
 const char *ost_dir(const struct ost *o) { return o->dir; }
-const char *ost_uuid(const struct ost *o) { return o->uuid; }
-const char *ost_fsname(const struct ost *o) { return o->fsname; }
-uint32_t ost_index(const struct ost *o) { return o->idx; }
+const char *ost_uuid(const struct ost *o) { return o->conf.uuid; }
+const char *ost_fsname(const struct ost *o) { return o->conf.fsname; }
+uint32_t ost_index(const struct ost *o) { return o->conf.idx; }
 
 int ost_set_index(struct ost *o, uint32_t idx)
 {
+	struct ost_conf c = o->conf;
 	int rc;
 
-	if (o->idx == idx)
+	if (c.idx == idx)
 		return 0;
-	rc = conf_write(o->dir, o->fsname, o->uuid, idx);
+	c.idx = idx;
+	rc = ost_conf_write(o->dir, &c);
 	if (rc == 0)
-		o->idx = idx;
+		o->conf.idx = idx;
 	return rc;
 }
 
@@ -616,7 +535,7 @@ int ost_sync(struct ost *o, uint64_t objid)
 	/* A new object's names (object and sidecar) must be durable too, or a crash could lose
 	 * the whole object. The mutex makes a second syncer wait for a directory fsync in progress
 	 * (which covers its object too) instead of answering before it finished, or failed. */
-	d = obj_dir(objid);
+	d = ost_obj_dir(objid);
 	if (rc == 0) {
 		pthread_mutex_lock(&o->odir_sync[d]);
 		if (atomic_exchange(&o->odir_dirty[d], false) && fsync(o->odir[d]) < 0) {
@@ -631,8 +550,8 @@ int ost_sync(struct ost *o, uint64_t objid)
 int ost_destroy(struct ost *o, uint64_t objid)
 {
 	struct fdc_slot *s = fdc_slot_of(o, objid);
-	char name[40];
-	int close_fd = -1, close_cfd = -1, d = obj_dir(objid);
+	char name[OST_OBJ_NAME_MAX];
+	int close_fd = -1, close_cfd = -1, d = ost_obj_dir(objid);
 
 	pthread_mutex_lock(&o->fdc_lock);
 	if (s->fd >= 0 && s->objid == objid) {
@@ -652,10 +571,10 @@ int ost_destroy(struct ost *o, uint64_t objid)
 		close(close_cfd);
 	/* The sidecar first: a crash in between leaves an object without checksums (unchecked,
 	 * and the destroy is sent again), never checksums that a new object could inherit. */
-	csum_name(objid, name, sizeof(name));
+	ost_csum_name(objid, name, sizeof(name));
 	if (unlinkat(o->odir[d], name, 0) < 0 && errno != ENOENT)
 		return -errno;
-	obj_name(objid, name, sizeof(name));
+	ost_obj_name(objid, name, sizeof(name));
 	if (unlinkat(o->odir[d], name, 0) < 0 && errno != ENOENT)
 		return -errno;
 	return 0;

@@ -1,10 +1,7 @@
 /*
- * One OST: a directory on a local file system holding one file per object.
- *
- *   DIR/ost.conf           fsname, uuid and (once the MDS assigned it) index
- *   DIR/O/<xx>/<objid>     objects; xx = the low byte of the id in hex, objid in hex
- *   DIR/O/<xx>/<objid>.crc the object's checksums: a crc32c per 64 KiB block (see ost_impl.h)
- *   DIR/csum_intents       writes in progress, so that a crash never leaves false mismatches
+ * One OST: a directory on a local file system holding one file per object, each with a sidecar
+ * of its block checksums, and the OST's ost.conf. ost_format.h draws the directory and names
+ * every file in it (for `loom fsck` too), and makes a new OST: ost_format().
  *
  * An object's bytes are its stripe's bytes in object space (stripe k of a file holds file bytes
  * [k*S + n*count*S, ...) contiguously). Objects are created by their first write; a missing
@@ -21,9 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "oss/ost_format.h"
 #include "proto/wire.h"
-
-#define OST_IDX_NONE UINT32_MAX
 
 struct ost;
 
@@ -34,9 +30,6 @@ struct ost_objstat {
 	uint64_t blocks;
 };
 
-/* Creates an empty OST in dir (created if missing) that will ask the MDS for index idx
- * (OST_IDX_NONE: whichever it gives). -EEXIST if one is already there. */
-int ost_format(const char *dir, const char *fsname, uint32_t idx);
 /* Opens an OST; -ENOENT if dir holds none. Repairs the checksums of writes a crash interrupted. */
 int ost_open(const char *dir, struct ost **out);
 void ost_close(struct ost *o);

@@ -17,7 +17,6 @@
 #include "common/log.h"
 #include "common/util.h"
 
-#define INTENT_FILE  "csum_intents"
 #define REHASH_BLOCKS 16 /* blocks read at a time when recomputing checksums */
 
 static const uint8_t zero_block[CSUM_BLOCK];
@@ -71,7 +70,7 @@ uint64_t csum_check(const struct ost *o, const char *what, uint64_t objid, uint6
 			uint64_t b = first + i;
 			log_err("OST%04x: %s: object %llx block %llu (object bytes %llu-%llu): checksum "
 				"mismatch, stored %08x, data %08x",
-				o->idx, what, (unsigned long long)objid, (unsigned long long)b,
+				o->conf.idx, what, (unsigned long long)objid, (unsigned long long)b,
 				(unsigned long long)(b << CSUM_SHIFT),
 				(unsigned long long)((b << CSUM_SHIFT) + n - 1), stored[i], crc);
 			bad++;
@@ -145,13 +144,13 @@ int csum_repair(const struct ost *o, uint64_t objid, int fd, int cfd, uint64_t f
 		return 0; /* no entries there to be wrong */
 	if (ftruncate(cfd, (off_t)(first * sizeof(uint32_t))) == 0) {
 		log_warn("OST%04x: object %llx: checksums from block %llu on dropped: they could not "
-			 "be recomputed (%s)", o->idx, (unsigned long long)objid,
+			 "be recomputed (%s)", o->conf.idx, (unsigned long long)objid,
 			 (unsigned long long)first, strerror(-rc));
 		return 0;
 	}
 	rc = -errno;
 	log_err("OST%04x: object %llx: blocks %llu-%llu may read as bad: their checksums could not "
-		"be brought up to date after a failed write (%s)", o->idx, (unsigned long long)objid,
+		"be brought up to date after a failed write (%s)", o->conf.idx, (unsigned long long)objid,
 		(unsigned long long)first, (unsigned long long)(first + count - 1), strerror(-rc));
 	return rc;
 }
@@ -275,22 +274,22 @@ int intents_open_and_recover(struct ost *o)
 	struct stat st;
 	void *map;
 
-	o->intent_fd = openat(o->dirfd, INTENT_FILE, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	o->intent_fd = openat(o->dirfd, OST_INTENT_FILE, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (o->intent_fd < 0 || fstat(o->intent_fd, &st) < 0)
 		return -errno;
 	if ((size_t)st.st_size < len && ftruncate(o->intent_fd, (off_t)len) < 0)
 		return -errno;
 	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, o->intent_fd, 0);
 	if (map == MAP_FAILED)
-		log_warn("%s: cannot map %s (%s): write intents go through pwrite", o->dir, INTENT_FILE,
-			 strerror(errno));
+		log_warn("%s: cannot map %s (%s): write intents go through pwrite", o->dir,
+			 OST_INTENT_FILE, strerror(errno));
 	else
 		o->intents = map;
 
 	o->nintent_free = 0;
 	for (int i = INTENT_SLOTS - 1; i >= 0; i--) {
 		uint64_t rec[3];
-		char name[40];
+		char name[OST_OBJ_NAME_MAX];
 		int fd, cfd = -1, rc = 0, d;
 
 		intent_read(o, i, rec);
@@ -298,13 +297,13 @@ int intents_open_and_recover(struct ost *o)
 			o->intent_free[o->nintent_free++] = i;
 			continue;
 		}
-		d = obj_dir(rec[0]);
-		obj_name(rec[0], name, sizeof(name));
+		d = ost_obj_dir(rec[0]);
+		ost_obj_name(rec[0], name, sizeof(name));
 		fd = openat(o->odir[d], name, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {
 			rc = errno == ENOENT ? 0 : -errno; /* destroyed since: nothing to repair */
 		} else {
-			csum_name(rec[0], name, sizeof(name));
+			ost_csum_name(rec[0], name, sizeof(name));
 			cfd = openat(o->odir[d], name, O_RDWR | O_CLOEXEC);
 			if (cfd < 0)
 				rc = errno == ENOENT ? 0 : -errno; /* no checksums to repair */

@@ -2,8 +2,9 @@
  * Inside an OST: what ost.c (objects, I/O, checksums) and scrub.c (the background scrubber)
  * share. Nothing outside src/oss/ includes this.
  *
- * Checksums at rest. Every object O/xx/<objid> has a sidecar O/xx/<objid>.crc holding one
- * little-endian u32 per 64 KiB block of the object: block i's entry at byte 4*i.
+ * Checksums at rest. Every object O/xx/<objid> has a sidecar O/xx/<objid>.crc (both named by
+ * ost_format.h) holding one little-endian u32 per 64 KiB block of the object: block i's entry
+ * at byte 4*i.
  *
  *     object   |  block 0 (64 KiB)  |  block 1  |  block 2  | ... | block n-1 (to the end) |
  *     sidecar  | crc 0 | crc 1 | crc 2 | ... | crc n-1 |
@@ -46,7 +47,6 @@
 
 #include "oss/ost.h"
 
-#define NDIRS        256
 #define FDC_SLOTS    1024 /* open objects kept; direct-mapped by object id */
 #define RL_BUCKETS   64   /* range-lock hash buckets, by object id */
 #define INTENT_SLOTS 256  /* writes and punches in progress at once on one OST */
@@ -55,7 +55,6 @@
 #define CSUM_BLOCK (1u << CSUM_SHIFT)
 #define CSUM_MASK  ((uint64_t)CSUM_BLOCK - 1)
 #define CSUM_NONE  0u
-#define CSUM_SUFFIX ".crc"
 
 /* A cached open object: its data and sidecar descriptors (cfd -1: no sidecar yet). refs > 0
  * while a worker uses them; a destroyed or evicted object's descriptors are closed by the last
@@ -106,13 +105,11 @@ struct ost_scrub {
 
 struct ost {
 	char dir[PATH_MAX];
-	char uuid[40];
-	char fsname[16];
-	uint32_t idx;
+	struct ost_conf conf;
 	int dirfd;
-	int odir[NDIRS];
-	atomic_bool odir_dirty[NDIRS]; /* a file was created there since the last dir fsync */
-	pthread_mutex_t odir_sync[NDIRS]; /* one directory fsync at a time, see ost_sync */
+	int odir[OST_NDIRS];
+	atomic_bool odir_dirty[OST_NDIRS]; /* a file was created there since the last dir fsync */
+	pthread_mutex_t odir_sync[OST_NDIRS]; /* one directory fsync at a time, see ost_sync */
 	pthread_mutex_t fdc_lock;
 	struct fdc_slot fdc[FDC_SLOTS];
 	struct rl_bucket rl[RL_BUCKETS];
@@ -198,10 +195,7 @@ void obj_put(struct ost *o, struct obj *h);
  * lack a sidecar made since by a handle that was not cached.) */
 int csum_open(struct ost *o, uint64_t objid, bool create, int *cfd);
 
-/* ost.c: names and plain I/O. */
-void obj_name(uint64_t objid, char *buf, size_t cap);
-void csum_name(uint64_t objid, char *buf, size_t cap);
-int obj_dir(uint64_t objid);
+/* ost.c: plain I/O. */
 /* read/write until done or the end of the file; *got gets the bytes read. 0 or -errno. */
 int pread_full(int fd, void *buf, size_t len, uint64_t off, size_t *got);
 int pwrite_full(int fd, const void *buf, size_t len, uint64_t off);

@@ -13,8 +13,6 @@
 
 #include "common/log.h"
 
-#define FID_XATTR    "user.loom.fid"
-
 /*
  * Truncation epochs (protocol.md, OST_WRITE and OST_PUNCH). Each object records in an xattr the
  * epoch of the last truncation that cut it (none: 0, as every object before epochs). A cut for
@@ -22,12 +20,12 @@
  * it. A write made in an older epoch than the object's is refused (-ESTALE), one made in a newer
  * epoch waits for that epoch's cut (-EAGAIN). Checked and changed under the range lock of what the
  * write or cut covers, so a write is wholly before a cut of the same bytes or wholly after it.
+ * The xattr's name and value: OST_EPOCH_XATTR, ost_format.h.
  */
-#define EPOCH_XATTR "user.loom.epoch"
 
 static int epoch_store(int fd, uint32_t epoch)
 {
-	if (fsetxattr(fd, EPOCH_XATTR, &epoch, sizeof(epoch), 0) < 0)
+	if (fsetxattr(fd, OST_EPOCH_XATTR, &epoch, sizeof(epoch), 0) < 0)
 		return errno == ENOTSUP ? 0 : -errno; /* without xattrs epochs cannot be kept */
 	return 0;
 }
@@ -39,7 +37,7 @@ uint32_t obj_epoch(struct obj *h)
 
 	if (cached >= 0)
 		return (uint32_t)cached;
-	if (fgetxattr(h->fd, EPOCH_XATTR, &epoch, sizeof(epoch)) != (ssize_t)sizeof(epoch))
+	if (fgetxattr(h->fd, OST_EPOCH_XATTR, &epoch, sizeof(epoch)) != (ssize_t)sizeof(epoch))
 		epoch = 0;
 	if (h->slot)
 		atomic_store(&h->slot->epoch, epoch);
@@ -62,10 +60,10 @@ struct fdc_slot *fdc_slot_of(struct ost *o, uint64_t objid)
 
 int csum_open(struct ost *o, uint64_t objid, bool create, int *cfd)
 {
-	char name[40];
-	int d = obj_dir(objid), fd;
+	char name[OST_OBJ_NAME_MAX];
+	int d = ost_obj_dir(objid), fd;
 
-	csum_name(objid, name, sizeof(name));
+	ost_csum_name(objid, name, sizeof(name));
 	fd = openat(o->odir[d], name, O_RDWR | O_CLOEXEC);
 	if (fd < 0 && errno == ENOENT && create) {
 		fd = openat(o->odir[d], name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -112,8 +110,8 @@ int obj_get(struct ost *o, uint64_t objid, bool create, uint64_t ino, uint32_t s
 	    uint32_t epoch, struct obj *h)
 {
 	struct fdc_slot *s = fdc_slot_of(o, objid);
-	char name[32];
-	int fd, cfd = -1, d = obj_dir(objid), evict_fd = -1, evict_cfd = -1, rc;
+	char name[OST_OBJ_NAME_MAX];
+	int fd, cfd = -1, d = ost_obj_dir(objid), evict_fd = -1, evict_cfd = -1, rc;
 
 	pthread_mutex_lock(&o->fdc_lock);
 	if (s->fd >= 0 && s->objid == objid && !s->doomed) {
@@ -143,15 +141,15 @@ int obj_get(struct ost *o, uint64_t objid, bool create, uint64_t ino, uint32_t s
 	}
 	pthread_mutex_unlock(&o->fdc_lock);
 
-	obj_name(objid, name, sizeof(name));
+	ost_obj_name(objid, name, sizeof(name));
 	fd = openat(o->odir[d], name, O_RDWR | O_CLOEXEC);
 	if (fd < 0 && errno == ENOENT && create) {
 		fd = openat(o->odir[d], name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (fd >= 0) {
-			char fid[64];
-			int n = snprintf(fid, sizeof(fid), "%llu:%u", (unsigned long long)ino, stripe_idx);
+			char fid[OST_FID_TAG_MAX];
+			size_t n = ost_fid_format(ino, stripe_idx, fid);
 			/* The tag is for fsck; a backing fs without user xattrs only loses that. */
-			if (fsetxattr(fd, FID_XATTR, fid, (size_t)n, 0) < 0 && errno != ENOTSUP)
+			if (fsetxattr(fd, OST_FID_XATTR, fid, n, 0) < 0 && errno != ENOTSUP)
 				log_debug("object %llx: cannot tag: %s", (unsigned long long)objid,
 					  strerror(errno));
 			/* A new object is in the epoch of what made it: nothing older is in it. */

@@ -86,19 +86,19 @@ static int scrub_object(struct scrub_run *r, uint64_t objid)
 	const size_t chunk = (size_t)SCRUB_CHUNK_BLOCKS << CSUM_SHIFT;
 	uint32_t stored[SCRUB_CHUNK_BLOCKS];
 	uint64_t bad = 0;
-	char name[40];
-	int fd, cfd, d = obj_dir(objid), rc = 0;
+	char name[OST_OBJ_NAME_MAX];
+	int fd, cfd, d = ost_obj_dir(objid), rc = 0;
 
 	pthread_mutex_lock(&s->lock);
 	rc = s->stop ? SCRUB_STOPPED : 0;
 	pthread_mutex_unlock(&s->lock);
 	if (rc)
 		return rc;
-	obj_name(objid, name, sizeof(name));
+	ost_obj_name(objid, name, sizeof(name));
 	fd = openat(o->odir[d], name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -errno;
-	csum_name(objid, name, sizeof(name));
+	ost_csum_name(objid, name, sizeof(name));
 	cfd = openat(o->odir[d], name, O_RDONLY | O_CLOEXEC);
 	if (cfd < 0 && errno != ENOENT) {
 		rc = -errno;
@@ -118,7 +118,7 @@ static int scrub_object(struct scrub_run *r, uint64_t objid)
 			csum_check(o, "scrub", objid, b, r->buf, got, stored, &t);
 		rl_unlock(o, &rl);
 		if (rc) {
-			log_err("OST%04x: scrub: object %llx: cannot read block %llu on: %s", o->idx,
+			log_err("OST%04x: scrub: object %llx: cannot read block %llu on: %s", o->conf.idx,
 				(unsigned long long)objid, (unsigned long long)b, strerror(-rc));
 			bad++;
 			break;
@@ -150,29 +150,12 @@ static int scrub_object(struct scrub_run *r, uint64_t objid)
 	return rc;
 }
 
-/* An object's file name: lowercase hex, no suffix, not 0. */
-static bool parse_objid(const char *name, uint64_t *objid)
-{
-	uint64_t v = 0;
-	size_t n = 0;
-
-	for (; name[n]; n++) {
-		char c = name[n];
-		int x = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-		if (x < 0 || n >= 16)
-			return false;
-		v = v << 4 | (uint64_t)x;
-	}
-	*objid = v;
-	return n > 0 && v != 0;
-}
-
 static int scrub_all(struct scrub_run *r)
 {
 	struct ost *o = r->o;
 	int rc = 0;
 
-	for (int d = 0; d < NDIRS && rc != SCRUB_STOPPED; d++) {
+	for (unsigned d = 0; d < OST_NDIRS && rc != SCRUB_STOPPED; d++) {
 		int fd = openat(o->odir[d], ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		struct dirent *de;
 		DIR *dir;
@@ -188,7 +171,7 @@ static int scrub_all(struct scrub_run *r)
 		while (rc != SCRUB_STOPPED && (de = readdir(dir))) {
 			uint64_t objid;
 
-			if (parse_objid(de->d_name, &objid) && obj_dir(objid) == d)
+			if (ost_name_parse(de->d_name, d, &objid) == OST_NAME_OBJECT)
 				rc = scrub_object(r, objid);
 		}
 		closedir(dir);
@@ -210,9 +193,9 @@ static void *scrub_main(void *arg)
 	r.rate = s->st.rate;
 	pthread_mutex_unlock(&s->lock);
 	if (objid)
-		log_info("OST%04x: scrub of object %llx started", o->idx, (unsigned long long)objid);
+		log_info("OST%04x: scrub of object %llx started", o->conf.idx, (unsigned long long)objid);
 	else
-		log_info("OST%04x: scrub started (at most %llu MiB/s)", o->idx,
+		log_info("OST%04x: scrub started (at most %llu MiB/s)", o->conf.idx,
 			 (unsigned long long)(r.rate >> 20));
 	r.buf = malloc((size_t)SCRUB_CHUNK_BLOCKS << CSUM_SHIFT);
 	if (!r.buf)
@@ -231,11 +214,11 @@ static void *scrub_main(void *arg)
 	pthread_mutex_unlock(&s->lock);
 	/* Nothing after this takes s->lock: ost_scrub_start may be joining this thread. */
 	if (rc == SCRUB_STOPPED)
-		log_info("OST%04x: scrub stopped", o->idx);
+		log_info("OST%04x: scrub stopped", o->conf.idx);
 	else
 		log_info("OST%04x: scrub done: %llu objects, %llu bytes, %llu blocks checked, %llu "
 			 "without checksums, %llu bad blocks in %llu objects%s%s",
-			 o->idx, (unsigned long long)st.objects_checked,
+			 o->conf.idx, (unsigned long long)st.objects_checked,
 			 (unsigned long long)st.bytes_checked, (unsigned long long)st.blocks_checked,
 			 (unsigned long long)st.blocks_unchecked, (unsigned long long)st.bad_blocks,
 			 (unsigned long long)st.bad_objects, rc ? "; ended by " : "",

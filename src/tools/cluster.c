@@ -29,6 +29,7 @@
 
 #include "common/auth.h"
 #include "common/util.h"
+#include "oss/ost_format.h"
 #include "tools/tool.h"
 
 #define MAX_CLUSTER_OSTS 64
@@ -434,7 +435,7 @@ static int cluster_up(struct cluster *c)
 				 "--index", index, NULL };
 		char name[16];
 
-		if (exists("%s/ost%d/ost.conf", c->dir, k))
+		if (exists("%s/ost%d/" OST_CONF_FILE, c->dir, k))
 			continue;
 		snprintf(target, sizeof(target), "%s/ost%d", c->dir, k);
 		snprintf(index, sizeof(index), "%d", k);

@@ -37,6 +37,7 @@
 #include "common/util.h"
 #include "mdt/fsck.h"
 #include "mdt/store.h"
+#include "oss/ost_format.h"
 #include "tools/tool.h"
 
 #define EXIT_CLEAN   0
@@ -47,18 +48,12 @@
 #define NOFIX_TOOL 1 /* not repaired: no --repair */
 
 #define MAX_OSTS   1024
-#define FID_XATTR  "user.loom.fid"
-#define CRC_SUFFIX ".crc"
-#define OST_LOST   "lost+found"
 
 struct fsck_ost {
 	char dir[PATH_MAX];     /* real path */
-	char uuid[40];
-	char fsname[16];
-	uint32_t idx;
-	bool has_idx;
+	struct ost_conf conf;   /* its idx: the MDT's for it once matched (match_osts) */
 	bool skip;              /* not this file system's: not walked */
-	int fd_odir[256];       /* O/xx, -1 if missing */
+	int fd_odir[OST_NDIRS]; /* O/xx, -1 if missing */
 };
 
 struct fsck {
@@ -131,40 +126,10 @@ static void ost_problem(struct fsck *c, const char *fix, const char *fmt, ...)
 
 /* ---- finding the targets ---- */
 
-static int ost_conf(struct fsck_ost *o)
-{
-	char path[PATH_MAX + 16], *buf, *line, *save = NULL;
-	int rc;
-
-	snprintf(path, sizeof(path), "%s/ost.conf", o->dir);
-	rc = file_read_all(path, &buf, NULL);
-	if (rc)
-		return rc;
-	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *eq = strchr(line, '=');
-		if (!eq)
-			continue;
-		*eq++ = '\0';
-		if (!strcmp(line, "fsname"))
-			snprintf(o->fsname, sizeof(o->fsname), "%s", eq);
-		else if (!strcmp(line, "uuid"))
-			snprintf(o->uuid, sizeof(o->uuid), "%s", eq);
-		else if (!strcmp(line, "index")) {
-			char *end;
-			unsigned long v = strtoul(eq, &end, 10);
-			if (*eq && !*end && v <= UINT32_MAX) {
-				o->idx = (uint32_t)v;
-				o->has_idx = true;
-			}
-		}
-	}
-	free(buf);
-	return o->uuid[0] && o->fsname[0] ? 0 : -EINVAL;
-}
-
 static int add_ost(struct fsck *c, const char *dir)
 {
 	struct fsck_ost *o;
+	char why[128];
 	int rc;
 
 	if (c->nosts == MAX_OSTS) {
@@ -173,23 +138,23 @@ static int add_ost(struct fsck *c, const char *dir)
 	}
 	o = &c->osts[c->nosts];
 	memset(o, 0, sizeof(*o));
-	for (int i = 0; i < 256; i++)
+	for (int i = 0; i < OST_NDIRS; i++)
 		o->fd_odir[i] = -1;
 	if (!realpath(dir, o->dir)) {
 		rc = -errno;
 		fprintf(stderr, "loom fsck: %s: %s\n", dir, strerror(-rc));
 		return rc;
 	}
-	rc = ost_conf(o);
+	rc = ost_conf_read(o->dir, &o->conf, why, sizeof(why));
 	if (rc) {
-		fprintf(stderr, "loom fsck: %s is not an OST (no readable ost.conf with fsname and "
-				"uuid): %s\n", o->dir, strerror(-rc));
+		fprintf(stderr, "loom fsck: %s is not an OST (no readable " OST_CONF_FILE " with fsname "
+				"and uuid): %s\n", o->dir, why);
 		return rc;
 	}
 	for (size_t i = 0; i < c->nosts; i++) {
-		if (!strcmp(c->osts[i].dir, o->dir) || !strcmp(c->osts[i].uuid, o->uuid)) {
+		if (!strcmp(c->osts[i].dir, o->dir) || !strcmp(c->osts[i].conf.uuid, o->conf.uuid)) {
 			fprintf(stderr, "loom fsck: %s given twice (or two OSTs with uuid %s)\n", o->dir,
-				o->uuid);
+				o->conf.uuid);
 			return -EINVAL;
 		}
 	}
@@ -223,7 +188,7 @@ static int find_cluster_osts(struct fsck *c, const char *dir)
 		const char *p = de->d_name + 3;
 		if (strncmp(de->d_name, "ost", 3) || !*p || strspn(p, "0123456789") != strlen(p))
 			continue;
-		snprintf(path, sizeof(path), "%s/%s/ost.conf", dir, de->d_name);
+		snprintf(path, sizeof(path), "%s/%s/" OST_CONF_FILE, dir, de->d_name);
 		if (stat(path, &st) == 0 && (names[n] = strdup(de->d_name)))
 			n++;
 	}
@@ -298,14 +263,10 @@ static pid_t oss_serving(const char *dir)
 static struct fsck_ost *ost_by_idx(struct fsck *c, uint32_t idx)
 {
 	for (size_t i = 0; i < c->nosts; i++)
-		if (!c->osts[i].skip && c->osts[i].has_idx && c->osts[i].idx == idx)
+		if (!c->osts[i].skip && c->osts[i].conf.idx != OST_IDX_NONE &&
+		    c->osts[i].conf.idx == idx)
 			return &c->osts[i];
 	return NULL;
-}
-
-static void obj_name(uint64_t objid, char *buf, size_t cap)
-{
-	snprintf(buf, cap, "%" PRIx64, objid);
 }
 
 /* The O/xx directory of an object, opened on first use; -1 if it is missing. */
@@ -314,43 +275,26 @@ static int odir(struct fsck_ost *o, unsigned d)
 	char path[PATH_MAX + 16];
 
 	if (o->fd_odir[d] < 0) {
-		snprintf(path, sizeof(path), "%s/O/%02x", o->dir, d);
+		snprintf(path, sizeof(path), "%s/" OST_ODIR_FMT, o->dir, d);
 		o->fd_odir[d] = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	}
 	return o->fd_odir[d];
 }
 
-static bool parse_tag(const char *buf, ssize_t n, uint64_t *ino, uint32_t *stripe)
-{
-	char tag[64];
-	unsigned long long i;
-	unsigned s;
-	char extra;
-
-	if (n <= 0 || (size_t)n >= sizeof(tag))
-		return false;
-	memcpy(tag, buf, (size_t)n);
-	tag[n] = '\0';
-	if (sscanf(tag, "%llu:%u%c", &i, &s, &extra) != 2)
-		return false;
-	*ino = i;
-	*stripe = s;
-	return true;
-}
-
 /* Reads an object's user.loom.fid tag (fd of the object). */
 static bool read_tag(int fd, uint64_t *ino, uint32_t *stripe)
 {
-	char buf[64];
+	char buf[OST_FID_TAG_MAX];
+	ssize_t n = fgetxattr(fd, OST_FID_XATTR, buf, sizeof(buf));
 
-	return parse_tag(buf, fgetxattr(fd, FID_XATTR, buf, sizeof(buf)), ino, stripe);
+	return n > 0 && ost_fid_parse(buf, (size_t)n, ino, stripe) == 0;
 }
 
 static int obj_stat(void *arg, uint32_t ost, uint64_t objid, struct mdt_fsck_obj *out)
 {
 	struct fsck *c = arg;
 	struct fsck_ost *o = ost_by_idx(c, ost);
-	char name[32];
+	char name[OST_OBJ_NAME_MAX];
 	struct stat st;
 	int d, fd;
 
@@ -366,10 +310,10 @@ static int obj_stat(void *arg, uint32_t ost, uint64_t objid, struct mdt_fsck_obj
 		}
 		return -ENODEV;
 	}
-	d = odir(o, (unsigned)(objid & 0xff));
+	d = odir(o, ost_obj_dir(objid));
 	if (d < 0)
 		return 0; /* the directory is missing (reported by the OST walk): so is the object */
-	obj_name(objid, name, sizeof(name));
+	ost_obj_name(objid, name, sizeof(name));
 	fd = openat(d, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return errno == ENOENT || errno == ELOOP ? 0 : -errno;
@@ -391,23 +335,24 @@ static int obj_fix(void *arg, uint32_t ost, uint64_t objid, uint64_t ino, uint32
 {
 	struct fsck *c = arg;
 	struct fsck_ost *o = ost_by_idx(c, ost);
-	char name[48], tag[64];
+	char name[OST_OBJ_NAME_MAX], tag[OST_FID_TAG_MAX];
 	struct stat dst;
-	int d, fd, n, rc = 0;
+	size_t n;
+	int d, fd, rc = 0;
 	bool created = false;
 
 	if (!o)
 		return -ENODEV;
-	d = odir(o, (unsigned)(objid & 0xff));
+	d = odir(o, ost_obj_dir(objid));
 	if (d < 0)
 		return -ENOENT;
-	obj_name(objid, name, sizeof(name));
+	ost_obj_name(objid, name, sizeof(name));
 	fd = openat(d, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 && errno == ENOENT) {
-		char crc[64];
+		char crc[OST_OBJ_NAME_MAX];
 		/* A checksum sidecar left without its object would describe data the new, empty
 		 * object does not have: the OSS would call its blocks bad. */
-		snprintf(crc, sizeof(crc), "%s%s", name, CRC_SUFFIX);
+		ost_csum_name(objid, crc, sizeof(crc));
 		if (unlinkat(d, crc, 0) < 0 && errno != ENOENT)
 			return -errno;
 		fd = openat(d, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -418,8 +363,8 @@ static int obj_fix(void *arg, uint32_t ost, uint64_t objid, uint64_t ino, uint32
 	/* The OSS may run as another user than fsck: give the object the directory's owner. */
 	if (created && fstat(d, &dst) == 0 && geteuid() == 0 && fchown(fd, dst.st_uid, dst.st_gid) < 0)
 		rc = -errno;
-	n = snprintf(tag, sizeof(tag), "%" PRIu64 ":%u", ino, stripe);
-	if (rc == 0 && fsetxattr(fd, FID_XATTR, tag, (size_t)n, 0) < 0 && errno != ENOTSUP)
+	n = ost_fid_format(ino, stripe, tag);
+	if (rc == 0 && fsetxattr(fd, OST_FID_XATTR, tag, n, 0) < 0 && errno != ENOTSUP)
 		rc = -errno;
 	if (rc == 0 && fsync(fd) < 0)
 		rc = -errno;
@@ -435,7 +380,7 @@ static int move_orphan(struct fsck_ost *o, int d, const char *name, char *dest, 
 	char lf[PATH_MAX + 16], target[64], from_crc[300], to_crc[80];
 	int lfd, rc = 0;
 
-	snprintf(lf, sizeof(lf), "%s/%s", o->dir, OST_LOST);
+	snprintf(lf, sizeof(lf), "%s/" OST_LOST_FOUND, o->dir);
 	if (mkdir(lf, 0700) < 0 && errno != EEXIST)
 		return -errno;
 	lfd = open(lf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -449,30 +394,27 @@ static int move_orphan(struct fsck_ost *o, int d, const char *name, char *dest, 
 		rc = -errno;
 		goto out;
 	}
-	snprintf(from_crc, sizeof(from_crc), "%s%s", name, CRC_SUFFIX);
-	snprintf(to_crc, sizeof(to_crc), "%s%s", target, CRC_SUFFIX);
+	snprintf(from_crc, sizeof(from_crc), "%s" OST_CSUM_SUFFIX, name);
+	snprintf(to_crc, sizeof(to_crc), "%s" OST_CSUM_SUFFIX, target);
 	if (renameat(d, from_crc, lfd, to_crc) < 0 && errno != ENOENT)
 		rc = -errno;
 	if (rc == 0 && (fsync(lfd) < 0 || fsync(d) < 0))
 		rc = -errno;
-	snprintf(dest, cap, "%s/%s", OST_LOST, target);
+	snprintf(dest, cap, OST_LOST_FOUND "/%s", target);
 out:
 	close(lfd);
 	return rc;
 }
 
-static bool is_hex(const char *s)
+/* One object file found on an OST, named as object objid (kind OST_NAME_OBJECT) or as none the
+ * OSS would look for (OST_NAME_STRAY). */
+static int check_found(struct fsck *c, struct fsck_ost *o, unsigned dnum, int d, const char *name,
+		       enum ost_name_kind kind, uint64_t objid)
 {
-	return *s && strspn(s, "0123456789abcdefABCDEF") == strlen(s);
-}
-
-/* One object file found on an OST. */
-static int check_found(struct fsck *c, struct fsck_ost *o, unsigned dnum, int d, const char *name)
-{
-	char canon[32], dest[128], tagtxt[80] = "", fix[200], extra[160] = "";
-	uint64_t objid = 0, tino = 0, next;
+	char dest[128], tagtxt[80] = "", fix[200], extra[160] = "";
+	uint64_t tino = 0, next;
 	uint32_t tstripe = 0;
-	bool misplaced;
+	bool misplaced = kind == OST_NAME_STRAY;
 	struct stat st;
 	int fd, rc;
 
@@ -480,12 +422,7 @@ static int check_found(struct fsck *c, struct fsck_ost *o, unsigned dnum, int d,
 		return errno == ENOENT ? 0 : -errno;
 	if (!S_ISREG(st.st_mode))
 		return 0;
-	if (strlen(name) <= 16)
-		objid = strtoull(name, NULL, 16);
-	obj_name(objid, canon, sizeof(canon));
-	/* The OSS looks for an object only under its canonical name in its own directory. */
-	misplaced = strlen(name) > 16 || strcmp(canon, name) != 0 || (objid & 0xff) != dnum;
-	if (!misplaced && mdt_fsck_object(c->f, o->idx, objid, NULL, NULL) != MDT_FSCK_OBJ_UNKNOWN)
+	if (!misplaced && mdt_fsck_object(c->f, o->conf.idx, objid, NULL, NULL) != MDT_FSCK_OBJ_UNKNOWN)
 		return 0;
 
 	fd = openat(d, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
@@ -494,7 +431,7 @@ static int check_found(struct fsck *c, struct fsck_ost *o, unsigned dnum, int d,
 			snprintf(tagtxt, sizeof(tagtxt), ", tagged as %" PRIu64 ":%u", tino, tstripe);
 		close(fd);
 	}
-	next = mdt_fsck_next_objid(c->f, o->idx);
+	next = mdt_fsck_next_objid(c->f, o->conf.idx);
 	if (!misplaced && next && objid >= next)
 		snprintf(extra, sizeof(extra), "; its id is not below the OST's next object id %#"
 			 PRIx64 ": a new file would have found its data", next);
@@ -509,9 +446,9 @@ static int check_found(struct fsck *c, struct fsck_ost *o, unsigned dnum, int d,
 	if (misplaced) {
 		struct mdt_fsck_problem p = { .kind = MDT_FSCK_ORPHAN_OBJECT };
 		char what[600];
-		snprintf(what, sizeof(what), "OST %u: file O/%02x/%s (%lld bytes%s) is not where the "
-			 "OSS looks for any object%s", o->idx, dnum, name, (long long)st.st_size,
-			 tagtxt, extra);
+		snprintf(what, sizeof(what), "OST %u: file " OST_ODIR_FMT "/%s (%lld bytes%s) is not "
+			 "where the OSS looks for any object%s", o->conf.idx, dnum, name,
+			 (long long)st.st_size, tagtxt, extra);
 		p.what = what;
 		p.fix = rc == 0 ? fix : NULL;
 		print_problem(NULL, &p);
@@ -519,7 +456,7 @@ static int check_found(struct fsck *c, struct fsck_ost *o, unsigned dnum, int d,
 		struct mdt_fsck_problem p = { .kind = MDT_FSCK_ORPHAN_OBJECT };
 		char what[600];
 		snprintf(what, sizeof(what), "OST %u object %#" PRIx64 " (%lld bytes%s): no layout "
-			 "references it%s", o->idx, objid, (long long)st.st_size, tagtxt, extra);
+			 "references it%s", o->conf.idx, objid, (long long)st.st_size, tagtxt, extra);
 		p.what = what;
 		p.fix = rc == 0 ? fix : NULL;
 		print_problem(NULL, &p);
@@ -531,13 +468,13 @@ static int check_found(struct fsck *c, struct fsck_ost *o, unsigned dnum, int d,
 /* The 256 object directories O/xx of an OST, before anything looks for objects in them. */
 static void check_odirs(struct fsck *c, struct fsck_ost *o)
 {
-	for (unsigned dn = 0; dn < 256; dn++) {
+	for (unsigned dn = 0; dn < OST_NDIRS; dn++) {
 		char path[PATH_MAX + 16];
 		int rc = NOFIX_TOOL;
 
 		if (odir(o, dn) >= 0)
 			continue;
-		snprintf(path, sizeof(path), "%s/O/%02x", o->dir, dn);
+		snprintf(path, sizeof(path), "%s/" OST_ODIR_FMT, o->dir, dn);
 		if (errno != ENOENT) {
 			fprintf(stderr, "loom fsck: warning: %s: %s\n", path, strerror(errno));
 			continue;
@@ -546,8 +483,8 @@ static void check_odirs(struct fsck *c, struct fsck_ost *o)
 			rc = mkdir_p(path, 0755);
 		ost_problem(c, rc == 0 ? "made" : NULL,
 			    "OST %u: directory %s is missing (the OSS does not start without it)%s%s%s",
-			    o->idx, path, rc < 0 ? " (repair failed: " : "", rc < 0 ? strerror(-rc) : "",
-			    rc < 0 ? ")" : "");
+			    o->conf.idx, path, rc < 0 ? " (repair failed: " : "",
+			    rc < 0 ? strerror(-rc) : "", rc < 0 ? ")" : "");
 	}
 }
 
@@ -556,7 +493,7 @@ static int walk_ost(struct fsck *c, struct fsck_ost *o)
 {
 	int rc = 0;
 
-	for (unsigned dn = 0; dn < 256 && rc == 0; dn++) {
+	for (unsigned dn = 0; dn < OST_NDIRS && rc == 0; dn++) {
 		struct dirent *de;
 		DIR *dir;
 		int d = odir(o, dn), dd;
@@ -570,19 +507,22 @@ static int walk_ost(struct fsck *c, struct fsck_ost *o)
 			rc = -errno;
 			if (dd >= 0)
 				close(dd);
-			fprintf(stderr, "loom fsck: %s/O/%02x: %s\n", o->dir, dn, strerror(-rc));
+			fprintf(stderr, "loom fsck: %s/" OST_ODIR_FMT ": %s\n", o->dir, dn, strerror(-rc));
 			break;
 		}
 		while ((de = readdir(dir)) != NULL && rc == 0) {
+			uint64_t objid = 0;
+			enum ost_name_kind kind = ost_name_parse(de->d_name, dn, &objid);
+
 			/* Objects have hex names; anything else (".crc" checksum sidecars, temporary
 			 * files) belongs to the OSS and is left alone. */
-			if (!is_hex(de->d_name))
+			if (kind == OST_NAME_OTHER)
 				continue;
-			rc = check_found(c, o, dn, d, de->d_name);
+			rc = check_found(c, o, dn, d, de->d_name, kind, objid);
 		}
 		closedir(dir);
 		if (rc)
-			fprintf(stderr, "loom fsck: %s/O/%02x: %s\n", o->dir, dn, strerror(-rc));
+			fprintf(stderr, "loom fsck: %s/" OST_ODIR_FMT ": %s\n", o->dir, dn, strerror(-rc));
 	}
 	return rc;
 }
@@ -601,26 +541,26 @@ static int match_osts(struct fsck *c, struct mdt_store *s)
 		struct fsck_ost *o = &c->osts[i];
 		const struct mdt_ost *by_uuid = NULL, *by_idx = NULL;
 
-		if (strcmp(o->fsname, mdt_store_fsname(s)) != 0) {
+		if (strcmp(o->conf.fsname, mdt_store_fsname(s)) != 0) {
 			fprintf(stderr, "loom fsck: %s belongs to file system '%s', the MDT to '%s'\n",
-				o->dir, o->fsname, mdt_store_fsname(s));
+				o->dir, o->conf.fsname, mdt_store_fsname(s));
 			return -EINVAL;
 		}
 		for (uint32_t k = 0; k < n; k++) {
-			if (!strcmp(tab[k].uuid, o->uuid))
+			if (!strcmp(tab[k].uuid, o->conf.uuid))
 				by_uuid = &tab[k];
-			if (o->has_idx && tab[k].idx == o->idx)
+			if (o->conf.idx != OST_IDX_NONE && tab[k].idx == o->conf.idx)
 				by_idx = &tab[k];
 		}
-		if (by_uuid && o->has_idx && by_uuid->idx != o->idx) {
+		if (by_uuid && o->conf.idx != OST_IDX_NONE && by_uuid->idx != o->conf.idx) {
 			fprintf(stderr, "loom fsck: %s says index %u, the MDT has its uuid %s as OST %u\n",
-				o->dir, o->idx, o->uuid, by_uuid->idx);
+				o->dir, o->conf.idx, o->conf.uuid, by_uuid->idx);
 			return -EINVAL;
 		}
 		if (!by_uuid && by_idx) {
 			fprintf(stderr, "loom fsck: %s (uuid %s) says index %u, which the MDT gave to "
 					"uuid %s: not this file system's OST, or a replaced one\n",
-				o->dir, o->uuid, o->idx, by_idx->uuid);
+				o->dir, o->conf.uuid, o->conf.idx, by_idx->uuid);
 			return -EINVAL;
 		}
 		if (!by_uuid) {
@@ -629,12 +569,11 @@ static int match_osts(struct fsck *c, struct mdt_store *s)
 			o->skip = true;
 			continue;
 		}
-		o->idx = by_uuid->idx;
-		o->has_idx = true;
+		o->conf.idx = by_uuid->idx;
 		for (size_t j = 0; j < i; j++) {
-			if (!c->osts[j].skip && c->osts[j].idx == o->idx) {
+			if (!c->osts[j].skip && c->osts[j].conf.idx == o->conf.idx) {
 				fprintf(stderr, "loom fsck: %s and %s are both OST %u\n", c->osts[j].dir,
-					o->dir, o->idx);
+					o->dir, o->conf.idx);
 				return -EINVAL;
 			}
 		}
@@ -769,7 +708,7 @@ int cmd_fsck(struct tool_ctx *ctx, int argc, char **argv)
 		snprintf(c.mdt, sizeof(c.mdt), "%s/mdt", dir);
 		rc = find_cluster_osts(&c, dir);
 		if (rc == 0 && c.nosts == 0) {
-			fprintf(stderr, "loom fsck: %s holds no OST (ost*/ost.conf)\n", dir);
+			fprintf(stderr, "loom fsck: %s holds no OST (ost*/" OST_CONF_FILE ")\n", dir);
 			rc = -ENOENT;
 		}
 	} else {
@@ -780,7 +719,7 @@ int cmd_fsck(struct tool_ctx *ctx, int argc, char **argv)
 	}
 	rc = rc ? EXIT_OPER : run(&c);
 	for (size_t i = 0; i < c.nosts; i++)
-		for (int d = 0; d < 256; d++)
+		for (int d = 0; d < OST_NDIRS; d++)
 			if (c.osts[i].fd_odir[d] >= 0)
 				close(c.osts[i].fd_odir[d]);
 	mdt_fsck_free(c.f);

@@ -545,6 +545,23 @@ static void gen_mdc(void)
 
 /* ---- the inputs of the bugs found so far (README.md): corpus/TARGET/regress-BUG ---- */
 
+/* What an OST directory holds, as the OSS writes it (src/oss/ost_format.h). */
+static void gen_ost_format(void)
+{
+	static const char *const seeds[][2] = {
+		{ "conf", "fsname=t\nuuid=0123abcd-4567-89ef-0123-456789abcdef\n" },
+		{ "conf-index", "fsname=lustre\nuuid=0123abcd-4567-89ef-0123-456789abcdef\nindex=7\n" },
+		{ "tag", "77:2" },
+		{ "tag-max", "18446744073709551615:4294967295" },
+		{ "name", "deadbeef0a" }, /* 10 bytes: found in O/0a, its own */
+		{ "name-stray", "0ABC" },
+		{ "name-crc", "abc.crc" },
+	};
+
+	for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++)
+		put_file("fuzz_ost_format", seeds[i][0], seeds[i][1], strlen(seeds[i][1]));
+}
+
 static void gen_regressions(void)
 {
 	struct loom_layout *l = file_layout(2);
@@ -620,6 +637,7 @@ int main(int argc, char **argv)
 	gen_server();
 	gen_rpc();
 	gen_mdc();
+	gen_ost_format();
 	gen_regressions();
 	return 0;
 }

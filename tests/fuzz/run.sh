@@ -11,7 +11,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 # target:max_len. The frame streams need room for several frames; a layout for 2000 stripes.
 targets="fuzz_server_frames:16384 fuzz_rpc_replies:16384 fuzz_mdc_replies:8192 fuzz_mds_req:8192
-	fuzz_layout:33000 fuzz_readdir:8192 fuzz_hdr:4096 fuzz_ost_req:256"
+	fuzz_layout:33000 fuzz_readdir:8192 fuzz_hdr:4096 fuzz_ost_req:256 fuzz_ost_format:8192"
 names=$(for t in $targets; do echo "tests/fuzz/${t%%:*}"; done)
 # shellcheck disable=SC2086
 if ! ninja -C "$build" $names >"$build/fuzz-build.log" 2>&1; then

@@ -100,7 +100,7 @@ static uint32_t entry(uint64_t objid, uint64_t i)
 	uint32_t crc = CSUM_NONE;
 	int fd;
 
-	path_of(objid, CSUM_SUFFIX, path, sizeof(path));
+	path_of(objid, OST_CSUM_SUFFIX, path, sizeof(path));
 	fd = open(path, O_RDONLY);
 	if (fd >= 0) {
 		if (pread(fd, &crc, sizeof(crc), (off_t)(i * sizeof(crc))) != (ssize_t)sizeof(crc))

@@ -93,7 +93,7 @@ static uint32_t entry(uint64_t objid, uint64_t b)
 	uint32_t crc = CSUM_NONE;
 	int fd;
 
-	path_of(objid, CSUM_SUFFIX, path, sizeof(path));
+	path_of(objid, OST_CSUM_SUFFIX, path, sizeof(path));
 	fd = open(path, O_RDONLY);
 	if (fd >= 0) {
 		if (pread(fd, &crc, sizeof(crc), (off_t)(b * sizeof(crc))) != (ssize_t)sizeof(crc))
@@ -103,7 +103,7 @@ static uint32_t entry(uint64_t objid, uint64_t b)
 	return crc;
 }
 
-/* The size of the object's file (suffix "") or its sidecar (CSUM_SUFFIX); -1 when missing. */
+/* The size of the object's file (suffix "") or its sidecar (OST_CSUM_SUFFIX); -1 when missing. */
 static long long file_size(uint64_t objid, const char *suffix)
 {
 	char path[PATH_MAX];
@@ -252,7 +252,7 @@ static void test_large_write(void)
 	check_bytes(0x222, data, off + len);
 	CHECK_EQ(entry(0x222, 0), csum_block(data, B));
 	CHECK_EQ(entry(0x222, 300), csum_block(data + 300 * B, (size_t)(off + len - 300 * B)));
-	CHECK_EQ(file_size(0x222, CSUM_SUFFIX), 301 * 4);
+	CHECK_EQ(file_size(0x222, OST_CSUM_SUFFIX), 301 * 4);
 	/* And read back in one request from an unaligned offset. */
 	CHECK_RC(ost_read(ost, 0x222, off + 1, data, len - 1, &n, &st), 0);
 	CHECK_EQ(n, len - 1);
@@ -296,7 +296,7 @@ static void test_corruption_detected(void)
 	CHECK_RC(wr(id, 2 * B, data + 2 * B, B, 0), 0);
 	check_bytes(id, data, sizeof(data));
 	/* A rotten checksum is a mismatch too. */
-	flip(id, CSUM_SUFFIX, 3 * 4 + 1);
+	flip(id, OST_CSUM_SUFFIX, 3 * 4 + 1);
 	CHECK_RC(ost_read(ost, id, 3 * B, buf, 10, &n, &st), -EIO);
 	CHECK_RC(ost_read(ost, id, 0, buf, 3 * B, &n, &st), 0);
 	/* The last block, shorter than a block: its tail counts as zeros, and rot there shows. */
@@ -306,7 +306,7 @@ static void test_corruption_detected(void)
 	CHECK_RC(ost_read(ost, 0x334, 0, buf, B, &n, &st), 0);
 	/* What the checksums cannot see: a block without an entry is served as it is. */
 	REQUIRE_RC(wr(0x335, 0, data, 2 * B, 0), 0);
-	path_of(0x335, CSUM_SUFFIX, path, sizeof(path));
+	path_of(0x335, OST_CSUM_SUFFIX, path, sizeof(path));
 	REQUIRE(truncate(path, 4) == 0);
 	flip(0x335, "", B + 7);
 	CHECK_RC(ost_read(ost, 0x335, 0, buf, 2 * B, &n, &st), 0);
@@ -332,7 +332,7 @@ static void test_punch(void)
 	check_bytes(id, data, B + 100);
 	CHECK_EQ(entry(id, 0), csum_block(data, B));
 	CHECK_EQ(entry(id, 1), csum_block(data + B, 100));
-	CHECK_EQ(file_size(id, CSUM_SUFFIX), 2 * 4);
+	CHECK_EQ(file_size(id, OST_CSUM_SUFFIX), 2 * 4);
 	/* A write further on leaves a hole that reads as zeros; block 1 keeps its checksum. */
 	fill(ten, sizeof(ten), 12);
 	CHECK_RC(wr(id, 3 * B, ten, sizeof(ten), 0), 0);
@@ -346,7 +346,7 @@ static void test_punch(void)
 	/* At a block boundary: the entries from there on go. Past the end: nothing changes. */
 	CHECK_RC(ost_punch(ost, id, 2 * B, 0, 0, 0, &st), 0);
 	CHECK_EQ(st.size, 2 * B);
-	CHECK_EQ(file_size(id, CSUM_SUFFIX), 2 * 4);
+	CHECK_EQ(file_size(id, OST_CSUM_SUFFIX), 2 * 4);
 	CHECK_RC(ost_punch(ost, id, 5 * B, 0, 0, 0, &st), 0);
 	CHECK_EQ(st.size, 2 * B);
 	check_bytes(id, buf, 2 * B);
@@ -358,7 +358,7 @@ static void test_punch(void)
 	CHECK_EQ(file_size(id, ""), B);
 	CHECK_RC(ost_punch(ost, id, 0, 0, 0, 0, &st), 0);
 	CHECK_EQ(st.size, 0);
-	CHECK_EQ(file_size(id, CSUM_SUFFIX), 0);
+	CHECK_EQ(file_size(id, OST_CSUM_SUFFIX), 0);
 	/* Without an epoch a missing object stays missing. */
 	CHECK_RC(ost_punch(ost, 0x445, 0, 0, 0, 0, &st), 0);
 	CHECK_EQ(st.size, 0);
@@ -451,7 +451,7 @@ static void test_destroy(void)
 	REQUIRE_RC(wr(id, 0, data, sizeof(data), 0), 0);
 	CHECK_RC(ost_destroy(ost, id), 0);
 	CHECK_EQ(file_size(id, ""), -1);
-	CHECK_EQ(file_size(id, CSUM_SUFFIX), -1);
+	CHECK_EQ(file_size(id, OST_CSUM_SUFFIX), -1);
 	CHECK_RC(ost_read(ost, id, 0, buf, sizeof(buf), &n, &st), 0);
 	CHECK_EQ(n, 0);
 	CHECK_RC(ost_getattr(ost, id, &st), 0);
@@ -460,7 +460,7 @@ static void test_destroy(void)
 	/* Made again, it inherits nothing: no stale checksums past its new data. */
 	CHECK_RC(wr(id, 0, data + B, 10, 0), 0);
 	check_bytes(id, data + B, 10);
-	CHECK_EQ(file_size(id, CSUM_SUFFIX), 4);
+	CHECK_EQ(file_size(id, OST_CSUM_SUFFIX), 4);
 	CHECK_EQ(entry(id, 1), CSUM_NONE);
 	ost_down();
 }
