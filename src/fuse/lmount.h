@@ -129,7 +129,8 @@ struct lm_intr_scope {
 struct lm_intr_scope lm_intr_enter(fuse_req_t req);
 void lm_intr_leave(struct lm_intr_scope *s);
 #define LM_INTERRUPTIBLE(req) \
-	struct lm_intr_scope lm_intr_scope_ __attribute__((cleanup(lm_intr_leave))) = lm_intr_enter(req)
+	struct lm_intr_scope lm_intr_scope_ __attribute__((cleanup(lm_intr_leave), unused)) = \
+		lm_intr_enter(req)
 
 static inline void lm_reply_err(fuse_req_t req, int rc)
 {
