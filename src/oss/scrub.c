@@ -192,11 +192,6 @@ static void *scrub_main(void *arg)
 	objid = s->st.objid;
 	r.rate = s->st.rate;
 	pthread_mutex_unlock(&s->lock);
-	if (objid)
-		log_info("OST%04x: scrub of object %llx started", o->conf.idx, (unsigned long long)objid);
-	else
-		log_info("OST%04x: scrub started (at most %llu MiB/s)", o->conf.idx,
-			 (unsigned long long)(r.rate >> 20));
 	r.buf = malloc((size_t)SCRUB_CHUNK_BLOCKS << CSUM_SHIFT);
 	if (!r.buf)
 		rc = -ENOMEM;
@@ -245,6 +240,13 @@ int ost_scrub_start(struct ost *o, uint64_t objid, uint64_t rate, struct lw_scru
 		s->st.start_time = (int64_t)time(NULL);
 		if (pthread_create(&s->thread, NULL, scrub_main, o) == 0) {
 			s->joinable = true;
+			/* Logged here, before the reply: the log says it started once the admin hears so. */
+			if (objid)
+				log_info("OST%04x: scrub of object %llx started", o->conf.idx,
+					 (unsigned long long)objid);
+			else
+				log_info("OST%04x: scrub started (at most %llu MiB/s)", o->conf.idx,
+					 (unsigned long long)(rate >> 20));
 		} else {
 			memset(&s->st, 0, sizeof(s->st));
 			rc = -EAGAIN;
