@@ -385,15 +385,17 @@ static void answer_batch(struct mds *m, struct reqq_item *list, struct reply *re
 {
 	uint32_t i = 0;
 
-	while (list) {
-		struct reqq_item *it = list;
-		struct srv_req *req = it->kind == REQQ_SRV_REQ ? srv_req_of(it) : NULL;
+	for (struct reqq_item *it = list, *next; it; it = next, i++) {
 		struct reply *r = replies ? &replies[i] : NULL;
+		struct srv_req *req;
 
-		list = it->next;
-		if (!req)
+		next = it->next;
+		if (it->kind != REQQ_SRV_REQ) {
 			free(mds_work_of(it));
-		else if (r && r->status == MDS_PARKED)
+			continue;
+		}
+		req = srv_req_of(it);
+		if (r && r->status == MDS_PARKED)
 			; /* answered later by the lock manager */
 		else if (!r)
 			srv_reply(req, -ENOMEM, NULL, 0, NULL, 0, NULL);
@@ -406,7 +408,6 @@ static void answer_batch(struct mds *m, struct reqq_item *list, struct reply *re
 			srv_reply(req, r->status, r->body, r->status ? 0 : r->len, NULL, 0, NULL);
 		if (r)
 			free(r->body);
-		i++;
 	}
 }
 
