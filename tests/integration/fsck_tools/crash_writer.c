@@ -4,9 +4,10 @@
  *
  *   crash_writer MDS_ADDR LOCAL_FILE PATH
  *
- * Creates PATH (its layout from its directory), writes LOCAL_FILE's bytes to it through libloom
- * (each write acknowledged by its OSS), prints "written", and waits to be killed: it never
- * closes, so the MDS never learns the file's size. The key comes from $LOOM_KEY_FILE.
+ * Creates PATH (its layout from its directory), writes LOCAL_FILE's bytes to it through libloom,
+ * reads one byte back (which waits until the writes that went behind are acknowledged by their
+ * OSSs: a client reads what it wrote), prints "written", and waits to be killed: it never closes
+ * nor syncs, so the MDS never learns the file's size. The key comes from $LOOM_KEY_FILE.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,7 +38,7 @@ int main(int argc, char **argv)
 	}
 	rc = loom_connect(argv[1], NULL, &fs);
 	if (rc == 0)
-		rc = loom_create(fs, argv[3], O_WRONLY | O_CREAT | O_EXCL, 0644, NULL, &f);
+		rc = loom_create(fs, argv[3], O_RDWR | O_CREAT | O_EXCL, 0644, NULL, &f);
 	if (rc) {
 		fprintf(stderr, "crash_writer: %s: %s\n", argv[3], strerror(-rc));
 		return 1;
@@ -49,6 +50,10 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		off += n;
+	}
+	if (off > 0 && loom_pread(f, buf, 1, 0) != 1) {
+		fprintf(stderr, "crash_writer: reading back: failed\n");
+		return 1;
 	}
 	printf("written\n");
 	fflush(stdout);
