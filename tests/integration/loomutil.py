@@ -236,14 +236,16 @@ def read_at(path, offset, length):
 
 
 def pid_alive(pid):
-    """True if pid is a live process (a zombie counts as dead)."""
+    """True if pid is a live process. A zombie counts as dead once its last thread is gone: its
+    leader turns zombie while the other threads still exit, holding its files (an MDT's lock)."""
     try:
         with open("/proc/%d/stat" % pid) as f:
             stat = f.read()
+        threads = len(os.listdir("/proc/%d/task" % pid))
     except (FileNotFoundError, ProcessLookupError):
         return False
     state = stat[stat.rindex(")") + 2:].split()[0]
-    return state not in ("Z", "X")
+    return state not in ("Z", "X") or threads > 1
 
 
 def wait_until(pred, timeout, interval=0.05):
