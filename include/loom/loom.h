@@ -74,11 +74,21 @@ struct loom_connect_opts {
 /*
  * loom_connect with options. Beyond loom_connect's errors:
  *         -EACCES (the servers refused this client's key, or it has none and they require one);
- *         -EKEYREJECTED (the key file is not a key); -ENOENT (no key file there).
+ *         -EKEYREJECTED (the key file is not a key); -ENOENT (no key file there);
+ *         -EPERM (the key file is not private: its group or others may read or write it, or it
+ *         belongs to neither this user nor root; loom_key_refusal says which, and the fix).
  * While a server is away, calls wait for it to come back (the connection resends what was in
  * flight; the servers apply it once) for the recovery window; then they fail with -EIO.
  */
 int loom_connect_with(const char *mds_addr, const struct loom_connect_opts *opts, loom_fs **out);
+
+/*
+ * Why the key file at path is refused (loom_connect_with's -EPERM), as one line that ends with
+ * the fix: "key file F is readable by its group and others (mode 0644): chmod 600 F". A buffer of
+ * 2 * PATH_MAX + 160 bytes holds any. 0 with the line in buf; -EAGAIN if the file is private
+ * now; the error of stat(2) on path.
+ */
+int loom_key_refusal(const char *path, char *buf, size_t cap);
 
 /* Closes every connection. Files and directories still open are invalid afterwards. */
 void loom_disconnect(loom_fs *fs);

@@ -200,8 +200,6 @@ static int mds_hello(struct rpc_hs *hs, void *arg)
 	return 0;
 }
 
-#define LOOM_DEFAULT_KEY_FILE "/etc/loom/loom.key"
-
 static unsigned recovery_seconds_default(void)
 {
 	const char *env = getenv("LOOM_RECOVERY_SECONDS");
@@ -233,15 +231,13 @@ static void conn_opts_of(const loom_fs *fs, struct rpc_conn_opts *o)
 int loom_connect_with(const char *mds_addr, const struct loom_connect_opts *opts, loom_fs **out)
 {
 	struct rpc_conn_opts o = { .name = "MDS", .hello = mds_hello };
-	const char *key_file = opts && opts->key_file ? opts->key_file : getenv("LOOM_KEY_FILE");
+	const char *key_file = loom_key_file_choose(opts ? opts->key_file : NULL);
 	const char *fsname = opts ? opts->fsname : NULL;
 	unsigned recovery_s = opts && opts->recovery_seconds ? opts->recovery_seconds
 							    : recovery_seconds_default();
 	loom_fs *fs;
 	int rc;
 
-	if (!key_file && access(LOOM_DEFAULT_KEY_FILE, F_OK) == 0)
-		key_file = LOOM_DEFAULT_KEY_FILE;
 	if (recovery_s > 86400 || (opts && (opts->soft_seconds > 86400 || opts->at_min_seconds > 86400)))
 		return -EINVAL;
 

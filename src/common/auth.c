@@ -5,11 +5,14 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "common/util.h"
 
 static int hexval(char c)
@@ -23,15 +26,47 @@ static int hexval(char c)
 	return -1;
 }
 
+/* Anyone else who can read the key is root on the file system (the MDS believes the uid a key
+ * holder sends), and anyone who can write it chooses the key. Execute bits give nothing away.
+ * A file of root's is as private as one's own: root can read anything anyway. */
+#define KEY_FILE_SHARED_BITS (S_IRGRP | S_IWGRP | S_IROTH | S_IWOTH)
+
+static bool key_file_owner_ok(const struct stat *st)
+{
+	return st->st_uid == geteuid() || st->st_uid == 0;
+}
+
 int loom_key_load(const char *path, uint8_t *key, size_t *len)
 {
-	char *buf = NULL;
-	size_t n = 0, i;
-	int rc = file_read_all(path, &buf, NULL);
+	/* The first line is all that is read: 2 * LOOM_KEY_MAX hex digits, "\r\n" and a digit
+	 * more, which tells a key too long from one that fits. */
+	char buf[2 * LOOM_KEY_MAX + 4];
+	struct stat st;
+	size_t got = 0, n = 0, i;
+	int fd, rc = 0;
 
-	if (rc)
-		return rc;
-	for (i = 0; buf[i] && buf[i] != '\n' && buf[i] != '\r'; i += 2) {
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	/* Checked on the file that is read, not on a name that could change in between. */
+	if (fstat(fd, &st) < 0)
+		rc = -errno;
+	else if ((st.st_mode & KEY_FILE_SHARED_BITS) || !key_file_owner_ok(&st))
+		rc = -EPERM;
+	while (rc == 0 && got < sizeof(buf) - 1) {
+		ssize_t r = read(fd, buf + got, sizeof(buf) - 1 - got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			rc = -errno;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	close(fd);
+	buf[got] = '\0';
+	for (i = 0; rc == 0 && buf[i] && buf[i] != '\n' && buf[i] != '\r'; i += 2) {
 		int hi = hexval(buf[i]), lo = buf[i + 1] ? hexval(buf[i + 1]) : -1;
 		if (hi < 0 || lo < 0 || n == LOOM_KEY_MAX) {
 			rc = -EINVAL;
@@ -41,11 +76,59 @@ int loom_key_load(const char *path, uint8_t *key, size_t *len)
 	}
 	if (rc == 0 && n < 16)
 		rc = -EINVAL; /* too short to be a key */
-	OPENSSL_cleanse(buf, strlen(buf));
-	free(buf);
+	OPENSSL_cleanse(buf, sizeof(buf));
 	if (rc == 0)
 		*len = n;
 	return rc;
+}
+
+int loom_key_refusal(const char *path, char *buf, size_t cap)
+{
+	struct stat st;
+	mode_t shared;
+
+	if (stat(path, &st) < 0)
+		return -errno;
+	shared = st.st_mode & KEY_FILE_SHARED_BITS;
+	if (shared) {
+		bool r = shared & (S_IRGRP | S_IROTH), w = shared & (S_IWGRP | S_IWOTH);
+		bool grp = shared & (S_IRGRP | S_IWGRP), oth = shared & (S_IROTH | S_IWOTH);
+
+		snprintf(buf, cap, "key file %s is %s by %s (mode %04o): chmod 600 %s", path,
+			 r && w ? "readable and writable" : r ? "readable" : "writable",
+			 grp && oth ? "its group and others" : grp ? "its group" : "others",
+			 (unsigned)(st.st_mode & 07777), path);
+	} else if (!key_file_owner_ok(&st)) {
+		snprintf(buf, cap, "key file %s belongs to uid %u, not to this user (uid %u) or root: "
+			 "chown %u %s, or use a copy of your own with mode 600", path, (unsigned)st.st_uid,
+			 (unsigned)geteuid(), (unsigned)geteuid(), path);
+	} else {
+		return -EAGAIN; /* fixed since it was refused */
+	}
+	return 0;
+}
+
+int loom_key_load_logged(const char *path, uint8_t *key, size_t *len)
+{
+	char why[LOOM_KEY_REFUSAL_LEN];
+	int rc = loom_key_load(path, key, len);
+
+	if (rc == -EPERM && loom_key_refusal(path, why, sizeof(why)) == 0)
+		log_err("%s", why);
+	else if (rc)
+		log_err("cannot read the file system key %s: %s", path,
+			rc == -EINVAL ? "not a key" : strerror(-rc));
+	return rc;
+}
+
+const char *loom_key_file_choose(const char *given)
+{
+	if (given)
+		return given;
+	given = getenv("LOOM_KEY_FILE");
+	if (given)
+		return given;
+	return access(LOOM_DEFAULT_KEY_FILE, F_OK) == 0 ? LOOM_DEFAULT_KEY_FILE : NULL;
 }
 
 int loom_key_create(const char *path)

@@ -2,15 +2,34 @@
 #ifndef LOOM_COMMON_AUTH_H
 #define LOOM_COMMON_AUTH_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #define LOOM_KEY_MAX 64 /* bytes */
 #define LOOM_MAC_LEN 32
 
+/* Where a client looks for the key when none is named, and a server without --key. */
+#define LOOM_DEFAULT_KEY_FILE "/etc/loom/loom.key"
+
 /* A key is stored as hex on one line (64 hex digits for the 32 bytes `loom_key_create` makes).
- * Returns 0, -ENOENT, -EACCES, or -EINVAL for a file that is not a key. */
+ * The file must be private, as ssh wants of a private key: neither its group nor others may read
+ * or write it, and it belongs to the user running the program or to root.
+ * Returns 0, -ENOENT, -EACCES, -EPERM for a file that is not private (loom_key_refusal says
+ * why), or -EINVAL for a file that is not a key. */
 int loom_key_load(const char *path, uint8_t *key, size_t *len);
+/* Why loom_key_load refused path with -EPERM, as one line for the user that ends with the fix:
+ * "key file F is readable by its group and others (mode 0644): chmod 600 F". It names the file
+ * twice: LOOM_KEY_REFUSAL_LEN holds any. 0 with the line in buf; -EAGAIN if the file is private
+ * now, or stat's error: the caller then says what it would have said of the errno. */
+#define LOOM_KEY_REFUSAL_LEN (2 * PATH_MAX + 160)
+int loom_key_refusal(const char *path, char *buf, size_t cap);
+/* loom_key_load for a server's start: when it fails, the line the admin needs is logged (the
+ * refusal and its fix, or what is wrong with the file). */
+int loom_key_load_logged(const char *path, uint8_t *key, size_t *len);
+/* The key file a client uses: given (even "", which means none), else $LOOM_KEY_FILE, else
+ * LOOM_DEFAULT_KEY_FILE if it exists, else NULL. NULL or "": no key. */
+const char *loom_key_file_choose(const char *given);
 /* Writes a new random 32-byte key to path (mode 0600); -EEXIST if the file exists. */
 int loom_key_create(const char *path);
 

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/auth.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "fuse/lmount.h"
@@ -266,7 +267,8 @@ int main(int argc, char **argv)
 	struct fuse_session *se;
 	struct lmount m = { 0 };
 	struct loom_connect_opts copts = { 0 };
-	char fsopt[256];
+	const char *key_file;
+	char fsopt[256], why[LOOM_KEY_REFUSAL_LEN];
 	int rc, ready_fd = -1, ret = 1;
 
 	m.opts.attr_timeout = 1.0;
@@ -327,6 +329,11 @@ int main(int argc, char **argv)
 	copts.soft_seconds = m.opts.soft ? (m.opts.timeout ? m.opts.timeout : 30) : 0;
 	copts.at_min_seconds = m.opts.at_min;
 	rc = loom_connect_with(m.mds_addr, &copts, &m.fs);
+	key_file = loom_key_file_choose(copts.key_file);
+	if (rc == -EPERM && key_file && *key_file && loom_key_refusal(key_file, why, sizeof(why)) == 0) {
+		fprintf(stderr, "loom-mount: %s\n", why);
+		goto out_args;
+	}
 	if (rc) {
 		fprintf(stderr, "loom-mount: cannot reach file system %s at %s: %s\n", m.fsname, m.mds_addr,
 			rc == -ENODEV ? "the MDS serves another file system" :

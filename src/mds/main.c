@@ -86,9 +86,15 @@ static int format_key(const char *mdt_dir, const char *key_file)
 		printf("the file system key is %s: every OSS and client needs a copy\n"
 		       "(loom-oss --key, mount -o key=, or /etc/loom/loom.key)\n", path);
 	}
-	if (rc)
-		fprintf(stderr, "loom-mds: cannot make the file system key %s: %s\n", path,
-			rc == -EINVAL ? "a file that is not a key is there" : strerror(-rc));
+	if (rc) {
+		char why[LOOM_KEY_REFUSAL_LEN];
+
+		if (rc == -EPERM && loom_key_refusal(path, why, sizeof(why)) == 0)
+			fprintf(stderr, "loom-mds: %s\n", why);
+		else
+			fprintf(stderr, "loom-mds: cannot make the file system key %s: %s\n", path,
+				rc == -EINVAL ? "a file that is not a key is there" : strerror(-rc));
+	}
 	return rc;
 }
 
@@ -198,14 +204,8 @@ int main(int argc, char **argv)
 		else
 			log_warn("no file system key (--key FILE, or %s): any client may connect", default_key);
 	}
-	if (key_file) {
-		rc = loom_key_load(key_file, key, &keylen);
-		if (rc) {
-			log_err("cannot read the file system key %s: %s", key_file,
-				rc == -EINVAL ? "not a key" : strerror(-rc));
-			return 1;
-		}
-	}
+	if (key_file && loom_key_load_logged(key_file, key, &keylen))
+		return 1;
 	if (!m.recovery_s)
 		m.recovery_s = 100; /* as Lustre's obd_timeout */
 	m.started_ns = clock_mono_ns();

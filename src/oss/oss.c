@@ -430,7 +430,6 @@ static void usage(FILE *f)
 		LOOM_FSNAME_MAX);
 }
 
-#define DEFAULT_KEY_FILE "/etc/loom/loom.key"
 
 #define IO_SIZE_ARG_MAX (1 << 30) /* KiB */
 
@@ -573,18 +572,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "loom-oss: bad --listen address '%s'\n", listen_addr);
 		return 2;
 	}
-	if (!key_file && access(DEFAULT_KEY_FILE, F_OK) == 0)
-		key_file = DEFAULT_KEY_FILE;
+	if (!key_file && access(LOOM_DEFAULT_KEY_FILE, F_OK) == 0)
+		key_file = LOOM_DEFAULT_KEY_FILE;
 	if (key_file) {
-		rc = loom_key_load(key_file, oss.key, &oss.keylen);
-		if (rc) {
-			log_err("cannot read the file system key %s: %s", key_file,
-				rc == -EINVAL ? "not a key" : strerror(-rc));
+		if (loom_key_load_logged(key_file, oss.key, &oss.keylen))
 			return 1;
-		}
 	} else {
 		log_warn("no file system key (--key FILE, or %s): any client may connect",
-			 DEFAULT_KEY_FILE);
+			 LOOM_DEFAULT_KEY_FILE);
 	}
 	for (int i = 0; i < ndirs; i++) {
 		rc = ost_open(dirs[i], &oss.osts[i]);

@@ -18,6 +18,7 @@
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
+#include <openssl/crypto.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -419,6 +420,22 @@ static int cluster_up(struct cluster *c)
 	rc = loom_key_create(c->key);
 	if (rc && rc != -EEXIST)
 		return tool_fail("cluster", "cannot make the file system key", rc);
+	if (rc == -EEXIST) {
+		/* A kept key the servers would refuse is told here, not in their logs. */
+		uint8_t key[LOOM_KEY_MAX];
+		char why[LOOM_KEY_REFUSAL_LEN];
+		size_t len;
+
+		rc = loom_key_load(c->key, key, &len);
+		OPENSSL_cleanse(key, sizeof(key));
+		if (rc == -EPERM && loom_key_refusal(c->key, why, sizeof(why)) == 0)
+			fprintf(stderr, "loom cluster: %s\n", why);
+		else if (rc)
+			fprintf(stderr, "loom cluster: cannot use the file system key %s: %s\n", c->key,
+				rc == -EINVAL ? "the file holds no key" : strerror(-rc));
+		if (rc)
+			return 1;
+	}
 	if (!exists("%s/mdt/data.mdb", c->dir, 0)) {
 		char *argv[] = { c->mds_bin, "--format", "--fsname", c->fsname, "--mdt", target,
 				 "--key", c->key, NULL };

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/auth.h"
 #include "tools/tool.h"
 
 struct command {
@@ -82,7 +83,8 @@ loom_fs *tool_connect(struct tool_ctx *ctx)
 {
 	struct loom_connect_opts copts = { 0 };
 	loom_fs *fs = NULL;
-	const char *addr = ctx->fs_addr;
+	const char *addr = ctx->fs_addr, *key_file;
+	char why[LOOM_KEY_REFUSAL_LEN];
 	int rc;
 
 	if (!addr)
@@ -113,9 +115,13 @@ loom_fs *tool_connect(struct tool_ctx *ctx)
 	}
 	copts.key_file = ctx->key_file;
 	rc = loom_connect_with(addr, &copts, &fs);
+	key_file = loom_key_file_choose(ctx->key_file);
+	if (rc == -EPERM && key_file && *key_file && loom_key_refusal(key_file, why, sizeof(why)) == 0) {
+		fprintf(stderr, "%s: %s\n", ctx->prog, why);
+		return NULL;
+	}
 	if (rc == -EACCES) {
-		const char *env = getenv("LOOM_KEY_FILE");
-		bool keyless = !ctx->key_file && !(env && *env) && access("/etc/loom/loom.key", F_OK) != 0;
+		bool keyless = !key_file || !*key_file;
 
 		fprintf(stderr, "%s: the servers at %s %s (--key FILE, $LOOM_KEY_FILE or the config "
 				"file's 'key = FILE')\n", ctx->prog, addr,

@@ -26,12 +26,18 @@ LOG_WRONG_KEY = "wrong file system key"
 LOG_NO_KEY = "before authenticating"
 
 
+def write_key_file(path, text, mode=0o600):
+    """A key file as `loom_key_create` makes it: mode 0600 (a shared one is refused unread)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.chmod(path, mode)   # the umask only takes bits away
+    return path
+
+
 @pytest.fixture
 def wrong_key(workdir):
-    path = os.path.join(workdir, "wrong.key")
-    with open(path, "w") as f:
-        f.write(os.urandom(32).hex() + "\n")
-    return path
+    return write_key_file(os.path.join(workdir, "wrong.key"), os.urandom(32).hex() + "\n")
 
 
 def loom_as(cluster, env_key, *args, key=None):
@@ -89,9 +95,7 @@ def test_loom_with_a_wrong_key_fails_clearly(cluster, workdir, wrong_key):
     p = loom_as(cluster, wrong_key, "ls", "/", key=cluster.key)
     assert p.returncode == 0, p.stderr
     # A key file that holds no key at all.
-    bad = os.path.join(workdir, "empty.key")
-    with open(bad, "w") as f:
-        f.write("not a key\n")
+    bad = write_key_file(os.path.join(workdir, "empty.key"), "not a key\n")
     p = loom_as(cluster, bad, "ls", "/")
     assert p.returncode == 1 and "holds no key" in p.stderr, (p.returncode, p.stderr)
     still_serves(cluster, workdir)
