@@ -6,6 +6,7 @@ the connection, and it goes on serving the clients that hold the key.
 
 import os
 import shutil
+import stat
 import struct
 import subprocess
 import tempfile
@@ -13,7 +14,7 @@ import tempfile
 import pytest
 
 import loomwire as w
-from loomutil import mount_daemon_pids, wait_until
+from loomutil import MDS_BIN, OSS_BIN, mount_daemon_pids, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = os.path.abspath(os.environ.get("LOOM_BUILD") or os.path.join(HERE, "..", "..", "build"))
@@ -107,6 +108,18 @@ def mounted(path):
         return any(line.split()[1] == path for line in f)
 
 
+def mount_and_write(cluster, key, mnt_dir, env, text):
+    """`mount -t loom -o key=KEY` works: a file written there is the file system's; unmounted after."""
+    subprocess.run(["mount", "-t", "loom", "-o", "key=" + key, "%s:/loom" % cluster.addr, mnt_dir],
+                   check=True, env=env, timeout=60)
+    try:
+        with open(os.path.join(mnt_dir, "f"), "w") as f:
+            f.write(text)
+        assert cluster.loom("cat", "/f").stdout == text
+    finally:
+        subprocess.run(["umount", mnt_dir], timeout=60)
+
+
 @pytest.fixture
 def mnt_dir():
     d = tempfile.mkdtemp(prefix="loom-auth-mnt-")
@@ -133,14 +146,7 @@ def test_mount_without_the_key_fails_clearly_and_mounts_nothing(cluster, workdir
     assert wait_until(lambda: log_count(cluster, "mds", log_line) > before, 10), \
         "the MDS did not log the refused mount (%s)" % how
     # The right key mounts.
-    subprocess.run(["mount", "-t", "loom", "-o", "key=" + cluster.key, "%s:/loom" % cluster.addr, mnt_dir],
-                   check=True, env=env, timeout=60)
-    try:
-        with open(os.path.join(mnt_dir, "f"), "w") as f:
-            f.write("with the key\n")
-        assert cluster.loom("cat", "/f").stdout == "with the key\n"
-    finally:
-        subprocess.run(["umount", mnt_dir], timeout=60)
+    mount_and_write(cluster, cluster.key, mnt_dir, env, "with the key\n")
     still_serves(cluster, workdir)
 
 
@@ -210,4 +216,116 @@ def test_large_frames_before_authentication_are_cut_off_without_taking_memory(cl
                 c.close()
         with w.Conn(host, port) as c:
             assert c.ping() == 0
+    still_serves(cluster, workdir)
+
+
+# ---- key files handled like keys (issue 16) ----
+#
+# Whoever can read the key is root on the file system, so every program refuses a key file its
+# group or others can read or write, as ssh refuses a private key, and says which file, its mode
+# and the fix; the same file after `chmod 600` works.
+
+def shared_refusal(path, mode, by="its group and others"):
+    return "key file %s is readable by %s (mode %04o): chmod 600 %s" % (path, by, mode, path)
+
+
+def read_port_file(path):
+    try:
+        with open(path) as f:
+            text = f.read().strip()
+    except FileNotFoundError:
+        return None
+    return text or None
+
+
+def start_server(argv, log_path, port_file):
+    """A server started by hand; returns (Popen, "HOST:PORT") once it serves."""
+    with open(log_path, "a") as log:
+        p = subprocess.Popen(argv + ["--port-file", port_file], stdout=log, stderr=log)
+    if not wait_until(lambda: read_port_file(port_file) or p.poll() is not None, 30, 0.05) or p.poll() is not None:
+        p.kill()
+        p.wait(timeout=30)
+        with open(log_path, errors="replace") as f:
+            raise AssertionError("%s did not start:\n%s" % (argv[0], f.read()[-2000:]))
+    return p, read_port_file(port_file)
+
+
+def stop_server(p):
+    if p.poll() is None:
+        p.terminate()
+    p.wait(timeout=60)
+
+
+def test_a_key_file_others_can_read_is_refused_by_every_program(cluster, workdir, mnt_dir):
+    # `loom cluster up` made the key private, and a copy keeps its mode.
+    assert stat.S_IMODE(os.stat(cluster.key).st_mode) == 0o600
+    key = os.path.join(workdir, "copy.key")
+    shutil.copy(cluster.key, key)
+    assert stat.S_IMODE(os.stat(key).st_mode) == 0o600
+    # Servers of a second file system of their own, so that the cluster's are left alone.
+    mdt, ost = os.path.join(workdir, "mdt2"), os.path.join(workdir, "ost2")
+    subprocess.run([MDS_BIN, "--format", "--fsname", "keys", "--mdt", mdt, "--key", key], check=True,
+                   capture_output=True, timeout=60)
+    subprocess.run([OSS_BIN, "--format", "--fsname", "keys", "--ost", ost], check=True, capture_output=True,
+                   timeout=60)
+    mds_argv = [MDS_BIN, "--mdt", mdt, "--listen", "127.0.0.1:0", "--key", key]
+    mds_log, oss_log = os.path.join(workdir, "mds2.log"), os.path.join(workdir, "oss2.log")
+    env = dict(os.environ)
+    env.pop("LOOM_KEY_FILE", None)
+
+    for mode, by in ((0o644, "its group and others"), (0o640, "its group"), (0o604, "others")):
+        os.chmod(key, mode)
+        want = shared_refusal(key, mode, by)
+        runs = {
+            "loom-mds": [MDS_BIN, "--mdt", mdt, "--listen", "127.0.0.1:0", "--key", key],
+            # A new MDT, whose key (this one) is kept.
+            "loom-mds --format": [MDS_BIN, "--format", "--fsname", "keys", "--key", key,
+                                  "--mdt", os.path.join(workdir, "mdt-%o" % mode)],
+            "loom-oss": [OSS_BIN, "--ost", ost, "--mds", cluster.addr, "--listen", "127.0.0.1:0", "--key", key],
+            "loom --key": [LOOM, "--fs", cluster.addr, "--key", key, "ls", "/"],
+            "mount -t loom": ["mount", "-t", "loom", "-o", "key=" + key, "%s:/loom" % cluster.addr, mnt_dir],
+        }
+        for name, argv in runs.items():
+            p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+            assert p.returncode != 0, "%s started with a key file of mode %04o" % (name, mode)
+            assert want in p.stderr, "%s with a key file of mode %04o said:\n%s" % (name, mode, p.stderr)
+        # libloom's $LOOM_KEY_FILE, as applications give it.
+        p = loom_as(cluster, key, "ls", "/")
+        assert p.returncode == 1 and want in p.stderr, p.stderr
+        assert not mounted(mnt_dir) and not mount_daemon_pids(mnt_dir)
+    # A key of another user's is refused too (root's own, as the cluster's is, is fine).
+    os.chmod(key, 0o600)
+    os.chown(key, 65534, 65534)
+    p = subprocess.run([LOOM, "--fs", cluster.addr, "--key", key, "ls", "/"], env=env, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 1 and "key file %s belongs to uid 65534" % key in p.stderr, p.stderr
+    os.chown(key, 0, 0)
+    # `loom cluster up` tells of its own key before it starts anything.
+    os.chmod(cluster.key, 0o644)
+    try:
+        p = cluster.cluster_cmd("up", check=False)
+        assert p.returncode == 1 and shared_refusal(cluster.key, 0o644) in p.stderr, p.stderr
+    finally:
+        os.chmod(cluster.key, 0o600)
+
+    # The fix that was given: chmod 600. Each program starts with the same file.
+    mds, mds_addr = start_server(mds_argv, mds_log, os.path.join(workdir, "mds2.addr"))
+    try:
+        oss, oss_addr = start_server([OSS_BIN, "--ost", ost, "--mds", mds_addr, "--listen", "127.0.0.1:0",
+                                      "--key", key], oss_log, os.path.join(workdir, "oss2.addr"))
+        try:
+            for addr in (mds_addr, oss_addr):
+                host, port = addr.rsplit(":", 1)
+                with w.Conn(host, int(port), key=w.load_key(key)) as c:
+                    assert c.ping() == 0
+            p = subprocess.run([LOOM, "--fs", mds_addr, "--key", key, "ls", "/"], env=env, capture_output=True,
+                               text=True, timeout=60)
+            assert p.returncode == 0, p.stderr
+        finally:
+            stop_server(oss)
+    finally:
+        stop_server(mds)
+    p = loom_as(cluster, key, "ls", "/")
+    assert p.returncode == 0, p.stderr
+    mount_and_write(cluster, key, mnt_dir, env, "a private key\n")
     still_serves(cluster, workdir)
