@@ -1,6 +1,7 @@
 """loom.FileSystem: a connection to one Loom file system, and what it can do without a mount."""
 
 import ctypes
+import errno
 import os
 import stat as stat_mod
 import threading
@@ -24,6 +25,19 @@ def stat_result(st):
                            st.st_size, st.st_atim.tv_sec, st.st_mtim.tv_sec, st.st_ctim.tv_sec,
                            a / 1e9, m / 1e9, c / 1e9, a, m, c,
                            st.st_blksize, st.st_blocks, st.st_rdev))
+
+
+def _key_refusal(key_file):
+    """Why libloom refused the key file it chose (as loom_connect_with chooses it), or None."""
+    path = key_file or os.environ.get("LOOM_KEY_FILE")
+    if path is None and os.path.exists("/etc/loom/loom.key"):
+        path = "/etc/loom/loom.key"
+    if not path:
+        return None
+    buf = ctypes.create_string_buffer(2 * 4096 + 160)   # 2 * PATH_MAX + 160, as loom.h says
+    if lib.loom_key_refusal(os.fsencode(path), buf, len(buf)) != 0:
+        return None
+    return os.fsdecode(buf.value)
 
 
 def _unescape(s):
@@ -167,7 +181,8 @@ class FileSystem:
             out = ctypes.c_void_p()
             rc = lib.loom_connect_with(self.mds.encode(), ctypes.byref(opts), ctypes.byref(out))
             if rc < 0:
-                raise OSError(-rc, "cannot connect to the Loom MDS at %s: %s" % (self.mds, os.strerror(-rc)))
+                why = (_key_refusal(self._key_file) if rc == -errno.EPERM else None) or os.strerror(-rc)
+                raise OSError(-rc, "cannot connect to the Loom MDS at %s: %s" % (self.mds, why))
             self._h, self._pid = out.value, os.getpid()
             return self._h
 

@@ -919,6 +919,26 @@ def test_connect_from_mount_address_and_failures(cluster):
     fs5.close()
 
 
+def test_connect_refuses_a_key_file_others_can_read(cluster, workdir, monkeypatch):
+    key = os.path.join(workdir, "shared.key")
+    with open(cluster.key) as src, open(key, "w") as dst:
+        dst.write(src.read())
+    os.chmod(key, 0o644)
+    want = "key file %s is readable by its group and others (mode 0644): chmod 600 %s" % (key, key)
+    with pytest.raises(PermissionError) as ei:
+        loom.connect(cluster.addr, key_file=key).listdir("/")
+    assert ei.value.errno == errno.EPERM and want in str(ei.value), str(ei.value)
+    # As libloom chooses it: $LOOM_KEY_FILE.
+    monkeypatch.setenv("LOOM_KEY_FILE", key)
+    with pytest.raises(PermissionError) as ei:
+        loom.connect(cluster.addr).listdir("/")
+    assert want in str(ei.value), str(ei.value)
+    os.chmod(key, 0o600)
+    fs = loom.connect(cluster.addr, key_file=key)
+    assert fs.listdir("/") == []
+    fs.close()
+
+
 # ---- shards ----------------------------------------------------------------------------------
 
 
