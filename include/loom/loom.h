@@ -75,6 +75,7 @@ struct loom_connect_opts {
  * loom_connect with options. Beyond loom_connect's errors:
  *         -EACCES (the servers refused this client's key, or it has none and they require one);
  *         -EKEYREJECTED (the key file is not a key); -ENOENT (no key file there);
+ *         -ENOKEY (this user may not read the key file);
  *         -EPERM (the key file is not private: its group or others may read or write it, or it
  *         belongs to neither this user nor root; loom_key_refusal says which, and the fix).
  * While a server is away, calls wait for it to come back (the connection resends what was in

@@ -275,7 +275,8 @@ int loom_connect_with(const char *mds_addr, const struct loom_connect_opts *opts
 	if (key_file && *key_file) {
 		rc = loom_key_load(key_file, fs->key, &fs->keylen);
 		if (rc) {
-			rc = rc == -EINVAL ? -EKEYREJECTED : rc;
+			/* Not the servers' -EACCES: this user may not read the file. */
+			rc = rc == -EINVAL ? -EKEYREJECTED : rc == -EACCES ? -ENOKEY : rc;
 			goto fail;
 		}
 	}

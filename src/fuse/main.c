@@ -338,7 +338,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "loom-mount: cannot reach file system %s at %s: %s\n", m.fsname, m.mds_addr,
 			rc == -ENODEV ? "the MDS serves another file system" :
 			rc == -EACCES ? "the servers refused this node: it must hold the file system key (-o key=PATH, or /etc/loom/loom.key)" :
-			rc == -EKEYREJECTED ? "the key file holds no key" : strerror(-rc));
+			rc == -EKEYREJECTED ? "the key file holds no key" :
+			rc == -ENOKEY ? "this user may not read the key file" : strerror(-rc));
 		goto out_args;
 	}
 	pthread_mutex_init(&m.stamp_lock, NULL);

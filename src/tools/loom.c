@@ -130,7 +130,9 @@ loom_fs *tool_connect(struct tool_ctx *ctx)
 	}
 	if (rc) {
 		fprintf(stderr, "%s: cannot connect to the MDS at %s: %s\n", ctx->prog, addr,
-			rc == -EKEYREJECTED ? "the key file holds no key" : strerror(-rc));
+			rc == -EKEYREJECTED ? "the key file holds no key" :
+			rc == -ENOKEY ? "this user may not read the key file (use a copy of your own, mode 0600)" :
+			strerror(-rc));
 		return NULL;
 	}
 	return fs;

@@ -300,6 +300,10 @@ def test_a_key_file_others_can_read_is_refused_by_every_program(cluster, workdir
                        text=True, timeout=60)
     assert p.returncode == 1 and "key file %s belongs to uid 65534" % key in p.stderr, p.stderr
     os.chown(key, 0, 0)
+    # A user who may not read root's key is told so, not that the servers refused a key.
+    p = subprocess.run([LOOM, "--fs", cluster.addr, "--key", key, "ls", "/"], env=env, capture_output=True,
+                       text=True, timeout=60, user=65534, group=65534)
+    assert p.returncode == 1 and "this user may not read the key file" in p.stderr, p.stderr
     # `loom cluster up` tells of its own key before it starts anything.
     os.chmod(cluster.key, 0o644)
     try:
