@@ -89,8 +89,11 @@ static void housekeeping(struct mds *m, uint64_t now)
 		return;
 	rc = a.any ? mds_sessions_expire(m, t, now, &released) : 0;
 	if (rc == 0 && now - last_sweep >= 10ull * 1000000000ull) {
-		/* A resend comes within the recovery window; ten of them is plenty. */
-		rc = mdt_reply_sweep(t, clock_real().tv_sec - 10 * (int64_t)m->recovery_s - 60, 20000, &swept);
+		/* A resend comes within the recovery window; ten of them is plenty, and one is enough
+		 * while the MDT is short of room (the entries of a big rm -rf are room it needs). */
+		int64_t keep = (mds_space_short(m) ? 1 : 10) * (int64_t)m->recovery_s + 60;
+
+		rc = mdt_reply_sweep(t, clock_real().tv_sec - keep, 20000, &swept);
 		last_sweep = now;
 	}
 	if (rc == 0)
