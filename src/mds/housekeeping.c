@@ -131,6 +131,7 @@ void mds_periodic(struct mds *m)
 	uint64_t dead = (uint64_t)MDS_OST_DEAD_SECONDS * 1000000000ull;
 	struct mdt_txn *t;
 
+	mdt_reserve_hold(m->store); /* the disk may fill without the MDT writing */
 	if (now > dead && mdt_ost_expire(m->store, now - dead))
 		log_info("OST table changed: an OST went silent or came back");
 	if (!m->orphans_released && now - m->started_ns >= (uint64_t)m->recovery_s * 1000000000ull)

@@ -267,8 +267,6 @@ int mdt_txn_grow(struct mdt_txn *t, uint64_t bytes);
 
 /* Reads the data file's size, at open. */
 int mdt_space_file_init(struct mdt_store *s);
-/* After a top-level commit: holds the reserve in the data file when the disk runs low. */
-void mdt_reserve_hold(struct mdt_store *s);
 
 /* ---- store.c: inodes ---- */
 

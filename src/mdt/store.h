@@ -441,6 +441,10 @@ int mdt_space(struct mdt_store *s, struct mdt_space *out);
  * the MDT has less than twice the reserve left, the data file holds it (preallocated), so that no
  * other program can take it; a disk with more holds nothing. */
 void mdt_store_set_reserve(struct mdt_store *s, uint64_t bytes);
+/* Holds the reserve in the data file if the disk under the MDT has come down to twice the reserve
+ * (each top-level commit does it too): the MDS calls it every second, so that a disk that fills
+ * without the MDT writing still leaves it its reserve. Best effort, no error. */
+void mdt_reserve_hold(struct mdt_store *s);
 /* The most the MDT may hold (LMDB's map; 64 GiB unless set). At least what it holds already
  * (LMDB keeps that much, with a warning); -EINVAL below 64 pages. Only while no transaction is
  * open, e.g. right after mdt_store_open. */

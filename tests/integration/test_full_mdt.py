@@ -198,6 +198,39 @@ def test_full_mdt_serves_deletions_after_a_restart(small_targets):
     empty_and_refill(c, mnt, d, fitted)
 
 
+def test_another_program_filling_the_disk_leaves_the_reserve(small_targets):
+    # The disk under the MDT fills without the MDT writing (a log growing beside it): once it is
+    # down to twice the reserve, the MDS holds the reserve in data.mdb, so the hog gets ENOSPC and
+    # deletions still work.
+    c = small_targets
+    mnt = c.mount()
+    d = os.path.join(mnt, "d")
+    os.mkdir(d)
+    for n in range(200):
+        touch(os.path.join(d, "f%06d" % n))
+    hog = os.path.join(c.dir, "mdt", "hog")
+    e = 0
+    with open(hog, "wb") as f:
+        for _ in range(64):                       # 16 MiB at 4 MiB/s into a 12 MiB disk
+            e = errno_of(f.write, b"h" * (256 * KiB)) or errno_of(f.flush)
+            if e:
+                break
+            time.sleep(0.0625)
+    assert e == errno.ENOSPC, "the hog filled nothing"
+    st = os.statvfs(os.path.join(c.dir, "mdt"))
+    assert st.f_bavail * st.f_frsize < MiB, "the disk is not full"
+    assert re.search(r"WARN: .*reserve", c.read_log("mds")) is None, c.read_log("mds")[-2000:]
+    fitted, e, _ = fill(d + "2")                  # what room is left beyond the reserve
+    assert e == errno.ENOSPC
+    print("after the hog, %d more files fit" % fitted)
+    subprocess.run(["rm", "-rf", d, d + "2"], check=True, timeout=600, capture_output=True)
+    assert wait_until(lambda: inodes_in_use(mnt) == 1, 30, 0.2), inodes_in_use(mnt)
+    os.unlink(hog)
+    os.mkdir(d)
+    for n in range(1000):
+        touch(os.path.join(d, "after%04d" % n))
+
+
 @contextlib.contextmanager
 def mds_by_hand(c, *flags):
     """The cluster's MDS replaced by one started with flags (same MDT, address and key)."""
