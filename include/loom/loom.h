@@ -107,7 +107,8 @@ int loom_set_cred(loom_fs *fs, const struct loom_cred *cred);
 int loom_stat(loom_fs *fs, const char *path, struct stat *st);
 int loom_lstat(loom_fs *fs, const char *path, struct stat *st);
 
-/* Errors: -EEXIST. */
+/* Errors: -EEXIST, -ENOSPC (the MDT is full: down to the reserve it keeps for deletions, which
+ * always work; so do symlink, link and new xattrs). */
 int loom_mkdir(loom_fs *fs, const char *path, mode_t mode);
 /* Errors: -ENOTEMPTY, -ENOTDIR, -EBUSY (the root). */
 int loom_rmdir(loom_fs *fs, const char *path);
@@ -175,7 +176,7 @@ void loom_closedir(loom_dir *dir);
  * Opens (and with O_CREAT creates) a file. flags: O_RDONLY, O_WRONLY, O_RDWR, O_CREAT, O_EXCL,
  * O_TRUNC, O_APPEND; others are ignored. A new regular file takes its directory's default layout.
  * Errors: -EEXIST (O_CREAT|O_EXCL), -EISDIR (a directory for writing), -ENOSPC (no OST can take
- *         the new file's stripes).
+ *         the new file's stripes, or the MDT is full).
  */
 int loom_open(loom_fs *fs, const char *path, int flags, mode_t mode, loom_file **out);
 
@@ -228,13 +229,16 @@ int loom_seek_data(loom_file *f, off_t off, int whence, off_t *out);
  */
 int loom_fallocate(loom_file *f, int mode, off_t off, off_t len);
 
-/* Makes the file's data durable on its OSTs, then reports size and mtime to the MDS. */
+/* Makes the file's data durable on its OSTs, then reports size and mtime to the MDS.
+ * Errors: a write's that failed behind (-ENOSPC, -EFBIG, -EIO), and -ENOSPC when the MDT had no
+ * room for the file's Data-on-MDT bytes (they stay unsaved: the next fsync or close tries again). */
 int loom_fsync(loom_file *f);
 /* Errors: -EBADF (not open for writing), -EFBIG. */
 int loom_ftruncate(loom_file *f, off_t size);
 int loom_fstat(loom_file *f, struct stat *st);
 /* Reports size and mtime to the MDS and frees f, even when it returns an error (which is the
- * error of that last report: the data written is on the OSTs). */
+ * error of that last report: the data written is on the OSTs; -ENOSPC when the MDT had no room
+ * for the Data-on-MDT bytes, which are then lost, the file being closed all the same). */
 int loom_close(loom_file *f);
 
 /* ---- layouts ---- */

@@ -71,7 +71,8 @@ int loom_ll_setattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino,
 		    const struct loom_setattr *sa, loom_file *f, struct loom_ll_attr *a);
 
 /* Regular files, fifos, sockets, devices (by S_IFMT of mode). mode is used as given: the caller
- * applies any umask. Errors: -EEXIST, -ENOSPC (no OST for a regular file's stripes). */
+ * applies any umask. Errors: -EEXIST, -ENOSPC (no OST for a regular file's stripes, or the MDT is
+ * full). */
 int loom_ll_mknod(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
 		  mode_t mode, dev_t rdev, struct loom_ll_attr *a);
 int loom_ll_mkdir(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,

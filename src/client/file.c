@@ -350,6 +350,16 @@ static int dom_send_excess(loom_file *f, struct dom_parts *last)
 	}
 }
 
+/* A close whose report the MDS refused for lack of room (its Data-on-MDT bytes: the MDT is full)
+ * still ends the handle, as close(2) ends the descriptor whatever it returns: otherwise the file
+ * would stay open on the MDS, and its space held, until the mount goes. The bytes are lost, and
+ * the close says so. */
+static void report_failed(loom_file *f, uint16_t op, int rc)
+{
+	if (op == LW_OP_MDS_CLOSE && rc == -ENOSPC)
+		(void)mdc_close_detached(f->fs, &f->cred, f->ino, f->handle);
+}
+
 /* Reports size and mtime of what this handle wrote. */
 static int report(loom_file *f, uint16_t op)
 {
@@ -375,8 +385,10 @@ static int report(loom_file *f, uint16_t op)
 		pthread_mutex_unlock(&f->wb_lock);
 	}
 	/* Data-on-MDT bytes written here (through any handle of the inode) travel with the size. */
-	if (f->dom && file_can_write(f) && (rc = dom_send_excess(f, &dom)) != 0)
+	if (f->dom && file_can_write(f) && (rc = dom_send_excess(f, &dom)) != 0) {
+		report_failed(f, op, rc);
 		return wb_rc ? wb_rc : rc;
+	}
 	/* The report is of writes made in this epoch: the MDS grows no size with older ones. */
 	epoch = file_epoch(f);
 	pthread_mutex_lock(&f->lock);
@@ -412,6 +424,8 @@ static int report(loom_file *f, uint16_t op)
 	    mdc_close_detached(f->fs, &f->cred, f->ino, f->handle) == 0)
 		return 0;
 	rc = mdc_close(f->fs, &f->cred, op, f->ino, f->handle, flags, size, epoch, mtime, blocks, &dom, &attr);
+	if (rc)
+		report_failed(f, op, rc);
 	if (rc == 0)
 		ino_epoch(f->fs, f->ino, attr.trunc_epoch);
 	if (rc == 0 && dom.n)

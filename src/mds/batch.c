@@ -379,9 +379,10 @@ static bool batch_writes(struct mds *m, struct reqq_item *list)
 	return false;
 }
 
-/* Durable (or failed) as a whole: now answer. Replies [0, durable) are committed. */
+/* Durable (or failed) as a whole: now answer. Replies [0, durable) are committed; the others get
+ * `failed`. */
 static void answer_batch(struct mds *m, struct reqq_item *list, struct reply *replies,
-			 uint32_t durable)
+			 uint32_t durable, int failed)
 {
 	uint32_t i = 0;
 
@@ -400,7 +401,7 @@ static void answer_batch(struct mds *m, struct reqq_item *list, struct reply *re
 		else if (!r)
 			srv_reply(req, -ENOMEM, NULL, 0, NULL, 0, NULL);
 		else if (i >= durable)
-			srv_reply(req, -EIO, NULL, 0, NULL, 0, NULL);
+			srv_reply(req, failed, NULL, 0, NULL, 0, NULL);
 		else if (r->status == 0 && r->park_ino) {
 			mds_trunc_park(m, req, r->body, r->len, r->park_ino, r->park_epoch);
 			r->body = NULL;
@@ -417,6 +418,7 @@ static void run_batch(struct mds *m, struct reqq_item *list, uint32_t n)
 	struct batch_state bs = { 0 };
 	struct mdt_txn *txn = NULL;
 	uint32_t i, durable = 0; /* replies [0, durable) are committed whatever happens later */
+	int failed = -EIO;       /* the answer of those after them */
 	bool write = batch_writes(m, list);
 	int rc;
 
@@ -451,10 +453,16 @@ static void run_batch(struct mds *m, struct reqq_item *list, uint32_t n)
 				mdt_txn_abort(txn);
 			}
 		}
-		if (rc)
-			log_err("commit of a batch of %u requests failed: %s; answering EIO", n, strerror(-rc));
-		else
+		if (rc) {
+			int answer = mds_space_commit_failed(m, rc);
+
+			/* The reserve should have kept room for this: a full MDT is said as one. */
+			log_err("commit of a batch of %u requests failed: %s; answering %s", n, strerror(-rc),
+				answer == -ENOSPC ? "ENOSPC (the MDT is full)" : "EIO");
+			failed = answer == -ENOSPC ? -ENOSPC : -EIO;
+		} else {
 			durable = n;
+		}
 	} else {
 		log_err("cannot start a transaction: %s", strerror(-rc));
 	}
@@ -469,7 +477,7 @@ static void run_batch(struct mds *m, struct reqq_item *list, uint32_t n)
 		mdt_txn_abort(txn);
 	}
 
-	answer_batch(m, list, replies, durable);
+	answer_batch(m, list, replies, durable, failed);
 	free(replies);
 	/* Waiters the batch let in are granted now, so that their replies follow the batch's. */
 	mds_locks_wake(m);

@@ -89,8 +89,11 @@ static void housekeeping(struct mds *m, uint64_t now)
 		return;
 	rc = a.any ? mds_sessions_expire(m, t, now, &released) : 0;
 	if (rc == 0 && now - last_sweep >= 10ull * 1000000000ull) {
-		/* A resend comes within the recovery window; ten of them is plenty. */
-		rc = mdt_reply_sweep(t, clock_real().tv_sec - 10 * (int64_t)m->recovery_s - 60, 20000, &swept);
+		/* A resend comes within the recovery window; ten of them is plenty, and one is enough
+		 * while the MDT is short of room (the entries of a big rm -rf are room it needs). */
+		int64_t keep = (mds_space_short(m) ? 1 : 10) * (int64_t)m->recovery_s + 60;
+
+		rc = mdt_reply_sweep(t, clock_real().tv_sec - keep, 20000, &swept);
 		last_sweep = now;
 	}
 	if (rc == 0)
@@ -128,6 +131,7 @@ void mds_periodic(struct mds *m)
 	uint64_t dead = (uint64_t)MDS_OST_DEAD_SECONDS * 1000000000ull;
 	struct mdt_txn *t;
 
+	mdt_reserve_hold(m->store); /* the disk may fill without the MDT writing */
 	if (now > dead && mdt_ost_expire(m->store, now - dead))
 		log_info("OST table changed: an OST went silent or came back");
 	if (!m->orphans_released && now - m->started_ns >= (uint64_t)m->recovery_s * 1000000000ull)

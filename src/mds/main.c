@@ -55,6 +55,11 @@ static void usage(FILE *f)
 		"                        files and locks, and how long after a start unlinked files\n"
 		"                        still open wait to be opened again (default 100)\n"
 		"  --root-squash         requests from root on any client run as nobody (65534)\n"
+		"  --reserve SIZE|PCT%%   room kept on the MDT for deletions and truncations: creates,\n"
+		"                        mkdir, xattrs and Data-on-MDT writes get ENOSPC once the MDT is\n"
+		"                        down to it (default 1%% of the smaller of the map and the file\n"
+		"                        system under the MDT, at least 4M, at most 256M)\n"
+		"  --map-size SIZE       the most the MDT may hold: LMDB's map (default 64G)\n"
 		"  --handshake-timeout SEC  a connection that has not proved it holds the key this\n"
 		"                        long after connecting is closed (default 5)\n"
 		"  --log-level LEVEL     error, warn, info (default) or debug\n",
@@ -127,7 +132,9 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },            { "key", required_argument, NULL, 'k' },
 		{ "recovery-window", required_argument, NULL, 'r' },
 		{ "root-squash", no_argument, NULL, 'S' },
-		{ "handshake-timeout", required_argument, NULL, 'H' }, { NULL, 0, NULL, 0 },
+		{ "handshake-timeout", required_argument, NULL, 'H' },
+		{ "reserve", required_argument, NULL, 'R' },   { "map-size", required_argument, NULL, 'M' },
+		{ NULL, 0, NULL, 0 },
 	};
 	const char *mdt_dir = NULL, *listen_addr = NULL, *port_file = NULL, *fsname = NULL, *key_file = NULL;
 	uint8_t key[LOOM_KEY_MAX];
@@ -138,7 +145,9 @@ int main(int argc, char **argv)
 	char listen_host[64];
 	uint16_t listen_port;
 	enum log_level level = LOG_INFO;
-	bool format = false;
+	bool format = false, reserve_given = false;
+	struct mds_reserve reserve;
+	uint64_t map_size = 0;
 	int c, rc;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -160,6 +169,20 @@ int main(int argc, char **argv)
 			m.recovery_s = (uint32_t)atoi(optarg);
 			if (m.recovery_s < 1 || m.recovery_s > 86400) {
 				fprintf(stderr, "loom-mds: --recovery-window takes 1..86400 seconds\n");
+				return 2;
+			}
+			break;
+		case 'R':
+			if (mds_reserve_parse(optarg, &reserve)) {
+				fprintf(stderr, "loom-mds: --reserve takes a size (4M, 1G) or a percentage "
+					"(0%% to 50%%)\n");
+				return 2;
+			}
+			reserve_given = true;
+			break;
+		case 'M':
+			if (size_parse(optarg, &map_size) || map_size < (1u << 20)) {
+				fprintf(stderr, "loom-mds: --map-size takes a size of 1M or more\n");
 				return 2;
 			}
 			break;
@@ -222,6 +245,8 @@ int main(int argc, char **argv)
 			rc == -ENOENT ? " (format it with --format --fsname NAME)" : "");
 		return 1;
 	}
+	if (mds_space_setup(&m, map_size, reserve_given ? &reserve : NULL) != 0)
+		return 1;
 	raise_nofile_limit();
 	signal(SIGPIPE, SIG_IGN);
 	reqq_init(&m.queue);

@@ -179,6 +179,23 @@ struct mds {
 	struct reqq *queue_for_destroyer;
 };
 
+/* space.c: a full MDT (the store's reserve, src/mdt/space.c). */
+struct mds_reserve {
+	uint64_t bytes;
+	uint32_t percent;   /* of the MDT's capacity, with is_percent */
+	bool is_percent;
+};
+/* --reserve SIZE (k/M/G suffixes) or PCT% (0 to 50): 0 or -EINVAL. */
+int mds_reserve_parse(const char *arg, struct mds_reserve *out);
+/* At start: the map size (0: the store's default) and the reserve (NULL: 1% of the smaller of the
+ * map and the file system under the MDT, at least 4 MiB, at most 256 MiB). */
+int mds_space_setup(struct mds *m, uint64_t map_size, const struct mds_reserve *want);
+/* The errno to answer a batch with whose commit failed with rc: -ENOSPC when the MDT had no room
+ * (LMDB says -EIO for the short write of a full disk), else rc. */
+int mds_space_commit_failed(struct mds *m, int rc);
+/* Whether room is down to twice the reserve (the reply cache is then kept short). */
+bool mds_space_short(struct mds *m);
+
 /* batch.c: the metadata thread */
 void mds_metadata_loop(struct mds *m);
 /* netpath.c: the server's callbacks, on the network thread */

@@ -131,6 +131,13 @@ int mdt_dom_write_parts(struct mdt_txn *t, uint64_t ino, const struct mdt_dom_ex
 		return rc;
 	if (old_len > new_len)
 		new_len = old_len;
+	/* Bytes beyond the stored ones are growth; rewriting stored ones is not (LMDB copies their
+	 * pages, and frees the old ones for the next commit: the reserve covers that). */
+	if (new_len > old_len) {
+		rc = mdt_txn_grow(t, (uint64_t)(new_len - old_len) + (old_len ? 0 : MDT_GROW_RECORD));
+		if (rc)
+			return rc;
+	}
 	buf = calloc(1, new_len);
 	if (!buf)
 		return -ENOMEM;

@@ -82,6 +82,12 @@ struct mdt_store {
 	uint32_t ost_gen;
 	uint32_t rr_next;       /* round-robin start for the next allocation */
 	uint64_t rng;           /* state of the weighted allocator's generator */
+
+	/* Space (space.c). */
+	uint64_t reserve;       /* bytes of room kept for what frees space (mdt_store_set_reserve) */
+	uint64_t file_end;      /* the data file's size as last seen (at open, or as reserve_hold
+	                         * made it); LMDB may have written past it since */
+	bool reserve_short_logged; /* the disk could not hold the whole reserve: said once */
 };
 
 /* A registration waiting for its transaction's top-level commit to reach the in-memory table. */
@@ -100,6 +106,14 @@ struct mdt_txn {
 	struct mdt_ost_update *ost_updates;
 	size_t n_ost_updates;
 	size_t cap_ost_updates;
+	/* Space (space.c, mdt_txn_grow). grown: bytes this transaction's operations said they add
+	 * (a child's join its parent's at commit). The others are a top-level transaction's: the
+	 * room measured at its first growth, and whether the freelist is counted in it yet. */
+	uint64_t grown;
+	uint64_t room;
+	uint64_t page_size;
+	bool room_known;
+	bool room_has_freelist;
 };
 
 /* ---- records ---- */
@@ -231,6 +245,28 @@ int mdt_del_prefix(struct mdt_txn *t, enum mdt_db db, const void *prefix, size_t
 
 /* Makes room for `more` entries in t->ost_updates. */
 int mdt_txn_reserve_updates(struct mdt_txn *t, size_t more);
+
+/* ---- space.c ---- */
+
+/*
+ * An operation is about to make the MDT hold about `bytes` more (a new inode or name, an xattr,
+ * a layout, Data-on-MDT bytes). 0 when that leaves the reserve (space.c), else -ENOSPC, or
+ * MDT_ETXNFULL when it would fit but for what the batch's transaction grew before it (the MDS
+ * commits the batch and runs the request again alone). Operations that free space never call it:
+ * the reserve is theirs.
+ */
+int mdt_txn_grow(struct mdt_txn *t, uint64_t bytes);
+/* What an operation that makes an inode says it adds: the inode, its name, a layout of a few
+ * stripes and the reply cached for it, with the B-tree's slack (an empty file costs LMDB about
+ * 950 bytes, measured on a full MDT). */
+#define MDT_GROW_INODE 1024u
+/* A record more with its key (a name without its bytes, an xattr, a pool, a layout). */
+#define MDT_GROW_RECORD 256u
+/* Per byte of a name or value (stored in a key or record, plus the B-tree's slack). */
+#define MDT_GROW_BYTE 2u
+
+/* Reads the data file's size, at open. */
+int mdt_space_file_init(struct mdt_store *s);
 
 /* ---- store.c: inodes ---- */
 

@@ -456,6 +456,11 @@ int mdt_setlayout(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino,
 	own = mdt_owner_of(&in);
 	if (!mdt_perm_owner_or_root(cr, &own))
 		return -EPERM;
+	if (!(flags & LW_SL_DELETE)) {
+		rc = mdt_txn_grow(t, MDT_GROW_RECORD); /* a directory's default may be new */
+		if (rc)
+			return rc;
+	}
 	if (S_ISDIR(in.mode))
 		return setlayout_dir(t, ino, req, flags, out);
 	if (S_ISREG(in.mode) && !(flags & LW_SL_DELETE))

@@ -107,7 +107,10 @@ static int add_new(struct mdt_txn *t, struct mdt_inode *dir, const char *name, s
 {
 	int rc;
 
-	rc = mdt_inode_put(t, in);
+	/* The name is kept twice: in its entry's key and in its readdir record. */
+	rc = mdt_txn_grow(t, 2 * len * MDT_GROW_BYTE);
+	if (rc == 0)
+		rc = mdt_inode_put(t, in);
 	if (rc == 0)
 		rc = mdt_dentry_add(t, dir, name, len, in->ino, in->mode);
 	if (rc)
@@ -338,6 +341,8 @@ int mdt_symlink(struct mdt_txn *t, const struct loom_cred *cr, uint64_t parent, 
 	dir_own = mdt_owner_of(&dir);
 	mdt_perm_new_inode(cr, &dir_own, S_IFLNK | 0777, &own);
 	rc = mdt_ino_alloc(t, &ino);
+	if (rc == 0)
+		rc = mdt_txn_grow(t, target_len * MDT_GROW_BYTE);
 	if (rc)
 		return rc;
 	mdt_inode_init(&in, ino, own.mode, own.uid, own.gid, now);
@@ -399,7 +404,9 @@ int mdt_link(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino, uint64
 		return -ENOENT; /* unlinked but still open: no new names (no O_TMPFILE here) */
 	if (in.nlink >= MDT_LINK_MAX)
 		return -EMLINK;
-	rc = mdt_dentry_add(t, &dir, name, len, ino, in.mode);
+	rc = mdt_txn_grow(t, 2 * (MDT_GROW_RECORD + len * MDT_GROW_BYTE));
+	if (rc == 0)
+		rc = mdt_dentry_add(t, &dir, name, len, ino, in.mode);
 	if (rc)
 		return rc;
 	in.nlink++;

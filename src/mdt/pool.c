@@ -96,7 +96,8 @@ int mdt_pool_new(struct mdt_txn *t, const char *name)
 		return rc;
 	if (mdt_pool_exists(t, name))
 		return -EEXIST;
-	return pool_put(t, name, NULL, 0);
+	rc = mdt_txn_grow(t, MDT_GROW_RECORD);
+	return rc ? rc : pool_put(t, name, NULL, 0);
 }
 
 int mdt_pool_destroy(struct mdt_txn *t, const char *name)
@@ -126,9 +127,10 @@ int mdt_pool_add(struct mdt_txn *t, const char *name, uint32_t idx)
 		return rc;
 	while (at < n && osts[at] < idx)
 		at++;
-	if (at < n && osts[at] == idx) {
+	rc = at < n && osts[at] == idx ? -EEXIST : mdt_txn_grow(t, MDT_GROW_BYTE * 4);
+	if (rc) {
 		free(osts);
-		return -EEXIST;
+		return rc;
 	}
 	more = realloc(osts, ((size_t)n + 1) * 4);
 	if (!more) {

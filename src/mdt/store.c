@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/file.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -168,6 +167,10 @@ int mdt_ino_alloc(struct mdt_txn *t, uint64_t *ino)
 	uint64_t next;
 	int rc;
 
+	/* Every new inode is growth: refused once the MDT is down to its reserve. */
+	rc = mdt_txn_grow(t, MDT_GROW_INODE);
+	if (rc)
+		return rc;
 	rc = meta_get(t, META_NEXT_INO, &next, sizeof(next));
 	if (rc)
 		return rc;
@@ -348,6 +351,8 @@ static int store_setup(const char *dir, bool create, struct mdt_store **out)
 	}
 
 	rc = env_open(dir, &s->env);
+	if (rc == 0)
+		rc = mdt_space_file_init(s);
 	if (rc)
 		goto fail;
 
@@ -606,6 +611,7 @@ static int commit_child(struct mdt_txn *t)
 		       t->n_ost_updates * sizeof(*t->ost_updates));
 	p->n_ost_updates += t->n_ost_updates;
 	p->ost_dirty |= t->ost_dirty;
+	p->grown += t->grown;
 	return 0;
 }
 
@@ -629,6 +635,7 @@ static int commit_top(struct mdt_txn *t)
 	}
 	if (t->ost_dirty || t->n_ost_updates)
 		mdt_ost_install(t->s, table, count);
+	mdt_reserve_hold(t->s);
 	return 0;
 }
 
@@ -654,30 +661,4 @@ void mdt_txn_abort(struct mdt_txn *t)
 		return;
 	mdb_txn_abort(t->mdb);
 	txn_free(t);
-}
-
-/* ---- statfs ---- */
-
-int mdt_statfs(struct mdt_txn *t, struct lw_statfs *out)
-{
-	struct statvfs vfs;
-	MDB_stat st;
-	int rc;
-
-	if (statvfs(t->s->dir, &vfs) < 0)
-		return -errno;
-	rc = mdt_errno(mdb_stat(t->mdb, t->s->dbi[MDT_DB_INODES], &st));
-	if (rc)
-		return rc;
-	memset(out, 0, sizeof(*out));
-	out->bsize = (uint32_t)(vfs.f_frsize ? vfs.f_frsize : vfs.f_bsize);
-	out->blocks = vfs.f_blocks;
-	out->bfree = vfs.f_bfree;
-	out->bavail = vfs.f_bavail;
-	/* Each inode costs LMDB well under a KiB; a file system that keeps no inode count (btrfs
-	 * reports 0) gets an estimate from its free space instead. */
-	out->ffree = vfs.f_files ? vfs.f_ffree : (uint64_t)vfs.f_bavail * out->bsize / 1024;
-	out->files = st.ms_entries + out->ffree;
-	out->namemax = LOOM_NAME_MAX;
-	return 0;
 }

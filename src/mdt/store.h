@@ -30,7 +30,8 @@
 struct mdt_store;
 struct mdt_txn;
 
-/* Not an errno: LMDB's transaction is full (see mdt_txn_commit). Never leaves the MDS. */
+/* Not an errno: LMDB's transaction is full, or the batch's growth is (see mdt_txn_commit).
+ * Never leaves the MDS. */
 #define MDT_ETXNFULL (-4096 - 1)
 
 /* Creates a new MDT in mdt_dir (created if missing): root directory (ino 1, mode 0755, uid 0,
@@ -54,9 +55,10 @@ int mdt_txn_begin(struct mdt_store *s, bool write, struct mdt_txn **out);
 int mdt_txn_child(struct mdt_txn *parent, struct mdt_txn **out);
 /* Both end (and free) the transaction, also when commit fails. Commit makes it durable (fsync) for
  * a top-level one, and only then do OST registrations made in it reach the in-memory table.
- * Errors of the store's operations and of commit: -ENOSPC (map full), MDT_ETXNFULL (the
- * transaction touched too many pages: commit the batch, retry the request alone), -EIO (damaged
- * MDT). */
+ * Errors of the store's operations and of commit: -ENOSPC (the map or the disk is full, or an
+ * operation that grows the MDT met its reserve: see mdt_space), MDT_ETXNFULL (the transaction
+ * touched too many pages, or its growth so far leaves no room for one more: commit the batch,
+ * retry the request alone), -EIO (damaged MDT; a short write of a full disk is -EIO too). */
 int mdt_txn_commit(struct mdt_txn *t);
 void mdt_txn_abort(struct mdt_txn *t);
 
@@ -414,8 +416,43 @@ int mdt_pool_each(struct mdt_txn *t, int (*fn)(const char *name, const uint32_t 
 int mdt_alloc_stripes(struct mdt_txn *t, int32_t count, int32_t offset, const char *pool,
 		      struct loom_ostobj *objs, uint32_t *n_out);
 
-/* MDT space as statfs(2) gives it for the MDT directory, in f_frsize units; files = inodes in use
- * + the file system's free inodes (or free KiB when it keeps no inode count); namemax 255. */
+/* ---- space (space.c) ---- */
+
+/*
+ * What the MDT holds and how much more it can take: LMDB's map and the disk under it, whichever
+ * fills first, counting the pages LMDB's freelist has for reuse. The store keeps a reserve of that
+ * room for what frees space: operations that make the MDT hold more (creates, mkdir, symlink,
+ * link, setxattr, layouts, pools, Data-on-MDT writes) fail with -ENOSPC once they would eat into
+ * it; unlink, rmdir, truncation, closes, size reports and the MDS's own work may use it. The
+ * others of this file do not say -ENOSPC each: any write may meet it.
+ */
+struct mdt_space {
+	uint64_t page_size;
+	uint64_t map_size;    /* bytes of LMDB's map: the most the MDT can ever hold */
+	uint64_t disk_total;  /* bytes of the file system under the MDT directory */
+	uint64_t disk_left;   /* bytes it has free (f_bavail), the data file's own slack not counted */
+	uint64_t in_use;      /* bytes of the pages the MDT holds */
+	uint64_t room;        /* bytes it can still take, the reserve included */
+	uint64_t reserve;     /* bytes of room kept for what frees space */
+	bool map_bound;       /* the map fills before the disk does */
+};
+int mdt_space(struct mdt_store *s, struct mdt_space *out);
+/* The reserve, in bytes (0, as after open: growth may take the last page). When the disk under
+ * the MDT has less than twice the reserve left, the data file holds it (preallocated), so that no
+ * other program can take it; a disk with more holds nothing. */
+void mdt_store_set_reserve(struct mdt_store *s, uint64_t bytes);
+/* Holds the reserve in the data file if the disk under the MDT has come down to twice the reserve
+ * (each top-level commit does it too): the MDS calls it every second, so that a disk that fills
+ * without the MDT writing still leaves it its reserve. Best effort, no error. */
+void mdt_reserve_hold(struct mdt_store *s);
+/* The most the MDT may hold (LMDB's map; 64 GiB unless set). At least what it holds already
+ * (LMDB keeps that much, with a warning); -EINVAL below 64 pages. Only while no transaction is
+ * open, e.g. right after mdt_store_open. */
+int mdt_store_set_map_size(struct mdt_store *s, uint64_t bytes);
+
+/* MDT space for statfs(2), in page-size units: blocks what it holds plus its room, bfree the
+ * room, bavail the room beyond the reserve; files = inodes in use + ffree, ffree as many more as
+ * bavail lets in; namemax 255. */
 int mdt_statfs(struct mdt_txn *t, struct lw_statfs *out);
 
 #endif

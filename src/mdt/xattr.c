@@ -76,6 +76,13 @@ int mdt_setxattr(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino, co
 		return -EEXIST;
 	if (rc == -ENOENT && (flags & LW_XATTR_REPLACE))
 		return -ENODATA;
+	/* A new one is growth, and so is a larger value; a value no larger takes nothing more. */
+	if (rc == -ENOENT)
+		rc = mdt_txn_grow(t, MDT_GROW_RECORD + (nlen + vlen) * MDT_GROW_BYTE);
+	else if (vlen > v.mv_size)
+		rc = mdt_txn_grow(t, (vlen - v.mv_size) * MDT_GROW_BYTE);
+	if (rc)
+		return rc;
 	rc = mdt_put(t, MDT_DB_XATTRS, key, klen, vlen ? value : "", vlen);
 	if (rc)
 		return rc;
