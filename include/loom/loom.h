@@ -69,12 +69,15 @@ struct loom_connect_opts {
 	unsigned at_min_seconds;   /* a server that answers no request within its adaptive
 	                            * timeout, at least this long, is taken for hung (stopped,
 	                            * wedged) and reconnected to; 0: $LOOM_AT_MIN_SECONDS, else 20 */
+	bool encrypt;              /* encrypt every frame, not only authenticate it (needs the key;
+	                            * a server started with --encrypt has every client do it) */
 };
 
 /*
  * loom_connect with options. Beyond loom_connect's errors:
  *         -EACCES (the servers refused this client's key, or it has none and they require one);
- *         -EKEYREJECTED (the key file is not a key); -ENOENT (no key file there).
+ *         -EKEYREJECTED (the key file is not a key); -ENOENT (no key file there); -ENOKEY
+ *         (encrypt without a key).
  * While a server is away, calls wait for it to come back (the connection resends what was in
  * flight; the servers apply it once) for the recovery window; then they fail with -EIO.
  */

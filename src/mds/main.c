@@ -55,6 +55,8 @@ static void usage(FILE *f)
 		"                        files and locks, and how long after a start unlinked files\n"
 		"                        still open wait to be opened again (default 100)\n"
 		"  --root-squash         requests from root on any client run as nobody (65534)\n"
+		"  --encrypt             every connection to and from this MDS encrypts its frames\n"
+		"                        (they are authenticated with the key in any case)\n"
 		"  --handshake-timeout SEC  a connection that has not proved it holds the key this\n"
 		"                        long after connecting is closed (default 5)\n"
 		"  --log-level LEVEL     error, warn, info (default) or debug\n",
@@ -120,7 +122,7 @@ int main(int argc, char **argv)
 		{ "fsname", required_argument, NULL, 'n' },    { "log-level", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },            { "key", required_argument, NULL, 'k' },
 		{ "recovery-window", required_argument, NULL, 'r' },
-		{ "root-squash", no_argument, NULL, 'S' },
+		{ "root-squash", no_argument, NULL, 'S' },     { "encrypt", no_argument, NULL, 'E' },
 		{ "handshake-timeout", required_argument, NULL, 'H' }, { NULL, 0, NULL, 0 },
 	};
 	const char *mdt_dir = NULL, *listen_addr = NULL, *port_file = NULL, *fsname = NULL, *key_file = NULL;
@@ -144,6 +146,7 @@ int main(int argc, char **argv)
 		case 'n': fsname = optarg; break;
 		case 'k': key_file = optarg; break;
 		case 'S': m.root_squash = true; break;
+		case 'E': so.encrypt = m.encrypt = true; break;
 		case 'H':
 			if (srv_handshake_timeout_parse(optarg, &so.handshake_timeout_ms)) {
 				fprintf(stderr, "loom-mds: --handshake-timeout takes 1..3600 seconds\n");
@@ -205,6 +208,10 @@ int main(int argc, char **argv)
 				rc == -EINVAL ? "not a key" : strerror(-rc));
 			return 1;
 		}
+	}
+	if (so.encrypt && !keylen) {
+		log_err("--encrypt needs the file system key (--key FILE)");
+		return 2;
 	}
 	if (!m.recovery_s)
 		m.recovery_s = 100; /* as Lustre's obd_timeout */
