@@ -84,6 +84,8 @@ struct rpc_conn {
 	uint32_t got;
 	uint32_t rbulk_crc;
 	struct seal rx;         /* replies */
+	const char *rerr;       /* sealed: why the reply being read cannot be its call's, told
+	                         * once its tag passed (its bytes are dropped meanwhile) */
 	uint8_t rtag[LW_TAG_LEN];
 	struct log_limit lim_tag; /* replies that failed their tag */
 };

@@ -106,13 +106,11 @@ static bool was_cancelled(struct rpc_conn *c, uint64_t id)
 	return found;
 }
 
-/* The reply header is complete. NULL, or why the connection is unusable. */
-static const char *reply_hdr_done(struct rpc_conn *c)
+/* The call a reply header names. NULL, or why the reply cannot be its. */
+static const char *reply_match(struct rpc_conn *c)
 {
 	struct lw_hdr *h = &c->hdr;
 
-	if (lw_hdr_check(h) || !(h->flags & LW_F_REPLY))
-		return "malformed reply header";
 	c->rcall = conn_take_inflight(c, h->req_id);
 	if (!c->rcall) {
 		/* A caller that sent its request itself may not have put it on the in-flight list
@@ -130,6 +128,26 @@ static const char *reply_hdr_done(struct rpc_conn *c)
 		return "reply opcode differs from the request's";
 	if (c->rcall && h->bulk_len > c->rcall->rbulk_cap)
 		return "reply bulk larger than the buffer for it";
+	return NULL;
+}
+
+/*
+ * The reply header is complete. NULL, or why the connection is unusable. On a sealed connection
+ * a header that names no call (or the wrong one) is read to its tag first, its bytes dropped:
+ * a frame a relay replayed or made up is then refused as what it is, and the reason given is
+ * the header's only for a frame that did come from the server.
+ */
+static const char *reply_hdr_done(struct rpc_conn *c)
+{
+	struct lw_hdr *h = &c->hdr;
+	const char *why;
+
+	if (lw_hdr_check(h) || !(h->flags & LW_F_REPLY))
+		return "malformed reply header";
+	why = reply_match(c);
+	if (why && !seal_on(&c->rx))
+		return why;
+	c->rerr = why;
 	c->rbody = malloc(h->body_len ? h->body_len : 1);
 	if (!c->rbody)
 		return "out of memory";
@@ -179,6 +197,9 @@ static const char TAG_REFUSED[] = "a reply failed authentication";
 
 static const char *reply_tag_done(struct rpc_conn *c)
 {
+	const char *why = c->rerr;
+
+	c->rerr = NULL;
 	if (seal_check(&c->rx, c->rtag)) {
 		log_limited(&c->lim_tag, clock_mono_ns(),
 			    "%s from %s (reply %llu, %s): altered, replayed, reordered, dropped or "
@@ -186,6 +207,8 @@ static const char *reply_tag_done(struct rpc_conn *c)
 			    (unsigned long long)(c->rx.counter - 1), lw_op_name(c->hdr.opcode));
 		return TAG_REFUSED;
 	}
+	if (why)
+		return why;
 	if (lw_hdr_crc_check(&c->hdr, c->rbody))
 		return "reply header checksum mismatch";
 	reply_done(c);
@@ -224,7 +247,7 @@ static const char *conn_parse(struct rpc_conn *c)
 				why = "cannot check replies (libcrypto failed)";
 				break;
 			}
-			if (c->rcall)
+			if (c->rcall && !c->rerr)
 				rbulk_copy(c->rcall, c->got, p, n);
 			c->got += n;
 			if (c->got == c->hdr.bulk_len)
@@ -251,6 +274,7 @@ void recv_reset(struct rpc_conn *c)
 {
 	free(c->rbody);
 	c->rbody = NULL;
+	c->rerr = NULL;
 	c->rstate = RS_HDR;
 	c->hgot = 0;
 	c->rpos = c->rlen = 0;
@@ -268,7 +292,7 @@ int conn_recv(struct rpc_conn *c)
 		uint32_t room;
 		void *dst;
 
-		if (c->rstate == RS_BULK && c->hdr.bulk_len - c->got >= RBUF_SIZE && c->rcall &&
+		if (c->rstate == RS_BULK && c->hdr.bulk_len - c->got >= RBUF_SIZE && c->rcall && !c->rerr &&
 		    (dst = rbulk_at(c->rcall, c->got, &room)) != NULL) {
 			/* Large reply bulk lands straight in the caller's buffer. */
 			n = recv(c->fd, dst, MIN(room, c->hdr.bulk_len - c->got), 0);
