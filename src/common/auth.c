@@ -101,6 +101,13 @@ int loom_auth_equal(const uint8_t *x, const uint8_t *y)
 	return CRYPTO_memcmp(x, y, LOOM_MAC_LEN) == 0;
 }
 
+const char *loom_auth_label(bool from_server, bool encrypt)
+{
+	if (from_server)
+		return encrypt ? "loom-auth-server-encrypt" : "loom-auth-server";
+	return encrypt ? "loom-auth-client-encrypt" : "loom-auth-client";
+}
+
 /* HKDF-SHA256(ikm, salt, info) into out (extract, then expand). 0 or -EIO. */
 static int hkdf_sha256(const uint8_t *ikm, size_t ikmlen, const uint8_t *salt, size_t saltlen,
 		       const char *info, uint8_t *out, size_t outlen)

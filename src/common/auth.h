@@ -3,6 +3,7 @@
 #ifndef LOOM_COMMON_AUTH_H
 #define LOOM_COMMON_AUTH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,6 +22,10 @@ int loom_auth_mac(const uint8_t *key, size_t keylen, const char *label, const ui
 		   const uint8_t *b, size_t n, uint8_t out[LOOM_MAC_LEN]);
 /* Constant-time comparison of two MACs: 1 if equal. */
 int loom_auth_equal(const uint8_t *x, const uint8_t *y);
+/* The label of the client's proof (from_server false) or the server's, by whether the connection
+ * encrypts: "loom-auth-client", "loom-auth-client-encrypt", "loom-auth-server", ... (wire.h). The
+ * choice is so bound by both proofs. */
+const char *loom_auth_label(bool from_server, bool encrypt);
 
 #define LOOM_SESSION_KEY_LEN 32
 /*

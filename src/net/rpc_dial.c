@@ -161,17 +161,6 @@ int rpc_hs_call(struct rpc_hs *hs, uint16_t opcode, const void *body, uint32_t l
 	return hs_call(hs, opcode, 0, body, len, reply, cap, rlen, NULL);
 }
 
-/* The proofs' labels, by whether the connection encrypts (wire.h; server_accept.c). */
-static const char *client_label(bool encrypt)
-{
-	return encrypt ? "loom-auth-client-encrypt" : "loom-auth-client";
-}
-
-static const char *server_label(bool encrypt)
-{
-	return encrypt ? "loom-auth-server-encrypt" : "loom-auth-server";
-}
-
 /* The session keys, and the seals of the connection's frames from now on. */
 static int hs_seal(struct rpc_hs *hs, const uint8_t *client_nonce, const uint8_t *server_nonce,
 		   bool encrypt)
@@ -217,7 +206,7 @@ static int authenticate(struct rpc_hs *hs)
 	rc = random_bytes(pr.nonce, sizeof(pr.nonce));
 	if (rc)
 		return rc;
-	rc = loom_auth_mac(c->key, c->opts.keylen, client_label(encrypt), ch.nonce, pr.nonce,
+	rc = loom_auth_mac(c->key, c->opts.keylen, loom_auth_label(false, encrypt), ch.nonce, pr.nonce,
 			   LW_AUTH_NONCE, pr.mac);
 	if (rc)
 		return rc;
@@ -229,7 +218,7 @@ static int authenticate(struct rpc_hs *hs)
 	}
 	if (rc)
 		return rc;
-	rc = loom_auth_mac(c->key, c->opts.keylen, server_label(encrypt), pr.nonce, ch.nonce,
+	rc = loom_auth_mac(c->key, c->opts.keylen, loom_auth_label(true, encrypt), pr.nonce, ch.nonce,
 			   LW_AUTH_NONCE, want);
 	if (rc || len != sizeof(proof) || !loom_auth_equal(proof.mac, want) ||
 	    !(rflags & LW_F_ENCRYPT) != !encrypt) {

@@ -69,18 +69,6 @@ static const char *preauth_progress(const struct srv_conn *c, char *buf, size_t 
 	return "it sent nothing";
 }
 
-/* The labels of the proofs, by whether the connection encrypts (wire.h): the choice is bound by
- * both MACs, so that a relay cannot flip it unseen. */
-static const char *client_label(bool encrypt)
-{
-	return encrypt ? "loom-auth-client-encrypt" : "loom-auth-client";
-}
-
-static const char *server_label(bool encrypt)
-{
-	return encrypt ? "loom-auth-server-encrypt" : "loom-auth-server";
-}
-
 /* Loop thread: the session keys of a connection that proved it holds the key. Its requests are
  * sealed from the next frame the loop parses on (the client sends none before it has the
  * proof's reply); its replies once the proof's reply is queued (conn_seal_tx). */
@@ -146,10 +134,10 @@ void conn_authenticate(struct srv_conn *c, struct srv_req *req)
 
 		memcpy(&pr, req->body, sizeof(pr));
 		c->challenged = false; /* one proof per challenge */
-		if (loom_auth_mac(s->key, s->opts.keylen, client_label(encrypt), c->nonce, pr.nonce,
+		if (loom_auth_mac(s->key, s->opts.keylen, loom_auth_label(false, encrypt), c->nonce, pr.nonce,
 				  LW_AUTH_NONCE, want) == 0 &&
 		    loom_auth_equal(pr.mac, want) &&
-		    loom_auth_mac(s->key, s->opts.keylen, server_label(encrypt), pr.nonce, c->nonce,
+		    loom_auth_mac(s->key, s->opts.keylen, loom_auth_label(true, encrypt), pr.nonce, c->nonce,
 				  LW_AUTH_NONCE, proof.mac) == 0 &&
 		    conn_seal_rx(c, pr.nonce, encrypt, s2c) == 0) {
 			c->authed = true;

@@ -50,8 +50,12 @@ static void test_mac(void)
 {
 	uint8_t key[32] = { 7 }, a[32] = { 1 }, b[32] = { 2 }, m1[LOOM_MAC_LEN], m2[LOOM_MAC_LEN];
 
-	CHECK_RC(loom_auth_mac(key, sizeof(key), "loom-auth-client", a, b, 32, m1), 0);
-	CHECK_RC(loom_auth_mac(key, sizeof(key), "loom-auth-client-encrypt", a, b, 32, m2), 0);
+	CHECK(strcmp(loom_auth_label(false, false), "loom-auth-client") == 0);
+	CHECK(strcmp(loom_auth_label(false, true), "loom-auth-client-encrypt") == 0);
+	CHECK(strcmp(loom_auth_label(true, false), "loom-auth-server") == 0);
+	CHECK(strcmp(loom_auth_label(true, true), "loom-auth-server-encrypt") == 0);
+	CHECK_RC(loom_auth_mac(key, sizeof(key), loom_auth_label(false, false), a, b, 32, m1), 0);
+	CHECK_RC(loom_auth_mac(key, sizeof(key), loom_auth_label(false, true), a, b, 32, m2), 0);
 	CHECK(!loom_auth_equal(m1, m2)); /* the mode is bound by the label */
 	CHECK_RC(loom_auth_mac(key, sizeof(key), "loom-auth-client", a, b, 32, m2), 0);
 	CHECK(loom_auth_equal(m1, m2));
