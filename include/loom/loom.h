@@ -69,13 +69,15 @@ struct loom_connect_opts {
 	unsigned at_min_seconds;   /* a server that answers no request within its adaptive
 	                            * timeout, at least this long, is taken for hung (stopped,
 	                            * wedged) and reconnected to; 0: $LOOM_AT_MIN_SECONDS, else 20 */
+	bool encrypt;              /* encrypt every frame, not only authenticate it (needs the key;
+	                            * a server started with --encrypt has every client do it) */
 };
 
 /*
  * loom_connect with options. Beyond loom_connect's errors:
  *         -EACCES (the servers refused this client's key, or it has none and they require one);
  *         -EKEYREJECTED (the key file is not a key); -ENOENT (no key file there);
- *         -ENOKEY (this user may not read the key file);
+ *         -ENOKEY (this user may not read the key file); -EINVAL (encrypt without a key);
  *         -EPERM (the key file is not private: its group or others may read or write it, or it
  *         belongs to neither this user nor root; loom_key_refusal says which, and the fix).
  * While a server is away, calls wait for it to come back (the connection resends what was in

@@ -57,7 +57,7 @@ class Statvfs(ctypes.Structure):
 
 class ConnectOpts(ctypes.Structure):
     _fields_ = [("fsname", c_char_p), ("key_file", c_char_p), ("recovery_seconds", c_uint),
-                ("soft_seconds", c_uint), ("at_min_seconds", c_uint)]
+                ("soft_seconds", c_uint), ("at_min_seconds", c_uint), ("encrypt", ctypes.c_bool)]
 
 
 class Dirent(ctypes.Structure):

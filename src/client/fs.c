@@ -223,6 +223,7 @@ static void conn_opts_of(const loom_fs *fs, struct rpc_conn_opts *o)
 {
 	o->key = fs->keylen ? fs->key : NULL;
 	o->keylen = fs->keylen;
+	o->encrypt = fs->encrypt;
 	o->recovery_ms = fs->recovery_ms;
 	o->soft_ms = fs->soft_ms;
 	o->at_min_ms = fs->at_min_ms;
@@ -279,6 +280,11 @@ int loom_connect_with(const char *mds_addr, const struct loom_connect_opts *opts
 			rc = rc == -EINVAL ? -EKEYREJECTED : rc == -EACCES ? -ENOKEY : rc;
 			goto fail;
 		}
+	}
+	fs->encrypt = opts && opts->encrypt;
+	if (fs->encrypt && !fs->keylen) {
+		rc = -EINVAL; /* frames are encrypted with keys derived from the file system's */
+		goto fail;
 	}
 	conn_opts_of(fs, &o);
 	o.arg = fs;

@@ -45,6 +45,7 @@ struct loom_fs {
 	size_t keylen;
 	uint32_t recovery_ms;          /* how long a lost server is waited for */
 	uint32_t soft_ms;              /* soft mounts: how long a request may go unanswered */
+	bool encrypt;                  /* every connection encrypts its frames */
 	uint32_t at_min_ms;            /* the least time without a reply that means a hung server */
 	uint64_t mds_boot;             /* the MDS session last connected to (MDS_CONNECT session_id) */
 	bool stopping;                 /* loom_disconnect began (set under mds_lock and ost_lock) */

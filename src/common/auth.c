@@ -4,8 +4,11 @@
 #include <fcntl.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/core_names.h>
 #include <openssl/hmac.h>
 #include <stdbool.h>
+#include <openssl/kdf.h>
+#include <openssl/params.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,4 +182,56 @@ int loom_auth_mac(const uint8_t *key, size_t keylen, const char *label, const ui
 int loom_auth_equal(const uint8_t *x, const uint8_t *y)
 {
 	return CRYPTO_memcmp(x, y, LOOM_MAC_LEN) == 0;
+}
+
+const char *loom_auth_label(bool from_server, bool encrypt)
+{
+	if (from_server)
+		return encrypt ? "loom-auth-server-encrypt" : "loom-auth-server";
+	return encrypt ? "loom-auth-client-encrypt" : "loom-auth-client";
+}
+
+/* HKDF-SHA256(ikm, salt, info) into out (extract, then expand). 0 or -EIO. */
+static int hkdf_sha256(const uint8_t *ikm, size_t ikmlen, const uint8_t *salt, size_t saltlen,
+		       const char *info, uint8_t *out, size_t outlen)
+{
+	EVP_KDF *kdf = EVP_KDF_fetch(NULL, "HKDF", NULL);
+	EVP_KDF_CTX *kctx = kdf ? EVP_KDF_CTX_new(kdf) : NULL;
+	OSSL_PARAM params[5];
+	int rc = -EIO;
+
+	if (!kctx)
+		goto out;
+	params[0] = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, (char *)"SHA256", 0);
+	params[1] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, (void *)ikm, ikmlen);
+	params[2] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, (void *)salt, saltlen);
+	params[3] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, (void *)info, strlen(info));
+	params[4] = OSSL_PARAM_construct_end();
+	if (EVP_KDF_derive(kctx, out, outlen, params) == 1)
+		rc = 0;
+out:
+	EVP_KDF_CTX_free(kctx);
+	EVP_KDF_free(kdf);
+	return rc;
+}
+
+int loom_session_keys(const uint8_t *key, size_t keylen, const uint8_t *client_nonce,
+		      const uint8_t *server_nonce, size_t n, uint8_t c2s[LOOM_SESSION_KEY_LEN],
+		      uint8_t s2c[LOOM_SESSION_KEY_LEN])
+{
+	uint8_t salt[2 * 64];
+	int rc;
+
+	if (n > 64)
+		return -EINVAL;
+	memcpy(salt, client_nonce, n);
+	memcpy(salt + n, server_nonce, n);
+	rc = hkdf_sha256(key, keylen, salt, 2 * n, "loom c2s", c2s, LOOM_SESSION_KEY_LEN);
+	if (rc == 0)
+		rc = hkdf_sha256(key, keylen, salt, 2 * n, "loom s2c", s2c, LOOM_SESSION_KEY_LEN);
+	if (rc) {
+		OPENSSL_cleanse(c2s, LOOM_SESSION_KEY_LEN);
+		OPENSSL_cleanse(s2c, LOOM_SESSION_KEY_LEN);
+	}
+	return rc;
 }

@@ -1,8 +1,10 @@
-/* The file system key and the HMAC-SHA256 proofs that a peer holds it (OpenSSL's libcrypto). */
+/* The file system key, the HMAC-SHA256 proofs that a peer holds it, and the session keys a
+ * connection derives from it (OpenSSL's libcrypto). */
 #ifndef LOOM_COMMON_AUTH_H
 #define LOOM_COMMON_AUTH_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,5 +41,22 @@ int loom_auth_mac(const uint8_t *key, size_t keylen, const char *label, const ui
 		   const uint8_t *b, size_t n, uint8_t out[LOOM_MAC_LEN]);
 /* Constant-time comparison of two MACs: 1 if equal. */
 int loom_auth_equal(const uint8_t *x, const uint8_t *y);
+/* The label of the client's proof (from_server false) or the server's, by whether the connection
+ * encrypts: "loom-auth-client", "loom-auth-client-encrypt", "loom-auth-server", ... (wire.h). The
+ * choice is so bound by both proofs. */
+const char *loom_auth_label(bool from_server, bool encrypt);
+
+#define LOOM_SESSION_KEY_LEN 32
+/*
+ * The two session keys of one connection, one per direction: HKDF-SHA256 (RFC 5869) with the file
+ * system key as input keying material, salt = client nonce || server nonce (n bytes each, the
+ * nonces of the AUTH_* exchange) and info "loom c2s" (frames the client sends) or "loom s2c"
+ * (frames the server sends). Fresh nonces on both sides make every connection's keys new, so a
+ * frame recorded on one connection is worth nothing on another. 0, -EIO if libcrypto failed
+ * (the keys are then zeroed), -EINVAL for nonces over 64 bytes.
+ */
+int loom_session_keys(const uint8_t *key, size_t keylen, const uint8_t *client_nonce,
+		      const uint8_t *server_nonce, size_t n, uint8_t c2s[LOOM_SESSION_KEY_LEN],
+		      uint8_t s2c[LOOM_SESSION_KEY_LEN]);
 
 #endif

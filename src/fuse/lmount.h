@@ -37,6 +37,7 @@ struct lmount_opts {
 	unsigned timeout;      /* timeout=SEC: a soft mount's limit (default 30) */
 	unsigned at_min;       /* at_min=SEC: no reply this long at least means a hung server */
 	int root_squash;       /* root_squash: root's requests go to the MDS as nobody */
+	int encrypt;           /* encrypt: every frame encrypted, not only authenticated */
 };
 
 /* statahead.c: one directory's listing with attributes, answering lookups in it. */

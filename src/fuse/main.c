@@ -42,6 +42,7 @@ static const struct fuse_opt lm_opt_spec[] = {
 	LM_OPT("timeout=%u", timeout),
 	LM_OPT("at_min=%u", at_min),
 	LM_OPT("root_squash", root_squash),
+	LM_OPT("encrypt", encrypt),
 	FUSE_OPT_KEY("key=", KEY_KEYFILE),
 	FUSE_OPT_KEY("-h", KEY_HELP),
 	FUSE_OPT_KEY("--help", KEY_HELP),
@@ -86,6 +87,9 @@ static void usage(FILE *f)
 		"  at_min=SEC            a server that answers nothing for this long at least (more if\n"
 		"                        its replies have been slow) counts as hung (default 20)\n"
 		"  root_squash           requests from root reach the MDS as nobody (65534)\n"
+		"  encrypt               encrypt every frame to and from the servers, not only\n"
+		"                        authenticate it (needs the key; a server started with\n"
+		"                        --encrypt has every client do it)\n"
 		"  -f                    stay in the foreground;  -d  print every request (implies -f)\n"
 		"Mount options handled by the kernel or FUSE:\n"
 		"  ro, rw, noatime, relatime, nosuid, nodev, noexec, allow_other, allow_root,\n"
@@ -328,6 +332,7 @@ int main(int argc, char **argv)
 	copts.recovery_seconds = m.opts.recovery;
 	copts.soft_seconds = m.opts.soft ? (m.opts.timeout ? m.opts.timeout : 30) : 0;
 	copts.at_min_seconds = m.opts.at_min;
+	copts.encrypt = m.opts.encrypt;
 	rc = loom_connect_with(m.mds_addr, &copts, &m.fs);
 	key_file = loom_key_file_choose(copts.key_file);
 	if (rc == -EPERM && key_file && *key_file && loom_key_refusal(key_file, why, sizeof(why)) == 0) {
@@ -339,7 +344,9 @@ int main(int argc, char **argv)
 			rc == -ENODEV ? "the MDS serves another file system" :
 			rc == -EACCES ? "the servers refused this node: it must hold the file system key (-o key=PATH, or /etc/loom/loom.key)" :
 			rc == -EKEYREJECTED ? "the key file holds no key" :
-			rc == -ENOKEY ? "this user may not read the key file" : strerror(-rc));
+			rc == -ENOKEY ? "this user may not read the key file" :
+			rc == -EINVAL && copts.encrypt ? "encrypt needs the file system key (-o key=PATH, or /etc/loom/loom.key)" :
+			strerror(-rc));
 		goto out_args;
 	}
 	pthread_mutex_init(&m.stamp_lock, NULL);

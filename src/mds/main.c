@@ -55,6 +55,8 @@ static void usage(FILE *f)
 		"                        files and locks, and how long after a start unlinked files\n"
 		"                        still open wait to be opened again (default 100)\n"
 		"  --root-squash         requests from root on any client run as nobody (65534)\n"
+		"  --encrypt             every connection to and from this MDS encrypts its frames\n"
+		"                        (they are authenticated with the key in any case)\n"
 		"  --reserve SIZE|PCT%%   room kept on the MDT for deletions and truncations: creates,\n"
 		"                        mkdir, xattrs and Data-on-MDT writes get ENOSPC once the MDT is\n"
 		"                        down to it (default 1%% of the smaller of the map and the file\n"
@@ -131,7 +133,7 @@ int main(int argc, char **argv)
 		{ "fsname", required_argument, NULL, 'n' },    { "log-level", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },            { "key", required_argument, NULL, 'k' },
 		{ "recovery-window", required_argument, NULL, 'r' },
-		{ "root-squash", no_argument, NULL, 'S' },
+		{ "root-squash", no_argument, NULL, 'S' },     { "encrypt", no_argument, NULL, 'E' },
 		{ "handshake-timeout", required_argument, NULL, 'H' },
 		{ "reserve", required_argument, NULL, 'R' },   { "map-size", required_argument, NULL, 'M' },
 		{ NULL, 0, NULL, 0 },
@@ -159,6 +161,7 @@ int main(int argc, char **argv)
 		case 'n': fsname = optarg; break;
 		case 'k': key_file = optarg; break;
 		case 'S': m.root_squash = true; break;
+		case 'E': so.encrypt = m.encrypt = true; break;
 		case 'H':
 			if (srv_handshake_timeout_parse(optarg, &so.handshake_timeout_ms)) {
 				fprintf(stderr, "loom-mds: --handshake-timeout takes 1..3600 seconds\n");
@@ -229,6 +232,10 @@ int main(int argc, char **argv)
 	}
 	if (key_file && loom_key_load_logged(key_file, key, &keylen))
 		return 1;
+	if (so.encrypt && !keylen) {
+		log_err("--encrypt needs the file system key (--key FILE)");
+		return 2;
+	}
 	if (!m.recovery_s)
 		m.recovery_s = 100; /* as Lustre's obd_timeout */
 	m.started_ns = clock_mono_ns();

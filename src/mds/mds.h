@@ -135,6 +135,7 @@ struct mds {
 	bool orphans_released;     /* those left by the previous run, once the window passed */
 	uint8_t key[64];           /* the file system key, for the destroyer's OSS connections */
 	size_t keylen;
+	bool encrypt;              /* --encrypt: those connections encrypt too */
 
 	/* Sessions and open handles: changed by the metadata thread, and by read-only opens on the
 	 * network thread (a new handle, an anonymous session), all under sess_lock. Only the

@@ -61,7 +61,8 @@ struct rpc_conn *oss_pool_conn(struct mds *m, struct oss_pool *p, const char *ho
 	}
 	if (!p->conns[i].conn) {
 		struct rpc_conn_opts o = { .name = "OSS", .connect_timeout_ms = 2000,
-					   .key = m->keylen ? m->key : NULL, .keylen = m->keylen };
+					   .key = m->keylen ? m->key : NULL, .keylen = m->keylen,
+					   .encrypt = m->encrypt };
 		if (rpc_conn_open(host, port, &o, &p->conns[i].conn) < 0)
 			p->conns[i].conn = NULL;
 	}

@@ -108,6 +108,7 @@ void rpc_submit(struct rpc_conn *c, struct rpc_call *call, struct rpc_wait *w)
 	call->conn = c;
 	call->next = NULL;
 	call->sent = 0;
+	call->sealed = false;
 	call->sent_ns = 0;
 	call->completed = false;
 	call->deadline_ns = c->opts.soft_ms ? clock_mono_ns() + (uint64_t)c->opts.soft_ms * 1000000ull : 0;
@@ -228,14 +229,51 @@ int rpc_conn_local_host(const struct rpc_conn *c, char *buf, size_t cap)
 }
 
 /*
- * Sends from the head of the send queue until the socket is full. A call moves to the in-flight
- * list once its last byte is written. Returns 0, or -errno on a broken socket.
+ * Seals the head of the send queue before its first byte goes: its tag, and with encryption its
+ * body and bulk as ciphertext in c->sbuf (the caller's buffers are never written, and stay the
+ * plain bytes for a resend). From here on the call holds its frame's counter, so it must go out
+ * whole before any other (take_off_queues leaves it alone). Under send_lock.
  */
-/* Sends what is queued until the socket is full. Under send_lock. */
+static int call_seal(struct rpc_conn *c, struct rpc_call *call)
+{
+	size_t need = (size_t)call->body_len + call->bulk_len, off = 0;
+	void *out = NULL;
+	int rc;
+
+	if (c->tx.encrypt && need > c->sbuf_cap) {
+		uint8_t *p = realloc(c->sbuf, need);
+		if (!p)
+			return -ENOMEM;
+		c->sbuf = p;
+		c->sbuf_cap = need;
+	}
+	rc = seal_begin(&c->tx, &call->hdr);
+	if (c->tx.encrypt)
+		out = c->sbuf;
+	if (rc == 0 && call->body_len)
+		rc = seal_update(&c->tx, call->body, out, call->body_len);
+	off = call->body_len;
+	for (int i = 0; rc == 0 && i < call->bulk_cnt; i++) {
+		size_t n = MIN(call->bulk[i].iov_len, (size_t)call->bulk_len - (off - call->body_len));
+
+		rc = seal_update(&c->tx, call->bulk[i].iov_base, out ? c->sbuf + off : NULL, n);
+		off += n;
+	}
+	if (rc == 0)
+		rc = seal_final(&c->tx, call->tag);
+	call->sealed = rc == 0;
+	return rc;
+}
+
+/*
+ * Sends from the head of the send queue until the socket is full. A call moves to the in-flight
+ * list once its last byte is written. Returns 0, or -errno on a broken socket (or a frame that
+ * could not be sealed). Under send_lock.
+ */
 static int conn_send(struct rpc_conn *c)
 {
 	for (;;) {
-		struct iovec iov[RPC_MAX_IOV + 2];
+		struct iovec iov[RPC_MAX_IOV + 3];
 		struct rpc_call *call;
 		size_t total, skip;
 		int n = 0, first = 0;
@@ -248,15 +286,32 @@ static int conn_send(struct rpc_conn *c)
 			return 0;
 
 		/* The queue head is stable: only this thread removes from it. */
+		if (seal_on(&c->tx) && !call->sealed) {
+			int rc = call_seal(c, call);
+			if (rc)
+				return rc;
+		}
 		iov[n].iov_base = &call->hdr;
 		iov[n++].iov_len = sizeof(call->hdr);
-		if (call->body_len) {
-			iov[n].iov_base = (void *)call->body;
-			iov[n++].iov_len = call->body_len;
+		if (call->sealed && c->tx.encrypt) {
+			if (call->body_len + call->bulk_len) {
+				iov[n].iov_base = c->sbuf;
+				iov[n++].iov_len = (size_t)call->body_len + call->bulk_len;
+			}
+		} else {
+			if (call->body_len) {
+				iov[n].iov_base = (void *)call->body;
+				iov[n++].iov_len = call->body_len;
+			}
+			for (int i = 0; i < call->bulk_cnt && n < RPC_MAX_IOV + 2; i++)
+				iov[n++] = call->bulk[i];
 		}
-		for (int i = 0; i < call->bulk_cnt && n < (int)ARRAY_SIZE(iov); i++)
-			iov[n++] = call->bulk[i];
 		total = sizeof(call->hdr) + call->body_len + call->bulk_len;
+		if (call->sealed) {
+			iov[n].iov_base = call->tag;
+			iov[n++].iov_len = LW_TAG_LEN;
+			total += LW_TAG_LEN;
+		}
 		/* Skip what was already written. */
 		skip = call->sent;
 		while (skip > 0 && first < n) {
@@ -311,11 +366,11 @@ static bool list_unlink(struct rpc_call **head, struct rpc_call *call, struct rp
 }
 
 /* Takes call off the queues if nothing is using its buffers now: not the queue's head while it
- * is half sent. A call taken from the in-flight list is remembered, so its reply is dropped.
+ * is half sent, or sealed (its frame holds a counter the server expects next). A call taken from the in-flight list is remembered, so its reply is dropped.
  * Under send_lock and c->lock. */
 bool take_off_queues(struct rpc_conn *c, struct rpc_call *call)
 {
-	if (call == c->sendq_head && call->sent > 0)
+	if (call == c->sendq_head && (call->sent > 0 || call->sealed))
 		return false;
 	if (list_unlink(&c->sendq_head, call, &c->sendq_tail))
 		return true;
@@ -448,6 +503,7 @@ int rpc_conn_open(const char *host, uint16_t port, const struct rpc_conn_opts *o
 	c->fd = c->wake_fd = -1;
 	if (opts)
 		c->opts = *opts;
+	log_limit_init(&c->lim_tag, LOG_WARN, "replies that failed authentication");
 	if (c->opts.keylen > sizeof(c->key)) {
 		free(c);
 		return -EINVAL;
@@ -468,7 +524,7 @@ int rpc_conn_open(const char *host, uint16_t port, const struct rpc_conn_opts *o
 		rc = c->rbuf ? -errno : -ENOMEM;
 		goto fail;
 	}
-	rc = rpc_dial(c, &fd);
+	rc = rpc_dial(c, &fd, &c->tx, &c->rx);
 	if (rc) {
 		/* With recovery and lazy, a server that is away is waited for like one that left. */
 		if (!(c->opts.lazy && c->opts.recovery_ms) || rpc_fatal_hello_error(rc))
@@ -490,6 +546,8 @@ int rpc_conn_open(const char *host, uint16_t port, const struct rpc_conn_opts *o
 fail:
 	if (c->wake_fd >= 0)
 		close(c->wake_fd);
+	seal_clear(&c->tx);
+	seal_clear(&c->rx);
 	pthread_mutex_destroy(&c->lock);
 	pthread_mutex_destroy(&c->send_lock);
 	free(c->rbuf);
@@ -527,6 +585,9 @@ void rpc_conn_close(struct rpc_conn *c)
 	close(c->wake_fd);
 	pthread_mutex_destroy(&c->lock);
 	pthread_mutex_destroy(&c->send_lock);
+	seal_clear(&c->tx);
+	seal_clear(&c->rx);
+	free(c->sbuf);
 	free(c->rbuf);
 	free(c);
 }

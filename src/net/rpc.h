@@ -101,6 +101,8 @@ struct rpc_call {
 	struct lw_hdr hdr;
 	uint64_t req_id;
 	size_t sent;
+	bool sealed;          /* its tag is made (the counter taken): it must go out whole */
+	uint8_t tag[LW_TAG_LEN];
 	struct rpc_conn *conn;
 	uint64_t sent_ns;     /* when its last byte went out (in flight) */
 	uint64_t deadline_ns; /* soft connections: when it fails with -EIO unanswered; else 0 */
@@ -147,8 +149,11 @@ struct rpc_conn_opts {
 	 * counting where it stopped (rpc_conn_last_id), so that a server's reply cache, keyed by
 	 * client and request id, never mistakes a new request for an old one. */
 	uint64_t first_req_id;
-	const uint8_t *key;     /* the file system key (NULL: none), to authenticate every connection */
+	const uint8_t *key;     /* the file system key (NULL: none), to authenticate every connection
+	                         * and seal its frames (wire.h, "Sealed frames") */
 	size_t keylen;
+	bool encrypt;           /* with a key: encrypt the frames too (as does every connection to a
+	                         * server that requires it, whatever this says) */
 	/* Runs on every (re)connection after authentication and before anything is (re)sent.
 	 * Returns 0, or a negative errno: -EACCES, -ENODEV, -EPROTONOSUPPORT end the connection for
 	 * good; others are retried like a failed connect. */

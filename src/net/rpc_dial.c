@@ -1,12 +1,13 @@
 /*
  * Connecting to a server: the TCP connection (with a timeout), the authentication with the file
- * system key (AUTH_CHALLENGE, AUTH_PROVE), and the handshake calls a connection makes on a fresh
- * socket before any other traffic.
+ * system key (AUTH_CHALLENGE, AUTH_PROVE) and the session keys it yields, and the handshake
+ * calls a connection makes on a fresh socket before any other traffic (sealed, as all after).
  */
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/crypto.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,41 +84,98 @@ static int hs_recv(int fd, void *buf, size_t len, int timeout_ms)
 	return 0;
 }
 
-int rpc_hs_call(struct rpc_hs *hs, uint16_t opcode, const void *body, uint32_t len, void *reply,
-		uint32_t cap, uint32_t *rlen)
+/* One request and its reply on the handshake's socket, sealed once the connection authenticated.
+ * flags go on the request; *rflags (if not NULL) gets the reply's. */
+static int hs_call(struct rpc_hs *hs, uint16_t opcode, uint32_t flags, const void *body,
+		   uint32_t len, void *reply, uint32_t cap, uint32_t *rlen, uint32_t *rflags)
 {
 	struct lw_hdr h;
-	uint8_t *rbody = NULL;
+	uint8_t *rbody = NULL, *sbody = NULL, tag[LW_TAG_LEN];
 	uint64_t id;
 	int rc;
 
 	pthread_mutex_lock(&hs->conn->lock);
 	id = ++hs->conn->next_id;
 	pthread_mutex_unlock(&hs->conn->lock);
-	lw_hdr_fill(&h, opcode, 0, 0, id, body, len, 0, 0);
+	lw_hdr_fill(&h, opcode, flags, 0, id, body, len, 0, 0);
+	if (seal_on(&hs->tx)) {
+		/* Sealed in a copy: with encryption the body goes as ciphertext. */
+		sbody = malloc(len ? len : 1);
+		if (!sbody)
+			return -ENOMEM;
+		if (len)
+			memcpy(sbody, body, len);
+		rc = seal_frame(&hs->tx, &h, sbody, NULL, tag);
+		body = sbody;
+		if (rc)
+			goto out;
+	}
 	rc = hs_send(hs->fd, &h, sizeof(h), hs->timeout_ms);
 	if (rc == 0 && len)
 		rc = hs_send(hs->fd, body, len, hs->timeout_ms);
+	if (rc == 0 && sbody)
+		rc = hs_send(hs->fd, tag, sizeof(tag), hs->timeout_ms);
 	if (rc == 0)
 		rc = hs_recv(hs->fd, &h, sizeof(h), hs->timeout_ms);
 	if (rc)
-		return rc;
+		goto out;
 	if (lw_hdr_check(&h) || !(h.flags & LW_F_REPLY) || h.req_id != id || h.opcode != opcode ||
-	    h.bulk_len != 0)
-		return -EPROTO;
+	    h.bulk_len != 0) {
+		rc = -EPROTO;
+		goto out;
+	}
 	rbody = malloc(h.body_len ? h.body_len : 1);
-	if (!rbody)
-		return -ENOMEM;
+	if (!rbody) {
+		rc = -ENOMEM;
+		goto out;
+	}
 	rc = hs_recv(hs->fd, rbody, h.body_len, hs->timeout_ms);
+	if (rc == 0 && seal_on(&hs->rx)) {
+		rc = hs_recv(hs->fd, tag, sizeof(tag), hs->timeout_ms);
+		if (rc == 0 && (seal_begin(&hs->rx, &h) || seal_update(&hs->rx, rbody, rbody, h.body_len) ||
+				seal_check(&hs->rx, tag))) {
+			log_warn("%s: the reply to %s failed authentication (altered or injected on the way)",
+				 hs->conn->peer, lw_op_name(opcode));
+			rc = -EBADMSG;
+		}
+	}
 	if (rc == 0 && lw_hdr_crc_check(&h, rbody))
 		rc = -EPROTO;
 	if (rc == 0) {
 		memcpy(reply, rbody, MIN(cap, h.body_len));
 		if (rlen)
 			*rlen = h.body_len;
+		if (rflags)
+			*rflags = h.flags;
 		rc = lw_errno_from_wire(h.status);
 	}
+out:
 	free(rbody);
+	free(sbody);
+	return rc;
+}
+
+int rpc_hs_call(struct rpc_hs *hs, uint16_t opcode, const void *body, uint32_t len, void *reply,
+		uint32_t cap, uint32_t *rlen)
+{
+	return hs_call(hs, opcode, 0, body, len, reply, cap, rlen, NULL);
+}
+
+/* The session keys, and the seals of the connection's frames from now on. */
+static int hs_seal(struct rpc_hs *hs, const uint8_t *client_nonce, const uint8_t *server_nonce,
+		   bool encrypt)
+{
+	struct rpc_conn *c = hs->conn;
+	uint8_t c2s[LOOM_SESSION_KEY_LEN], s2c[LOOM_SESSION_KEY_LEN];
+	int rc;
+
+	rc = loom_session_keys(c->key, c->opts.keylen, client_nonce, server_nonce, LW_AUTH_NONCE, c2s, s2c);
+	if (rc == 0)
+		rc = seal_init(&hs->tx, c2s, encrypt, true);
+	if (rc == 0)
+		rc = seal_init(&hs->rx, s2c, encrypt, false);
+	OPENSSL_cleanse(c2s, sizeof(c2s));
+	OPENSSL_cleanse(s2c, sizeof(s2c));
 	return rc;
 }
 
@@ -129,10 +187,11 @@ static int authenticate(struct rpc_hs *hs)
 	struct lw_auth_prove pr;
 	struct lw_auth_proof proof;
 	uint8_t want[LOOM_MAC_LEN];
-	uint32_t len = 0;
+	uint32_t len = 0, rflags = 0;
+	bool encrypt;
 	int rc;
 
-	rc = rpc_hs_call(hs, LW_OP_AUTH_CHALLENGE, NULL, 0, &ch, sizeof(ch), &len);
+	rc = hs_call(hs, LW_OP_AUTH_CHALLENGE, 0, NULL, 0, &ch, sizeof(ch), &len, &rflags);
 	if (rc == -EOPNOTSUPP) {
 		log_err("%s does not authenticate clients, but this client has a key: refusing it", c->peer);
 		return -EACCES;
@@ -141,27 +200,32 @@ static int authenticate(struct rpc_hs *hs)
 		return rc;
 	if (len != sizeof(ch))
 		return -EPROTO;
+	/* Encrypt if asked to, or if the server requires it. (A relay that hides the requirement
+	 * only gets this client refused; one that makes it up only gets the frames encrypted.) */
+	encrypt = c->opts.encrypt || (rflags & LW_F_ENCRYPT);
 	rc = random_bytes(pr.nonce, sizeof(pr.nonce));
 	if (rc)
 		return rc;
-	rc = loom_auth_mac(c->key, c->opts.keylen, "loom-auth-client", ch.nonce, pr.nonce,
+	rc = loom_auth_mac(c->key, c->opts.keylen, loom_auth_label(false, encrypt), ch.nonce, pr.nonce,
 			   LW_AUTH_NONCE, pr.mac);
 	if (rc)
 		return rc;
-	rc = rpc_hs_call(hs, LW_OP_AUTH_PROVE, &pr, sizeof(pr), &proof, sizeof(proof), &len);
+	rc = hs_call(hs, LW_OP_AUTH_PROVE, encrypt ? LW_F_ENCRYPT : 0, &pr, sizeof(pr), &proof,
+		     sizeof(proof), &len, &rflags);
 	if (rc == -EACCES) {
 		log_err("%s refused this client's file system key", c->peer);
 		return rc;
 	}
 	if (rc)
 		return rc;
-	rc = loom_auth_mac(c->key, c->opts.keylen, "loom-auth-server", pr.nonce, ch.nonce,
+	rc = loom_auth_mac(c->key, c->opts.keylen, loom_auth_label(true, encrypt), pr.nonce, ch.nonce,
 			   LW_AUTH_NONCE, want);
-	if (rc || len != sizeof(proof) || !loom_auth_equal(proof.mac, want)) {
+	if (rc || len != sizeof(proof) || !loom_auth_equal(proof.mac, want) ||
+	    !(rflags & LW_F_ENCRYPT) != !encrypt) {
 		log_err("%s could not prove it holds the file system key: refusing it", c->peer);
 		return -EACCES;
 	}
-	return 0;
+	return hs_seal(hs, pr.nonce, ch.nonce, encrypt);
 }
 
 static int connect_timeout(int fd, const struct sockaddr *sa, socklen_t len, int timeout_ms)
@@ -186,7 +250,7 @@ bool rpc_fatal_hello_error(int rc)
 	return rc == -EACCES || rc == -ENODEV || rc == -EPROTONOSUPPORT || rc == -EPROTO;
 }
 
-int rpc_dial(struct rpc_conn *c, int *fd_out)
+int rpc_dial(struct rpc_conn *c, int *fd_out, struct seal *tx, struct seal *rx)
 {
 	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
 	struct addrinfo *ai = NULL;
@@ -215,10 +279,14 @@ int rpc_dial(struct rpc_conn *c, int *fd_out)
 	if (rc == 0 && c->opts.hello)
 		rc = c->opts.hello(&hs, c->opts.arg);
 	if (rc) {
+		seal_clear(&hs.tx);
+		seal_clear(&hs.rx);
 		close(fd);
 		goto out;
 	}
 	*fd_out = fd;
+	*tx = hs.tx; /* ownership passes to the caller */
+	*rx = hs.rx;
 out:
 	freeaddrinfo(ai);
 	return rc;

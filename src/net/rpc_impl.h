@@ -13,12 +13,14 @@
 #include <stdint.h>
 
 #include "common/auth.h"
+#include "common/log.h"
 #include "net/rpc.h"
+#include "net/seal.h"
 #include "proto/wire.h"
 
 #define RBUF_SIZE (64u << 10)
 
-enum rstate { RS_HDR, RS_BODY, RS_BULK };
+enum rstate { RS_HDR, RS_BODY, RS_BULK, RS_TAG };
 
 enum conn_state {
 	CS_CONNECTED,
@@ -30,6 +32,9 @@ struct rpc_hs {
 	struct rpc_conn *conn;
 	int fd;
 	int timeout_ms;
+	/* The new connection's seals, on once authenticated: the hello's calls are sealed too, and
+	 * the connection takes them over when the dial succeeds. */
+	struct seal tx, rx;
 };
 
 struct rpc_conn {
@@ -52,6 +57,9 @@ struct rpc_conn {
 	struct rpc_call *sendq_tail;
 	struct rpc_call *inflight;   /* sent, awaiting a reply */
 	uint64_t next_id;
+	struct seal tx;              /* requests, sealed as each starts to go out; under send_lock */
+	uint8_t *sbuf;               /* with encryption: the ciphertext of the call being sent */
+	size_t sbuf_cap;
 	enum conn_state state;
 	uint64_t recover_deadline_ns;
 	bool stopping;
@@ -75,6 +83,11 @@ struct rpc_conn {
 	uint8_t *rbody;
 	uint32_t got;
 	uint32_t rbulk_crc;
+	struct seal rx;         /* replies */
+	const char *rerr;       /* sealed: why the reply being read cannot be its call's, told
+	                         * once its tag passed (its bytes are dropped meanwhile) */
+	uint8_t rtag[LW_TAG_LEN];
+	struct log_limit lim_tag; /* replies that failed their tag */
 };
 
 /* rpc.c */
@@ -104,8 +117,9 @@ bool server_hangs(struct rpc_conn *c, char *why, size_t cap);
 void at_record(struct rpc_conn *c, uint64_t sent_ns);
 
 /* rpc_dial.c */
-/* A connected, authenticated socket that has said hello, or a negative errno. */
-int rpc_dial(struct rpc_conn *c, int *fd_out);
+/* A connected, authenticated socket that has said hello, or a negative errno; the seals of its
+ * frames in *tx and *rx (off without a key), which the caller owns then. */
+int rpc_dial(struct rpc_conn *c, int *fd_out, struct seal *tx, struct seal *rx);
 /* Errors of the handshake that end a connection for good. */
 bool rpc_fatal_hello_error(int rc);
 

@@ -35,6 +35,7 @@ static struct rpc_call *sort_by_id(struct rpc_call *list)
 static void call_mark_resent(struct rpc_call *call)
 {
 	call->sent = 0;
+	call->sealed = false; /* sealed again, on the new connection's counter */
 	lw_hdr_fill(&call->hdr, call->opcode, LW_F_RESENT, 0, call->req_id, call->body, call->body_len,
 		    call->bulk_len, call->hdr.bulk_crc);
 }
@@ -118,12 +119,18 @@ void conn_broken(struct rpc_conn *c, const char *why)
 /* One reconnection attempt while recovering; on success the queue flows again. I/O thread. */
 void conn_reconnect(struct rpc_conn *c)
 {
+	struct seal tx = { 0 }, rx = { 0 };
 	int fd = -1, rc;
 
-	rc = rpc_dial(c, &fd);
+	rc = rpc_dial(c, &fd, &tx, &rx);
 	pthread_mutex_lock(&c->send_lock);
 	pthread_mutex_lock(&c->lock);
 	if (rc == 0) {
+		/* New session keys, counters from 0 (the old connection's are worthless now). */
+		seal_clear(&c->tx);
+		seal_clear(&c->rx);
+		c->tx = tx;
+		c->rx = rx;
 		c->fd = fd;
 		c->state = CS_CONNECTED;
 		snprintf(c->peer, sizeof(c->peer), "%s (%s:%u)", c->opts.name ? c->opts.name : "server",

@@ -1,7 +1,8 @@
 /*
- * Receiving replies, on the I/O thread: the reply state machine (header, body, bulk), matching
- * each reply to its call in flight (or to a cancelled one, whose reply is dropped), bulk straight
- * into the caller's buffers, and a peer that breaks the protocol failing the connection.
+ * Receiving replies, on the I/O thread: the reply state machine (header, body, bulk, and the tag
+ * of a sealed connection), matching each reply to its call in flight (or to a cancelled one,
+ * whose reply is dropped), bulk straight into the caller's buffers, and a peer that breaks the
+ * protocol failing the connection (or, on a sealed one, reconnecting).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -105,13 +106,11 @@ static bool was_cancelled(struct rpc_conn *c, uint64_t id)
 	return found;
 }
 
-/* The reply header is complete. NULL, or why the connection is unusable. */
-static const char *reply_hdr_done(struct rpc_conn *c)
+/* The call a reply header names. NULL, or why the reply cannot be its. */
+static const char *reply_match(struct rpc_conn *c)
 {
 	struct lw_hdr *h = &c->hdr;
 
-	if (lw_hdr_check(h) || !(h->flags & LW_F_REPLY))
-		return "malformed reply header";
 	c->rcall = conn_take_inflight(c, h->req_id);
 	if (!c->rcall) {
 		/* A caller that sent its request itself may not have put it on the in-flight list
@@ -129,23 +128,90 @@ static const char *reply_hdr_done(struct rpc_conn *c)
 		return "reply opcode differs from the request's";
 	if (c->rcall && h->bulk_len > c->rcall->rbulk_cap)
 		return "reply bulk larger than the buffer for it";
+	return NULL;
+}
+
+/*
+ * The reply header is complete. NULL, or why the connection is unusable. On a sealed connection
+ * a header that names no call (or the wrong one) is read to its tag first, its bytes dropped:
+ * a frame a relay replayed or made up is then refused as what it is, and the reason given is
+ * the header's only for a frame that did come from the server.
+ */
+static const char *reply_hdr_done(struct rpc_conn *c)
+{
+	struct lw_hdr *h = &c->hdr;
+	const char *why;
+
+	if (lw_hdr_check(h) || !(h->flags & LW_F_REPLY))
+		return "malformed reply header";
+	why = reply_match(c);
+	if (why && !seal_on(&c->rx))
+		return why;
+	c->rerr = why;
 	c->rbody = malloc(h->body_len ? h->body_len : 1);
 	if (!c->rbody)
 		return "out of memory";
 	c->got = 0;
 	c->rstate = RS_BODY;
+	if (seal_on(&c->rx) && seal_begin(&c->rx, h))
+		return "cannot check replies (libcrypto failed)";
 	return NULL;
 }
 
+/*
+ * Without a seal the header checksum is checked once the body is in, as it always was; on a
+ * sealed connection every check of the body waits for the tag, and nothing of the reply reaches
+ * its call before the tag passed (bulk lands in the caller's buffers as it comes, but the call
+ * completes only then).
+ */
 static const char *reply_body_done(struct rpc_conn *c)
 {
+	c->got = 0;
+	if (seal_on(&c->rx)) {
+		if (seal_update(&c->rx, c->rbody, c->rbody, c->hdr.body_len))
+			return "cannot check replies (libcrypto failed)";
+		c->rstate = c->hdr.bulk_len ? RS_BULK : RS_TAG;
+		return NULL;
+	}
 	if (lw_hdr_crc_check(&c->hdr, c->rbody))
 		return "reply header checksum mismatch";
-	c->got = 0;
 	if (c->hdr.bulk_len)
 		c->rstate = RS_BULK;
 	else
 		reply_done(c);
+	return NULL;
+}
+
+/* The whole bulk is in. */
+static void reply_bulk_done(struct rpc_conn *c)
+{
+	c->got = 0;
+	if (seal_on(&c->rx))
+		c->rstate = RS_TAG;
+	else
+		reply_done(c);
+}
+
+/* What a reply that failed its tag is reported as (conn_recv then reconnects). */
+static const char TAG_REFUSED[] = "a reply failed authentication";
+
+static const char *reply_tag_done(struct rpc_conn *c)
+{
+	const char *why = c->rerr;
+
+	c->rerr = NULL;
+	if (seal_check(&c->rx, c->rtag)) {
+		log_limited(&c->lim_tag, clock_mono_ns(),
+			    "%s from %s (reply %llu, %s): altered, replayed, reordered, dropped or "
+			    "injected on the way; reconnecting", TAG_REFUSED, c->peer,
+			    (unsigned long long)(c->rx.counter - 1), lw_op_name(c->hdr.opcode));
+		return TAG_REFUSED;
+	}
+	if (why)
+		return why;
+	if (lw_hdr_crc_check(&c->hdr, c->rbody))
+		return "reply header checksum mismatch";
+	reply_done(c);
 	return NULL;
 }
 
@@ -176,11 +242,23 @@ static const char *conn_parse(struct rpc_conn *c)
 			break;
 		case RS_BULK:
 			n = MIN(avail, c->hdr.bulk_len - c->got);
-			if (c->rcall)
+			/* Opened in rbuf (decrypted in place there with encryption), then copied. */
+			if (seal_on(&c->rx) && seal_update(&c->rx, p, (uint8_t *)p, n)) {
+				why = "cannot check replies (libcrypto failed)";
+				break;
+			}
+			if (c->rcall && !c->rerr)
 				rbulk_copy(c->rcall, c->got, p, n);
 			c->got += n;
 			if (c->got == c->hdr.bulk_len)
-				reply_done(c);
+				reply_bulk_done(c);
+			break;
+		case RS_TAG:
+			n = MIN(avail, LW_TAG_LEN - c->got);
+			memcpy(c->rtag + c->got, p, n);
+			c->got += n;
+			if (c->got == LW_TAG_LEN)
+				why = reply_tag_done(c);
 			break;
 		}
 		c->rpos += n;
@@ -196,6 +274,7 @@ void recv_reset(struct rpc_conn *c)
 {
 	free(c->rbody);
 	c->rbody = NULL;
+	c->rerr = NULL;
 	c->rstate = RS_HDR;
 	c->hgot = 0;
 	c->rpos = c->rlen = 0;
@@ -213,14 +292,18 @@ int conn_recv(struct rpc_conn *c)
 		uint32_t room;
 		void *dst;
 
-		if (c->rstate == RS_BULK && c->hdr.bulk_len - c->got >= RBUF_SIZE && c->rcall &&
+		if (c->rstate == RS_BULK && c->hdr.bulk_len - c->got >= RBUF_SIZE && c->rcall && !c->rerr &&
 		    (dst = rbulk_at(c->rcall, c->got, &room)) != NULL) {
 			/* Large reply bulk lands straight in the caller's buffer. */
 			n = recv(c->fd, dst, MIN(room, c->hdr.bulk_len - c->got), 0);
 			if (n > 0) {
+				if (seal_on(&c->rx) && seal_update(&c->rx, dst, dst, (size_t)n)) {
+					conn_broken(c, "cannot check replies (libcrypto failed)");
+					return -1;
+				}
 				c->got += (uint32_t)n;
 				if (c->got == c->hdr.bulk_len)
-					reply_done(c);
+					reply_bulk_done(c);
 				continue;
 			}
 		} else {
@@ -229,6 +312,13 @@ int conn_recv(struct rpc_conn *c)
 				c->rpos = 0;
 				c->rlen = (uint32_t)n;
 				err = conn_parse(c);
+				if (err && seal_on(&c->rx)) {
+					/* On a sealed connection, what breaks the protocol may be a relay's
+					 * doing rather than the server's: reconnect and resend, as after a
+					 * broken socket. */
+					conn_broken(c, err);
+					return -1;
+				}
 				if (err) {
 					/* A peer that breaks the protocol is not recovered. */
 					pthread_mutex_lock(&c->send_lock);

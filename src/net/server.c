@@ -46,6 +46,8 @@ static const struct {
 	[LIM_DROPPED] = { LOG_INFO, "unauthenticated connections closed: bad frames" },
 	[LIM_EVICTED] = { LOG_WARN, "unauthenticated connections closed to make room" },
 	[LIM_ACCEPT] = { LOG_WARN, "cannot accept" },
+	[LIM_BAD_TAG] = { LOG_WARN, "connections closed: a frame failed authentication" },
+	[LIM_NO_ENCRYPT] = { LOG_WARN, "connections refused: a client that does not encrypt" },
 };
 
 void conn_unref(struct srv_conn *c)
@@ -58,6 +60,8 @@ void conn_unref(struct srv_conn *c)
 	if (left > 0)
 		return;
 	pthread_mutex_destroy(&c->lock);
+	seal_clear(&c->rx);
+	seal_clear(&c->tx);
 	free(c->rbuf);
 	free(c);
 }

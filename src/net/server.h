@@ -2,8 +2,10 @@
  * The server side of the wire: one event-loop thread that accepts connections, reads frames and
  * writes replies for thousands of clients, with no thread per connection.
  *
- * The loop validates every frame (header, lengths, crc32c of header+body and of bulk) before a
- * program sees it, and closes a connection that sends garbage, with a log line naming the peer.
+ * The loop validates every frame (header, lengths, crc32c of header+body and of bulk, and after
+ * the handshake its AES-GCM tag, net/seal.h) before a program sees it, and closes a connection
+ * that sends garbage, or a frame that fails its tag, with a log line naming the peer. Replies
+ * are sealed the same way.
  * Complete requests are handed to the program's deliver callback on the loop thread; the program
  * queues them to its own workers and answers each exactly once with srv_reply(), from any thread.
  *
@@ -70,6 +72,10 @@ struct srv_opts {
 	                           * (AUTH_CHALLENGE, AUTH_PROVE) before anything else. NULL: none. */
 	size_t keylen;
 	/* With a key only (without one there is no handshake to wait for): */
+	bool encrypt;             /* every connection must encrypt its frames (wire.h, "Sealed
+	                           * frames"): a client that proves it holds the key without asking
+	                           * for encryption is refused. Else encryption is the client's
+	                           * choice, and frames are authenticated either way. */
 	uint32_t handshake_timeout_ms; /* a connection that has not proved it holds the key this
 	                           * long after it was accepted is closed, whether it sent nothing,
 	                           * part of a frame or a challenge and no proof; 0 = 5000 */
@@ -95,7 +101,8 @@ void srv_destroy(struct srv *s);
 /*
  * Answers req and frees it. body (body_len bytes) is copied. bulk, when not NULL, is owned by the
  * reply from now on and released with release(bulk) (or free() if release is NULL) once sent
- * or dropped. status is 0 or a negative errno. Safe from any thread.
+ * or dropped; on an encrypted connection it is encrypted in place. status is 0 or a negative
+ * errno. Safe from any thread.
  */
 void srv_reply(struct srv_req *req, int status, const void *body, uint32_t body_len, void *bulk,
 	       uint32_t bulk_len, void (*release)(void *));

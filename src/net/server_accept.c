@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/crypto.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -68,11 +69,39 @@ static const char *preauth_progress(const struct srv_conn *c, char *buf, size_t 
 	return "it sent nothing";
 }
 
+/* Loop thread: the session keys of a connection that proved it holds the key. Its requests are
+ * sealed from the next frame the loop parses on (the client sends none before it has the
+ * proof's reply); its replies once the proof's reply is queued (conn_seal_tx). */
+static int conn_seal_rx(struct srv_conn *c, const uint8_t *client_nonce, bool encrypt,
+			uint8_t s2c[LOOM_SESSION_KEY_LEN])
+{
+	struct srv *s = c->srv;
+	uint8_t c2s[LOOM_SESSION_KEY_LEN];
+	int rc;
+
+	rc = loom_session_keys(s->key, s->opts.keylen, client_nonce, c->nonce, LW_AUTH_NONCE, c2s, s2c);
+	if (rc == 0)
+		rc = seal_init(&c->rx, c2s, encrypt, false);
+	OPENSSL_cleanse(c2s, sizeof(c2s));
+	return rc;
+}
+
+static int conn_seal_tx(struct srv_conn *c, const uint8_t s2c[LOOM_SESSION_KEY_LEN], bool encrypt)
+{
+	int rc;
+
+	pthread_mutex_lock(&c->lock);
+	rc = seal_init(&c->tx, s2c, encrypt, true);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
 /* Loop thread: the authentication exchange (wire.h), and the gate before it is done. */
 void conn_authenticate(struct srv_conn *c, struct srv_req *req)
 {
 	struct srv *s = c->srv;
 	uint16_t op = req->hdr.opcode;
+	bool encrypt = req->hdr.flags & LW_F_ENCRYPT;
 
 	if (!s->opts.keylen) {
 		/* A server without a key answers the exchange with "not supported"; a client that
@@ -84,36 +113,55 @@ void conn_authenticate(struct srv_conn *c, struct srv_req *req)
 			s->opts.deliver(req, s->opts.arg);
 		return;
 	}
+	if (c->authed) {
+		/* The session is keyed once: AUTH_* again (a sealed frame) changes nothing. */
+		srv_reply(req, -EINVAL, NULL, 0, NULL, 0, NULL);
+		return;
+	}
 	if (op == LW_OP_AUTH_CHALLENGE && req->hdr.body_len == 0 && random_bytes(c->nonce, sizeof(c->nonce)) == 0) {
 		struct lw_auth_challenge ch;
 
 		memcpy(ch.nonce, c->nonce, sizeof(ch.nonce));
 		c->challenged = true;
-		srv_reply(req, 0, &ch, sizeof(ch), NULL, 0, NULL);
+		srv_reply_flags(req, 0, s->opts.encrypt ? LW_F_ENCRYPT : 0, &ch, sizeof(ch));
 		return;
 	}
-	if (op == LW_OP_AUTH_PROVE && c->challenged && req->hdr.body_len == sizeof(struct lw_auth_prove)) {
+	if (op == LW_OP_AUTH_PROVE && c->challenged && req->hdr.body_len == sizeof(struct lw_auth_prove) &&
+	    (encrypt || !s->opts.encrypt)) {
 		struct lw_auth_prove pr;
 		struct lw_auth_proof proof;
-		uint8_t want[LOOM_MAC_LEN];
+		uint8_t want[LOOM_MAC_LEN], s2c[LOOM_SESSION_KEY_LEN];
 
 		memcpy(&pr, req->body, sizeof(pr));
 		c->challenged = false; /* one proof per challenge */
-		if (loom_auth_mac(s->key, s->opts.keylen, "loom-auth-client", c->nonce, pr.nonce,
+		if (loom_auth_mac(s->key, s->opts.keylen, loom_auth_label(false, encrypt), c->nonce, pr.nonce,
 				  LW_AUTH_NONCE, want) == 0 &&
 		    loom_auth_equal(pr.mac, want) &&
-		    loom_auth_mac(s->key, s->opts.keylen, "loom-auth-server", pr.nonce, c->nonce,
-				  LW_AUTH_NONCE, proof.mac) == 0) {
-			if (!c->authed) { /* AUTH_* again later is a new challenge, no more */
-				c->authed = true;
-				preauth_remove(s, c);
+		    loom_auth_mac(s->key, s->opts.keylen, loom_auth_label(true, encrypt), pr.nonce, c->nonce,
+				  LW_AUTH_NONCE, proof.mac) == 0 &&
+		    conn_seal_rx(c, pr.nonce, encrypt, s2c) == 0) {
+			c->authed = true;
+			preauth_remove(s, c);
+			srv_reply_flags(req, 0, encrypt ? LW_F_ENCRYPT : 0, &proof, sizeof(proof));
+			if (conn_seal_tx(c, s2c, encrypt)) {
+				/* Nothing unsealed may follow the proof: hang up. */
+				pthread_mutex_lock(&c->lock);
+				if (!c->closed)
+					shutdown(c->fd, SHUT_RDWR);
+				pthread_mutex_unlock(&c->lock);
 			}
-			srv_reply(req, 0, &proof, sizeof(proof), NULL, 0, NULL);
+			OPENSSL_cleanse(s2c, sizeof(s2c));
 			return;
 		}
+		seal_clear(&c->rx);
 		log_limited(&s->lim[LIM_WRONG_KEY], clock_mono_ns(),
 			    "%s: connection %llu from %s: wrong file system key; refusing it", s->name,
 			    (unsigned long long)c->id, c->peer);
+	} else if (op == LW_OP_AUTH_PROVE && c->challenged && !encrypt) {
+		log_limited(&s->lim[LIM_NO_ENCRYPT], clock_mono_ns(),
+			    "%s: connection %llu from %s: a client that does not encrypt, and this server "
+			    "requires it (--encrypt); refusing it", s->name, (unsigned long long)c->id,
+			    c->peer);
 	} else if (op == LW_OP_AUTH_CHALLENGE || op == LW_OP_AUTH_PROVE) {
 		log_limited(&s->lim[LIM_BAD_AUTH], clock_mono_ns(),
 			    "%s: connection %llu from %s: malformed authentication; refusing it", s->name,

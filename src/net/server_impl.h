@@ -14,6 +14,7 @@
 
 #include "common/auth.h"
 #include "common/log.h"
+#include "net/seal.h"
 #include "net/server.h"
 #include "proto/wire.h"
 
@@ -32,17 +33,19 @@ struct out_frame {
 	void (*bulk_free)(void *);
 	uint32_t bulk_len;
 	uint32_t hb_len;  /* header + body */
-	size_t sent;      /* bytes of hb then bulk already written */
+	uint32_t tag_len; /* LW_TAG_LEN on a sealed connection, else 0 */
+	uint8_t tag[LW_TAG_LEN]; /* sent after the bulk */
+	size_t sent;      /* bytes of hb, bulk, then tag already written */
 	uint64_t charge;  /* bytes charged for it (its own size) */
 	bool ends_req;    /* its request is still counted in the connection's in-flight count */
 	_Alignas(8) uint8_t hb[]; /* the header is read as struct lw_hdr: keep it aligned */
 };
 
-enum rstate { RS_HDR, RS_BODY, RS_BULK };
+enum rstate { RS_HDR, RS_BODY, RS_BULK, RS_TAG };
 
 /* The kinds of rate-limited log lines (lim_kinds in server.c). */
 enum lim_kind { LIM_TIMEOUT, LIM_WRONG_KEY, LIM_BAD_AUTH, LIM_NO_AUTH, LIM_DROPPED, LIM_EVICTED,
-		LIM_ACCEPT, LIM_COUNT };
+		LIM_ACCEPT, LIM_BAD_TAG, LIM_NO_ENCRYPT, LIM_COUNT };
 
 struct srv_conn {
 	struct srv *srv;
@@ -61,6 +64,8 @@ struct srv_conn {
 	uint64_t inflight_bytes;
 	struct out_frame *out_head;
 	struct out_frame *out_tail;
+	struct seal tx;         /* replies, sealed as they are queued (so in queue order); on
+	                         * once the AUTH_PROVE reply is queued */
 
 	/* Loop thread only. */
 	uint8_t *rbuf;
@@ -71,7 +76,9 @@ struct srv_conn {
 	struct lw_hdr hdr;
 	uint32_t hgot;
 	struct srv_req *req;
-	uint32_t got;            /* of body or bulk, per rstate */
+	uint32_t got;            /* of body, bulk or tag, per rstate */
+	struct seal rx;          /* requests; on from the first frame after a good AUTH_PROVE */
+	uint8_t tag[LW_TAG_LEN]; /* the tag being read (RS_TAG) */
 	bool starved;            /* waiting for server memory to start its next frame */
 	bool authed;             /* proved it holds the key (always true when the server has none);
 	                          * until then, the connection is on srv->preauth */
@@ -139,6 +146,9 @@ void out_frame_free(struct srv *s, struct out_frame *f);
 void conn_set_events(struct srv_conn *c);
 void conn_check_pause(struct srv_conn *c);
 void conn_frame_done(struct srv_conn *c, struct out_frame *f);
+/* srv_reply with header flags (LW_F_ENCRYPT on the AUTH_* replies). */
+void srv_reply_flags(struct srv_req *req, int status, uint32_t flags, const void *body,
+		     uint32_t body_len);
 void conn_write_ready(struct srv_conn *c);
 
 /* server_accept.c */

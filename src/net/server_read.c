@@ -128,34 +128,89 @@ static const char *conn_hdr_done(struct srv_conn *c)
 	c->req = req;
 	c->got = 0;
 	c->rstate = RS_BODY;
+	if (seal_on(&c->rx) && seal_begin(&c->rx, h))
+		return "cannot check frames (libcrypto failed)";
 	return NULL;
 }
 
-static const char *conn_body_done(struct srv_conn *c)
-{
-	if (lw_hdr_crc_check(&c->req->hdr, c->req->body))
-		return "header checksum mismatch";
-	c->got = 0;
-	if (c->req->hdr.bulk_len) {
-		c->rstate = RS_BULK;
-		return NULL;
-	}
-	c->rstate = RS_HDR;
-	c->hgot = 0;
-	conn_deliver(c);
-	return NULL;
-}
-
-static void conn_bulk_done(struct srv_conn *c)
+/* The frame is whole (and on a sealed connection, its tag checked): its checksums, then the
+ * program. */
+static const char *req_done(struct srv_conn *c, bool hdr_crc_checked)
 {
 	struct srv_req *req = c->req;
 
+	if (!hdr_crc_checked && lw_hdr_crc_check(&req->hdr, req->body))
+		return "header checksum mismatch";
 	c->rstate = RS_HDR;
 	c->hgot = 0;
-	if (crc32c(0, req->bulk, req->hdr.bulk_len) != req->hdr.bulk_crc)
+	if (req->hdr.bulk_len && crc32c(0, req->bulk, req->hdr.bulk_len) != req->hdr.bulk_crc)
 		conn_reject_bulk(c);
 	else
 		conn_deliver(c);
+	return NULL;
+}
+
+/*
+ * On a connection without a seal the header checksum is checked as soon as the body is in, as
+ * it always was. On a sealed one every check waits for the tag: a frame a relay altered is then
+ * refused for what it is (and logged so), and no byte of it is looked at before.
+ */
+static const char *conn_body_done(struct srv_conn *c)
+{
+	struct srv_req *req = c->req;
+
+	c->got = 0;
+	if (seal_on(&c->rx)) {
+		if (seal_update(&c->rx, req->body, req->body, req->hdr.body_len))
+			return "cannot check frames (libcrypto failed)";
+		c->rstate = req->hdr.bulk_len ? RS_BULK : RS_TAG;
+		return NULL;
+	}
+	if (lw_hdr_crc_check(&req->hdr, req->body))
+		return "header checksum mismatch";
+	if (req->hdr.bulk_len) {
+		c->rstate = RS_BULK;
+		return NULL;
+	}
+	return req_done(c, true);
+}
+
+/* n more bytes of bulk are in, at req->bulk + got. NULL, or why the peer is dropped. */
+static const char *conn_bulk_in(struct srv_conn *c, uint32_t n)
+{
+	struct srv_req *req = c->req;
+
+	if (seal_on(&c->rx) && seal_update(&c->rx, req->bulk + c->got, req->bulk + c->got, n))
+		return "cannot check frames (libcrypto failed)";
+	c->got += n;
+	if (c->got < req->hdr.bulk_len)
+		return NULL;
+	if (seal_on(&c->rx)) {
+		c->got = 0;
+		c->rstate = RS_TAG;
+		return NULL;
+	}
+	return req_done(c, false);
+}
+
+/* A frame that fails its tag was not sent by the peer as it came (a relay altered, replayed,
+ * reordered, dropped or injected frames): it is never used, and the connection is closed. The
+ * line is rate-limited like the strangers' (who can do this thousands of times a second).
+ * Returns TAG_REFUSED, which conn_read closes the connection for without another line. */
+static const char TAG_REFUSED[] = "a frame failed authentication";
+
+static const char *conn_tag_done(struct srv_conn *c)
+{
+	struct srv *s = c->srv;
+
+	if (seal_check(&c->rx, c->tag) == 0)
+		return req_done(c, false);
+	log_limited(&s->lim[LIM_BAD_TAG], clock_mono_ns(),
+		    "%s: connection %llu from %s: %s (frame %llu, %s): altered, replayed, reordered, "
+		    "dropped or injected on the way; closing the connection", s->name,
+		    (unsigned long long)c->id, c->peer, TAG_REFUSED,
+		    (unsigned long long)(c->rx.counter - 1), lw_op_name(c->req->hdr.opcode));
+	return TAG_REFUSED;
 }
 
 /* A header waiting for memory gets it now, if there is some. NULL, or why to drop the peer. */
@@ -208,10 +263,16 @@ static const char *conn_parse(struct srv_conn *c)
 		case RS_BULK:
 			n = MIN(avail, c->req->hdr.bulk_len - c->got);
 			memcpy(c->req->bulk + c->got, p, n);
+			c->rpos += n;
+			why = conn_bulk_in(c, n);
+			break;
+		case RS_TAG:
+			n = MIN(avail, LW_TAG_LEN - c->got);
+			memcpy(c->tag + c->got, p, n);
 			c->got += n;
 			c->rpos += n;
-			if (c->got == c->req->hdr.bulk_len)
-				conn_bulk_done(c);
+			if (c->got == LW_TAG_LEN)
+				why = conn_tag_done(c);
 			break;
 		}
 		if (why)
@@ -264,7 +325,7 @@ void conn_read(struct srv_conn *c)
 
 		why = conn_parse(c);
 		if (why) {
-			conn_close(c, why);
+			conn_close(c, why == TAG_REFUSED ? NULL : why);
 			return;
 		}
 		if (c->rpos < c->rlen || !conn_reading(c) || budget == 0)
@@ -272,10 +333,9 @@ void conn_read(struct srv_conn *c)
 		if (c->rstate == RS_BULK && c->req->hdr.bulk_len - c->got >= RBUF_SIZE) {
 			/* Large bulk goes straight into the request, not through rbuf. */
 			n = recv(c->fd, c->req->bulk + c->got, c->req->hdr.bulk_len - c->got, 0);
-			if (n > 0) {
-				c->got += (uint32_t)n;
-				if (c->got == c->req->hdr.bulk_len)
-					conn_bulk_done(c);
+			if (n > 0 && (why = conn_bulk_in(c, (uint32_t)n)) != NULL) {
+				conn_close(c, why);
+				return;
 			}
 		} else {
 			if (!conn_rbuf_ready(c)) {

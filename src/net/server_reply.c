@@ -130,7 +130,7 @@ static int conn_flush(struct srv_conn *c)
 		int n = 0;
 		ssize_t w;
 
-		for (struct out_frame *f = c->out_head; f && n + 2 <= WRITE_IOVS; f = f->next) {
+		for (struct out_frame *f = c->out_head; f && n + 3 <= WRITE_IOVS; f = f->next) {
 			size_t off = f == c->out_head ? f->sent : 0;
 			if (off < f->hb_len) {
 				iov[n].iov_base = f->hb + off;
@@ -142,6 +142,13 @@ static int conn_flush(struct srv_conn *c)
 			if (f->bulk_len > off) {
 				iov[n].iov_base = (uint8_t *)f->bulk + off;
 				iov[n++].iov_len = f->bulk_len - off;
+				off = 0;
+			} else {
+				off -= f->bulk_len;
+			}
+			if (f->tag_len > off) {
+				iov[n].iov_base = f->tag + off;
+				iov[n++].iov_len = f->tag_len - off;
 			}
 		}
 		mh.msg_iovlen = (size_t)n;
@@ -155,7 +162,7 @@ static int conn_flush(struct srv_conn *c)
 		}
 		while (w > 0 && c->out_head) {
 			struct out_frame *f = c->out_head;
-			size_t left = f->hb_len + (size_t)f->bulk_len - f->sent;
+			size_t left = f->hb_len + (size_t)f->bulk_len + f->tag_len - f->sent;
 			if ((size_t)w < left) {
 				f->sent += (size_t)w;
 				break;
@@ -199,8 +206,23 @@ static void req_free(struct srv *s, struct srv_req *req)
 	free(req);
 }
 
-void srv_reply(struct srv_req *req, int status, const void *body, uint32_t body_len, void *bulk,
-	       uint32_t bulk_len, void (*release)(void *))
+/* Under c->lock: seals a reply about to be queued, in queue order (which is the order it goes
+ * out in, and so its counter's). With encryption the body and bulk become ciphertext here. */
+static int frame_seal_out(struct srv_conn *c, struct out_frame *f)
+{
+	struct lw_hdr *h = (struct lw_hdr *)f->hb;
+	int rc;
+
+	if (!seal_on(&c->tx))
+		return 0;
+	rc = seal_frame(&c->tx, h, f->hb + sizeof(*h), f->bulk, f->tag);
+	if (rc == 0)
+		f->tag_len = LW_TAG_LEN;
+	return rc;
+}
+
+static void reply(struct srv_req *req, int status, uint32_t flags, const void *body,
+		  uint32_t body_len, void *bulk, uint32_t bulk_len, void (*release)(void *))
 {
 	struct srv_conn *c = req->conn;
 	struct srv *s = c->srv;
@@ -216,14 +238,15 @@ void srv_reply(struct srv_req *req, int status, const void *body, uint32_t body_
 		f->bulk_free = release;
 		f->bulk_len = bulk ? bulk_len : 0;
 		f->hb_len = (uint32_t)sizeof(*h) + body_len;
+		f->tag_len = 0;
 		f->sent = 0;
 		f->charge = (uint64_t)f->hb_len + f->bulk_len;
 		f->ends_req = req->counted;
 		h = (struct lw_hdr *)f->hb;
 		if (body_len)
 			memcpy(f->hb + sizeof(*h), body, body_len);
-		lw_hdr_fill(h, req->hdr.opcode, LW_F_REPLY, lw_errno_to_wire(status), req->hdr.req_id,
-			    f->hb + sizeof(*h), body_len, f->bulk_len,
+		lw_hdr_fill(h, req->hdr.opcode, LW_F_REPLY | flags, lw_errno_to_wire(status),
+			    req->hdr.req_id, f->hb + sizeof(*h), body_len, f->bulk_len,
 			    f->bulk_len ? crc32c(0, bulk, f->bulk_len) : 0);
 		atomic_fetch_add(&s->mem, f->charge);
 	} else {
@@ -237,6 +260,12 @@ void srv_reply(struct srv_req *req, int status, const void *body, uint32_t body_
 	/* The request's bytes leave the connection's count; its reply's join it until sent. */
 	if (req->counted)
 		c->inflight_bytes -= req_charge(&req->hdr);
+	if (f && !c->closed && frame_seal_out(c, f)) {
+		log_err("%s: cannot seal a reply to %s; dropping the connection", s->name,
+			lw_op_name(req->hdr.opcode));
+		out_frame_free(s, f);
+		f = NULL;
+	}
 	if (!f) {
 		/* Without its reply the client would wait forever: make it see a broken connection. */
 		if (req->counted)
@@ -271,6 +300,18 @@ void srv_reply(struct srv_req *req, int status, const void *body, uint32_t body_
 		conn_queue_resume(c);
 	req_free(s, req);
 	conn_unref(c);
+}
+
+void srv_reply(struct srv_req *req, int status, const void *body, uint32_t body_len, void *bulk,
+	       uint32_t bulk_len, void (*release)(void *))
+{
+	reply(req, status, 0, body, body_len, bulk, bulk_len, release);
+}
+
+void srv_reply_flags(struct srv_req *req, int status, uint32_t flags, const void *body,
+		     uint32_t body_len)
+{
+	reply(req, status, flags, body, body_len, NULL, 0, NULL);
 }
 
 void srv_req_drop(struct srv_req *req)

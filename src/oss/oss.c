@@ -45,6 +45,7 @@ struct oss {
 	bool stopping;
 	uint8_t key[LOOM_KEY_MAX]; /* the file system key (keylen 0: none) */
 	size_t keylen;
+	bool encrypt;              /* --encrypt: the connection to the MDS encrypts too */
 };
 
 static struct oss *the_oss;
@@ -350,7 +351,7 @@ static void *mds_thread_main(void *arg)
 
 		if (!mds) {
 			struct rpc_conn_opts o = { .name = "MDS", .key = oss->keylen ? oss->key : NULL,
-						   .keylen = oss->keylen };
+						   .keylen = oss->keylen, .encrypt = oss->encrypt };
 			rc = rpc_conn_open(oss->mds_host, oss->mds_port, &o, &mds);
 			if (rc) {
 				if (!warned)
@@ -419,8 +420,10 @@ static void usage(FILE *f)
 		"                     (default %u; -1: leave them to the kernel's flusher)\n"
 		"  --key FILE         the file system key: clients must prove they hold it, and the\n"
 		"                     MDS is asked to (default /etc/loom/loom.key, if it exists)\n"
-		"  --handshake-timeout SEC  a connection that has not proved it holds the key this\n"
+"  --handshake-timeout SEC  a connection that has not proved it holds the key this\n"
 		"                     long after connecting is closed (default 5)\n"
+		"  --encrypt          every connection to and from this OSS encrypts its frames\n"
+		"                     (they are authenticated with the key in any case)\n"
 		"  --format           create the OSTs (needs --fsname) and exit\n"
 		"  --fsname NAME      file system name, up to %d characters\n"
 		"  --index N          with --format and one OST: the index it asks the MDS for\n"
@@ -459,6 +462,7 @@ int main(int argc, char **argv)
 		{ "readcache-max-io", required_argument, NULL, 'R' },
 		{ "writeback-min-io", required_argument, NULL, 'W' },
 		{ "handshake-timeout", required_argument, NULL, 'H' },
+		{ "encrypt", no_argument, NULL, 'E' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *dirs[MAX_OSTS], *mds = NULL, *listen_addr = "0.0.0.0", *port_file = NULL,
@@ -487,6 +491,7 @@ int main(int argc, char **argv)
 		case 'a': snprintf(oss.advertise, sizeof(oss.advertise), "%s", optarg); break;
 		case 'p': port_file = optarg; break;
 		case 'k': key_file = optarg; break;
+		case 'E': so.encrypt = oss.encrypt = true; break;
 		case 'H':
 			if (srv_handshake_timeout_parse(optarg, &so.handshake_timeout_ms)) {
 				fprintf(stderr, "loom-oss: --handshake-timeout takes 1..3600 seconds\n");
@@ -580,6 +585,10 @@ int main(int argc, char **argv)
 	} else {
 		log_warn("no file system key (--key FILE, or %s): any client may connect",
 			 LOOM_DEFAULT_KEY_FILE);
+	}
+	if (so.encrypt && !oss.keylen) {
+		log_err("--encrypt needs the file system key (--key FILE)");
+		return 2;
 	}
 	for (int i = 0; i < ndirs; i++) {
 		rc = ost_open(dirs[i], &oss.osts[i]);

@@ -226,7 +226,7 @@ int lw_hdr_check(const struct lw_hdr *h)
 		return -EPROTO;
 	if (h->body_len > LW_MAX_BODY || h->bulk_len > LW_MAX_BULK)
 		return -EPROTO;
-	if (h->flags & ~(LW_F_REPLY | LW_F_RESENT))
+	if (h->flags & ~(LW_F_REPLY | LW_F_RESENT | LW_F_ENCRYPT))
 		return -EPROTO;
 	if (!(h->flags & LW_F_REPLY) && h->status != 0)
 		return -EPROTO;

@@ -6,7 +6,8 @@
  *    Every struct's size is pinned by a _Static_assert below.
  *  - A released struct never changes. A new field means a new struct (or a new opcode) and a
  *    protocol version bump, recorded in the changelog of docs/protocol.md.
- *  - A frame is: struct lw_hdr, then body_len bytes of body, then bulk_len bytes of bulk data.
+ *  - A frame is: struct lw_hdr, then body_len bytes of body, then bulk_len bytes of bulk data,
+ *    then, on a connection that authenticated, a 16-byte tag (see "Sealed frames" below).
  *    The body of a request or reply is one fixed struct, possibly followed by a variable tail
  *    (names, layouts, entries) whose lengths the fixed struct gives.
  *  - Bodies are decoded only by src/proto/codec*.c, which check every length first; handlers
@@ -26,8 +27,9 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "Loom's wire image assumes a little-endian host");
 
 #define LW_MAGIC         0x4D4F4F4Cu /* "LOOM" in memory order */
-#define LW_VERSION       3u          /* the version this build speaks */
-#define LW_VERSION_MIN   3u          /* the oldest it still accepts (3 changed lw_attr's size) */
+#define LW_VERSION       4u          /* the version this build speaks */
+#define LW_VERSION_MIN   4u          /* the oldest it still accepts (4 seals frames after the
+                                      * AUTH_* exchange) */
 #define LW_MAX_BODY      ((1u << 20) + (64u << 10)) /* largest body accepted: OST table,
                                      * readdir pages, a 1 MiB Data-on-MDT part with its layout */
 #define LW_MAX_BULK      (16u << 20) /* largest bulk accepted in one frame */
@@ -54,6 +56,7 @@ const char *lw_op_name(uint16_t opcode);
  */
 #define LW_F_REPLY  0x1u /* set on every reply */
 #define LW_F_RESENT 0x2u /* a request sent again after a reconnection: it may have been applied */
+#define LW_F_ENCRYPT 0x4u /* AUTH_* only (below): encryption required, asked for, granted */
 
 struct lw_hdr {
 	uint32_t magic;    /* LW_MAGIC */
@@ -80,9 +83,33 @@ _Static_assert(offsetof(struct lw_hdr, hdr_crc) == 36, "lw_hdr.hdr_crc");
  *                   reply lw_auth_proof: HMAC-SHA256(key, "loom-auth-server" || client nonce ||
  *                     server nonce), or -EACCES (and the connection is closed)
  * Any other request on a connection not yet authenticated closes it.
+ *
+ * Encryption: a server that requires it sets LW_F_ENCRYPT on its AUTH_CHALLENGE reply; a client
+ * that encrypts (because it was asked to or the server requires it) sets it on AUTH_PROVE and
+ * uses the labels "loom-auth-client-encrypt" / "loom-auth-server-encrypt" instead, so that the
+ * choice is bound by both proofs; the server's AUTH_PROVE reply carries the flag back. A server
+ * that requires encryption answers a proof without it -EACCES.
+ *
+ * Sealed frames. The exchange gives each direction a session key (HKDF-SHA256 of the file system
+ * key with salt = client nonce || server nonce, info "loom c2s" or "loom s2c"; common/auth.h).
+ * Every frame after it, both ways (the first being the client's first request after the
+ * AUTH_PROVE reply, and the server's first reply after it), is sealed with AES-256-GCM under its
+ * direction's key, and carries the 16-byte tag right after its bulk (after the body when there
+ * is no bulk, after the header when neither):
+ *
+ *     lw_hdr | body (body_len) | bulk (bulk_len) | tag (LW_TAG_LEN, not in any length)
+ *
+ * The 96-bit nonce is 4 zero bytes and the direction's frame counter (u64 big-endian), 0 for the
+ * first sealed frame and one more for each after it. It is never sent: a frame replayed, dropped,
+ * reordered or injected is checked against another counter than it was sealed with and fails.
+ * Without encryption, header, body and bulk are all AAD (authenticated, sent in the clear); with
+ * it the header is AAD and body and bulk are ciphertext (same lengths). hdr_crc and bulk_crc stay,
+ * over the plain bytes, and are checked after the tag. A frame whose tag fails is never used: the
+ * receiver closes the connection (net/seal.h).
  */
 #define LW_AUTH_NONCE 32
 #define LW_AUTH_MAC   32
+#define LW_TAG_LEN    16
 struct lw_auth_challenge {
 	uint8_t nonce[LW_AUTH_NONCE];
 };

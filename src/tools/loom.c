@@ -43,13 +43,14 @@ static const struct command commands[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: loom [--fs HOST[:PORT]] [--config FILE] [--key FILE] COMMAND [ARGS]\n\ncommands:\n");
+	fprintf(f, "usage: loom [--fs HOST[:PORT]] [--config FILE] [--key FILE] [--encrypt] COMMAND [ARGS]\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
 	fprintf(f, "\nThe file system is found from --fs, then $LOOM_FS, then the 'mds = HOST:PORT' line of\n"
 		   "--config FILE, $LOOM_CONFIG or /etc/loom/loom.conf. `loom cluster up` prints it.\n"
 		   "The file system key is read from --key, $LOOM_KEY_FILE, the config file's\n"
-		   "'key = FILE' line, or /etc/loom/loom.key.\n");
+		   "'key = FILE' line, or /etc/loom/loom.key. Frames are authenticated with it;\n"
+		   "--encrypt encrypts them too (servers started with --encrypt require it, and get it).\n");
 }
 
 int tool_fail(const char *cmd, const char *what, int err)
@@ -114,6 +115,7 @@ loom_fs *tool_connect(struct tool_ctx *ctx)
 		return NULL;
 	}
 	copts.key_file = ctx->key_file;
+	copts.encrypt = ctx->encrypt;
 	rc = loom_connect_with(addr, &copts, &fs);
 	key_file = loom_key_file_choose(ctx->key_file);
 	if (rc == -EPERM && key_file && *key_file && loom_key_refusal(key_file, why, sizeof(why)) == 0) {
@@ -132,7 +134,7 @@ loom_fs *tool_connect(struct tool_ctx *ctx)
 		fprintf(stderr, "%s: cannot connect to the MDS at %s: %s\n", ctx->prog, addr,
 			rc == -EKEYREJECTED ? "the key file holds no key" :
 			rc == -ENOKEY ? "this user may not read the key file (use a copy of your own, mode 0600)" :
-			strerror(-rc));
+			rc == -EINVAL && copts.encrypt ? "--encrypt needs the file system key" : strerror(-rc));
 		return NULL;
 	}
 	return fs;
@@ -152,6 +154,9 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--key") && i + 1 < argc) {
 			ctx.key_file = argv[i + 1];
 			i += 2;
+		} else if (!strcmp(argv[i], "--encrypt")) {
+			ctx.encrypt = true;
+			i++;
 		} else if (!strcmp(argv[i], "--config") && i + 1 < argc) {
 			ctx.config = argv[i + 1];
 			i += 2;

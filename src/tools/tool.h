@@ -13,6 +13,7 @@ struct tool_ctx {
 	const char *fs_addr;  /* --fs, $LOOM_FS or the config file's mds = */
 	const char *config;   /* --config */
 	const char *key_file; /* --key, or the config file's key = */
+	bool encrypt;         /* --encrypt */
 	char addr_buf[128];
 	char key_buf[4096];
 };

@@ -61,7 +61,7 @@ static void check_fill(const uint8_t *raw, const uint8_t *body, size_t avail, st
 	int32_t status;
 
 	ref_hdr_parse(raw, &r);
-	flags = r.flags & (LW_F_REPLY | LW_F_RESENT);
+	flags = r.flags & (LW_F_REPLY | LW_F_RESENT | LW_F_ENCRYPT);
 	status = (flags & LW_F_REPLY) ? ref_errno_to_wire(r.status) : 0;
 	bulk_len = r.bulk_len % (LW_MAX_BULK + 1);
 	memcpy(bodycopy, body, body_len);

@@ -5,7 +5,10 @@ a blocking connection with timeouts, and the few message structs the tests speak
 
 A frame is a 40-byte little-endian header, then body_len bytes of body, then bulk_len bytes of
 bulk. hdr_crc is crc32c over the header with hdr_crc zeroed, continued over the body; bulk_crc is
-crc32c of the bulk (0 when there is none).
+crc32c of the bulk (0 when there is none). After the AUTH_* exchange every frame, both ways, is
+sealed (wire.h, "Sealed frames"): AES-256-GCM under the direction's session key, with the
+direction's frame counter as nonce, and the 16-byte tag after the bulk. Conn does this itself:
+whole frames given to Conn.send are sealed on the way, replies opened by recv_frame.
 """
 
 import errno
@@ -15,6 +18,11 @@ import os
 import socket
 import struct
 import time
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 # ---- crc32c (Castagnoli, reflected, init and final xor 0xffffffff) ----------------------------
 
@@ -48,10 +56,12 @@ assert crc32c(b"123456789") == 0xE3069283, "crc32c check value"
 # ---- constants from wire.h --------------------------------------------------------------------
 
 MAGIC = 0x4D4F4F4C
-VERSION = 3  # LW_VERSION: what this speaks; replies carry the server's
+VERSION = 4  # LW_VERSION: what this speaks; replies carry the server's
 MAX_BODY = (1 << 20) + (64 << 10)  # LW_MAX_BODY
 MAX_BULK = 16 << 20
 F_REPLY = 0x1
+F_ENCRYPT = 0x4   # LW_F_ENCRYPT: on AUTH_* only
+TAG_LEN = 16      # LW_TAG_LEN
 
 HDR = struct.Struct("<IHHIiQIIII")  # magic version opcode flags status req_id body_len bulk_len bulk_crc hdr_crc
 assert HDR.size == 40
@@ -172,40 +182,125 @@ def auth_mac(key, label, a, b):
     return hmac.new(key, label + a + b, hashlib.sha256).digest()
 
 
+def session_keys(key, client_nonce, server_nonce):
+    """(c2s, s2c): HKDF-SHA256 of the file system key (common/auth.h, loom_session_keys)."""
+    def derive(info):
+        return HKDF(algorithm=hashes.SHA256(), length=32, salt=client_nonce + server_nonce,
+                    info=info).derive(key)
+    return derive(b"loom c2s"), derive(b"loom s2c")
+
+
+class Seal:
+    """One direction of a connection's sealed frames (src/net/seal.h): AES-256-GCM under its
+    session key, nonce = 4 zero bytes || the frame counter (u64 big-endian)."""
+
+    def __init__(self, key, encrypt):
+        self.aead = AESGCM(key)
+        self.encrypt = encrypt
+        self.counter = 0
+
+    def _nonce(self):
+        n = b"\0\0\0\0" + struct.pack(">Q", self.counter)
+        self.counter += 1
+        return n
+
+    def seal(self, hdr, body, bulk):
+        """(body, bulk, tag) as they go on the wire."""
+        nonce = self._nonce()
+        if self.encrypt:
+            out = self.aead.encrypt(nonce, bytes(body) + bytes(bulk), bytes(hdr))
+            return out[:len(body)], out[len(body):-TAG_LEN], out[-TAG_LEN:]
+        return body, bulk, self.aead.encrypt(nonce, b"", bytes(hdr) + bytes(body) + bytes(bulk))
+
+    def open(self, hdr, body, bulk, tag):
+        """(body, bulk) in the clear; InvalidTag when the frame is not what was sealed."""
+        nonce = self._nonce()
+        if self.encrypt:
+            out = self.aead.decrypt(nonce, bytes(body) + bytes(bulk) + bytes(tag), bytes(hdr))
+            return out[:len(body)], out[len(body):]
+        self.aead.decrypt(nonce, bytes(tag), bytes(hdr) + bytes(body) + bytes(bulk))
+        return body, bulk
+
+
 class AuthError(Exception):
     pass
+
+
+class TagError(AssertionError):
+    """A reply that failed its tag."""
 
 
 class Conn:
     """One blocking TCP connection to a Loom server, with a timeout on every read."""
 
-    def __init__(self, host, port, timeout=10.0, key=None, auth=True):
+    def __init__(self, host, port, timeout=10.0, key=None, auth=True, encrypt=False):
         """Connects and, with auth (the default), proves it holds key (DEFAULT_KEY if None;
-        no exchange when that is None too)."""
+        no exchange when that is None too); frames are sealed from then on, and encrypted with
+        encrypt (or when the server requires it)."""
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.timeout = timeout
         self.next_id = 1
+        self.tx = self.rx = None
         key = DEFAULT_KEY if key is None else key
         if auth and key is not None:
             try:
-                self.authenticate(key)
+                self.authenticate(key, encrypt)
             except BaseException:
                 self.close()
                 raise
 
-    def authenticate(self, key):
-        """The exchange of wire.h; AuthError when the server refuses the key or cannot prove
-        it holds it."""
+    def authenticate(self, key, encrypt=False, follow=True):
+        """The exchange of wire.h, then the session keys; AuthError when the server refuses the
+        key or cannot prove it holds it. follow: encrypt when the server requires it."""
         h, ch, _ = self.call(OP["AUTH_CHALLENGE"])
         if h.status != 0 or len(ch) != 32:
             raise AuthError("AUTH_CHALLENGE answered %r" % (h,))
+        encrypt = encrypt or (follow and bool(h.flags & F_ENCRYPT))
+        client, server = (b"loom-auth-client-encrypt", b"loom-auth-server-encrypt") if encrypt else \
+            (b"loom-auth-client", b"loom-auth-server")
         nonce = os.urandom(32)
-        h, proof, _ = self.call(OP["AUTH_PROVE"], nonce + auth_mac(key, b"loom-auth-client", ch, nonce))
+        h, proof, _ = self.call(OP["AUTH_PROVE"], nonce + auth_mac(key, client, ch, nonce),
+                                flags=F_ENCRYPT if encrypt else 0)
         if h.status != 0:
             raise AuthError("the server refused the key (status %d)" % h.status)
-        if not hmac.compare_digest(proof, auth_mac(key, b"loom-auth-server", nonce, ch)):
+        if not hmac.compare_digest(proof, auth_mac(key, server, nonce, ch)):
             raise AuthError("the server's proof is wrong")
+        if bool(h.flags & F_ENCRYPT) != encrypt:
+            raise AuthError("the server's proof does not carry the encryption chosen")
+        c2s, s2c = session_keys(key, nonce, ch)
+        self.tx, self.rx = Seal(c2s, encrypt), Seal(s2c, encrypt)
+
+    @property
+    def encrypts(self):
+        return bool(self.tx and self.tx.encrypt)
+
+    def sealed(self, data):
+        """data (frames, perhaps a partial one last) as they go on this connection: each whole
+        frame sealed; what does not make a whole frame (a header announcing more than follows,
+        garbage) left as it is."""
+        if self.tx is None:
+            return bytes(data)
+        out, pos = [], 0
+        while len(data) - pos >= HDR.size:
+            h = Header(bytes(data[pos:pos + HDR.size]))
+            end = pos + HDR.size + h.body_len + h.bulk_len
+            if end > len(data):
+                break
+            hdr = data[pos:pos + HDR.size]
+            body = data[pos + HDR.size:pos + HDR.size + h.body_len]
+            bulk = data[pos + HDR.size + h.body_len:end]
+            out += [bytes(hdr)] + [bytes(x) for x in self.tx.seal(hdr, body, bulk)]
+            pos = end
+        out.append(bytes(data[pos:]))
+        return b"".join(out)
+
+    def open(self, raw, body, bulk, tag):
+        """A reply read by hand (header raw, body, bulk, tag) opened: (body, bulk)."""
+        try:
+            return self.rx.open(raw, body, bulk, tag)
+        except InvalidTag:
+            raise TagError("a reply failed its tag: %r" % (Header(raw),)) from None
 
     def close(self):
         try:
@@ -220,6 +315,11 @@ class Conn:
         self.close()
 
     def send(self, data):
+        """Sends data, sealing each whole frame in it once the connection authenticated."""
+        self.sock.sendall(self.sealed(data))
+
+    def send_raw(self, data):
+        """Sends data as it is (a frame with a made-up tag, say)."""
         self.sock.sendall(data)
 
     def recv_exact(self, n):
@@ -247,6 +347,8 @@ class Conn:
             raise AssertionError("reply with bad magic/version: %r" % (h,))
         body = self.recv_exact(h.body_len) if h.body_len else b""
         bulk = self.recv_exact(h.bulk_len) if h.bulk_len else b""
+        if self.rx is not None:
+            body, bulk = self.open(raw, body, bulk, self.recv_exact(TAG_LEN))
         zeroed = raw[:36] + b"\0\0\0\0"
         if crc32c(body, crc32c(zeroed)) != h.hdr_crc:
             raise AssertionError("reply with a wrong hdr_crc: %r" % (h,))
@@ -254,11 +356,11 @@ class Conn:
             raise AssertionError("reply with a wrong bulk_crc: %r" % (h,))
         return h, body, bulk
 
-    def call(self, opcode, body=b"", bulk=b""):
+    def call(self, opcode, body=b"", bulk=b"", flags=0):
         """Sends one request and returns (header, body, bulk) of its reply."""
         rid = self.next_id
         self.next_id += 1
-        self.send(frame(opcode, body, bulk, req_id=rid))
+        self.send(frame(opcode, body, bulk, req_id=rid, flags=flags))
         h, rbody, rbulk = self.recv_frame()
         if h.req_id != rid or h.opcode != opcode or not h.flags & F_REPLY:
             raise AssertionError("reply does not match request %#x id %d: %r" % (opcode, rid, h))
@@ -471,9 +573,9 @@ class Client:
     libloom does; requests go with the req_id and header flags the caller chooses. connect=False
     leaves the MDS_CONNECT to the caller (a test of MDS_CONNECT itself)."""
 
-    def __init__(self, host, port, uuid, connect=True, timeout=30):
+    def __init__(self, host, port, uuid, connect=True, timeout=30, encrypt=False):
         self.uuid = uuid
-        self.conn = Conn(host, port, timeout=timeout)
+        self.conn = Conn(host, port, timeout=timeout, encrypt=encrypt)
         if connect:
             status, body = self.call(NS_OP["MDS_CONNECT"], connect_req(uuid), req_id=1)
             assert status == 0, "MDS_CONNECT failed: %d" % status

@@ -30,14 +30,17 @@ def thread_count(pid):
 def test_1000_simultaneous_connections_each_get_root_attributes(cluster, enough_fds):
     mds_pid = cluster.pid("mds")
     threads_idle = thread_count(mds_pid)
-    socks = []
+    conns, socks = [], []
     try:
         for i in range(NCONN):
-            # Each proves it holds the file system key, as every client does.
-            socks.append(w.Conn(cluster.mds_host, cluster.mds_port, timeout=30).sock)
+            # Each proves it holds the file system key, as every client does (and seals its
+            # frames with its own session keys).
+            conns.append(w.Conn(cluster.mds_host, cluster.mds_port, timeout=30))
+            socks.append(conns[-1].sock)
         # Every connection is open; now each sends its request before any reply is read.
         for i, s in enumerate(socks):
-            s.sendall(w.frame(w.OP["MDS_GETATTR"], w.cred() + struct.pack("<Q", 1), req_id=1000 + i))
+            s.sendall(conns[i].sealed(w.frame(w.OP["MDS_GETATTR"], w.cred() + struct.pack("<Q", 1),
+                                              req_id=1000 + i)))
 
         threads_busy = thread_count(mds_pid)
 
@@ -65,9 +68,14 @@ def test_1000_simultaneous_connections_each_get_root_attributes(cluster, enough_
                     continue
                 bufs[i] += chunk
                 if len(bufs[i]) >= w.HDR.size:
-                    h = w.Header(bytes(bufs[i][:w.HDR.size]))
-                    if len(bufs[i]) >= w.HDR.size + h.body_len + h.bulk_len:
-                        replies[i] = (h, bytes(bufs[i][w.HDR.size:w.HDR.size + h.body_len]))
+                    raw = bytes(bufs[i][:w.HDR.size])
+                    h = w.Header(raw)
+                    end = w.HDR.size + h.body_len + h.bulk_len
+                    if len(bufs[i]) >= end + w.TAG_LEN:
+                        b = bytes(bufs[i])
+                        body, _ = conns[i].open(raw, b[w.HDR.size:w.HDR.size + h.body_len],
+                                                b[w.HDR.size + h.body_len:end], b[end:end + w.TAG_LEN])
+                        replies[i] = (h, body)
                         sel.unregister(key.fileobj)
         sel.close()
         threads_after = thread_count(mds_pid)
