@@ -92,6 +92,7 @@ static int hs_call(struct rpc_hs *hs, uint16_t opcode, uint32_t flags, const voi
 	struct lw_hdr h;
 	uint8_t *rbody = NULL, *sbody = NULL, tag[LW_TAG_LEN];
 	uint64_t id;
+	bool mismatch;
 	int rc;
 
 	pthread_mutex_lock(&hs->conn->lock);
@@ -119,9 +120,11 @@ static int hs_call(struct rpc_hs *hs, uint16_t opcode, uint32_t flags, const voi
 		rc = hs_recv(hs->fd, &h, sizeof(h), hs->timeout_ms);
 	if (rc)
 		goto out;
-	if (lw_hdr_check(&h) || !(h.flags & LW_F_REPLY) || h.req_id != id || h.opcode != opcode ||
-	    h.bulk_len != 0) {
-		rc = -EPROTO;
+	/* Sealed, a header that does not answer this call is judged after its tag (below): a relay's
+	 * replay is then a failed tag, retried, not a broken server, given up on. */
+	mismatch = !(h.flags & LW_F_REPLY) || h.req_id != id || h.opcode != opcode;
+	if (lw_hdr_check(&h) || h.bulk_len != 0 || (mismatch && !seal_on(&hs->rx))) {
+		rc = seal_on(&hs->rx) && lw_hdr_check(&h) == 0 ? -EBADMSG : -EPROTO;
 		goto out;
 	}
 	rbody = malloc(h.body_len ? h.body_len : 1);
@@ -134,11 +137,13 @@ static int hs_call(struct rpc_hs *hs, uint16_t opcode, uint32_t flags, const voi
 		rc = hs_recv(hs->fd, tag, sizeof(tag), hs->timeout_ms);
 		if (rc == 0 && (seal_begin(&hs->rx, &h) || seal_update(&hs->rx, rbody, rbody, h.body_len) ||
 				seal_check(&hs->rx, tag))) {
-			log_warn("%s: the reply to %s failed authentication (altered or injected on the way)",
-				 hs->conn->peer, lw_op_name(opcode));
+			log_warn("%s: the reply to %s failed authentication (altered, replayed or injected on "
+				 "the way)", hs->conn->peer, lw_op_name(opcode));
 			rc = -EBADMSG;
 		}
 	}
+	if (rc == 0 && mismatch)
+		rc = -EPROTO;
 	if (rc == 0 && lw_hdr_crc_check(&h, rbody))
 		rc = -EPROTO;
 	if (rc == 0) {

@@ -487,3 +487,15 @@ def test_a_mount_with_o_encrypt_hides_its_data(relayed, workdir):
         wait_until(lambda: not is_mounted(mnt), 30)
     assert read_direct(r.cluster, "/f") == payload
     assert MARKER not in r.oss.carried["c2s"], "the mount's data crossed the relay in the clear"
+
+
+def test_an_altered_handshake_reply_is_an_error_not_a_session(relayed):
+    # The first sealed reply is MDS_CONNECT's, read by the connection's hello: altered, the
+    # client gets no session from it (the first connection must work, so the command fails
+    # with an error rather than carrying on with what the relay made).
+    r = relayed
+    r.mds.arm(alter_body(nth(w.NS_OP["MDS_CONNECT"], 0, "s2c")))
+    p = r.loom("ls", "/", check=False)
+    assert p.returncode != 0, "the client took an altered MDS_CONNECT reply"
+    assert "failed authentication" in p.stderr, p.stderr
+    assert r.loom("ls", "/").returncode == 0   # the next connection is not tampered with
