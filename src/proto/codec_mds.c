@@ -13,7 +13,9 @@
 
 /* ---- MDS requests ---- */
 
-static void rd_name(struct lw_rd *r, uint16_t len, struct lw_name *out)
+/* len bytes of a name, which check (lw_name_check or lw_xattr_name_check) must accept. */
+static void rd_checked_name(struct lw_rd *r, uint16_t len, struct lw_name *out,
+			    int (*check)(const char *, size_t))
 {
 	const uint8_t *p = lw_rd_bytes(r, len);
 	int rc;
@@ -22,23 +24,19 @@ static void rd_name(struct lw_rd *r, uint16_t len, struct lw_name *out)
 	out->len = len;
 	if (!p)
 		return;
-	rc = lw_name_check(out->s, len);
+	rc = check(out->s, len);
 	if (rc)
 		r->err = rc;
 }
 
+static void rd_name(struct lw_rd *r, uint16_t len, struct lw_name *out)
+{
+	rd_checked_name(r, len, out, lw_name_check);
+}
+
 static void rd_xattr_name(struct lw_rd *r, uint16_t len, struct lw_name *out)
 {
-	const uint8_t *p = lw_rd_bytes(r, len);
-	int rc;
-
-	out->s = (const char *)p;
-	out->len = len;
-	if (!p)
-		return;
-	rc = lw_xattr_name_check(out->s, len);
-	if (rc)
-		r->err = rc;
+	rd_checked_name(r, len, out, lw_xattr_name_check);
 }
 
 /* Data-on-MDT parts of a size report: each fixed part then its bytes, in increasing offset

@@ -248,6 +248,15 @@ def pid_alive(pid):
     return state not in ("Z", "X") or threads > 1
 
 
+def errno_of(fn, *args):
+    """0 if fn(*args) succeeds, else the errno of the OSError it raised."""
+    try:
+        fn(*args)
+    except OSError as e:
+        return e.errno
+    return 0
+
+
 def wait_until(pred, timeout, interval=0.05):
     """Polls pred() until it returns a true value (returned) or timeout seconds pass (None)."""
     deadline = time.monotonic() + timeout

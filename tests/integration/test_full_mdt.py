@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from loomutil import MDS_BIN, wait_until
+from loomutil import MDS_BIN, errno_of, wait_until
 
 KiB = 1 << 10
 MiB = 1 << 20
@@ -44,14 +44,6 @@ def small_targets(cluster_factory):
             yield c
         finally:
             c.down()
-
-
-def errno_of(fn, *args):
-    try:
-        fn(*args)
-    except OSError as e:
-        return e.errno
-    return 0
 
 
 def touch(path):

@@ -22,7 +22,7 @@ import struct
 import sys
 import traceback
 
-from loomutil import second_mount, wait_until
+from loomutil import errno_of, second_mount, wait_until
 
 FLOCK_FMT = "hhqqi"          # struct flock on Linux x86_64 / aarch64: type, whence, start, len, pid
 DEADLINE = 60                 # seconds any child or the file system gets to do a step
@@ -37,15 +37,6 @@ def getlk(fd, ltype, start=0, length=0):
     res = fcntl.fcntl(fd, fcntl.F_GETLK, struct.pack(FLOCK_FMT, ltype, os.SEEK_SET, start, length, 0))
     t, _whence, s, n, pid = struct.unpack(FLOCK_FMT, res)
     return t, s, n, pid
-
-
-def errno_of(fn, *args):
-    """0 if fn(*args) succeeds, else the errno it failed with."""
-    try:
-        fn(*args)
-        return 0
-    except OSError as e:
-        return e.errno
 
 
 class Proc:

@@ -11,19 +11,11 @@ import subprocess
 
 import pytest
 
-from loomutil import wait_until
+from loomutil import errno_of, wait_until
 
 KiB = 1 << 10
 MiB = 1 << 20
 TiB = 1 << 40
-
-
-def _errno_of(fn, *args):
-    try:
-        fn(*args)
-    except OSError as e:
-        return e.errno
-    return 0
 
 
 def test_write_past_the_largest_size(cluster):
@@ -42,10 +34,10 @@ def test_write_past_the_largest_size(cluster):
             n = None
         if n is not None:
             assert n == 4096
-            assert _errno_of(os.fsync, writer) == errno.EFBIG
-            assert _errno_of(os.fsync, writer) == 0, "the error was reported twice to one descriptor"
-            assert _errno_of(os.fsync, other) == errno.EFBIG, "another writable descriptor never heard of it"
-            assert _errno_of(os.fsync, other) == 0
+            assert errno_of(os.fsync, writer) == errno.EFBIG
+            assert errno_of(os.fsync, writer) == 0, "the error was reported twice to one descriptor"
+            assert errno_of(os.fsync, other) == errno.EFBIG, "another writable descriptor never heard of it"
+            assert errno_of(os.fsync, other) == 0
     finally:
         os.close(writer)
         os.close(other)
@@ -71,7 +63,7 @@ def test_close_reports_a_failed_write(cluster):
         assert e.errno == errno.EFBIG
         os.close(fd)
     else:
-        assert _errno_of(os.close, fd) == errno.EFBIG
+        assert errno_of(os.close, fd) == errno.EFBIG
     assert os.stat(path).st_size == 4
     with open(path, "rb") as f:
         assert f.read() == b"kept"
@@ -113,11 +105,11 @@ def test_full_ost(small_ost):
             if n < chunk:          # a short write: the OST filled in the middle of it
                 failed_at = k
                 break
-        first = _errno_of(os.fsync, fd)
+        first = errno_of(os.fsync, fd)
         assert first == errno.ENOSPC or failed_at is not None, "16 MiB fit in an 8 MiB OST"
         # Reported once: the next fsync succeeds, and must not make the failed chunks part of it.
-        assert _errno_of(os.fsync, fd) == 0
-        assert _errno_of(os.fsync, other) in (0, errno.ENOSPC)
+        assert errno_of(os.fsync, fd) == 0
+        assert errno_of(os.fsync, other) in (0, errno.ENOSPC)
     finally:
         os.close(fd)
         os.close(other)

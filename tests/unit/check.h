@@ -85,6 +85,17 @@ static inline const char *check_errname(long long rc)
 		fprintf(stderr, "%-4s %s\n", check_failures == before_ ? "ok" : "FAIL", #fn); \
 	} while (0)
 
+/* n bytes from the 2n hex digits at s (a test's vectors). */
+static inline void check_unhex(const char *s, uint8_t *out, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned v = 0;
+
+		sscanf(s + 2 * i, "%2x", &v);
+		out[i] = (uint8_t)v;
+	}
+}
+
 static inline int check_report(void)
 {
 	if (check_failures)

@@ -10,15 +10,6 @@
 int check_failures;
 const char *check_current = "";
 
-static void hex(const char *s, uint8_t *out, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		unsigned v;
-		sscanf(s + 2 * i, "%2x", &v);
-		out[i] = (uint8_t)v;
-	}
-}
-
 /*
  * The vector, from python3-cryptography:
  *   HKDF(SHA256(), length=32, salt=cn + sn, info=b"loom c2s" / b"loom s2c").derive(key)
@@ -34,8 +25,8 @@ static void test_session_keys_vector(void)
 		cn[i] = (uint8_t)(0x40 + i);
 		sn[i] = (uint8_t)(0x80 + i);
 	}
-	hex("8b6bd98ff8937b4db2c3c2dcfce3560c7805b1470f1210e9fb84f34dba27f016", want_c2s, 32);
-	hex("dc9ebcd8aa35796c0642a03609f6263317a1ef0e5f9b7cf7e62e7e5ac3fe81ec", want_s2c, 32);
+	check_unhex("8b6bd98ff8937b4db2c3c2dcfce3560c7805b1470f1210e9fb84f34dba27f016", want_c2s, 32);
+	check_unhex("dc9ebcd8aa35796c0642a03609f6263317a1ef0e5f9b7cf7e62e7e5ac3fe81ec", want_s2c, 32);
 	CHECK_RC(loom_session_keys(key, sizeof(key), cn, sn, 32, c2s, s2c), 0);
 	CHECK(memcmp(c2s, want_c2s, 32) == 0);
 	CHECK(memcmp(s2c, want_s2c, 32) == 0);

@@ -147,24 +147,31 @@ static void echo_check(struct echo *e)
 	free(e->rbulk);
 }
 
+/* n echoes (seeds first, first + 1, ...) all in flight on c at once, then each checked. */
+static void echo_round(struct rpc_conn *c, struct echo *e, unsigned n, unsigned first)
+{
+	struct rpc_wait w;
+
+	rpc_wait_init(&w);
+	for (unsigned i = 0; i < n; i++) {
+		echo_prepare(&e[i], first + i);
+		rpc_submit(c, &e[i].call, &w);
+	}
+	rpc_wait_all(&w);
+	rpc_wait_destroy(&w);
+	for (unsigned i = 0; i < n; i++)
+		echo_check(&e[i]);
+}
+
 static void test_many_in_flight(void)
 {
 	enum { N = 600 };
 	struct echo *e = calloc(N, sizeof(*e));
 	struct rpc_conn *c;
-	struct rpc_wait w;
 
 	REQUIRE(e);
 	REQUIRE_RC(rpc_conn_open("127.0.0.1", srv_port(server), NULL, &c), 0);
-	rpc_wait_init(&w);
-	for (unsigned i = 0; i < N; i++) {
-		echo_prepare(&e[i], i + 1);
-		rpc_submit(c, &e[i].call, &w);
-	}
-	rpc_wait_all(&w);
-	rpc_wait_destroy(&w);
-	for (unsigned i = 0; i < N; i++)
-		echo_check(&e[i]);
+	echo_round(c, e, N, 1);
 	CHECK(rpc_conn_alive(c));
 	rpc_conn_close(c);
 	free(e);
@@ -422,20 +429,11 @@ static void test_sealed(void)
 			struct rpc_conn_opts co = { .key = key, .keylen = sizeof(key),
 						    .encrypt = client_encrypts };
 			struct rpc_conn *c;
-			struct rpc_wait w;
 
 			REQUIRE_RC(rpc_conn_open("127.0.0.1", srv_port(keyed), &co, &c), 0);
 			CHECK(seal_on(&c->tx) && seal_on(&c->rx));
 			CHECK_EQ(c->tx.encrypt, server_encrypts || client_encrypts);
-			rpc_wait_init(&w);
-			for (unsigned i = 0; i < N; i++) {
-				echo_prepare(&e[i], i + 7);
-				rpc_submit(c, &e[i].call, &w);
-			}
-			rpc_wait_all(&w);
-			rpc_wait_destroy(&w);
-			for (unsigned i = 0; i < N; i++)
-				echo_check(&e[i]);
+			echo_round(c, e, N, 7);
 			/* The caller's buffers are never written: a resend sends the plain bytes. */
 			CHECK(rpc_conn_alive(c));
 			rpc_conn_close(c);
