@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "client/internal.h"
+#include "common/log.h"
 #include "loom/loom_ll.h"
 #include "client/path.h"
 #include "common/util.h"
@@ -108,6 +109,7 @@ static int open_common(loom_fs *fs, const char *path, int flags, mode_t mode,
 	char name[LOOM_NAME_MAX + 1];
 	size_t nlen;
 	bool trailing, created = false;
+	uint64_t mds_gen = fs_mds_gen(fs);
 	int rc;
 
 	fs_cred(fs, &cr);
@@ -178,18 +180,57 @@ static int open_common(loom_fs *fs, const char *path, int flags, mode_t mode,
 		handle = orep.handle;
 	}
 opened:
-	return file_finish_open(fs, &cr, flags, &attr, handle, layout, created, &dom, out);
+	return file_finish_open(fs, &cr, flags, &attr, handle, layout, created, &dom, mds_gen, out);
+}
+
+/* An open answered around an MDS restart: the reconnection opened again every file on the list,
+ * and this one may not have been on it yet, its handle the dead MDS's. It is opened again (as the
+ * reconnection does: no O_TRUNC, done once already) and the handle it had closed, which is a
+ * no-op to an MDS that never gave it out (handle numbers differ between MDS runs) and ends the
+ * surplus one otherwise. Until the generation holds still across an open: each reconnection
+ * meanwhile may have replaced the handle again. A failure is left to the file's own I/O. */
+static void file_open_again(loom_file *f, uint64_t mds_gen)
+{
+	loom_fs *fs = f->fs;
+	struct timespec zero = { 0 };
+
+	for (int round = 0; round < 8 && mds_gen != fs_mds_gen(fs); round++) {
+		struct loom_layout *layout = NULL;
+		struct lw_open_rep rep;
+		uint64_t old;
+		int rc;
+
+		mds_gen = fs_mds_gen(fs);
+		rc = mdc_open(fs, &f->cred, f->ino, (uint32_t)(f->flags & O_ACCMODE), NULL, &rep, &layout, NULL);
+		free(layout);
+		if (rc) {
+			if (rc != -ENOENT && rc != -ESTALE)
+				log_warn("inode %llu, opened as the MDS restarted, could not be opened again: %s",
+					 (unsigned long long)f->ino, strerror(-rc));
+			return;
+		}
+		pthread_mutex_lock(&f->lock);
+		old = f->handle;
+		f->handle = rep.handle;
+		pthread_mutex_unlock(&f->lock);
+		mdc_close(fs, &f->cred, LW_OP_MDS_CLOSE, f->ino, old, 0, 0, 0, zero, 0, NULL, NULL);
+	}
 }
 
 int file_finish_open(loom_fs *fs, const struct loom_cred *cr, int flags, const struct lw_attr *attr,
 		     uint64_t handle, struct loom_layout *layout, bool created, struct mdc_dom *dom,
-		     loom_file **out)
+		     uint64_t mds_gen, loom_file **out)
 {
+	int rc;
+
 	/* O_TRUNC: the MDS set the size to 0 (even for O_RDONLY, as Linux does) and cut the objects
 	 * before it answered; the other handles here follow. */
 	if ((flags & O_TRUNC) && !created && layout)
 		files_truncated(fs, attr);
-	return file_new(fs, cr, flags, attr, handle, layout, dom, out);
+	rc = file_new(fs, cr, flags, attr, handle, layout, dom, out);
+	if (rc == 0)
+		file_open_again(*out, mds_gen);
+	return rc;
 }
 
 int loom_open(loom_fs *fs, const char *path, int flags, mode_t mode, loom_file **out)
@@ -210,7 +251,7 @@ int loom_open_copy(loom_fs *fs, const char *path, const struct loom_layout *layo
 	struct loom_cred cr;
 	struct lw_attr attr;
 	char name[LOOM_NAME_MAX + 1];
-	uint64_t parent;
+	uint64_t parent, mds_gen = fs_mds_gen(fs);
 	size_t nlen;
 	bool trailing;
 	int rc;
@@ -230,7 +271,7 @@ int loom_open_copy(loom_fs *fs, const char *path, const struct loom_layout *layo
 	if (rc == 0) {
 		struct mdc_dom dom = { .known = true }; /* a new file: no Data-on-MDT bytes yet */
 
-		rc = file_finish_open(fs, &cr, O_RDWR, &crep.attr, crep.handle, got, true, &dom, out);
+		rc = file_finish_open(fs, &cr, O_RDWR, &crep.attr, crep.handle, got, true, &dom, mds_gen, out);
 	}
 	/* Before its first write: the objects it makes are the file's from the swap on. */
 	if (rc == 0)

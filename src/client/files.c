@@ -31,6 +31,16 @@ void files_add(loom_fs *fs, loom_file *f)
 	pthread_mutex_unlock(&fs->open_lock);
 }
 
+uint64_t fs_mds_gen(loom_fs *fs)
+{
+	uint64_t gen;
+
+	pthread_mutex_lock(&fs->open_lock);
+	gen = fs->mds_gen;
+	pthread_mutex_unlock(&fs->open_lock);
+	return gen;
+}
+
 void files_remove(loom_fs *fs, loom_file *f)
 {
 	loom_file *head, **pp;

@@ -185,6 +185,7 @@ static int mds_hello(struct rpc_hs *hs, void *arg)
 			pthread_mutex_unlock(&f->lock);
 			reopened++;
 		}
+		fs->mds_gen++;
 		pthread_mutex_unlock(&fs->open_lock);
 		if (rc)
 			return rc;

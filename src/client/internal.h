@@ -76,6 +76,8 @@ struct loom_fs {
 	 * after the MDS restarted: its lock is never held across a request. */
 	pthread_mutex_t open_lock;
 	loom_file *open_list;
+	uint64_t mds_gen;              /* under open_lock: bumped each time the list was opened
+	                                * again, so that an open answered meanwhile can tell */
 	/* Per inode, while a handle of it is open here: write errors and the truncation epoch
 	 * (inode.c). Taken inside files_lock and wb_lock, never around another lock. */
 	pthread_mutex_t shared_lock;
@@ -347,10 +349,13 @@ void files_dom_forget(loom_fs *fs, uint64_t ino);
 /* file.c */
 /* Completes an open that the MDS granted: with O_TRUNC cuts the objects (the MDS already set the
  * size to 0), then makes the handle. Takes ownership of layout. On failure the MDS handle is
- * closed again. */
+ * closed again. mds_gen is fs_mds_gen() from before the open was sent: if the MDS restarted
+ * since, the handle may be the dead MDS's, and the file is opened again. */
 int file_finish_open(loom_fs *fs, const struct loom_cred *cr, int flags, const struct lw_attr *attr,
 		     uint64_t handle, struct loom_layout *layout, bool created, struct mdc_dom *dom,
-		     loom_file **out);
+		     uint64_t mds_gen, loom_file **out);
+/* How many times the MDS connection opened this client's files again after an MDS restart. */
+uint64_t fs_mds_gen(loom_fs *fs);
 
 /* write.c */
 /* The handle changed the file's bytes, its size up to end (0: not its size), or its space: its

@@ -162,6 +162,7 @@ int loom_ll_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, int flag
 	struct mdc_open_if cond = { 0 };
 	struct mdc_dom dom;
 	struct lw_open_rep rep;
+	uint64_t mds_gen = fs_mds_gen(fs);
 	int rc;
 
 	if (expect && expect->name_version) {
@@ -182,7 +183,7 @@ int loom_ll_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, int flag
 	}
 	if (rc)
 		return rc;
-	rc = file_finish_open(fs, cr, flags, &rep.attr, rep.handle, layout, false, &dom, out);
+	rc = file_finish_open(fs, cr, flags, &rep.attr, rep.handle, layout, false, &dom, mds_gen, out);
 	rc = stat_reply(fs, rc, &rep.attr, a);
 	if (rc == 0)
 		a->dir_moves = rep.dir_moves;
@@ -196,6 +197,7 @@ int loom_ll_create(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, con
 	struct mdc_dom dom = { 0 };
 	struct lw_create_rep rep;
 	uint32_t cflags = LW_CR_OPEN | ((flags & O_EXCL) ? LW_CR_EXCL : 0);
+	uint64_t mds_gen = fs_mds_gen(fs);
 	int rc;
 
 	rc = mdc_create(fs, cr, parent, name, strlen(name), S_IFREG | (mode & 07777), 0, cflags,
@@ -212,7 +214,7 @@ int loom_ll_create(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, con
 	/* A file this call made has no bytes yet; an existing one's are fetched when read. */
 	dom.known = (rep.flags & LW_CRR_CREATED) != 0;
 	rc = file_finish_open(fs, cr, flags, &rep.attr, rep.handle, layout,
-			      (rep.flags & LW_CRR_CREATED) != 0, &dom, out);
+			      (rep.flags & LW_CRR_CREATED) != 0, &dom, mds_gen, out);
 	return stat_reply(fs, rc, &rep.attr, a);
 }
 

@@ -19,7 +19,12 @@
 void mds_sessions_init(struct mds *m)
 {
 	m->next_sid = 0;
-	m->next_handle = 0;
+	/* Handles are numbered from a point of this run's own (the random boot id, below 2^62 so
+	 * that no run wraps): a client's handle from an earlier run, which it did not open again
+	 * (its open was answered as the MDS went down), must not name another file's handle now.
+	 * The MDS takes a handle it does not know on trust; one it gave out to someone else is
+	 * refused (-EBADF). */
+	m->next_handle = (m->boot_id >> 2) & ~0xffffull;
 	u64map_init(&m->sessions);
 	u64map_init(&m->conn_sessions);
 	u64map_init(&m->handles);

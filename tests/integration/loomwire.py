@@ -15,6 +15,7 @@ import errno
 import hashlib
 import hmac
 import os
+import re
 import socket
 import struct
 import time
@@ -690,3 +691,28 @@ def heartbeat_req(entries):
 
 def parse_scrub(body):
     return dict(zip(SCRUB_FIELDS, SCRUB_REP.unpack_from(body)))
+
+
+# ---- the protocol's one table (src/proto/ops.def) ------------------------------------------
+
+OPS_DEF = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                       "src", "proto", "ops.def")
+OPS_COLUMNS = ("name", "value", "server", "resend", "flags", "request", "reply", "handler", "net")
+OPS_POLICIES = ("READ", "CACHED", "HANDLE", "REPEATS")
+
+
+def read_ops_def(path=None):
+    """{name: row dict} of ops.def's LW_OP(...) rows (those at the start of a line: the one in the
+    opening comment is indented)."""
+    rows = {}
+    with open(path or OPS_DEF) as f:
+        for m in re.finditer(r"^LW_OP\((.*)\)\s*$", f.read(), re.M):
+            cells = [c.strip() for c in m.group(1).split(",")]
+            assert len(cells) == len(OPS_COLUMNS), "a row of ops.def with %d columns: %s" % (len(cells), m.group(0))
+            row = dict(zip(OPS_COLUMNS, cells))
+            row["value"] = int(row["value"], 16)
+            assert row["resend"] in OPS_POLICIES, "unknown RESEND %r in %s" % (row["resend"], m.group(0))
+            assert row["name"] not in rows, "opcode %s twice in ops.def" % row["name"]
+            rows[row["name"]] = row
+    assert len(rows) > 40, "ops.def parsed to only %d rows" % len(rows)
+    return rows

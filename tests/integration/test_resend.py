@@ -29,34 +29,14 @@ from loomutil import wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-OPS_DEF = os.path.join(REPO, "src", "proto", "ops.def")
 WIRE_H = os.path.join(REPO, "src", "proto", "wire.h")
 
-COLUMNS = ("name", "value", "server", "resend", "flags", "request", "reply", "handler", "net")
-POLICIES = ("READ", "CACHED", "HANDLE", "REPEATS")
 ROOT = w.ROOT_INO
 S_IFREG = 0o100000
 C = w.cred()   # root's: every request below is root's
 
 
-def read_ops_def(path=OPS_DEF):
-    """{name: row dict} of ops.def's LW_OP(...) rows (those at the start of a line: the one in the
-    opening comment is indented)."""
-    rows = {}
-    with open(path) as f:
-        for m in re.finditer(r"^LW_OP\((.*)\)\s*$", f.read(), re.M):
-            cells = [c.strip() for c in m.group(1).split(",")]
-            assert len(cells) == len(COLUMNS), "a row of ops.def with %d columns: %s" % (len(cells), m.group(0))
-            row = dict(zip(COLUMNS, cells))
-            row["value"] = int(row["value"], 16)
-            assert row["resend"] in POLICIES, "unknown RESEND %r in %s" % (row["resend"], m.group(0))
-            assert row["name"] not in rows, "opcode %s twice in ops.def" % row["name"]
-            rows[row["name"]] = row
-    assert len(rows) > 40, "ops.def parsed to only %d rows" % len(rows)
-    return rows
-
-
-OPS = read_ops_def()
+OPS = w.read_ops_def()
 OP = {name: row["value"] for name, row in OPS.items()}
 RESENT = sorted(name for name, row in OPS.items() if row["resend"] != "READ")
 
