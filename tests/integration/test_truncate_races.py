@@ -29,18 +29,33 @@ def _reported_then_more(path, first, more):
     return fd
 
 
+def _only_theirs_or_zeros(got, start, byte, what):
+    """got[start:] holds nothing but byte and zeros, and ends with byte if it is not empty: the
+    unreported writes of another node in flight during a cut, each piece of them landed before
+    it (cut: zeros, or nothing past the size) or refused by its object and sent again after it
+    (the writer's bytes, and its size report covers them: never a tail of zeros)."""
+    rest = got[start:]
+    assert set(rest) <= {0, byte}, "%s: bytes that are neither the writer's nor zeros" % what
+    assert not rest or rest[-1] == byte, "%s: the size grew over zeros (%d bytes)" % (what, len(got))
+
+
 def test_late_report_does_not_grow_a_truncated_file_back(cluster):
-    # A writes 4 MiB (reported), then 4 MiB more; B truncates to 0; A closes. A's last writes came
-    # before the truncation, which cut them: the file stays empty, on both mounts, and never
-    # shows 8 MiB of zeros.
+    # A writes 4 MiB (reported), then 4 MiB more; B truncates to 0; A closes. A's last writes were
+    # sent before the truncation: what of them landed first was cut, and a late report of them
+    # does not grow the file back; a piece the cut overtook was sent again after it, and is the
+    # file's. The file is the same on both mounts, and never shows a size over zeros.
     a = cluster.mount()
     with second_mount(cluster) as b:
         fd = _reported_then_more(os.path.join(a, "f"), b"x" * (4 * MiB), b"y" * (4 * MiB))
         os.truncate(os.path.join(b, "f"), 0)
         os.close(fd)
+        got = _read(os.path.join(b, "f"))
         for m in (a, b):
-            assert os.stat(os.path.join(m, "f")).st_size == 0, m
-            assert _read(os.path.join(m, "f")) == b"", m
+            assert os.stat(os.path.join(m, "f")).st_size == len(got), m
+            assert _read(os.path.join(m, "f")) == got, m
+        assert len(got) == 0 or 4 * MiB < len(got) <= 8 * MiB, len(got)
+        assert got[:4 * MiB] == bytes(min(len(got), 4 * MiB)), "the cut part shows old bytes"
+        _only_theirs_or_zeros(got, 4 * MiB, ord("y"), "truncated to 0")
 
 
 def test_write_after_a_truncation_elsewhere_is_kept(cluster):
@@ -59,8 +74,10 @@ def test_write_after_a_truncation_elsewhere_is_kept(cluster):
 
 
 def test_truncate_up_elsewhere_zeroes_what_was_not_reported(cluster):
-    # A's unreported bytes past the old end were written before B's truncation up: the new part of
-    # the file reads as zeros (as truncate(2) promises), the reported part as A wrote it.
+    # A's unreported bytes past the old end were sent before B's truncation up, which extends the
+    # file the MDS knows (1 MiB): the new part reads as zeros (as truncate(2) promises), the
+    # reported part as A wrote it. A piece of A's the cut overtook is sent again after it and
+    # shows there instead of zeros; the size is B's.
     a = cluster.mount()
     with second_mount(cluster) as b:
         fd = _reported_then_more(os.path.join(a, "f"), b"p" * MiB, b"q" * MiB)
@@ -68,7 +85,9 @@ def test_truncate_up_elsewhere_zeroes_what_was_not_reported(cluster):
         os.close(fd)
         got = _read(os.path.join(b, "f"))
         assert len(got) == 3 * MiB
-        assert got[:MiB] == b"p" * MiB and got[MiB:] == bytes(2 * MiB)
+        assert _read(os.path.join(a, "f")) == got
+        assert got[:MiB] == b"p" * MiB and got[2 * MiB:] == bytes(MiB)
+        assert set(got[MiB:2 * MiB]) <= {0, ord("q")}, "bytes that are neither A's nor zeros"
 
 
 def test_own_truncate_takes_in_unreported_writes(cluster):
