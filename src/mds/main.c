@@ -64,6 +64,10 @@ static void usage(FILE *f)
 		"  --map-size SIZE       the most the MDT may hold: LMDB's map (default 64G)\n"
 		"  --handshake-timeout SEC  a connection that has not proved it holds the key this\n"
 		"                        long after connecting is closed (default 5)\n"
+		"  --frame-timeout SEC  a connection whose frame stops coming this long is closed\n"
+		"                        (default 30)\n"
+		"  --max-conns-per-peer N  authenticated connections one address may keep\n"
+		"                        (default 256)\n"
 		"  --log-level LEVEL     error, warn, info (default) or debug\n",
 		LW_DEFAULT_MDS_PORT, LOOM_FSNAME_MAX);
 }
@@ -135,6 +139,8 @@ int main(int argc, char **argv)
 		{ "recovery-window", required_argument, NULL, 'r' },
 		{ "root-squash", no_argument, NULL, 'S' },     { "encrypt", no_argument, NULL, 'E' },
 		{ "handshake-timeout", required_argument, NULL, 'H' },
+		{ "frame-timeout", required_argument, NULL, 'T' },
+		{ "max-conns-per-peer", required_argument, NULL, 'P' },
 		{ "reserve", required_argument, NULL, 'R' },   { "map-size", required_argument, NULL, 'M' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -163,8 +169,20 @@ int main(int argc, char **argv)
 		case 'S': m.root_squash = true; break;
 		case 'E': so.encrypt = m.encrypt = true; break;
 		case 'H':
-			if (srv_handshake_timeout_parse(optarg, &so.handshake_timeout_ms)) {
+			if (srv_seconds_parse(optarg, &so.handshake_timeout_ms)) {
 				fprintf(stderr, "loom-mds: --handshake-timeout takes 1..3600 seconds\n");
+				return 2;
+			}
+			break;
+		case 'T':
+			if (srv_seconds_parse(optarg, &so.frame_timeout_ms)) {
+				fprintf(stderr, "loom-mds: --frame-timeout takes 1..3600 seconds\n");
+				return 2;
+			}
+			break;
+		case 'P':
+			if (srv_count_parse(optarg, &so.max_conns_per_peer)) {
+				fprintf(stderr, "loom-mds: --max-conns-per-peer takes 1..1000000\n");
 				return 2;
 			}
 			break;

@@ -221,6 +221,13 @@ static int authenticate(struct rpc_hs *hs)
 		log_err("%s refused this client's file system key", c->peer);
 		return rc;
 	}
+	if (rc == -EUSERS) {
+		/* Not fatal: a connection may leave, and the dial is tried again. */
+		log_warn("%s refused this connection for now: this node has as many connections to it "
+			 "as one address may (--max-conns-per-peer), or it is full and keeps its last "
+			 "descriptors for nodes with few", c->peer);
+		return rc;
+	}
 	if (rc)
 		return rc;
 	rc = loom_auth_mac(c->key, c->opts.keylen, loom_auth_label(true, encrypt), pr.nonce, ch.nonce,

@@ -26,6 +26,8 @@
 #include "net/server_impl.h"
 
 #define HANDSHAKE_TIMEOUT_MS 5000u
+#define FRAME_TIMEOUT_MS     30000u
+#define MAX_CONNS_PER_PEER   256u
 
 /* epoll data for the two non-connection fds */
 static char tag_listen, tag_wake;
@@ -48,6 +50,9 @@ static const struct {
 	[LIM_ACCEPT] = { LOG_WARN, "cannot accept" },
 	[LIM_BAD_TAG] = { LOG_WARN, "connections closed: a frame failed authentication" },
 	[LIM_NO_ENCRYPT] = { LOG_WARN, "connections refused: a client that does not encrypt" },
+	[LIM_PEER_FULL] = { LOG_WARN, "connections refused: too many from one address" },
+	[LIM_SERVER_FULL] = { LOG_WARN, "connections refused: the server is full" },
+	[LIM_STALLED] = { LOG_WARN, "connections closed: a frame stopped coming" },
 };
 
 void conn_unref(struct srv_conn *c)
@@ -63,6 +68,7 @@ void conn_unref(struct srv_conn *c)
 	seal_clear(&c->rx);
 	seal_clear(&c->tx);
 	free(c->rbuf);
+	peer_put(c->srv, c->from);
 	free(c);
 }
 
@@ -115,14 +121,14 @@ void conn_close(struct srv_conn *c, const char *why)
 	while ((f = c->out_head)) {
 		c->out_head = f->next;
 		conn_frame_done(c, f);
-		out_frame_free(s, f);
+		out_frame_free(c, f);
 	}
 	c->out_tail = NULL;
 	pthread_mutex_unlock(&c->lock);
 
 	if (c->req) {
 		bulk_free(c->req->bulk);
-		mem_release(s, sizeof(*c->req) + c->req->hdr.body_len + (uint64_t)c->req->hdr.bulk_len);
+		mem_release(c, req_charge(&c->req->hdr));
 		free(c->req);
 		c->req = NULL;
 	}
@@ -130,6 +136,7 @@ void conn_close(struct srv_conn *c, const char *why)
 		starved_remove(s, c);
 	if (!c->authed)
 		preauth_remove(s, c);
+	conn_leave(c);
 	/* A descriptor is free: accepts that waited for one go on at once. */
 	if (s->accept_paused_until)
 		accept_resume(s);
@@ -162,6 +169,8 @@ static int srv_timeout_ms(struct srv *s, uint64_t now)
 
 	if (s->preauth_head)
 		next = s->preauth_head->deadline_ns;
+	if (s->open_conns)
+		next = MIN(next, s->next_stall_scan);
 	if (s->accept_paused_until)
 		next = MIN(next, s->accept_paused_until);
 	for (int k = 0; k < LIM_COUNT; k++) {
@@ -197,6 +206,7 @@ static void srv_resume(struct srv *s)
 		c->resume_queued = false;
 		closed = c->closed;
 		pthread_mutex_unlock(&c->lock);
+		c->rx_ns = clock_mono_ns(); /* the wait was the server's: the peer's time starts again */
 		if (!closed)
 			conn_read(c);
 		conn_unref(c);
@@ -209,6 +219,7 @@ static void srv_resume(struct srv *s)
 
 		starved = c->next_starved;
 		c->starved = false;
+		c->rx_ns = clock_mono_ns();
 		pthread_mutex_lock(&c->lock);
 		conn_set_events(c);
 		pthread_mutex_unlock(&c->lock);
@@ -245,6 +256,13 @@ int srv_create(const struct srv_opts *opts, struct srv **out)
 	if (!s->opts.handshake_timeout_ms)
 		s->opts.handshake_timeout_ms = HANDSHAKE_TIMEOUT_MS;
 	s->handshake_ns = (uint64_t)s->opts.handshake_timeout_ms * 1000000u;
+	if (!s->opts.max_peer_memory || s->opts.max_peer_memory > s->opts.max_memory)
+		s->opts.max_peer_memory = s->opts.max_memory / 4;
+	if (!s->opts.max_conns_per_peer)
+		s->opts.max_conns_per_peer = MAX_CONNS_PER_PEER;
+	if (!s->opts.frame_timeout_ms)
+		s->opts.frame_timeout_ms = FRAME_TIMEOUT_MS;
+	s->frame_ns = (uint64_t)s->opts.frame_timeout_ms * 1000000u;
 	s->max_preauth = preauth_cap(s);
 	if (s->opts.keylen > sizeof(s->key)) {
 		free(s);
@@ -265,6 +283,8 @@ int srv_create(const struct srv_opts *opts, struct srv **out)
 	atomic_init(&s->starving, false);
 	atomic_init(&s->stopping, 0);
 	pthread_mutex_init(&s->resume_lock, NULL);
+	pthread_mutex_init(&s->peers_lock, NULL);
+	u64map_init(&s->peers);
 
 	if (inet_pton(AF_INET, opts->listen_host ? opts->listen_host : "0.0.0.0", &sa.sin_addr) != 1) {
 		rc = -EINVAL;
@@ -310,11 +330,13 @@ fail:
 	if (s->wake_fd >= 0)
 		close(s->wake_fd);
 	pthread_mutex_destroy(&s->resume_lock);
+	pthread_mutex_destroy(&s->peers_lock);
+	u64map_destroy(&s->peers);
 	free(s);
 	return rc;
 }
 
-int srv_handshake_timeout_parse(const char *arg, uint32_t *ms_out)
+int srv_seconds_parse(const char *arg, uint32_t *ms_out)
 {
 	char *end;
 	unsigned long v;
@@ -324,6 +346,19 @@ int srv_handshake_timeout_parse(const char *arg, uint32_t *ms_out)
 	if (errno || end == arg || *end || v < 1 || v > 3600)
 		return -EINVAL;
 	*ms_out = (uint32_t)v * 1000u;
+	return 0;
+}
+
+int srv_count_parse(const char *arg, uint32_t *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(arg, &end, 10);
+	if (errno || end == arg || *end || *arg == '-' || v < 1 || v > 1000000)
+		return -EINVAL;
+	*out = (uint32_t)v;
 	return 0;
 }
 
@@ -378,6 +413,7 @@ int srv_run(struct srv *s)
 		 * checked. */
 		now = clock_mono_ns();
 		preauth_expire(s, now);
+		stalled_expire(s, now);
 		srv_bury(s);
 	}
 	return 0;
@@ -401,5 +437,7 @@ void srv_destroy(struct srv *s)
 	close(s->epfd);
 	close(s->wake_fd);
 	pthread_mutex_destroy(&s->resume_lock);
+	pthread_mutex_destroy(&s->peers_lock);
+	u64map_destroy(&s->peers); /* empty: every connection was freed */
 	free(s);
 }

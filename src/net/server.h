@@ -16,6 +16,10 @@
  * closed after handshake_timeout_ms, and is the first to go when descriptors run out, so that
  * thousands of idle or half-open connections cannot keep the server from its clients. What the
  * server logs about them is rate-limited (common/log.h, struct log_limit).
+ *
+ * Key holders: each peer address has a share of the memory and a cap on connections, and a frame
+ * whose bytes stop coming is dropped (server_peers.c), so that no node can freeze the server for
+ * the others.
  */
 #ifndef LOOM_NET_SERVER_H
 #define LOOM_NET_SERVER_H
@@ -81,12 +85,22 @@ struct srv_opts {
 	                           * part of a frame or a challenge and no proof; 0 = 5000 */
 	uint32_t max_unauthenticated; /* connections waiting to authenticate at once; a new one past
 	                           * it closes the oldest. 0 = half the fd limit (RLIMIT_NOFILE). */
+	/* Fair limits (server_peers.c): what one peer address may hold. */
+	uint64_t max_peer_memory; /* bytes of max_memory one address's requests and replies may
+	                           * hold; 0 = a quarter of it */
+	uint32_t max_conns_per_peer; /* authenticated connections from one address; 0 = 256 */
+	uint32_t fd_reserve;      /* descriptors below the fd limit that only addresses with few
+	                           * connections may take; 0 = 64 (a quarter of a smaller limit) */
+	uint32_t frame_timeout_ms; /* a frame begun whose bytes stop coming this long is dropped
+	                           * with its connection; 0 = 30000 */
 };
 
 int srv_create(const struct srv_opts *opts, struct srv **out);
-/* The daemons' --handshake-timeout SEC (whole seconds, 1..3600) into handshake_timeout_ms:
- * 0, or -EINVAL. */
-int srv_handshake_timeout_parse(const char *arg, uint32_t *ms_out);
+/* The daemons' --handshake-timeout and --frame-timeout SEC (whole seconds, 1..3600) into
+ * milliseconds: 0, or -EINVAL. */
+int srv_seconds_parse(const char *arg, uint32_t *ms_out);
+/* --max-conns-per-peer N (1..1000000): 0, or -EINVAL. */
+int srv_count_parse(const char *arg, uint32_t *out);
 /* The bound port (useful with listen_port 0). */
 uint16_t srv_port(const struct srv *s);
 /* Runs the event loop on the calling thread until srv_stop(). Returns 0 or -errno. */

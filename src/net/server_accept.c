@@ -96,6 +96,17 @@ static int conn_seal_tx(struct srv_conn *c, const uint8_t s2c[LOOM_SESSION_KEY_L
 	return rc;
 }
 
+/* Tells the client why (status), then hangs up. */
+static void conn_refuse(struct srv_conn *c, struct srv_req *req, int status)
+{
+	pthread_mutex_lock(&c->lock);
+	c->close_when_flushed = true;
+	atomic_store(&c->paused, true); /* read nothing more from it */
+	conn_set_events(c);
+	pthread_mutex_unlock(&c->lock);
+	srv_reply(req, status, NULL, 0, NULL, 0, NULL);
+}
+
 /* Loop thread: the authentication exchange (wire.h), and the gate before it is done. */
 void conn_authenticate(struct srv_conn *c, struct srv_req *req)
 {
@@ -140,6 +151,14 @@ void conn_authenticate(struct srv_conn *c, struct srv_req *req)
 		    loom_auth_mac(s->key, s->opts.keylen, loom_auth_label(true, encrypt), pr.nonce, c->nonce,
 				  LW_AUTH_NONCE, proof.mac) == 0 &&
 		    conn_seal_rx(c, pr.nonce, encrypt, s2c) == 0) {
+			if (conn_admit(c)) {
+				/* A key holder past a cap on connections: told so in clear (the
+				 * refusal is no session), as a wrong key is. */
+				seal_clear(&c->rx);
+				OPENSSL_cleanse(s2c, sizeof(s2c));
+				conn_refuse(c, req, -EUSERS);
+				return;
+			}
 			c->authed = true;
 			preauth_remove(s, c);
 			srv_reply_flags(req, 0, encrypt ? LW_F_ENCRYPT : 0, &proof, sizeof(proof));
@@ -172,13 +191,7 @@ void conn_authenticate(struct srv_conn *c, struct srv_req *req)
 			    "or the wrong one); refusing it", s->name, (unsigned long long)c->id, c->peer,
 			    lw_op_name(op));
 	}
-	/* Tell the client why (EACCES), then hang up. */
-	pthread_mutex_lock(&c->lock);
-	c->close_when_flushed = true;
-	atomic_store(&c->paused, true); /* read nothing more from it */
-	conn_set_events(c);
-	pthread_mutex_unlock(&c->lock);
-	srv_reply(req, -EACCES, NULL, 0, NULL, 0, NULL);
+	conn_refuse(c, req, -EACCES);
 }
 
 /* At most half the descriptors for strangers, so that the other half stays for the clients
@@ -270,6 +283,10 @@ void srv_accept(struct srv *s)
 			return;
 		}
 		c = calloc(1, sizeof(*c));
+		if (c && !(c->from = peer_get(s, sa.sin_addr.s_addr))) {
+			free(c);
+			c = NULL;
+		}
 		if (!c) {
 			close(fd);
 			accept_pause(s, clock_mono_ns() + ACCEPT_RETRY_NS);
@@ -292,9 +309,11 @@ void srv_accept(struct srv *s)
 		if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &e) < 0) {
 			close(fd);
 			pthread_mutex_destroy(&c->lock);
+			peer_put(s, c->from);
 			free(c);
 			continue;
 		}
+		c->rx_ns = clock_mono_ns();
 		c->next_open = s->open_conns;
 		if (s->open_conns)
 			s->open_conns->prev_open = c;
@@ -304,6 +323,10 @@ void srv_accept(struct srv *s)
 			preauth_append(s, c);
 			while (s->npreauth > s->max_preauth) /* more than one when the cap fell */
 				preauth_evict(s, "too many connections waiting to authenticate");
+		} else if (conn_admit(c)) {
+			/* No key, so no handshake to refuse it in: it is closed at once. */
+			conn_close(c, NULL);
+			continue;
 		}
 		log_debug("%s: connection %llu from %s", s->name, (unsigned long long)c->id, c->peer);
 	}

@@ -14,6 +14,7 @@
 
 #include "common/auth.h"
 #include "common/log.h"
+#include "common/u64map.h"
 #include "net/seal.h"
 #include "net/server.h"
 #include "proto/wire.h"
@@ -45,13 +46,27 @@ enum rstate { RS_HDR, RS_BODY, RS_BULK, RS_TAG };
 
 /* The kinds of rate-limited log lines (lim_kinds in server.c). */
 enum lim_kind { LIM_TIMEOUT, LIM_WRONG_KEY, LIM_BAD_AUTH, LIM_NO_AUTH, LIM_DROPPED, LIM_EVICTED,
-		LIM_ACCEPT, LIM_BAD_TAG, LIM_NO_ENCRYPT, LIM_COUNT };
+		LIM_ACCEPT, LIM_BAD_TAG, LIM_NO_ENCRYPT, LIM_PEER_FULL, LIM_SERVER_FULL, LIM_STALLED,
+		LIM_COUNT };
+
+/*
+ * A peer address (server_peers.c): what all its connections hold together, so that one node
+ * cannot take what the others need. Created with its first connection, freed with its last
+ * (conn_unref, on any thread: the table has a lock of its own).
+ */
+struct srv_peer {
+	uint32_t addr;              /* IPv4, network order */
+	int refs;                   /* connections (open or not yet freed); under peers_lock */
+	uint32_t admitted;          /* of them, authenticated and open; loop thread only */
+	atomic_uint_fast64_t mem;   /* bytes charged to its requests and replies */
+};
 
 struct srv_conn {
 	struct srv *srv;
 	int fd;
 	uint64_t id;
 	char peer[48];
+	struct srv_peer *from;  /* its address's account, for its life */
 
 	pthread_mutex_t lock;   /* everything below up to the read state */
 	int refs;               /* the loop's while open, plus one per request handed out */
@@ -83,6 +98,9 @@ struct srv_conn {
 	bool authed;             /* proved it holds the key (always true when the server has none);
 	                          * until then, the connection is on srv->preauth */
 	bool challenged;
+	bool admitted;           /* counted in its peer's and the server's admitted connections */
+	uint64_t rx_ns;          /* when bytes last came, or reading last resumed: a frame begun
+	                          * and silent for frame_timeout since is dropped */
 	uint8_t nonce[LW_AUTH_NONCE];
 	uint64_t deadline_ns;    /* not authenticated by then: closed */
 	struct srv_conn *prev_open, *next_open;
@@ -104,7 +122,10 @@ struct srv {
 	uint64_t next_conn_id;
 	uint64_t accept_paused_until; /* listen fd out of epoll until then, or until a close */
 	uint64_t handshake_ns;
+	uint64_t frame_ns;        /* opts.frame_timeout_ms */
+	uint64_t next_stall_scan; /* when the open connections are next looked at for stalls */
 	uint32_t max_preauth;     /* connections on preauth at most */
+	uint32_t admitted;        /* authenticated connections open (loop thread) */
 
 	atomic_uint_fast64_t mem; /* bytes charged to requests and replies */
 	uint8_t key[LOOM_KEY_MAX];
@@ -119,6 +140,9 @@ struct srv {
 	struct srv_conn *preauth_head, *preauth_tail;
 	uint32_t npreauth;
 	struct log_limit lim[LIM_COUNT];
+
+	pthread_mutex_t peers_lock;
+	struct u64map peers;      /* addr -> struct srv_peer */
 
 	pthread_mutex_t resume_lock;
 	struct srv_conn *resume;
@@ -140,9 +164,27 @@ void conn_close(struct srv_conn *c, const char *why);
 void starved_remove(struct srv *s, struct srv_conn *c);
 void conn_read(struct srv_conn *c);
 
+/* server_peers.c */
+/* The account of a new connection's address (a reference), or NULL without memory. */
+struct srv_peer *peer_get(struct srv *s, uint32_t addr);
+void peer_put(struct srv *s, struct srv_peer *p);
+/* Charges bytes for a request of c to the server and to c's peer: false (nothing charged)
+ * when either is over its budget and holds something already, so that one frame always goes. */
+bool mem_charge(struct srv_conn *c, uint64_t bytes);
+/* Charges a reply's bytes (always: its request was admitted). */
+void mem_charge_reply(struct srv_conn *c, uint64_t bytes);
+/* Memory charged to c's peer was released: connections waiting for it may go on. */
+void mem_release(struct srv_conn *c, uint64_t bytes);
+/* c authenticated (or the server has no key): counts it against its peer's cap and the
+ * server's, or returns -EUSERS (logged, rate-limited) when it may not stay. */
+int conn_admit(struct srv_conn *c);
+/* c closes: its place is free. */
+void conn_leave(struct srv_conn *c);
+/* Closes the connections whose frame stopped coming; returns when to look again. */
+uint64_t stalled_expire(struct srv *s, uint64_t now);
+
 /* server_reply.c */
-void mem_release(struct srv *s, uint64_t bytes);
-void out_frame_free(struct srv *s, struct out_frame *f);
+void out_frame_free(struct srv_conn *c, struct out_frame *f);
 void conn_set_events(struct srv_conn *c);
 void conn_check_pause(struct srv_conn *c);
 void conn_frame_done(struct srv_conn *c, struct out_frame *f);

@@ -81,7 +81,7 @@ static const char *conn_hdr_done(struct srv_conn *c)
 {
 	struct srv *s = c->srv;
 	struct lw_hdr *h = &c->hdr;
-	uint64_t need = req_charge(h), before;
+	uint64_t need = req_charge(h);
 	struct srv_req *req;
 
 	if (lw_hdr_check(h))
@@ -95,12 +95,9 @@ static const char *conn_hdr_done(struct srv_conn *c)
 	if (!c->authed && s->opts.keylen && (h->bulk_len || h->body_len > SRV_PREAUTH_BODY_MAX))
 		return "a large frame before authenticating (the client has no key or the wrong one)";
 
-	before = atomic_fetch_add(&s->mem, need);
-	if (before + need > s->opts.max_memory && before > 0) {
-		/* Over budget: this connection waits until replies free memory. (With nothing
-		 * charged at all, one frame always goes, so the server cannot stall itself.) */
-		atomic_fetch_sub(&s->mem, need);
-		atomic_store(&s->starving, true);
+	if (!mem_charge(c, need)) {
+		/* Over the server's budget or its peer's share: this connection waits until
+		 * replies free memory, holding nothing but its header. */
 		if (!c->starved) {
 			c->starved = true;
 			c->next_starved = s->starved;
@@ -118,7 +115,7 @@ static const char *conn_hdr_done(struct srv_conn *c)
 	}
 	if (!req || (h->bulk_len && !req->bulk)) {
 		free(req);
-		atomic_fetch_sub(&s->mem, need);
+		mem_release(c, need);
 		return "out of memory for a request";
 	}
 	req->hdr = *h;
@@ -352,6 +349,8 @@ void conn_read(struct srv_conn *c)
 			conn_close(c, c->rstate == RS_HDR && c->hgot == 0 ? NULL : "peer closed mid-frame");
 			return;
 		}
+		if (n > 0)
+			c->rx_ns = clock_mono_ns();
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;

@@ -20,17 +20,7 @@
 
 #define WRITE_IOVS    64
 
-/* Server memory was released: connections waiting for it may go on. */
-void mem_release(struct srv *s, uint64_t bytes)
-{
-	uint64_t now = atomic_fetch_sub(&s->mem, bytes) - bytes;
-
-	if (atomic_load(&s->starving) && now < s->opts.max_memory / 2 &&
-	    atomic_exchange(&s->starving, false))
-		srv_wake(s);
-}
-
-void out_frame_free(struct srv *s, struct out_frame *f)
+void out_frame_free(struct srv_conn *c, struct out_frame *f)
 {
 	if (f->bulk) {
 		if (f->bulk_free)
@@ -38,7 +28,7 @@ void out_frame_free(struct srv *s, struct out_frame *f)
 		else
 			free(f->bulk);
 	}
-	mem_release(s, f->charge);
+	mem_release(c, f->charge);
 	free(f);
 }
 
@@ -172,7 +162,7 @@ static int conn_flush(struct srv_conn *c)
 			if (!c->out_head)
 				c->out_tail = NULL;
 			conn_frame_done(c, f);
-			out_frame_free(c->srv, f);
+			out_frame_free(c, f);
 		}
 	}
 	if (!c->out_head && c->close_when_flushed && !c->closed)
@@ -199,10 +189,10 @@ void conn_write_ready(struct srv_conn *c)
 }
 
 /* Frees a request's own memory (not its connection's count, which its reply or drop settles). */
-static void req_free(struct srv *s, struct srv_req *req)
+static void req_free(struct srv_req *req)
 {
 	bulk_free(req->bulk);
-	mem_release(s, req_charge(&req->hdr));
+	mem_release(req->conn, req_charge(&req->hdr));
 	free(req);
 }
 
@@ -248,7 +238,7 @@ static void reply(struct srv_req *req, int status, uint32_t flags, const void *b
 		lw_hdr_fill(h, req->hdr.opcode, LW_F_REPLY | flags, lw_errno_to_wire(status),
 			    req->hdr.req_id, f->hb + sizeof(*h), body_len, f->bulk_len,
 			    f->bulk_len ? crc32c(0, bulk, f->bulk_len) : 0);
-		atomic_fetch_add(&s->mem, f->charge);
+		mem_charge_reply(c, f->charge);
 	} else {
 		log_err("%s: out of memory for a reply to %s; dropping the connection", s->name,
 			lw_op_name(req->hdr.opcode));
@@ -263,7 +253,7 @@ static void reply(struct srv_req *req, int status, uint32_t flags, const void *b
 	if (f && !c->closed && frame_seal_out(c, f)) {
 		log_err("%s: cannot seal a reply to %s; dropping the connection", s->name,
 			lw_op_name(req->hdr.opcode));
-		out_frame_free(s, f);
+		out_frame_free(c, f);
 		f = NULL;
 	}
 	if (!f) {
@@ -275,7 +265,7 @@ static void reply(struct srv_req *req, int status, uint32_t flags, const void *b
 	} else if (c->closed) {
 		if (req->counted)
 			c->inflight--;
-		out_frame_free(s, f);
+		out_frame_free(c, f);
 	} else {
 		bool was_idle = c->out_head == NULL;
 
@@ -298,7 +288,7 @@ static void reply(struct srv_req *req, int status, uint32_t flags, const void *b
 	pthread_mutex_unlock(&c->lock);
 	if (resume)
 		conn_queue_resume(c);
-	req_free(s, req);
+	req_free(req);
 	conn_unref(c);
 }
 
@@ -328,7 +318,7 @@ void srv_req_drop(struct srv_req *req)
 	pthread_mutex_unlock(&c->lock);
 	if (resume)
 		conn_queue_resume(c);
-	req_free(c->srv, req);
+	req_free(req);
 	conn_unref(c);
 }
 

@@ -422,6 +422,10 @@ static void usage(FILE *f)
 		"                     MDS is asked to (default /etc/loom/loom.key, if it exists)\n"
 "  --handshake-timeout SEC  a connection that has not proved it holds the key this\n"
 		"                     long after connecting is closed (default 5)\n"
+		"  --frame-timeout SEC  a connection whose frame stops coming this long is closed\n"
+		"                     (default 30)\n"
+		"  --max-conns-per-peer N  authenticated connections one address may keep\n"
+		"                     (default 256)\n"
 		"  --encrypt          every connection to and from this OSS encrypts its frames\n"
 		"                     (they are authenticated with the key in any case)\n"
 		"  --format           create the OSTs (needs --fsname) and exit\n"
@@ -462,6 +466,8 @@ int main(int argc, char **argv)
 		{ "readcache-max-io", required_argument, NULL, 'R' },
 		{ "writeback-min-io", required_argument, NULL, 'W' },
 		{ "handshake-timeout", required_argument, NULL, 'H' },
+		{ "frame-timeout", required_argument, NULL, 'T' },
+		{ "max-conns-per-peer", required_argument, NULL, 'P' },
 		{ "encrypt", no_argument, NULL, 'E' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -493,8 +499,20 @@ int main(int argc, char **argv)
 		case 'k': key_file = optarg; break;
 		case 'E': so.encrypt = oss.encrypt = true; break;
 		case 'H':
-			if (srv_handshake_timeout_parse(optarg, &so.handshake_timeout_ms)) {
+			if (srv_seconds_parse(optarg, &so.handshake_timeout_ms)) {
 				fprintf(stderr, "loom-oss: --handshake-timeout takes 1..3600 seconds\n");
+				return 2;
+			}
+			break;
+		case 'T':
+			if (srv_seconds_parse(optarg, &so.frame_timeout_ms)) {
+				fprintf(stderr, "loom-oss: --frame-timeout takes 1..3600 seconds\n");
+				return 2;
+			}
+			break;
+		case 'P':
+			if (srv_count_parse(optarg, &so.max_conns_per_peer)) {
+				fprintf(stderr, "loom-oss: --max-conns-per-peer takes 1..1000000\n");
 				return 2;
 			}
 			break;

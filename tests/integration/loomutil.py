@@ -335,3 +335,48 @@ def nofile_at_least(want):
         yield
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def pings(host, port, timeout=5):
+    """Whether an authenticated PING to host:port is answered."""
+    import loomwire as w
+    try:
+        with w.Conn(host, port, timeout=timeout) as c:
+            return c.ping() == 0
+    except (OSError, w.ConnectionClosed, w.AuthError):
+        return False
+
+
+def read(path):
+    with open(path, errors="replace") as f:
+        return f.read()
+
+
+OST_REGISTERED = re.compile(r" INFO: OST[0-9a-f]+ registered: ")
+
+
+@contextlib.contextmanager
+def mds_by_hand(cluster, *flags):
+    """The cluster's MDS replaced by one started with flags (same MDT, address and key), logging to
+    DIR/log/mds-by-hand.log, which teardown scans as it does the others. Yields the Popen once every
+    OSS has registered with it (so that the descriptors a test counts are all the MDS will hold);
+    the cluster's own MDS is back afterwards."""
+    cluster.kill9("mds")
+    log_path = os.path.join(cluster.dir, "log", "mds-by-hand.log")
+    log = open(log_path, "a")
+    p = subprocess.Popen([MDS_BIN, "--mdt", os.path.join(cluster.dir, "mdt"), "--listen", cluster.addr,
+                          "--key", cluster.key] + list(flags), stdout=log, stderr=log)
+    p.log_path = log_path
+    try:
+        assert wait_until(lambda: pings(cluster.mds_host, cluster.mds_port), 30, 0.1), \
+            "the MDS started by hand does not serve"
+        assert wait_until(lambda: len(OST_REGISTERED.findall(read(log_path))) >= cluster.osts, 60, 0.2), \
+            "the OSSs did not register with the MDS started by hand:\n" + read(log_path)[-2000:]
+        yield p
+        assert p.poll() is None, "the MDS died (exit %r):\n%s" % (p.returncode, read(log_path)[-3000:])
+    finally:
+        if p.poll() is None:
+            p.terminate()
+        p.wait(timeout=60)
+        log.close()
+        cluster.restart()

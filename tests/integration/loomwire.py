@@ -224,7 +224,9 @@ class Seal:
 
 
 class AuthError(Exception):
-    pass
+    def __init__(self, msg, status=0):
+        super().__init__(msg)
+        self.status = status   # the AUTH_PROVE reply's status, when the server refused
 
 
 class TagError(AssertionError):
@@ -234,11 +236,13 @@ class TagError(AssertionError):
 class Conn:
     """One blocking TCP connection to a Loom server, with a timeout on every read."""
 
-    def __init__(self, host, port, timeout=10.0, key=None, auth=True, encrypt=False):
+    def __init__(self, host, port, timeout=10.0, key=None, auth=True, encrypt=False, source=None):
         """Connects and, with auth (the default), proves it holds key (DEFAULT_KEY if None;
         no exchange when that is None too); frames are sealed from then on, and encrypted with
-        encrypt (or when the server requires it)."""
-        self.sock = socket.create_connection((host, port), timeout=timeout)
+        encrypt (or when the server requires it). source: the local address to connect from
+        (another 127.x.y.z is another peer to the server)."""
+        self.sock = socket.create_connection((host, port), timeout=timeout,
+                                             source_address=(source, 0) if source else None)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.timeout = timeout
         self.next_id = 1
@@ -264,7 +268,7 @@ class Conn:
         h, proof, _ = self.call(OP["AUTH_PROVE"], nonce + auth_mac(key, client, ch, nonce),
                                 flags=F_ENCRYPT if encrypt else 0)
         if h.status != 0:
-            raise AuthError("the server refused the key (status %d)" % h.status)
+            raise AuthError("the server refused the key (status %d)" % h.status, h.status)
         if not hmac.compare_digest(proof, auth_mac(key, server, nonce, ch)):
             raise AuthError("the server's proof is wrong")
         if bool(h.flags & F_ENCRYPT) != encrypt:

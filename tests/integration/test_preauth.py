@@ -11,21 +11,19 @@ The MDS of these tests is started by hand (the cluster's own is stopped, and bac
 give it a handshake limit and to lower its fd limit with prlimit.
 """
 
-import contextlib
 import os
 import re
 import resource
 import selectors
 import socket
 import struct
-import subprocess
 import threading
 import time
 
 import pytest
 
 import loomwire as w
-from loomutil import MDS_BIN, nofile_at_least, wait_until
+from loomutil import mds_by_hand, nofile_at_least, read, wait_until
 
 NCONN = 2000                     # strangers
 GETATTR_ROOT = w.cred() + struct.pack("<Q", 1)
@@ -37,7 +35,6 @@ TIMEOUT_SUMMARY = re.compile(r" WARN: mds: unauthenticated connections closed: n
                              r"(\d+) more like it in the last second$")
 EVICT_LINE = re.compile(r" WARN: mds: closing connection \d+ from \S+ to make room ")
 EVICT_SUMMARY = re.compile(r" WARN: mds: unauthenticated connections closed to make room: (\d+) more like it")
-REGISTERED = re.compile(r" INFO: OST[0-9a-f]+ registered: ")
 FOLDED = re.compile(r"\(and (\d+) more like it in the last second\)$")
 
 
@@ -45,45 +42,6 @@ FOLDED = re.compile(r"\(and (\d+) more like it in the last second\)$")
 def enough_fds():
     with nofile_at_least(NCONN + 300):
         yield
-
-
-def pings(host, port, timeout=5):
-    try:
-        with w.Conn(host, port, timeout=timeout) as c:
-            return c.ping() == 0
-    except (OSError, w.ConnectionClosed, w.AuthError):
-        return False
-
-
-@contextlib.contextmanager
-def mds_by_hand(cluster, *flags):
-    """The cluster's MDS replaced by one started with flags (same MDT, address and key), logging to
-    DIR/log/mds-preauth.log, which teardown scans as it does the others. Yields the Popen once every
-    OSS has registered with it (so that the descriptors a test counts are all the MDS will hold)."""
-    cluster.kill9("mds")
-    log_path = os.path.join(cluster.dir, "log", "mds-preauth.log")
-    log = open(log_path, "a")
-    p = subprocess.Popen([MDS_BIN, "--mdt", os.path.join(cluster.dir, "mdt"), "--listen", cluster.addr,
-                          "--key", cluster.key] + list(flags), stdout=log, stderr=log)
-    p.log_path = log_path
-    try:
-        assert wait_until(lambda: pings(cluster.mds_host, cluster.mds_port), 30, 0.1), \
-            "the MDS started by hand does not serve"
-        assert wait_until(lambda: len(REGISTERED.findall(read(log_path))) >= cluster.osts, 60, 0.2), \
-            "the OSSs did not register with the MDS started by hand:\n" + read(log_path)[-2000:]
-        yield p
-        assert p.poll() is None, "the MDS died (exit %r):\n%s" % (p.returncode, read(log_path)[-3000:])
-    finally:
-        if p.poll() is None:
-            p.terminate()
-        p.wait(timeout=60)
-        log.close()
-        cluster.restart()
-
-
-def read(path):
-    with open(path, errors="replace") as f:
-        return f.read()
 
 
 def open_strangers(host, port, n):

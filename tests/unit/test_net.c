@@ -449,15 +449,15 @@ static void test_handshake_timeout_parse(void)
 {
 	uint32_t ms = 7;
 
-	CHECK_RC(srv_handshake_timeout_parse("5", &ms), 0);
+	CHECK_RC(srv_seconds_parse("5", &ms), 0);
 	CHECK_EQ(ms, 5000);
-	CHECK_RC(srv_handshake_timeout_parse("3600", &ms), 0);
+	CHECK_RC(srv_seconds_parse("3600", &ms), 0);
 	CHECK_EQ(ms, 3600000);
-	CHECK_RC(srv_handshake_timeout_parse("0", &ms), -EINVAL);
-	CHECK_RC(srv_handshake_timeout_parse("3601", &ms), -EINVAL);
-	CHECK_RC(srv_handshake_timeout_parse("", &ms), -EINVAL);
-	CHECK_RC(srv_handshake_timeout_parse("2s", &ms), -EINVAL);
-	CHECK_RC(srv_handshake_timeout_parse("-1", &ms), -EINVAL);
+	CHECK_RC(srv_seconds_parse("0", &ms), -EINVAL);
+	CHECK_RC(srv_seconds_parse("3601", &ms), -EINVAL);
+	CHECK_RC(srv_seconds_parse("", &ms), -EINVAL);
+	CHECK_RC(srv_seconds_parse("2s", &ms), -EINVAL);
+	CHECK_RC(srv_seconds_parse("-1", &ms), -EINVAL);
 	CHECK_EQ(ms, 3600000); /* untouched by a refusal */
 }
 
