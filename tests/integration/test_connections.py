@@ -34,8 +34,10 @@ def test_1000_simultaneous_connections_each_get_root_attributes(cluster, enough_
     try:
         for i in range(NCONN):
             # Each proves it holds the file system key, as every client does (and seals its
-            # frames with its own session keys).
-            conns.append(w.Conn(cluster.mds_host, cluster.mds_port, timeout=30))
+            # frames with its own session keys). From 100 addresses, as from 100 nodes: one
+            # address keeps at most 256 connections (--max-conns-per-peer).
+            conns.append(w.Conn(cluster.mds_host, cluster.mds_port, timeout=30,
+                                source="127.0.4.%d" % (1 + i % 100)))
             socks.append(conns[-1].sock)
         # Every connection is open; now each sends its request before any reply is read.
         for i, s in enumerate(socks):
