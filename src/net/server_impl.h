@@ -180,8 +180,9 @@ void mem_release(struct srv_conn *c, uint64_t bytes);
 int conn_admit(struct srv_conn *c);
 /* c closes: its place is free. */
 void conn_leave(struct srv_conn *c);
-/* Closes the connections whose frame stopped coming; returns when to look again. */
-uint64_t stalled_expire(struct srv *s, uint64_t now);
+/* Closes the connections whose frame stopped coming (a scan a second at most: srv->next_stall_scan
+ * says when the next is due). */
+void stalled_expire(struct srv *s, uint64_t now);
 
 /* server_reply.c */
 void out_frame_free(struct srv_conn *c, struct out_frame *f);

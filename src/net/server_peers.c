@@ -166,12 +166,12 @@ static bool conn_stalls(const struct srv_conn *c)
 	       !atomic_load(&c->paused) && !c->close_when_flushed;
 }
 
-uint64_t stalled_expire(struct srv *s, uint64_t now)
+void stalled_expire(struct srv *s, uint64_t now)
 {
 	struct srv_conn *c, *next;
 
 	if (now < s->next_stall_scan)
-		return s->next_stall_scan;
+		return;
 	for (c = s->open_conns; c; c = next) {
 		next = c->next_open;
 		if (!conn_stalls(c) || now - c->rx_ns < s->frame_ns)
@@ -184,5 +184,4 @@ uint64_t stalled_expire(struct srv *s, uint64_t now)
 		conn_close(c, NULL);
 	}
 	s->next_stall_scan = now + MIN(STALL_SCAN_NS, s->frame_ns);
-	return s->next_stall_scan;
 }

@@ -380,3 +380,16 @@ def mds_by_hand(cluster, *flags):
         p.wait(timeout=60)
         log.close()
         cluster.restart()
+
+
+def closed_now(s):
+    """True when the peer has closed s (EOF or reset); bytes it sent first are read and dropped."""
+    s.setblocking(False)
+    try:
+        while True:
+            if not s.recv(65536):
+                return True
+    except (BlockingIOError, InterruptedError):
+        return False
+    except (ConnectionResetError, BrokenPipeError):
+        return True

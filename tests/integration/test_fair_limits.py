@@ -12,14 +12,13 @@ connections, and a server full of busy nodes keeps its last descriptors for node
 import errno
 import os
 import resource
-import socket
 import statistics
 import time
 
 import pytest
 
 import loomwire as w
-from loomutil import MiB, mds_by_hand, nofile_at_least, parse_any_getstripe, read, wait_until
+from loomutil import MiB, closed_now, mds_by_hand, nofile_at_least, parse_any_getstripe, read, wait_until
 
 ATTACKERS = ("127.0.0.66", "127.0.0.67")
 OP = {name: row["value"] for name, row in w.read_ops_def().items()}
@@ -55,19 +54,6 @@ def stalled_headers(host, port, n, opcode, body_len, bulk_len=0):
     return out
 
 
-def closed_by_peer(c):
-    """True when the server has closed c (EOF or reset)."""
-    c.sock.setblocking(False)
-    try:
-        while True:
-            if not c.sock.recv(65536):
-                return True
-    except (BlockingIOError, InterruptedError):
-        return False
-    except (ConnectionResetError, BrokenPipeError):
-        return True
-
-
 def latency_line(what, took):
     return "%s: median %.2f ms, max %.2f ms over %d calls" % (
         what, statistics.median(took) * 1e3, max(took) * 1e3, len(took))
@@ -86,7 +72,7 @@ def test_300_stalled_1mib_frames_do_not_freeze_the_mds(cluster):
                 socks += stalled_headers(host, port, 2, OP["MDS_SETXATTR"], MiB >> k)
             try:
                 time.sleep(0.5)   # every header is in, and the MDS has charged what it takes
-                dropped = sum(closed_by_peer(c) for c in socks)
+                dropped = sum(closed_now(c.sock) for c in socks)
                 assert not dropped, "%d stalled connections closed at once:\n%s" % (dropped, read(mds.log_path)[-2000:])
                 during = getattr_seconds(normal)
                 # New clients still authenticate and are served, the admin tool too.
@@ -99,9 +85,9 @@ def test_300_stalled_1mib_frames_do_not_freeze_the_mds(cluster):
                 assert max(during) < timeout, latency_line("during", during)
                 # The frames that stopped are dropped, all of them in time: those the attacker's
                 # share took first, then those that waited for it.
-                left = wait_until(lambda: all(closed_by_peer(c) for c in socks), 8 * timeout + 30, 0.2)
+                left = wait_until(lambda: all(closed_now(c.sock) for c in socks), 8 * timeout + 30, 0.2)
                 assert left, "%d of %d stalled connections still open" % (len(socks), sum(
-                    not closed_by_peer(c) for c in socks))
+                    not closed_now(c.sock) for c in socks))
             finally:
                 for c in socks:
                     c.close()
@@ -140,7 +126,7 @@ def test_80_stalled_16mib_writes_do_not_freeze_an_oss(cluster):
         print("8 MiB written and synced past 80 stalled 16 MiB writes in %.2f s" % took)
         layout = parse_any_getstripe(cluster.loom("getstripe", "/f").stdout)
         assert [i for i, _ in layout.objects] == [idx], layout.objects
-        assert not any(closed_by_peer(c) for c in socks), "stalled writes dropped before the timeout"
+        assert not any(closed_now(c.sock) for c in socks), "stalled writes dropped before the timeout"
     finally:
         for c in socks:
             c.close()

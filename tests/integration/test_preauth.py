@@ -23,7 +23,7 @@ import time
 import pytest
 
 import loomwire as w
-from loomutil import mds_by_hand, nofile_at_least, read, wait_until
+from loomutil import closed_now, mds_by_hand, nofile_at_least, read, wait_until
 
 NCONN = 2000                     # strangers
 GETATTR_ROOT = w.cred() + struct.pack("<Q", 1)
@@ -71,19 +71,6 @@ def open_strangers(host, port, n):
 def close_all(socks):
     for _, s in socks:
         s.close()
-
-
-def closed_now(s):
-    """True when the peer has closed s (EOF or reset); bytes it sent first are read and dropped."""
-    s.setblocking(False)
-    try:
-        while True:
-            if not s.recv(65536):
-                return True
-    except (BlockingIOError, InterruptedError):
-        return False
-    except (ConnectionResetError, BrokenPipeError):
-        return True
 
 
 def wait_closed(socks, timeout):
