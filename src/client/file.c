@@ -681,10 +681,25 @@ int loom_close(loom_file *f)
 		return -EBADF;
 	/* The handle goes: its writes behind are answered first, whatever interrupts come. */
 	struct rpc_intr *in = rpc_intr_swap(NULL);
+	uint64_t mds_gen = fs_mds_gen(f->fs);
 
 	rc = report(f, LW_OP_MDS_CLOSE);
-	rpc_intr_swap(in);
+	/* Off the list the reconnection opens again: from here an MDS restart leaves it closed. */
 	files_remove(f->fs, f);
+	if (fs_mds_gen(f->fs) != mds_gen) {
+		/* The MDS restarted while the close was on its way: the close, made before, may have
+		 * named the dead MDS's handle (a no-op to the new one), and the reconnection opened
+		 * the file again under a new handle, which must end too, or an unlinked file would
+		 * outlive its last close. Ending a handle twice is a no-op. */
+		struct timespec zero = { 0 };
+		uint64_t handle;
+
+		pthread_mutex_lock(&f->lock);
+		handle = f->handle;
+		pthread_mutex_unlock(&f->lock);
+		mdc_close(f->fs, &f->cred, LW_OP_MDS_CLOSE, f->ino, handle, 0, 0, 0, zero, 0, NULL, NULL);
+	}
+	rpc_intr_swap(in);
 	pthread_mutex_destroy(&f->lock);
 	pthread_mutex_destroy(&f->append_lock);
 	pthread_mutex_destroy(&f->wb_lock);
