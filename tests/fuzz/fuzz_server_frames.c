@@ -349,12 +349,19 @@ static void setup(struct run *r, uint8_t limits, uint8_t mem)
 		s->opts.max_inflight_bytes = 64ull << 20;
 	if (!s->opts.max_memory)
 		s->opts.max_memory = 1ull << 30;
+	/* One peer: its share is the whole budget, so the budget's own rules are what is fuzzed. */
+	s->opts.max_peer_memory = s->opts.max_memory;
+	s->opts.max_conns_per_peer = 1;
+	s->frame_ns = UINT64_MAX;
+	s->next_stall_scan = UINT64_MAX;
 	snprintf(s->name, sizeof(s->name), "fuzz");
 	s->listen_fd = -1;
 	atomic_init(&s->mem, 0);
 	atomic_init(&s->starving, false);
 	atomic_init(&s->stopping, 0);
 	pthread_mutex_init(&s->resume_lock, NULL);
+	pthread_mutex_init(&s->peers_lock, NULL);
+	u64map_init(&s->peers);
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
 	s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	FUZZ_CHECK(s->epfd >= 0 && s->wake_fd >= 0);
@@ -365,6 +372,8 @@ static void setup(struct run *r, uint8_t limits, uint8_t mem)
 	c = calloc(1, sizeof(*c));
 	FUZZ_CHECK(c != NULL);
 	c->srv = s;
+	c->from = peer_get(s, 0);
+	FUZZ_CHECK(c->from != NULL);
 	c->fd = sv[0];
 	c->id = ++s->next_conn_id;
 	c->refs = 1;
