@@ -24,8 +24,11 @@ PINNED = "tests/unit/wire_pinned.h"
 
 
 def wire_structs(srcdir):
-    """[(struct, [field, ...])] of wire.h, in order."""
-    text = open(os.path.join(srcdir, "src/proto/wire.h")).read()
+    """[(struct, [field, ...])] of wire.h and the wire_*.h it includes, in order."""
+    proto = os.path.join(srcdir, "src/proto")
+    text = "".join(open(os.path.join(proto, f)).read()
+                   for f in ["wire.h"] + sorted(f for f in os.listdir(proto)
+                                                if f.startswith("wire_") and f.endswith(".h")))
     text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
     text = re.sub(r"//[^\n]*", "", text)
     out = []

@@ -330,6 +330,41 @@ int loom_pool_ctl(loom_fs *fs, int cmd, const char *name, uint32_t ost_idx);
 int loom_pool_list(loom_fs *fs, const char *name, struct loom_pool **out, uint32_t *count);
 void loom_pool_list_free(struct loom_pool *pools);
 
+/* ---- the nodemap, for `loom nodemap` and `loom key new --node` (Lustre's lctl nodemap_*) ---- */
+
+/* A client node may hold a key of its own instead of the file system key: derived from the file
+ * system key, the node's name and a generation, so that the servers need nothing but the file
+ * system key and the nodemap to check it. The nodemap says what each node may claim. */
+#define LOOM_NODE_NAME_MAX 31 /* 1..31 of [A-Za-z0-9._-] */
+#define LOOM_NODE_ADMIN    0x1 /* its root is root (Lustre's admin property) */
+#define LOOM_NODE_TRUSTED  0x2 /* its ids are taken as they are, ranges aside (Lustre's trusted) */
+#define LOOM_NODE_READONLY 0x4 /* it may only read: changes are -EROFS (Lustre's readonly_mount) */
+struct loom_node {
+	char name[LOOM_NODE_NAME_MAX + 1];
+	uint32_t generation; /* of its key: 1 at first, one more at each revoke */
+	uint32_t flags;      /* LOOM_NODE_* */
+	/* Unless ADMIN, its uid 0 and gid 0 become these; unless TRUSTED, so do its ids outside
+	 * [uid_min, uid_max] and [gid_min, gid_max] (supplementary groups outside are dropped). */
+	uint32_t squash_uid, squash_gid;
+	uint32_t uid_min, uid_max, gid_min, gid_max;
+};
+#define LOOM_NODEMAP_ADD    1 /* loom_nodemap_ctl commands: a new node, generation 1 */
+#define LOOM_NODEMAP_DEL    2 /* the node leaves the nodemap: its key is refused from then on */
+#define LOOM_NODEMAP_MODIFY 3 /* flags, squash ids and ranges (the generation stays) */
+#define LOOM_NODEMAP_REVOKE 4 /* a new generation: the node's key so far is refused from then on */
+/* Changes the nodemap: root holding the file system key only (-EPERM otherwise). ADD: -EEXIST if
+ * there; DEL, MODIFY, REVOKE: -ENOENT if not. -EINVAL for a bad name, flags or a range whose min
+ * is above its max. node->generation is not read. *out (may be NULL) gets the node as it is after
+ * ADD, MODIFY or REVOKE. */
+int loom_nodemap_ctl(loom_fs *fs, int cmd, const struct loom_node *node, struct loom_node *out);
+/* Every node (name NULL or "") or the one named (-ENOENT if none), in name order: *out is one
+ * allocation for free(). */
+int loom_nodemap_list(loom_fs *fs, const char *name, struct loom_node **out, uint32_t *count);
+/* Writes the key of node `name` of that generation to path (mode 0600), derived from the file
+ * system key fs connected with: -ENOKEY if fs holds no key or only a node's key. -EEXIST if path
+ * exists; -EINVAL for a bad name or generation 0. */
+int loom_node_key_write_file(loom_fs *fs, const char *path, const char *name, uint32_t generation);
+
 /* ---- integrity, for `loom scrub` ---- */
 
 #define LOOM_SCRUB_START   0 /* commands */

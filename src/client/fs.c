@@ -224,6 +224,7 @@ static void conn_opts_of(const loom_fs *fs, struct rpc_conn_opts *o)
 {
 	o->key = fs->keylen ? fs->key : NULL;
 	o->keylen = fs->keylen;
+	o->key_id = fs->key_id.node[0] ? &fs->key_id : NULL;
 	o->encrypt = fs->encrypt;
 	o->recovery_ms = fs->recovery_ms;
 	o->soft_ms = fs->soft_ms;
@@ -275,7 +276,7 @@ int loom_connect_with(const char *mds_addr, const struct loom_connect_opts *opts
 	if (fsname)
 		snprintf(fs->fsname, sizeof(fs->fsname), "%s", fsname);
 	if (key_file && *key_file) {
-		rc = loom_key_load(key_file, fs->key, &fs->keylen);
+		rc = loom_key_load(key_file, fs->key, &fs->keylen, &fs->key_id);
 		if (rc) {
 			/* Not the servers' -EACCES: this user may not read the file. */
 			rc = rc == -EINVAL ? -EKEYREJECTED : rc == -EACCES ? -ENOKEY : rc;

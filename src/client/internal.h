@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "loom/loom.h"
+#include "common/auth.h"
 #include "common/u64map.h"
 #include "net/rpc.h"
 #include "proto/codec.h"
@@ -41,8 +42,9 @@ struct loom_fs {
 	char mds_host[64];
 	uint16_t mds_port;
 	uint64_t uuid[2];              /* this client, for the MDS's sessions and reply cache */
-	uint8_t key[64];               /* the file system key (keylen 0: none) */
+	uint8_t key[64];               /* the file system key, or this node's (keylen 0: none) */
 	size_t keylen;
+	struct loom_key_id key_id;     /* whose key: node "" is the file system's */
 	uint32_t recovery_ms;          /* how long a lost server is waited for */
 	uint32_t soft_ms;              /* soft mounts: how long a request may go unanswered */
 	bool encrypt;                  /* every connection encrypts its frames */
@@ -201,6 +203,15 @@ int mdc_ost_admin(loom_fs *fs, const struct loom_cred *cr, uint32_t idx, uint32_
 int mdc_swap_layouts(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t tmp, uint64_t size,
 		     int64_t mtime, uint32_t mtime_ns);
 /* MDS_POOL; with reply, the reply body (malloc'd) for LIST. */
+/* The parts of a request body after the cred prefix: a fixed struct and up to three tails. */
+struct mdc_body {
+	const void *part[4];
+	size_t len[4];
+};
+/* Sends one MDS request (cred NULL: without a cred prefix) and waits. On success the reply body
+ * is in call->rbody (release with rpc_call_release). */
+int mdc_call(loom_fs *fs, const struct loom_cred *cr, uint16_t op, const struct mdc_body *b,
+	     struct rpc_call *call);
 int mdc_pool(loom_fs *fs, const struct loom_cred *cr, uint32_t cmd, const char *name, uint32_t idx,
 	     void **reply, uint32_t *len);
 /* GETXATTR / LISTXATTR (name NULL). */

@@ -6,12 +6,6 @@
 #include "client/internal.h"
 #include "common/util.h"
 
-/* The parts of a request body after the cred prefix: a fixed struct and up to three tails. */
-struct mdc_body {
-	const void *part[4];
-	size_t len[4];
-};
-
 /* What a call does besides its request: RPC_* flags, and a completion hook (rpc_call). */
 struct mdc_opts {
 	uint32_t rpc_flags;
@@ -70,8 +64,8 @@ static int mdc_call_opts(loom_fs *fs, const struct loom_cred *cr, uint16_t op,
 	return rc ? rc : mdc_call_on(conn, cr, op, b, opts, call);
 }
 
-static int mdc_call(loom_fs *fs, const struct loom_cred *cr, uint16_t op, const struct mdc_body *b,
-		    struct rpc_call *call)
+int mdc_call(loom_fs *fs, const struct loom_cred *cr, uint16_t op, const struct mdc_body *b,
+	     struct rpc_call *call)
 {
 	return mdc_call_opts(fs, cr, op, b, NULL, call);
 }

@@ -39,11 +39,32 @@ static bool key_file_owner_ok(const struct stat *st)
 	return st->st_uid == geteuid() || st->st_uid == 0;
 }
 
-int loom_key_load(const char *path, uint8_t *key, size_t *len)
+/* The "node NAME GENERATION" line of a node's key file, after its key line. Any other second
+ * line is left alone, as it always was (only the first line was read). */
+static int key_id_parse(const char *line, struct loom_key_id *id)
 {
-	/* The first line is all that is read: 2 * LOOM_KEY_MAX hex digits, "\r\n" and a digit
-	 * more, which tells a key too long from one that fits. */
-	char buf[2 * LOOM_KEY_MAX + 4];
+	char name[LOOM_NODE_NAME_LEN + 1], extra;
+	unsigned long long gen;
+
+	memset(id, 0, sizeof(*id));
+	while (*line == '\n' || *line == '\r')
+		line++;
+	if (strncmp(line, "node ", 5) != 0)
+		return 0;
+	if (sscanf(line, "node %32s %llu %c", name, &gen, &extra) != 2 || loom_node_name_check(name) ||
+	    gen == 0 || gen > UINT32_MAX)
+		return -EINVAL;
+	memcpy(id->node, name, strlen(name));
+	id->generation = (uint32_t)gen;
+	return 0;
+}
+
+int loom_key_load(const char *path, uint8_t *key, size_t *len, struct loom_key_id *id)
+{
+	/* The first line: 2 * LOOM_KEY_MAX hex digits and "\r\n"; a node's line after it. A byte
+	 * more tells a file too long from one that fits. */
+	char buf[2 * LOOM_KEY_MAX + 2 + 64 + 2];
+	struct loom_key_id whose;
 	struct stat st;
 	size_t got = 0, n = 0, i;
 	int fd, rc = 0;
@@ -69,6 +90,8 @@ int loom_key_load(const char *path, uint8_t *key, size_t *len)
 	}
 	close(fd);
 	buf[got] = '\0';
+	if (rc == 0 && got == sizeof(buf) - 1)
+		rc = -EINVAL; /* more than a key file holds */
 	for (i = 0; rc == 0 && buf[i] && buf[i] != '\n' && buf[i] != '\r'; i += 2) {
 		int hi = hexval(buf[i]), lo = buf[i + 1] ? hexval(buf[i + 1]) : -1;
 		if (hi < 0 || lo < 0 || n == LOOM_KEY_MAX) {
@@ -79,9 +102,18 @@ int loom_key_load(const char *path, uint8_t *key, size_t *len)
 	}
 	if (rc == 0 && n < 16)
 		rc = -EINVAL; /* too short to be a key */
-	OPENSSL_cleanse(buf, sizeof(buf));
 	if (rc == 0)
+		rc = key_id_parse(buf + i, &whose);
+	if (rc == 0 && !id && whose.node[0])
+		rc = -EINVAL; /* a node's key where the file system's is wanted */
+	OPENSSL_cleanse(buf, sizeof(buf));
+	if (rc == 0) {
 		*len = n;
+		if (id)
+			*id = whose;
+	} else {
+		OPENSSL_cleanse(key, LOOM_KEY_MAX);
+	}
 	return rc;
 }
 
@@ -114,9 +146,14 @@ int loom_key_refusal(const char *path, char *buf, size_t cap)
 int loom_key_load_logged(const char *path, uint8_t *key, size_t *len)
 {
 	char why[LOOM_KEY_REFUSAL_LEN];
-	int rc = loom_key_load(path, key, len);
+	struct loom_key_id id;
+	int rc = loom_key_load(path, key, len, &id);
 
-	if (rc == -EPERM && loom_key_refusal(path, why, sizeof(why)) == 0)
+	if (rc == 0 && id.node[0]) {
+		log_err("%s is node %s's key: a server needs the file system key", path, id.node);
+		OPENSSL_cleanse(key, LOOM_KEY_MAX);
+		rc = -EINVAL;
+	} else if (rc == -EPERM && loom_key_refusal(path, why, sizeof(why)) == 0)
 		log_err("%s", why);
 	else if (rc)
 		log_err("cannot read the file system key %s: %s", path,
@@ -134,29 +171,91 @@ const char *loom_key_file_choose(const char *given)
 	return access(LOOM_DEFAULT_KEY_FILE, F_OK) == 0 ? LOOM_DEFAULT_KEY_FILE : NULL;
 }
 
-int loom_key_create(const char *path)
+/* Writes key (as hex) and then tail to a new private file at path. */
+static int key_file_write(const char *path, const uint8_t *key, size_t n, const char *tail)
 {
-	uint8_t key[32];
-	char hex[2 * sizeof(key) + 2];
+	char text[2 * LOOM_KEY_MAX + 2 + 64];
+	size_t len = 0;
 	int fd, rc;
 
-	rc = random_bytes(key, sizeof(key));
-	if (rc)
-		return rc;
-	for (size_t i = 0; i < sizeof(key); i++)
-		snprintf(hex + 2 * i, 3, "%02x", key[i]);
-	hex[2 * sizeof(key)] = '\n';
+	for (size_t i = 0; i < n; i++)
+		len += (size_t)snprintf(text + len, sizeof(text) - len, "%02x", key[i]);
+	len += (size_t)snprintf(text + len, sizeof(text) - len, "\n%s", tail);
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	rc = write_full(fd, hex, 2 * sizeof(key) + 1);
+	if (fd < 0) {
+		rc = -errno;
+		goto out;
+	}
+	rc = write_full(fd, text, len);
 	if (rc == 0 && fsync(fd) < 0)
 		rc = -errno;
 	close(fd);
-	OPENSSL_cleanse(key, sizeof(key));
-	OPENSSL_cleanse(hex, sizeof(hex));
 	if (rc)
 		unlink(path);
+out:
+	OPENSSL_cleanse(text, sizeof(text));
+	return rc;
+}
+
+int loom_key_create(const char *path)
+{
+	uint8_t key[32];
+	int rc;
+
+	rc = random_bytes(key, sizeof(key));
+	if (rc == 0)
+		rc = key_file_write(path, key, sizeof(key), "");
+	OPENSSL_cleanse(key, sizeof(key));
+	return rc;
+}
+
+int loom_node_name_check(const char *name)
+{
+	size_t n = strnlen(name, LOOM_NODE_NAME_LEN);
+
+	if (n == 0 || n >= LOOM_NODE_NAME_LEN)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+		      c == '-' || c == '.'))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+int loom_node_key(const uint8_t *fskey, size_t fslen, const char *name, uint32_t generation,
+		  uint8_t out[LOOM_MAC_LEN])
+{
+	static const char label[] = "loom-node";
+	uint8_t msg[sizeof(label) - 1 + LOOM_NODE_NAME_LEN + 4];
+	unsigned int outlen = LOOM_MAC_LEN;
+	size_t off = sizeof(label) - 1;
+
+	if (loom_node_name_check(name))
+		return -EINVAL;
+	memset(msg, 0, sizeof(msg));
+	memcpy(msg, label, off);
+	memcpy(msg + off, name, strlen(name));
+	off += LOOM_NODE_NAME_LEN;
+	for (int i = 0; i < 4; i++)
+		msg[off + (size_t)i] = (uint8_t)(generation >> (8 * i));
+	if (!HMAC(EVP_sha256(), fskey, (int)fslen, msg, sizeof(msg), out, &outlen) || outlen != LOOM_MAC_LEN)
+		return -EIO;
+	return 0;
+}
+
+int loom_node_key_write(const char *path, const uint8_t *fskey, size_t fslen, const char *name,
+			uint32_t generation)
+{
+	uint8_t key[LOOM_MAC_LEN];
+	char line[64];
+	int rc = loom_node_key(fskey, fslen, name, generation, key);
+
+	snprintf(line, sizeof(line), "node %s %u\n", name, (unsigned)generation);
+	if (rc == 0)
+		rc = key_file_write(path, key, sizeof(key), line);
+	OPENSSL_cleanse(key, sizeof(key));
 	return rc;
 }
 

@@ -61,6 +61,7 @@ ENOENT_IS_ENOENT(ost_register)
 ENOENT_IS_ENOENT(heartbeat)
 ENOENT_IS_ENOENT(ost_admin)
 ENOENT_IS_ENOENT(pool)
+ENOENT_IS_ENOENT(nodemap)
 ENOENT_IS_ENOENT(swap)
 ENOENT_IS_ENOENT(walk)
 ENOENT_OF_INO(name, name.f.parent)
@@ -252,7 +253,8 @@ int mds_decode_req(struct mds *m, const struct srv_req *req, struct lw_mds_req *
 		q->cred.gid = LOOM_SQUASH_ID;
 		q->cred.ngroups = 0;
 	}
-	return 0;
+	/* A node's key: what the node may send and claim (nodemap.c). */
+	return mds_nodemap_apply(m, req, q);
 }
 
 /* A resend (LW_F_RESENT) of a request that ops.def answers from the reply cache, or whose first
@@ -467,6 +469,8 @@ static void run_batch(struct mds *m, struct reqq_item *list, uint32_t n)
 		log_err("cannot start a transaction: %s", strerror(-rc));
 	}
 	mds_releases_settled(m);
+	if (bs.nodemap)
+		mds_nodemap_reload(m);
 	if (bs.moved_dir)
 		atomic_fetch_add(&m->dir_moves, 1);
 	/* Truncations this batch recorded are cut now; those it saw cut free their replies. */

@@ -32,6 +32,7 @@ struct reply {
 struct batch_state {
 	bool released; /* an inode was released: objects joined the destroy queue */
 	bool moved_dir; /* a directory was renamed: dir_moves goes up before the replies go out */
+	bool nodemap;   /* the nodemap changed: read again once committed, before the replies */
 };
 
 /* One request being run: what every handler gets. */
@@ -84,6 +85,12 @@ int mds_create_resent(struct mds *m, struct mdt_txn *t, const struct srv_req *re
 int mds_stale_if_gone(struct mdt_txn *t, int rc, uint64_t ino);
 /* Decodes req into q (root squash applied): 0 or the errno to answer with. */
 int mds_decode_req(struct mds *m, const struct srv_req *req, struct lw_mds_req *q);
+
+/* nodemap.c: the nodemap from the MDT at start (0 or -errno), and again after a commit that
+ * changed it; what a node's request may do and claim (0, or the errno to answer with). */
+int mds_nodemap_load(struct mds *m);
+void mds_nodemap_reload(struct mds *m);
+int mds_nodemap_apply(struct mds *m, const struct srv_req *req, struct lw_mds_req *q);
 /* Runs one request in txn (in a child transaction of its own when write). */
 void mds_run_one(struct mds *m, struct mdt_txn *txn, bool write, struct srv_req *req,
 		 struct batch_state *bs, struct reply *r);

@@ -131,8 +131,9 @@ static int exec_pool(struct mdt_txn *t, struct srv_req *req, const struct lw_mds
 		free(pl.buf);
 		return rc;
 	}
-	/* Where new files go is root's to steer (root squash makes a client's root nobody here). */
-	if (q->cred.uid != 0)
+	/* Where new files go is root's to steer (root squash makes a client's root nobody here),
+	 * on an administrator's node (a node's key is no administrator's). */
+	if (q->cred.uid != 0 || srv_req_node(req))
 		return -EPERM;
 	switch (p->cmd) {
 	case LW_POOL_NEW: rc = mdt_pool_new(t, p->name); break;
@@ -239,7 +240,10 @@ int mds_op_ost_register(struct mds_op *o)
 
 int mds_op_heartbeat(struct mds_op *o)
 {
-	return exec_heartbeat(o->m, o->q);
+	struct lw_ost_heartbeat_rep rep = { .nodemap_version = nodemap_version(&o->m->nodemap) };
+	int rc = exec_heartbeat(o->m, o->q);
+
+	return rc ? rc : mds_reply_copy(o->r, &rep, sizeof(rep));
 }
 
 int mds_op_pool(struct mds_op *o)

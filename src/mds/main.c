@@ -15,6 +15,7 @@
 #include "common/auth.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "mds/dispatch.h"
 #include "mds/mds.h"
 
 static struct mds *the_mds;
@@ -90,7 +91,7 @@ static int format_key(const char *mdt_dir, const char *key_file)
 		uint8_t key[LOOM_KEY_MAX];
 		size_t len;
 
-		rc = loom_key_load(path, key, &len);
+		rc = loom_key_load(path, key, &len, NULL);
 		if (rc == 0)
 			printf("the file system key is %s (kept)\n", path);
 	} else if (rc == 0) {
@@ -279,13 +280,14 @@ int main(int argc, char **argv)
 	u64map_init(&m.ost_conns);
 	u64map_init(&m.locks);
 	u64map_init(&m.lock_wakes);
-	if (start_lock_recovery(&m) != 0)
+	if (start_lock_recovery(&m) != 0 || mds_nodemap_load(&m) != 0)
 		return 1;
 
 	so.name = "mds";
 	so.bulk_ok = mds_bulk_ok;
 	so.key = keylen ? key : NULL;
 	so.keylen = keylen;
+	so.nodemap = &m.nodemap;
 	memcpy(m.key, key, keylen);
 	m.keylen = keylen;
 	so.max_memory = 256ull << 20;

@@ -22,6 +22,7 @@
 
 #include "common/u64map.h"
 #include "mdt/store.h"
+#include "net/nodemap.h"
 #include "net/reqq.h"
 #include "net/rpc.h"
 #include "net/server.h"
@@ -130,6 +131,10 @@ struct mds {
 	_Atomic uint64_t dir_moves;
 	uint64_t started_ns;
 	bool root_squash;          /* requests as uid 0 run as nobody (--root-squash) */
+	/* Client nodes with keys of their own (nodemap.c): read by the network thread at every
+	 * node's authentication and request; replaced by the metadata thread after a commit that
+	 * changed the MDT's table. */
+	struct nodemap nodemap;
 	uint32_t recovery_s;       /* how long a session waits for its client, and how long after
 	                            * a start unlinked-but-open inodes wait to be reopened */
 	bool orphans_released;     /* those left by the previous run, once the window passed */

@@ -65,6 +65,7 @@ enum mdt_db {
 	MDT_DB_POOLS,
 	MDT_DB_TRUNCS,
 	MDT_DB_CLIENTS,
+	MDT_DB_NODEMAP,
 	MDT_DB_COUNT
 };
 

@@ -32,6 +32,7 @@ static const char *const db_names[MDT_DB_COUNT] = {
 	[MDT_DB_POOLS] = "pools",
 	[MDT_DB_TRUNCS] = "truncs",
 	[MDT_DB_CLIENTS] = "clients",
+	[MDT_DB_NODEMAP] = "nodemap",
 };
 
 #define META_VERSION  "version"
@@ -360,11 +361,11 @@ static int store_setup(const char *dir, bool create, struct mdt_store **out)
 	if (rc)
 		goto fail;
 	for (int i = 0; i < MDT_DB_COUNT; i++) {
-		/* The reply cache's, Data-on-MDT, pool, truncation and client tables are made where
-		 * missing: an MDT formatted before they existed simply has no replies, file bytes,
-		 * pools, truncations under way or clients that may hold locks. */
+		/* The reply cache's, Data-on-MDT, pool, truncation, client and nodemap tables are made
+		 * where missing: an MDT formatted before they existed simply has no replies, file
+		 * bytes, pools, truncations under way, clients that may hold locks or node keys. */
 		bool cache = i == MDT_DB_REPLIES || i == MDT_DB_REPLY_AGES || i == MDT_DB_DOM || i == MDT_DB_POOLS ||
-			     i == MDT_DB_TRUNCS || i == MDT_DB_CLIENTS;
+			     i == MDT_DB_TRUNCS || i == MDT_DB_CLIENTS || i == MDT_DB_NODEMAP;
 
 		rc = mdt_errno(mdb_dbi_open(txn, db_names[i], create || cache ? MDB_CREATE : 0, &s->dbi[i]));
 		if (rc) {

@@ -381,6 +381,17 @@ int mdt_ost_lost(struct mdt_store *s, uint32_t idx);
  * (pointers into it are then stale). */
 const struct mdt_ost *mdt_ost_table(const struct mdt_store *s, uint32_t *count, uint32_t *gen);
 
+/* ---- the nodemap (nodemap.c): client nodes with keys of their own (wire_auth.h) ---- */
+
+/* The node named (-ENOENT). */
+int mdt_nodemap_get(struct mdt_txn *t, const char *name, struct lw_node_ent *out);
+/* Adds or replaces the node ent names (its name checked: -EINVAL). */
+int mdt_nodemap_put(struct mdt_txn *t, const struct lw_node_ent *ent);
+/* -ENOENT if there is no such node. */
+int mdt_nodemap_del(struct mdt_txn *t, const char *name);
+/* Every node, in name order (*out malloc'd). */
+int mdt_nodemap_all(struct mdt_txn *t, struct lw_node_ent **out, uint32_t *n);
+
 /* ---- OST pools (pool.c) ---- */
 
 /* 0 for a valid pool name (1-15 letters, digits, '_' or '-'), else -EINVAL. */

@@ -511,7 +511,10 @@ int rpc_conn_open(const char *host, uint16_t port, const struct rpc_conn_opts *o
 	if (c->opts.keylen)
 		memcpy(c->key, c->opts.key, c->opts.keylen);
 	c->next_id = c->opts.first_req_id;
+	if (c->opts.key_id)
+		c->key_id = *c->opts.key_id;
 	c->opts.key = NULL;
+	c->opts.key_id = NULL;
 	c->opts.name = NULL; /* the caller's string may not live on: the name is kept in peer */
 	snprintf(c->host, sizeof(c->host), "%s", host);
 	c->port = port;

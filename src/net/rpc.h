@@ -121,6 +121,8 @@ struct rpc_hs;
 int rpc_hs_call(struct rpc_hs *hs, uint16_t opcode, const void *body, uint32_t len, void *reply,
 		uint32_t cap, uint32_t *rlen);
 
+struct loom_key_id;
+
 struct rpc_conn_opts {
 	const char *name;       /* for log lines, e.g. "OST0003" */
 	int connect_timeout_ms; /* 0 = 5000 */
@@ -152,6 +154,9 @@ struct rpc_conn_opts {
 	const uint8_t *key;     /* the file system key (NULL: none), to authenticate every connection
 	                         * and seal its frames (wire.h, "Sealed frames") */
 	size_t keylen;
+	/* With a node's key (wire_auth.h, "Node keys"): whose it is, sent in AUTH_PROVE. NULL: the
+	 * key is the file system's. */
+	const struct loom_key_id *key_id;
 	bool encrypt;           /* with a key: encrypt the frames too (as does every connection to a
 	                         * server that requires it, whatever this says) */
 	/* Runs on every (re)connection after authentication and before anything is (re)sent.

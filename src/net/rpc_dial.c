@@ -189,7 +189,11 @@ static int authenticate(struct rpc_hs *hs)
 {
 	struct rpc_conn *c = hs->conn;
 	struct lw_auth_challenge ch;
-	struct lw_auth_prove pr;
+	struct {
+		struct lw_auth_prove pr;
+		struct lw_auth_node node; /* a node's key: whose */
+	} body = { 0 };
+	struct lw_auth_prove *pr = &body.pr;
 	struct lw_auth_proof proof;
 	uint8_t want[LOOM_MAC_LEN];
 	uint32_t len = 0, rflags = 0;
@@ -208,17 +212,31 @@ static int authenticate(struct rpc_hs *hs)
 	/* Encrypt if asked to, or if the server requires it. (A relay that hides the requirement
 	 * only gets this client refused; one that makes it up only gets the frames encrypted.) */
 	encrypt = c->opts.encrypt || (rflags & LW_F_ENCRYPT);
-	rc = random_bytes(pr.nonce, sizeof(pr.nonce));
+	rc = random_bytes(pr->nonce, sizeof(pr->nonce));
 	if (rc)
 		return rc;
-	rc = loom_auth_mac(c->key, c->opts.keylen, loom_auth_label(false, encrypt), ch.nonce, pr.nonce,
-			   LW_AUTH_NONCE, pr.mac);
+	rc = loom_auth_mac(c->key, c->opts.keylen, loom_auth_label(false, encrypt), ch.nonce, pr->nonce,
+			   LW_AUTH_NONCE, pr->mac);
 	if (rc)
 		return rc;
-	rc = hs_call(hs, LW_OP_AUTH_PROVE, encrypt ? LW_F_ENCRYPT : 0, &pr, sizeof(pr), &proof,
-		     sizeof(proof), &len, &rflags);
+	if (c->key_id.node[0]) {
+		memcpy(body.node.name, c->key_id.node, sizeof(body.node.name));
+		body.node.generation = c->key_id.generation;
+	}
+	rc = hs_call(hs, LW_OP_AUTH_PROVE, encrypt ? LW_F_ENCRYPT : 0, &body,
+		     c->key_id.node[0] ? sizeof(body) : sizeof(*pr), &proof, sizeof(proof), &len, &rflags);
 	if (rc == -EACCES) {
-		log_err("%s refused this client's file system key", c->peer);
+		if (c->key_id.node[0])
+			log_err("%s refused the key of node %s (generation %u): the node is not in the "
+				"nodemap, or its key was revoked", c->peer, c->key_id.node,
+				(unsigned)c->key_id.generation);
+		else
+			log_err("%s refused this client's file system key", c->peer);
+		return rc;
+	}
+	if (rc == -EAGAIN) {
+		/* An OSS that has not learned the nodemap yet: the dial is tried again. */
+		log_info("%s cannot judge node keys yet; trying again", c->peer);
 		return rc;
 	}
 	if (rc == -EUSERS) {
@@ -230,14 +248,14 @@ static int authenticate(struct rpc_hs *hs)
 	}
 	if (rc)
 		return rc;
-	rc = loom_auth_mac(c->key, c->opts.keylen, loom_auth_label(true, encrypt), pr.nonce, ch.nonce,
+	rc = loom_auth_mac(c->key, c->opts.keylen, loom_auth_label(true, encrypt), pr->nonce, ch.nonce,
 			   LW_AUTH_NONCE, want);
 	if (rc || len != sizeof(proof) || !loom_auth_equal(proof.mac, want) ||
 	    !(rflags & LW_F_ENCRYPT) != !encrypt) {
 		log_err("%s could not prove it holds the file system key: refusing it", c->peer);
 		return -EACCES;
 	}
-	return hs_seal(hs, pr.nonce, ch.nonce, encrypt);
+	return hs_seal(hs, pr->nonce, ch.nonce, encrypt);
 }
 
 static int connect_timeout(int fd, const struct sockaddr *sa, socklen_t len, int timeout_ms)

@@ -46,6 +46,7 @@ struct rpc_conn {
 	uint16_t port;
 	struct rpc_conn_opts opts;
 	uint8_t key[LOOM_KEY_MAX];
+	struct loom_key_id key_id;   /* a node's key: whose (node "": the file system's) */
 
 	/* Writing to the socket: the send queue head's progress, and moving sent calls to the
 	 * in-flight list. Taken before lock, never while waiting for the I/O thread. A caller

@@ -59,6 +59,8 @@ typedef void (*srv_deliver_fn)(struct srv_req *req, void *arg);
  * (replies to requests still being worked on are dropped). */
 typedef void (*srv_disconnect_fn)(uint64_t conn_id, void *arg);
 
+struct nodemap;
+
 struct srv_opts {
 	const char *name;         /* for log lines: "mds", "oss" */
 	const char *listen_host;  /* numeric IPv4 address; "0.0.0.0" for all */
@@ -76,6 +78,9 @@ struct srv_opts {
 	                           * (AUTH_CHALLENGE, AUTH_PROVE) before anything else. NULL: none. */
 	size_t keylen;
 	/* With a key only (without one there is no handshake to wait for): */
+	struct nodemap *nodemap;  /* the nodes whose own keys are good (net/nodemap.h): a client
+	                           * may prove a node's key instead of the file system's. NULL: only
+	                           * the file system key is. */
 	bool encrypt;             /* every connection must encrypt its frames (wire.h, "Sealed
 	                           * frames"): a client that proves it holds the key without asking
 	                           * for encryption is refused. Else encryption is the client's
@@ -130,5 +135,8 @@ void *srv_req_take_bulk(struct srv_req *req);
 
 /* The peer's "a.b.c.d:port", for log lines. */
 const char *srv_req_peer(const struct srv_req *req);
+/* The node whose key the request's connection proved (wire_auth.h, "Node keys"), or NULL for
+ * the file system key (or a server without a key). */
+const struct lw_auth_node *srv_req_node(const struct srv_req *req);
 
 #endif

@@ -22,6 +22,7 @@
 #include "common/auth.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "net/nodemap.h"
 #include "net/server_impl.h"
 #include "proto/codec.h"
 
@@ -72,14 +73,13 @@ static const char *preauth_progress(const struct srv_conn *c, char *buf, size_t 
 /* Loop thread: the session keys of a connection that proved it holds the key. Its requests are
  * sealed from the next frame the loop parses on (the client sends none before it has the
  * proof's reply); its replies once the proof's reply is queued (conn_seal_tx). */
-static int conn_seal_rx(struct srv_conn *c, const uint8_t *client_nonce, bool encrypt,
-			uint8_t s2c[LOOM_SESSION_KEY_LEN])
+static int conn_seal_rx(struct srv_conn *c, const uint8_t *key, size_t keylen,
+			const uint8_t *client_nonce, bool encrypt, uint8_t s2c[LOOM_SESSION_KEY_LEN])
 {
-	struct srv *s = c->srv;
 	uint8_t c2s[LOOM_SESSION_KEY_LEN];
 	int rc;
 
-	rc = loom_session_keys(s->key, s->opts.keylen, client_nonce, c->nonce, LW_AUTH_NONCE, c2s, s2c);
+	rc = loom_session_keys(key, keylen, client_nonce, c->nonce, LW_AUTH_NONCE, c2s, s2c);
 	if (rc == 0)
 		rc = seal_init(&c->rx, c2s, encrypt, false);
 	OPENSSL_cleanse(c2s, sizeof(c2s));
@@ -105,6 +105,41 @@ static void conn_refuse(struct srv_conn *c, struct srv_req *req, int status)
 	conn_set_events(c);
 	pthread_mutex_unlock(&c->lock);
 	srv_reply(req, status, NULL, 0, NULL, 0, NULL);
+}
+
+/*
+ * The key an AUTH_PROVE of len bytes proves: the file system's (a bare lw_auth_prove), or that of
+ * the node it names after it, derived, when the nodemap lists that node at that generation. 0;
+ * -EACCES (no such node key); -EAGAIN (the nodemap is not known yet); -EINVAL (malformed).
+ */
+static int prove_key(struct srv_conn *c, const uint8_t *body, uint32_t len, uint8_t *key, size_t *keylen)
+{
+	struct srv *s = c->srv;
+	struct lw_auth_node node;
+	int rc;
+
+	if (len == sizeof(struct lw_auth_prove)) {
+		memcpy(key, s->key, s->opts.keylen);
+		*keylen = s->opts.keylen;
+		c->is_node = false;
+		return 0;
+	}
+	if (len != sizeof(struct lw_auth_prove) + sizeof(node))
+		return -EINVAL;
+	memcpy(&node, body + sizeof(struct lw_auth_prove), sizeof(node));
+	if (!memchr(node.name, '\0', sizeof(node.name)) || loom_node_name_check(node.name) || node.pad)
+		return -EINVAL;
+	for (size_t i = strlen(node.name); i < sizeof(node.name); i++)
+		if (node.name[i])
+			return -EINVAL; /* one name, one spelling */
+	c->node = node; /* whose key it claims, for the log line if it is refused */
+	c->is_node = true;
+	rc = s->opts.nodemap ? nodemap_admit(s->opts.nodemap, node.name, node.generation) : -EACCES;
+	if (rc == 0)
+		rc = loom_node_key(s->key, s->opts.keylen, node.name, node.generation, key);
+	if (rc == 0)
+		*keylen = LOOM_MAC_LEN;
+	return rc == -EIO ? -EACCES : rc;
 }
 
 /* Loop thread: the authentication exchange (wire.h), and the gate before it is done. */
@@ -137,20 +172,31 @@ void conn_authenticate(struct srv_conn *c, struct srv_req *req)
 		srv_reply_flags(req, 0, s->opts.encrypt ? LW_F_ENCRYPT : 0, &ch, sizeof(ch));
 		return;
 	}
-	if (op == LW_OP_AUTH_PROVE && c->challenged && req->hdr.body_len == sizeof(struct lw_auth_prove) &&
+	if (op == LW_OP_AUTH_PROVE && c->challenged && req->hdr.body_len >= sizeof(struct lw_auth_prove) &&
 	    (encrypt || !s->opts.encrypt)) {
 		struct lw_auth_prove pr;
 		struct lw_auth_proof proof;
-		uint8_t want[LOOM_MAC_LEN], s2c[LOOM_SESSION_KEY_LEN];
+		uint8_t want[LOOM_MAC_LEN], s2c[LOOM_SESSION_KEY_LEN], key[LOOM_KEY_MAX];
+		size_t keylen = 0;
+		int known;
 
 		memcpy(&pr, req->body, sizeof(pr));
 		c->challenged = false; /* one proof per challenge */
-		if (loom_auth_mac(s->key, s->opts.keylen, loom_auth_label(false, encrypt), c->nonce, pr.nonce,
+		known = prove_key(c, req->body, req->hdr.body_len, key, &keylen);
+		if (known == -EAGAIN) {
+			/* Not a wrong key: this server cannot judge node keys yet. Told in clear. */
+			c->is_node = false;
+			conn_refuse(c, req, -EAGAIN);
+			return;
+		}
+		if (known == 0 &&
+		    loom_auth_mac(key, keylen, loom_auth_label(false, encrypt), c->nonce, pr.nonce,
 				  LW_AUTH_NONCE, want) == 0 &&
 		    loom_auth_equal(pr.mac, want) &&
-		    loom_auth_mac(s->key, s->opts.keylen, loom_auth_label(true, encrypt), pr.nonce, c->nonce,
+		    loom_auth_mac(key, keylen, loom_auth_label(true, encrypt), pr.nonce, c->nonce,
 				  LW_AUTH_NONCE, proof.mac) == 0 &&
-		    conn_seal_rx(c, pr.nonce, encrypt, s2c) == 0) {
+		    conn_seal_rx(c, key, keylen, pr.nonce, encrypt, s2c) == 0) {
+			OPENSSL_cleanse(key, sizeof(key));
 			if (conn_admit(c)) {
 				/* A key holder past a cap on connections: told so in clear (the
 				 * refusal is no session), as a wrong key is. */
@@ -172,10 +218,24 @@ void conn_authenticate(struct srv_conn *c, struct srv_req *req)
 			OPENSSL_cleanse(s2c, sizeof(s2c));
 			return;
 		}
+		OPENSSL_cleanse(key, sizeof(key));
 		seal_clear(&c->rx);
-		log_limited(&s->lim[LIM_WRONG_KEY], clock_mono_ns(),
-			    "%s: connection %llu from %s: wrong file system key; refusing it", s->name,
-			    (unsigned long long)c->id, c->peer);
+		if (known == -EINVAL)
+			log_limited(&s->lim[LIM_BAD_AUTH], clock_mono_ns(),
+				    "%s: connection %llu from %s: malformed authentication; refusing it",
+				    s->name, (unsigned long long)c->id, c->peer);
+		else if (c->is_node)
+			log_limited(&s->lim[LIM_WRONG_KEY], clock_mono_ns(),
+				    "%s: connection %llu from %s: %s node %s (generation %u)%s; refusing it",
+				    s->name, (unsigned long long)c->id, c->peer,
+				    known ? "a key of" : "a wrong key for", c->node.name,
+				    (unsigned)c->node.generation,
+				    known ? " that the nodemap does not hold (removed, or revoked)" : "");
+		else
+			log_limited(&s->lim[LIM_WRONG_KEY], clock_mono_ns(),
+				    "%s: connection %llu from %s: wrong file system key; refusing it", s->name,
+				    (unsigned long long)c->id, c->peer);
+		c->is_node = false;
 	} else if (op == LW_OP_AUTH_PROVE && c->challenged && !encrypt) {
 		log_limited(&s->lim[LIM_NO_ENCRYPT], clock_mono_ns(),
 			    "%s: connection %llu from %s: a client that does not encrypt, and this server "

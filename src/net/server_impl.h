@@ -99,6 +99,8 @@ struct srv_conn {
 	                          * until then, the connection is on srv->preauth */
 	bool challenged;
 	bool admitted;           /* counted in its peer's and the server's admitted connections */
+	bool is_node;            /* authenticated with node's key, not the file system's */
+	struct lw_auth_node node;
 	uint64_t rx_ns;          /* when bytes last came, or reading last resumed: a frame begun
 	                          * and silent for frame_timeout since is dropped */
 	uint8_t nonce[LW_AUTH_NONCE];

@@ -351,3 +351,8 @@ const char *srv_req_peer(const struct srv_req *req)
 {
 	return req->conn->peer;
 }
+
+const struct lw_auth_node *srv_req_node(const struct srv_req *req)
+{
+	return req->conn && req->conn->is_node ? &req->conn->node : NULL;
+}

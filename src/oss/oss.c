@@ -21,6 +21,7 @@
 #include "net/reqq.h"
 #include "net/rpc.h"
 #include "net/server.h"
+#include "oss/oss_nodemap.h"
 #include "oss/ost.h"
 #include "proto/codec.h"
 
@@ -43,9 +44,11 @@ struct oss {
 	pthread_mutex_t stop_lock;
 	pthread_cond_t stop_cond;
 	bool stopping;
+	bool hurry;                /* a heartbeat is wanted now (a node's key the nodemap lacks) */
 	uint8_t key[LOOM_KEY_MAX]; /* the file system key (keylen 0: none) */
 	size_t keylen;
 	bool encrypt;              /* --encrypt: the connection to the MDS encrypts too */
+	struct nodemap nodemap;    /* the nodes whose own keys are good here, from the MDS */
 };
 
 static struct oss *the_oss;
@@ -201,8 +204,16 @@ static void oss_serve(struct oss *oss, struct srv_req *req)
 	uint16_t op = req->hdr.opcode;
 	const struct lw_op_info *info = lw_op_info(op);
 	struct oss_op o = { .oss = oss, .req = req };
+	struct lw_node_ent node;
 	int rc;
 
+	/* A node's key: may that node send this? (Objects are named by number alone: see
+	 * docs/architecture.md, "Who may do what".) */
+	rc = nodemap_req_check(&oss->nodemap, req, &node);
+	if (rc < 0) {
+		srv_reply(req, rc, NULL, 0, NULL, 0, NULL);
+		return;
+	}
 	rc = lw_ost_req_decode(op, req->body, req->hdr.body_len, &o.io);
 	if (rc) {
 		log_warn("%s from %s: malformed request: %s", lw_op_name(op), srv_req_peer(req),
@@ -277,12 +288,28 @@ static bool oss_sleep(struct oss *oss, int seconds)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ts.tv_sec += seconds;
+	/* A hurry cuts the sleep short, but not below a fifth of a second: claims of unknown keys
+	 * cannot make the OSS hammer the MDS. */
+	usleep(200000);
 	pthread_mutex_lock(&oss->stop_lock);
-	while (!oss->stopping && pthread_cond_timedwait(&oss->stop_cond, &oss->stop_lock, &ts) == 0)
+	while (!oss->stopping && !oss->hurry &&
+	       pthread_cond_timedwait(&oss->stop_cond, &oss->stop_lock, &ts) == 0)
 		;
+	oss->hurry = false;
 	stopping = oss->stopping;
 	pthread_mutex_unlock(&oss->stop_lock);
 	return stopping;
+}
+
+/* The nodemap's refresh (net/nodemap.h): the next heartbeat now, which brings a changed map. */
+static void oss_hurry(void *arg)
+{
+	struct oss *oss = arg;
+
+	pthread_mutex_lock(&oss->stop_lock);
+	oss->hurry = true;
+	pthread_cond_broadcast(&oss->stop_cond);
+	pthread_mutex_unlock(&oss->stop_lock);
 }
 
 static int oss_register(struct oss *oss, struct rpc_conn *mds, struct ost *ost)
@@ -336,6 +363,13 @@ static int oss_heartbeat(struct oss *oss, struct rpc_conn *mds)
 	}
 	rpc_call_init(&call, LW_OP_MDS_OST_HEARTBEAT, body, (uint32_t)w.len);
 	rc = rpc_call_sync(mds, &call);
+	if (rc == 0 && oss->keylen) {
+		int nrc = oss_nodemap_heard(&oss->nodemap, mds, call.rbody, call.rbody_len);
+
+		if (nrc)
+			log_warn("cannot learn the nodemap from the MDS: %s; node keys are judged by the "
+				 "copy held (none: refused for now)", strerror(-nrc));
+	}
 	rpc_call_release(&call);
 	return rc;
 }
@@ -373,6 +407,9 @@ static void *mds_thread_main(void *arg)
 					exit(1);
 				}
 			}
+			/* At once, not a heartbeat later: nodes' keys wait for the nodemap it brings. */
+			if (rc == 0)
+				rc = oss_heartbeat(oss, mds);
 		} else {
 			rc = oss_heartbeat(oss, mds);
 		}
@@ -628,6 +665,10 @@ int main(int argc, char **argv)
 	so.bulk_ok = oss_bulk_ok;
 	so.key = oss.keylen ? oss.key : NULL;
 	so.keylen = oss.keylen;
+	nodemap_init(&oss.nodemap);
+	oss.nodemap.refresh = oss_hurry;
+	oss.nodemap.refresh_arg = &oss;
+	so.nodemap = &oss.nodemap;
 	so.listen_host = listen_host;
 	so.listen_port = listen_port;
 	so.deliver = oss_deliver;

@@ -27,6 +27,8 @@ enum lw_op_resend { LW_RESEND_READ, LW_RESEND_CACHED, LW_RESEND_HANDLE, LW_RESEN
 #define LW_OPF_BULK_IN  0x04u /* the request carries bulk */
 #define LW_OPF_BULK_OUT 0x08u /* the reply carries bulk */
 #define LW_OPF_OBJ      0x10u /* (OSS) it names one object: objid 0 is -EINVAL */
+#define LW_OPF_ADMIN    0x20u /* only the file system key may send it (a node key: -EPERM) */
+#define LW_OPF_WRITES   0x40u /* it changes the file system (a read-only node: -EROFS) */
 
 struct lw_op_info {
 	const char *name;     /* "MDS_LOOKUP" */
@@ -163,6 +165,7 @@ struct lw_mds_req {
 		struct lw_ost_register_req ost_register;
 		struct lw_ost_admin_req ost_admin;
 		struct lw_pool_req pool;
+		struct lw_nodemap_req nodemap;
 		struct lw_swap_req swap;
 		struct {
 			struct lw_walk_req f;

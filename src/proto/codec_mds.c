@@ -137,6 +137,32 @@ static void lw_dec_pool(struct lw_rd *r, struct lw_mds_req *out)
 			r->err = -EINVAL;
 }
 
+static void lw_dec_nodemap(struct lw_rd *r, struct lw_mds_req *out)
+{
+	const struct lw_nodemap_req *p = &out->u.nodemap;
+	const struct lw_node_ent *e = &p->ent;
+	bool sets = p->cmd == LW_NODEMAP_ADD || p->cmd == LW_NODEMAP_MODIFY;
+	size_t n;
+
+	lw_rd_fixed(r, &out->u.nodemap, sizeof(out->u.nodemap));
+	if (r->err)
+		return;
+	n = strnlen(e->name, sizeof(e->name));
+	if (p->cmd < LW_NODEMAP_ADD || p->cmd > LW_NODEMAP_LIST || p->pad || n == sizeof(e->name) ||
+	    (n == 0 && p->cmd != LW_NODEMAP_LIST) ||
+	    (sets && ((e->flags & ~LW_NODE_FLAGS) || e->uid_min > e->uid_max || e->gid_min > e->gid_max)))
+		r->err = -EINVAL;
+	for (size_t i = 0; !r->err && i < n; i++) {
+		char c = e->name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+		      c == '-' || c == '.'))
+			r->err = -EINVAL;
+	}
+	for (size_t i = n; !r->err && i < sizeof(e->name); i++)
+		if (e->name[i])
+			r->err = -EINVAL;
+}
+
 static void lw_dec_ost_admin(struct lw_rd *r, struct lw_mds_req *out)
 {
 	lw_rd_fixed(r, &out->u.ost_admin, sizeof(out->u.ost_admin));

@@ -74,57 +74,7 @@ _Static_assert(sizeof(struct lw_hdr) == 40, "lw_hdr");
 _Static_assert(offsetof(struct lw_hdr, req_id) == 16, "lw_hdr.req_id");
 _Static_assert(offsetof(struct lw_hdr, hdr_crc) == 36, "lw_hdr.hdr_crc");
 
-/* ---------------------------------------------------------------------------------------------
- * Authentication, on every connection to a server that has a file system key, before anything
- * else: the server proves it holds the key to the client and the client to the server.
- *   AUTH_CHALLENGE  request empty; reply lw_auth_challenge (the server's fresh nonce)
- *   AUTH_PROVE      request lw_auth_prove: the client's nonce and
- *                     HMAC-SHA256(key, "loom-auth-client" || server nonce || client nonce);
- *                   reply lw_auth_proof: HMAC-SHA256(key, "loom-auth-server" || client nonce ||
- *                     server nonce), or -EACCES (and the connection is closed)
- * Any other request on a connection not yet authenticated closes it.
- *
- * Encryption: a server that requires it sets LW_F_ENCRYPT on its AUTH_CHALLENGE reply; a client
- * that encrypts (because it was asked to or the server requires it) sets it on AUTH_PROVE and
- * uses the labels "loom-auth-client-encrypt" / "loom-auth-server-encrypt" instead, so that the
- * choice is bound by both proofs; the server's AUTH_PROVE reply carries the flag back. A server
- * that requires encryption answers a proof without it -EACCES.
- *
- * Sealed frames. The exchange gives each direction a session key (HKDF-SHA256 of the file system
- * key with salt = client nonce || server nonce, info "loom c2s" or "loom s2c"; common/auth.h).
- * Every frame after it, both ways (the first being the client's first request after the
- * AUTH_PROVE reply, and the server's first reply after it), is sealed with AES-256-GCM under its
- * direction's key, and carries the 16-byte tag right after its bulk (after the body when there
- * is no bulk, after the header when neither):
- *
- *     lw_hdr | body (body_len) | bulk (bulk_len) | tag (LW_TAG_LEN, not in any length)
- *
- * The 96-bit nonce is 4 zero bytes and the direction's frame counter (u64 big-endian), 0 for the
- * first sealed frame and one more for each after it. It is never sent: a frame replayed, dropped,
- * reordered or injected is checked against another counter than it was sealed with and fails.
- * Without encryption, header, body and bulk are all AAD (authenticated, sent in the clear); with
- * it the header is AAD and body and bulk are ciphertext (same lengths). hdr_crc and bulk_crc stay,
- * over the plain bytes, and are checked after the tag. A frame whose tag fails is never used: the
- * receiver closes the connection (net/seal.h).
- */
-#define LW_AUTH_NONCE 32
-#define LW_AUTH_MAC   32
-#define LW_TAG_LEN    16
-struct lw_auth_challenge {
-	uint8_t nonce[LW_AUTH_NONCE];
-};
-_Static_assert(sizeof(struct lw_auth_challenge) == 32, "lw_auth_challenge");
-
-struct lw_auth_prove {
-	uint8_t nonce[LW_AUTH_NONCE];
-	uint8_t mac[LW_AUTH_MAC];
-};
-_Static_assert(sizeof(struct lw_auth_prove) == 64, "lw_auth_prove");
-
-struct lw_auth_proof {
-	uint8_t mac[LW_AUTH_MAC];
-};
-_Static_assert(sizeof(struct lw_auth_proof) == 32, "lw_auth_proof");
+#include "proto/wire_auth.h"
 
 /* ---------------------------------------------------------------------------------------------
  * Shared parts.
@@ -715,7 +665,8 @@ struct lw_ost_register_rep {
 _Static_assert(sizeof(struct lw_ost_register_rep) == 24, "lw_ost_register_rep");
 
 /* MDS_OST_HEARTBEAT (from an OSS, no cred prefix): lw_ost_heartbeat_req + count
- * lw_ost_heartbeat_ent. Reply empty. */
+ * lw_ost_heartbeat_ent. Reply lw_ost_heartbeat_rep (an empty reply, from an MDS before it, is
+ * taken as nodemap_version 0). */
 struct lw_ost_heartbeat_req {
 	uint32_t count;
 	uint32_t pad;
@@ -728,6 +679,12 @@ struct lw_ost_heartbeat_ent {
 	struct lw_statfs sf;
 };
 _Static_assert(sizeof(struct lw_ost_heartbeat_ent) == 64, "lw_ost_heartbeat_ent");
+
+struct lw_ost_heartbeat_rep {
+	uint64_t nodemap_version; /* the nodemap's (lw_nodemap_rep.version): when it changed, the
+	                           * OSS asks for the nodemap again */
+};
+_Static_assert(sizeof(struct lw_ost_heartbeat_rep) == 8, "lw_ost_heartbeat_rep");
 
 /* ---------------------------------------------------------------------------------------------
  * OSS messages: every request body is one lw_ost_io; offsets and lengths are in object space.

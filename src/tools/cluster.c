@@ -426,7 +426,7 @@ static int cluster_up(struct cluster *c)
 		char why[LOOM_KEY_REFUSAL_LEN];
 		size_t len;
 
-		rc = loom_key_load(c->key, key, &len);
+		rc = loom_key_load(c->key, key, &len, NULL);
 		OPENSSL_cleanse(key, sizeof(key));
 		if (rc == -EPERM && loom_key_refusal(c->key, why, sizeof(why)) == 0)
 			fprintf(stderr, "loom cluster: %s\n", why);

@@ -39,6 +39,8 @@ static const struct command commands[] = {
 	{ "migrate", cmd_migrate, "[-c COUNT] [-S SIZE] [-i IDX | -p POOL] [-r] FILE|DIR...   re-stripe files online" },
 	{ "pool", cmd_pool, "new|destroy NAME | add|remove NAME OST... | list [NAME]   OST pools (lctl pool_*)" },
 	{ "ost", cmd_ost, "deactivate|activate IDX...   no new stripes on an OST (its files stay readable), or again" },
+	{ "key", cmd_key, "new [--node NAME] FILE   a new file system key, or a key of client node NAME's own" },
+	{ "nodemap", cmd_nodemap, "list [NAME] | add|modify|revoke|del NAME ...   what each node may claim (lctl nodemap_*)" },
 };
 
 static void usage(FILE *f)

@@ -77,11 +77,15 @@ OP = {
     "MDS_STATFS": 0x010E,
     "MDS_GETLAYOUT": 0x0116,
     "MDS_OST_TABLE": 0x0118,
+    "MDS_OST_REGISTER": 0x0119,
+    "MDS_NODEMAP": 0x0122,
     "OST_READ": 0x0201,
     "OST_WRITE": 0x0202,
     "OST_PUNCH": 0x0203,
     "OST_GETATTR": 0x0204,
     "OST_STATFS": 0x0206,
+    "OST_DESTROY": 0x0207,
+    "OST_SCRUB": 0x0208,
     "OST_FALLOCATE": 0x0209,
     "OST_SEEK": 0x020A,
 }
@@ -174,9 +178,24 @@ DEFAULT_KEY = None
 
 
 def load_key(path):
-    """A key file: hex on one line (src/common/auth.c)."""
+    """A key file: hex on its first line (src/common/auth.c)."""
     with open(path) as f:
-        return bytes.fromhex(f.read().strip())
+        return bytes.fromhex(f.readline().strip())
+
+
+def load_node_key(path):
+    """A node's key file (`loom key new --node`): (key, (name, generation))."""
+    with open(path) as f:
+        key = bytes.fromhex(f.readline().strip())
+        word, name, gen = f.readline().split()
+    assert word == "node", "not a node's key file: " + path
+    return key, (name, int(gen))
+
+
+def node_key(fs_key, name, generation):
+    """A node's key as every server derives it (wire_auth.h, "Node keys")."""
+    msg = b"loom-node" + name.encode().ljust(32, b"\0") + struct.pack("<I", generation)
+    return hmac.new(fs_key, msg, hashlib.sha256).digest()
 
 
 def auth_mac(key, label, a, b):
@@ -236,11 +255,13 @@ class TagError(AssertionError):
 class Conn:
     """One blocking TCP connection to a Loom server, with a timeout on every read."""
 
-    def __init__(self, host, port, timeout=10.0, key=None, auth=True, encrypt=False, source=None):
+    def __init__(self, host, port, timeout=10.0, key=None, auth=True, encrypt=False, source=None,
+                 node=None):
         """Connects and, with auth (the default), proves it holds key (DEFAULT_KEY if None;
         no exchange when that is None too); frames are sealed from then on, and encrypted with
         encrypt (or when the server requires it). source: the local address to connect from
-        (another 127.x.y.z is another peer to the server)."""
+        (another 127.x.y.z is another peer to the server). node: (name, generation) when key is
+        that node's key."""
         self.sock = socket.create_connection((host, port), timeout=timeout,
                                              source_address=(source, 0) if source else None)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -250,14 +271,15 @@ class Conn:
         key = DEFAULT_KEY if key is None else key
         if auth and key is not None:
             try:
-                self.authenticate(key, encrypt)
+                self.authenticate(key, encrypt, node=node)
             except BaseException:
                 self.close()
                 raise
 
-    def authenticate(self, key, encrypt=False, follow=True):
+    def authenticate(self, key, encrypt=False, follow=True, node=None):
         """The exchange of wire.h, then the session keys; AuthError when the server refuses the
-        key or cannot prove it holds it. follow: encrypt when the server requires it."""
+        key or cannot prove it holds it. follow: encrypt when the server requires it. node:
+        (name, generation) of a node's key (lw_auth_node follows the proof)."""
         h, ch, _ = self.call(OP["AUTH_CHALLENGE"])
         if h.status != 0 or len(ch) != 32:
             raise AuthError("AUTH_CHALLENGE answered %r" % (h,))
@@ -265,7 +287,9 @@ class Conn:
         client, server = (b"loom-auth-client-encrypt", b"loom-auth-server-encrypt") if encrypt else \
             (b"loom-auth-client", b"loom-auth-server")
         nonce = os.urandom(32)
-        h, proof, _ = self.call(OP["AUTH_PROVE"], nonce + auth_mac(key, client, ch, nonce),
+        ext = b"" if node is None else \
+            node[0].encode().ljust(32, b"\0") + struct.pack("<II", node[1], 0)
+        h, proof, _ = self.call(OP["AUTH_PROVE"], nonce + auth_mac(key, client, ch, nonce) + ext,
                                 flags=F_ENCRYPT if encrypt else 0)
         if h.status != 0:
             raise AuthError("the server refused the key (status %d)" % h.status, h.status)
@@ -669,6 +693,31 @@ def parse_pools(body):
         out.append((name.rstrip(b"\0"), list(struct.unpack_from("<%dI" % n, body, pos))))
         pos += 4 * n
     return out
+
+
+# struct lw_node_ent, lw_nodemap_req, lw_nodemap_rep (wire_auth.h)
+NODE_ENT = struct.Struct("<32sIIIIIIII")  # name generation flags squash_uid squash_gid uid_min uid_max gid_min gid_max
+assert NODE_ENT.size == 64
+NODEMAP_REP = struct.Struct("<QII")      # version count pad
+NODEMAP_ADD, NODEMAP_DEL, NODEMAP_MODIFY, NODEMAP_REVOKE, NODEMAP_LIST = 1, 2, 3, 4, 5
+NODE_ADMIN, NODE_TRUSTED, NODE_READONLY = 1, 2, 4
+
+
+def nodemap_req(cmd, name=b"", flags=0, squash=(65534, 65534), uids=(0, 2**32 - 1), gids=(0, 2**32 - 1)):
+    """MDS_NODEMAP's body after the cred prefix."""
+    return struct.pack("<II", cmd, 0) + NODE_ENT.pack(name, 0, flags, squash[0], squash[1], uids[0], uids[1],
+                                                      gids[0], gids[1])
+
+
+def parse_nodemap(body):
+    """MDS_NODEMAP's answer: (version, [{name, generation, flags, ...}])."""
+    version, count, _ = NODEMAP_REP.unpack_from(body)
+    assert len(body) == NODEMAP_REP.size + count * NODE_ENT.size, "MDS_NODEMAP reply of %d bytes" % len(body)
+    keys = ("name", "generation", "flags", "squash_uid", "squash_gid", "uid_min", "uid_max", "gid_min", "gid_max")
+    nodes = [dict(zip(keys, NODE_ENT.unpack_from(body, NODEMAP_REP.size + k * NODE_ENT.size))) for k in range(count)]
+    for n in nodes:
+        n["name"] = n["name"].rstrip(b"\0")
+    return version, nodes
 
 
 def ost_admin_req(idx, set_=0, clear=0):

@@ -62,9 +62,12 @@ def test_every_row_that_changes_state_has_a_scenario():
 
 
 def test_loomwire_structs_have_wire_h_sizes():
-    with open(WIRE_H) as f:
-        sizes = {m.group(1): int(m.group(2)) for m in
-                 re.finditer(r"_Static_assert\(sizeof\(struct lw_(\w+)\) == (\d+)", f.read())}
+    text = ""
+    for h in (WIRE_H, os.path.join(os.path.dirname(WIRE_H), "wire_auth.h")):
+        with open(h) as f:
+            text += f.read()
+    sizes = {m.group(1): int(m.group(2)) for m in
+             re.finditer(r"_Static_assert\(sizeof\(struct lw_(\w+)\) == (\d+)", text)}
     ours = {"SETATTR": "setattr", "OPEN_REQ": "open_req", "OPEN_REP": "open_rep", "CLOSE_REQ": "close_req",
             "LAYOUT": "layout", "OSTOBJ": "ostobj", "SETLAYOUT_REQ": "setlayout_req", "SWAP_REQ": "swap_req",
             "POOL_REQ": "pool_req", "POOL_ENT": "pool_ent", "OST_ADMIN_REQ": "ost_admin_req",
@@ -73,7 +76,8 @@ def test_loomwire_structs_have_wire_h_sizes():
             "HEARTBEAT_REQ": "ost_heartbeat_req", "HEARTBEAT_ENT": "ost_heartbeat_ent",
             "SCRUB_REP": "scrub_rep", "INO_REQ": "ino_req", "ATTR": "attr", "OST_IO": "ost_io",
             "CONNECT_REQ": "connect_req", "CONNECT_REP": "connect_rep", "CREATE_REQ": "create_req",
-            "CREATE_REP": "create_rep", "STATFS": "statfs", "OST_ENTRY": "ost_entry"}
+            "CREATE_REP": "create_rep", "STATFS": "statfs", "OST_ENTRY": "ost_entry",
+            "NODE_ENT": "node_ent", "NODEMAP_REP": "nodemap_rep"}
     wrong = ["loomwire.%s is %d bytes, struct lw_%s %s" % (k, getattr(w, k).size, s, sizes.get(s, "unknown"))
              for k, s in sorted(ours.items()) if sizes.get(s) != getattr(w, k).size]
     assert not wrong, "\n".join(wrong)
@@ -409,6 +413,26 @@ def pool_once(b):
     b.do("MDS_POOL", C + w.pool_req(w.POOL_DESTROY, b"p"))
     b.cached(new)
     assert b.pools() == [], "a resent NEW made the pool again after its DESTROY: %r" % b.pools()
+
+
+@scenario("MDS_NODEMAP", "CACHED")
+def nodemap_once(b):
+    def nodes():
+        return [(n["name"], n["generation"], n["flags"])
+                for n in w.parse_nodemap(b.do("MDS_NODEMAP", C + w.nodemap_req(w.NODEMAP_LIST)))[1]]
+    add = b.first("MDS_NODEMAP", C + w.nodemap_req(w.NODEMAP_ADD, b"n1"))
+    b.cached(add)       # not -EEXIST
+    revoke = b.first("MDS_NODEMAP", C + w.nodemap_req(w.NODEMAP_REVOKE, b"n1"))
+    assert w.parse_nodemap(b.cached(revoke))[1][0]["generation"] == 2
+    assert nodes() == [(b"n1", 2, 0)], "a resent REVOKE revoked the key it gave: %r" % nodes()
+    modify = b.first("MDS_NODEMAP", C + w.nodemap_req(w.NODEMAP_MODIFY, b"n1", flags=w.NODE_READONLY))
+    b.do("MDS_NODEMAP", C + w.nodemap_req(w.NODEMAP_MODIFY, b"n1", flags=w.NODE_ADMIN))
+    b.cached(modify)
+    assert nodes() == [(b"n1", 2, w.NODE_ADMIN)], "a resent MODIFY undid the one after it: %r" % nodes()
+    delete = b.first("MDS_NODEMAP", C + w.nodemap_req(w.NODEMAP_DEL, b"n1"))
+    b.cached(delete)    # not -ENOENT
+    b.cached(add)
+    assert nodes() == [], "a resent ADD made the node again after its DEL: %r" % nodes()
 
 
 @scenario("MDS_SWAP_LAYOUTS", "CACHED")

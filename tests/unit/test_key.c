@@ -35,7 +35,7 @@ static int load(size_t *len)
 {
 	uint8_t key[LOOM_KEY_MAX];
 
-	return loom_key_load(path, key, len);
+	return loom_key_load(path, key, len, NULL);
 }
 
 static void test_private_modes_are_read(void)
@@ -47,7 +47,7 @@ static void test_private_modes_are_read(void)
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
 		write_key(HEX "\n", ok[i]);
 		len = 0;
-		CHECK_RC(loom_key_load(path, key, &len), 0);
+		CHECK_RC(loom_key_load(path, key, &len, NULL), 0);
 		CHECK_EQ(len, 32);
 		CHECK_EQ(key[0], 0x00);
 		CHECK_EQ(key[1], 0x11);
@@ -153,6 +153,49 @@ static void test_created_keys_are_private(void)
 	CHECK_RC(loom_key_create(path), -EEXIST);
 }
 
+static void test_node_keys(void)
+{
+	uint8_t fskey[32], key[LOOM_KEY_MAX], want[LOOM_MAC_LEN];
+	struct loom_key_id id;
+	size_t len;
+
+	memset(fskey, 0x5a, sizeof(fskey));
+	unlink(path);
+	CHECK_RC(loom_node_key_write(path, fskey, sizeof(fskey), "gpu-07.rack_2", 3), 0);
+	CHECK_RC(loom_key_load(path, key, &len, &id), 0);
+	CHECK_EQ(len, 32);
+	CHECK(strcmp(id.node, "gpu-07.rack_2") == 0);
+	CHECK_EQ(id.generation, 3);
+	CHECK_RC(loom_node_key(fskey, sizeof(fskey), "gpu-07.rack_2", 3, want), 0);
+	CHECK(memcmp(key, want, sizeof(want)) == 0);
+	/* Another generation or name is another key. */
+	CHECK_RC(loom_node_key(fskey, sizeof(fskey), "gpu-07.rack_2", 4, want), 0);
+	CHECK(memcmp(key, want, sizeof(want)) != 0);
+	/* Where only the file system key will do, a node's is not a key. */
+	CHECK_RC(loom_key_load(path, key, &len, NULL), -EINVAL);
+	CHECK_RC(loom_node_key_write(path, fskey, sizeof(fskey), "gpu-07.rack_2", 3), -EEXIST);
+	/* The file system key has no node. */
+	write_key(HEX "\n", 0600);
+	CHECK_RC(loom_key_load(path, key, &len, &id), 0);
+	CHECK(id.node[0] == '\0');
+	/* A node line that is not one: a bad name, generation 0 or too large, words after it. */
+	write_key(HEX "\nnode bad/name 1\n", 0600);
+	CHECK_RC(loom_key_load(path, key, &len, &id), -EINVAL);
+	write_key(HEX "\nnode gpu1 0\n", 0600);
+	CHECK_RC(loom_key_load(path, key, &len, &id), -EINVAL);
+	write_key(HEX "\nnode gpu1 4294967296\n", 0600);
+	CHECK_RC(loom_key_load(path, key, &len, &id), -EINVAL);
+	write_key(HEX "\nnode gpu1 2 extra\n", 0600);
+	CHECK_RC(loom_key_load(path, key, &len, &id), -EINVAL);
+	write_key(HEX "\nnode 0123456789012345678901234567890123 2\n", 0600);
+	CHECK_RC(loom_key_load(path, key, &len, &id), -EINVAL);
+	CHECK_RC(loom_node_name_check("0123456789012345678901234567890"), 0); /* 31 */
+	CHECK_RC(loom_node_name_check("01234567890123456789012345678901"), -EINVAL);
+	CHECK_RC(loom_node_name_check(""), -EINVAL);
+	CHECK_RC(loom_node_key(fskey, sizeof(fskey), "has space", 1, want), -EINVAL);
+	unlink(path);
+}
+
 static void test_choose(void)
 {
 	unsetenv("LOOM_KEY_FILE");
@@ -178,6 +221,7 @@ int main(void)
 	RUN(test_refusal_names_the_file_its_mode_and_the_fix);
 	RUN(test_a_file_of_another_user_is_refused);
 	RUN(test_created_keys_are_private);
+	RUN(test_node_keys);
 	RUN(test_choose);
 	unlink(path);
 	rmdir(dir);
