@@ -3,7 +3,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 PYTHON ?= /usr/bin/python3
 
-.PHONY: all test unit integration soak asan asan-unit bench bench-scale clean
+.PHONY: all test unit integration soak asan asan-unit bench bench-seal bench-scale clean
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -52,6 +52,13 @@ bench:
 	scripts/deps.sh bench
 	$(MAKE) all
 	$(PYTHON) bench/run.py --build $(abspath $(BUILD)) $(BENCH_ARGS)
+
+# What authenticating and encrypting every frame costs the sequential write and read, through a
+# mount and libloom (docs/performance.md); e.g. `make bench-seal SEAL_ARGS="--size 256M --runs 1"`.
+bench-seal:
+	scripts/deps.sh bench
+	$(MAKE) all
+	$(PYTHON) bench/seal_cost.py --build $(abspath $(BUILD)) $(SEAL_ARGS)
 
 # Bandwidth against stripes and clients over a bed of shaped hosts (docs/performance.md);
 # e.g. `make bench-scale SCALE_ARGS="--rate 50 --size 256"`.
