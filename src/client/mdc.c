@@ -424,8 +424,16 @@ int mdc_lock(loom_fs *fs, const struct loom_cred *cr, const struct lw_lock_req *
 	struct mdc_opts o = { .rpc_flags = (req->flags & LW_LK_WAIT) ? RPC_NOTIMEOUT : 0,
 			      .on_complete = held_locks_on_reply, .arg = &note };
 	struct rpc_call call;
+	/* A release must reach the MDS, or other processes wait for a lock nobody holds: an unlock
+	 * is not cut short by an interrupt (a process killed while it holds a lock drops it in its
+	 * last close, with the fatal signal pending, and the kernel interrupts that close). So a
+	 * holder killed while the MDS is stopped exits once the MDS is back, as on NFS. */
+	bool must_arrive = req->type == F_UNLCK;
+	struct rpc_intr *in = must_arrive ? rpc_intr_swap(NULL) : NULL;
 	int rc = mdc_call_opts(fs, cr, LW_OP_MDS_LOCK, &b, &o, &call);
 
+	if (must_arrive)
+		rpc_intr_swap(in);
 	if (rc)
 		return rc;
 	/* A cancel is answered with nothing; everything else with lw_lock_rep. */

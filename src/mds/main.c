@@ -341,6 +341,7 @@ int main(int argc, char **argv)
 	mds_sessions_destroy(&m);
 	mds_locks_destroy(&m);
 	u64map_destroy(&m.ost_conns);
+	nodemap_destroy(&m.nodemap);
 	mdt_store_close(m.store);
 	reqq_destroy(&m.queue);
 	return rc ? 1 : 0;

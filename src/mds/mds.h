@@ -266,6 +266,9 @@ void mds_handle_forget(struct mds *m, uint64_t handle);
 /* Checks that a handle, if this MDS knows it, was opened on ino by session sid: -EBADF if not.
  * An unknown handle is fine: it comes from before a restart. */
 int mds_handle_check(struct mds *m, uint64_t handle, uint64_t ino, uint64_t sid);
+/* Whether session sid holds ino open (for writing, with writer), through handle (0: any of its
+ * handles). Unlike mds_handle_check, a handle this MDS does not know is no proof. */
+bool mds_session_holds(struct mds *m, uint64_t sid, uint64_t ino, uint64_t handle, bool writer);
 /* Ends a handle (checked as mds_handle_check does); when it was the last on an unlinked inode,
  * releases the inode in t. */
 int mds_handle_close(struct mds *m, struct mdt_txn *t, uint64_t handle, uint64_t ino, uint64_t sid,

@@ -64,6 +64,57 @@ static bool open_writes(uint32_t open_flags)
 	return (open_flags & O_ACCMODE) != O_RDONLY || (open_flags & (O_CREAT | O_TRUNC));
 }
 
+static bool in_range(uint32_t id, uint32_t lo, uint32_t hi)
+{
+	return id >= lo && id <= hi;
+}
+
+/*
+ * What a node's request claims besides its cred, checked against what its session holds: the
+ * file system key's requests are taken on trust here (its holder is every user anyway), a node's
+ * are not.
+ */
+static int node_claims(struct mds *m, const struct srv_req *req, struct lw_mds_req *q,
+		       const struct lw_node_ent *ent)
+{
+	bool trusted = ent->flags & LW_NODE_TRUSTED, admin = ent->flags & LW_NODE_ADMIN;
+	uint64_t sid = mds_sid_of(m, req);
+
+	switch (q->op) {
+	case LW_OP_MDS_SETATTR: {
+		struct lw_setattr *sa = &q->u.setattr;
+
+		/* "I hold it open for writing" (ftruncate past a chmod) only with such a handle;
+		 * else the truncation needs write permission, as a path's does. */
+		if ((sa->valid & LW_SA_FH) && !mds_session_holds(m, sid, sa->ino, 0, true))
+			sa->valid &= ~(uint32_t)LW_SA_FH;
+		/* A file given away goes only to ids the node may claim. */
+		if (!trusted && (((sa->valid & LW_SA_UID) && !in_range(sa->uid, ent->uid_min, ent->uid_max)) ||
+				 ((sa->valid & LW_SA_GID) && !in_range(sa->gid, ent->gid_min, ent->gid_max))))
+			return -EPERM;
+		if (!admin && (((sa->valid & LW_SA_UID) && sa->uid == 0) || ((sa->valid & LW_SA_GID) && sa->gid == 0)))
+			return -EPERM;
+		break;
+	}
+	case LW_OP_MDS_CLOSE:
+	case LW_OP_MDS_SIZE_UPDATE:
+		/* A size, times or bytes reported through a handle this session opened for writing
+		 * only. */
+		if (q->u.close.flags &&
+		    !mds_session_holds(m, sid, q->u.close.ino, q->u.close.handle, true))
+			return -EBADF;
+		break;
+	case LW_OP_MDS_DOM_READ:
+		/* A file's first bytes, to one that has it open (its open checked the permission). */
+		if (!mds_session_holds(m, sid, q->u.ino.ino, 0, false))
+			return -EACCES;
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
 int mds_nodemap_apply(struct mds *m, const struct srv_req *req, struct lw_mds_req *q)
 {
 	struct lw_node_ent ent;
@@ -72,6 +123,9 @@ int mds_nodemap_apply(struct mds *m, const struct srv_req *req, struct lw_mds_re
 
 	if (rc <= 0)
 		return rc; /* the file system key (0), or the refusal */
+	rc = node_claims(m, req, q, &ent);
+	if (rc)
+		return rc;
 	ro = ent.flags & LW_NODE_READONLY;
 	switch (q->op) {
 	case LW_OP_MDS_OPEN:
@@ -150,7 +204,11 @@ int mds_op_nodemap(struct mds_op *o)
 		if (rc != -ENOENT)
 			return rc;
 		cur = p->ent;
-		cur.generation = 1;
+		/* A name removed before goes on from its last generation: its old keys stay dead. */
+		rc = mdt_nodemap_last_generation(o->t, p->ent.name, &cur.generation);
+		if (rc == 0 && cur.generation == UINT32_MAX)
+			return -EOVERFLOW;
+		cur.generation = rc == 0 ? cur.generation + 1 : 1;
 		what = "added";
 	} else if (rc) {
 		return rc;
@@ -162,7 +220,7 @@ int mds_op_nodemap(struct mds_op *o)
 		what = "changed";
 	} else if (p->cmd == LW_NODEMAP_REVOKE) {
 		if (cur.generation == UINT32_MAX)
-			return -EOVERFLOW; /* remove the node and add it again */
+			return -EOVERFLOW; /* four billion keys: name the node anew */
 		cur.generation++;
 		what = "given a new key (the old one is revoked)";
 	} else {

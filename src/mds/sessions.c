@@ -442,6 +442,24 @@ int mds_handle_check(struct mds *m, uint64_t handle, uint64_t ino, uint64_t sid)
 	return rc;
 }
 
+bool mds_session_holds(struct mds *m, uint64_t sid, uint64_t ino, uint64_t handle, bool writer)
+{
+	struct mds_session *s;
+	bool holds = false;
+
+	pthread_mutex_lock(&m->sess_lock);
+	if (handle) {
+		struct mds_handle *h = u64map_get(&m->handles, handle);
+
+		holds = h && h->ino == ino && h->sid == sid && (h->writer || !writer);
+	} else if ((s = u64map_get(&m->sessions, sid))) {
+		for (struct mds_handle *h = s->handles; h && !holds; h = h->next)
+			holds = h->ino == ino && (h->writer || !writer);
+	}
+	pthread_mutex_unlock(&m->sess_lock);
+	return holds;
+}
+
 /* Takes h out of the tables and frees it (the lock held). */
 static void handle_unlink(struct mds *m, struct mds_handle *h)
 {

@@ -4,6 +4,8 @@
  *
  * Table `nodemap`: the name, NUL-padded to LW_NODE_NAME bytes -> struct lw_node_ent (its wire
  * image, name included). The MDS reads it whole at start and after each change (mds/nodemap.c).
+ * A removed node stays as a record marked NODE_GONE, so that its name added again continues its
+ * generations: a key revoked long ago never becomes good again.
  */
 #include "mdt/internal.h"
 
@@ -11,6 +13,8 @@
 #include <stdlib.h>
 
 #include "common/auth.h"
+
+#define NODE_GONE 0x80000000u /* in the record's flags only: removed (never on the wire) */
 
 static int node_key(const char *name, uint8_t key[LW_NODE_NAME])
 {
@@ -31,7 +35,8 @@ static int ent_of(const MDB_val *v, struct lw_node_ent *out)
 	return 0;
 }
 
-int mdt_nodemap_get(struct mdt_txn *t, const char *name, struct lw_node_ent *out)
+/* The record of name, removed or not. */
+static int record_get(struct mdt_txn *t, const char *name, struct lw_node_ent *out)
 {
 	uint8_t key[LW_NODE_NAME];
 	MDB_val v;
@@ -40,6 +45,23 @@ int mdt_nodemap_get(struct mdt_txn *t, const char *name, struct lw_node_ent *out
 	if (rc == 0)
 		rc = mdt_get(t, MDT_DB_NODEMAP, key, sizeof(key), &v);
 	return rc ? rc : ent_of(&v, out);
+}
+
+int mdt_nodemap_get(struct mdt_txn *t, const char *name, struct lw_node_ent *out)
+{
+	int rc = record_get(t, name, out);
+
+	return rc == 0 && (out->flags & NODE_GONE) ? -ENOENT : rc;
+}
+
+int mdt_nodemap_last_generation(struct mdt_txn *t, const char *name, uint32_t *generation)
+{
+	struct lw_node_ent e;
+	int rc = record_get(t, name, &e);
+
+	if (rc == 0)
+		*generation = e.generation;
+	return rc;
 }
 
 int mdt_nodemap_put(struct mdt_txn *t, const struct lw_node_ent *ent)
@@ -56,10 +78,13 @@ int mdt_nodemap_put(struct mdt_txn *t, const struct lw_node_ent *ent)
 
 int mdt_nodemap_del(struct mdt_txn *t, const char *name)
 {
-	uint8_t key[LW_NODE_NAME];
-	int rc = node_key(name, key);
+	struct lw_node_ent e;
+	int rc = mdt_nodemap_get(t, name, &e);
 
-	return rc ? rc : mdt_del(t, MDT_DB_NODEMAP, key, sizeof(key));
+	if (rc)
+		return rc;
+	e.flags |= NODE_GONE;
+	return mdt_nodemap_put(t, &e);
 }
 
 int mdt_nodemap_all(struct mdt_txn *t, struct lw_node_ent **out, uint32_t *n)
@@ -86,7 +111,7 @@ int mdt_nodemap_all(struct mdt_txn *t, struct lw_node_ent **out, uint32_t *n)
 			cap = cap ? cap * 2 : 16;
 		}
 		rc = k.mv_size == LW_NODE_NAME ? ent_of(&v, &all[count]) : -EIO;
-		if (rc == 0)
+		if (rc == 0 && !(all[count].flags & NODE_GONE))
 			count++;
 	}
 	mdb_cursor_close(cur);

@@ -387,8 +387,10 @@ const struct mdt_ost *mdt_ost_table(const struct mdt_store *s, uint32_t *count, 
 int mdt_nodemap_get(struct mdt_txn *t, const char *name, struct lw_node_ent *out);
 /* Adds or replaces the node ent names (its name checked: -EINVAL). */
 int mdt_nodemap_put(struct mdt_txn *t, const struct lw_node_ent *ent);
-/* -ENOENT if there is no such node. */
+/* -ENOENT if there is no such node. Its record stays, marked removed (nodemap.c). */
 int mdt_nodemap_del(struct mdt_txn *t, const char *name);
+/* The generation name last had, removed since or not: -ENOENT for a name never added. */
+int mdt_nodemap_last_generation(struct mdt_txn *t, const char *name, uint32_t *generation);
 /* Every node, in name order (*out malloc'd). */
 int mdt_nodemap_all(struct mdt_txn *t, struct lw_node_ent **out, uint32_t *n);
 

@@ -108,20 +108,20 @@ static void conn_refuse(struct srv_conn *c, struct srv_req *req, int status)
 }
 
 /*
- * The key an AUTH_PROVE of len bytes proves: the file system's (a bare lw_auth_prove), or that of
- * the node it names after it, derived, when the nodemap lists that node at that generation. 0;
- * -EACCES (no such node key); -EAGAIN (the nodemap is not known yet); -EINVAL (malformed).
+ * The key an AUTH_PROVE of len bytes claims to prove: the file system's (a bare lw_auth_prove),
+ * or that of the node it names after it, derived. 0, or -EINVAL (malformed). Whether such a node
+ * key is good now is asked of the nodemap only once the proof holds (node_admitted), so that
+ * nobody without a key learns what the nodemap lists, or makes a server ask its MDS.
  */
 static int prove_key(struct srv_conn *c, const uint8_t *body, uint32_t len, uint8_t *key, size_t *keylen)
 {
 	struct srv *s = c->srv;
 	struct lw_auth_node node;
-	int rc;
 
+	c->is_node = false;
 	if (len == sizeof(struct lw_auth_prove)) {
 		memcpy(key, s->key, s->opts.keylen);
 		*keylen = s->opts.keylen;
-		c->is_node = false;
 		return 0;
 	}
 	if (len != sizeof(struct lw_auth_prove) + sizeof(node))
@@ -134,12 +134,20 @@ static int prove_key(struct srv_conn *c, const uint8_t *body, uint32_t len, uint
 			return -EINVAL; /* one name, one spelling */
 	c->node = node; /* whose key it claims, for the log line if it is refused */
 	c->is_node = true;
-	rc = s->opts.nodemap ? nodemap_admit(s->opts.nodemap, node.name, node.generation) : -EACCES;
-	if (rc == 0)
-		rc = loom_node_key(s->key, s->opts.keylen, node.name, node.generation, key);
-	if (rc == 0)
-		*keylen = LOOM_MAC_LEN;
-	return rc == -EIO ? -EACCES : rc;
+	if (loom_node_key(s->key, s->opts.keylen, node.name, node.generation, key))
+		return -EINVAL;
+	*keylen = LOOM_MAC_LEN;
+	return 0;
+}
+
+/* A proven node key: 0 if the nodemap admits it, -EACCES, or -EAGAIN (ask again shortly). */
+static int node_admitted(struct srv_conn *c)
+{
+	struct srv *s = c->srv;
+
+	if (!c->is_node)
+		return 0;
+	return s->opts.nodemap ? nodemap_admit(s->opts.nodemap, c->node.name, c->node.generation) : -EACCES;
 }
 
 /* Loop thread: the authentication exchange (wire.h), and the gate before it is done. */
@@ -183,16 +191,20 @@ void conn_authenticate(struct srv_conn *c, struct srv_req *req)
 		memcpy(&pr, req->body, sizeof(pr));
 		c->challenged = false; /* one proof per challenge */
 		known = prove_key(c, req->body, req->hdr.body_len, key, &keylen);
+		if (known == 0 &&
+		    (loom_auth_mac(key, keylen, loom_auth_label(false, encrypt), c->nonce, pr.nonce,
+				   LW_AUTH_NONCE, want) != 0 || !loom_auth_equal(pr.mac, want)))
+			known = -EKEYREJECTED; /* the proof does not hold */
+		if (known == 0)
+			known = node_admitted(c);
 		if (known == -EAGAIN) {
-			/* Not a wrong key: this server cannot judge node keys yet. Told in clear. */
+			/* Not a wrong key: this server cannot judge it yet. Told in clear. */
+			OPENSSL_cleanse(key, sizeof(key));
 			c->is_node = false;
 			conn_refuse(c, req, -EAGAIN);
 			return;
 		}
 		if (known == 0 &&
-		    loom_auth_mac(key, keylen, loom_auth_label(false, encrypt), c->nonce, pr.nonce,
-				  LW_AUTH_NONCE, want) == 0 &&
-		    loom_auth_equal(pr.mac, want) &&
 		    loom_auth_mac(key, keylen, loom_auth_label(true, encrypt), pr.nonce, c->nonce,
 				  LW_AUTH_NONCE, proof.mac) == 0 &&
 		    conn_seal_rx(c, key, keylen, pr.nonce, encrypt, s2c) == 0) {
@@ -228,9 +240,9 @@ void conn_authenticate(struct srv_conn *c, struct srv_req *req)
 			log_limited(&s->lim[LIM_WRONG_KEY], clock_mono_ns(),
 				    "%s: connection %llu from %s: %s node %s (generation %u)%s; refusing it",
 				    s->name, (unsigned long long)c->id, c->peer,
-				    known ? "a key of" : "a wrong key for", c->node.name,
+				    known == -EACCES ? "a key of" : "a wrong key for", c->node.name,
 				    (unsigned)c->node.generation,
-				    known ? " that the nodemap does not hold (removed, or revoked)" : "");
+				    known == -EACCES ? " that the nodemap does not hold (removed, or revoked)" : "");
 		else
 			log_limited(&s->lim[LIM_WRONG_KEY], clock_mono_ns(),
 				    "%s: connection %llu from %s: wrong file system key; refusing it", s->name,

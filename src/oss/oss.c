@@ -719,5 +719,6 @@ int main(int argc, char **argv)
 		ost_close(oss.osts[i]);
 	free(oss.workers);
 	reqq_destroy(&oss.queue);
+	nodemap_destroy(&oss.nodemap);
 	return rc ? 1 : 0;
 }

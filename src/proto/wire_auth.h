@@ -103,8 +103,9 @@ _Static_assert(sizeof(struct lw_node_ent) == 64, "lw_node_ent");
 
 /* MDS_NODEMAP: the nodemap, for root with the file system key (a node key gets -EPERM). Request
  * lw_nodemap_req. Reply lw_nodemap_rep + count lw_node_ent:
- *   ADD     a node named ent.name with ent's flags, squash ids and ranges, generation 1
- *           (-EEXIST if it is there); reply: it.
+ *   ADD     a node named ent.name with ent's flags, squash ids and ranges, at generation 1, or
+ *           one past the last of a node of that name removed before (its keys stay dead);
+ *           -EEXIST if it is there; reply: it.
  *   DEL     the node leaves the nodemap: its key is refused from then on. Reply: none.
  *   MODIFY  ent's flags, squash ids and ranges for the node named (its generation stays).
  *   REVOKE  a new generation for the node: its key so far is refused from then on. Reply: it.

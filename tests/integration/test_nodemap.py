@@ -260,6 +260,55 @@ def test_a_node_key_cannot_administer(cluster, files, workdir):
             assert h.status == -errno.EPERM, (op, h.status)
 
 
+SA_UID, SA_GID, SA_SIZE, SA_FH = 0x002, 0x004, 0x008, 0x200
+
+
+def test_a_node_claims_nothing_its_session_does_not_hold(cluster, files, workdir):
+    """On the wire, as a node's root could send by hand: a truncation "through a handle" it does
+    not have, a chown out of its ranges, a size report through a made-up handle, Data-on-MDT bytes
+    of a file it never opened."""
+    key = issue_key(cluster, workdir, "gpu09")
+    modify(cluster, "gpu09", "uid_range", "1000-1999")
+    modify(cluster, "gpu09", "gid_range", "1000-1999")
+    mine = os.path.join(files, "shared", "mine")
+    with open(mine, "wb") as f:
+        f.write(b"1500's")
+    os.chown(mine, 1500, 1500)
+    node_key, ident = w.load_node_key(key)
+    root, user = w.cred(0, 0), w.cred(1500, 1500)
+
+    def ino_of(c, parent, name):
+        h, rep, _ = c.call(w.OP["MDS_LOOKUP"], root + w.name_req(parent, name))
+        assert h.status == 0, (name, h.status)
+        return w.parse_attr(rep)["ino"]
+    with w.Conn(cluster.mds_host, cluster.mds_port, key=node_key, node=ident) as c:
+        secret = ino_of(c, w.ROOT_INO, b"secret")
+        shared = ino_of(c, w.ROOT_INO, b"shared")
+        mine_ino = ino_of(c, shared, b"mine")
+        public = ino_of(c, w.ROOT_INO, b"public")
+        h, _, _ = c.call(w.OP["MDS_SETATTR"], root + w.setattr_req(secret, SA_SIZE | SA_FH, size=0))
+        assert h.status == -errno.EACCES, "a squashed root cut root's file 'through a handle': %d" % h.status
+        for valid, uid, gid in ((SA_UID, 0, 0), (SA_UID, 2500, 0), (SA_GID, 0, 0), (SA_GID, 0, 2500)):
+            h, _, _ = c.call(w.OP["MDS_SETATTR"], user + w.setattr_req(mine_ino, valid, uid=uid, gid=gid))
+            assert h.status == -errno.EPERM, (valid, uid, gid, h.status)
+        h, _, _ = c.call(w.OP["MDS_CLOSE"], user + w.close_req(secret, 0x5eed, flags=w.CL_SIZE, size=1 << 30))
+        assert h.status == -errno.EBADF, h.status
+        h, _, _ = c.call(w.OP["MDS_DOM_READ"], user + w.ino_req(public))
+        assert h.status == -errno.EACCES, h.status
+    assert os.path.getsize(os.path.join(files, "secret")) == len(b"root only")
+    with open(os.path.join(files, "secret"), "rb") as f:
+        assert f.read() == b"root only"
+    assert owner(mine) == (1500, 1500)
+
+    # Removed and added again, the node's generations go on: its old key stays dead.
+    cluster.loom("nodemap", "del", "gpu09")
+    again = issue_key(cluster, workdir, "gpu09")
+    assert w.load_node_key(again)[1] == ("gpu09", 2)
+    with pytest.raises(w.AuthError) as e:
+        w.Conn(cluster.mds_host, cluster.mds_port, key=node_key, node=ident)
+    assert e.value.status == -errno.EACCES
+
+
 def test_forged_node_keys_are_refused(cluster, files, workdir):
     issue_key(cluster, workdir, "gpu07")
     fs_key = w.load_key(cluster.key)
