@@ -194,6 +194,7 @@ static int exec_connect(struct mds *m, struct srv_req *req, const struct lw_mds_
 	struct mds_session *sess;
 	uint32_t count, gen;
 	const char *fsname = mdt_store_fsname(m->store);
+	const struct lw_auth_node *node;
 
 	if (q->u.connect.proto_version < LW_VERSION_MIN || q->u.connect.proto_version > LW_VERSION)
 		return -EPROTONOSUPPORT;
@@ -202,10 +203,23 @@ static int exec_connect(struct mds *m, struct srv_req *req, const struct lw_mds_
 			 q->u.connect.fsname, fsname);
 		return -ENODEV;
 	}
-	/* The client's session, found again when it reconnects. */
+	/* The client's session, found again when it reconnects, by its own node only. */
+	node = srv_req_node(req);
+	if (mds_session_may_take(m, q->u.connect.client_uuid, node ? node->name : NULL)) {
+		log_warn("client %s (node %s) named the uuid of another node's session; refused",
+			 srv_req_peer(req), node->name);
+		return -EPERM;
+	}
 	sess = mds_session_connect(m, req->conn_id, q->u.connect.client_uuid);
 	if (!sess)
 		return -ENOMEM;
+	if (!sess->owner_set && (sess->uuid[0] || sess->uuid[1])) {
+		/* Metadata thread: connects, the only writers of owner, all run here. */
+		memset(sess->owner, 0, sizeof(sess->owner));
+		if (node)
+			memcpy(sess->owner, node->name, strnlen(node->name, sizeof(sess->owner) - 1));
+		sess->owner_set = true;
+	}
 	mdt_ost_table(m->store, &count, &gen);
 	rep.root_ino = LOOM_ROOT_INO;
 	/* Differs from the last one a client saw when its session is not the one it had: the MDS

@@ -117,6 +117,10 @@ struct mds_session {
 	 * LW_LK_REPLAY_DONE in this run. */
 	bool recorded;
 	bool replayed;
+	/* Whose it is: the node whose key made it (owner), or the file system key's (owner ""),
+	 * set at its first MDS_CONNECT. Another node cannot take it over by naming its uuid. */
+	bool owner_set;
+	char owner[LW_NODE_NAME];
 };
 
 struct mds {
@@ -235,6 +239,9 @@ uint64_t mds_session_sid(struct mds *m, uint64_t conn_id);
 void mds_sessions_each(struct mds *m, void (*fn)(uint64_t, void *, void *), void *arg);
 /* MDS_CONNECT from a client with this uuid: its session, found again or new, now on conn_id. */
 struct mds_session *mds_session_connect(struct mds *m, uint64_t conn_id, const uint64_t uuid[2]);
+/* Whether a connection with node's key (NULL: the file system key, which may take any) may
+ * take the session of client uuid, if there is one: 0 or -EPERM. */
+int mds_session_may_take(struct mds *m, const uint64_t uuid[2], const char *node);
 /* Metadata thread, before a batch: whether an MDS_LOCK from conn_id may have to write its
  * client into the MDT's `clients` table (mds_session_record), so the batch must be a write one. */
 bool mds_session_needs_record(struct mds *m, uint64_t conn_id);

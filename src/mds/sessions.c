@@ -203,6 +203,21 @@ static struct mds_session *session_connect(struct mds *m, uint64_t conn_id, cons
 	return f.found;
 }
 
+int mds_session_may_take(struct mds *m, const uint64_t uuid[2], const char *node)
+{
+	struct uuid_find f = { .uuid = uuid };
+	int rc = 0;
+
+	if (!node || (uuid[0] == 0 && uuid[1] == 0))
+		return 0;
+	pthread_mutex_lock(&m->sess_lock);
+	u64map_each(&m->sessions, find_uuid, &f);
+	if (f.found && f.found->owner_set && strncmp(f.found->owner, node, LW_NODE_NAME) != 0)
+		rc = -EPERM;
+	pthread_mutex_unlock(&m->sess_lock);
+	return rc;
+}
+
 struct mds_session *mds_session_connect(struct mds *m, uint64_t conn_id, const uint64_t uuid[2])
 {
 	struct mds_session *s;

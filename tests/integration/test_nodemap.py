@@ -300,6 +300,20 @@ def test_a_node_claims_nothing_its_session_does_not_hold(cluster, files, workdir
         assert f.read() == b"root only"
     assert owner(mine) == (1500, 1500)
 
+    # Another node's session (its handles, locks, cached replies) is not taken by naming its
+    # uuid; the same node, or the file system key, may resume it.
+    other_key, other_ident = w.load_node_key(issue_key(cluster, workdir, "gpu10"))
+    uuid = os.urandom(16)
+    with w.Conn(cluster.mds_host, cluster.mds_port, key=other_key, node=other_ident) as c:
+        h, _, _ = c.call(w.OP["MDS_CONNECT"], w.connect_req(uuid))
+        assert h.status == 0
+    with w.Conn(cluster.mds_host, cluster.mds_port, key=node_key, node=ident) as c:
+        h, _, _ = c.call(w.OP["MDS_CONNECT"], w.connect_req(uuid))
+        assert h.status == -errno.EPERM, "a node took another node's session: %d" % h.status
+    with w.Conn(cluster.mds_host, cluster.mds_port, key=other_key, node=other_ident) as c:
+        h, _, _ = c.call(w.OP["MDS_CONNECT"], w.connect_req(uuid))
+        assert h.status == 0, "a node could not resume its own session: %d" % h.status
+
     # Removed and added again, the node's generations go on: its old key stays dead.
     cluster.loom("nodemap", "del", "gpu09")
     again = issue_key(cluster, workdir, "gpu09")
