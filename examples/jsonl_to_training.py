@@ -32,8 +32,8 @@ import os
 import random
 import re
 import shutil
-import socket
 import sys
+import tempfile
 import time
 
 try:
@@ -213,15 +213,15 @@ def example_number(path):
     return int(re.search(r"example_(\d+)\.npy$", path).group(1))
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def rendezvous():
+    """Where the ranks meet: a file (torch's FileStore), not a TCP port picked in advance, which
+    another program may take before rank 0 binds it."""
+    return "file://" + os.path.join(tempfile.mkdtemp(prefix="loom-rendezvous-"), "store")
 
 
-def run_rank(rank, world, port, args, vocab, pad, windows, results):
+def run_rank(rank, world, init_method, args, vocab, pad, windows, results):
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port, rank=rank, world_size=world)
+    dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=world)
     torch.manual_seed(args.seed)
     tokenized, shards = os.path.join(args.root, "tokenized"), os.path.join(args.root, "shards")
     n = len(windows)
@@ -375,8 +375,12 @@ def main():
     ctx = mp.get_context("spawn")
     results = ctx.SimpleQueue()
     t0 = time.time()
-    mp.spawn(run_rank, args=(args.world, free_port(), args, bpe.size, bpe.pad, windows, results),
-             nprocs=args.world, join=True)
+    init_method = rendezvous()
+    try:
+        mp.spawn(run_rank, args=(args.world, init_method, args, bpe.size, bpe.pad, windows, results),
+                 nprocs=args.world, join=True)
+    finally:
+        shutil.rmtree(os.path.dirname(init_method[len("file://"):]), ignore_errors=True)
     res = results.get()
     print("   trained in %.1f s" % (time.time() - t0))
 
