@@ -64,11 +64,6 @@ static bool open_writes(uint32_t open_flags)
 	return (open_flags & O_ACCMODE) != O_RDONLY || (open_flags & (O_CREAT | O_TRUNC));
 }
 
-static bool in_range(uint32_t id, uint32_t lo, uint32_t hi)
-{
-	return id >= lo && id <= hi;
-}
-
 /*
  * What a node's request claims besides its cred, checked against what its session holds: the
  * file system key's requests are taken on trust here (its holder is every user anyway), a node's
@@ -77,7 +72,6 @@ static bool in_range(uint32_t id, uint32_t lo, uint32_t hi)
 static int node_claims(struct mds *m, const struct srv_req *req, struct lw_mds_req *q,
 		       const struct lw_node_ent *ent)
 {
-	bool trusted = ent->flags & LW_NODE_TRUSTED, admin = ent->flags & LW_NODE_ADMIN;
 	uint64_t sid = mds_sid_of(m, req);
 
 	switch (q->op) {
@@ -89,10 +83,8 @@ static int node_claims(struct mds *m, const struct srv_req *req, struct lw_mds_r
 		if ((sa->valid & LW_SA_FH) && !mds_session_holds(m, sid, sa->ino, 0, true))
 			sa->valid &= ~(uint32_t)LW_SA_FH;
 		/* A file given away goes only to ids the node may claim. */
-		if (!trusted && (((sa->valid & LW_SA_UID) && !in_range(sa->uid, ent->uid_min, ent->uid_max)) ||
-				 ((sa->valid & LW_SA_GID) && !in_range(sa->gid, ent->gid_min, ent->gid_max))))
-			return -EPERM;
-		if (!admin && (((sa->valid & LW_SA_UID) && sa->uid == 0) || ((sa->valid & LW_SA_GID) && sa->gid == 0)))
+		if (((sa->valid & LW_SA_UID) && !nodemap_may_claim_uid(ent, sa->uid)) ||
+		    ((sa->valid & LW_SA_GID) && !nodemap_may_claim_gid(ent, sa->gid)))
 			return -EPERM;
 		break;
 	}

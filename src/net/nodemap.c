@@ -81,11 +81,16 @@ uint64_t nodemap_version(struct nodemap *nm)
 	return v;
 }
 
-void nodemap_confirm(struct nodemap *nm)
+bool nodemap_confirm(struct nodemap *nm, uint64_t version)
 {
+	bool current;
+
 	pthread_rwlock_wrlock(&nm->lock);
-	nm->confirmed_ns = clock_mono_ns();
+	current = nm->known && nm->version == version;
+	if (current)
+		nm->confirmed_ns = clock_mono_ns();
 	pthread_rwlock_unlock(&nm->lock);
+	return current;
 }
 
 /* What the copy says of name at generation: 0 (good), -EAGAIN (no copy yet), -ESTALE (listed at
@@ -181,24 +186,35 @@ int nodemap_req_check(struct nodemap *nm, const struct srv_req *req, struct lw_n
 	return 1;
 }
 
-static bool in_range(uint32_t id, uint32_t lo, uint32_t hi)
+static bool may_claim(const struct lw_node_ent *ent, uint32_t id, uint32_t lo, uint32_t hi)
 {
-	return id >= lo && id <= hi;
+	if (id == 0 && !(ent->flags & LW_NODE_ADMIN))
+		return false;
+	return (ent->flags & LW_NODE_TRUSTED) || (id >= lo && id <= hi);
+}
+
+bool nodemap_may_claim_uid(const struct lw_node_ent *ent, uint32_t uid)
+{
+	return may_claim(ent, uid, ent->uid_min, ent->uid_max);
+}
+
+bool nodemap_may_claim_gid(const struct lw_node_ent *ent, uint32_t gid)
+{
+	return may_claim(ent, gid, ent->gid_min, ent->gid_max);
 }
 
 void nodemap_map_cred(const struct lw_node_ent *ent, struct loom_cred *cred)
 {
-	bool trusted = ent->flags & LW_NODE_TRUSTED, admin = ent->flags & LW_NODE_ADMIN;
 	uint32_t kept = 0;
 
-	if ((cred->uid == 0 && !admin) || (!trusted && !in_range(cred->uid, ent->uid_min, ent->uid_max)))
+	if (!nodemap_may_claim_uid(ent, cred->uid))
 		cred->uid = ent->squash_uid;
-	if ((cred->gid == 0 && !admin) || (!trusted && !in_range(cred->gid, ent->gid_min, ent->gid_max)))
+	if (!nodemap_may_claim_gid(ent, cred->gid))
 		cred->gid = ent->squash_gid;
 	for (uint32_t i = 0; i < cred->ngroups && i < LOOM_MAX_GROUPS; i++) {
 		uint32_t g = cred->groups[i];
 
-		if ((g == 0 && !admin) || (!trusted && !in_range(g, ent->gid_min, ent->gid_max)))
+		if (!nodemap_may_claim_gid(ent, g))
 			continue; /* a group it may not claim is not claimed */
 		cred->groups[kept++] = g;
 	}

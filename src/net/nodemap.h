@@ -49,8 +49,9 @@ int nodemap_set(struct nodemap *nm, const struct lw_node_ent *ents, uint32_t n, 
 /* The same from n entries packed at p (a reply's body, of any alignment). */
 int nodemap_set_packed(struct nodemap *nm, const uint8_t *p, uint32_t n, uint64_t version);
 uint64_t nodemap_version(struct nodemap *nm);
-/* The copy is of the version its source has now (a heartbeat reply said so). */
-void nodemap_confirm(struct nodemap *nm);
+/* Its source has this version now (a heartbeat reply said so): if the copy is of it, it is
+ * current as of now (true); else it must be fetched (false). */
+bool nodemap_confirm(struct nodemap *nm, uint64_t version);
 /*
  * Whether a key of node `name` at `generation` is good now: 0, -EACCES (not listed, or another
  * generation: removed or revoked), -EAGAIN (no map learned yet). With out, the node's entry.
@@ -66,8 +67,11 @@ int nodemap_admit(struct nodemap *nm, const char *name, uint32_t generation);
  * LW_OPF_ADMIN: the file system key's only), -EROFS (LW_OPF_WRITES from a read-only node).
  */
 int nodemap_req_check(struct nodemap *nm, const struct srv_req *req, struct lw_node_ent *ent);
-/* Maps a node's claims (wire_auth.h, lw_node_ent): root squashed unless ADMIN, ids outside the
- * ranges squashed (groups dropped) unless TRUSTED. */
+/* Whether the node may claim (or give a file to) this id: 0 only if ADMIN, and within its range
+ * unless TRUSTED (wire_auth.h, lw_node_ent). */
+bool nodemap_may_claim_uid(const struct lw_node_ent *ent, uint32_t uid);
+bool nodemap_may_claim_gid(const struct lw_node_ent *ent, uint32_t gid);
+/* Maps a node's claims: an id it may not claim becomes its squash id; such groups are dropped. */
 void nodemap_map_cred(const struct lw_node_ent *ent, struct loom_cred *cred);
 
 #endif

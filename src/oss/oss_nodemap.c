@@ -48,16 +48,8 @@ static int fetch(struct nodemap *nm, struct rpc_conn *mds)
 int oss_nodemap_heard(struct nodemap *nm, struct rpc_conn *mds, const void *hb_reply, uint32_t len)
 {
 	struct lw_ost_heartbeat_rep rep = { 0 };
-	bool known;
 
 	if (len >= sizeof(rep))
 		memcpy(&rep, hb_reply, sizeof(rep));
-	pthread_rwlock_rdlock(&nm->lock);
-	known = nm->known && nm->version == rep.nodemap_version;
-	pthread_rwlock_unlock(&nm->lock);
-	if (known) {
-		nodemap_confirm(nm);
-		return 0;
-	}
-	return fetch(nm, mds);
+	return nodemap_confirm(nm, rep.nodemap_version) ? 0 : fetch(nm, mds);
 }

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <string.h>
 
+#include "common/auth.h"
 #include "proto/codec_impl.h"
 
 /* ---- MDS requests ---- */
@@ -150,14 +151,9 @@ static void lw_dec_nodemap(struct lw_rd *r, struct lw_mds_req *out)
 	n = strnlen(e->name, sizeof(e->name));
 	if (p->cmd < LW_NODEMAP_ADD || p->cmd > LW_NODEMAP_LIST || p->pad || n == sizeof(e->name) ||
 	    (n == 0 && p->cmd != LW_NODEMAP_LIST) ||
+	    (n && loom_node_name_check(e->name)) ||
 	    (sets && ((e->flags & ~LW_NODE_FLAGS) || e->uid_min > e->uid_max || e->gid_min > e->gid_max)))
 		r->err = -EINVAL;
-	for (size_t i = 0; !r->err && i < n; i++) {
-		char c = e->name[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-		      c == '-' || c == '.'))
-			r->err = -EINVAL;
-	}
 	for (size_t i = n; !r->err && i < sizeof(e->name); i++)
 		if (e->name[i])
 			r->err = -EINVAL;
