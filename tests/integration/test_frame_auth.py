@@ -275,16 +275,27 @@ def start_relayed(cluster, encrypt_oss=False):
     cluster.kill9("oss0")
     pf = os.path.join(cluster.dir, "run", "oss0-relayed.addr")
     log_path = os.path.join(cluster.dir, "log", "oss0-relayed.log")
-    log = open(log_path, "a")
     before = len(REGISTERED.findall(cluster.read_log("mds")))
-    argv = [OSS_BIN, "--ost", os.path.join(cluster.dir, "ost0"), "--mds", cluster.addr,
-            "--listen", "127.0.0.2:0", "--advertise", "127.0.0.1", "--port-file", pf,
-            "--key", cluster.key] + (["--encrypt"] if encrypt_oss else [])
-    proc = subprocess.Popen(argv, stdout=log, stderr=log)
-    log.close()
-    assert wait_until(lambda: os.path.exists(pf), 30), "the OSS started by hand wrote no port file"
-    port = int(open(pf).read().strip().rsplit(":", 1)[1])
-    oss_relay = Relay("127.0.0.1", port, "127.0.0.2", port)
+    # The relay takes a port the kernel picks on 127.0.0.1 first, then the OSS listens on the same
+    # port of 127.0.0.2. The other way round, another test may hold that port on 127.0.0.1 already
+    # (CI saw EADDRINUSE); this way the OSS's bind is the one that can fail, and it is retried.
+    for attempt in range(10):
+        oss_relay = Relay("127.0.0.1", 0, "127.0.0.2", 0)
+        port = oss_relay.port
+        oss_relay.up = ("127.0.0.2", port)
+        argv = [OSS_BIN, "--ost", os.path.join(cluster.dir, "ost0"), "--mds", cluster.addr,
+                "--listen", "127.0.0.2:%d" % port, "--advertise", "127.0.0.1",
+                "--port-file", pf, "--key", cluster.key] + (["--encrypt"] if encrypt_oss else [])
+        log = open(log_path, "a")
+        proc = subprocess.Popen(argv, stdout=log, stderr=log)
+        log.close()
+        assert wait_until(lambda: os.path.exists(pf) or proc.poll() is not None, 30), \
+            "the OSS started by hand wrote no port file"
+        if os.path.exists(pf):
+            break
+        oss_relay.stop()
+    else:
+        pytest.fail("the OSS started by hand found no free port:\n" + open(log_path).read()[-2000:])
     mds_relay = Relay("127.0.0.1", 0, cluster.mds_host, cluster.mds_port)
     assert wait_until(lambda: len(REGISTERED.findall(cluster.read_log("mds"))) > before, 60, 0.1), \
         "the OSS started by hand did not register:\n" + open(log_path).read()[-2000:]
