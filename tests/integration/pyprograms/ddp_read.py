@@ -7,8 +7,9 @@ prints one JSON line per rank and epoch: the samples seen, and each worker's pre
 
 import json
 import os
-import socket
+import shutil
 import sys
+import tempfile
 
 import numpy as np
 import torch
@@ -46,8 +47,8 @@ class Probe(torch.utils.data.Dataset):
                 st.get("planned", 0))
 
 
-def rank_main(rank, kind, root, workers, prefetch_bytes, persistent, port):
-    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port, rank=rank, world_size=2)
+def rank_main(rank, kind, root, workers, prefetch_bytes, persistent, init_method):
+    dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=2)
     ds = make_dataset(kind, root, prefetch_bytes)
     sampler = DistributedSampler(ds, num_replicas=2, rank=rank, shuffle=True, seed=7)
     ds.set_sampler(sampler, BATCH)
@@ -73,13 +74,18 @@ def rank_main(rank, kind, root, workers, prefetch_bytes, persistent, port):
     dist.destroy_process_group()
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def rendezvous():
+    """Where the ranks meet: a file (torch's FileStore), not a TCP port picked in advance, which
+    another program may take before rank 0 binds it."""
+    return "file://" + os.path.join(tempfile.mkdtemp(prefix="loom-rendezvous-"), "store")
 
 
 if __name__ == "__main__":
     kind, root, workers, prefetch_bytes = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     persistent = len(sys.argv) > 5 and sys.argv[5] == "persistent"
-    mp.spawn(rank_main, args=(kind, root, workers, prefetch_bytes, persistent, free_port()), nprocs=2, join=True)
+    init_method = rendezvous()
+    try:
+        mp.spawn(rank_main, args=(kind, root, workers, prefetch_bytes, persistent, init_method), nprocs=2,
+                 join=True)
+    finally:
+        shutil.rmtree(os.path.dirname(init_method[len("file://"):]), ignore_errors=True)
