@@ -18,6 +18,8 @@
 #include "common/auth.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "common/version.h"
+#include "proto/wire.h"
 #include "fuse/lmount.h"
 
 #define LM_OPT(t, p) { t, offsetof(struct lmount_opts, p), 1 }
@@ -107,7 +109,8 @@ static int lm_opt_proc(void *data, const char *arg, int key, struct fuse_args *o
 		usage(stdout);
 		exit(0);
 	case KEY_VERSION:
-		printf("loom-mount 0.1 (libfuse %s)\n", fuse_pkgversion());
+		printf("loom-mount %s (protocol %u, accepts %u to %u; libfuse %s)\n", LOOM_RELEASE, LW_VERSION,
+		       LW_VERSION_MIN, LW_VERSION, fuse_pkgversion());
 		exit(0);
 	case KEY_DROP:
 		return 0;

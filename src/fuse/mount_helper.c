@@ -1,8 +1,9 @@
 /*
  * mount.loom: what mount(8) runs for `mount -t loom SPEC DIR` and for fstab lines of type loom:
  *   mount.loom SPEC DIR [-sfnv] [-o OPTIONS]
- * It runs loom-mount (found beside this program, then in PATH), which mounts and then serves in
- * the background.
+ * It runs loom-mount, which mounts and then serves in the background. mount(8) runs helpers
+ * with an empty PATH, so loom-mount is taken from where meson installed it (LOOM_BINDIR), or,
+ * for a build tree, from beside this program; never from PATH.
  */
 #include <errno.h>
 #include <libgen.h>
@@ -12,18 +13,32 @@
 #include <string.h>
 #include <unistd.h>
 
-static void find_loom_mount(char *out, size_t cap)
+#include "common/version.h"
+
+static const char usage_text[] =
+	"usage: mount.loom HOST[:PORT][,HOST2[:PORT]]:/FSNAME DIR [-sfnv] [-o OPTIONS]\n"
+	"Run by mount(8) for `mount -t loom` and for fstab lines of type loom; it runs\n"
+	"loom-mount (" LOOM_BINDIR "/loom-mount), which mounts and serves in the background.\n"
+	"  -f  fake: do everything but mount     -v  say what is run\n"
+	"  -n, -s  accepted (mount(8)'s own)     -o  the mount options: `loom-mount --help`\n";
+
+static int find_loom_mount(char *out, size_t cap)
 {
 	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	ssize_t n;
 
+	snprintf(out, cap, "%s/loom-mount", LOOM_BINDIR);
+	if (access(out, X_OK) == 0)
+		return 0;
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n > 0) {
 		self[n] = '\0';
 		snprintf(out, cap, "%s/loom-mount", dirname(self));
 		if (access(out, X_OK) == 0)
-			return;
+			return 0;
 	}
-	snprintf(out, cap, "loom-mount"); /* execvp searches PATH */
+	snprintf(out, cap, "%s/loom-mount", LOOM_BINDIR);
+	return -ENOENT;
 }
 
 int main(int argc, char **argv)
@@ -34,7 +49,13 @@ int main(int argc, char **argv)
 	int n = 0, fake = 0, verbose = 0;
 
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			fputs(usage_text, stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "-V") || !strcmp(argv[i], "--version")) {
+			printf("mount.loom %s\n", LOOM_RELEASE);
+			return 0;
+		} else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
 			opts = argv[++i];
 		} else if (argv[i][0] == '-') {
 			/* -f fake, -n no mtab, -s sloppy, -v verbose; -o given as -oOPTS too */
@@ -48,7 +69,7 @@ int main(int argc, char **argv)
 				else if (*p == 'v')
 					verbose = 1;
 				else if (*p != 'n' && *p != 's') {
-					fprintf(stderr, "mount.loom: unknown option -%c\n", *p);
+					fprintf(stderr, "mount.loom: unknown option -%c\n%s", *p, usage_text);
 					return 1;
 				}
 			}
@@ -57,17 +78,20 @@ int main(int argc, char **argv)
 		} else if (!dir) {
 			dir = argv[i];
 		} else {
-			fprintf(stderr, "mount.loom: unexpected argument '%s'\n", argv[i]);
+			fprintf(stderr, "mount.loom: unexpected argument '%s'\n%s", argv[i], usage_text);
 			return 1;
 		}
 	}
 	if (!spec || !dir) {
-		fprintf(stderr, "usage: mount.loom HOST[:PORT]:/FSNAME DIR [-sfnv] [-o OPTIONS]\n");
+		fputs(usage_text, stderr);
+		return 1;
+	}
+	if (find_loom_mount(prog, sizeof(prog)) != 0) {
+		fprintf(stderr, "mount.loom: %s is not there (is loom-client installed?)\n", prog);
 		return 1;
 	}
 	if (fake)
 		return 0;
-	find_loom_mount(prog, sizeof(prog));
 	args[n++] = prog;
 	args[n++] = (char *)spec;
 	args[n++] = (char *)dir;
@@ -79,7 +103,7 @@ int main(int argc, char **argv)
 	if (verbose)
 		fprintf(stderr, "mount.loom: running %s %s %s%s%s\n", prog, spec, dir, opts ? " -o " : "",
 			opts ? opts : "");
-	execvp(prog, args);
+	execv(prog, args);
 	fprintf(stderr, "mount.loom: cannot run %s: %s\n", prog, strerror(errno));
 	return 1;
 }

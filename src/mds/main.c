@@ -143,7 +143,7 @@ int main(int argc, char **argv)
 		{ "frame-timeout", required_argument, NULL, 'T' },
 		{ "max-conns-per-peer", required_argument, NULL, 'P' },
 		{ "reserve", required_argument, NULL, 'R' },   { "map-size", required_argument, NULL, 'M' },
-		{ NULL, 0, NULL, 0 },
+		{ "version", no_argument, NULL, 'V' },         { NULL, 0, NULL, 0 },
 	};
 	const char *mdt_dir = NULL, *listen_addr = NULL, *port_file = NULL, *fsname = NULL, *key_file = NULL;
 	uint8_t key[LOOM_KEY_MAX];
@@ -215,6 +215,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'h': usage(stdout); return 0;
+		case 'V': lw_print_version("loom-mds"); return 0;
 		default: usage(stderr); return 2;
 		}
 	}

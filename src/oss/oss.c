@@ -497,6 +497,7 @@ int main(int argc, char **argv)
 		{ "port-file", required_argument, NULL, 'p' }, { "threads", required_argument, NULL, 't' },
 		{ "format", no_argument, NULL, 'F' },        { "fsname", required_argument, NULL, 'n' },
 		{ "log-level", required_argument, NULL, 'L' }, { "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ "key", required_argument, NULL, 'k' },
 		{ "index", required_argument, NULL, 'i' },
 		{ "scrub-rate", required_argument, NULL, 'r' },
@@ -597,6 +598,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'h': usage(stdout); return 0;
+		case 'V': lw_print_version("loom-oss"); return 0;
 		default: usage(stderr); return 2;
 		}
 	}

@@ -7,10 +7,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/crc.h"
+#include "common/version.h"
 #include "proto/codec_impl.h"
 
 /* ---- the opcode table (ops.def) ---- */
@@ -58,6 +60,12 @@ const struct lw_op_info *lw_op_table(size_t *n)
 {
 	*n = sizeof(op_table) / sizeof(op_table[0]);
 	return op_table;
+}
+
+void lw_print_version(const char *prog)
+{
+	printf("%s %s (protocol %u, accepts %u to %u)\n", prog, LOOM_RELEASE, LW_VERSION, LW_VERSION_MIN,
+	       LW_VERSION);
 }
 
 const char *lw_op_name(uint16_t opcode)

@@ -48,6 +48,9 @@ enum lw_opcode {
 #undef LW_OP
 };
 
+/* `--version`'s line: "loom-mds 0.1.0 (protocol 4, accepts 4 to 4)". */
+void lw_print_version(const char *prog);
+
 /* "MDS_LOOKUP" for LW_OP_MDS_LOOKUP, "UNKNOWN" otherwise. */
 const char *lw_op_name(uint16_t opcode);
 

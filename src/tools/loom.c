@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/auth.h"
+#include "proto/wire.h"
 #include "tools/tool.h"
 
 struct command {
@@ -162,6 +163,9 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--config") && i + 1 < argc) {
 			ctx.config = argv[i + 1];
 			i += 2;
+		} else if (!strcmp(argv[i], "--version")) {
+			lw_print_version("loom");
+			return 0;
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			usage(stdout);
 			return 0;
