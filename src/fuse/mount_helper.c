@@ -2,8 +2,8 @@
  * mount.loom: what mount(8) runs for `mount -t loom SPEC DIR` and for fstab lines of type loom:
  *   mount.loom SPEC DIR [-sfnv] [-o OPTIONS]
  * It runs loom-mount, which mounts and then serves in the background. mount(8) runs helpers
- * with an empty PATH, so loom-mount is taken from where meson installed it (LOOM_BINDIR), or,
- * for a build tree, from beside this program; never from PATH.
+ * with an empty PATH, so loom-mount is taken from beside this program (a build tree) or from
+ * where meson installed it (LOOM_BINDIR); never from PATH.
  */
 #include <errno.h>
 #include <libgen.h>
@@ -22,15 +22,13 @@ static const char usage_text[] =
 	"  -f  fake: do everything but mount     -v  say what is run\n"
 	"  -n, -s  accepted (mount(8)'s own)     -o  the mount options: `loom-mount --help`\n";
 
+/* Beside this program first (a build tree, where the link /sbin/mount.loom names the build's
+ * helper), then where meson installed it. */
 static int find_loom_mount(char *out, size_t cap)
 {
 	char self[PATH_MAX];
-	ssize_t n;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 
-	snprintf(out, cap, "%s/loom-mount", LOOM_BINDIR);
-	if (access(out, X_OK) == 0)
-		return 0;
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n > 0) {
 		self[n] = '\0';
 		snprintf(out, cap, "%s/loom-mount", dirname(self));
@@ -38,7 +36,7 @@ static int find_loom_mount(char *out, size_t cap)
 			return 0;
 	}
 	snprintf(out, cap, "%s/loom-mount", LOOM_BINDIR);
-	return -ENOENT;
+	return access(out, X_OK) == 0 ? 0 : -ENOENT;
 }
 
 int main(int argc, char **argv)
