@@ -2,20 +2,30 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/log_sink.h"
+
 /* Until log_init: the program's own name, so that what libloom logs inside an application (or
  * inside loom-mount, which holds its own copy of this file) says whose process it came from. */
 static const char *log_name;
 static enum log_level log_level_cur = LOG_INFO;
+static bool log_journal; /* stderr is systemd's journal: "<N>" prefixes, no time stamps */
 
 void log_init(const char *name, enum log_level level)
 {
 	log_name = name;
 	log_level_cur = level;
+	log_journal = log_sink_stderr_is_journal();
+}
+
+void log_to_syslog(void)
+{
+	log_sink_syslog_open(log_name ? log_name : program_invocation_short_name);
 }
 
 void log_set_level(enum log_level level) { log_level_cur = level; }
@@ -40,22 +50,31 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	char line[1024];
 	struct timespec ts;
 	struct tm tm;
-	size_t n;
+	size_t n, msg_at;
 	va_list ap;
 
 	if (level > log_level_cur)
 		return;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	n = strftime(line, sizeof(line), "%Y-%m-%dT%H:%M:%S", &tm);
-	n += (size_t)snprintf(line + n, sizeof(line) - n, ".%03ldZ %s[%d] %s: ", ts.tv_nsec / 1000000,
-			      log_name ? log_name : program_invocation_short_name, (int)getpid(), tags[level]);
+	if (log_journal) {
+		/* journald stamps the time and the unit itself and reads the priority from <N>. */
+		n = (size_t)snprintf(line, sizeof(line), "<%d>%s: ", log_sink_journal_prefix(level), tags[level]);
+	} else {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		gmtime_r(&ts.tv_sec, &tm);
+		n = strftime(line, sizeof(line), "%Y-%m-%dT%H:%M:%S", &tm);
+		n += (size_t)snprintf(line + n, sizeof(line) - n, ".%03ldZ %s[%d] %s: ", ts.tv_nsec / 1000000,
+				      log_name ? log_name : program_invocation_short_name, (int)getpid(),
+				      tags[level]);
+	}
+	msg_at = n;
 	va_start(ap, fmt);
 	if (n < sizeof(line))
 		n += (size_t)vsnprintf(line + n, sizeof(line) - n, fmt, ap);
 	va_end(ap);
 	if (n >= sizeof(line) - 1)
 		n = sizeof(line) - 2;
+	line[n] = '\0';
+	log_sink_syslog(level, line + msg_at);
 	line[n++] = '\n';
 	/* One write per line so that lines from several threads never interleave. */
 	if (write(STDERR_FILENO, line, n) < 0)

@@ -9,6 +9,8 @@ enum log_level { LOG_ERR = 0, LOG_WARN = 1, LOG_INFO = 2, LOG_DEBUG = 3 };
 /* Set once at start-up, before threads exist. `name` must outlive the program (a literal). */
 void log_init(const char *name, enum log_level level);
 void log_set_level(enum log_level level);
+/* Every line from now on also goes to syslog (facility daemon), as `--log-syslog` asks. */
+void log_to_syslog(void);
 /* "error", "warn", "info" or "debug": 0, or -EINVAL for anything else. */
 int log_level_parse(const char *name, enum log_level *out);
 enum log_level log_get_level(void);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/auth.h"
+#include "common/config.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "mds/dispatch.h"
@@ -69,7 +70,12 @@ static void usage(FILE *f)
 		"                        (default 30)\n"
 		"  --max-conns-per-peer N  authenticated connections one address may keep\n"
 		"                        (default 256)\n"
-		"  --log-level LEVEL     error, warn, info (default) or debug\n",
+		"  --log-level LEVEL     error, warn, info (default) or debug\n"
+		"  --log-syslog          also log to syslog (facility daemon); under systemd, lines\n"
+		"                        on stderr go to the journal with their priority either way\n"
+		"  --config FILE         read settings from FILE first, one `NAME = VALUE` a line,\n"
+		"                        NAME any option above without its -- (flags given override)\n"
+		"  --version             print the release and the protocol versions it speaks\n",
 		LW_DEFAULT_MDS_PORT, LOOM_FSNAME_MAX);
 }
 
@@ -143,7 +149,8 @@ int main(int argc, char **argv)
 		{ "frame-timeout", required_argument, NULL, 'T' },
 		{ "max-conns-per-peer", required_argument, NULL, 'P' },
 		{ "reserve", required_argument, NULL, 'R' },   { "map-size", required_argument, NULL, 'M' },
-		{ "version", no_argument, NULL, 'V' },         { NULL, 0, NULL, 0 },
+		{ "version", no_argument, NULL, 'V' },         { "config", required_argument, NULL, 'C' },
+		{ "log-syslog", no_argument, NULL, 'Y' },      { NULL, 0, NULL, 0 },
 	};
 	const char *mdt_dir = NULL, *listen_addr = NULL, *port_file = NULL, *fsname = NULL, *key_file = NULL;
 	uint8_t key[LOOM_KEY_MAX];
@@ -154,13 +161,17 @@ int main(int argc, char **argv)
 	char listen_host[64];
 	uint16_t listen_port;
 	enum log_level level = LOG_INFO;
-	bool format = false, reserve_given = false;
+	bool format = false, reserve_given = false, syslog = false;
 	struct mds_reserve reserve;
 	uint64_t map_size = 0;
 	int c, rc;
 
+	if (config_argv("loom-mds", opts, NULL, argc, argv, &argc, &argv))
+		return 2;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
+		case 'C': break; /* read by config_argv */
+		case 'Y': syslog = true; break;
 		case 'd': mdt_dir = optarg; break;
 		case 'l': listen_addr = optarg; break;
 		case 'p': port_file = optarg; break;
@@ -220,6 +231,8 @@ int main(int argc, char **argv)
 		}
 	}
 	log_init("loom-mds", level);
+	if (syslog)
+		log_to_syslog();
 	if (!mdt_dir || optind != argc) {
 		usage(stderr);
 		return 2;
@@ -270,6 +283,11 @@ int main(int argc, char **argv)
 	if (rc) {
 		log_err("cannot open the MDT in %s: %s%s", mdt_dir, strerror(-rc),
 			rc == -ENOENT ? " (format it with --format --fsname NAME)" : "");
+		return 1;
+	}
+	if (fsname && strcmp(fsname, mdt_store_fsname(m.store))) {
+		log_err("the MDT in %s belongs to file system %s, not %s (--fsname)", mdt_dir,
+			mdt_store_fsname(m.store), fsname);
 		return 1;
 	}
 	if (mds_space_setup(&m, map_size, reserve_given ? &reserve : NULL) != 0)

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/config.h"
 #include "common/auth.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -457,7 +458,7 @@ static void usage(FILE *f)
 		"                     (default %u; -1: leave them to the kernel's flusher)\n"
 		"  --key FILE         the file system key: clients must prove they hold it, and the\n"
 		"                     MDS is asked to (default /etc/loom/loom.key, if it exists)\n"
-"  --handshake-timeout SEC  a connection that has not proved it holds the key this\n"
+		"  --handshake-timeout SEC  a connection that has not proved it holds the key this\n"
 		"                     long after connecting is closed (default 5)\n"
 		"  --frame-timeout SEC  a connection whose frame stops coming this long is closed\n"
 		"                     (default 30)\n"
@@ -469,7 +470,13 @@ static void usage(FILE *f)
 		"  --fsname NAME      file system name, up to %d characters\n"
 		"  --index N          with --format and one OST: the index it asks the MDS for\n"
 		"                     (default: the lowest free one at its first registration)\n"
-		"  --log-level LEVEL  error, warn, info (default) or debug\n",
+		"  --log-level LEVEL  error, warn, info (default) or debug\n"
+		"  --log-syslog       also log to syslog (facility daemon); under systemd, lines on\n"
+		"                     stderr go to the journal with their priority either way\n"
+		"  --config FILE      read settings from FILE first, one `NAME = VALUE` a line, NAME\n"
+		"                     any option above without its -- (`ost` once per OST; flags\n"
+		"                     given override, --ost flags replace the file's list)\n"
+		"  --version          print the release and the protocol versions it speaks\n",
 		LW_DEFAULT_MDS_PORT, SCRUB_RATE_MIB, OST_READCACHE_MAX_IO >> 10, OST_WRITEBACK_MIN_IO >> 10,
 		LOOM_FSNAME_MAX);
 }
@@ -498,6 +505,8 @@ int main(int argc, char **argv)
 		{ "format", no_argument, NULL, 'F' },        { "fsname", required_argument, NULL, 'n' },
 		{ "log-level", required_argument, NULL, 'L' }, { "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "config", required_argument, NULL, 'C' },
+		{ "log-syslog", no_argument, NULL, 'Y' },
 		{ "key", required_argument, NULL, 'k' },
 		{ "index", required_argument, NULL, 'i' },
 		{ "scrub-rate", required_argument, NULL, 'r' },
@@ -516,13 +525,19 @@ int main(int argc, char **argv)
 	char listen_host[64];
 	uint16_t listen_port;
 	enum log_level level = LOG_INFO;
-	bool format = false;
+	bool format = false, syslog = false;
 	uint32_t index = OST_IDX_NONE;
 	struct ost_cache_policy cache = { OST_READCACHE_MAX_IO, OST_WRITEBACK_MIN_IO };
 	int ndirs = 0, c, rc;
 
+	static const char *const repeatable[] = { "ost", NULL };
+
+	if (config_argv("loom-oss", opts, repeatable, argc, argv, &argc, &argv))
+		return 2;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
+		case 'C': break; /* read by config_argv */
+		case 'Y': syslog = true; break;
 		case 'o':
 			if (ndirs == MAX_OSTS) {
 				fprintf(stderr, "loom-oss: at most %d OSTs\n", MAX_OSTS);
@@ -603,6 +618,8 @@ int main(int argc, char **argv)
 		}
 	}
 	log_init("loom-oss", level);
+	if (syslog)
+		log_to_syslog();
 	if (ndirs == 0 || optind != argc) {
 		usage(stderr);
 		return 2;
@@ -652,6 +669,11 @@ int main(int argc, char **argv)
 		if (rc) {
 			log_err("cannot open the OST in %s: %s%s", dirs[i], strerror(-rc),
 				rc == -ENOENT ? " (format it with --format --fsname NAME)" : "");
+			return 1;
+		}
+		if (fsname && strcmp(fsname, ost_fsname(oss.osts[i]))) {
+			log_err("the OST in %s belongs to file system %s, not %s (--fsname)", dirs[i],
+				ost_fsname(oss.osts[i]), fsname);
 			return 1;
 		}
 		ost_set_cache_policy(oss.osts[i], &cache);
