@@ -17,6 +17,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "common/version.h"
 #include "net/rpc_impl.h"
 #include "proto/codec.h"
 
@@ -84,6 +85,24 @@ static int hs_recv(int fd, void *buf, size_t len, int timeout_ms)
 	return 0;
 }
 
+/* The server answered with a header of another protocol version: its refusal, if that is what
+ * the frame is, says which versions it speaks. -EPROTONOSUPPORT (logged), or -EPROTO. */
+static int hs_version_refused(struct rpc_hs *hs, const struct lw_hdr *h)
+{
+	struct lw_version_refusal body, got;
+
+	if (h->body_len != sizeof(body) || hs_recv(hs->fd, &body, sizeof(body), hs->timeout_ms) ||
+	    !lw_version_refusal_read(h, &body, &got)) {
+		log_err("%s: the server speaks protocol %u; this client (loom %s) speaks %u to %u",
+			hs->conn->peer, h->version, LOOM_RELEASE, LW_VERSION_MIN, LW_VERSION);
+		return -EPROTONOSUPPORT;
+	}
+	log_err("%s: the server (loom %s) speaks protocol %u to %u; this client (loom %s) speaks %u to "
+		"%u: refused (docs/operations.md, \"Upgrades\")", hs->conn->peer, got.release,
+		got.version_min, got.version_max, LOOM_RELEASE, LW_VERSION_MIN, LW_VERSION);
+	return -EPROTONOSUPPORT;
+}
+
 /* One request and its reply on the handshake's socket, sealed once the connection authenticated.
  * flags go on the request; *rflags (if not NULL) gets the reply's. */
 static int hs_call(struct rpc_hs *hs, uint16_t opcode, uint32_t flags, const void *body,
@@ -120,6 +139,10 @@ static int hs_call(struct rpc_hs *hs, uint16_t opcode, uint32_t flags, const voi
 		rc = hs_recv(hs->fd, &h, sizeof(h), hs->timeout_ms);
 	if (rc)
 		goto out;
+	if (lw_hdr_version_foreign(&h) && !seal_on(&hs->rx)) {
+		rc = hs_version_refused(hs, &h);
+		goto out;
+	}
 	/* Sealed, a header that does not answer this call is judged after its tag (below): a relay's
 	 * replay is then a failed tag, retried, not a broken server, given up on. */
 	mismatch = !(h.flags & LW_F_REPLY) || h.req_id != id || h.opcode != opcode;

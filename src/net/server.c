@@ -53,6 +53,7 @@ static const struct {
 	[LIM_PEER_FULL] = { LOG_WARN, "connections refused: too many from one address" },
 	[LIM_SERVER_FULL] = { LOG_WARN, "connections refused: the server is full" },
 	[LIM_STALLED] = { LOG_WARN, "connections closed: a frame stopped coming" },
+	[LIM_VERSION] = { LOG_WARN, "connections refused: a peer of another protocol version" },
 };
 
 void conn_unref(struct srv_conn *c)

@@ -47,7 +47,7 @@ enum rstate { RS_HDR, RS_BODY, RS_BULK, RS_TAG };
 /* The kinds of rate-limited log lines (lim_kinds in server.c). */
 enum lim_kind { LIM_TIMEOUT, LIM_WRONG_KEY, LIM_BAD_AUTH, LIM_NO_AUTH, LIM_DROPPED, LIM_EVICTED,
 		LIM_ACCEPT, LIM_BAD_TAG, LIM_NO_ENCRYPT, LIM_PEER_FULL, LIM_SERVER_FULL, LIM_STALLED,
-		LIM_COUNT };
+		LIM_VERSION, LIM_COUNT };
 
 /*
  * A peer address (server_peers.c): what all its connections hold together, so that one node

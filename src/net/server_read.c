@@ -14,6 +14,7 @@
 #include "common/crc.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "common/version.h"
 #include "net/bulk.h"
 #include "net/server_impl.h"
 #include "proto/codec.h"
@@ -73,6 +74,36 @@ static void conn_reject_bulk(struct srv_conn *c)
 	srv_reply(req, -EBADMSG, NULL, 0, NULL, 0, NULL);
 }
 
+/* Returned when the line was logged already: the connection closes without another. */
+static const char TAG_REFUSED[] = "a frame failed authentication";
+static const char VERSION_REFUSED[] = "a peer of another protocol version";
+
+/*
+ * A first frame from a peer of an incompatible build: it gets the refusal that names this
+ * server's versions (struct lw_version_refusal), sent at once (a new connection's socket buffer
+ * is empty, and the frame is 72 bytes), and the connection closes.
+ */
+static const char *conn_refuse_version(struct srv_conn *c)
+{
+	struct srv *s = c->srv;
+	struct {
+		struct lw_hdr h;
+		struct lw_version_refusal body;
+	} out;
+
+	if (c->authed)
+		return "a frame of another protocol version on an authenticated connection";
+	lw_version_refusal_fill(&c->hdr, &out.h, &out.body);
+	if (send(c->fd, &out, sizeof(out), MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		log_debug("%s: connection %llu from %s: cannot send the version refusal: %s", s->name,
+			  (unsigned long long)c->id, c->peer, strerror(errno));
+	log_limited(&s->lim[LIM_VERSION], clock_mono_ns(),
+		    "%s: connection %llu from %s speaks protocol %u; this server (loom %s) speaks %u to %u: "
+		    "refused (docs/operations.md, \"Upgrades\")", s->name, (unsigned long long)c->id,
+		    c->peer, c->hdr.version, LOOM_RELEASE, LW_VERSION_MIN, LW_VERSION);
+	return VERSION_REFUSED;
+}
+
 /*
  * The header is complete: check it and allocate the request, if the server has the memory.
  * Returns NULL (c->req set, or c->starved when it must wait), or why the peer is dropped.
@@ -84,6 +115,8 @@ static const char *conn_hdr_done(struct srv_conn *c)
 	uint64_t need = req_charge(h);
 	struct srv_req *req;
 
+	if (lw_hdr_version_foreign(h))
+		return conn_refuse_version(c);
 	if (lw_hdr_check(h))
 		return h->magic != LW_MAGIC ? "not a Loom frame (bad magic)" : "malformed frame header";
 	if (h->flags & LW_F_REPLY)
@@ -194,7 +227,6 @@ static const char *conn_bulk_in(struct srv_conn *c, uint32_t n)
  * reordered, dropped or injected frames): it is never used, and the connection is closed. The
  * line is rate-limited like the strangers' (who can do this thousands of times a second).
  * Returns TAG_REFUSED, which conn_read closes the connection for without another line. */
-static const char TAG_REFUSED[] = "a frame failed authentication";
 
 static const char *conn_tag_done(struct srv_conn *c)
 {
@@ -314,7 +346,7 @@ void conn_read(struct srv_conn *c)
 		return;
 	why = conn_retry_alloc(c);
 	if (why) {
-		conn_close(c, why);
+		conn_close(c, why == VERSION_REFUSED ? NULL : why);
 		return;
 	}
 	for (;;) {
@@ -322,7 +354,7 @@ void conn_read(struct srv_conn *c)
 
 		why = conn_parse(c);
 		if (why) {
-			conn_close(c, why == TAG_REFUSED ? NULL : why);
+			conn_close(c, why == TAG_REFUSED || why == VERSION_REFUSED ? NULL : why);
 			return;
 		}
 		if (c->rpos < c->rlen || !conn_reading(c) || budget == 0)

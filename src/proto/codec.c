@@ -241,6 +241,35 @@ int lw_hdr_check(const struct lw_hdr *h)
 	return 0;
 }
 
+bool lw_hdr_version_foreign(const struct lw_hdr *h)
+{
+	return h->magic == LW_MAGIC && (h->version < LW_VERSION_MIN || h->version > LW_VERSION);
+}
+
+void lw_version_refusal_fill(const struct lw_hdr *to, struct lw_hdr *h, struct lw_version_refusal *body)
+{
+	memset(body, 0, sizeof(*body));
+	body->version_min = LW_VERSION_MIN;
+	body->version_max = LW_VERSION;
+	snprintf(body->release, sizeof(body->release), "%s", LOOM_RELEASE);
+	lw_hdr_fill(h, to->opcode, LW_F_REPLY, lw_errno_to_wire(-EPROTONOSUPPORT), to->req_id, body,
+		    sizeof(*body), 0, 0);
+}
+
+bool lw_version_refusal_read(const struct lw_hdr *h, const void *body, struct lw_version_refusal *out)
+{
+	if (h->magic != LW_MAGIC || !(h->flags & LW_F_REPLY) || h->bulk_len ||
+	    h->status != lw_errno_to_wire(-EPROTONOSUPPORT) || h->body_len != sizeof(*out) ||
+	    lw_hdr_crc_check(h, body))
+		return false;
+	memcpy(out, body, sizeof(*out));
+	out->release[sizeof(out->release) - 1] = '\0';
+	for (char *p = out->release; *p; p++)
+		if (*p < 0x20 || *p > 0x7e)
+			*p = '?'; /* a peer's text, printed in our logs */
+	return true;
+}
+
 int lw_hdr_crc_check(const struct lw_hdr *h, const void *body)
 {
 	struct lw_hdr tmp = *h;

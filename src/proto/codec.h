@@ -96,6 +96,15 @@ void lw_hdr_fill(struct lw_hdr *h, uint16_t opcode, uint32_t flags, int32_t stat
 /* Checks a received header: magic, version within [LW_VERSION_MIN, LW_VERSION], length limits,
  * no unknown flag, no status on a request. 0 or -EPROTO. */
 int lw_hdr_check(const struct lw_hdr *h);
+/* A header of Loom's magic whose version is not in [LW_VERSION_MIN, LW_VERSION]: a peer of an
+ * incompatible build (its other fields are not to be trusted). */
+bool lw_hdr_version_foreign(const struct lw_hdr *h);
+/* The refusal a server sends to such a peer (struct lw_version_refusal): the header for `to` and
+ * the body, ready to send. */
+void lw_version_refusal_fill(const struct lw_hdr *to, struct lw_hdr *h, struct lw_version_refusal *body);
+/* Whether h (with its body, body_len bytes, read after it) is a server's version refusal; if so,
+ * *out is its body with release NUL-terminated. */
+bool lw_version_refusal_read(const struct lw_hdr *h, const void *body, struct lw_version_refusal *out);
 /* Checks hdr_crc against the header and its body: 0 or -EBADMSG. */
 int lw_hdr_crc_check(const struct lw_hdr *h, const void *body);
 

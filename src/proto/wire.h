@@ -77,6 +77,21 @@ _Static_assert(sizeof(struct lw_hdr) == 40, "lw_hdr");
 _Static_assert(offsetof(struct lw_hdr, req_id) == 16, "lw_hdr.req_id");
 _Static_assert(offsetof(struct lw_hdr, hdr_crc) == 36, "lw_hdr.hdr_crc");
 
+/*
+ * What a server answers, in the clear, to a first frame whose magic is Loom's but whose version it
+ * does not speak, before it closes the connection: a header with the server's LW_VERSION, the
+ * request's opcode and req_id, LW_F_REPLY, status -EPROTONOSUPPORT, and this body. The header and
+ * this body keep their layout in every version, so that peers of any two versions can tell each
+ * other which versions they speak (docs/operations.md, "Upgrades").
+ */
+struct lw_version_refusal {
+	uint16_t version_min;  /* the oldest version the server accepts */
+	uint16_t version_max;  /* the version it speaks (its LW_VERSION) */
+	uint32_t pad;          /* zero */
+	char     release[24];  /* the server's release ("0.1.0"), NUL-padded */
+};
+_Static_assert(sizeof(struct lw_version_refusal) == 32, "lw_version_refusal");
+
 #include "proto/wire_auth.h"
 
 /* ---------------------------------------------------------------------------------------------
