@@ -3,16 +3,27 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 PYTHON ?= /usr/bin/python3
 
-.PHONY: all test unit integration soak asan asan-unit bench bench-seal bench-scale clean
+.PHONY: all test unit integration soak asan asan-unit bench bench-seal bench-scale clean install
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
 
 $(BUILD)/build.ninja:
-	meson setup $(BUILD)
+	meson setup $(BUILD) -Dpython=$(PYTHON)
 
 $(ASAN_BUILD)/build.ninja:
-	meson setup $(ASAN_BUILD) -Db_sanitize=address,undefined -Db_lundef=false
+	meson setup $(ASAN_BUILD) -Db_sanitize=address,undefined -Db_lundef=false -Dpython=$(PYTHON)
+
+# `make install PREFIX=/usr/local DESTDIR=`: the programs, libloom with its headers and
+# loom.pc, the Python package, man pages, systemd units and example settings; mount.loom in
+# /sbin, where mount(8) looks (MOUNT_HELPER_DIR to change it).
+PREFIX ?= /usr/local
+DESTDIR ?=
+MOUNT_HELPER_DIR ?= /sbin
+install: all
+	meson configure $(BUILD) -Dprefix=$(PREFIX) -Dmount_helper_dir=$(MOUNT_HELPER_DIR) -Dpython=$(PYTHON)
+	ninja -C $(BUILD)
+	meson install -C $(BUILD) --no-rebuild $(if $(DESTDIR),--destdir $(abspath $(DESTDIR)))
 
 # Every test: C unit tests, then pytest against real servers.
 test: unit integration

@@ -31,6 +31,7 @@
 #include "common/auth.h"
 #include "common/util.h"
 #include "oss/ost_format.h"
+#include "common/version.h"
 #include "tools/tool.h"
 
 #define MAX_CLUSTER_OSTS 64
@@ -72,6 +73,12 @@ static int find_bin(const char *name, const char *build_subdir, char *out, size_
 		if (executable(out))
 			return 0;
 		snprintf(out, cap, "%s/../%s/%s", dir, build_subdir, name); /* the build tree */
+		if (executable(out))
+			return 0;
+	}
+	/* Where meson installed them: the servers in sbin, loom-mount in bin. */
+	for (int i = 0; i < 2; i++) {
+		snprintf(out, cap, "%s/%s", i ? LOOM_BINDIR : LOOM_SBINDIR, name);
 		if (executable(out))
 			return 0;
 	}
