@@ -10,7 +10,7 @@ if [ "${1:-build}" = test ]; then
 	# (loomwire.py: HKDF and AES-GCM from python3-cryptography); the multi-host bed needs
 	# ip and tc (iproute2) and nsenter (util-linux); test_man_pages.py renders the manual pages
 	# with groff (groff-base).
-	want="$want python3-pytest python3-pytest-xdist python3-cryptography python3-torch rsync git sqlite3 attr clang libclang-rt-14-dev iproute2 util-linux groff-base"
+	want="$want python3-pytest python3-pytest-xdist python3-cryptography python3-torch rsync git sqlite3 attr clang libclang-rt-14-dev iproute2 util-linux systemd groff-base"
 elif [ "${1:-build}" = bench ]; then
 	want="$want fio python3-matplotlib iproute2 util-linux"
 fi

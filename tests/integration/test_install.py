@@ -71,7 +71,7 @@ def test_a_program_builds_against_the_installed_library_with_pkg_config(tree):
     src = os.path.join(d, "hello.c")
     with open(src, "w") as f:
         f.write('#include <loom/loom.h>\n#include <stdio.h>\n'
-                'int main(void) { loom_fs *fs; int rc = loom_connect("127.0.0.1:1", &fs);\n'
+                'int main(void) { loom_fs *fs; int rc = loom_connect("127.0.0.1:1", "lfs01", &fs);\n'
                 '  printf("loom_connect: %d\\n", rc); return rc < 0 ? 0 : 1; }\n')
     out = sh(tree, "ldconfig && export PKG_CONFIG_PATH=%s/lib/x86_64-linux-gnu/pkgconfig && "
                    "cc -Wall -Werror -o %s/hello %s $(pkg-config --cflags --libs loom) && "
