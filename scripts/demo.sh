@@ -7,6 +7,12 @@ set -eu
 cd "$(dirname "$0")/.."
 scripts/deps.sh build
 make -s
+# Installed as an admin would (make install: /usr/local, and /sbin/mount.loom for mount -t loom
+# and fstab), so that `loom` and `mount -t loom` work from any shell afterwards.
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+$SUDO make -s install PREFIX=/usr/local >/dev/null
+$SUDO ldconfig
 LOOM=$PWD/build/src/tools/loom
 DIR=${LOOM_DEMO_DIR:-$PWD/demo-cluster}
 MNT=${LOOM_DEMO_MNT:-/mnt/loom}

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs the Debian 12 packages Loom needs to build and test, if any is missing.
-# Usage: scripts/deps.sh [build|test|bench]   (test adds what the test suite needs, bench what
-# bench/run.py needs)
+# Usage: scripts/deps.sh [build|test|package|bench]   (test adds what the test suite needs,
+# package what scripts/package-test.sh needs, bench what bench/run.py needs)
 set -eu
 
 want="gcc make meson ninja-build pkg-config liblmdb-dev libisal-dev libfuse3-dev fuse3 libssl-dev python3 python3-numpy"
@@ -11,6 +11,10 @@ if [ "${1:-build}" = test ]; then
 	# ip and tc (iproute2) and nsenter (util-linux); test_man_pages.py renders the manual pages
 	# with groff (groff-base).
 	want="$want python3-pytest python3-pytest-xdist python3-cryptography python3-torch rsync git sqlite3 attr clang libclang-rt-14-dev iproute2 util-linux systemd groff-base"
+elif [ "${1:-build}" = package ]; then
+	# scripts/package-test.sh: dpkg-buildpackage with debhelper, lintian, and what the
+	# packages depend on (systemd.pc for the unit directory).
+	want="$want dpkg-dev debhelper dh-python fakeroot lintian systemd python3-numpy"
 elif [ "${1:-build}" = bench ]; then
 	want="$want fio python3-matplotlib iproute2 util-linux"
 fi
