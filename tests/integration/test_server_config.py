@@ -239,3 +239,12 @@ def test_log_syslog_sends_each_line_to_syslog_as_a_daemon(formatted):
     # <30> is facility daemon (3 * 8) at priority info (6); syslog adds the name and pid.
     assert re.search(r"^<30>.*loom-mds\[\d+\]: file system cfgfs: MDT \S+, serving on 127\.0\.0\.1:\d+",
                      r.stdout, re.M), r.stdout
+
+
+@pytest.mark.parametrize("prog,binary,who", [("loom-mds", MDS_BIN, "MDS"), ("loom-oss", OSS_BIN, "OSS")])
+def test_operations_md_documents_every_setting_key_by_key(prog, binary, who):
+    doc = read(os.path.join(REPO, "docs", "operations.md"))
+    rows = dict(re.findall(r"^\| `([a-z-]+)` \| (MDS|OSS|both) \|", doc, re.M))
+    opts = set(re.findall(r"^\s+--([a-z-]+)", run([binary, "--help"]).stdout, re.M)) - {"config", "version", "format"}
+    missing = sorted(o for o in opts if rows.get(o) not in (who, "both"))
+    assert not missing, "docs/operations.md's table of settings lacks %s for %s" % (missing, prog)
