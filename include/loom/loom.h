@@ -48,14 +48,28 @@ typedef struct loom_dir loom_dir;
 /* ---- connecting ---- */
 
 /*
- * Connects to the MDS at mds_addr ("HOST", "HOST:PORT"; the default port is 9900). fsname, if not
- * NULL, must match the file system's name. The caller's identity defaults to the process's uid,
- * gid and supplementary groups.
- * Errors: -ECONNREFUSED, -ETIMEDOUT, -EHOSTUNREACH (nothing answers at that address);
- *         -EINVAL (malformed address); -ENODEV (fsname differs); -EPROTONOSUPPORT (the MDS
- *         speaks another protocol version).
+ * Connects to the MDS at mds_addr: "HOST" or "HOST:PORT" (the default port is 9900; HOST a name,
+ * resolved by getaddrinfo, or an IPv4 address), or a failover list of them, "mds1,mds2:9901"; a
+ * Lustre NID stands for its host, "mds1@tcp" (tcpN too), and Lustre's ":" between NIDs lists
+ * them, "mds1@tcp:mds2@tcp". The addresses are tried in turn, when connecting and whenever the
+ * MDS is lost; the first that answers with the file system wins. A mount's source,
+ * "LIST:/FSNAME", names the file system too. fsname, if not NULL, must match the file system's
+ * name. The caller's identity defaults to the process's uid, gid and supplementary groups.
+ * Errors: -ECONNREFUSED, -ETIMEDOUT, -EHOSTUNREACH (nothing answers at that address, or its
+ *         name does not resolve); -EINVAL (malformed address); -ENODEV (fsname differs);
+ *         -EPROTONOSUPPORT (the MDS speaks another protocol version). loom_connect_error says
+ *         which address said what.
  */
 int loom_connect(const char *mds_addr, const char *fsname, loom_fs **out);
+
+/*
+ * Why this thread's last loom_connect or loom_connect_with failed, as one line that names the
+ * address: "cannot resolve mds9: Name or service not known", "the MDS at mds1:9900 serves file
+ * system a, not b", "127.0.0.1:9900: Connection refused" (with "; " between the addresses of a
+ * list), "bad port '99999' in 'mds1:99999' (1 to 65535)". "" after a success.
+ */
+#define LOOM_CONNECT_ERROR_LEN 1024
+const char *loom_connect_error(void);
 
 /* How to connect, beyond the address. Zeroed fields take their defaults. */
 struct loom_connect_opts {

@@ -79,7 +79,8 @@ def mount_of(path):
 
 
 def _mds_of_source(source):
-    # HOST:PORT:/FSNAME (the mount's source) -> (HOST:PORT, FSNAME)
+    # LIST:/FSNAME (the mount's source) -> (LIST, FSNAME). LIST is any list libloom takes
+    # (HOST:PORT, mds1,mds2, mds1@tcp:mds2@tcp): hosts hold no "/", so the first ":/" ends it.
     if ":/" in source:
         addr, fsname = source.split(":/", 1)
         return addr, fsname or None
@@ -181,7 +182,9 @@ class FileSystem:
             out = ctypes.c_void_p()
             rc = lib.loom_connect_with(self.mds.encode(), ctypes.byref(opts), ctypes.byref(out))
             if rc < 0:
-                why = (_key_refusal(self._key_file) if rc == -errno.EPERM else None) or os.strerror(-rc)
+                # libloom's sentence names the address that said what (a list has several).
+                why = ((_key_refusal(self._key_file) if rc == -errno.EPERM else None)
+                       or os.fsdecode(lib.loom_connect_error() or b"") or os.strerror(-rc))
                 raise OSError(-rc, "cannot connect to the Loom MDS at %s: %s" % (self.mds, why))
             self._h, self._pid = out.value, os.getpid()
             return self._h
@@ -471,8 +474,9 @@ def connect(target=None, *, fsname=None, key_file=None, recovery_seconds=0):
     """Connects to a Loom file system.
 
     target is a path on a Loom mount ("/mnt/loom"; its MDS is found from the mount, and paths
-    under the mount are accepted), an MDS address ("HOST", "HOST:PORT") or a mount source
-    ("HOST:PORT:/FSNAME"). Without one: $LOOM_MDS, else the first Loom mount. The key is key_file,
+    under the mount are accepted), an MDS address ("HOST", "HOST:PORT"), a failover list of them
+    ("mds1,mds2:9901", Lustre's "mds1@tcp:mds2@tcp") or a mount source ("HOST:PORT:/FSNAME",
+    "mds1@tcp,mds2@tcp:/lfs01"). Without one: $LOOM_MDS, else the first Loom mount. The key is key_file,
     else $LOOM_KEY_FILE, else /etc/loom/loom.key (as for `loom` and `loom-mount`).
     """
     mountpoint = None

@@ -704,7 +704,10 @@ int loom_targets(loom_fs *fs, struct loom_target **out, uint32_t *count)
 		goto out;
 	}
 	t[0].kind = LOOM_TGT_MDT;
-	snprintf(t[0].addr, sizeof(t[0].addr), "%s:%u", fs->mds_host, fs->mds_port);
+	pthread_mutex_lock(&fs->addr_lock); /* the address of the failover list answering now */
+	snprintf(t[0].addr, sizeof(t[0].addr), "%s:%u", fs->mds_addrs.addr[fs->mds_cur].host,
+		 fs->mds_addrs.addr[fs->mds_cur].port);
+	pthread_mutex_unlock(&fs->addr_lock);
 	statfs_to_statvfs(&mrep.mdt, &t[0].st);
 
 	/* Every OST is asked at once; one that does not answer is reported inactive. */

@@ -1,6 +1,8 @@
 /* Connecting to a file system, the caller's identity, and the table of OSTs. */
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +134,36 @@ bool fs_conn_error(int rc)
 	       rc == -ETIMEDOUT || rc == -ENOTCONN || rc == -EPROTO;
 }
 
+/*
+ * The MDS refused our fsname (-ENODEV): which file system it serves, for the message, asked
+ * with a connect of no fsname and no uuid (an anonymous session, which goes with this socket).
+ * In a failover list that is not the end (another address may serve ours): -EAGAIN, so that a
+ * reconnection goes on to the next address.
+ */
+static int mds_of_another_fs(loom_fs *fs, struct rpc_hs *hs)
+{
+	struct lw_connect_req req = { .proto_version = LW_VERSION, .client_kind = LW_CLIENT_CLIENT };
+	struct lw_connect_rep rep;
+	uint32_t len = 0;
+	char other[sizeof(rep.fsname)] = "?", at[96];
+	bool more;
+
+	if (rpc_hs_call(hs, LW_OP_MDS_CONNECT, &req, sizeof(req), &rep, sizeof(rep), &len) == 0 &&
+	    len == sizeof(rep) && rep.fsname[0]) {
+		memcpy(other, rep.fsname, sizeof(other));
+		other[sizeof(other) - 1] = '\0';
+	}
+	pthread_mutex_lock(&fs->addr_lock);
+	memcpy(fs->mds_other_fs, other, sizeof(fs->mds_other_fs));
+	mds_addr_str(&fs->mds_addrs.addr[fs->mds_cur], at, sizeof(at));
+	more = fs->mds_addrs.count > 1;
+	pthread_mutex_unlock(&fs->addr_lock);
+	if (fs->mds_boot) /* a reconnection: the first connect's caller reports its own */
+		log_warn("the MDS at %s serves file system %s, not %s%s", at, other, fs->fsname,
+			 more ? "; trying the next address" : "");
+	return more ? -EAGAIN : -ENODEV;
+}
+
 static int mds_hello(struct rpc_hs *hs, void *arg)
 {
 	loom_fs *fs = arg;
@@ -144,6 +176,8 @@ static int mds_hello(struct rpc_hs *hs, void *arg)
 	memcpy(req.fsname, fs->fsname, sizeof(req.fsname));
 	memcpy(req.client_uuid, fs->uuid, sizeof(req.client_uuid));
 	rc = rpc_hs_call(hs, LW_OP_MDS_CONNECT, &req, sizeof(req), &rep, sizeof(rep), &len);
+	if (rc == -ENODEV)
+		return mds_of_another_fs(fs, hs);
 	if (rc)
 		return rc;
 	if (len != sizeof(rep))
@@ -198,7 +232,27 @@ static int mds_hello(struct rpc_hs *hs, void *arg)
 			return rc;
 	}
 	fs->mds_boot = rep.session_id;
+	pthread_mutex_lock(&fs->addr_lock);
+	fs->mds_stay = true; /* after a loss, this address is tried again first */
+	pthread_mutex_unlock(&fs->addr_lock);
 	return 0;
+}
+
+/* Before every dial of the MDS connection: the address that answered last, else the next one of
+ * the failover list. Runs on the connection's thread (and in rpc_conn_open). */
+static void mds_resolve(void *arg, char *host, size_t cap, uint16_t *port)
+{
+	loom_fs *fs = arg;
+	const struct mds_addr *a;
+
+	pthread_mutex_lock(&fs->addr_lock);
+	if (!fs->mds_stay)
+		fs->mds_cur = (fs->mds_cur + 1) % fs->mds_addrs.count;
+	fs->mds_stay = false;
+	a = &fs->mds_addrs.addr[fs->mds_cur];
+	snprintf(host, cap, "%s", a->host);
+	*port = a->port;
+	pthread_mutex_unlock(&fs->addr_lock);
 }
 
 static unsigned recovery_seconds_default(void)
@@ -231,18 +285,144 @@ static void conn_opts_of(const loom_fs *fs, struct rpc_conn_opts *o)
 	o->at_min_ms = fs->at_min_ms;
 }
 
+/* Why this thread's last loom_connect_with failed (loom_connect_error). */
+static _Thread_local char connect_why[LOOM_CONNECT_ERROR_LEN];
+
+const char *loom_connect_error(void)
+{
+	return connect_why;
+}
+
+static void why_add(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Appends one sentence to why, "; " between two. */
+static void why_add(char *why, size_t cap, const char *fmt, ...)
+{
+	size_t used = strlen(why);
+	va_list ap;
+
+	if (used && used + 2 < cap) {
+		memcpy(why + used, "; ", 3);
+		used += 2;
+	}
+	if (used + 1 >= cap)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why + used, cap - used, fmt, ap);
+	va_end(ap);
+}
+
+/* What one address of the list answered (rc, from rpc_conn_open), as a sentence naming it. */
+static void why_addr(const loom_fs *fs, const struct mds_addr *a, const char *other_fs, int rc,
+		     char *why, size_t cap)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *ai = NULL;
+	char at[96];
+	int gai;
+
+	mds_addr_str(a, at, sizeof(at));
+	if (other_fs[0]) {
+		why_add(why, cap, "the MDS at %s serves file system %s, not %s", at, other_fs, fs->fsname);
+		return;
+	}
+	switch (rc) {
+	case -EACCES:
+		why_add(why, cap, "the MDS at %s refused this client's key (or it has none)", at);
+		return;
+	case -EPROTONOSUPPORT:
+		why_add(why, cap, "the MDS at %s speaks another protocol version", at);
+		return;
+	case -EPERM: case -ENOKEY: case -EKEYREJECTED: case -ENOMEM:
+		why_add(why, cap, "%s", strerror(-rc));
+		return;
+	}
+	/* A failed dial: a name that does not resolve says so (rpc_dial has no word for it). */
+	gai = getaddrinfo(a->host, NULL, &hints, &ai);
+	if (gai)
+		why_add(why, cap, "cannot resolve %s: %s", a->host,
+			gai == EAI_SYSTEM ? strerror(errno) : gai_strerror(gai));
+	else
+		why_add(why, cap, "%s: %s", at, strerror(-rc));
+	freeaddrinfo(ai);
+}
+
+/* Of two failures, the one to return: what a server answered before what did not answer. */
+static int worse(int a, int b)
+{
+	static const int rank[] = { -EACCES, -EPROTONOSUPPORT, -ENODEV };
+
+	for (size_t i = 0; i < ARRAY_SIZE(rank); i++)
+		if (a == rank[i] || b == rank[i])
+			return a == rank[i] ? a : b;
+	return a ? a : b;
+}
+
+/*
+ * A connection to the MDS at the first address of the list, from the current one on, that
+ * answers with our file system. why (if not NULL) gets what each address said, for a failure.
+ */
+static int mds_open(loom_fs *fs, struct rpc_conn_opts *o, struct rpc_conn **out, char *why, size_t cap)
+{
+	unsigned n = fs->mds_addrs.count;
+	char other[sizeof(fs->mds_other_fs)];
+	int rc, ret = 0;
+
+	o->resolve = mds_resolve;
+	o->arg = fs;
+	for (unsigned k = 0; k < n; k++) {
+		struct mds_addr a;
+
+		pthread_mutex_lock(&fs->addr_lock);
+		if (k > 0)
+			fs->mds_cur = (fs->mds_cur + 1) % n;
+		fs->mds_stay = true; /* mds_resolve gives this one */
+		fs->mds_other_fs[0] = '\0';
+		a = fs->mds_addrs.addr[fs->mds_cur];
+		pthread_mutex_unlock(&fs->addr_lock);
+		rc = rpc_conn_open(a.host, a.port, o, out);
+		if (rc == 0)
+			return 0;
+		pthread_mutex_lock(&fs->addr_lock);
+		memcpy(other, fs->mds_other_fs, sizeof(other));
+		pthread_mutex_unlock(&fs->addr_lock);
+		if (other[0])
+			rc = -ENODEV;
+		if (why)
+			why_addr(fs, &a, other, rc, why, cap);
+		ret = worse(ret, rc);
+	}
+	return ret;
+}
+
 int loom_connect_with(const char *mds_addr, const struct loom_connect_opts *opts, loom_fs **out)
 {
 	struct rpc_conn_opts o = { .name = "MDS", .hello = mds_hello };
 	const char *key_file = loom_key_file_choose(opts ? opts->key_file : NULL);
 	const char *fsname = opts ? opts->fsname : NULL;
+	char list[512], src_fsname[LOOM_FSNAME_MAX + 1];
 	unsigned recovery_s = opts && opts->recovery_seconds ? opts->recovery_seconds
 							    : recovery_seconds_default();
 	loom_fs *fs;
 	int rc;
 
-	if (recovery_s > 86400 || (opts && (opts->soft_seconds > 86400 || opts->at_min_seconds > 86400)))
+	connect_why[0] = '\0';
+	if (recovery_s > 86400 || (opts && (opts->soft_seconds > 86400 || opts->at_min_seconds > 86400))) {
+		why_add(connect_why, sizeof(connect_why), "recovery, soft and at_min seconds are at most 86400");
 		return -EINVAL;
+	}
+	/* A mount's source (LIST:/FSNAME) names the file system too. */
+	if (mds_addr && strstr(mds_addr, ":/")) {
+		if (mount_source_split(mds_addr, list, sizeof(list), src_fsname, sizeof(src_fsname),
+				       connect_why, sizeof(connect_why)))
+			return -EINVAL;
+		if (fsname && strcmp(fsname, src_fsname)) {
+			why_add(connect_why, sizeof(connect_why), "'%s' names file system %s, not %s",
+				mds_addr, src_fsname, fsname);
+			return -EINVAL;
+		}
+		fsname = src_fsname;
+		mds_addr = list;
+	}
 
 	fs = calloc(1, sizeof(*fs));
 	if (!fs)
@@ -250,6 +430,7 @@ int loom_connect_with(const char *mds_addr, const struct loom_connect_opts *opts
 	pthread_mutex_init(&fs->cred_lock, NULL);
 	pthread_mutex_init(&fs->ost_lock, NULL);
 	pthread_mutex_init(&fs->mds_lock, NULL);
+	pthread_mutex_init(&fs->addr_lock, NULL);
 	pthread_mutex_init(&fs->files_lock, NULL);
 	pthread_mutex_init(&fs->open_lock, NULL);
 	pthread_mutex_init(&fs->bare_lock, NULL);
@@ -266,10 +447,12 @@ int loom_connect_with(const char *mds_addr, const struct loom_connect_opts *opts
 	rc = random_bytes(fs->uuid, sizeof(fs->uuid));
 	if (rc)
 		goto fail;
-	rc = addr_parse(mds_addr, fs->mds_host, sizeof(fs->mds_host), &fs->mds_port, LW_DEFAULT_MDS_PORT);
+	rc = mds_addrs_parse(mds_addr, LW_DEFAULT_MDS_PORT, &fs->mds_addrs, connect_why, sizeof(connect_why));
 	if (rc)
 		goto fail;
 	if (fsname && (strlen(fsname) > LOOM_FSNAME_MAX || !*fsname)) {
+		why_add(connect_why, sizeof(connect_why), "no file system is named '%s' (1 to %d characters)",
+			fsname, LOOM_FSNAME_MAX);
 		rc = -ENODEV;
 		goto fail;
 	}
@@ -285,14 +468,15 @@ int loom_connect_with(const char *mds_addr, const struct loom_connect_opts *opts
 	}
 	fs->encrypt = opts && opts->encrypt;
 	if (fs->encrypt && !fs->keylen) {
-		rc = -EINVAL; /* frames are encrypted with keys derived from the file system's */
+		/* frames are encrypted with keys derived from the file system's */
+		why_add(connect_why, sizeof(connect_why), "encrypt needs the file system key");
+		rc = -EINVAL;
 		goto fail;
 	}
 	conn_opts_of(fs, &o);
-	o.arg = fs;
 	/* The first connection must work (else the caller learns at once that nothing is there);
 	 * later losses are recovered. */
-	rc = rpc_conn_open(fs->mds_host, fs->mds_port, &o, &fs->mds);
+	rc = mds_open(fs, &o, &fs->mds, connect_why, sizeof(connect_why));
 	if (rc)
 		goto fail;
 	rc = fs_refresh_osts(fs);
@@ -301,6 +485,8 @@ int loom_connect_with(const char *mds_addr, const struct loom_connect_opts *opts
 	*out = fs;
 	return 0;
 fail:
+	if (!connect_why[0])
+		why_add(connect_why, sizeof(connect_why), "%s", strerror(-rc));
 	loom_disconnect(fs);
 	return rc;
 }
@@ -366,6 +552,7 @@ void loom_disconnect(loom_fs *fs)
 	pthread_mutex_destroy(&fs->cred_lock);
 	pthread_mutex_destroy(&fs->ost_lock);
 	pthread_mutex_destroy(&fs->mds_lock);
+	pthread_mutex_destroy(&fs->addr_lock);
 	pthread_mutex_destroy(&fs->files_lock);
 	pthread_mutex_destroy(&fs->open_lock);
 	free(fs);
@@ -397,7 +584,7 @@ int fs_mds_conn(loom_fs *fs, struct rpc_conn **out)
 		 * afresh, so that the client works again once it is back. */
 		old = c;
 		o.first_req_id = rpc_conn_last_id(old);
-		rc = rpc_conn_open(fs->mds_host, fs->mds_port, &o, &c);
+		rc = mds_open(fs, &o, &c, NULL, 0);
 		if (rc == 0) {
 			fs->mds = c;
 		} else {

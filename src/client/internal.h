@@ -12,6 +12,7 @@
 
 #include "loom/loom.h"
 #include "common/auth.h"
+#include "common/mdsaddr.h"
 #include "common/u64map.h"
 #include "net/rpc.h"
 #include "proto/codec.h"
@@ -39,8 +40,14 @@ struct loom_fs {
 	pthread_mutex_t mds_lock;      /* mds, when it is replaced after a failure */
 	struct rpc_conn *mds;
 	char fsname[16];
-	char mds_host[64];
-	uint16_t mds_port;
+	/* Where the MDS may answer: a failover list, tried in turn when (re)connecting. The MDS
+	 * connection's thread reads it before every dial (fs_mds_resolve), so it has a lock of its
+	 * own, never held across a call. */
+	pthread_mutex_t addr_lock;
+	struct mds_addrs mds_addrs;
+	unsigned mds_cur;              /* the address dialled last */
+	bool mds_stay;                 /* it answered: the next dial tries it again first */
+	char mds_other_fs[16];         /* what the last MDS that refused our fsname serves */
 	uint64_t uuid[2];              /* this client, for the MDS's sessions and reply cache */
 	uint8_t key[64];               /* the file system key, or this node's (keylen 0: none) */
 	size_t keylen;

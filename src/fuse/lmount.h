@@ -57,7 +57,7 @@ struct lmount {
 	loom_fs *fs;
 	struct fuse_session *se; /* for invalidating cached pages */
 	struct lmount_opts opts;
-	char mds_addr[128];
+	char mds_addr[512];      /* the MDS's addresses: a failover list (common/mdsaddr.h) */
 	char fsname[16];
 	/* The root's attributes as last read: what a stat of the mount point gets while the MDS is
 	 * away, so that umount(8), which stats it, never waits for a server. */

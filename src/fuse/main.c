@@ -1,5 +1,6 @@
 /*
- * loom-mount HOST[:PORT]:/FSNAME MOUNTPOINT [-o OPTIONS] [-f] [-d]
+ * loom-mount HOST[:PORT][,HOST[:PORT]...]:/FSNAME MOUNTPOINT [-o OPTIONS] [-f] [-d]
+ * (the MDS's failover list as common/mdsaddr.h has it: Lustre's mds1@tcp:mds2@tcp:/fs too)
  *
  * Connects to the MDS, mounts, and serves FUSE requests with a pool of threads. Runs in the
  * background once the mount is in place (unless -f), so `mount -t loom` returns with a working
@@ -17,12 +18,18 @@
 
 #include "common/auth.h"
 #include "common/log.h"
+#include "common/mdsaddr.h"
 #include "common/util.h"
 #include "common/version.h"
 #include "proto/wire.h"
 #include "fuse/lmount.h"
 
 #define LM_OPT(t, p) { t, offsetof(struct lmount_opts, p), 1 }
+
+/* Exit codes, as mount(8) has its helpers give them (mount.loom runs this program): 1 for a
+ * wrong invocation (a bad option, source or key file), 32 for a mount that failed. */
+#define EX_USAGE 1
+#define EX_FAIL  32
 
 enum { KEY_HELP, KEY_VERSION, KEY_DROP, KEY_KEYFILE };
 
@@ -66,8 +73,11 @@ static const struct fuse_opt lm_opt_spec[] = {
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: loom-mount HOST[:PORT]:/FSNAME MOUNTPOINT [-o OPTION[,OPTION...]] [-f] [-d]\n"
-		"Mounts a Loom file system (also as `mount -t loom HOST:/FSNAME MOUNTPOINT`).\n\n"
+		"usage: loom-mount HOST[:PORT][,HOST[:PORT]...]:/FSNAME MOUNTPOINT [-o OPTION[,OPTION...]] [-f] [-d]\n"
+		"Mounts a Loom file system (also as `mount -t loom HOST:/FSNAME MOUNTPOINT`).\n"
+		"HOST is a name or an IPv4 address; a list gives the MDS's failover addresses, tried\n"
+		"in turn. Lustre's NIDs are accepted: mds1@tcp:/fs, mds1@tcp:mds2@tcp:/fs,\n"
+		"mds1@tcp:9901:/fs (TCP only).\n\n"
 		"Loom options:\n"
 		"  attr_timeout=SEC      how long the kernel trusts attributes (default 1.0)\n"
 		"  entry_timeout=SEC     how long the kernel trusts a name's inode (default 1.0)\n"
@@ -119,7 +129,7 @@ static int lm_opt_proc(void *data, const char *arg, int key, struct fuse_args *o
 		o->key_file = realpath(arg + 4, NULL);
 		if (!o->key_file) {
 			fprintf(stderr, "loom-mount: cannot read the key file %s: %s\n", arg + 4, strerror(errno));
-			exit(1);
+			exit(EX_USAGE);
 		}
 		return 0;
 	case FUSE_OPT_KEY_NONOPT:
@@ -131,7 +141,7 @@ static int lm_opt_proc(void *data, const char *arg, int key, struct fuse_args *o
 			o->mountpoint = realpath(arg, NULL);
 			if (!o->mountpoint) {
 				fprintf(stderr, "loom-mount: bad mount point %s: %s\n", arg, strerror(errno));
-				exit(1);
+				exit(EX_FAIL);
 			}
 			return 0;
 		}
@@ -189,7 +199,7 @@ static int daemon_start(void)
 {
 	int ready[2];
 	pid_t pid;
-	char status = 1;
+	char status = EX_FAIL;
 
 	if (pipe2(ready, O_CLOEXEC) != 0) {
 		perror("loom-mount: pipe");
@@ -203,7 +213,7 @@ static int daemon_start(void)
 	if (pid > 0) {
 		close(ready[1]);
 		if (read(ready[0], &status, 1) != 1)
-			status = 1; /* the daemon died before it was ready */
+			status = EX_FAIL; /* the daemon died before it was ready */
 		_exit(status);
 	}
 	close(ready[0]);
@@ -235,21 +245,56 @@ static void daemon_ready(int ready_fd)
 	close(ready_fd);
 }
 
-/* HOST[:PORT]:/FSNAME -> "HOST[:PORT]" and "FSNAME". */
-static int parse_spec(const char *spec, char *addr, size_t acap, char *fsname, size_t fcap)
+/* LIST:/FSNAME -> the list and the name, both checked (common/mdsaddr.h); why says what is
+ * wrong. The names are resolved when connecting (and at every reconnection: DNS may move). */
+static int parse_spec(const char *spec, char *addr, size_t acap, char *fsname, size_t fcap, char *why,
+		      size_t cap)
 {
-	const char *sep = strstr(spec, ":/");
-	size_t alen;
+	struct mds_addrs addrs;
+	int rc;
 
-	if (!sep)
-		return -EINVAL;
-	alen = (size_t)(sep - spec);
-	if (alen == 0 || alen >= acap || strlen(sep + 2) >= fcap || strlen(sep + 2) > LOOM_FSNAME_MAX)
-		return -EINVAL;
-	memcpy(addr, spec, alen);
-	addr[alen] = '\0';
-	strcpy(fsname, sep + 2);
-	return 0;
+	rc = mount_source_split(spec, addr, acap, fsname, fcap, why, cap);
+	if (rc == 0)
+		rc = mds_addrs_parse(addr, LW_DEFAULT_MDS_PORT, &addrs, why, cap);
+	return rc;
+}
+
+/* Undoes /proc/mounts' octal escapes (\040 for a space) in place. */
+static void unescape_mount_field(char *s)
+{
+	char *d = s;
+
+	while (*s) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' &&
+		    s[3] <= '7') {
+			*d++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 4;
+		} else {
+			*d++ = *s++;
+		}
+	}
+	*d = '\0';
+}
+
+/* The source of the Loom mount on mountpoint, if there is one (the last, if stacked). */
+static bool loom_mounted_on(const char *mountpoint, char *source, size_t cap)
+{
+	char src[1024], mnt[PATH_MAX], type[64];
+	bool found = false;
+	FILE *f = fopen("/proc/self/mounts", "re");
+
+	if (!f)
+		return false;
+	while (fscanf(f, "%1023s %4095s %63s %*[^\n]", src, mnt, type) == 3) {
+		unescape_mount_field(mnt);
+		unescape_mount_field(src);
+		if (!strcmp(type, "fuse.loom") && !strcmp(mnt, mountpoint)) {
+			snprintf(source, cap, "%s", src);
+			found = true;
+		}
+	}
+	fclose(f);
+	return found;
 }
 
 /* The MDS's count of directory renames now (0 if it cannot be had), from an open of the root:
@@ -275,8 +320,8 @@ int main(int argc, char **argv)
 	struct lmount m = { 0 };
 	struct loom_connect_opts copts = { 0 };
 	const char *key_file;
-	char fsopt[256], why[LOOM_KEY_REFUSAL_LEN];
-	int rc, ready_fd = -1, ret = 1;
+	char fsopt[1200], why[LOOM_KEY_REFUSAL_LEN];
+	int rc, ready_fd = -1, ret = EX_FAIL;
 
 	m.opts.attr_timeout = 1.0;
 	m.opts.entry_timeout = 1.0;
@@ -284,7 +329,7 @@ int main(int argc, char **argv)
 	m.opts.max_threads = 16;
 	m.opts.readahead_kb = 16384;
 	if (fuse_opt_parse(&args, &m.opts, lm_opt_spec, lm_opt_proc) < 0)
-		return 2;
+		return EX_USAGE;
 	if (m.opts.debug) {
 		fuse_opt_add_arg(&args, "-odebug");
 		m.opts.foreground = 1; /* as for any FUSE file system: what it prints is for a terminal */
@@ -293,11 +338,17 @@ int main(int argc, char **argv)
 		fuse_opt_add_arg(&args, "-oro");
 	if (!m.opts.spec || !m.opts.mountpoint) {
 		usage(stderr);
-		return 2;
+		return EX_USAGE;
 	}
-	if (parse_spec(m.opts.spec, m.mds_addr, sizeof(m.mds_addr), m.fsname, sizeof(m.fsname))) {
-		fprintf(stderr, "loom-mount: '%s' is not HOST[:PORT]:/FSNAME\n", m.opts.spec);
-		return 2;
+	if (parse_spec(m.opts.spec, m.mds_addr, sizeof(m.mds_addr), m.fsname, sizeof(m.fsname), why,
+		       sizeof(why))) {
+		fprintf(stderr, "loom-mount: %s\n", why);
+		return EX_USAGE;
+	}
+	/* As mount.lustre: a second mount over the first would hide it, and leave two daemons. */
+	if (loom_mounted_on(m.opts.mountpoint, why, sizeof(why))) {
+		fprintf(stderr, "loom-mount: %s is already mounted (%s)\n", m.opts.mountpoint, why);
+		return EX_FAIL;
 	}
 	if (m.opts.no_default_permissions) {
 		/* Without the kernel's checks nothing checks who may open a fifo or a device node:
@@ -305,19 +356,19 @@ int main(int argc, char **argv)
 		fprintf(stderr, "loom-mount: no_default_permissions is not supported: the kernel opens fifos "
 				"and device nodes without asking the file system, so nothing would check who "
 				"may open them\n");
-		return 2;
+		return EX_USAGE;
 	}
 	if (m.opts.recovery > 86400) {
 		fprintf(stderr, "loom-mount: recovery=%u: at most 86400 seconds\n", m.opts.recovery);
-		return 2;
+		return EX_USAGE;
 	}
 	if (m.opts.soft && m.opts.hard) {
 		fprintf(stderr, "loom-mount: soft and hard: choose one\n");
-		return 2;
+		return EX_USAGE;
 	}
 	if (m.opts.timeout > 86400 || m.opts.at_min > 86400) {
 		fprintf(stderr, "loom-mount: timeout= and at_min= are at most 86400 seconds\n");
-		return 2;
+		return EX_USAGE;
 	}
 	if (m.opts.timeout && !m.opts.soft)
 		fprintf(stderr, "loom-mount: timeout=%u matters only with soft; a hard mount waits up to "
@@ -342,14 +393,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "loom-mount: %s\n", why);
 		goto out_args;
 	}
-	if (rc) {
+	if (rc == -EACCES || rc == -EKEYREJECTED || rc == -ENOKEY || (rc == -EINVAL && copts.encrypt)) {
 		fprintf(stderr, "loom-mount: cannot reach file system %s at %s: %s\n", m.fsname, m.mds_addr,
-			rc == -ENODEV ? "the MDS serves another file system" :
 			rc == -EACCES ? "the servers refused this node: it must hold the file system key (-o key=PATH, or /etc/loom/loom.key)" :
 			rc == -EKEYREJECTED ? "the key file holds no key" :
 			rc == -ENOKEY ? "this user may not read the key file" :
-			rc == -EINVAL && copts.encrypt ? "encrypt needs the file system key (-o key=PATH, or /etc/loom/loom.key)" :
-			strerror(-rc));
+			"encrypt needs the file system key (-o key=PATH, or /etc/loom/loom.key)");
+		goto out_args;
+	}
+	if (rc) {
+		/* libloom's sentence names the address that said what (a list has several). */
+		fprintf(stderr, "loom-mount: cannot reach file system %s: %s\n", m.fsname, loom_connect_error());
 		goto out_args;
 	}
 	pthread_mutex_init(&m.stamp_lock, NULL);
@@ -365,7 +419,17 @@ int main(int argc, char **argv)
 	u64map_init(&m.open_handles);
 
 	/* What /proc/mounts and df show: the source as given, type fuse.loom. */
-	snprintf(fsopt, sizeof(fsopt), "-ofsname=%s,subtype=loom", m.opts.spec);
+	{
+		/* A failover list's ',' (and any '\\') escaped, or FUSE takes it for the next option. */
+		size_t n = (size_t)snprintf(fsopt, sizeof(fsopt), "-ofsname=");
+
+		for (const char *p = m.opts.spec; *p && n + 3 < sizeof(fsopt); p++) {
+			if (*p == ',' || *p == '\\')
+				fsopt[n++] = '\\';
+			fsopt[n++] = *p;
+		}
+		snprintf(fsopt + n, sizeof(fsopt) - n, ",subtype=loom");
+	}
 	fuse_opt_add_arg(&args, fsopt);
 	/* A cluster file system is for every user of the node, as a Lustre mount is; the MDS checks
 	 * each one's permissions. FUSE allows this to root (or with user_allow_other). */
@@ -400,7 +464,7 @@ int main(int argc, char **argv)
 	loop_cfg = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_max_threads(loop_cfg, m.opts.max_threads);
 	fuse_loop_cfg_set_clone_fd(loop_cfg, 0);
-	ret = fuse_session_loop_mt(se, loop_cfg) ? 1 : 0;
+	ret = fuse_session_loop_mt(se, loop_cfg) ? EX_FAIL : 0;
 	fuse_loop_cfg_destroy(loop_cfg);
 	fuse_session_unmount(se);
 out_signals:

@@ -1,7 +1,8 @@
 /*
  * loom: the admin and user tool, with Lustre's `lfs` verbs where Loom has the same concept.
- * Until a mount exists, it reaches the file system through libloom: --fs HOST[:PORT], $LOOM_FS,
- * or the `mds = HOST:PORT` line of a config file (--config, $LOOM_CONFIG, /etc/loom/loom.conf);
+ * Until a mount exists, it reaches the file system through libloom: --fs HOST[:PORT] (or a
+ * failover list, or a mount's source: common/mdsaddr.h), $LOOM_FS, or the `mds = ` line of a
+ * config file (--config, $LOOM_CONFIG, /etc/loom/loom.conf);
  * the file system key from --key, $LOOM_KEY_FILE, that file's `key = FILE` or /etc/loom/loom.key.
  */
 #include <errno.h>
@@ -46,11 +47,13 @@ static const struct command commands[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: loom [--fs HOST[:PORT]] [--config FILE] [--key FILE] [--encrypt] COMMAND [ARGS]\n\ncommands:\n");
+	fprintf(f, "usage: loom [--fs HOST[:PORT][,HOST[:PORT]...]] [--config FILE] [--key FILE] [--encrypt] COMMAND [ARGS]\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
 	fprintf(f, "\nThe file system is found from --fs, then $LOOM_FS, then the 'mds = HOST:PORT' line of\n"
-		   "--config FILE, $LOOM_CONFIG or /etc/loom/loom.conf. `loom cluster up` prints it.\n"
+		   "--config FILE, $LOOM_CONFIG or /etc/loom/loom.conf, then a Loom mount of this node.\n"
+		   "`loom cluster up` prints it. A failover list (mds1,mds2:9901), Lustre's NIDs\n"
+		   "(mds1@tcp:mds2@tcp) and a mount's source (mds1@tcp:/lfs01) are accepted too.\n"
 		   "The file system key is read from --key, $LOOM_KEY_FILE, the config file's\n"
 		   "'key = FILE' line, or /etc/loom/loom.key. Frames are authenticated with it;\n"
 		   "--encrypt encrypts them too (servers started with --encrypt require it, and get it).\n");
@@ -134,10 +137,12 @@ loom_fs *tool_connect(struct tool_ctx *ctx)
 		return NULL;
 	}
 	if (rc) {
-		fprintf(stderr, "%s: cannot connect to the MDS at %s: %s\n", ctx->prog, addr,
-			rc == -EKEYREJECTED ? "the key file holds no key" :
-			rc == -ENOKEY ? "this user may not read the key file (use a copy of your own, mode 0600)" :
-			rc == -EINVAL && copts.encrypt ? "--encrypt needs the file system key" : strerror(-rc));
+		if (rc == -EKEYREJECTED || rc == -ENOKEY)
+			fprintf(stderr, "%s: cannot connect to the MDS at %s: %s\n", ctx->prog, addr,
+				rc == -EKEYREJECTED ? "the key file holds no key" :
+				"this user may not read the key file (use a copy of your own, mode 0600)");
+		else /* libloom's sentence names the address that said what (a list has several) */
+			fprintf(stderr, "%s: cannot connect to the MDS: %s\n", ctx->prog, loom_connect_error());
 		return NULL;
 	}
 	return fs;

@@ -74,12 +74,9 @@ int tool_mount_of(const char *path, struct tool_mount *out)
 	fclose(f);
 	if (!best)
 		return -ENOENT;
-	/* HOST:PORT:/FSNAME -> HOST:PORT */
-	{
-		char *sep = strstr(out->source, ":/");
-		size_t alen = sep ? (size_t)(sep - out->source) : strlen(out->source);
-		snprintf(out->mds_addr, sizeof(out->mds_addr), "%.*s", (int)alen, out->source);
-	}
+	/* The source whole: libloom takes a mount's source (its list of MDS addresses, in any form
+	 * mount accepts, and the file system it must find there). */
+	snprintf(out->mds_addr, sizeof(out->mds_addr), "%s", out->source);
 	return 0;
 }
 

@@ -14,15 +14,15 @@ struct tool_ctx {
 	const char *config;   /* --config */
 	const char *key_file; /* --key, or the config file's key = */
 	bool encrypt;         /* --encrypt */
-	char addr_buf[128];
+	char addr_buf[512];
 	char key_buf[4096];
 };
 
 /* A Loom mount on this node. */
 struct tool_mount {
 	char mountpoint[4096];
-	char source[512];   /* HOST:PORT:/FSNAME, as mounted */
-	char mds_addr[256]; /* HOST:PORT */
+	char source[512];   /* LIST:/FSNAME, as mounted (common/mdsaddr.h) */
+	char mds_addr[512]; /* what loom_connect takes: the source itself */
 };
 
 /* The Loom mount holding path (or, for a path that does not exist yet, its directory).

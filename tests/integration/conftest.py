@@ -46,33 +46,39 @@ def pytest_runtest_makereport(item, call):
 
 
 MOUNT_HELPER = "/sbin/mount.loom"
+# What mount(8) runs for a mounted Loom file system (type fuse.loom): `mount -o remount DIR`.
+MOUNT_HELPER_FUSE = "/sbin/mount.fuse.loom"
 
 
-_made_mount_helper = False
+_made_mount_helpers = set()
 
 
 def _ensure_mount_helper():
-    global _made_mount_helper
-    if os.path.lexists(MOUNT_HELPER) or os.geteuid() != 0:
+    if os.geteuid() != 0:
         return
-    try:
-        os.symlink(os.path.join(BUILD, "src", "fuse", "mount.loom"), MOUNT_HELPER)
-        _made_mount_helper = True
-    except FileExistsError:
-        pass
+    for link in (MOUNT_HELPER, MOUNT_HELPER_FUSE):
+        if os.path.lexists(link):
+            continue
+        try:
+            os.symlink(os.path.join(BUILD, "src", "fuse", "mount.loom"), link)
+            _made_mount_helpers.add(link)
+        except FileExistsError:
+            pass
 
 
 @pytest.fixture(scope="session", autouse=True)
 def mount_helper():
-    """`mount -t loom` runs /sbin/mount.loom, which `meson install` puts there. On a machine where
-    Loom is not installed (CI), the build's helper stands in for the session."""
+    """`mount -t loom` runs /sbin/mount.loom (and a remount of a Loom mount /sbin/mount.fuse.loom),
+    which `meson install` puts there. On a machine where Loom is not installed (CI), the build's
+    helper stands in for the session."""
     _ensure_mount_helper()
     try:
         yield
     finally:
         ours = os.path.join(BUILD, "src", "fuse", "mount.loom")
-        if _made_mount_helper and os.path.islink(MOUNT_HELPER) and os.readlink(MOUNT_HELPER) == ours:
-            os.unlink(MOUNT_HELPER)
+        for link in _made_mount_helpers:
+            if os.path.islink(link) and os.readlink(link) == ours:
+                os.unlink(link)
 
 
 @pytest.fixture(autouse=True)

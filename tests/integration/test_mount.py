@@ -91,8 +91,8 @@ def test_ro_mount_refuses_writes(cluster, mnt_dir):
 def test_mount_of_another_fsname_fails_clearly(cluster, mnt_dir):
     p = subprocess.run(["mount", "-t", "loom", "-o", key_opt(cluster), "%s:/other" % cluster.addr, mnt_dir],
                        capture_output=True, text=True, timeout=60)
-    assert p.returncode != 0
-    assert "another file system" in p.stderr
+    assert p.returncode == 32
+    assert "the MDS at %s serves file system loom, not other" % cluster.addr in p.stderr, p.stderr
     assert mnt_dir not in mounts()
 
 
