@@ -54,7 +54,9 @@ static void usage(FILE *f)
 		   "--config FILE, $LOOM_CONFIG or /etc/loom/loom.conf. `loom cluster up` prints it.\n"
 		   "The file system key is read from --key, $LOOM_KEY_FILE, the config file's\n"
 		   "'key = FILE' line, or /etc/loom/loom.key. Frames are authenticated with it;\n"
-		   "--encrypt encrypts them too (servers started with --encrypt require it, and get it).\n");
+		   "--encrypt encrypts them too (servers started with --encrypt require it, and get it).\n"
+		   "Without a key this user may read, df, pool list, getstripe, setstripe, find, stat,\n"
+		   "ls, cat and get on a path under a Loom mount ask the mount, with this user's rights.\n");
 }
 
 int tool_fail(const char *cmd, const char *what, int err)
