@@ -186,6 +186,7 @@ void lm_file_ops(struct fuse_lowlevel_ops *ops);
 void lm_dir_ops(struct fuse_lowlevel_ops *ops);
 void lm_xattr_ops(struct fuse_lowlevel_ops *ops);
 void lm_lock_ops(struct fuse_lowlevel_ops *ops);
+void lm_ioctl_ops(struct fuse_lowlevel_ops *ops);
 
 /* The virtual xattr holding a file's layout (as Lustre's lustre.lov). */
 #define LM_LOV_XATTR "loom.lov"

@@ -445,6 +445,7 @@ int main(int argc, char **argv)
 	lm_dir_ops(&ops);
 	lm_xattr_ops(&ops);
 	lm_lock_ops(&ops);
+	lm_ioctl_ops(&ops);
 
 	se = fuse_session_new(&args, &ops, sizeof(ops), &m);
 	if (!se)

@@ -37,6 +37,9 @@ static void lm_init(void *userdata, struct fuse_conn_info *conn)
 	 * MDS must refuse to anyone but the owner. */
 	if (conn->capable & FUSE_CAP_HANDLE_KILLPRIV)
 		conn->want |= FUSE_CAP_HANDLE_KILLPRIV;
+	/* `loom df DIR` asks its ioctls (ops_ioctl.c) on a directory's descriptor too. */
+	if (conn->capable & FUSE_CAP_IOCTL_DIR)
+		conn->want |= FUSE_CAP_IOCTL_DIR;
 	/* The kernel's default (128 KiB) keeps one stripe busy at a time; megabytes of read-ahead
 	 * keep every stripe of a wide file in flight, in requests of up to 1 MiB. */
 	conn->max_readahead = m->opts.readahead_kb << 10;

@@ -1,4 +1,9 @@
-/* Data and namespace verbs for use without a mount: put, get, cat, ls, mkdir, rm, mv, stat. */
+/*
+ * Data and namespace verbs for use without a mount: put, get, cat, ls, mkdir, rm, mv, stat.
+ * Their paths are file system paths (/dir/f). A path under a Loom mount of this node names that
+ * mount's file: get, cat, ls and stat read it through libloom (as the file system path it is) when
+ * the user has the key, else through the mount itself, with the user's own rights.
+ */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -93,6 +98,99 @@ static int copy_out(loom_fs *fs, const char *path, int out)
 	return rc;
 }
 
+/* Where a path argument is read. */
+struct src {
+	struct tool_ctx *ctx;
+	loom_fs *fs;  /* connected at the first path that needs it */
+	bool mounted; /* this path: through its mount (path as given), not libloom */
+	const char *path;  /* this path as libloom or the mount takes it */
+	const char *lpath; /* the same, a symlink at its end not followed (for lstat) */
+	char buf[4096], lbuf[4096];
+};
+
+/* Decides how to read arg; 0, or 1 when the connection failed (the error was printed). */
+static int src_pick(struct src *s, const char *arg)
+{
+	struct tool_mount mnt;
+
+	s->mounted = false;
+	s->path = s->lpath = arg;
+	if (tool_mount_of(arg, &mnt) == 0) {
+		if (!tool_key_usable(s->ctx)) {
+			s->mounted = true;
+			return 0;
+		}
+		s->path = tool_fs_path(s->ctx, arg, true, s->buf, sizeof(s->buf));
+		s->lpath = tool_fs_path(s->ctx, arg, false, s->lbuf, sizeof(s->lbuf));
+	}
+	if (!s->fs && !(s->fs = tool_connect(s->ctx)))
+		return 1;
+	return 0;
+}
+
+static void src_done(struct src *s)
+{
+	if (s->fs)
+		loom_disconnect(s->fs);
+}
+
+static int copy_out_mounted(const char *path, int out)
+{
+	int in = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY), rc = 0;
+	struct stat st;
+	char *buf;
+
+	if (in < 0)
+		return -errno;
+	if (fstat(in, &st) == 0 && S_ISDIR(st.st_mode)) {
+		close(in);
+		return -EISDIR; /* as libloom's open of a directory for reading data */
+	}
+	buf = malloc(COPY_BUF);
+	if (!buf) {
+		close(in);
+		return -ENOMEM;
+	}
+	for (;;) {
+		ssize_t n = read(in, buf, COPY_BUF);
+		if (n <= 0) {
+			rc = n < 0 ? -errno : 0;
+			break;
+		}
+		rc = write_full(out, buf, (size_t)n);
+		if (rc)
+			break;
+	}
+	free(buf);
+	close(in);
+	return rc;
+}
+
+static int src_copy_out(struct src *s, int out)
+{
+	return s->mounted ? copy_out_mounted(s->path, out) : copy_out(s->fs, s->path, out);
+}
+
+static int src_lstat(struct src *s, const char *path, struct stat *st)
+{
+	if (s->mounted)
+		return lstat(path, st) < 0 ? -errno : 0;
+	return loom_lstat(s->fs, path, st);
+}
+
+static int src_readlink(struct src *s, const char *path, char *buf, size_t cap, size_t *len)
+{
+	ssize_t n;
+
+	if (!s->mounted)
+		return loom_readlink(s->fs, path, buf, cap, len);
+	n = readlink(path, buf, cap);
+	if (n < 0)
+		return -errno;
+	*len = (size_t)n;
+	return 0;
+}
+
 int cmd_put(struct tool_ctx *ctx, int argc, char **argv)
 {
 	char target[4096];
@@ -124,47 +222,49 @@ int cmd_put(struct tool_ctx *ctx, int argc, char **argv)
 
 int cmd_get(struct tool_ctx *ctx, int argc, char **argv)
 {
-	loom_fs *fs;
+	struct src s = { .ctx = ctx };
 	int out, rc;
 
 	if (argc != 3) {
 		fprintf(stderr, "usage: loom get PATH LOCAL   (LOCAL '-' writes stdout)\n");
 		return 2;
 	}
-	fs = tool_connect(ctx);
-	if (!fs)
+	if (src_pick(&s, argv[1]))
 		return 1;
 	out = strcmp(argv[2], "-") ? open(argv[2], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)
 				   : STDOUT_FILENO;
 	if (out < 0) {
-		loom_disconnect(fs);
+		src_done(&s);
 		return tool_fail("get", argv[2], errno);
 	}
-	rc = copy_out(fs, argv[1], out);
+	rc = src_copy_out(&s, out);
 	if (out != STDOUT_FILENO && close(out) < 0 && rc == 0)
 		rc = -errno;
-	loom_disconnect(fs);
+	src_done(&s);
 	return rc ? tool_fail("get", argv[1], rc) : 0;
 }
 
 int cmd_cat(struct tool_ctx *ctx, int argc, char **argv)
 {
-	loom_fs *fs;
+	struct src s = { .ctx = ctx };
 	int ret = 0;
 
 	if (argc < 2) {
 		fprintf(stderr, "usage: loom cat PATH...\n");
 		return 2;
 	}
-	fs = tool_connect(ctx);
-	if (!fs)
-		return 1;
 	for (int i = 1; i < argc; i++) {
-		int rc = copy_out(fs, argv[i], STDOUT_FILENO);
+		int rc;
+
+		if (src_pick(&s, argv[i])) {
+			src_done(&s);
+			return 1;
+		}
+		rc = src_copy_out(&s, STDOUT_FILENO);
 		if (rc)
 			ret = tool_fail("cat", argv[i], rc);
 	}
-	loom_disconnect(fs);
+	src_done(&s);
 	return ret;
 }
 
@@ -190,14 +290,14 @@ static int name_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void print_long(loom_fs *fs, const char *path, const char *name)
+static void print_long(struct src *s, const char *path, const char *name)
 {
 	struct stat st;
 	char mode[11], when[32], link[LOOM_SYMLINK_MAX + 1];
 	struct tm tm;
 	size_t llen;
 
-	if (loom_lstat(fs, path, &st) != 0) {
+	if (src_lstat(s, path, &st) != 0) {
 		printf("?????????? ? ? ? ? ? %s\n", name);
 		return;
 	}
@@ -206,22 +306,81 @@ static void print_long(loom_fs *fs, const char *path, const char *name)
 	strftime(when, sizeof(when), "%b %e %H:%M", &tm);
 	printf("%s %3lu %5u %5u %10lld %s %s", mode, (unsigned long)st.st_nlink, st.st_uid, st.st_gid,
 	       (long long)st.st_size, when, name);
-	if (S_ISLNK(st.st_mode) && loom_readlink(fs, path, link, sizeof(link) - 1, &llen) == 0) {
+	if (S_ISLNK(st.st_mode) && src_readlink(s, path, link, sizeof(link) - 1, &llen) == 0) {
 		link[MIN(llen, sizeof(link) - 1)] = '\0';
 		printf(" -> %s", link);
 	}
 	printf("\n");
 }
 
+/* A list of names, grown as a directory is read. */
+struct names {
+	char **v;
+	size_t n, cap;
+};
+
+static int names_add(struct names *l, const char *name)
+{
+	if (l->n == l->cap) {
+		size_t ncap = l->cap ? l->cap * 2 : 256;
+		char **p = realloc(l->v, ncap * sizeof(*l->v));
+		if (!p)
+			return -ENOMEM;
+		l->v = p;
+		l->cap = ncap;
+	}
+	if (!(l->v[l->n] = strdup(name)))
+		return -ENOMEM;
+	l->n++;
+	return 0;
+}
+
+/* The names in directory path (without dot files unless all); -ENOTDIR for a non-directory. */
+static int src_list(struct src *s, const char *path, bool all, struct names *l)
+{
+	int rc = 0;
+
+	if (s->mounted) {
+		DIR *d = opendir(path);
+		struct dirent *e;
+
+		if (!d)
+			return -errno;
+		errno = 0;
+		while (rc == 0 && (e = readdir(d)) != NULL) {
+			if (all || e->d_name[0] != '.')
+				rc = names_add(l, e->d_name);
+			errno = 0;
+		}
+		if (rc == 0 && errno)
+			rc = -errno;
+		closedir(d);
+		return rc;
+	}
+	{
+		struct loom_dirent ent;
+		loom_dir *d;
+
+		rc = loom_opendir(s->fs, path, &d);
+		if (rc)
+			return rc;
+		while ((rc = loom_readdir(d, &ent)) == 1) {
+			if (!all && ent.name[0] == '.')
+				continue;
+			if ((rc = names_add(l, ent.name)) != 0)
+				break;
+		}
+		loom_closedir(d);
+		return rc < 0 ? rc : 0;
+	}
+}
+
 int cmd_ls(struct tool_ctx *ctx, int argc, char **argv)
 {
-	const char *path = "/";
+	const char *arg = "/";
 	bool lng = false, all = false;
-	struct loom_dirent ent;
-	char **names = NULL;
-	size_t n = 0, cap = 0;
-	loom_dir *d;
-	loom_fs *fs;
+	struct src s = { .ctx = ctx };
+	struct names l = { 0 };
 	int c, rc;
 
 	optind = 1;
@@ -234,58 +393,35 @@ int cmd_ls(struct tool_ctx *ctx, int argc, char **argv)
 			return 2;
 	}
 	if (optind < argc)
-		path = argv[optind];
-	fs = tool_connect(ctx);
-	if (!fs)
+		arg = argv[optind];
+	if (src_pick(&s, arg))
 		return 1;
-	rc = loom_opendir(fs, path, &d);
+	rc = src_list(&s, s.path, all, &l);
 	if (rc == -ENOTDIR) {
+		/* ls FILE: the file itself, under the name given */
 		if (lng)
-			print_long(fs, path, path);
+			print_long(&s, s.lpath, arg);
 		else
-			printf("%s\n", path);
-		loom_disconnect(fs);
+			printf("%s\n", arg);
+		src_done(&s);
 		return 0;
 	}
-	if (rc) {
-		loom_disconnect(fs);
-		return tool_fail("ls", path, rc);
-	}
-	while ((rc = loom_readdir(d, &ent)) == 1) {
-		if (!all && ent.name[0] == '.')
-			continue;
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 256;
-			char **p = realloc(names, ncap * sizeof(*names));
-			if (!p) {
-				rc = -ENOMEM;
-				break;
-			}
-			names = p;
-			cap = ncap;
-		}
-		if (!(names[n] = strdup(ent.name))) {
-			rc = -ENOMEM;
-			break;
-		}
-		n++;
-	}
-	loom_closedir(d);
-	if (n)
-		qsort(names, n, sizeof(*names), name_cmp);
-	for (size_t i = 0; i < n; i++) {
+	if (l.n)
+		qsort(l.v, l.n, sizeof(*l.v), name_cmp);
+	for (size_t i = 0; i < l.n; i++) {
 		if (lng) {
 			char full[4096];
-			snprintf(full, sizeof(full), "%s/%s", path, names[i]);
-			print_long(fs, full, names[i]);
+			snprintf(full, sizeof(full), "%s/%s", strcmp(s.path, "/") ? s.path : "", l.v[i]);
+			print_long(&s, full, l.v[i]);
 		} else {
-			printf("%s\n", names[i]);
+			printf("%s\n", l.v[i]);
 		}
-		free(names[i]);
 	}
-	free(names);
-	loom_disconnect(fs);
-	return rc < 0 ? tool_fail("ls", path, rc) : 0;
+	for (size_t i = 0; i < l.n; i++)
+		free(l.v[i]);
+	free(l.v);
+	src_done(&s);
+	return rc < 0 ? tool_fail("ls", arg, rc) : 0;
 }
 
 static int mkdir_parents(loom_fs *fs, const char *path)
@@ -426,21 +562,23 @@ int cmd_mv(struct tool_ctx *ctx, int argc, char **argv)
 
 int cmd_stat(struct tool_ctx *ctx, int argc, char **argv)
 {
-	loom_fs *fs;
+	struct src s = { .ctx = ctx };
 	int ret = 0;
 
 	if (argc < 2) {
 		fprintf(stderr, "usage: loom stat PATH...\n");
 		return 2;
 	}
-	fs = tool_connect(ctx);
-	if (!fs)
-		return 1;
 	for (int i = 1; i < argc; i++) {
 		struct stat st;
 		char mode[11];
-		int rc = loom_lstat(fs, argv[i], &st);
+		int rc;
 
+		if (src_pick(&s, argv[i])) {
+			src_done(&s);
+			return 1;
+		}
+		rc = src_lstat(&s, s.lpath, &st);
 		if (rc) {
 			ret = tool_fail("stat", argv[i], rc);
 			continue;
@@ -455,6 +593,6 @@ int cmd_stat(struct tool_ctx *ctx, int argc, char **argv)
 		       (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, (long long)st.st_ctim.tv_sec,
 		       st.st_ctim.tv_nsec);
 	}
-	loom_disconnect(fs);
+	src_done(&s);
 	return ret;
 }

@@ -82,16 +82,80 @@ static void df_print(const char *uuid, const struct df_row *r, bool human, const
 	printf("%-20s%12s%12s%12s%5s %s%s\n", uuid, t, u, a, pct, mnt, flags);
 }
 
+/* What df shows, from the MDS (keyed) or from a mount. */
+struct df_data {
+	struct loom_target *t;
+	uint32_t n;
+	struct loom_pool *pools; /* --pool: the pool, else NULL */
+	uint32_t npools;
+	char fsname[16];
+};
+
+static void df_data_free(struct df_data *d)
+{
+	free(d->t);
+	loom_pool_list_free(d->pools);
+}
+
+/* "no pool" is the one error worded for the user; the others name what failed. */
+static int df_fail(const char *pool, const char *what, int rc)
+{
+	if (rc == -ENOENT && pool) {
+		fprintf(stderr, "loom df: no pool %s\n", pool);
+		return 1;
+	}
+	return tool_fail("df", what, rc);
+}
+
+static int df_gather_keyed(struct tool_ctx *ctx, const char *pool, struct df_data *d)
+{
+	loom_fs *fs = tool_connect(ctx);
+	int rc;
+
+	if (!fs)
+		return 1;
+	snprintf(d->fsname, sizeof(d->fsname), "%s", loom_fsname(fs));
+	/* lfs df --pool: the MDT and the pool's OSTs only. */
+	rc = pool ? loom_pool_list(fs, pool, &d->pools, &d->npools) : 0;
+	if (rc) {
+		loom_disconnect(fs);
+		return df_fail(pool, "cannot list the pool", rc);
+	}
+	rc = loom_targets(fs, &d->t, &d->n);
+	loom_disconnect(fs);
+	return rc ? df_fail(NULL, "cannot list targets", rc) : 0;
+}
+
+/* The same through loom-mount's ioctls, for a user without the key. */
+static int df_gather_mounted(const char *path, const struct tool_mount *mnt, const char *pool,
+			     struct df_data *d)
+{
+	char fsname[16];
+	int rc = pool ? tool_mount_pools(mnt, pool, &d->pools, &d->npools, fsname, sizeof(fsname)) : 0;
+
+	if (rc == 0)
+		rc = tool_mount_targets(path, mnt, &d->t, &d->n, d->fsname, sizeof(d->fsname));
+	if (rc == -ENOTTY) {
+		fprintf(stderr, "loom df: the loom-mount of %s does not answer the tool's ioctls (older than "
+				"this tool?), and without the file system key (--key FILE) df cannot ask the MDS\n",
+			mnt->mountpoint);
+		return 1;
+	}
+	if (rc)
+		return df_fail(pool, d->t || !pool ? "cannot list targets" : "cannot list the pool", rc);
+	return 0;
+}
+
 int cmd_df(struct tool_ctx *ctx, int argc, char **argv)
 {
-	struct loom_target *t = NULL;
+	struct df_data d = { 0 };
+	struct loom_target *t;
 	struct df_row sum = { 0 }, r;
 	bool human = false, inodes = false;
 	const char *pool = NULL;
-	struct loom_pool *pools = NULL;
-	uint32_t npools = 0;
+	struct loom_pool *pools;
+	uint32_t npools;
 	uint32_t n;
-	loom_fs *fs;
 	char uuid[64], row[4200], where[4096], flags[8];
 	int c, rc;
 
@@ -124,30 +188,24 @@ int cmd_df(struct tool_ctx *ctx, int argc, char **argv)
 	} else if (!ctx->fs_addr && !getenv("LOOM_FS") && tool_first_mount(&mnt) == 0) {
 		mounted = true;
 	}
-	fs = tool_connect(ctx);
-	if (!fs)
-		return 1;
-	if (pool) {
-		/* lfs df --pool: the MDT and the pool's OSTs only. */
-		rc = loom_pool_list(fs, pool, &pools, &npools);
-		if (rc) {
-			loom_disconnect(fs);
-			if (rc == -ENOENT)
-				fprintf(stderr, "loom df: no pool %s\n", pool);
-			return rc == -ENOENT ? 1 : tool_fail("df", "cannot list the pool", rc);
-		}
-	}
-	rc = loom_targets(fs, &t, &n);
+	/* Without the key, the mount the path is on answers instead (as `lfs df` asks the mount). */
+	if (mounted && !tool_key_usable(ctx))
+		rc = df_gather_mounted(optind < argc ? argv[optind] : NULL, &mnt, pool, &d);
+	else
+		rc = df_gather_keyed(ctx, pool, &d);
 	if (rc) {
-		loom_pool_list_free(pools);
-		loom_disconnect(fs);
-		return tool_fail("df", "cannot list targets", rc);
+		df_data_free(&d);
+		return rc;
 	}
+	t = d.t;
+	n = d.n;
+	pools = d.pools;
+	npools = d.npools;
 	/* "Mounted on": the mount point, or without a mount the file system as a mount source. */
 	if (mounted)
 		snprintf(where, sizeof(where), "%s", mnt.mountpoint);
 	else
-		snprintf(where, sizeof(where), "%s:/%s", t[0].addr, loom_fsname(fs));
+		snprintf(where, sizeof(where), "%s:/%s", t[0].addr, d.fsname);
 	if (inodes)
 		printf("%-20s%12s%12s%12s%6s %s\n", "UUID", "Inodes", "IUsed", "IFree", "IUse%", "Mounted on");
 	else
@@ -164,7 +222,7 @@ int cmd_df(struct tool_ctx *ctx, int argc, char **argv)
 				continue;
 		}
 
-		snprintf(uuid, sizeof(uuid), "%s-%s%04x_UUID", loom_fsname(fs), mdt ? "MDT" : "OST", t[i].idx);
+		snprintf(uuid, sizeof(uuid), "%s-%s%04x_UUID", d.fsname, mdt ? "MDT" : "OST", t[i].idx);
 		if (t[i].flags & LOOM_TGTF_INACTIVE) {
 			char name[16];
 			snprintf(name, sizeof(name), "%s%04x", mdt ? "MDT" : "OST", t[i].idx);
@@ -190,8 +248,6 @@ int cmd_df(struct tool_ctx *ctx, int argc, char **argv)
 		df_print_inodes("filesystem_summary:", &sum, where, "");
 	else
 		df_print("filesystem_summary:", &sum, human, where, "");
-	free(t);
-	loom_pool_list_free(pools);
-	loom_disconnect(fs);
+	df_data_free(&d);
 	return 0;
 }

@@ -6,6 +6,7 @@
  * the file system key from --key, $LOOM_KEY_FILE, that file's `key = FILE` or /etc/loom/loom.key.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +40,7 @@ static const struct command commands[] = {
 	{ "scrub", cmd_scrub, "[--wait] [--status] [--paths] OST_INDEX... | --all   verify objects against their checksums" },
 	{ "fsck", cmd_fsck, "--dir DIR | ...   check and repair the namespace against the objects" },
 	{ "migrate", cmd_migrate, "[-c COUNT] [-S SIZE] [-i IDX | -p POOL] [-r] FILE|DIR...   re-stripe files online" },
-	{ "pool", cmd_pool, "new|destroy NAME | add|remove NAME OST... | list [NAME]   OST pools (lctl pool_*)" },
+	{ "pool", cmd_pool, "new|destroy NAME | add|remove NAME OST... | list [NAME] [PATH]   OST pools (lctl pool_*)" },
 	{ "ost", cmd_ost, "deactivate|activate IDX...   no new stripes on an OST (its files stay readable), or again" },
 	{ "key", cmd_key, "new [--node NAME] FILE   a new file system key, or a key of client node NAME's own" },
 	{ "nodemap", cmd_nodemap, "list [NAME] | add|modify|revoke|del NAME ...   what each node may claim (lctl nodemap_*)" },
@@ -56,7 +57,9 @@ static void usage(FILE *f)
 		   "(mds1@tcp:mds2@tcp) and a mount's source (mds1@tcp:/lfs01) are accepted too.\n"
 		   "The file system key is read from --key, $LOOM_KEY_FILE, the config file's\n"
 		   "'key = FILE' line, or /etc/loom/loom.key. Frames are authenticated with it;\n"
-		   "--encrypt encrypts them too (servers started with --encrypt require it, and get it).\n");
+		   "--encrypt encrypts them too (servers started with --encrypt require it, and get it).\n"
+		   "Without a key this user may read, df, pool list, getstripe, setstripe, find, stat,\n"
+		   "ls, cat and get on a path under a Loom mount ask the mount, with this user's rights.\n");
 }
 
 int tool_fail(const char *cmd, const char *what, int err)
@@ -86,27 +89,55 @@ static int config_value(const char *path, const char *name, char *buf, size_t ca
 	return rc;
 }
 
-loom_fs *tool_connect(struct tool_ctx *ctx)
+/* What --config, $LOOM_CONFIG or /etc/loom/loom.conf adds to the flags and the environment:
+ * the MDS's address (NULL if none is known yet) and, with it, its key. */
+static const char *tool_resolve(struct tool_ctx *ctx)
 {
-	struct loom_connect_opts copts = { 0 };
-	loom_fs *fs = NULL;
-	const char *addr = ctx->fs_addr, *key_file;
-	char why[LOOM_KEY_REFUSAL_LEN];
-	int rc;
+	const char *addr = ctx->fs_addr;
 
 	if (!addr)
 		addr = getenv("LOOM_FS");
-	if (!addr || !ctx->key_file) {
+	if (!ctx->resolved && (!addr || !ctx->key_file)) {
 		const char *cfg = ctx->config ? ctx->config : getenv("LOOM_CONFIG");
 		if (!cfg)
 			cfg = "/etc/loom/loom.conf";
 		if (!addr && config_value(cfg, "mds", ctx->addr_buf, sizeof(ctx->addr_buf)) == 0)
-			addr = ctx->addr_buf;
+			ctx->fs_addr = ctx->addr_buf;
 		/* The file system's key goes with its address (a --key or $LOOM_KEY_FILE wins). */
 		if (!ctx->key_file && !getenv("LOOM_KEY_FILE") &&
 		    config_value(cfg, "key", ctx->key_buf, sizeof(ctx->key_buf)) == 0)
 			ctx->key_file = ctx->key_buf;
 	}
+	ctx->resolved = true;
+	return ctx->fs_addr ? ctx->fs_addr : addr;
+}
+
+bool tool_key_usable(struct tool_ctx *ctx)
+{
+	const char *f;
+	int fd;
+
+	tool_resolve(ctx);
+	if (ctx->key_given)
+		return true; /* --key: used as given, and its errors told */
+	f = loom_key_file_choose(ctx->key_file);
+	if (!f || !*f)
+		return false;
+	fd = open(f, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+loom_fs *tool_connect(struct tool_ctx *ctx)
+{
+	struct loom_connect_opts copts = { 0 };
+	loom_fs *fs = NULL;
+	const char *addr = tool_resolve(ctx), *key_file;
+	char why[LOOM_KEY_REFUSAL_LEN];
+	int rc;
+
 	if (!addr) {
 		/* As lfs: the file system mounted on this node. */
 		struct tool_mount mnt;
@@ -131,9 +162,15 @@ loom_fs *tool_connect(struct tool_ctx *ctx)
 	if (rc == -EACCES) {
 		bool keyless = !key_file || !*key_file;
 
-		fprintf(stderr, "%s: the servers at %s %s (--key FILE, $LOOM_KEY_FILE or the config "
-				"file's 'key = FILE')\n", ctx->prog, addr,
-			keyless ? "require the file system key, and none was given" : "refused this client's key");
+		if (keyless && ctx->verb)
+			fprintf(stderr, "%s: %s needs the file system key (--key FILE, $LOOM_KEY_FILE or the "
+					"config file's 'key = FILE'): the servers at %s require the file system key, "
+					"and none was given%s\n", ctx->prog, ctx->verb, addr, ctx->mount_hint ?
+					ctx->mount_hint : "");
+		else
+			fprintf(stderr, "%s: the servers at %s %s (--key FILE, $LOOM_KEY_FILE or the config "
+					"file's 'key = FILE')\n", ctx->prog, addr,
+				keyless ? "require the file system key, and none was given" : "refused this client's key");
 		return NULL;
 	}
 	if (rc) {
@@ -161,6 +198,7 @@ int main(int argc, char **argv)
 			ctx.fs_addr = argv[i++] + 5;
 		} else if (!strcmp(argv[i], "--key") && i + 1 < argc) {
 			ctx.key_file = argv[i + 1];
+			ctx.key_given = true;
 			i += 2;
 		} else if (!strcmp(argv[i], "--encrypt")) {
 			ctx.encrypt = true;
@@ -185,8 +223,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	for (size_t k = 0; k < sizeof(commands) / sizeof(commands[0]); k++)
-		if (!strcmp(argv[i], commands[k].name))
+		if (!strcmp(argv[i], commands[k].name)) {
+			ctx.verb = commands[k].name;
 			return commands[k].fn(&ctx, argc - i, argv + i);
+		}
 	fprintf(stderr, "loom: unknown command '%s'\n", argv[i]);
 	usage(stderr);
 	return 2;

@@ -160,25 +160,6 @@ static void migrate_path(struct migrator *mg, const char *path)
 	}
 }
 
-/* A path under a Loom mount as the file system path libloom takes; others as given. */
-static const char *fs_path(struct tool_ctx *ctx, const char *arg, char *buf, size_t cap)
-{
-	struct tool_mount mnt;
-	char real[PATH_MAX];
-	size_t n;
-
-	if (tool_mount_of(arg, &mnt) != 0 || !realpath(arg, real))
-		return arg;
-	n = strlen(mnt.mountpoint);
-	if (strncmp(real, mnt.mountpoint, n) || (real[n] && real[n] != '/'))
-		return arg;
-	ctx->fs_addr = NULL;
-	snprintf(ctx->addr_buf, sizeof(ctx->addr_buf), "%s", mnt.mds_addr);
-	ctx->fs_addr = ctx->addr_buf;
-	snprintf(buf, cap, "%s", real[n] ? real + n : "/");
-	return buf;
-}
-
 int cmd_migrate(struct tool_ctx *ctx, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -248,7 +229,7 @@ int cmd_migrate(struct tool_ctx *ctx, int argc, char **argv)
 		return tool_fail("migrate", "buffer", -ENOMEM);
 	for (int i = optind; i < argc; i++) {
 		char buf[PATH_MAX];
-		const char *p = fs_path(ctx, argv[i], buf, sizeof(buf));
+		const char *p = tool_fs_path(ctx, argv[i], true, buf, sizeof(buf));
 
 		if (!mg.fs && !(mg.fs = tool_connect(ctx))) {
 			free(mg.buf);

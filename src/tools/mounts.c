@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tools/tool.h"
 
@@ -25,23 +26,61 @@ static void unescape(char *s)
 	*d = '\0';
 }
 
-/* The real path of path, or of its parent directory when path does not exist yet. */
-static int real_or_parent(const char *path, char *out)
+/*
+ * path made absolute and resolved as far as this user can: the longest leading part realpath(3)
+ * resolves (a path that does not exist yet, or runs through a directory this user may not
+ * search, still tells which mount it is on), then the rest as written. Without follow the last
+ * component is never resolved: a symlink names itself, as lstat(2) takes it.
+ */
+static int resolve(const char *path, bool follow, char *out)
 {
-	char tmp[PATH_MAX], *base;
+	char tmp[PATH_MAX], rest[PATH_MAX] = "", real[PATH_MAX];
+	size_t len;
 
-	if (realpath(path, out))
+	if (!*path)
+		return -ENOENT;
+	if (path[0] == '/') {
+		if (strlen(path) >= sizeof(tmp))
+			return -ENAMETOOLONG;
+		snprintf(tmp, sizeof(tmp), "%s", path);
+	} else {
+		if (!getcwd(tmp, sizeof(tmp)))
+			return -errno;
+		len = strlen(tmp);
+		if (len + 1 + strlen(path) >= sizeof(tmp))
+			return -ENAMETOOLONG;
+		snprintf(tmp + len, sizeof(tmp) - len, "%s%s", len > 1 ? "/" : "", path);
+	}
+	for (len = strlen(tmp); len > 1 && tmp[len - 1] == '/'; len--)
+		tmp[len - 1] = '\0';
+	{
+		const char *base = strrchr(tmp, '/') + 1;
+		/* "." and ".." are directories whatever follow says */
+		if (!strcmp(base, ".") || !strcmp(base, ".."))
+			follow = true;
+	}
+	if (follow && realpath(tmp, out))
 		return 0;
-	if (errno != ENOENT || strlen(path) >= sizeof(tmp))
-		return -errno;
-	snprintf(tmp, sizeof(tmp), "%s", path);
-	base = strrchr(tmp, '/');
-	if (!base)
-		return realpath(".", out) ? 0 : -errno;
-	*base = '\0';
-	if (!realpath(tmp[0] ? tmp : "/", out))
-		return -errno;
-	return 0;
+	for (;;) {
+		char *cut = strrchr(tmp, '/');
+		char joined[PATH_MAX];
+
+		if (!cut || cut[1] == '\0')
+			return -ENOENT; /* not even "/" resolves */
+		if (snprintf(joined, sizeof(joined), "%s%s%s", cut + 1, rest[0] ? "/" : "", rest) >=
+		    (int)sizeof(joined))
+			return -ENAMETOOLONG;
+		memcpy(rest, joined, sizeof(rest));
+		if (cut == tmp)
+			cut[1] = '\0'; /* down to "/" */
+		else
+			*cut = '\0';
+		if (realpath(tmp, real)) {
+			if (snprintf(out, PATH_MAX, "%s%s%s", real, strcmp(real, "/") ? "/" : "", rest) >= PATH_MAX)
+				return -ENAMETOOLONG;
+			return 0;
+		}
+	}
 }
 
 int tool_mount_of(const char *path, struct tool_mount *out)
@@ -50,7 +89,7 @@ int tool_mount_of(const char *path, struct tool_mount *out)
 	size_t best = 0;
 	FILE *f;
 
-	if (real_or_parent(path, real) != 0)
+	if (resolve(path, true, real) != 0)
 		return -ENOENT;
 	f = fopen("/proc/self/mounts", "re");
 	if (!f)
@@ -96,4 +135,21 @@ int tool_first_mount(struct tool_mount *out)
 	}
 	fclose(f);
 	return rc;
+}
+
+const char *tool_fs_path(struct tool_ctx *ctx, const char *arg, bool follow, char *buf, size_t cap)
+{
+	struct tool_mount mnt;
+	char real[PATH_MAX];
+	size_t n;
+
+	if (tool_mount_of(arg, &mnt) != 0 || resolve(arg, follow, real) != 0)
+		return arg;
+	n = strlen(mnt.mountpoint);
+	if (strncmp(real, mnt.mountpoint, n) || (real[n] && real[n] != '/'))
+		return arg;
+	snprintf(ctx->addr_buf, sizeof(ctx->addr_buf), "%s", mnt.mds_addr);
+	ctx->fs_addr = ctx->addr_buf;
+	snprintf(buf, cap, "%s", real[n] ? real + n : "/");
+	return buf;
 }

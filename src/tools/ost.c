@@ -79,52 +79,85 @@ int cmd_ost(struct tool_ctx *ctx, int argc, char **argv)
 
 /* A pool named as Lustre does (FSNAME.POOL) or alone; NULL (after a message) for another file
  * system's. */
-static const char *pool_name(loom_fs *fs, const char *arg)
+static const char *pool_name(const char *fsname, const char *arg)
 {
 	const char *dot = strchr(arg, '.');
 
 	if (!dot)
 		return arg;
-	if ((size_t)(dot - arg) != strlen(loom_fsname(fs)) || strncmp(arg, loom_fsname(fs), (size_t)(dot - arg))) {
-		fprintf(stderr, "loom pool: %s is not a pool of file system %s\n", arg, loom_fsname(fs));
+	if ((size_t)(dot - arg) != strlen(fsname) || strncmp(arg, fsname, (size_t)(dot - arg))) {
+		fprintf(stderr, "loom pool: %s is not a pool of file system %s\n", arg, fsname);
 		return NULL;
 	}
 	return dot + 1;
 }
 
-static int pool_list(loom_fs *fs, const char *name)
+/* Prints what loom_pool_list (or the mount, for it) answered: rc, pools and n. */
+static int pool_print(const char *fsname, const char *name, int rc, struct loom_pool *pools, uint32_t n)
 {
-	struct loom_pool *pools;
-	uint32_t n;
-	int rc = loom_pool_list(fs, name, &pools, &n);
-
 	if (rc == -ENOENT) {
-		fprintf(stderr, "loom pool: no pool %s.%s\n", loom_fsname(fs), name);
+		fprintf(stderr, "loom pool: no pool %s.%s\n", fsname, name);
 		return 1;
 	}
 	if (rc)
 		return tool_fail("pool", "list", rc);
 	if (!name) {
 		/* lctl pool_list FSNAME */
-		printf("Pools from %s:\n", loom_fsname(fs));
+		printf("Pools from %s:\n", fsname);
 		for (uint32_t i = 0; i < n; i++)
-			printf("%s.%s\n", loom_fsname(fs), pools[i].name);
+			printf("%s.%s\n", fsname, pools[i].name);
 	} else {
 		/* lctl pool_list FSNAME.POOL */
-		printf("Pool: %s.%s\n", loom_fsname(fs), name);
+		printf("Pool: %s.%s\n", fsname, name);
 		for (uint32_t i = 0; i < n; i++)
 			for (uint32_t k = 0; k < pools[i].nosts; k++)
-				printf("%s-OST%04x_UUID\n", loom_fsname(fs), pools[i].osts[k]);
+				printf("%s-OST%04x_UUID\n", fsname, pools[i].osts[k]);
 	}
 	loom_pool_list_free(pools);
 	return 0;
+}
+
+static int pool_list(loom_fs *fs, const char *name)
+{
+	struct loom_pool *pools = NULL;
+	uint32_t n = 0;
+	int rc = loom_pool_list(fs, name, &pools, &n);
+
+	return pool_print(loom_fsname(fs), name, rc, pools, n);
+}
+
+/* `loom pool list` without the key: the first Loom mount answers, as `lfs pool_list /mnt`. */
+static int pool_list_mounted(const struct tool_mount *mnt, const char *arg)
+{
+	struct loom_pool *pools = NULL;
+	char fsname[16] = "";
+	uint32_t n = 0;
+	const char *name = NULL;
+	int rc;
+
+	if (arg) {
+		/* The fsname to check FSNAME.POOL against: the mount's, from its source. */
+		const char *sep = strstr(mnt->source, ":/");
+
+		snprintf(fsname, sizeof(fsname), "%s", sep ? sep + 2 : "");
+		if (!(name = pool_name(fsname, arg)))
+			return 1;
+	}
+	rc = tool_mount_pools(mnt, name, &pools, &n, fsname, sizeof(fsname));
+	if (rc == -ENOTTY) {
+		fprintf(stderr, "loom pool: the loom-mount of %s does not answer the tool's ioctls (older "
+				"than this tool?), and without the file system key (--key FILE) pool list cannot "
+				"ask the MDS\n", mnt->mountpoint);
+		return 1;
+	}
+	return pool_print(fsname, name, rc, pools, n);
 }
 
 static void pool_usage(FILE *f)
 {
 	fprintf(f, "usage: loom pool new|destroy NAME\n"
 		   "       loom pool add|remove NAME OST...   (OST: 2 or OST0002)\n"
-		   "       loom pool list [NAME]\n"
+		   "       loom pool list [NAME] [PATH]   (PATH: on the mount of the file system)\n"
 		   "NAME is POOL or FSNAME.POOL: 1-15 letters, digits, '_' or '-'.\n");
 }
 
@@ -134,14 +167,33 @@ int cmd_pool(struct tool_ctx *ctx, int argc, char **argv)
 		{ "new", LOOM_POOL_NEW, false },   { "destroy", LOOM_POOL_DESTROY, false },
 		{ "add", LOOM_POOL_ADD, true },    { "remove", LOOM_POOL_REMOVE, true },
 	};
-	const char *name;
+	const char *name, *list_name = NULL, *list_path = NULL;
+	struct tool_mount list_mnt;
 	int v = -1, ret = 0;
 	loom_fs *fs;
 
 	if (argc >= 2 && !strcmp(argv[1], "list")) {
-		if (argc > 3) {
+		/* lfs pool_list takes FSNAME[.POOL] or a path: `list [NAME] [PATH]`, a path holding a
+		 * '/', the mount it is on naming the file system. */
+		for (int i = 2; i < argc; i++) {
+			if (strchr(argv[i], '/') && !list_path)
+				list_path = argv[i];
+			else if (!strchr(argv[i], '/') && !list_name)
+				list_name = argv[i];
+			else
+				argc = 0; /* two of a kind: usage */
+		}
+		if (argc == 0 || argc > 4) {
 			pool_usage(stderr);
 			return 2;
+		}
+		if (list_path) {
+			if (tool_mount_of(list_path, &list_mnt) != 0) {
+				fprintf(stderr, "loom pool: %s is not on a Loom mount\n", list_path);
+				return 1;
+			}
+			snprintf(ctx->addr_buf, sizeof(ctx->addr_buf), "%s", list_mnt.mds_addr);
+			ctx->fs_addr = ctx->addr_buf;
 		}
 	} else {
 		for (int i = 0; i < (int)(sizeof(verbs) / sizeof(verbs[0])); i++)
@@ -159,16 +211,24 @@ int cmd_pool(struct tool_ctx *ctx, int argc, char **argv)
 			}
 		}
 	}
+	/* Without the key, the mount answers: the path's, else (nothing else naming a file system)
+	 * the first. */
+	if (v < 0 && !tool_key_usable(ctx)) {
+		if (list_path)
+			return pool_list_mounted(&list_mnt, list_name);
+		if (!ctx->fs_addr && !getenv("LOOM_FS") && tool_first_mount(&list_mnt) == 0)
+			return pool_list_mounted(&list_mnt, list_name);
+	}
 	fs = tool_connect(ctx);
 	if (!fs)
 		return 1;
 	if (v < 0) {
-		name = argc == 3 ? pool_name(fs, argv[2]) : NULL;
-		ret = argc == 3 && !name ? 1 : pool_list(fs, name);
+		name = list_name ? pool_name(loom_fsname(fs), list_name) : NULL;
+		ret = list_name && !name ? 1 : pool_list(fs, name);
 		loom_disconnect(fs);
 		return ret;
 	}
-	name = pool_name(fs, argv[2]);
+	name = pool_name(loom_fsname(fs), argv[2]);
 	if (!name) {
 		loom_disconnect(fs);
 		return 1;

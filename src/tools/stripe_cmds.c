@@ -490,6 +490,7 @@ struct gs_src {
 	loom_fs *fs;
 	bool yaml;      /* -y */
 	bool recursive; /* -r */
+	int errors;     /* entries below the paths given that could not be shown (each told) */
 };
 
 int tool_layout_of_mounted(const char *path, bool follow, struct loom_layout **out)
@@ -565,6 +566,17 @@ static int show_entry(struct gs_src *src, const char *path, unsigned type, bool 
 	return rc ? rc : show_entries(src, path, mounted, field, first);
 }
 
+/* One entry of a listing failed: told, and the listing goes on (as lfs and find(1) go on past a
+ * directory they may not read). A lost connection ends everything. */
+static int entry_failed(struct gs_src *src, const char *path, int rc)
+{
+	if (rc == -ENOTCONN)
+		return rc;
+	fprintf(stderr, "loom getstripe: %s: %s\n", path, strerror(-rc));
+	src->errors++;
+	return 0;
+}
+
 /* The regular files of a directory, each shown after it (as lfs getstripe DIR); with -r the
  * subdirectories too, depth first. */
 static int show_entries(struct gs_src *src, const char *dir, bool mounted, enum gs_field field,
@@ -584,6 +596,8 @@ static int show_entries(struct gs_src *src, const char *dir, bool mounted, enum 
 				continue;
 			snprintf(child, sizeof(child), "%s/%s", dir, e->d_name);
 			rc = show_entry(src, child, e->d_type, true, field, first);
+			if (rc)
+				rc = entry_failed(src, child, rc);
 		}
 		closedir(d);
 		return rc;
@@ -600,7 +614,7 @@ static int show_entries(struct gs_src *src, const char *dir, bool mounted, enum 
 				continue;
 			snprintf(child, sizeof(child), "%s/%s", strcmp(dir, "/") ? dir : "", ent.name);
 			rc = show_entry(src, child, ent.type, false, field, first);
-			if (rc)
+			if (rc && (rc = entry_failed(src, child, rc)) != 0)
 				break;
 		}
 		loom_closedir(d);
@@ -671,5 +685,5 @@ int cmd_getstripe(struct tool_ctx *ctx, int argc, char **argv)
 	}
 	if (src.fs)
 		loom_disconnect(src.fs);
-	return ret;
+	return ret || src.errors ? 1 : 0;
 }

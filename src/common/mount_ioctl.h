@@ -1,0 +1,76 @@
+/*
+ * The ioctls loom-mount answers on any file or directory of its mount, so that the `loom` tool
+ * can show what needs the MDS (`loom df`, `loom pool list`) to a user without the file system
+ * key: the key stays in loom-mount, and a user learns only what statfs(2) and `lfs df` tell
+ * anyone who can open a file there (Lustre's IOC_OBD_STATFS and OBD_IOC_LIST_POOLS, on the
+ * mounted file).
+ *
+ * FUSE passes only "restricted" ioctls from a mount: the command encodes the argument's size
+ * (_IOWR), the kernel copies that many bytes in and at most that many back, and the size field
+ * holds 14 bits. So every argument here is a fixed-size struct under 16 KiB, and lists come a
+ * page at a time: the caller sets `start`, the reply says how many there are in all (`total`)
+ * and how many it holds from start on (`count`). A list that changed between two pages (total
+ * moved) is read again from the start. Errors are the ioctl's errno: ENOENT (no such pool),
+ * EINVAL (a malformed argument), ENOTTY (a command this mount does not know), or the MDS's.
+ */
+#ifndef LOOM_COMMON_MOUNT_IOCTL_H
+#define LOOM_COMMON_MOUNT_IOCTL_H
+
+#include <stdint.h>
+#include <sys/ioctl.h>
+
+#define LOOM_IOC_MAGIC 'L' /* numbers from 0xA0 on: the loop driver's 'L' ioctls stop at 0x0B */
+
+/* A struct statvfs in fixed-size fields. */
+struct loom_ioc_statfs {
+	uint64_t blocks, bfree, bavail;
+	uint64_t files, ffree, favail;
+	uint32_t bsize, frsize, namemax, flag;
+};
+
+struct loom_ioc_target {
+	uint32_t kind;  /* LOOM_TGT_MDT or LOOM_TGT_OST */
+	uint32_t idx;
+	uint32_t flags; /* LOOM_TGTF_* */
+	uint32_t pad;
+	struct loom_ioc_statfs st; /* valid unless LOOM_TGTF_INACTIVE */
+};
+
+#define LOOM_IOC_TARGETS_PAGE 150
+/* loom_targets(): the MDT, then every OST, with fresh space figures. */
+struct loom_ioc_targets {
+	uint32_t start; /* in */
+	uint32_t total, count, pad;
+	char fsname[16];
+	struct loom_ioc_target t[LOOM_IOC_TARGETS_PAGE];
+};
+
+#define LOOM_IOC_POOLS_PAGE 512
+/* loom_pool_list(fs, NULL): every pool's name. */
+struct loom_ioc_pools {
+	uint32_t start; /* in */
+	uint32_t total, count, pad;
+	char fsname[16];
+	char names[LOOM_IOC_POOLS_PAGE][16];
+};
+
+#define LOOM_IOC_POOL_PAGE 2048
+/* loom_pool_list(fs, name): the OSTs of one pool, ascending. */
+struct loom_ioc_pool {
+	char name[16];  /* in: the pool, without the fsname */
+	uint32_t start; /* in */
+	uint32_t total, count, pad;
+	char fsname[16];
+	uint32_t osts[LOOM_IOC_POOL_PAGE];
+};
+
+#define LOOM_IOC_TARGETS _IOWR(LOOM_IOC_MAGIC, 0xA1, struct loom_ioc_targets)
+#define LOOM_IOC_POOLS   _IOWR(LOOM_IOC_MAGIC, 0xA2, struct loom_ioc_pools)
+#define LOOM_IOC_POOL    _IOWR(LOOM_IOC_MAGIC, 0xA3, struct loom_ioc_pool)
+
+/* _IOC_SIZE has 14 bits. */
+_Static_assert(sizeof(struct loom_ioc_targets) < 16384, "a FUSE ioctl argument is under 16 KiB");
+_Static_assert(sizeof(struct loom_ioc_pools) < 16384, "a FUSE ioctl argument is under 16 KiB");
+_Static_assert(sizeof(struct loom_ioc_pool) < 16384, "a FUSE ioctl argument is under 16 KiB");
+
+#endif
