@@ -173,6 +173,11 @@ loom_fs *tool_connect(struct tool_ctx *ctx)
 				keyless ? "require the file system key, and none was given" : "refused this client's key");
 		return NULL;
 	}
+	if (rc && key_file && *key_file && access(key_file, R_OK) != 0) {
+		/* The key was named (--key, $LOOM_KEY_FILE, the config) and cannot be read. */
+		fprintf(stderr, "%s: cannot read the key file %s: %s\n", ctx->prog, key_file, strerror(errno));
+		return NULL;
+	}
 	if (rc) {
 		if (rc == -EKEYREJECTED || rc == -ENOKEY)
 			fprintf(stderr, "%s: cannot connect to the MDS at %s: %s\n", ctx->prog, addr,

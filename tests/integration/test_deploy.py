@@ -85,7 +85,9 @@ def test_three_hosts_deploy_from_the_installed_tree_as_the_guide_says():
         assert exe == prefix + "/sbin/loom-mds"
         assert bed.sh(c1, "readlink -f /sbin/mount.loom").stdout.strip() == os.path.realpath("/sbin") + "/mount.loom"
         mounts = bed.sh(c1, "grep ' /mnt/loom ' /proc/self/mounts").stdout
-        assert mounts.startswith("mds1:/lfs01 /mnt/loom fuse.loom "), mounts
+        assert mounts.startswith("mds1:/lfs01 /mnt/loom fuse.loom "), mounts  # mount -a, from fstab
+        mounts = bed.sh(c2, "grep ' /mnt/loom ' /proc/self/mounts").stdout
+        assert mounts.startswith("mds1@tcp:/lfs01 /mnt/loom fuse.loom "), mounts  # mount -t loom
 
         # loom df on client1 (the guide's own command): the MDT and three OSTs of lfs01.
         df = "".join(out["client1"])

@@ -248,3 +248,21 @@ def test_operations_md_documents_every_setting_key_by_key(prog, binary, who):
     opts = set(re.findall(r"^\s+--([a-z-]+)", run([binary, "--help"]).stdout, re.M)) - {"config", "version", "format"}
     missing = sorted(o for o in opts if rows.get(o) not in (who, "both"))
     assert not missing, "docs/operations.md's table of settings lacks %s for %s" % (missing, prog)
+
+
+def test_a_key_file_that_cannot_be_read_is_named_by_every_program(workdir):
+    missing = os.path.join(workdir, "no.key")
+    mdt = os.path.join(workdir, "mdt")
+    assert run([MDS_BIN, "--format", "--fsname", "k", "--mdt", mdt]).returncode == 0
+    cases = [
+        ([MDS_BIN, "--mdt", mdt, "--listen", "127.0.0.1:0", "--key", missing], "cannot read the file system key %s"),
+        ([OSS_BIN, "--ost", workdir, "--mds", "127.0.0.1:1", "--key", missing], "cannot read the file system key %s"),
+        ([LOOM, "--fs", "127.0.0.1:1", "--key", missing, "df"], "loom: cannot read the key file %s"),
+        ([MOUNT_BIN, "127.0.0.1:1:/k", os.path.join(workdir, "mnt"), "-o", "key=" + missing],
+         "loom-mount: cannot read the key file %s"),
+    ]
+    os.mkdir(os.path.join(workdir, "mnt"))
+    for argv, said in cases:
+        r = run(argv)
+        assert r.returncode != 0
+        assert (said % missing) + ": No such file or directory" in r.stderr, (argv[0], r.stderr)
