@@ -18,6 +18,7 @@
 
 #include "common/auth.h"
 #include "common/log.h"
+#include "common/mountinfo.h"
 #include "common/mdsaddr.h"
 #include "common/util.h"
 #include "common/version.h"
@@ -259,44 +260,6 @@ static int parse_spec(const char *spec, char *addr, size_t acap, char *fsname, s
 	return rc;
 }
 
-/* Undoes /proc/mounts' octal escapes (\040 for a space) in place. */
-static void unescape_mount_field(char *s)
-{
-	char *d = s;
-
-	while (*s) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' &&
-		    s[3] <= '7') {
-			*d++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
-			s += 4;
-		} else {
-			*d++ = *s++;
-		}
-	}
-	*d = '\0';
-}
-
-/* The source of the Loom mount on mountpoint, if there is one (the last, if stacked). */
-static bool loom_mounted_on(const char *mountpoint, char *source, size_t cap)
-{
-	char src[1024], mnt[PATH_MAX], type[64];
-	bool found = false;
-	FILE *f = fopen("/proc/self/mounts", "re");
-
-	if (!f)
-		return false;
-	while (fscanf(f, "%1023s %4095s %63s %*[^\n]", src, mnt, type) == 3) {
-		unescape_mount_field(mnt);
-		unescape_mount_field(src);
-		if (!strcmp(type, "fuse.loom") && !strcmp(mnt, mountpoint)) {
-			snprintf(source, cap, "%s", src);
-			found = true;
-		}
-	}
-	fclose(f);
-	return found;
-}
-
 /* The MDS's count of directory renames now (0 if it cannot be had), from an open of the root:
  * the kernel holds no dentry yet, so all it will be told is current as of this. */
 static uint64_t dir_moves_now(loom_fs *fs)
@@ -346,7 +309,7 @@ int main(int argc, char **argv)
 		return EX_USAGE;
 	}
 	/* As mount.lustre: a second mount over the first would hide it, and leave two daemons. */
-	if (loom_mounted_on(m.opts.mountpoint, why, sizeof(why))) {
+	if (mountinfo_loom_source(m.opts.mountpoint, why, sizeof(why))) {
 		fprintf(stderr, "loom-mount: %s is already mounted (%s)\n", m.opts.mountpoint, why);
 		return EX_FAIL;
 	}

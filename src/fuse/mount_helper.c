@@ -23,6 +23,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "common/mountinfo.h"
 #include "common/version.h"
 
 #define EX_USAGE 1
@@ -54,44 +55,6 @@ static int find_loom_mount(char *out, size_t cap)
 	}
 	snprintf(out, cap, "%s/loom-mount", LOOM_BINDIR);
 	return access(out, X_OK) == 0 ? 0 : -ENOENT;
-}
-
-/* Undoes /proc/mounts' octal escapes (\040 for a space) in place. */
-static void unescape(char *s)
-{
-	char *d = s;
-
-	while (*s) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' &&
-		    s[3] <= '7') {
-			*d++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
-			s += 4;
-		} else {
-			*d++ = *s++;
-		}
-	}
-	*d = '\0';
-}
-
-/* The source of the Loom mount on dir (a real path), if it has one (the last, if stacked). */
-static int loom_mounted_on(const char *dir, char *source, size_t cap)
-{
-	char src[1024], mnt[PATH_MAX], type[64];
-	int found = 0;
-	FILE *f = fopen("/proc/self/mounts", "re");
-
-	if (!f)
-		return 0;
-	while (fscanf(f, "%1023s %4095s %63s %*[^\n]", src, mnt, type) == 3) {
-		unescape(mnt);
-		unescape(src);
-		if (!strcmp(type, "fuse.loom") && !strcmp(mnt, dir)) {
-			snprintf(source, cap, "%s", src);
-			found = 1;
-		}
-	}
-	fclose(f);
-	return found;
 }
 
 /* Whether the comma-separated list opts holds word. */
@@ -131,7 +94,7 @@ static int remount(const char *dir, const char *opts, int fake, int verbose)
 	struct statvfs sv;
 	unsigned long flags = MS_REMOUNT;
 
-	if (!realpath(dir, real) || !loom_mounted_on(real, source, sizeof(source))) {
+	if (!realpath(dir, real) || !mountinfo_loom_source(real, source, sizeof(source))) {
 		fprintf(stderr, "mount.loom: %s is not a Loom mount: nothing to remount\n", dir);
 		return EX_FAIL;
 	}
@@ -225,7 +188,7 @@ int main(int argc, char **argv)
 	{
 		char real[PATH_MAX], source[1024];
 
-		if (realpath(dir, real) && loom_mounted_on(real, source, sizeof(source))) {
+		if (realpath(dir, real) && mountinfo_loom_source(real, source, sizeof(source))) {
 			fprintf(stderr, "mount.loom: %s is already mounted (%s)\n", real, source);
 			return EX_FAIL;
 		}

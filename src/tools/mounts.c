@@ -7,24 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/mountinfo.h"
 #include "tools/tool.h"
-
-/* Unescapes /proc/mounts' octal escapes (\040 for a space) in place. */
-static void unescape(char *s)
-{
-	char *d = s;
-
-	while (*s) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' &&
-		    s[3] <= '7') {
-			*d++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
-			s += 4;
-		} else {
-			*d++ = *s++;
-		}
-	}
-	*d = '\0';
-}
 
 /*
  * path made absolute and resolved as far as this user can: the longest leading part realpath(3)
@@ -99,8 +83,8 @@ int tool_mount_of(const char *path, struct tool_mount *out)
 
 		if (strcmp(type, "fuse.loom"))
 			continue;
-		unescape(mnt);
-		unescape(src);
+		mountinfo_unescape(mnt);
+		mountinfo_unescape(src);
 		n = strlen(mnt);
 		if (strncmp(real, mnt, n) || (real[n] != '/' && real[n] != '\0' && n > 1))
 			continue;
@@ -130,7 +114,7 @@ int tool_first_mount(struct tool_mount *out)
 	while (rc && fscanf(f, "%511s %4095s %63s %*[^\n]", src, mnt, type) == 3) {
 		if (strcmp(type, "fuse.loom"))
 			continue;
-		unescape(mnt);
+		mountinfo_unescape(mnt);
 		rc = tool_mount_of(mnt, out);
 	}
 	fclose(f);
