@@ -105,8 +105,9 @@ static int ost_remove(struct tool_ctx *ctx, int argc, char **argv)
 		       files == 1 ? "" : "s", files == 1 ? "has" : "have", (unsigned long long)objects,
 		       objects == 1 ? "" : "s", files ? ": drain it before removing it" : ": it can be removed");
 	else if (files)
-		printf("OST%04x removed: %llu objects of %llu files there are lost\n", idx, (unsigned long long)objects,
-		       (unsigned long long)files);
+		printf("OST%04x removed: %llu object%s of %llu file%s there %s lost\n", idx, (unsigned long long)objects,
+		       objects == 1 ? "" : "s", (unsigned long long)files, files == 1 ? "" : "s",
+		       objects == 1 ? "is" : "are");
 	else
 		printf("OST%04x removed: its index is retired\n", idx);
 	return 0;

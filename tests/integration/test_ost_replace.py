@@ -271,3 +271,31 @@ def test_remove_a_drained_ost(cluster):
     finally:
         oss.send_signal(signal.SIGTERM)
         oss.wait(timeout=60)
+
+
+def test_forced_removal_loses_its_objects(cluster_factory):
+    cluster = cluster_factory(osts=3)
+    gone = 2
+    mnt = cluster.mount()
+    cluster.loom("setstripe", "-E", "-1", "-c", "-1", "-S", "64k", "/")
+    data = bytes(range(256)) * (3 * STRIPE // 256)
+    with open(os.path.join(mnt, "f"), "wb") as f:
+        f.write(data)
+    lost, count = stripe_of(cluster, "/f", gone)
+    assert count == 3
+    assert cluster.loom("ost", "remove", gone, check=False).returncode == 1
+    cluster.expected.discard("oss%d" % gone)
+    cluster.allow_log(r"the MDS refused .*removed from the file system")
+    p = cluster.loom("ost", "remove", "--force", gone, timeout=PROMPT)
+    assert p.stdout == "OST%04x removed: 1 object of 1 file there is lost\n" % gone, p.stdout
+    assert not any("OST%04x" % gone in x for x in df_lines(cluster))
+    with second_mount(cluster) as view:
+        p = os.path.join(view, "f")
+        for s in range(count):
+            if s == lost:
+                assert errno_of_read(p, s * STRIPE, STRIPE) == errno.EIO
+            else:
+                assert pread_direct(p, s * STRIPE, STRIPE) == data[s * STRIPE:(s + 1) * STRIPE]
+    assert "removed: 1 objects of 1 files" not in cluster.read_log("mds")
+    assert re.search(r"OST%04x removed by \S+ \(forced\): 1 objects of 1 files there are lost" % gone,
+                     cluster.read_log("mds"))
