@@ -325,6 +325,16 @@ int loom_targets(loom_fs *fs, struct loom_target **out, uint32_t *count);
 /* Deactivates (no new stripes go there; its files stay readable) or activates again OST idx.
  * The MDS keeps the state across restarts. Errors: -EPERM (not root), -ENOENT (no such OST). */
 int loom_ost_set_active(loom_fs *fs, uint32_t idx, bool active);
+/* Retires OST idx for good (`loom ost remove`, Lustre's lctl del_ost): it leaves `loom df` and
+ * the placement of stripes, its index goes to no new OST (only to one formatted with --replace),
+ * and its OSS is refused if it registers again. *files and *objects (either may be NULL) get how
+ * many files still have objects there and how many objects, counted by the MDS. With
+ * LOOM_OST_REMOVE_DRYRUN it only counts. Errors: -EBUSY (files have objects there, and not
+ * LOOM_OST_REMOVE_FORCE, which removes it all the same: their objects there are lost), -EPERM
+ * (not root, or a node's key), -ENOENT (no such OST, or removed already). */
+#define LOOM_OST_REMOVE_DRYRUN 0x1u
+#define LOOM_OST_REMOVE_FORCE  0x2u
+int loom_ost_remove(loom_fs *fs, uint32_t idx, uint32_t flags, uint64_t *files, uint64_t *objects);
 
 /* ---- OST pools, for `loom pool` (Lustre's lctl pool_*) ---- */
 

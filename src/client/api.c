@@ -610,6 +610,28 @@ int loom_ost_set_active(loom_fs *fs, uint32_t idx, bool active)
 	return mdc_ost_admin(fs, &cr, idx, active ? 0 : LW_TGT_DEACTIVATED, active ? LW_TGT_DEACTIVATED : 0);
 }
 
+int loom_ost_remove(loom_fs *fs, uint32_t idx, uint32_t flags, uint64_t *files, uint64_t *objects)
+{
+	struct lw_ost_remove_rep rep = { 0 };
+	struct loom_cred cr;
+	int rc;
+
+	_Static_assert(LOOM_OST_REMOVE_DRYRUN == LW_OSTRM_DRYRUN && LOOM_OST_REMOVE_FORCE == LW_OSTRM_FORCE,
+		       "the API's flags are the wire's");
+	if (flags & ~(LOOM_OST_REMOVE_DRYRUN | LOOM_OST_REMOVE_FORCE))
+		return -EINVAL;
+	fs_cred(fs, &cr);
+	rc = mdc_ost_remove(fs, &cr, idx, flags, &rep);
+	if (rc == -EBUSY && !(flags & LOOM_OST_REMOVE_DRYRUN))
+		/* An error reply carries no body: the count, for the message, from a dry run. */
+		(void)mdc_ost_remove(fs, &cr, idx, LOOM_OST_REMOVE_DRYRUN, &rep);
+	if (files)
+		*files = rep.files;
+	if (objects)
+		*objects = rep.objects;
+	return rc;
+}
+
 int loom_pool_ctl(loom_fs *fs, int cmd, const char *name, uint32_t ost_idx)
 {
 	struct loom_cred cr;
@@ -730,6 +752,13 @@ int loom_targets(loom_fs *fs, struct loom_target **out, uint32_t *count)
 		bodies[i].ost_idx = e.idx;
 		rpc_call_init(&calls[i], LW_OP_OST_STATFS, &bodies[i], sizeof(bodies[i]));
 		calls[i].flags |= RPC_NOWAIT; /* df reports an OST that is away, not waits for it */
+		if (e.state & LW_TGT_INACTIVE) {
+			/* The MDS has not heard from it (its OSS died, or is cut off): not dialled, which
+			 * would make an address that does not answer wait for the connect timeout, and
+			 * a connection that then waits for it for the recovery window. */
+			calls[i].status = -EIO;
+			continue;
+		}
 		if (fs_ost_conn(fs, e.idx, &c) != 0) {
 			calls[i].status = -EIO;
 			continue;

@@ -207,6 +207,8 @@ int mdc_readdir(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t 
 		uint32_t max_bytes, bool plus, void **page, uint32_t *page_len);
 int mdc_statfs(loom_fs *fs, const struct loom_cred *cr, struct lw_statfs_rep *out);
 int mdc_ost_admin(loom_fs *fs, const struct loom_cred *cr, uint32_t idx, uint32_t set, uint32_t clear);
+int mdc_ost_remove(loom_fs *fs, const struct loom_cred *cr, uint32_t idx, uint32_t flags,
+		   struct lw_ost_remove_rep *out);
 int mdc_swap_layouts(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t tmp, uint64_t size,
 		     int64_t mtime, uint32_t mtime_ns);
 /* MDS_POOL; with reply, the reply body (malloc'd) for LIST. */

@@ -154,7 +154,8 @@ static int io_job_start(loom_fs *fs, uint64_t ino, const struct loom_layout *l, 
 		}
 		err = fs_ost_conn(fs, p->body.ost_idx, &c);
 		if (err) {
-			p->call.status = err;
+			/* An OST the file system no longer has (removed with --force): the object is lost. */
+			p->call.status = err == -ENODEV ? -EIO : err;
 			continue;
 		}
 		rpc_submit(c, &p->call, &job->w);
@@ -395,7 +396,7 @@ static void obj_reqs_run(loom_fs *fs, struct obj_req *reqs, uint32_t n, uint16_t
 		rpc_call_init(&r->call, op, &r->body, sizeof(r->body));
 		err = fs_ost_conn(fs, r->body.ost_idx, &c);
 		if (err) {
-			r->call.status = err;
+			r->call.status = err == -ENODEV ? -EIO : err; /* as above */
 			continue;
 		}
 		rpc_submit(c, &r->call, &w);

@@ -364,6 +364,15 @@ int mdc_ost_admin(loom_fs *fs, const struct loom_cred *cr, uint32_t idx, uint32_
 	return mdc_call_fixed(fs, cr, LW_OP_MDS_OST_ADMIN, &b, NULL, 0);
 }
 
+int mdc_ost_remove(loom_fs *fs, const struct loom_cred *cr, uint32_t idx, uint32_t flags,
+		   struct lw_ost_remove_rep *out)
+{
+	struct lw_ost_remove_req req = { .idx = idx, .flags = flags };
+	struct mdc_body b = { { &req }, { sizeof(req) } };
+
+	return mdc_call_fixed(fs, cr, LW_OP_MDS_OST_REMOVE, &b, out, sizeof(*out));
+}
+
 int mdc_getxattr(loom_fs *fs, const struct loom_cred *cr, uint16_t op, uint64_t ino,
 		 const char *name, void *buf, size_t cap, size_t *len)
 {

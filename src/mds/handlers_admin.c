@@ -150,6 +150,29 @@ static int exec_pool(struct mdt_txn *t, struct srv_req *req, const struct lw_mds
 	return rc;
 }
 
+/* Why the MDS refused an OST, for its log (the OSS logs its own line from the errno). */
+static const char *ost_refusal(int rc)
+{
+	switch (rc) {
+	case -EEXIST: return "its index belongs to another OST (if that OST is lost for good, format the new one "
+			     "with --index N --replace)";
+	case -ENODEV: return "it was removed from the file system (loom ost remove); format it again to use the disk";
+	case -EBUSY: return "the OST holding that index is in service (its OSS is heard from): stop it first";
+	case -EINVAL: return "another file system's, another index than its own, or an invalid record";
+	default: return strerror(-rc);
+	}
+}
+
+/* Who speaks for the OST from now on: if this connection drops, the OST is down. Memory only; at
+ * worst (out of memory) the OST is found silent by its missing heartbeats instead. */
+static void ost_registered(struct mds *m, struct srv_req *req, uint32_t idx)
+{
+	u64map_put(&m->ost_conns, idx, (void *)(uintptr_t)req->conn_id);
+	/* The OSTs it brings are usable at once: the destroyer may have waited for one. */
+	m->destroyer.more = true;
+	m->destroyer.next_try_ns = 0;
+}
+
 static int exec_ost_register(struct mds *m, struct mdt_txn *t, struct srv_req *req,
 			     const struct lw_mds_req *q, struct reply *r)
 {
@@ -159,18 +182,40 @@ static int exec_ost_register(struct mds *m, struct mdt_txn *t, struct srv_req *r
 	rc = mdt_ost_register(t, &q->u.ost_register, clock_mono_ns(), &rep.idx);
 	if (rc) {
 		log_warn("refused OST %s from %s (wants index %d): %s", q->u.ost_register.uuid,
-			 srv_req_peer(req), (int)q->u.ost_register.want_idx, strerror(-rc));
+			 srv_req_peer(req), (int)q->u.ost_register.want_idx, ost_refusal(rc));
 		return rc;
 	}
 	log_info("OST%04x registered: %s at %s:%u", rep.idx, q->u.ost_register.uuid,
 		 q->u.ost_register.host, q->u.ost_register.port);
-	/* Remember who speaks for it: if this connection drops, the OST is down. Memory only; at
-	 * worst (out of memory) the OST is found silent by its missing heartbeats instead. */
-	u64map_put(&m->ost_conns, rep.idx, (void *)(uintptr_t)req->conn_id);
+	ost_registered(m, req, rep.idx);
 	snprintf(rep.fsname, sizeof(rep.fsname), "%s", mdt_store_fsname(m->store));
-	/* The OSTs it brings are usable at once: the destroyer may have waited for one. */
-	m->destroyer.more = true;
-	m->destroyer.next_try_ns = 0;
+	return mds_reply_copy(r, &rep, sizeof(rep));
+}
+
+static int exec_ost_replace(struct mds *m, struct mdt_txn *t, struct srv_req *req,
+			    const struct lw_mds_req *q, struct reply *r)
+{
+	const struct lw_ost_register_req *a = &q->u.ost_register;
+	struct lw_ost_replace_rep rep = { 0 };
+	struct mdt_ost_replaced done;
+	int rc;
+
+	rc = mdt_ost_replace(t, a, clock_mono_ns(), &done);
+	if (rc) {
+		log_warn("refused OST %s from %s as the replacement of OST%04x: %s", a->uuid, srv_req_peer(req),
+			 a->want_idx, ost_refusal(rc));
+		return rc;
+	}
+	if (done.replaced)
+		log_warn("OST%04x replaced: %s at %s:%u takes the index of %s%s; objects below id %llu were "
+			 "on the old OST and are lost", done.idx, a->uuid, a->host, a->port, done.old_uuid,
+			 done.was_removed ? " (removed)" : "", (unsigned long long)done.lost_below);
+	else
+		log_info("OST%04x registered (a replacement): %s at %s:%u", done.idx, a->uuid, a->host, a->port);
+	ost_registered(m, req, done.idx);
+	rep.idx = done.idx;
+	rep.lost_below = done.lost_below;
+	snprintf(rep.fsname, sizeof(rep.fsname), "%s", mdt_store_fsname(m->store));
 	return mds_reply_copy(r, &rep, sizeof(rep));
 }
 
@@ -252,6 +297,11 @@ int mds_op_ost_register(struct mds_op *o)
 	return exec_ost_register(o->m, o->t, o->req, o->q, o->r);
 }
 
+int mds_op_ost_replace(struct mds_op *o)
+{
+	return exec_ost_replace(o->m, o->t, o->req, o->q, o->r);
+}
+
 int mds_op_heartbeat(struct mds_op *o)
 {
 	struct lw_ost_heartbeat_rep rep = { .nodemap_version = nodemap_version(&o->m->nodemap) };
@@ -279,6 +329,32 @@ int mds_op_ost_admin(struct mds_op *o)
 		log_info("OST%04x %s by %s", a->idx, a->set & LW_TGT_DEACTIVATED ? "deactivated" : "activated",
 			 srv_req_peer(o->req));
 	return rc;
+}
+
+int mds_op_ost_remove(struct mds_op *o)
+{
+	const struct lw_ost_remove_req *a = &o->q->u.ost_remove;
+	struct lw_ost_remove_rep rep = { 0 };
+	bool dryrun = a->flags & LW_OSTRM_DRYRUN, force = a->flags & LW_OSTRM_FORCE;
+	int rc;
+
+	/* As MDS_OST_ADMIN: root's (after root squash), and ops.def's LW_OPF_ADMIN has refused node
+	 * keys already; counting tells what the layouts hold, which is the administrator's too. */
+	if (o->q->cred.uid != 0)
+		return -EPERM;
+	rc = mdt_ost_remove(o->t, a->idx, force, dryrun, &rep.files, &rep.objects);
+	if (rc == -EBUSY)
+		log_warn("OST%04x not removed (asked by %s): %llu files still have %llu objects there; drain it "
+			 "first (loom find MOUNT --ost %u -t f | xargs loom migrate)", a->idx, srv_req_peer(o->req),
+			 (unsigned long long)rep.files, (unsigned long long)rep.objects, a->idx);
+	if (rc)
+		return rc;
+	if (!dryrun && rep.files)
+		log_warn("OST%04x removed by %s (forced): %llu objects of %llu files there are lost", a->idx,
+			 srv_req_peer(o->req), (unsigned long long)rep.objects, (unsigned long long)rep.files);
+	else if (!dryrun)
+		log_info("OST%04x removed by %s: its index is retired", a->idx, srv_req_peer(o->req));
+	return mds_reply_copy(o->r, &rep, sizeof(rep));
 }
 
 int mds_op_lock(struct mds_op *o)

@@ -216,14 +216,18 @@ static int job_of(struct mds *m, struct mdt_txn *t, const struct mdt_trunc *tc, 
 	g.count = l->nobjs;
 	for (uint32_t k = 0; k < l->nobjs && g.size; k++) {
 		struct trunc_item *it = &job->items[job->nitems];
+		bool known = false;
 
 		for (uint32_t i = 0; i < count; i++) {
 			if (table[i].idx != l->objs[k].ost_idx)
 				continue;
 			snprintf(it->host, sizeof(it->host), "%s", table[i].host);
 			it->port = table[i].port;
+			known = true;
 			break;
 		}
+		if (!known)
+			continue; /* an OST removed (loom ost remove --force): nothing there to cut */
 		it->io.ost_idx = l->objs[k].ost_idx;
 		it->io.objid = l->objs[k].objid;
 		it->io.length = stripe_obj_size(&g, k, tc->cut);

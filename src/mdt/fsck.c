@@ -71,6 +71,7 @@ static const char *const kind_names[MDT_FSCK_NKINDS] = {
 	[MDT_FSCK_OBJECT_TAG] = "wrong object tag",
 	[MDT_FSCK_ORPHAN_OBJECT] = "orphan object",
 	[MDT_FSCK_OST] = "damaged OST",
+	[MDT_FSCK_LOST_OBJECT] = "lost object",
 };
 
 const char *mdt_fsck_kind_name(enum mdt_fsck_kind kind)

@@ -52,6 +52,7 @@ enum mdt_fsck_kind {
 	MDT_FSCK_OBJECT_TAG,     /* an object tagged (user.loom.fid) with another file or stripe */
 	MDT_FSCK_ORPHAN_OBJECT,  /* an object no layout references (found by the caller) */
 	MDT_FSCK_OST,            /* an OST directory's own damage (found by the caller) */
+	MDT_FSCK_LOST_OBJECT,    /* a layout's object that was on an OST since replaced (lost) */
 	MDT_FSCK_NKINDS
 };
 

@@ -52,6 +52,7 @@ struct objref {
 struct ostnext {
 	uint32_t idx;
 	uint64_t next;
+	uint64_t lost_below; /* a replaced OST: its missing objects below this id are lost */
 };
 
 /* A repair queued while a cursor was open. */

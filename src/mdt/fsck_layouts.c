@@ -14,6 +14,7 @@ static int ost_rec(struct mdt_fsck *f, const MDB_val *k, const MDB_val *v, void 
 {
 	struct mdt_ost_rec rec;
 	size_t *cap = arg;
+	uint64_t lost = 0;
 	int rc;
 
 	if (k->mv_size != 4 || v->mv_size != sizeof(rec))
@@ -21,8 +22,10 @@ static int ost_rec(struct mdt_fsck *f, const MDB_val *k, const MDB_val *v, void 
 	memcpy(&rec, v->mv_data, sizeof(rec));
 	rc = fsck_grow((void **)&f->osts, cap, f->nosts + 1, sizeof(*f->osts));
 	if (rc == 0)
+		rc = mdt_ost_lost_below(f->t, mdt_get_be32(k->mv_data), &lost);
+	if (rc == 0)
 		f->osts[f->nosts++] = (struct ostnext){ .idx = mdt_get_be32(k->mv_data),
-							.next = rec.next_objid };
+							.next = rec.next_objid, .lost_below = lost };
 	return rc;
 }
 

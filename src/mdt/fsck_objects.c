@@ -107,6 +107,20 @@ int fsck_check_objects(struct mdt_fsck *f, struct acts *q, uint64_t ino,
 		uint64_t lost = !geom ? 0 :
 				stripe_obj_size(&g, k, size) - stripe_obj_size(&g, k, MIN(size, l->dom_size));
 
+		const struct ostnext *on = fsck_ost_find(f, o->ost_idx);
+
+		if (checked[k] && !os[k].exists && on && o->objid < on->lost_below) {
+			/* Its OST was replaced: it was there, whatever the size says, and its OSS answers
+			 * EIO for it (a write too) until it is made again. */
+			frc = ost_fix(f, o->ost_idx, o->objid, ino, k);
+			rc = fsck_report(f, MDT_FSCK_LOST_OBJECT, ino, frc, "created empty: the range reads as zeros",
+					 "stripe %u: OST %u object %#llx was lost with the OST that OST%04x replaced; "
+					 "%llu bytes of the file were there (reads of them give EIO)", k, o->ost_idx,
+					 (unsigned long long)o->objid, o->ost_idx, (unsigned long long)lost);
+			if (rc)
+				goto out;
+			continue;
+		}
 		if (!checked[k] || os[k].exists || lost == 0)
 			continue;
 		if (!any && (!(in->flags & MDT_IF_BLOCKS) || in->blocks == 0))

@@ -20,6 +20,8 @@
  *   pools       name, NUL-padded to 16   -> u32 count + count OST indices u32, ascending (pool.c)
  *   truncs      ino BE64 + epoch BE32    -> u64: objects still to be cut for a truncation (trunc.c)
  *   clients     client uuid[16]          -> (empty): clients that may hold locks (clients.c)
+ *   ost_lost    idx BE32                 -> struct mdt_ost_lost_rec: the objects a replaced OST
+ *                                           lost (ost_retire.c)
  *
  * Keys are big-endian so that LMDB's byte order is numeric order (readdir walks cookies, the
  * destroy queue is per OST in object order). Values are host order, which is little-endian on
@@ -66,6 +68,7 @@ enum mdt_db {
 	MDT_DB_TRUNCS,
 	MDT_DB_CLIENTS,
 	MDT_DB_NODEMAP,
+	MDT_DB_OST_LOST,
 	MDT_DB_COUNT
 };
 
@@ -188,6 +191,19 @@ struct mdt_ost_rec {
 	struct lw_statfs sf;    /* as last registered: what allocation starts from after a restart */
 };
 _Static_assert(sizeof(struct mdt_ost_rec) == 184, "mdt_ost_rec is an on-disk format");
+
+/* In mdt_ost_rec.state only, never on the wire: retired by `loom ost remove`. The record stays so
+ * that its index is not handed out again and its OST is refused if it comes back. */
+#define MDT_OST_REMOVED 0x80000000u
+
+/* ost_lost: an OST that was replaced (a new, empty OST took its index): every object with an id
+ * below lost_below was the old OST's, so one missing now is lost, not a hole. */
+struct mdt_ost_lost_rec {
+	uint64_t lost_below;
+	uint64_t replaced_at;  /* CLOCK_REALTIME seconds */
+	char     old_uuid[40]; /* the OST it replaced */
+};
+_Static_assert(sizeof(struct mdt_ost_lost_rec) == 56, "mdt_ost_lost_rec is an on-disk format");
 
 /* ---- keys ---- */
 
@@ -374,5 +390,14 @@ int mdt_ost_prepare(struct mdt_txn *t, struct mdt_ost **table, uint32_t *count);
 void mdt_ost_install(struct mdt_store *s, struct mdt_ost *table, uint32_t count);
 /* Does the table hold this index? */
 bool mdt_ost_known(const struct mdt_store *s, uint32_t idx);
+/* The osts db's records: one by index (-ENOENT), written, or each in index order (fn's first
+ * non-zero return stops the walk and is returned). */
+int mdt_ost_rec_get(struct mdt_txn *t, uint32_t idx, struct mdt_ost_rec *rec);
+int mdt_ost_rec_put(struct mdt_txn *t, const struct mdt_ost_rec *rec);
+int mdt_ost_rec_each(struct mdt_txn *t, int (*fn)(const struct mdt_ost_rec *rec, void *arg), void *arg);
+/* The in-memory table's entry of idx, or NULL. */
+struct mdt_ost *mdt_ost_entry(struct mdt_store *s, uint32_t idx);
+/* Leaves a note for the top-level commit: idx registered now with sf (it is active from then on). */
+int mdt_ost_note_registered(struct mdt_txn *t, uint32_t idx, const struct lw_statfs *sf, uint64_t now_ns);
 
 #endif

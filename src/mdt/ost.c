@@ -48,7 +48,12 @@ bool mdt_ost_known(const struct mdt_store *s, uint32_t idx)
 	return table_find(s->osts, s->nosts, idx) != NULL;
 }
 
-static int rec_get(struct mdt_txn *t, uint32_t idx, struct mdt_ost_rec *rec)
+struct mdt_ost *mdt_ost_entry(struct mdt_store *s, uint32_t idx)
+{
+	return table_find(s->osts, s->nosts, idx);
+}
+
+int mdt_ost_rec_get(struct mdt_txn *t, uint32_t idx, struct mdt_ost_rec *rec)
 {
 	uint8_t key[4];
 	MDB_val v;
@@ -64,7 +69,7 @@ static int rec_get(struct mdt_txn *t, uint32_t idx, struct mdt_ost_rec *rec)
 	return 0;
 }
 
-static int rec_put(struct mdt_txn *t, const struct mdt_ost_rec *rec)
+int mdt_ost_rec_put(struct mdt_txn *t, const struct mdt_ost_rec *rec)
 {
 	uint8_t key[4];
 
@@ -73,7 +78,7 @@ static int rec_put(struct mdt_txn *t, const struct mdt_ost_rec *rec)
 }
 
 /* Calls fn for every record in index order; stops at fn's first non-zero return (1 = found). */
-static int rec_each(struct mdt_txn *t, int (*fn)(const struct mdt_ost_rec *rec, void *arg),
+int mdt_ost_rec_each(struct mdt_txn *t, int (*fn)(const struct mdt_ost_rec *rec, void *arg),
 		    void *arg)
 {
 	struct mdt_ost_rec rec;
@@ -115,6 +120,8 @@ static int build_one(const struct mdt_ost_rec *rec, void *arg)
 	struct table_build *b = arg;
 	struct mdt_ost *e, *prev;
 
+	if (rec->state & MDT_OST_REMOVED)
+		return 0; /* retired: in no table, allocation or df */
 	if (b->n == b->cap) {
 		uint32_t cap = b->cap ? b->cap * 2 : 16;
 		struct mdt_ost *tab = realloc(b->tab, cap * sizeof(*tab));
@@ -135,9 +142,11 @@ static int build_one(const struct mdt_ost_rec *rec, void *arg)
 	e->sf = rec->sf;
 	e->last_heard_ns = b->now_ns;
 	prev = b->old ? table_find(b->old->osts, b->old->nosts, rec->idx) : NULL;
-	if (prev) {
+	if (prev && strcmp(prev->uuid, e->uuid) == 0) {
+		/* (A new uuid at the index is a replacement: nothing of the old OST's carries over.) */
 		e->sf = prev->sf;
 		e->last_heard_ns = prev->last_heard_ns;
+		e->heard = prev->heard;
 		/* How it is doing from memory; what an administrator said from the record. */
 		e->state = (prev->state & ~LW_TGT_ADMIN_STATE) | (rec->state & LW_TGT_ADMIN_STATE);
 	}
@@ -149,7 +158,7 @@ int mdt_ost_load(struct mdt_store *s, struct mdt_txn *t)
 	struct table_build b = { .now_ns = clock_mono_ns() };
 	int rc;
 
-	rc = rec_each(t, build_one, &b);
+	rc = mdt_ost_rec_each(t, build_one, &b);
 	if (rc) {
 		free(b.tab);
 		return rc;
@@ -174,7 +183,7 @@ int mdt_ost_prepare(struct mdt_txn *t, struct mdt_ost **table, uint32_t *count)
 	struct table_build b = { .old = t->s, .now_ns = clock_mono_ns() };
 	int rc;
 
-	rc = rec_each(t, build_one, &b);
+	rc = mdt_ost_rec_each(t, build_one, &b);
 	if (rc) {
 		free(b.tab);
 		return rc;
@@ -187,6 +196,7 @@ int mdt_ost_prepare(struct mdt_txn *t, struct mdt_ost **table, uint32_t *count)
 			continue;
 		e->sf = u->sf;
 		e->last_heard_ns = u->heard_ns;
+		e->heard = true;
 		e->state = (u->sf.state & OST_REPORTED_STATE) | (e->state & LW_TGT_ADMIN_STATE);
 	}
 	*table = b.tab;
@@ -262,7 +272,7 @@ int mdt_ost_register(struct mdt_txn *t, const struct lw_ost_register_req *req, u
 	rc = mdt_txn_reserve_updates(t, 1);
 	if (rc)
 		return rc;
-	rc = rec_each(t, reg_scan_one, &sc);
+	rc = mdt_ost_rec_each(t, reg_scan_one, &sc);
 	if (rc)
 		return rc;
 
@@ -271,9 +281,11 @@ int mdt_ost_register(struct mdt_txn *t, const struct lw_ost_register_req *req, u
 		if (req->want_idx != UINT32_MAX && req->want_idx != sc.found_idx)
 			return -EINVAL;
 		idx = sc.found_idx;
-		rc = rec_get(t, idx, &rec);
+		rc = mdt_ost_rec_get(t, idx, &rec);
 		if (rc)
 			return rc == -ENOENT ? -EIO : rc;
+		if (rec.state & MDT_OST_REMOVED)
+			return -ENODEV; /* retired (loom ost remove): it is no OST of this file system */
 	} else {
 		if (req->want_idx == UINT32_MAX) {
 			idx = sc.first_free;
@@ -281,7 +293,7 @@ int mdt_ost_register(struct mdt_txn *t, const struct lw_ost_register_req *req, u
 				return -ENOSPC;
 		} else {
 			idx = req->want_idx;
-			rc = rec_get(t, idx, &rec);
+			rc = mdt_ost_rec_get(t, idx, &rec);
 			if (rc == 0)
 				return -EEXIST; /* held by another uuid */
 			if (rc != -ENOENT)
@@ -298,7 +310,7 @@ int mdt_ost_register(struct mdt_txn *t, const struct lw_ost_register_req *req, u
 	rec.port = req->port;
 	rec.state = (req->sf.state & OST_REPORTED_STATE) | (rec.state & LW_TGT_ADMIN_STATE);
 	rec.sf = req->sf;
-	rc = rec_put(t, &rec);
+	rc = mdt_ost_rec_put(t, &rec);
 	if (rc)
 		return rc;
 	t->ost_dirty = true;
@@ -309,6 +321,17 @@ int mdt_ost_register(struct mdt_txn *t, const struct lw_ost_register_req *req, u
 	return 0;
 }
 
+int mdt_ost_note_registered(struct mdt_txn *t, uint32_t idx, const struct lw_statfs *sf, uint64_t now_ns)
+{
+	int rc = mdt_txn_reserve_updates(t, 1);
+
+	if (rc)
+		return rc;
+	t->ost_dirty = true;
+	t->ost_updates[t->n_ost_updates++] = (struct mdt_ost_update){ .idx = idx, .sf = *sf, .heard_ns = now_ns };
+	return 0;
+}
+
 int mdt_ost_admin(struct mdt_txn *t, uint32_t idx, uint32_t set, uint32_t clear)
 {
 	struct mdt_ost_rec rec;
@@ -316,11 +339,13 @@ int mdt_ost_admin(struct mdt_txn *t, uint32_t idx, uint32_t set, uint32_t clear)
 
 	if ((set | clear) & ~LW_TGT_ADMIN_STATE)
 		return -EINVAL;
-	rc = rec_get(t, idx, &rec);
+	rc = mdt_ost_rec_get(t, idx, &rec);
+	if (rc == 0 && (rec.state & MDT_OST_REMOVED))
+		rc = -ENOENT; /* retired: no OST has that index now */
 	if (rc)
 		return rc;
 	rec.state = (rec.state | set) & ~clear;
-	rc = rec_put(t, &rec);
+	rc = mdt_ost_rec_put(t, &rec);
 	if (rc == 0)
 		t->ost_dirty = true; /* the commit rebuilds the table from the records */
 	return rc;
@@ -336,6 +361,7 @@ int mdt_ost_heartbeat(struct mdt_store *s, uint32_t idx, const struct lw_statfs 
 		return -ENOENT;
 	e->sf = *sf;
 	e->last_heard_ns = now_ns;
+	e->heard = true;
 	/* Heard from: active, with the flags it reports now. */
 	state = (sf->state & OST_REPORTED_STATE) | (e->state & LW_TGT_ADMIN_STATE);
 	if (state != e->state) {
@@ -468,12 +494,21 @@ static int choose_osts(struct mdt_store *s, int32_t count, int32_t offset, const
 		       uint32_t nmembers, uint32_t *chosen, uint32_t *n_out)
 {
 	uint32_t *usable, n_usable = 0, want, n = 0;
+	bool only_heard;
 	int rc = 0;
 
 	usable = malloc(s->nosts * sizeof(*usable));
 	if (!usable)
 		return -ENOMEM;
+	/* After an MDS start an OST counts as active for one expiry period before it is heard from
+	 * (its OSS re-registers within a second or two). An OST whose OSS died meanwhile must not
+	 * get stripes then (their writes would wait for it for the clients' recovery window): once
+	 * any OST was heard from, only those heard from are used. */
 	for (uint32_t i = 0; i < s->nosts; i++)
+		if (ost_usable(&s->osts[i]) && s->osts[i].heard && in_members(s->osts[i].idx, members, nmembers))
+			usable[n_usable++] = i;
+	only_heard = n_usable > 0;
+	for (uint32_t i = 0; !only_heard && i < s->nosts; i++)
 		if (ost_usable(&s->osts[i]) && in_members(s->osts[i].idx, members, nmembers))
 			usable[n_usable++] = i;
 	if (n_usable == 0) {
@@ -489,7 +524,8 @@ static int choose_osts(struct mdt_store *s, int32_t count, int32_t offset, const
 		uint32_t start = (uint32_t)(table_find(s->osts, s->nosts, (uint32_t)offset) - s->osts);
 		for (uint32_t i = 0; i < s->nosts && n < want; i++) {
 			uint32_t p = (start + i) % s->nosts;
-			if (ost_usable(&s->osts[p]) && in_members(s->osts[p].idx, members, nmembers))
+			if (ost_usable(&s->osts[p]) && (!only_heard || s->osts[p].heard) &&
+			    in_members(s->osts[p].idx, members, nmembers))
 				chosen[n++] = p;
 		}
 	} else if (space_balanced(s->osts, usable, n_usable)) {
@@ -540,7 +576,7 @@ int mdt_alloc_stripes(struct mdt_txn *t, int32_t count, int32_t offset, const ch
 	for (uint32_t i = 0; rc == 0 && i < n; i++) {
 		/* The counter is persisted in the caller's transaction, with the layout that uses
 		 * the id: an aborted request hands its ids out again, but none that any client saw. */
-		rc = rec_get(t, s->osts[chosen[i]].idx, &rec);
+		rc = mdt_ost_rec_get(t, s->osts[chosen[i]].idx, &rec);
 		if (rc == -ENOENT)
 			rc = -EIO;
 		if (rc)
@@ -548,7 +584,7 @@ int mdt_alloc_stripes(struct mdt_txn *t, int32_t count, int32_t offset, const ch
 		objs[i].ost_idx = rec.idx;
 		objs[i].pad = 0;
 		objs[i].objid = rec.next_objid++;
-		rc = rec_put(t, &rec);
+		rc = mdt_ost_rec_put(t, &rec);
 	}
 	free(chosen);
 	if (rc == 0)

@@ -350,6 +350,7 @@ struct mdt_ost {
 	char uuid[40];
 	struct lw_statfs sf;
 	uint64_t last_heard_ns; /* clock_mono_ns() of the last register/heartbeat; in memory only */
+	bool heard;             /* registered or heartbeat since this MDS opened the MDT */
 };
 
 /* Registers an OST (persistently): a known uuid keeps its index (its address may change; asking
@@ -360,6 +361,34 @@ struct mdt_ost {
  * bumps the table generation when anything changed. */
 int mdt_ost_register(struct mdt_txn *t, const struct lw_ost_register_req *req, uint64_t now_ns,
 		     uint32_t *idx_out);
+/* What mdt_ost_replace did. */
+struct mdt_ost_replaced {
+	uint32_t idx;
+	uint64_t lost_below;  /* objects below it were the old OST's (0: none were) */
+	bool replaced;        /* the index changed hands now (not a resend, not a new index) */
+	bool was_removed;     /* the OST it replaced had been removed */
+	char old_uuid[40];
+};
+/* A new OST (req->uuid, formatted with --replace) takes index req->want_idx from the OST that held
+ * it, lost for good: objects below the index's object counter become lost (table ost_lost), the
+ * record takes the new uuid and address, keeps the counter and the administrative state. The
+ * uuid holding the index already: the same answer again. An index nobody held: a plain
+ * registration. -EBUSY while the OST holding it is active (-EAGAIN while it may yet be: this MDS
+ * started less than an expiry period ago and has not heard from it), -EINVAL for want_idx UINT32_MAX, a
+ * uuid known at another index, or what mdt_ost_register refuses. */
+int mdt_ost_replace(struct mdt_txn *t, const struct lw_ost_register_req *req, uint64_t now_ns,
+		    struct mdt_ost_replaced *out);
+/* Objects of OST idx with ids below *lost_below were lost with the OST it replaced (0: none). */
+int mdt_ost_lost_below(struct mdt_txn *t, uint32_t idx, uint64_t *lost_below);
+/* How many files (layouts, the unlinked-but-open ones too) have objects on OST idx, and how many
+ * objects. One pass over every layout. */
+int mdt_ost_usage(struct mdt_txn *t, uint32_t idx, uint64_t *files, uint64_t *objects);
+/* Retires OST idx: counts (mdt_ost_usage) and, unless dryrun, marks it removed (out of the table
+ * at commit, out of its pools, its destroy queue dropped). -EBUSY when files have objects there
+ * and not force; -ENOENT for an index no OST holds or one removed already. A removed OST's uuid
+ * registering again is -ENODEV; its index goes to no new OST but a replacement. */
+int mdt_ost_remove(struct mdt_txn *t, uint32_t idx, bool force, bool dryrun, uint64_t *files,
+		   uint64_t *objects);
 /* Sets, then clears, administrative state flags of OST idx (LW_TGT_DEACTIVATED: no new stripes),
  * kept in its record across restarts and registrations; the table follows at commit. -ENOENT for
  * an unknown index, -EINVAL for other flags. */

@@ -317,6 +317,8 @@ static int oss_register(struct oss *oss, struct rpc_conn *mds, struct ost *ost)
 {
 	struct lw_ost_register_req req = { 0 };
 	struct lw_ost_register_rep rep;
+	struct lw_ost_replace_rep rrep;
+	bool replacing = ost_replacing(ost);
 	struct rpc_call call;
 	int rc;
 
@@ -331,11 +333,20 @@ static int oss_register(struct oss *oss, struct rpc_conn *mds, struct ost *ost)
 	rc = ost_statfs(ost, &req.sf);
 	if (rc)
 		return rc;
-	rpc_call_init(&call, LW_OP_MDS_OST_REGISTER, &req, sizeof(req));
+	/* Formatted with --replace: the first registration asks to take the lost OST's index. */
+	rpc_call_init(&call, replacing ? LW_OP_MDS_OST_REPLACE : LW_OP_MDS_OST_REGISTER, &req, sizeof(req));
 	rc = rpc_call_sync(mds, &call);
-	if (rc == 0 && call.rbody_len != sizeof(rep))
+	if (rc == 0 && call.rbody_len != (replacing ? sizeof(rrep) : sizeof(rep)))
 		rc = -EPROTO;
-	if (rc == 0) {
+	if (rc == 0 && replacing) {
+		memcpy(&rrep, call.rbody, sizeof(rrep));
+		rc = ost_replaced(ost, rrep.idx, rrep.lost_below);
+		if (rc == 0)
+			log_warn("OST%04x (%s, %s) registered with the MDS at %s:%u as the replacement of the "
+				 "lost OST%04x, serving on %s:%u; objects below id %llu were lost with it (EIO)",
+				 rrep.idx, ost_dir(ost), ost_uuid(ost), oss->mds_host, oss->mds_port, rrep.idx,
+				 req.host, req.port, (unsigned long long)rrep.lost_below);
+	} else if (rc == 0) {
 		memcpy(&rep, call.rbody, sizeof(rep));
 		rc = ost_set_index(ost, rep.idx);
 		if (rc == 0)
@@ -345,6 +356,31 @@ static int oss_register(struct oss *oss, struct rpc_conn *mds, struct ost *ost)
 	}
 	rpc_call_release(&call);
 	return rc;
+}
+
+/* Why the MDS refused an OST, for good: the OSS exits (0 when the refusal is not for good). */
+static const char *oss_refusal(int rc, bool replacing, uint32_t idx, char *buf, size_t cap)
+{
+	switch (rc) {
+	case -EEXIST:
+		snprintf(buf, cap, "index %u belongs to another OST (if OST%04x is lost for good, format "
+			 "this one with --index %u --replace)", idx, idx, idx);
+		return buf;
+	case -ENODEV:
+		return "this OST was removed from the file system (loom ost remove); format the disk again "
+		       "to use it";
+	case -EBUSY:
+		snprintf(buf, cap, "OST%04x, which this one was to replace, is in service: stop its OSS first "
+			 "(--replace is for an OST lost for good)", idx);
+		return buf;
+	case -EINVAL:
+		return replacing ? "it is another file system's, has another index already, or its record is invalid"
+				 : "it belongs to another file system, or its record is invalid";
+	case -EOPNOTSUPP:
+		return replacing ? "the MDS cannot take replacements (an older loom-mds)" : NULL;
+	default:
+		return NULL;
+	}
 }
 
 static int oss_heartbeat(struct oss *oss, struct rpc_conn *mds)
@@ -400,11 +436,15 @@ static void *mds_thread_main(void *arg)
 			}
 			warned = false;
 			for (int i = 0; i < oss->nosts && rc == 0; i++) {
+				bool replacing = ost_replacing(oss->osts[i]);
+				char buf[256];
+				const char *why;
+
 				rc = oss_register(oss, mds, oss->osts[i]);
-				if (rc == -EEXIST || rc == -EINVAL) {
-					log_err("the MDS refused %s: %s (%s)", ost_dir(oss->osts[i]), strerror(-rc),
-						rc == -EEXIST ? "its index belongs to another OST"
-							      : "it belongs to another file system, or its record is invalid");
+				why = oss_refusal(rc, replacing, ost_index(oss->osts[i]), buf, sizeof(buf));
+				if (why) {
+					log_err("the MDS refused %s%s: %s (%s)", ost_dir(oss->osts[i]),
+						replacing ? " as a replacement" : "", strerror(-rc), why);
 					exit(1);
 				}
 			}
@@ -470,6 +510,9 @@ static void usage(FILE *f)
 		"  --fsname NAME      file system name, up to %d characters\n"
 		"  --index N          with --format and one OST: the index it asks the MDS for\n"
 		"                     (default: the lowest free one at its first registration)\n"
+		"  --replace          with --format and --index N: the new, empty OST takes index N\n"
+		"                     from an OST lost for good (mkfs.lustre --replace); the MDS\n"
+		"                     then counts that OST's objects as lost (reads give EIO)\n"
 		"  --log-level LEVEL  error, warn, info (default) or debug\n"
 		"  --log-syslog       also log to syslog (facility daemon); under systemd, lines on\n"
 		"                     stderr go to the journal with their priority either way\n"
@@ -509,6 +552,7 @@ int main(int argc, char **argv)
 		{ "log-syslog", no_argument, NULL, 'Y' },
 		{ "key", required_argument, NULL, 'k' },
 		{ "index", required_argument, NULL, 'i' },
+		{ "replace", no_argument, NULL, 'X' },
 		{ "scrub-rate", required_argument, NULL, 'r' },
 		{ "readcache-max-io", required_argument, NULL, 'R' },
 		{ "writeback-min-io", required_argument, NULL, 'W' },
@@ -525,7 +569,7 @@ int main(int argc, char **argv)
 	char listen_host[64];
 	uint16_t listen_port;
 	enum log_level level = LOG_INFO;
-	bool format = false, syslog = false;
+	bool format = false, syslog = false, replace = false;
 	uint32_t index = OST_IDX_NONE;
 	struct ost_cache_policy cache = { OST_READCACHE_MAX_IO, OST_WRITEBACK_MIN_IO };
 	int ndirs = 0, c, rc;
@@ -595,6 +639,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'F': format = true; break;
+		case 'X': replace = true; break;
 		case 'n': fsname = optarg; break;
 		case 'i': {
 			char *end;
@@ -624,6 +669,10 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (replace && (!format || index == OST_IDX_NONE)) {
+		fprintf(stderr, "loom-oss: --replace goes with --format and --index N (the lost OST's index)\n");
+		return 2;
+	}
 	if (format) {
 		if (!fsname || !*fsname || strlen(fsname) > LOOM_FSNAME_MAX) {
 			fprintf(stderr, "loom-oss: --format needs --fsname of 1 to %d characters\n", LOOM_FSNAME_MAX);
@@ -634,12 +683,16 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		for (int i = 0; i < ndirs; i++) {
-			rc = ost_format(dirs[i], fsname, index);
+			rc = ost_format(dirs[i], fsname, index, replace);
 			if (rc) {
 				fprintf(stderr, "loom-oss: cannot format %s: %s\n", dirs[i], strerror(-rc));
 				return 1;
 			}
-			printf("formatted OST in %s for file system %s\n", dirs[i], fsname);
+			if (replace)
+				printf("formatted OST in %s for file system %s, to replace the lost OST%04x\n", dirs[i],
+				       fsname, index);
+			else
+				printf("formatted OST in %s for file system %s\n", dirs[i], fsname);
 		}
 		return 0;
 	}

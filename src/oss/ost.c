@@ -138,6 +138,7 @@ int ost_open(const char *dir, struct ost **out)
 		log_err("%s/" OST_CONF_FILE " is not an OST's: %s", o->dir, why);
 	if (rc)
 		goto fail;
+	atomic_init(&o->lost_below, o->conf.replace ? UINT64_MAX : o->conf.lost_below);
 	o->dirfd = open(o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (o->dirfd < 0) {
 		rc = -errno;
@@ -197,6 +198,24 @@ const char *ost_dir(const struct ost *o) { return o->dir; }
 const char *ost_uuid(const struct ost *o) { return o->conf.uuid; }
 const char *ost_fsname(const struct ost *o) { return o->conf.fsname; }
 uint32_t ost_index(const struct ost *o) { return o->conf.idx; }
+
+bool ost_replacing(const struct ost *o) { return o->conf.replace; }
+
+int ost_replaced(struct ost *o, uint32_t idx, uint64_t lost_below)
+{
+	struct ost_conf c = o->conf;
+	int rc;
+
+	c.idx = idx;
+	c.replace = false;
+	c.lost_below = lost_below;
+	rc = ost_conf_write(o->dir, &c);
+	if (rc == 0) {
+		o->conf = c;
+		atomic_store_explicit(&o->lost_below, lost_below, memory_order_release);
+	}
+	return rc;
+}
 
 int ost_set_index(struct ost *o, uint32_t idx)
 {
@@ -419,6 +438,15 @@ out:
 	return rc;
 }
 
+/* 0 if objid's file exists, else -errno. */
+static int faccessat_obj(struct ost *o, uint64_t objid)
+{
+	char name[OST_OBJ_NAME_MAX];
+
+	ost_obj_name(objid, name, sizeof(name));
+	return faccessat(o->odir[ost_obj_dir(objid)], name, F_OK, 0) < 0 ? -errno : 0;
+}
+
 int ost_punch(struct ost *o, uint64_t objid, uint64_t size, uint64_t ino, uint32_t stripe_idx,
 	      uint32_t epoch, struct ost_objstat *os)
 {
@@ -432,9 +460,11 @@ int ost_punch(struct ost *o, uint64_t objid, uint64_t size, uint64_t ino, uint32
 	memset(os, 0, sizeof(*os));
 	/* A cut in an epoch makes a missing object, empty and in that epoch: a write made before the
 	 * truncation then finds it and is refused, rather than making it with old bytes. */
-	rc = obj_get(o, objid, epoch != 0, ino, stripe_idx, epoch, &h);
+	rc = obj_get(o, objid, epoch == 0 ? 0 : size == 0 ? OBJ_CREATE_LOST : 1, ino, stripe_idx, epoch, &h);
 	if (rc == -ENOENT)
 		return 0;
+	if (rc == -EIO && size > 0 && ost_obj_lost(o, objid) && faccessat_obj(o, objid) == -ENOENT)
+		return 0; /* lost: a cut that keeps some of it keeps it lost (a cut to 0 makes it anew) */
 	if (rc)
 		return rc;
 	rl_lock(o, &rl, objid, k, UINT64_MAX, true);
@@ -513,8 +543,8 @@ int ost_sync(struct ost *o, uint64_t objid)
 	if (objid == 0)
 		return syncfs(o->dirfd) < 0 ? -errno : 0;
 	rc = obj_get(o, objid, false, 0, 0, 0, &h);
-	if (rc == -ENOENT)
-		return 0;
+	if (rc == -ENOENT || (rc == -EIO && ost_obj_lost(o, objid)))
+		return 0; /* nothing here to make durable (a lost object's loss is told by reads) */
 	if (rc)
 		return rc;
 	/* The data, then its checksums. (A sidecar made by a handle that was not cached has no

@@ -41,6 +41,11 @@ const char *ost_fsname(const struct ost *o);
 uint32_t ost_index(const struct ost *o);
 /* Records the index the MDS assigned (persistently, in ost.conf). */
 int ost_set_index(struct ost *o, uint32_t idx);
+/* Formatted with --replace and not yet accepted by the MDS (ost.conf's replace=yes). */
+bool ost_replacing(const struct ost *o);
+/* The MDS accepted it as the replacement of OST idx: objects below lost_below are lost (kept in
+ * ost.conf, and in force at once). */
+int ost_replaced(struct ost *o, uint32_t idx, uint64_t lost_below);
 
 /*
  * What a server keeps in its page cache.

@@ -80,7 +80,7 @@ static int conf_check(const struct ost_conf *c, char *why, size_t cap)
 int ost_conf_parse(const char *buf, size_t len, struct ost_conf *conf, char *why, size_t why_cap)
 {
 	struct ost_conf c = { .idx = OST_IDX_NONE };
-	bool has_fsname = false, has_uuid = false, has_idx = false;
+	bool has_fsname = false, has_uuid = false, has_idx = false, has_replace = false, has_lost = false;
 	unsigned lineno = 0;
 	size_t pos = 0;
 
@@ -115,6 +115,10 @@ int ost_conf_parse(const char *buf, size_t len, struct ost_conf *conf, char *why
 			seen = &has_uuid;
 		} else if (klen == 5 && !memcmp(line, "index", 5)) {
 			seen = &has_idx;
+		} else if (klen == 7 && !memcmp(line, "replace", 7)) {
+			seen = &has_replace;
+		} else if (klen == 10 && !memcmp(line, "lost_below", 10)) {
+			seen = &has_lost;
 		} else {
 			continue; /* a key of a later version */
 		}
@@ -128,6 +132,13 @@ int ost_conf_parse(const char *buf, size_t len, struct ost_conf *conf, char *why
 					   (int)klen, line, p, max);
 			memcpy(dst, val, vlen);
 			dst[vlen] = '\0';
+		} else if (seen == &has_replace) {
+			if (vlen != 3 || memcmp(val, "yes", 3))
+				return bad(why, why_cap, "line %u: replace is not yes", lineno);
+			c.replace = true;
+		} else if (seen == &has_lost) {
+			if (parse_decimal(val, vlen, UINT64_MAX, &c.lost_below))
+				return bad(why, why_cap, "line %u: lost_below is not a number", lineno);
 		} else {
 			uint64_t v;
 			if (parse_decimal(val, vlen, OST_IDX_NONE - 1, &v))
@@ -138,16 +149,20 @@ int ost_conf_parse(const char *buf, size_t len, struct ost_conf *conf, char *why
 	}
 	if (!has_fsname || !has_uuid)
 		return bad(why, why_cap, "no %s", has_fsname ? "uuid" : "fsname");
+	if (c.replace && c.idx == OST_IDX_NONE)
+		return bad(why, why_cap, "replace without an index");
 	*conf = c;
 	return 0;
 }
 
 int ost_conf_format(const struct ost_conf *conf, char *buf, size_t cap, size_t *len)
 {
-	int n, rc = conf_check(conf, NULL, 0);
+	int n, m = 0, rc = conf_check(conf, NULL, 0);
 
 	if (rc)
 		return rc;
+	if (conf->replace && conf->idx == OST_IDX_NONE)
+		return -EINVAL;
 	if (conf->idx == OST_IDX_NONE)
 		n = snprintf(buf, cap, "fsname=%s\nuuid=%s\n", conf->fsname, conf->uuid);
 	else
@@ -155,7 +170,13 @@ int ost_conf_format(const struct ost_conf *conf, char *buf, size_t cap, size_t *
 			     conf->uuid, conf->idx);
 	if (n < 0 || (size_t)n >= cap)
 		return -ERANGE;
-	*len = (size_t)n;
+	if (conf->replace)
+		m = snprintf(buf + n, cap - (size_t)n, "replace=yes\n");
+	else if (conf->lost_below)
+		m = snprintf(buf + n, cap - (size_t)n, "lost_below=%" PRIu64 "\n", conf->lost_below);
+	if (m < 0 || (size_t)m >= cap - (size_t)n)
+		return -ERANGE;
+	*len = (size_t)(n + m);
 	return 0;
 }
 
@@ -195,15 +216,15 @@ int ost_conf_write(const char *dir, const struct ost_conf *conf)
 	return rc;
 }
 
-int ost_format(const char *dir, const char *fsname, uint32_t idx)
+int ost_format(const char *dir, const char *fsname, uint32_t idx, bool replace)
 {
-	struct ost_conf c = { .idx = idx };
+	struct ost_conf c = { .idx = idx, .replace = replace };
 	char path[PATH_MAX];
 	uint8_t r[16];
 	struct stat st;
 	int rc;
 
-	if (text_problem(fsname, strlen(fsname), LOOM_FSNAME_MAX))
+	if (text_problem(fsname, strlen(fsname), LOOM_FSNAME_MAX) || (replace && idx == OST_IDX_NONE))
 		return -EINVAL; /* before anything is made */
 	memcpy(c.fsname, fsname, strlen(fsname) + 1);
 	if (snprintf(path, sizeof(path), "%s/" OST_CONF_FILE, dir) >= (int)sizeof(path))

@@ -27,6 +27,10 @@
  *   fsname=NAME      1 to LOOM_FSNAME_MAX characters
  *   uuid=UUID        the OST's own, made by ost_format: 1 to OST_UUID_MAX characters
  *   index=N          decimal, once the MDS gave the OST an index (absent before)
+ *   replace=yes      formatted with --replace: the OST is to take index N from a lost OST, and
+ *                    the MDS has not said yes yet (the line goes once it has)
+ *   lost_below=N     decimal: it replaced a lost OST, whose objects had ids below N; such an
+ *                    object that is missing here is lost (reads and writes answer EIO)
  *
  * Reading takes the keys in any order, skips empty lines and lines of keys it does not know
  * (so that a later version may add one), and refuses anything else.
@@ -34,6 +38,7 @@
 #ifndef LOOM_OSS_OST_FORMAT_H
 #define LOOM_OSS_OST_FORMAT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -60,12 +65,15 @@ struct ost_conf {
 	char fsname[LOOM_FSNAME_MAX + 1];
 	char uuid[OST_UUID_MAX + 1];
 	uint32_t idx; /* OST_IDX_NONE: not assigned yet (no index line) */
+	bool replace;        /* to replace the lost OST of index idx; the MDS has not accepted it yet */
+	uint64_t lost_below; /* 0: no object of this OST was lost */
 };
 
 /* Creates an empty OST in dir (created if missing): its object directories and its ost.conf,
- * with a new uuid, asking the MDS for index idx (OST_IDX_NONE: whichever it gives). -EEXIST if
- * one is already there, -EINVAL for an fsname that ost.conf cannot hold. */
-int ost_format(const char *dir, const char *fsname, uint32_t idx);
+ * with a new uuid, asking the MDS for index idx (OST_IDX_NONE: whichever it gives), as the
+ * replacement of the lost OST of that index if replace. -EEXIST if one is already there, -EINVAL
+ * for an fsname that ost.conf cannot hold or replace without an index. */
+int ost_format(const char *dir, const char *fsname, uint32_t idx, bool replace);
 
 /*
  * Parses the len bytes of an ost.conf. -EINVAL when they are not one: a line without '=', a

@@ -123,6 +123,10 @@ struct ost {
 
 	struct ost_scrub scrub;
 	struct ost_cache_policy cache;
+	/* Objects with ids below it were a lost OST's (this one replaced it): missing means lost.
+	 * UINT64_MAX while the replacement awaits the MDS's yes (every missing object is lost). The
+	 * registration thread sets it, workers read it. */
+	_Atomic uint64_t lost_below;
 };
 
 /* ost_csum.c: range locks, checksums and write intents. */
@@ -180,9 +184,17 @@ struct obj {
 };
 /* Opens an object for I/O, with its sidecar. With create, a missing object is created (and
  * tagged with its file, for fsck) and so is its sidecar, in truncation epoch `epoch`. Release
- * with obj_put(). -ENOENT for a missing object without create. */
-int obj_get(struct ost *o, uint64_t objid, bool create, uint64_t ino, uint32_t stripe_idx,
+ * with obj_put(). -ENOENT for a missing object without create. A missing object that was lost
+ * with the OST this one replaced (ost_obj_lost) is -EIO, with or without create, unless create is
+ * OBJ_CREATE_LOST (a cut to nothing, after which nothing of it is lost any more). */
+#define OBJ_CREATE_LOST 2
+int obj_get(struct ost *o, uint64_t objid, int create, uint64_t ino, uint32_t stripe_idx,
 	    uint32_t epoch, struct obj *h);
+/* Was objid made on the lost OST this one replaced? (Whether it is missing is the caller's.) */
+static inline bool ost_obj_lost(struct ost *o, uint64_t objid)
+{
+	return objid < atomic_load_explicit(&o->lost_below, memory_order_acquire);
+}
 /* The truncation epoch the object is in (protocol.md, OST_WRITE): 0 before any cut. */
 uint32_t obj_epoch(struct obj *h);
 /* Records that the object is in `epoch` now (it was cut for it). */

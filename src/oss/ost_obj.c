@@ -106,7 +106,7 @@ void obj_put(struct ost *o, struct obj *h)
 		close(close_cfd);
 }
 
-int obj_get(struct ost *o, uint64_t objid, bool create, uint64_t ino, uint32_t stripe_idx,
+int obj_get(struct ost *o, uint64_t objid, int create, uint64_t ino, uint32_t stripe_idx,
 	    uint32_t epoch, struct obj *h)
 {
 	struct fdc_slot *s = fdc_slot_of(o, objid);
@@ -143,6 +143,9 @@ int obj_get(struct ost *o, uint64_t objid, bool create, uint64_t ino, uint32_t s
 
 	ost_obj_name(objid, name, sizeof(name));
 	fd = openat(o->odir[d], name, O_RDWR | O_CLOEXEC);
+	/* Lost, not a hole: neither reads as zeros nor is made again by a write of part of it. */
+	if (fd < 0 && errno == ENOENT && create != OBJ_CREATE_LOST && ost_obj_lost(o, objid))
+		return -EIO;
 	if (fd < 0 && errno == ENOENT && create) {
 		fd = openat(o->odir[d], name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (fd >= 0) {

@@ -173,6 +173,7 @@ struct lw_mds_req {
 		} setlayout;
 		struct lw_ost_register_req ost_register;
 		struct lw_ost_admin_req ost_admin;
+		struct lw_ost_remove_req ost_remove;
 		struct lw_pool_req pool;
 		struct lw_nodemap_req nodemap;
 		struct lw_swap_req swap;

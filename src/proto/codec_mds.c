@@ -167,6 +167,13 @@ static void lw_dec_ost_admin(struct lw_rd *r, struct lw_mds_req *out)
 		r->err = -EINVAL;
 }
 
+static void lw_dec_ost_remove(struct lw_rd *r, struct lw_mds_req *out)
+{
+	lw_rd_fixed(r, &out->u.ost_remove, sizeof(out->u.ost_remove));
+	if (!r->err && (out->u.ost_remove.flags & ~(LW_OSTRM_DRYRUN | LW_OSTRM_FORCE)))
+		r->err = -EINVAL;
+}
+
 static void lw_dec_name(struct lw_rd *r, struct lw_mds_req *out)
 {
 	lw_rd_fixed(r, &out->u.name.f, sizeof(out->u.name.f));

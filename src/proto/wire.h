@@ -682,6 +682,39 @@ struct lw_ost_register_rep {
 };
 _Static_assert(sizeof(struct lw_ost_register_rep) == 24, "lw_ost_register_rep");
 
+/* MDS_OST_REPLACE (from an OSS whose OST was formatted with --replace, no cred prefix): request
+ * lw_ost_register_req with want_idx the index to take over. The new uuid takes the index from the
+ * OST that held it (lost for good: not heard from now), and every object of that OST is lost:
+ * those below lost_below. -EBUSY while the OST holding the index is active; -EINVAL without
+ * want_idx or for a uuid known at another index. A resend (the same uuid holds the index now) gets
+ * the same answer. Reply lw_ost_replace_rep. */
+struct lw_ost_replace_rep {
+	uint32_t idx;
+	uint32_t pad;
+	char     fsname[16];
+	uint64_t lost_below; /* objects with ids below it were on the old OST: missing means lost */
+};
+_Static_assert(sizeof(struct lw_ost_replace_rep) == 32, "lw_ost_replace_rep");
+
+/* MDS_OST_REMOVE (root only, with the file system key): request lw_ost_remove_req. Retires OST
+ * idx for good: it leaves the OST table, its index is never given to a new OST (only to one
+ * formatted with --replace), and it is refused when it registers again. -EBUSY while files have
+ * objects there (unless LW_OSTRM_FORCE: their objects there are lost); LW_OSTRM_DRYRUN only
+ * counts. -ENOENT for an index no OST holds (or one removed). Reply lw_ost_remove_rep. */
+#define LW_OSTRM_DRYRUN 0x1u
+#define LW_OSTRM_FORCE  0x2u
+struct lw_ost_remove_req {
+	uint32_t idx;
+	uint32_t flags;
+};
+_Static_assert(sizeof(struct lw_ost_remove_req) == 8, "lw_ost_remove_req");
+
+struct lw_ost_remove_rep {
+	uint64_t files;   /* files (layouts) with objects on the OST */
+	uint64_t objects; /* their objects there */
+};
+_Static_assert(sizeof(struct lw_ost_remove_rep) == 16, "lw_ost_remove_rep");
+
 /* MDS_OST_HEARTBEAT (from an OSS, no cred prefix): lw_ost_heartbeat_req + count
  * lw_ost_heartbeat_ent. Reply lw_ost_heartbeat_rep (an empty reply, from an MDS before it, is
  * taken as nodemap_version 0). */

@@ -41,7 +41,7 @@ static const struct command commands[] = {
 	{ "fsck", cmd_fsck, "--dir DIR | ...   check and repair the namespace against the objects" },
 	{ "migrate", cmd_migrate, "[-c COUNT] [-S SIZE] [-i IDX | -p POOL] [-r] FILE|DIR...   re-stripe files online" },
 	{ "pool", cmd_pool, "new|destroy NAME | add|remove NAME OST... | list [NAME] [PATH]   OST pools (lctl pool_*)" },
-	{ "ost", cmd_ost, "deactivate|activate IDX...   no new stripes on an OST (its files stay readable), or again" },
+	{ "ost", cmd_ost, "deactivate|activate IDX... | remove [--force] IDX   no new stripes on an OST, or again; retire it" },
 	{ "key", cmd_key, "new [--node NAME] FILE   a new file system key, or a key of client node NAME's own" },
 	{ "nodemap", cmd_nodemap, "list [NAME] | add|modify|revoke|del NAME ...   what each node may claim (lctl nodemap_*)" },
 };

@@ -4,6 +4,10 @@
  *   stripes, as Lustre's `lctl --device ... deactivate` on the MDS. Files already on them stay
  *   readable and writable, so an OST can be drained before it is retired. The MDS keeps the
  *   state across restarts; `loom df` marks such an OST with N.
+ * - loom ost remove [--force] [--dryrun] IDX: retires an OST for good, as Lustre's `lctl --device
+ *   MGS del_ost --target FSNAME-OSTxxxx [--dryrun]`, but only once no file has objects there
+ *   (EBUSY, with the count and how to drain it) unless --force. Replacing a failed disk is
+ *   loom-oss's: `loom-oss --format --index N --replace` (mkfs.lustre --replace).
  * - loom pool new|destroy|add|remove|list: OST pools, as Lustre's `lctl pool_*`; `setstripe -p
  *   POOL` stripes a directory's new files over the pool's OSTs only.
  */
@@ -35,14 +39,94 @@ static int parse_ost(const char *arg, uint32_t *idx)
 	return 0;
 }
 
+static void ost_usage(FILE *f)
+{
+	fprintf(f, "usage: loom ost deactivate|activate IDX...   (IDX: 2 or OST0002)\n"
+		   "       loom ost remove [--dryrun] [--force] IDX\n"
+		   "  remove retires an OST for good (lctl del_ost): it leaves loom df, and its index\n"
+		   "  goes to no new OST but one formatted with loom-oss --format --index IDX --replace.\n"
+		   "  Refused (EBUSY) while files have objects there: drain it first with\n"
+		   "  loom find MOUNT --ost IDX -t f | xargs loom migrate. --force removes it anyway\n"
+		   "  (their objects there are lost: reads of them give EIO); --dryrun only counts.\n");
+}
+
+static int ost_remove(struct tool_ctx *ctx, int argc, char **argv)
+{
+	uint32_t flags = 0, idx = 0;
+	uint64_t files = 0, objects = 0;
+	const char *arg = NULL;
+	loom_fs *fs;
+	int rc;
+
+	for (int i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "--force") || !strcmp(argv[i], "-f"))
+			flags |= LOOM_OST_REMOVE_FORCE;
+		else if (!strcmp(argv[i], "--dryrun") || !strcmp(argv[i], "-n"))
+			flags |= LOOM_OST_REMOVE_DRYRUN;
+		else if (arg || argv[i][0] == '-') {
+			ost_usage(stderr);
+			return 2;
+		} else
+			arg = argv[i];
+	}
+	if (!arg) {
+		ost_usage(stderr);
+		return 2;
+	}
+	if (parse_ost(arg, &idx)) {
+		fprintf(stderr, "loom ost: '%s' is not an OST index\n", arg);
+		return 2;
+	}
+	fs = tool_connect(ctx);
+	if (!fs)
+		return 1;
+	rc = loom_ost_remove(fs, idx, flags, &files, &objects);
+	loom_disconnect(fs);
+	if (rc == -EBUSY) {
+		fprintf(stderr, "loom ost remove: OST%04x: %s: %llu file%s still %s %llu object%s there; drain it "
+			"first: loom find MOUNT --ost %u -t f | xargs loom migrate (or remove it with --force: "
+			"their objects there are lost)\n", idx, strerror(EBUSY), (unsigned long long)files,
+			files == 1 ? "" : "s", files == 1 ? "has" : "have", (unsigned long long)objects,
+			objects == 1 ? "" : "s", idx);
+		return 1;
+	}
+	if (rc == -ENOENT) {
+		fprintf(stderr, "loom ost remove: no OST has index %u (or it was removed already)\n", idx);
+		return 1;
+	}
+	if (rc == -EPERM) {
+		fprintf(stderr, "loom ost remove: OST%04x: only root with the file system key may remove an OST\n", idx);
+		return 1;
+	}
+	if (rc)
+		return tool_fail("ost remove", arg, rc);
+	if (flags & LOOM_OST_REMOVE_DRYRUN)
+		printf("OST%04x: %llu file%s %s %llu object%s there%s\n", idx, (unsigned long long)files,
+		       files == 1 ? "" : "s", files == 1 ? "has" : "have", (unsigned long long)objects,
+		       objects == 1 ? "" : "s", files ? ": drain it before removing it" : ": it can be removed");
+	else if (files)
+		printf("OST%04x removed: %llu object%s of %llu file%s there %s lost\n", idx, (unsigned long long)objects,
+		       objects == 1 ? "" : "s", (unsigned long long)files, files == 1 ? "" : "s",
+		       objects == 1 ? "is" : "are");
+	else
+		printf("OST%04x removed: its index is retired\n", idx);
+	return 0;
+}
+
 int cmd_ost(struct tool_ctx *ctx, int argc, char **argv)
 {
 	bool active;
 	loom_fs *fs;
 	int ret = 0;
 
+	if (argc >= 2 && !strcmp(argv[1], "remove"))
+		return ost_remove(ctx, argc, argv);
+	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		ost_usage(stdout);
+		return 0;
+	}
 	if (argc < 3 || (strcmp(argv[1], "deactivate") && strcmp(argv[1], "activate"))) {
-		fprintf(stderr, "usage: loom ost deactivate|activate IDX...   (IDX: 2 or OST0002)\n");
+		ost_usage(stderr);
 		return 2;
 	}
 	active = !strcmp(argv[1], "activate");

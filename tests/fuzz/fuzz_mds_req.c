@@ -45,7 +45,7 @@ static bool is_foreign_op(uint16_t op)
 static bool has_cred(uint16_t op)
 {
 	return op != LW_OP_PING && op != LW_OP_MDS_CONNECT && op != LW_OP_MDS_OST_REGISTER &&
-	       op != LW_OP_MDS_OST_HEARTBEAT;
+	       op != LW_OP_MDS_OST_REPLACE && op != LW_OP_MDS_OST_HEARTBEAT;
 }
 
 /* The fixed struct after the cred prefix. */
@@ -77,7 +77,9 @@ static size_t fixed_size(uint16_t op)
 	case LW_OP_MDS_SIZE_UPDATE: return sizeof(struct lw_close_req);
 	case LW_OP_MDS_SETLAYOUT: return sizeof(struct lw_setlayout_req);
 	case LW_OP_MDS_DOM_READ: return sizeof(struct lw_ino_req);
-	case LW_OP_MDS_OST_REGISTER: return sizeof(struct lw_ost_register_req);
+	case LW_OP_MDS_OST_REGISTER:
+	case LW_OP_MDS_OST_REPLACE: return sizeof(struct lw_ost_register_req);
+	case LW_OP_MDS_OST_REMOVE: return sizeof(struct lw_ost_remove_req);
 	case LW_OP_MDS_OST_ADMIN: return sizeof(struct lw_ost_admin_req);
 	case LW_OP_MDS_POOL: return sizeof(struct lw_pool_req);
 	case LW_OP_MDS_SWAP_LAYOUTS: return sizeof(struct lw_swap_req);
@@ -271,7 +273,11 @@ static void check_contents(const struct lw_mds_req *q, const struct body *b)
 		FUZZ_CHECK(!((q->u.ost_admin.set | q->u.ost_admin.clear) & ~LW_TGT_ADMIN_STATE));
 		FUZZ_CHECK(q->u.ost_admin.pad == 0);
 		break;
-	case LW_OP_MDS_OST_REGISTER: {
+	case LW_OP_MDS_OST_REMOVE:
+		FUZZ_CHECK(!(q->u.ost_remove.flags & ~(LW_OSTRM_DRYRUN | LW_OSTRM_FORCE)));
+		break;
+	case LW_OP_MDS_OST_REGISTER:
+	case LW_OP_MDS_OST_REPLACE: {
 		const struct lw_ost_register_req *r = &q->u.ost_register;
 
 		FUZZ_CHECK(nul_terminated(r->host, sizeof(r->host)) && r->host[0] != '\0');
@@ -384,7 +390,9 @@ static void encode(const struct lw_mds_req *q, struct lw_wr *w)
 		lw_wr_put(w, &q->u.setlayout.f, sizeof(q->u.setlayout.f));
 		put_layout(w, &q->u.setlayout.layout);
 		break;
-	case LW_OP_MDS_OST_REGISTER: lw_wr_put(w, &q->u.ost_register, sizeof(q->u.ost_register)); break;
+	case LW_OP_MDS_OST_REGISTER:
+	case LW_OP_MDS_OST_REPLACE: lw_wr_put(w, &q->u.ost_register, sizeof(q->u.ost_register)); break;
+	case LW_OP_MDS_OST_REMOVE: lw_wr_put(w, &q->u.ost_remove, sizeof(q->u.ost_remove)); break;
 	case LW_OP_MDS_OST_ADMIN: lw_wr_put(w, &q->u.ost_admin, sizeof(q->u.ost_admin)); break;
 	case LW_OP_MDS_POOL: lw_wr_put(w, &q->u.pool, sizeof(q->u.pool)); break;
 	case LW_OP_MDS_SWAP_LAYOUTS: lw_wr_put(w, &q->u.swap, sizeof(q->u.swap)); break;

@@ -111,7 +111,7 @@ static struct lw_wr mds_begin(uint16_t op)
 	lw_wr_init(&w, big, sizeof(big));
 	put_u16(&w, op);
 	if (op != LW_OP_PING && op != LW_OP_MDS_CONNECT && op != LW_OP_MDS_OST_REGISTER &&
-	    op != LW_OP_MDS_OST_HEARTBEAT)
+	    op != LW_OP_MDS_OST_REPLACE && op != LW_OP_MDS_OST_HEARTBEAT)
 		lw_put_cred(&w, &cred);
 	return w;
 }
@@ -228,6 +228,13 @@ static void gen_mds(void)
 	w = mds_begin(LW_OP_MDS_OST_ADMIN);
 	FIXED(&w, (struct lw_ost_admin_req){ .idx = 1, .set = LW_TGT_DEACTIVATED });
 	put_file("fuzz_mds_req", "ost-admin", big, w.len);
+	w = mds_begin(LW_OP_MDS_OST_REPLACE);
+	FIXED(&w, (struct lw_ost_register_req){ .want_idx = 2, .port = 9901, .host = "10.0.0.1",
+						.uuid = "new-ost-uuid", .fsname = "loom" });
+	put_file("fuzz_mds_req", "ost-replace", big, w.len);
+	w = mds_begin(LW_OP_MDS_OST_REMOVE);
+	FIXED(&w, (struct lw_ost_remove_req){ .idx = 3, .flags = LW_OSTRM_DRYRUN });
+	put_file("fuzz_mds_req", "ost-remove", big, w.len);
 	w = mds_begin(LW_OP_MDS_OST_HEARTBEAT);
 	FIXED(&w, (struct lw_ost_heartbeat_req){ .count = 2 });
 	FIXED(&w, (struct lw_ost_heartbeat_ent){ .idx = 0 });

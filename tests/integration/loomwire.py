@@ -589,6 +589,13 @@ OST_REGISTER_REQ = struct.Struct("<IHH64s40s16s56s")  # want_idx port pad host u
 assert OST_REGISTER_REQ.size == 184
 OST_REGISTER_REP = struct.Struct("<II16s")    # idx pad fsname
 assert OST_REGISTER_REP.size == 24
+OST_REPLACE_REP = struct.Struct("<II16sQ")    # lw_ost_replace_rep: idx pad fsname lost_below
+assert OST_REPLACE_REP.size == 32
+OST_REMOVE_REQ = struct.Struct("<II")         # lw_ost_remove_req: idx flags
+assert OST_REMOVE_REQ.size == 8
+OST_REMOVE_REP = struct.Struct("<QQ")         # lw_ost_remove_rep: files objects
+assert OST_REMOVE_REP.size == 16
+OSTRM_DRYRUN, OSTRM_FORCE = 0x1, 0x2          # LW_OSTRM_*
 HEARTBEAT_REQ = struct.Struct("<II")          # lw_ost_heartbeat_req: count pad
 assert HEARTBEAT_REQ.size == 8
 HEARTBEAT_ENT = struct.Struct("<II56s")       # lw_ost_heartbeat_ent: idx pad sf
@@ -738,6 +745,10 @@ def walk_req(path, flags=0, open_flags=0):
 def ost_register_req(want_idx, host, port, uuid, fsname, sf):
     """MDS_OST_REGISTER (no cred): host, uuid and fsname are bytes; sf a packed lw_statfs."""
     return OST_REGISTER_REQ.pack(want_idx, port, 0, host, uuid, fsname, sf)
+
+
+def ost_remove_req(idx, flags=0):
+    return OST_REMOVE_REQ.pack(idx, flags)
 
 
 def heartbeat_req(entries):

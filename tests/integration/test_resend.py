@@ -73,6 +73,8 @@ def test_loomwire_structs_have_wire_h_sizes():
             "POOL_REQ": "pool_req", "POOL_ENT": "pool_ent", "OST_ADMIN_REQ": "ost_admin_req",
             "LOCK_REQ": "lock_req", "LOCK_REP": "lock_rep", "WALK_REQ": "walk_req", "WALK_REP": "walk_rep",
             "OST_REGISTER_REQ": "ost_register_req", "OST_REGISTER_REP": "ost_register_rep",
+            "OST_REPLACE_REP": "ost_replace_rep", "OST_REMOVE_REQ": "ost_remove_req",
+            "OST_REMOVE_REP": "ost_remove_rep",
             "HEARTBEAT_REQ": "ost_heartbeat_req", "HEARTBEAT_ENT": "ost_heartbeat_ent",
             "SCRUB_REP": "scrub_rep", "INO_REQ": "ino_req", "ATTR": "attr", "OST_IO": "ost_io",
             "CONNECT_REQ": "connect_req", "CONNECT_REP": "connect_rep", "CREATE_REQ": "create_req",
@@ -399,6 +401,27 @@ def ost_admin_once(b):
         "a resent deactivate of OST %d undid the activate that came after it" % idx
 
 
+def fake_ost(b, uuid):
+    """An OST with no OSS behind it, registered by a connection that then closes (it is inactive
+    at once): its index."""
+    sf = b.ost_table()[min(b.ost_table())]["sf"]
+    s = b.first("MDS_OST_REGISTER", w.ost_register_req(0xFFFFFFFF, b"127.0.0.9", 9, uuid, b.other.fsname, sf))
+    idx = w.OST_REGISTER_REP.unpack(s.reply)[0]
+    assert wait_until(lambda: b.ost_table()[idx]["state"] & w.TGT_INACTIVE, 30, 0.1)
+    return idx
+
+
+@scenario("MDS_OST_REMOVE", "CACHED")
+def ost_remove_once(b):
+    idx = fake_ost(b, b"fake-ost-to-remove")
+    s = b.first("MDS_OST_REMOVE", C + w.ost_remove_req(idx))
+    assert w.OST_REMOVE_REP.unpack(s.reply) == (0, 0)
+    assert idx not in b.ost_table()
+    b.do("MDS_OST_REMOVE", C + w.ost_remove_req(idx), expect=-w.ENOENT)   # what a second run answers
+    b.cached(s)
+    assert idx not in b.ost_table(), "a resent removal brought OST %d back: %r" % (idx, b.ost_table())
+
+
 @scenario("MDS_POOL", "CACHED")
 def pool_once(b):
     idx = min(b.ost_table())
@@ -540,6 +563,20 @@ def ost_register_again(b):
         "a resent registration changed the OST table: %r, was %r" % (after, table)
     # Our connections spoke for the OST and closed: its OSS's heartbeats make it active again.
     assert wait_until(lambda: not b.ost_table()[idx]["state"] & w.TGT_INACTIVE, 60, 0.2)
+
+
+@scenario("MDS_OST_REPLACE", "REPEATS")
+def ost_replace_again(b):
+    idx = fake_ost(b, b"fake-ost-lost")
+    sf = b.ost_table()[idx]["sf"]
+    s = b.first("MDS_OST_REPLACE", w.ost_register_req(idx, b"127.0.0.9", 10, b"fake-ost-new", b.other.fsname, sf))
+    rep, _ = b.repeats(s)
+    assert rep == s.reply and w.OST_REPLACE_REP.unpack(rep)[0] == idx, "a resent replacement answered %r" % rep
+    assert w.OST_REPLACE_REP.unpack(rep)[3] == 1, "no object was ever made there: none below id 1 is lost"
+    assert b.ost_table()[idx]["uuid"] == "fake-ost-new"
+    # Without the replacement's opcode another new uuid is refused the index, as before.
+    b.do("MDS_OST_REGISTER", w.ost_register_req(idx, b"127.0.0.9", 11, b"fake-ost-third", b.other.fsname, sf),
+         expect=-w.EEXIST)
 
 
 @scenario("MDS_OST_HEARTBEAT", "REPEATS")

@@ -310,11 +310,11 @@ static void test_format(void)
 	size_t len;
 
 	tmpdir(dir, sizeof(dir));
-	CHECK_RC(ost_format(dir, "abcdefghi", OST_IDX_NONE), -EINVAL); /* 9 characters */
+	CHECK_RC(ost_format(dir, "abcdefghi", OST_IDX_NONE, false), -EINVAL); /* 9 characters */
 	snprintf(path, sizeof(path), "%s/O", dir);
 	CHECK(stat(path, &st) < 0); /* nothing made */
 
-	CHECK_RC(ost_format(dir, "abcdefgh", 3), 0);
+	CHECK_RC(ost_format(dir, "abcdefgh", 3, false), 0);
 	for (unsigned d = 0; d < OST_NDIRS; d++) {
 		snprintf(path, sizeof(path), "%s/" OST_ODIR_FMT, dir, d);
 		if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
@@ -337,17 +337,47 @@ static void test_format(void)
 	snprintf(path, sizeof(path), "fsname=abcdefgh\nuuid=%s\nindex=3\n", c.uuid);
 	CHECK_STR(raw, path);
 	free(raw);
-	CHECK_RC(ost_format(dir, "t", OST_IDX_NONE), -EEXIST);
+	CHECK_RC(ost_format(dir, "t", OST_IDX_NONE, false), -EEXIST);
 	rmtree(dir);
 
 	tmpdir(dir, sizeof(dir));
-	CHECK_RC(ost_format(dir, "t", OST_IDX_NONE), 0);
+	CHECK_RC(ost_format(dir, "t", OST_IDX_NONE, false), 0);
 	REQUIRE_RC(ost_conf_read(dir, &c, NULL, 0), 0);
 	CHECK_EQ(c.idx, OST_IDX_NONE);
 	raw = get_file(dir, OST_CONF_FILE, &len);
 	REQUIRE(raw != NULL);
 	CHECK(strstr(raw, "index") == NULL);
 	free(raw);
+	rmtree(dir);
+
+	/* A replacement: the index it takes, and replace=yes until the MDS said yes; then the ids
+	 * below which a missing object is lost. */
+	tmpdir(dir, sizeof(dir));
+	CHECK_RC(ost_format(dir, "t", OST_IDX_NONE, true), -EINVAL);
+	CHECK_RC(ost_format(dir, "t", 2, true), 0);
+	REQUIRE_RC(ost_conf_read(dir, &c, NULL, 0), 0);
+	CHECK(c.replace);
+	CHECK_EQ(c.idx, 2);
+	CHECK_EQ(c.lost_below, 0);
+	raw = get_file(dir, OST_CONF_FILE, &len);
+	REQUIRE(raw != NULL);
+	snprintf(path, sizeof(path), "fsname=t\nuuid=%s\nindex=2\nreplace=yes\n", c.uuid);
+	CHECK_STR(raw, path);
+	free(raw);
+	c.replace = false;
+	c.lost_below = 77;
+	CHECK_RC(ost_conf_write(dir, &c), 0);
+	raw = get_file(dir, OST_CONF_FILE, &len);
+	REQUIRE(raw != NULL);
+	snprintf(path, sizeof(path), "fsname=t\nuuid=%s\nindex=2\nlost_below=77\n", c.uuid);
+	CHECK_STR(raw, path);
+	free(raw);
+	REQUIRE_RC(ost_conf_read(dir, &c, NULL, 0), 0);
+	CHECK(!c.replace);
+	CHECK_EQ(c.lost_below, 77);
+	CHECK_RC(ost_conf_parse("fsname=t\nuuid=u\nreplace=yes\n", 28, &c, NULL, 0), -EINVAL);
+	CHECK_RC(ost_conf_parse("fsname=t\nuuid=u\nindex=1\nreplace=no\n", 35, &c, NULL, 0), -EINVAL);
+	CHECK_RC(ost_conf_parse("fsname=t\nuuid=u\nlost_below=x\n", 29, &c, NULL, 0), -EINVAL);
 	rmtree(dir);
 }
 

@@ -34,7 +34,7 @@ static void ost_up(void)
 {
 	snprintf(dir, sizeof(dir), "%s/loom-test-ost-XXXXXX", base);
 	REQUIRE(mkdtemp(dir) != NULL);
-	REQUIRE_RC(ost_format(dir, "t", OST_IDX_NONE), 0);
+	REQUIRE_RC(ost_format(dir, "t", OST_IDX_NONE, false), 0);
 	REQUIRE_RC(ost_open(dir, &ost), 0);
 }
 

@@ -435,6 +435,120 @@ static void test_pools(void)
 	fx_fini(&f);
 }
 
+static int replace(struct fx *f, uint32_t idx, const char *uuid, struct mdt_ost_replaced *out)
+{
+	struct lw_ost_register_req req = { .want_idx = idx, .port = 7100 };
+	struct mdt_txn *t = fx_op_begin(f);
+
+	strcpy(req.host, "oss-new");
+	snprintf(req.uuid, sizeof(req.uuid), "%s", uuid);
+	strcpy(req.fsname, FX_FSNAME);
+	req.sf = fx_statfs_kib(1000);
+	return fx_op_end(f, t, mdt_ost_replace(t, &req, 10, out));
+}
+
+static int ost_remove(struct fx *f, uint32_t idx, bool force, bool dryrun, uint64_t *files, uint64_t *objects)
+{
+	struct mdt_txn *t = fx_op_begin(f);
+
+	return fx_op_end(f, t, mdt_ost_remove(t, idx, force, dryrun, files, objects));
+}
+
+static void test_replace_and_remove(void)
+{
+	struct lw_layout all = fx_layout_req(65536, -1, -1, "");
+	struct mdt_ost_replaced r;
+	struct loom_ostobj objs[4];
+	uint64_t files, objects;
+	struct mdt_txn *t;
+	uint32_t n, idx;
+
+	struct fx f;
+
+	fx_init(&f);
+	fx_add_osts(&f, 3);
+	REQUIRE_RC(fx_create_full(&f, &root_cr, LOOM_ROOT_INO, "a", 0644, 0, true, &all, NULL, NULL, NULL), 0);
+	REQUIRE_RC(fx_create_full(&f, &root_cr, LOOM_ROOT_INO, "b", 0644, 0, true, &all, NULL, NULL, NULL), 0);
+
+	/* A living OST is not replaced; a lost one is, and its objects so far are lost. */
+	CHECK_RC(replace(&f, 1, "new-1", &r), -EBUSY);
+	REQUIRE_RC(mdt_ost_lost(f.s, 1), 0);
+	REQUIRE_RC(replace(&f, 1, "new-1", &r), 0);
+	CHECK(r.replaced);
+	CHECK_EQ(r.idx, 1);
+	CHECK_EQ(r.lost_below, 3); /* objects 1 and 2 were made there */
+	CHECK(strcmp(r.old_uuid, "ost1") == 0);
+	CHECK(strcmp(ost(&f, 1)->uuid, "new-1") == 0);
+	CHECK(!(ost(&f, 1)->state & LW_TGT_INACTIVE));
+	/* Again (a resend): the same answer, nothing more lost. */
+	REQUIRE_RC(replace(&f, 1, "new-1", &r), 0);
+	CHECK(!r.replaced);
+	CHECK_EQ(r.lost_below, 3);
+	/* The old uuid is a stranger now; the new one keeps the index; another index is refused. */
+	CHECK_RC(fx_ost_register(&f, 1, "ost1", 1000, &idx), -EEXIST);
+	CHECK_RC(replace(&f, 2, "new-1", &r), -EINVAL);
+	CHECK_RC(replace(&f, UINT32_MAX, "new-2", &r), -EINVAL);
+	t = fx_read_begin(&f);
+	CHECK_RC(mdt_ost_lost_below(t, 1, &objects), 0);
+	CHECK_EQ(objects, 3);
+	CHECK_RC(mdt_ost_lost_below(t, 0, &objects), 0);
+	CHECK_EQ(objects, 0);
+	mdt_txn_abort(t);
+
+	/* Removal: refused while layouts name it, with the count. */
+	CHECK_RC(ost_remove(&f, 2, false, false, &files, &objects), -EBUSY);
+	CHECK_EQ(files, 2);
+	CHECK_EQ(objects, 2);
+	REQUIRE_RC(ost_remove(&f, 2, false, true, &files, &objects), 0);
+	CHECK_EQ(table_count(&f), 3);
+	for (const char *const *name = (const char *const[]){ "a", "b", NULL }; *name; name++) {
+		uint64_t ino = fx_ino(&f, LOOM_ROOT_INO, *name);
+
+		REQUIRE_RC(fx_unlink(&f, &root_cr, LOOM_ROOT_INO, *name, NULL), 0);
+		REQUIRE_RC(fx_release(&f, ino), 0);
+	}
+	REQUIRE_RC(ost_remove(&f, 2, false, false, &files, &objects), 0);
+	CHECK_EQ(files, 0);
+	CHECK(ost(&f, 2) == NULL);
+	CHECK_EQ(table_count(&f), 2);
+	CHECK_RC(ost_remove(&f, 2, false, false, &files, &objects), -ENOENT);
+	REQUIRE_RC(alloc(&f, -1, -1, objs, &n), 0);
+	CHECK_EQ(n, 2);
+	/* Its uuid is refused, its index given to nobody new, until a replacement takes it. */
+	CHECK_RC(fx_ost_register(&f, UINT32_MAX, "ost2", 1000, &idx), -ENODEV);
+	REQUIRE_RC(fx_ost_register(&f, UINT32_MAX, "fresh", 1000, &idx), 0);
+	CHECK_EQ(idx, 3);
+	fx_reopen(&f);
+	CHECK(ost(&f, 2) == NULL);
+	CHECK_RC(fx_ost_register(&f, 2, "ost2", 1000, &idx), -ENODEV);
+	REQUIRE_RC(replace(&f, 2, "new-2", &r), 0);
+	CHECK(r.replaced && r.was_removed);
+	CHECK(strcmp(ost(&f, 2)->uuid, "new-2") == 0);
+	fx_fini(&f);
+}
+
+/* After a restart only OSTs heard from get stripes, once there is one. */
+static void test_heard_after_reopen(void)
+{
+	struct loom_ostobj objs[4];
+	struct fx f;
+	uint32_t n;
+
+	fx_init(&f);
+	fx_add_osts(&f, 3);
+	fx_reopen(&f);
+	REQUIRE_RC(alloc(&f, -1, -1, objs, &n), 0);
+	CHECK_EQ(n, 3); /* nobody heard yet: every OST the MDT knows */
+	heartbeat(&f, 0, 1000, 0, 1);
+	heartbeat(&f, 2, 1000, 0, 1);
+	REQUIRE_RC(alloc(&f, -1, -1, objs, &n), 0);
+	CHECK_EQ(n, 2);
+	CHECK(objs[0].ost_idx != 1 && objs[1].ost_idx != 1);
+	REQUIRE_RC(alloc(&f, 1, 1, objs, &n), 0);
+	CHECK_EQ(objs[0].ost_idx, 2); /* asked for it: the next one heard from */
+	fx_fini(&f);
+}
+
 int main(void)
 {
 	root_cr = fx_root();
@@ -446,5 +560,7 @@ int main(void)
 	RUN(test_weighted);
 	RUN(test_objids);
 	RUN(test_reopen);
+	RUN(test_replace_and_remove);
+	RUN(test_heard_after_reopen);
 	return check_report();
 }
