@@ -638,10 +638,10 @@ static void test_replies(void)
 		free(big);
 		free(one);
 	}
-	l->objs[1].ost_idx = 40; /* unknown */
+	l->objs[1].ost_idx = 40; /* unknown (an OST removed with --force): its object is lost */
 	fault[10] = F_STATUS;
 	fault_status[10] = -EIO;
-	CHECK_RC(io_read(NULL, 5, l, buf, sizeof(buf), 0), -ENODEV);
+	CHECK_RC(io_read(NULL, 5, l, buf, sizeof(buf), 0), -EIO);
 	fake_reset();
 	free(l);
 }
