@@ -134,10 +134,10 @@ static int config_line(const char *prog, const char *path, unsigned lineno, char
 	name = trim(line);
 	value = trim(eq + 1);
 	o = option_named(opts, name);
-	if (!strcmp(name, "format")) {
+	if (!strcmp(name, "format") || !strcmp(name, "replace")) {
 		/* An action, not a setting: the file a unit starts the server with must not reformat. */
-		fprintf(stderr, "%s: %s:%u: format is not a setting: give --format on the command line\n",
-			prog, path, lineno);
+		fprintf(stderr, "%s: %s:%u: %s is not a setting: give --%s on the command line\n", prog,
+			path, lineno, name, name);
 		return -EINVAL;
 	}
 	if (!o || !strcmp(name, "config") || !strcmp(name, "help") || !strcmp(name, "version")) {

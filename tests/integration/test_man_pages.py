@@ -30,7 +30,8 @@ ALL_PAGES = sorted(list(PROGRAM_PAGES) + ["loom.conf.5"])
 
 # Long options a usage mentions that are another program's or verb's ("a server started with
 # --encrypt", "`loom key new --node`"): the page must name them, but describes no item of them.
-MENTIONED = {"loom-mount.8": {"--encrypt"}, "nodemap": {"--node"}}
+MENTIONED = {"loom-mount.8": {"--encrypt"}, "nodemap": {"--node"},
+             "ost": {"--format", "--index", "--ost", "--replace"}}
 
 # A long option as --help writes it: `--stripe-count`, not the `--` of "without its --".
 LONG_OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
@@ -204,7 +205,7 @@ def test_settings_page_lists_every_server_setting():
     for prog, section in ((MDS_BIN, "loom-mds settings"), (OSS_BIN, "loom-oss settings")):
         part = re.split(r"\n(?= {0,3}\S)", page.split("\n   %s\n" % section, 1)[1], 1)[0]
         names = [o[2:] for o in long_options(help_text(prog))
-                 if o not in ("--config", "--help", "--version", "--format")]
+                 if o not in ("--config", "--help", "--version", "--format", "--replace")]
         missing = missing_words(names, part)
         assert not missing, "loom.conf.5 (%s) lacks: %s" % (section, missing)
 

@@ -144,6 +144,7 @@ def test_the_servers_run_from_their_config_files_and_flags_override_them(formatt
 @pytest.mark.parametrize("body,message", [
     ("mdt = /x\nbogus = 1\n", "{conf}:2: unknown setting 'bogus' (`loom-mds --help` lists them, without their --)"),
     ("mdt = /x\nformat = yes\n", "{conf}:2: format is not a setting: give --format on the command line"),
+    ("replace = yes\n", "{conf}:1: replace is not a setting: give --replace on the command line"),
     ("# c\nroot-squash = maybe\n", "{conf}:2: root-squash takes yes or no, not 'maybe'"),
     ("listen =\n", "{conf}:1: listen needs a value"),
     ("mdt = /a\n\nmdt = /b\n", "{conf}:3: mdt is set a second time"),
@@ -245,7 +246,8 @@ def test_log_syslog_sends_each_line_to_syslog_as_a_daemon(formatted):
 def test_operations_md_documents_every_setting_key_by_key(prog, binary, who):
     doc = read(os.path.join(REPO, "docs", "operations.md"))
     rows = dict(re.findall(r"^\| `([a-z-]+)` \| (MDS|OSS|both) \|", doc, re.M))
-    opts = set(re.findall(r"^\s+--([a-z-]+)", run([binary, "--help"]).stdout, re.M)) - {"config", "version", "format"}
+    opts = set(re.findall(r"^\s+--([a-z-]+)", run([binary, "--help"]).stdout, re.M)) - {"config", "version", "format",
+                                                                                       "replace"}
     missing = sorted(o for o in opts if rows.get(o) not in (who, "both"))
     assert not missing, "docs/operations.md's table of settings lacks %s for %s" % (missing, prog)
 
