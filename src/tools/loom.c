@@ -173,16 +173,15 @@ loom_fs *tool_connect(struct tool_ctx *ctx)
 				keyless ? "require the file system key, and none was given" : "refused this client's key");
 		return NULL;
 	}
-	if (rc && key_file && *key_file && access(key_file, R_OK) != 0) {
-		/* The key was named (--key, $LOOM_KEY_FILE, the config) and cannot be read. */
-		fprintf(stderr, "%s: cannot read the key file %s: %s\n", ctx->prog, key_file, strerror(errno));
-		return NULL;
-	}
 	if (rc) {
 		if (rc == -EKEYREJECTED || rc == -ENOKEY)
 			fprintf(stderr, "%s: cannot connect to the MDS at %s: %s\n", ctx->prog, addr,
 				rc == -EKEYREJECTED ? "the key file holds no key" :
 				"this user may not read the key file (use a copy of your own, mode 0600)");
+		else if (key_file && *key_file && access(key_file, R_OK) != 0)
+			/* The key was named (--key, $LOOM_KEY_FILE, the config) and is not there. */
+			fprintf(stderr, "%s: cannot read the key file %s: %s\n", ctx->prog, key_file,
+				strerror(errno));
 		else /* libloom's sentence names the address that said what (a list has several) */
 			fprintf(stderr, "%s: cannot connect to the MDS: %s\n", ctx->prog, loom_connect_error());
 		return NULL;
