@@ -319,7 +319,10 @@ class File(io.BufferedIOBase):
         finally:
             self._closing = True  # io's close calls flush(): there is nothing left to send
             h, self._h = self._h, None
-            rc = lib.loom_close(h) if os.getpid() == self._pid else 0
+            try:
+                rc = lib.loom_close(h) if os.getpid() == self._pid else 0
+            finally:
+                self._fs._child_closed()
             super().close()
             self._closing = False
         if rc < 0:

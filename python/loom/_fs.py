@@ -159,6 +159,12 @@ class FileSystem:
         self._pid = None
         self._closed = False
         self._children = weakref.WeakSet()  # open Files and running Prefetchers
+        # How many of them are open, counted apart from the WeakSet: when the garbage collector
+        # takes this object and its files in one cycle, it clears the weak references before any
+        # finalizer runs, and a file closed after the disconnect would use freed memory. So a
+        # finalizer that finds files still open leaves the disconnect to the last one's close.
+        self._live = 0
+        self._disconnect_at_last = False
         self._fsname = fsname
         self._key_file = key_file
         self._recovery = recovery_seconds
@@ -215,9 +221,27 @@ class FileSystem:
 
     def __del__(self):
         try:
+            with self._lock:
+                if self._live > 0:
+                    self._closed = self._disconnect_at_last = True
+                    return
             self.close()
         except Exception:
             pass
+
+    def _child_opened(self):
+        with self._lock:
+            self._live += 1
+
+    def _child_closed(self):
+        """A File or Prefetcher of this connection has let go of it (after its last call)."""
+        with self._lock:
+            self._live -= 1
+            if self._live > 0 or not self._disconnect_at_last:
+                return
+            h, self._h = self._h, None
+            if h is not None and self._pid == os.getpid():
+                lib.loom_disconnect(h)
 
     def __repr__(self):
         where = " mounted on %s" % self.mountpoint if self.mountpoint else ""
@@ -404,6 +428,7 @@ class FileSystem:
             raise IsADirectoryError(21, os.strerror(21), os.fsdecode(os.fspath(path)))
         f = File(self, out.value, os.fsdecode(os.fspath(path)), mode, flags)
         self._children.add(f)
+        self._child_opened()
         if "b" in mode:
             return f
         return io.TextIOWrapper(f, encoding=encoding, errors=errors, newline=newline)

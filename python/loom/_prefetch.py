@@ -40,7 +40,9 @@ class Prefetcher:
             raise _error(rc)
         self._h = out.value
         self.max_bytes = max_bytes
+        self._fs = fs
         fs._children.add(self)  # stopped before fs disconnects
+        fs._child_opened()
 
     def __len__(self):
         return len(self.paths)
@@ -67,8 +69,13 @@ class Prefetcher:
 
     def close(self):
         h, self._h = self._h, None
-        if h is not None and os.getpid() == self._pid:
-            lib.loom_prefetch_stop(h)
+        if h is None:
+            return
+        try:
+            if os.getpid() == self._pid:
+                lib.loom_prefetch_stop(h)
+        finally:
+            self._fs._child_closed()
 
     def __enter__(self):
         return self

@@ -1170,3 +1170,44 @@ def test_closing_the_file_system_stops_its_prefetchers_and_files_first(cluster):
     p = subprocess.run(["/usr/bin/python3", "-c", CLOSE_UNDER_PREFETCH, mnt], capture_output=True, text=True,
                        env=child_env(cluster), timeout=120)
     assert p.returncode == 0 and p.stdout.strip() == "closed", p.stdout + p.stderr
+
+
+GC_CYCLE = r"""
+import gc, os, sys, loom
+fs = loom.connect(sys.argv[1])
+paths = [os.path.join(sys.argv[1], "cyc", "f%d" % i) for i in range(8)]
+class Holder:
+    pass
+for k in range(50):
+    # A file system, its files (one with writes still buffered) and a prefetcher in one
+    # reference cycle: the collector clears weak references before it runs any finalizer.
+    h = Holder()
+    h.fs = loom.connect(sys.argv[1])
+    h.files = [h.fs.open(paths[k % 8], "rb"), h.fs.open(paths[k % 8] + ".w%d" % k, "wb")]
+    h.files[1].write(b"written %d" % k)
+    h.pf = h.fs.prefetch(paths, max_bytes=1 << 20, threads=2)
+    h.fs.cycle = h
+    del h
+    gc.collect()
+print("collected")
+# At exit the same with what is left (the interpreter's own finalization).
+h = Holder(); h.fs = loom.connect(sys.argv[1]); h.f = h.fs.open(paths[0], "rb"); h.fs.cycle = h
+"""
+
+
+def test_a_file_system_and_its_files_collected_in_one_cycle(cluster):
+    """The garbage collector may finalize a FileSystem before its files (in one cycle, their weak
+    references are cleared first): the files must still close on a live connection, their
+    buffered writes reach the file, and nothing waits forever at exit (a rank of a DataLoader run
+    hung so, in its interpreter's finalization)."""
+    import subprocess
+    from pyloom import child_env
+    mnt = cluster.mount()
+    os.makedirs(os.path.join(mnt, "cyc"))
+    for i in range(8):
+        write_mount(os.path.join(mnt, "cyc", "f%d" % i), rand(300000, i))
+    p = subprocess.run(["/usr/bin/python3", "-c", GC_CYCLE, mnt], capture_output=True, text=True,
+                       env=child_env(cluster), timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == "collected", p.stdout + p.stderr
+    for k in range(50):
+        assert mount_bytes(os.path.join(mnt, "cyc", "f%d.w%d" % (k % 8, k))) == b"written %d" % k
