@@ -7,8 +7,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Kept reachable for the program's life: getopt's results point into it. */
+/* Kept for the program's life (getopt's results point into it), freed at exit: the settings
+ * made from the file are config_vec[1..config_made-1]. */
 static char **config_vec;
+static int config_made;
+
+static void config_free(void)
+{
+	for (int i = 1; i < config_made; i++)
+		free(config_vec[i]);
+	free(config_vec);
+	config_vec = NULL;
+	config_made = 0;
+}
 
 static const struct option *option_named(const struct option *opts, const char *name)
 {
@@ -225,6 +236,8 @@ int config_argv(const char *prog, const struct option *opts, const char *const *
 	vec[0] = argv[0];
 	vec[n] = NULL;
 	config_vec = vec;
+	config_made = nfile;
+	atexit(config_free);
 	*argc_out = n;
 	*argv_out = vec;
 	return 0;

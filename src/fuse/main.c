@@ -291,8 +291,10 @@ int main(int argc, char **argv)
 	m.opts.negative_timeout = 0.0;
 	m.opts.max_threads = 16;
 	m.opts.readahead_kb = 16384;
-	if (fuse_opt_parse(&args, &m.opts, lm_opt_spec, lm_opt_proc) < 0)
-		return EX_USAGE;
+	if (fuse_opt_parse(&args, &m.opts, lm_opt_spec, lm_opt_proc) < 0) {
+		ret = EX_USAGE;
+		goto out_args;
+	}
 	if (m.opts.debug) {
 		fuse_opt_add_arg(&args, "-odebug");
 		m.opts.foreground = 1; /* as for any FUSE file system: what it prints is for a terminal */
@@ -301,17 +303,19 @@ int main(int argc, char **argv)
 		fuse_opt_add_arg(&args, "-oro");
 	if (!m.opts.spec || !m.opts.mountpoint) {
 		usage(stderr);
-		return EX_USAGE;
+		ret = EX_USAGE;
+		goto out_args;
 	}
 	if (parse_spec(m.opts.spec, m.mds_addr, sizeof(m.mds_addr), m.fsname, sizeof(m.fsname), why,
 		       sizeof(why))) {
 		fprintf(stderr, "loom-mount: %s\n", why);
-		return EX_USAGE;
+		ret = EX_USAGE;
+		goto out_args;
 	}
 	/* As mount.lustre: a second mount over the first would hide it, and leave two daemons. */
 	if (mountinfo_loom_source(m.opts.mountpoint, why, sizeof(why))) {
 		fprintf(stderr, "loom-mount: %s is already mounted (%s)\n", m.opts.mountpoint, why);
-		return EX_FAIL;
+		goto out_args; /* EX_FAIL */
 	}
 	if (m.opts.no_default_permissions) {
 		/* Without the kernel's checks nothing checks who may open a fifo or a device node:
@@ -319,19 +323,23 @@ int main(int argc, char **argv)
 		fprintf(stderr, "loom-mount: no_default_permissions is not supported: the kernel opens fifos "
 				"and device nodes without asking the file system, so nothing would check who "
 				"may open them\n");
-		return EX_USAGE;
+		ret = EX_USAGE;
+		goto out_args;
 	}
 	if (m.opts.recovery > 86400) {
 		fprintf(stderr, "loom-mount: recovery=%u: at most 86400 seconds\n", m.opts.recovery);
-		return EX_USAGE;
+		ret = EX_USAGE;
+		goto out_args;
 	}
 	if (m.opts.soft && m.opts.hard) {
 		fprintf(stderr, "loom-mount: soft and hard: choose one\n");
-		return EX_USAGE;
+		ret = EX_USAGE;
+		goto out_args;
 	}
 	if (m.opts.timeout > 86400 || m.opts.at_min > 86400) {
 		fprintf(stderr, "loom-mount: timeout= and at_min= are at most 86400 seconds\n");
-		return EX_USAGE;
+		ret = EX_USAGE;
+		goto out_args;
 	}
 	if (m.opts.timeout && !m.opts.soft)
 		fprintf(stderr, "loom-mount: timeout=%u matters only with soft; a hard mount waits up to "

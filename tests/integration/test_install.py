@@ -3,6 +3,7 @@ over this one in a mount namespace of its own: the programs where an admin looks
 library a program builds against with pkg-config, the systemd units (systemd-analyze verify), the
 fstab line's unit, and mount(8) finding the installed helper with no PATH."""
 
+import json
 import os
 import re
 import shutil
@@ -66,16 +67,25 @@ def test_the_installed_programs_run_from_their_paths(tree):
     assert re.search(r"^mount.loom \S+$", out, re.M), out
 
 
+def build_option(name):
+    opts = json.loads(subprocess.run(["meson", "introspect", BUILD, "--buildoptions"], capture_output=True,
+                                     text=True, check=True).stdout)
+    return next(o["value"] for o in opts if o["name"] == name)
+
+
 def test_a_program_builds_against_the_installed_library_with_pkg_config(tree):
     d, _, prefix = tree
+    # A library built with sanitizers needs their runtime in the program too.
+    sanitize = build_option("b_sanitize")
+    cflags = "-fsanitize=%s " % sanitize if sanitize not in ("none", "") else ""
     src = os.path.join(d, "hello.c")
     with open(src, "w") as f:
         f.write('#include <loom/loom.h>\n#include <stdio.h>\n'
                 'int main(void) { loom_fs *fs; int rc = loom_connect("127.0.0.1:1", "lfs01", &fs);\n'
                 '  printf("loom_connect: %d\\n", rc); return rc < 0 ? 0 : 1; }\n')
     out = sh(tree, "ldconfig && export PKG_CONFIG_PATH=%s/lib/x86_64-linux-gnu/pkgconfig && "
-                   "cc -Wall -Werror -o %s/hello %s $(pkg-config --cflags --libs loom) && "
-                   "LOOM_CONFIG=/nonexistent %s/hello" % (prefix, d, src, d))
+                   "cc %s-Wall -Werror -o %s/hello %s $(pkg-config --cflags --libs loom) && "
+                   "LOOM_CONFIG=/nonexistent %s/hello" % (prefix, cflags, d, src, d))
     assert re.search(r"^loom_connect: -\d+$", out, re.M), out
 
 
