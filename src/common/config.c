@@ -52,12 +52,6 @@ static bool argv_gives(int argc, char **argv, const char *name)
 	return false;
 }
 
-/* Whether the settings read so far (vec[1..n-1]) give option `name`. */
-static bool vec_gives(char **vec, int n, const char *name)
-{
-	return argv_gives(n, vec, name);
-}
-
 static const char *config_path(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++) {
@@ -159,7 +153,7 @@ static int config_line(const char *prog, const char *path, unsigned lineno, char
 	if (listed(repeatable, name)) {
 		if (argv_gives(argc, argv, name))
 			return 0; /* the command line's list replaces the file's */
-	} else if (vec_gives(*vec, *n, name)) {
+	} else if (argv_gives(*n, *vec, name)) { /* the settings read so far */
 		fprintf(stderr, "%s: %s:%u: %s is set a second time\n", prog, path, lineno, name);
 		return -EINVAL;
 	}

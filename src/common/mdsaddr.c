@@ -2,25 +2,13 @@
 #include "common/mdsaddr.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
+#include "common/util.h"
 #include "loom/types.h"
-
-static int refuse(char *why, size_t cap, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why && cap) {
-		va_start(ap, fmt);
-		vsnprintf(why, cap, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
 
 static bool all_digits(const char *s, size_t n)
 {
@@ -46,31 +34,31 @@ static int parse_host(const char *s, size_t n, const char *list, struct mds_addr
 	size_t hlen = at ? (size_t)(at - s) : n;
 
 	if (hlen == 0)
-		return refuse(why, cap, "empty host in '%s'", list);
+		return refuse_why(why, cap, "empty host in '%s'", list);
 	if (at) {
 		const char *net = at + 1;
 		size_t nlen = n - hlen - 1;
 
 		if (memchr(net, '@', nlen))
-			return refuse(why, cap, "bad NID '%.*s' in '%s' (one '@': HOST@tcp)", (int)n, s, list);
+			return refuse_why(why, cap, "bad NID '%.*s' in '%s' (one '@': HOST@tcp)", (int)n, s, list);
 		if (nlen == 0)
-			return refuse(why, cap, "empty LNet network in '%.*s' (HOST@tcp)", (int)n, s);
+			return refuse_why(why, cap, "empty LNet network in '%.*s' (HOST@tcp)", (int)n, s);
 		/* tcp, or Lustre's numbered tcp networks (tcp1, ...): one TCP network here. */
 		if (nlen < 3 || strncasecmp(net, "tcp", 3) || (nlen > 3 && !all_digits(net + 3, nlen - 3)))
-			return refuse(why, cap, "loom supports TCP only: '%.*s' is on LNet network %.*s "
+			return refuse_why(why, cap, "loom supports TCP only: '%.*s' is on LNet network %.*s "
 						"(write %.*s@tcp, or %.*s)", (int)n, s, (int)nlen, net,
 				      (int)hlen, s, (int)hlen, s);
 	}
 	for (size_t i = 0; i < hlen; i++)
 		if (!host_char(s[i]))
-			return refuse(why, cap, "bad character '%c' in host '%.*s' (a name or an IPv4 "
+			return refuse_why(why, cap, "bad character '%c' in host '%.*s' (a name or an IPv4 "
 						"address)", s[i], (int)hlen, s);
 	if (all_digits(s, hlen))
-		return refuse(why, cap, "'%.*s' in '%s' is a number, not a host (a port goes after the host: "
+		return refuse_why(why, cap, "'%.*s' in '%s' is a number, not a host (a port goes after the host: "
 					"HOST:PORT, HOST@tcp:PORT)",
 			      (int)hlen, s, list);
 	if (hlen >= sizeof(a->host))
-		return refuse(why, cap, "host name '%.*s' is too long (at most %zu characters)", (int)hlen,
+		return refuse_why(why, cap, "host name '%.*s' is too long (at most %zu characters)", (int)hlen,
 			      s, sizeof(a->host) - 1);
 	memcpy(a->host, s, hlen);
 	a->host[hlen] = '\0';
@@ -84,9 +72,9 @@ int mds_addrs_parse(const char *list, uint16_t default_port, struct mds_addrs *o
 
 	memset(out, 0, sizeof(*out));
 	if (!list || !*list)
-		return refuse(why, cap, "no MDS address given");
+		return refuse_why(why, cap, "no MDS address given");
 	if (strchr(list, '[')) /* [::1]:9900; rpc_dial asks for IPv4 addresses only */
-		return refuse(why, cap, "IPv6 addresses are not supported: '%s' (a name or an IPv4 address)",
+		return refuse_why(why, cap, "IPv6 addresses are not supported: '%s' (a name or an IPv4 address)",
 			      list);
 	for (;;) {
 		size_t n = strcspn(p, ",:");
@@ -107,28 +95,28 @@ int mds_addrs_parse(const char *list, uint16_t default_port, struct mds_addrs *o
 				for (size_t i = 0; i < plen && v <= 65535; i++)
 					v = v * 10 + (unsigned long)(port[i] - '0');
 				if (v == 0 || v > 65535)
-					return refuse(why, cap, "bad port '%.*s' in '%s' (1 to 65535)", (int)plen,
+					return refuse_why(why, cap, "bad port '%.*s' in '%s' (1 to 65535)", (int)plen,
 						      port, list);
 				a.port = (uint16_t)v;
 				q = port + plen;
 			} else if (plen == 0) {
-				return refuse(why, cap, "empty port in '%s'", list);
+				return refuse_why(why, cap, "empty port in '%s'", list);
 			} else if (!memchr(port, '@', plen)) {
 				/* Not a NID either: as Lustre, a failover address after ':' is one. */
-				return refuse(why, cap, "bad port '%.*s' in '%s' (1 to 65535; failover MDSs "
+				return refuse_why(why, cap, "bad port '%.*s' in '%s' (1 to 65535; failover MDSs "
 							"go after ',', or as NIDs after ':': mds1@tcp:mds2@tcp)",
 					      (int)plen, port, list);
 			}
 		}
 		if (out->count == MDS_ADDRS_MAX)
-			return refuse(why, cap, "more than %d MDS addresses in '%s'", MDS_ADDRS_MAX, list);
+			return refuse_why(why, cap, "more than %d MDS addresses in '%s'", MDS_ADDRS_MAX, list);
 		out->addr[out->count++] = a;
 		if (!*q)
 			return 0;
 		/* ',' or ':' before the next address (after a port, ':' must lead to a NID too) */
 		p = q + 1;
 		if (*q == ':' && !memchr(p, '@', strcspn(p, ",:")))
-			return refuse(why, cap, "'%.*s' after ':' in '%s' is not a NID (failover MDSs go after "
+			return refuse_why(why, cap, "'%.*s' after ':' in '%s' is not a NID (failover MDSs go after "
 						"',', or as NIDs after ':': mds1@tcp:mds2@tcp)",
 				      (int)strcspn(p, ",:"), p, list);
 	}
@@ -142,22 +130,22 @@ int mount_source_split(const char *source, char *list, size_t lcap, char *fsname
 	size_t llen, nlen;
 
 	if (!sep)
-		return refuse(why, cap, "'%s' is not HOST[:PORT][,HOST[:PORT]...]:/FSNAME",
+		return refuse_why(why, cap, "'%s' is not HOST[:PORT][,HOST[:PORT]...]:/FSNAME",
 			      source ? source : "");
 	llen = (size_t)(sep - source);
 	name = sep + 2;
 	nlen = strlen(name);
 	if (llen == 0)
-		return refuse(why, cap, "no MDS address before ':/' in '%s'", source);
+		return refuse_why(why, cap, "no MDS address before ':/' in '%s'", source);
 	if (llen >= lcap)
-		return refuse(why, cap, "the MDS addresses in '%s' are too long", source);
+		return refuse_why(why, cap, "the MDS addresses in '%s' are too long", source);
 	for (size_t i = 0; i < nlen; i++)
 		if (!host_char(name[i]) || name[i] == '.')
-			return refuse(why, cap, "bad file system name '%s' in '%s' (1 to %d of A-Z a-z 0-9 _ -%s)",
+			return refuse_why(why, cap, "bad file system name '%s' in '%s' (1 to %d of A-Z a-z 0-9 _ -%s)",
 				      name, source, LOOM_FSNAME_MAX,
 				      strchr(name, '/') ? "; a subdirectory cannot be mounted" : "");
 	if (nlen == 0 || nlen > LOOM_FSNAME_MAX || nlen >= fcap)
-		return refuse(why, cap, "bad file system name '%s' in '%s' (1 to %d of A-Z a-z 0-9 _ -)", name,
+		return refuse_why(why, cap, "bad file system name '%s' in '%s' (1 to %d of A-Z a-z 0-9 _ -)", name,
 			      source, LOOM_FSNAME_MAX);
 	memcpy(list, source, llen);
 	list[llen] = '\0';

@@ -1,6 +1,7 @@
 #include "common/util.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
@@ -283,4 +284,16 @@ struct timespec deadline_after_ms(long ms)
 		ts.tv_nsec -= 1000000000L;
 	}
 	return ts;
+}
+
+int refuse_why(char *why, size_t cap, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why && cap) {
+		va_start(ap, fmt);
+		vsnprintf(why, cap, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
 }

@@ -13,6 +13,10 @@
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 
+/* Says what is wrong into why (when there is room) and returns -EINVAL: for parsers that explain
+ * their refusals. */
+int refuse_why(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* "HOST:PORT", "HOST" (port = default_port) or ":PORT". host is written NUL-terminated.
  * Returns 0, or -EINVAL for a malformed address or a host longer than host_cap - 1. */
 int addr_parse(const char *addr, char *host, size_t host_cap, uint16_t *port, uint16_t default_port);

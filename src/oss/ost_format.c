@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,20 +15,6 @@
 #include <sys/stat.h>
 
 #include "common/util.h"
-
-/* Says what is wrong into why (if there is room) and returns -EINVAL. */
-static int bad(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int bad(char *why, size_t cap, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why && cap) {
-		va_start(ap, fmt);
-		vsnprintf(why, cap, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
 
 /* A decimal number as printf's %u writes it (digits only, no leading zero but for 0 itself), at
  * most max. */
@@ -70,10 +55,10 @@ static int conf_check(const struct ost_conf *c, char *why, size_t cap)
 
 	p = text_problem(c->fsname, strnlen(c->fsname, sizeof(c->fsname)), LOOM_FSNAME_MAX);
 	if (p)
-		return bad(why, cap, "fsname %s (1 to %d characters)", p, LOOM_FSNAME_MAX);
+		return refuse_why(why, cap, "fsname %s (1 to %d characters)", p, LOOM_FSNAME_MAX);
 	p = text_problem(c->uuid, strnlen(c->uuid, sizeof(c->uuid)), OST_UUID_MAX);
 	if (p)
-		return bad(why, cap, "uuid %s (1 to %d characters)", p, OST_UUID_MAX);
+		return refuse_why(why, cap, "uuid %s (1 to %d characters)", p, OST_UUID_MAX);
 	return 0;
 }
 
@@ -85,9 +70,9 @@ int ost_conf_parse(const char *buf, size_t len, struct ost_conf *conf, char *why
 	size_t pos = 0;
 
 	if (len > OST_CONF_MAX)
-		return bad(why, why_cap, "longer than %d bytes", OST_CONF_MAX);
+		return refuse_why(why, why_cap, "longer than %d bytes", OST_CONF_MAX);
 	if (memchr(buf, '\0', len))
-		return bad(why, why_cap, "holds a NUL byte");
+		return refuse_why(why, why_cap, "holds a NUL byte");
 	while (pos < len) {
 		const char *line = buf + pos, *nl = memchr(line, '\n', len - pos), *eq, *val;
 		size_t n = nl ? (size_t)(nl - line) : len - pos, klen, vlen;
@@ -101,7 +86,7 @@ int ost_conf_parse(const char *buf, size_t len, struct ost_conf *conf, char *why
 			continue;
 		eq = memchr(line, '=', n);
 		if (!eq || eq == line)
-			return bad(why, why_cap, "line %u is not key=value", lineno);
+			return refuse_why(why, why_cap, "line %u is not key=value", lineno);
 		klen = (size_t)(eq - line);
 		val = eq + 1;
 		vlen = n - klen - 1;
@@ -123,34 +108,34 @@ int ost_conf_parse(const char *buf, size_t len, struct ost_conf *conf, char *why
 			continue; /* a key of a later version */
 		}
 		if (*seen)
-			return bad(why, why_cap, "line %u: %.*s given twice", lineno, (int)klen, line);
+			return refuse_why(why, why_cap, "line %u: %.*s given twice", lineno, (int)klen, line);
 		*seen = true;
 		if (dst) {
 			const char *p = text_problem(val, vlen, max);
 			if (p)
-				return bad(why, why_cap, "line %u: %.*s %s (1 to %zu characters)", lineno,
+				return refuse_why(why, why_cap, "line %u: %.*s %s (1 to %zu characters)", lineno,
 					   (int)klen, line, p, max);
 			memcpy(dst, val, vlen);
 			dst[vlen] = '\0';
 		} else if (seen == &has_replace) {
 			if (vlen != 3 || memcmp(val, "yes", 3))
-				return bad(why, why_cap, "line %u: replace is not yes", lineno);
+				return refuse_why(why, why_cap, "line %u: replace is not yes", lineno);
 			c.replace = true;
 		} else if (seen == &has_lost) {
 			if (parse_decimal(val, vlen, UINT64_MAX, &c.lost_below))
-				return bad(why, why_cap, "line %u: lost_below is not a number", lineno);
+				return refuse_why(why, why_cap, "line %u: lost_below is not a number", lineno);
 		} else {
 			uint64_t v;
 			if (parse_decimal(val, vlen, OST_IDX_NONE - 1, &v))
-				return bad(why, why_cap, "line %u: index is not a number below %u", lineno,
+				return refuse_why(why, why_cap, "line %u: index is not a number below %u", lineno,
 					   OST_IDX_NONE);
 			c.idx = (uint32_t)v;
 		}
 	}
 	if (!has_fsname || !has_uuid)
-		return bad(why, why_cap, "no %s", has_fsname ? "uuid" : "fsname");
+		return refuse_why(why, why_cap, "no %s", has_fsname ? "uuid" : "fsname");
 	if (c.replace && c.idx == OST_IDX_NONE)
-		return bad(why, why_cap, "replace without an index");
+		return refuse_why(why, why_cap, "replace without an index");
 	*conf = c;
 	return 0;
 }
@@ -191,7 +176,7 @@ int ost_conf_read(const char *dir, struct ost_conf *conf, char *why, size_t why_
 	else
 		rc = file_read_all(path, &buf, &len);
 	if (rc == -EFBIG)
-		return bad(why, why_cap, "longer than %d bytes", OST_CONF_MAX);
+		return refuse_why(why, why_cap, "longer than %d bytes", OST_CONF_MAX);
 	if (rc) {
 		if (why && why_cap)
 			snprintf(why, why_cap, "%s", strerror(-rc));
