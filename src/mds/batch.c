@@ -274,8 +274,8 @@ static struct mds_session *cache_session(struct mds *m, const struct srv_req *re
 	return sess;
 }
 
-void mds_run_one(struct mds *m, struct mdt_txn *txn, bool write, struct srv_req *req,
-		 struct batch_state *bs, struct reply *r)
+void mds_run_as(struct mds *m, struct mdt_txn *txn, bool write, struct srv_req *req,
+		const struct mds_replayed *replay, struct batch_state *bs, struct reply *r)
 {
 	struct mdt_txn *child = txn;
 	struct mds_session *sess = cache_session(m, req, write);
@@ -283,7 +283,7 @@ void mds_run_one(struct mds *m, struct mdt_txn *txn, bool write, struct srv_req 
 			 lw_op_info(req->hdr.opcode)->resend == LW_RESEND_HANDLE;
 	struct lw_mds_req q;
 	struct mds_op o = { .m = m, .req = req, .q = &q, .bs = bs, .r = r, .now = clock_real(),
-			    .write = write };
+			    .write = write, .replay = replay };
 	int rc;
 
 	rc = mds_decode_req(m, req, &q);
@@ -322,6 +322,17 @@ void mds_run_one(struct mds *m, struct mdt_txn *txn, bool write, struct srv_req 
 			r->status = rc;
 			return;
 		}
+		/* Its number, which every inode it writes is stamped with; a replay's versions are
+		 * checked there too (replay.c). */
+		r->transno = mds_commit_next(m);
+		if (replay) {
+			r->vers.expect = replay->vers;
+			r->vers.nexpect = replay->nvers;
+			r->vers.want_ino = replay->want_ino;
+			r->vers.want_objs = replay->objs;
+			r->vers.want_nobjs = replay->nobjs;
+		}
+		mdt_txn_set_change(child, r->transno, &r->vers);
 	}
 	o.t = child;
 	rc = exec(&o);
@@ -338,6 +349,8 @@ void mds_run_one(struct mds *m, struct mdt_txn *txn, bool write, struct srv_req 
 		/* The lock manager holds the request now; it changed nothing durable. */
 		if (write)
 			mdt_txn_commit(child);
+		mds_commit_unused(m, r->transno);
+		r->transno = 0;
 		r->status = rc;
 		return;
 	}
@@ -346,6 +359,17 @@ void mds_run_one(struct mds *m, struct mdt_txn *txn, bool write, struct srv_req 
 			rc = mdt_txn_commit(child);
 		else
 			mdt_txn_abort(child);
+		if (rc) {
+			mds_commit_unused(m, r->transno);
+			r->transno = 0;
+		} else {
+			mds_commit_applied(m);
+			/* Answered before its commit only if the client keeps it for a replay (ops.def's
+			 * LW_OPF_REPLAY) and a replay can redo it: a truncation cuts objects the client
+			 * may have written again since, so it is committed first. */
+			r->sync = !(lw_op_flags(req->hdr.opcode) & LW_OPF_REPLAY) || r->truncates ||
+				  r->vers.overflow;
+		}
 	}
 	if (rc) {
 		free(r->body);
@@ -353,6 +377,12 @@ void mds_run_one(struct mds *m, struct mdt_txn *txn, bool write, struct srv_req 
 		r->len = 0;
 	}
 	r->status = rc;
+}
+
+void mds_run_one(struct mds *m, struct mdt_txn *txn, bool write, struct srv_req *req,
+		 struct batch_state *bs, struct reply *r)
+{
+	mds_run_as(m, txn, write, req, NULL, bs, r);
 }
 
 /* A queued item: a client's request, or the MDS's own work. */
@@ -402,17 +432,30 @@ static void answer_batch(struct mds *m, struct reqq_item *list, struct reply *re
 		if (r && r->status == MDS_PARKED)
 			; /* answered later by the lock manager */
 		else if (!r)
-			srv_reply(req, -ENOMEM, NULL, 0, NULL, 0, NULL);
+			mds_reply(m, req, -ENOMEM, NULL, 0, 0, NULL);
 		else if (i >= durable)
-			srv_reply(req, failed, NULL, 0, NULL, 0, NULL);
+			mds_reply(m, req, failed, NULL, 0, 0, NULL);
 		else if (r->status == 0 && r->park_ino) {
 			mds_trunc_park(m, req, r->body, r->len, r->park_ino, r->park_epoch);
 			r->body = NULL;
 		} else
-			srv_reply(req, r->status, r->body, r->status ? 0 : r->len, NULL, 0, NULL);
+			mds_reply(m, req, r->status, r->body, r->len, r->transno, &r->vers);
 		if (r)
 			free(r->body);
 	}
+}
+
+/* The batch's transaction: the open one that changes are applied in (a write batch, or reads
+ * that must see what was answered), else a read transaction of the batch's own. */
+static int batch_txn(struct mds *m, bool write, struct mdt_txn **txn)
+{
+	if (write)
+		return mds_commit_txn(m, txn);
+	if (m->commit.open) {
+		*txn = m->commit.open;
+		return 0;
+	}
+	return mdt_txn_begin(m->store, false, txn);
 }
 
 static void run_batch(struct mds *m, struct reqq_item *list, uint32_t n)
@@ -422,25 +465,29 @@ static void run_batch(struct mds *m, struct reqq_item *list, uint32_t n)
 	struct mdt_txn *txn = NULL;
 	uint32_t i, durable = 0; /* replies [0, durable) are committed whatever happens later */
 	int failed = -EIO;       /* the answer of those after them */
-	bool write = batch_writes(m, list);
+	bool write = batch_writes(m, list), sync = false;
+	/* Changes answered before this batch and not committed yet: a commit that fails now cannot
+	 * be answered as a failure (commit.c). */
+	uint32_t answered = m->commit.open ? m->commit.changes : 0;
 	int rc;
 
-	rc = replies ? mdt_txn_begin(m->store, write, &txn) : -ENOMEM;
+	rc = replies ? batch_txn(m, write, &txn) : -ENOMEM;
 	if (rc == 0) {
 		uint32_t first = 0; /* first request of the open transaction */
 
 		i = 0;
 		for (struct reqq_item *it = list; it; it = it->next, i++) {
 			run_item(m, txn, write, it, &bs, &replies[i]);
-			if (!write || replies[i].status != MDT_ETXNFULL || i == first)
+			if (!write || replies[i].status != MDT_ETXNFULL || (i == first && !answered))
 				continue;
 			/* The transaction grew too big for LMDB: commit what ran so far and give this
 			 * request a transaction of its own. */
-			rc = mdt_txn_commit(txn);
+			rc = mds_commit_flush(m, answered);
 			txn = NULL;
+			answered = 0;
 			if (rc == 0) {
 				durable = i;
-				rc = mdt_txn_begin(m->store, true, &txn);
+				rc = mds_commit_txn(m, &txn);
 			}
 			if (rc)
 				break;
@@ -449,12 +496,21 @@ static void run_batch(struct mds *m, struct reqq_item *list, uint32_t n)
 		}
 		if (bs.released)
 			m->destroyer.more = true;
-		if (txn) {
-			if (write && rc == 0) {
-				rc = mdt_txn_commit(txn);
-			} else {
-				mdt_txn_abort(txn);
-			}
+		for (i = 0; i < n && rc == 0; i++)
+			sync |= replies[i].sync || replies[i].status == MDT_ETXNFULL;
+		if (txn && !write && sync && m->commit.open) {
+			/* An MDS_SYNC among reads: what it asks for was answered in earlier batches. */
+			txn = NULL;
+			mds_commit_flush(m, m->commit.changes);
+		} else if (txn && write && rc == 0) {
+			if (sync || mds_commit_due(m))
+				rc = mds_commit_flush(m, answered);
+			else
+				atomic_store(&m->commit.pending, true); /* before any reply goes out */
+		} else if (txn && write) {
+			mds_commit_abort(m, answered);
+		} else if (txn && txn != m->commit.open) {
+			mdt_txn_abort(txn);
 		}
 		if (rc) {
 			int answer = mds_space_commit_failed(m, rc);
@@ -469,7 +525,8 @@ static void run_batch(struct mds *m, struct reqq_item *list, uint32_t n)
 	} else {
 		log_err("cannot start a transaction: %s", strerror(-rc));
 	}
-	mds_releases_settled(m);
+	if (!m->commit.open)
+		mds_releases_settled(m);
 	if (bs.nodemap)
 		mds_nodemap_reload(m);
 	if (bs.moved_dir)
@@ -494,12 +551,15 @@ void mds_metadata_loop(struct mds *m)
 
 	for (;;) {
 		uint32_t n = 0;
-		struct reqq_item *list = reqq_pop_batch(&m->queue, BATCH_MAX, TICK_MS, &n);
+		struct reqq_item *list = reqq_pop_batch(&m->queue, BATCH_MAX,
+							mds_commit_wait_ms(m, TICK_MS), &n);
 
 		if (!list && m->queue.closed)
 			break;
 		if (list)
 			run_batch(m, list, n);
+		else if (mds_commit_due(m))
+			mds_commit_flush(m, m->commit.changes);
 		if ((m->destroyer.more && !m->destroyer.busy) || (m->truncator.more && !m->truncator.busy))
 			mds_periodic(m);
 		else if (clock_mono_ns() - last_tick >= TICK_MS * 1000000ull) {
@@ -507,4 +567,6 @@ void mds_metadata_loop(struct mds *m)
 			last_tick = clock_mono_ns();
 		}
 	}
+	/* Stopped (SIGTERM): what was answered goes to disk before the MDS exits. */
+	mds_commit_flush(m, m->commit.changes);
 }

@@ -26,6 +26,19 @@ struct reply {
 	bool truncates; /* the request truncated: the body starts with the inode's lw_attr */
 	uint64_t park_ino;   /* then for this truncation to be cut (0: none) */
 	uint32_t park_epoch;
+	uint64_t transno;    /* the change's number (0: none) */
+	struct mdt_vers vers; /* the inodes it wrote, with their versions before */
+	bool sync;           /* answered only once committed */
+};
+
+/* A replay's first run, as its client kept it (replay.c): the versions it saw, and the inode
+ * and objects it made, which the allocators hand out again. */
+struct mds_replayed {
+	const struct lw_obj_version *vers;
+	uint32_t nvers;
+	uint64_t want_ino;
+	const struct loom_ostobj *objs;
+	uint32_t nobjs;
 };
 
 /* What the requests of a batch did that matters after it ran. */
@@ -46,6 +59,7 @@ struct mds_op {
 	struct timespec now;
 	bool resent_done;    /* HANDLE ops: a resend whose first run is known to have happened */
 	bool write;          /* t may be written (a write batch) */
+	const struct mds_replayed *replay; /* a replay's first run, or NULL */
 };
 
 /* handlers*.c: the handler of every MDS and ANY row of ops.def. */
@@ -94,6 +108,31 @@ int mds_nodemap_apply(struct mds *m, const struct srv_req *req, struct lw_mds_re
 /* Runs one request in txn (in a child transaction of its own when write). */
 void mds_run_one(struct mds *m, struct mdt_txn *txn, bool write, struct srv_req *req,
 		 struct batch_state *bs, struct reply *r);
+/* mds_run_one for a replay of req's first run (replay.c). */
+void mds_run_as(struct mds *m, struct mdt_txn *txn, bool write, struct srv_req *req,
+		const struct mds_replayed *replay, struct batch_state *bs, struct reply *r);
+
+/* commit.c */
+/* At start: the last transno the MDT's disk holds. */
+int mds_commit_start(struct mds *m);
+/* The open write transaction, begun if there is none. */
+int mds_commit_txn(struct mds *m, struct mdt_txn **t);
+/* The next change's number; mds_commit_unused gives it back when the change failed. */
+uint64_t mds_commit_next(struct mds *m);
+void mds_commit_unused(struct mds *m, uint64_t transno);
+/* A change was applied in the open transaction. */
+void mds_commit_applied(struct mds *m);
+/* Commits the open transaction (0 with none). On failure, with `answered` changes of it already
+ * answered, the MDS stops (they cannot be taken back); else the errno, and its changes are gone. */
+int mds_commit_flush(struct mds *m, uint32_t answered);
+void mds_commit_abort(struct mds *m, uint32_t answered);
+/* Before a write transaction of another kind (housekeeping): LMDB has one writer at a time. */
+int mds_commit_before_write(struct mds *m);
+/* Whether the open transaction is to be committed now; how long the loop may wait for requests
+ * before it is (idle_ms without one). */
+bool mds_commit_due(const struct mds *m);
+int mds_commit_wait_ms(const struct mds *m, int idle_ms);
+
 
 /* housekeeping.c: the metadata thread's periodic work. */
 void mds_periodic(struct mds *m);

@@ -126,6 +126,13 @@ int mds_op_ping(struct mds_op *o)
 	return 0;
 }
 
+/* MDS_SYNC: the batch commits before it is answered (batch.c). */
+int mds_op_sync(struct mds_op *o)
+{
+	o->r->sync = true;
+	return 0;
+}
+
 /* AUTH_*: the frame layer answers them (net/server_accept.c); the decoder turns them away
  * before. */
 int mds_op_auth(struct mds_op *o)

@@ -24,7 +24,9 @@ static void release_orphans(struct mds *m)
 		struct mdt_txn *t;
 		bool released = false;
 
-		rc = mdt_txn_begin(m->store, true, &t);
+		rc = mds_commit_before_write(m);
+		if (rc == 0)
+			rc = mdt_txn_begin(m->store, true, &t);
 		if (rc)
 			break;
 		rc = mdt_orphan_list(t, after, inos, ARRAY_SIZE(inos), &n);
@@ -85,7 +87,7 @@ static void housekeeping(struct mds *m, uint64_t now)
 		mds_sessions_each(m, away_scan, &a);
 	if (!a.any && now - last_sweep < 10ull * 1000000000ull)
 		return;
-	if (mdt_txn_begin(m->store, true, &t) != 0)
+	if (mds_commit_before_write(m) != 0 || mdt_txn_begin(m->store, true, &t) != 0)
 		return;
 	rc = a.any ? mds_sessions_expire(m, t, now, &released) : 0;
 	if (rc == 0 && now - last_sweep >= 10ull * 1000000000ull) {
@@ -111,8 +113,10 @@ static void housekeeping(struct mds *m, uint64_t now)
 static void lock_recovery_expire(struct mds *m, uint64_t now)
 {
 	struct mdt_txn *t;
-	int rc = mdt_txn_begin(m->store, true, &t);
+	int rc = mds_commit_before_write(m);
 
+	if (rc == 0)
+		rc = mdt_txn_begin(m->store, true, &t);
 	if (rc == 0) {
 		rc = mds_locks_recovery_expire(m, t, now);
 		if (rc == 0)

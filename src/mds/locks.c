@@ -104,11 +104,11 @@ static void describe_conflict(const struct lk_inode *li, uint64_t sid, const str
 	}
 }
 
-static void reply_lock(struct srv_req *req, int rc, const struct lw_lock_rep *rep)
+static void reply_lock(struct mds *m, struct srv_req *req, int rc, const struct lw_lock_rep *rep)
 {
 	struct lw_lock_rep none = { .type = F_UNLCK };
 
-	srv_reply(req, rc, rep ? rep : &none, rc ? 0 : sizeof(none), NULL, 0, NULL);
+	mds_reply(m, req, rc, rep ? rep : &none, sizeof(none), 0, NULL);
 }
 
 static bool recovering(const struct mds *m)
@@ -148,7 +148,7 @@ static void wake_waiters(struct mds *m, uint64_t ino, struct lk_inode *li)
 			rep.type = F_UNLCK;
 		}
 		*pp = w->next;
-		reply_lock(w->req, rc, &rep);
+		reply_lock(m, w->req, rc, &rep);
 		free(w);
 		m->lock_waiters--;
 	}
@@ -231,7 +231,7 @@ static int cancel(struct mds *m, uint64_t sid, const struct lw_lock_req *q)
 		struct lk_waiter *w = *pp;
 		if (w->sid == sid && w->q.owner == q->owner && w->q.ino == q->ino) {
 			*pp = w->next;
-			reply_lock(w->req, -EINTR, NULL);
+			reply_lock(m, w->req, -EINTR, NULL);
 			free(w);
 			m->lock_waiters--;
 			break;

@@ -64,6 +64,9 @@ static void usage(FILE *f)
 		"                        down to it (default 1%% of the smaller of the map and the file\n"
 		"                        system under the MDT, at least 4M, at most 256M)\n"
 		"  --map-size SIZE       the most the MDT may hold: LMDB's map (default 64G)\n"
+		"  --commit-ms MS        answer changes once applied and commit them behind, within MS\n"
+		"                        milliseconds (clients replay what a crash lost); 0 commits\n"
+		"                        each batch before answering (default %u)\n"
 		"  --handshake-timeout SEC  a connection that has not proved it holds the key this\n"
 		"                        long after connecting is closed (default 5)\n"
 		"  --frame-timeout SEC  a connection whose frame stops coming this long is closed\n"
@@ -76,7 +79,7 @@ static void usage(FILE *f)
 		"  --config FILE         read settings from FILE first, one `NAME = VALUE` a line,\n"
 		"                        NAME any option above without its -- (flags given override)\n"
 		"  --version             print the release and the protocol versions it speaks\n",
-		LW_DEFAULT_MDS_PORT, LOOM_FSNAME_MAX);
+		LW_DEFAULT_MDS_PORT, LOOM_FSNAME_MAX, MDS_COMMIT_MS_DEFAULT);
 }
 
 #define MDT_KEY_NAME "fs.key"
@@ -150,13 +153,14 @@ int main(int argc, char **argv)
 		{ "max-conns-per-peer", required_argument, NULL, 'P' },
 		{ "reserve", required_argument, NULL, 'R' },   { "map-size", required_argument, NULL, 'M' },
 		{ "version", no_argument, NULL, 'V' },         { "config", required_argument, NULL, 'C' },
-		{ "log-syslog", no_argument, NULL, 'Y' },      { NULL, 0, NULL, 0 },
+		{ "log-syslog", no_argument, NULL, 'Y' },      { "commit-ms", required_argument, NULL, 'K' },
+		{ NULL, 0, NULL, 0 },
 	};
 	const char *mdt_dir = NULL, *listen_addr = NULL, *port_file = NULL, *fsname = NULL, *key_file = NULL;
 	uint8_t key[LOOM_KEY_MAX];
 	char default_key[PATH_MAX];
 	size_t keylen = 0;
-	struct mds m = { 0 };
+	struct mds m = { .commit.interval_ms = MDS_COMMIT_MS_DEFAULT };
 	struct srv_opts so = { 0 };
 	char listen_host[64];
 	uint16_t listen_port;
@@ -205,6 +209,17 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'K': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+
+			if (*optarg < '0' || *optarg > '9' || *end || v < 0 || v > 10000) {
+				fprintf(stderr, "loom-mds: --commit-ms takes 0..10000 milliseconds\n");
+				return 2;
+			}
+			m.commit.interval_ms = (uint32_t)v;
+			break;
+		}
 		case 'R':
 			if (mds_reserve_parse(optarg, &reserve)) {
 				fprintf(stderr, "loom-mds: --reserve takes a size (4M, 1G) or a percentage "
@@ -292,6 +307,11 @@ int main(int argc, char **argv)
 	}
 	if (mds_space_setup(&m, map_size, reserve_given ? &reserve : NULL) != 0)
 		return 1;
+	rc = mds_commit_start(&m);
+	if (rc) {
+		log_err("cannot read the MDT's last transaction number: %s", strerror(-rc));
+		return 1;
+	}
 	raise_nofile_limit();
 	signal(SIGPIPE, SIG_IGN);
 	reqq_init(&m.queue);

@@ -187,7 +187,33 @@ struct mds {
 	struct mds_destroyer destroyer;
 	struct mds_truncator truncator;
 	struct reqq *queue_for_destroyer;
+
+	/* Commit behind (commit.c): the metadata thread's, but for what the others read. */
+	struct mds_commit {
+		uint64_t transno;                /* the last number given */
+		_Atomic uint64_t last_committed; /* every reply says it; read by any thread */
+		/* Answered changes are not committed yet: the network thread, whose reads see only
+		 * what is committed, leaves every request to the metadata thread meanwhile. Set
+		 * before such a reply goes out. */
+		_Atomic bool pending;
+		struct mdt_txn *open;            /* the write transaction changes are applied in */
+		uint32_t changes;                /* in it */
+		uint64_t first_ns;               /* when its first change was applied */
+		uint32_t interval_ms;            /* --commit-ms: 0 commits every batch before answering */
+	} commit;
+	/* Replays after a start (replay.c). */
+	struct mds_replay {
+		bool active;                     /* replies say LW_RPF_RECOVERING */
+	} replay;
 };
+
+/* commit.c: answers req: for an MDS row, the body after the prefix of transno, the versions vers noted
+ * (may be NULL) and last_committed; other rows as srv_reply. */
+void mds_reply(struct mds *m, struct srv_req *req, int status, const void *body, uint32_t len,
+	       uint64_t transno, const struct mdt_vers *vers);
+
+/* --commit-ms's default: how long an answered change may wait for its commit. */
+#define MDS_COMMIT_MS_DEFAULT 0u
 
 /* space.c: a full MDT (the store's reserve, src/mdt/space.c). */
 struct mds_reserve {

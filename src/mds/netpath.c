@@ -1,11 +1,12 @@
 /*
  * Requests answered on the network thread that received them, without the hand-over to the
  * metadata thread (a thread wake-up costs as much as a lookup): ops.def's NET column names the
- * path of each. They see everything a client was told had happened: a change is answered only
- * once its batch committed.
+ * path of each. They see everything a client was told had happened: while a change that was
+ * answered is not committed yet (commit.c), every request goes to the metadata thread.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -24,12 +25,12 @@ static bool net_read(struct mds *m, struct srv_req *req)
 	int rc = mdt_txn_begin(m->store, false, &t);
 
 	if (rc) {
-		srv_reply(req, rc, NULL, 0, NULL, 0, NULL);
+		mds_reply(m, req, rc, NULL, 0, 0, NULL);
 		return true;
 	}
 	mds_run_one(m, t, false, req, &bs, &r);
 	mdt_txn_abort(t);
-	srv_reply(req, r.status, r.body, r.status ? 0 : r.len, NULL, 0, NULL);
+	mds_reply(m, req, r.status, r.body, r.len, 0, NULL);
 	free(r.body);
 	return true;
 }
@@ -95,7 +96,7 @@ static bool net_open(struct mds *m, struct srv_req *req)
 		drop_handle_later(m, handle, q.u.open.ino, sid);
 	if (rc == MDS_OPEN_STALE)
 		rc = 0; /* answered: nothing was opened */
-	srv_reply(req, rc, r.body, rc ? 0 : r.len, NULL, 0, NULL);
+	mds_reply(m, req, rc, r.body, r.len, 0, NULL);
 	free(r.body);
 	return true;
 }
@@ -157,14 +158,14 @@ static bool net_walk(struct mds *m, struct srv_req *req)
 	if (rc == 0)
 		rc = mdt_txn_begin(m->store, false, &t);
 	if (rc) {
-		srv_reply(req, rc, NULL, 0, NULL, 0, NULL);
+		mds_reply(m, req, rc, NULL, 0, 0, NULL);
 		return true;
 	}
 	rc = mdt_walk(t, &q.cred, q.u.walk.path, q.u.walk.f.pathlen, q.u.walk.f.flags & LW_WALK_PARENT,
 		      &wr.attr, &wr.consumed);
 	mdt_txn_abort(t);
 	if (rc) {
-		srv_reply(req, rc, NULL, 0, NULL, 0, NULL);
+		mds_reply(m, req, rc, NULL, 0, 0, NULL);
 		return true;
 	}
 	rest = q.u.walk.path + wr.consumed;
@@ -180,13 +181,13 @@ static bool net_walk(struct mds *m, struct srv_req *req)
 	body = malloc(sizeof(wr) + opened.len);
 	if (!body) {
 		free(opened.body);
-		srv_reply(req, -ENOMEM, NULL, 0, NULL, 0, NULL);
+		mds_reply(m, req, -ENOMEM, NULL, 0, 0, NULL);
 		return true;
 	}
 	memcpy(body, &wr, sizeof(wr));
 	if (opened.len)
 		memcpy(body + sizeof(wr), opened.body, opened.len);
-	srv_reply(req, 0, body, (uint32_t)(sizeof(wr) + opened.len), NULL, 0, NULL);
+	mds_reply(m, req, 0, body, (uint32_t)(sizeof(wr) + opened.len), 0, NULL);
 	free(opened.body);
 	free(body);
 	return true;
@@ -209,6 +210,9 @@ static bool net_none(struct mds *m, struct srv_req *req)
 /* Answers req here if its row's NET path takes it; false: the metadata thread's. */
 static bool answer_here(struct mds *m, struct srv_req *req)
 {
+	/* Changes answered but not committed are in the metadata thread's transaction only. */
+	if (atomic_load(&m->commit.pending))
+		return false;
 	switch (req->hdr.opcode) {
 #define LW_OP(name, value, server, resend, flags, rq, rep, handler, net) NET_##server(name, net)
 #include "proto/ops.def"

@@ -311,7 +311,7 @@ void mds_trunc_park(struct mds *m, struct srv_req *req, void *body, uint32_t len
 
 	if (!p) {
 		/* No memory to hold it: answered now, as an OSS away would after the wait. */
-		srv_reply(req, 0, body, len, NULL, 0, NULL);
+		mds_reply(m, req, 0, body, len, 0, NULL);
 		free(body);
 		return;
 	}
@@ -343,7 +343,7 @@ static void parked_sweep(struct mds *m, bool (*keep)(struct mds *, const struct 
 		if (drop)
 			srv_req_drop(p->req);
 		else
-			srv_reply(p->req, 0, p->body, p->len, NULL, 0, NULL);
+			mds_reply(m, p->req, 0, p->body, p->len, 0, NULL);
 		free(p->body);
 		free(p);
 	}

@@ -118,6 +118,11 @@ struct mdt_txn {
 	uint64_t page_size;
 	bool room_known;
 	bool room_has_freelist;
+	/* The change this transaction is part of (mdt_txn_set_change; a child inherits its
+	 * parent's): every inode it writes is stamped with transno, and its version before is noted
+	 * in vers (and, for a replay, checked there). */
+	uint64_t transno;
+	struct mdt_vers *vers;
 };
 
 /* ---- records ---- */
@@ -153,13 +158,17 @@ struct mdt_inode {
 	uint64_t name_version;  /* lw_attr.name_version */
 	uint32_t trunc_epoch;   /* regular files: lw_attr.trunc_epoch */
 	uint32_t pad;
+	/* Records of 144 bytes (protocol 5; shorter ones read with this 0): the transno of the
+	 * last change to the inode, which a replay's version check compares (store.c). */
+	uint64_t version;
 };
 
 #define MDT_IF_BLOCKS 0x1u /* blocks was reported by a client; else it is estimated from size */
 #define MDT_IF_NO_XATTRS 0x2u /* no extended attribute was ever set (inodes made before this flag
                                * existed lack it: "may have some") */
 #define MDT_INODE_V1_SIZE 112u
-_Static_assert(sizeof(struct mdt_inode) == 136, "mdt_inode is an on-disk format");
+#define MDT_INODE_V3_SIZE 136u /* before versions of changes */
+_Static_assert(sizeof(struct mdt_inode) == 144, "mdt_inode is an on-disk format");
 _Static_assert(offsetof(struct mdt_inode, data_version) == MDT_INODE_V1_SIZE, "mdt_inode v1 prefix");
 
 struct mdt_dentry {

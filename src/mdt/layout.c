@@ -172,6 +172,8 @@ static int layout_build(struct mdt_txn *t, const struct layout_fields *f, uint32
 		return -ENOSPC;
 	if (f->stripe_count > 0 && (uint32_t)f->stripe_count < room)
 		room = (uint32_t)f->stripe_count;
+	if (t->vers && t->vers->want_objs && t->vers->want_nobjs > room)
+		room = t->vers->want_nobjs; /* a replay's objects, whatever the OSTs are now */
 	l = calloc(1, sizeof(*l) + room * sizeof(l->objs[0]));
 	if (!l)
 		return -ENOMEM;

@@ -546,6 +546,30 @@ out:
 	return rc;
 }
 
+/* A replay's stripes: the objects its first run handed out (and the client may have written),
+ * with each OST's counter moved past them so that none is handed out again. */
+static int replay_stripes(struct mdt_txn *t, struct loom_ostobj *objs, uint32_t *n_out)
+{
+	struct mdt_vers *v = t->vers;
+	struct mdt_ost_rec rec;
+	int rc = 0;
+
+	for (uint32_t i = 0; rc == 0 && i < v->want_nobjs; i++) {
+		objs[i] = v->want_objs[i];
+		rc = mdt_ost_rec_get(t, objs[i].ost_idx, &rec);
+		if (rc == -ENOENT)
+			rc = -EIO;
+		if (rc == 0 && objs[i].objid >= rec.next_objid) {
+			rec.next_objid = objs[i].objid + 1;
+			rc = mdt_ost_rec_put(t, &rec);
+		}
+	}
+	if (rc == 0)
+		*n_out = v->want_nobjs;
+	v->want_objs = NULL; /* one layout per replay */
+	return rc;
+}
+
 int mdt_alloc_stripes(struct mdt_txn *t, int32_t count, int32_t offset, const char *pool,
 		      struct loom_ostobj *objs, uint32_t *n_out)
 {
@@ -554,6 +578,8 @@ int mdt_alloc_stripes(struct mdt_txn *t, int32_t count, int32_t offset, const ch
 	uint32_t *chosen = NULL, *members = NULL, nmembers = 0, n = 0;
 	int rc;
 
+	if (t->vers && t->vers->want_objs)
+		return replay_stripes(t, objs, n_out);
 	if (count == 0 || count < -1 || offset < -1)
 		return -EINVAL;
 	if (offset >= 0 && !mdt_ost_known(s, (uint32_t)offset))

@@ -40,6 +40,7 @@ static const char *const db_names[MDT_DB_COUNT] = {
 #define META_FSNAME   "fsname"
 #define META_UUID     "uuid"
 #define META_NEXT_INO "next_ino"
+#define META_LAST_TRANSNO "last_transno"
 
 /* ---- errors and raw access ---- */
 
@@ -140,8 +141,10 @@ int mdt_inode_get(struct mdt_txn *t, uint64_t ino, struct mdt_inode *out)
 	rc = mdt_get(t, MDT_DB_INODES, key, sizeof(key), &v);
 	if (rc)
 		return rc;
-	/* 112 bytes: written before versions; 128: before truncation epochs (a development build). */
-	if (v.mv_size != sizeof(*out) && v.mv_size != MDT_INODE_V1_SIZE && v.mv_size != 128) {
+	/* 112 bytes: written before versions; 128: before truncation epochs (a development build);
+	 * 136: before versions of changes. */
+	if (v.mv_size != sizeof(*out) && v.mv_size != MDT_INODE_V1_SIZE && v.mv_size != 128 &&
+	    v.mv_size != MDT_INODE_V3_SIZE) {
 		log_err("mdt: inode %llu: record of %zu bytes, expected %zu", (unsigned long long)ino,
 			v.mv_size, sizeof(*out));
 		return -EIO;
@@ -156,12 +159,99 @@ int mdt_inode_get(struct mdt_txn *t, uint64_t ino, struct mdt_inode *out)
 	return 0;
 }
 
+int mdt_inode_version(struct mdt_txn *t, uint64_t ino, uint64_t *version)
+{
+	struct mdt_inode rec;
+	int rc = mdt_inode_get(t, ino, &rec);
+
+	*version = rc == 0 ? rec.version : 0;
+	return rc == -ENOENT ? 0 : rc;
+}
+
+/* The first write of ino in this change: its version before, noted, and for a replay checked
+ * against what its first run noted. */
+static int vers_note(struct mdt_txn *t, struct mdt_vers *v, uint64_t ino)
+{
+	uint64_t have;
+	int rc;
+
+	for (uint32_t i = 0; i < v->n; i++)
+		if (v->got[i].ino == ino)
+			return 0;
+	rc = mdt_inode_version(t, ino, &have);
+	if (rc)
+		return rc;
+	if (v->expect) {
+		uint32_t i = 0;
+
+		while (i < v->nexpect && v->expect[i].ino != ino)
+			i++;
+		if (i == v->nexpect || v->expect[i].version != have) {
+			v->mismatch_ino = ino;
+			v->mismatch_have = have;
+			return MDT_EVERSION;
+		}
+	}
+	if (v->n == LW_MAX_VERS) {
+		v->overflow = true;
+		return 0;
+	}
+	v->got[v->n++] = (struct lw_obj_version){ .ino = ino, .version = have };
+	return 0;
+}
+
 int mdt_inode_put(struct mdt_txn *t, const struct mdt_inode *in)
 {
+	struct mdt_inode rec = *in;
 	uint8_t key[8];
 
-	mdt_put_be64(key, in->ino);
-	return mdt_put(t, MDT_DB_INODES, key, sizeof(key), in, sizeof(*in));
+	if (t->transno) {
+		if (t->vers) {
+			int rc = vers_note(t, t->vers, in->ino);
+			if (rc)
+				return rc;
+		}
+		rec.version = t->transno;
+	}
+	mdt_put_be64(key, rec.ino);
+	return mdt_put(t, MDT_DB_INODES, key, sizeof(key), &rec, sizeof(rec));
+}
+
+void mdt_txn_set_change(struct mdt_txn *t, uint64_t transno, struct mdt_vers *v)
+{
+	t->transno = transno;
+	t->vers = v;
+}
+
+int mdt_last_transno_get(struct mdt_txn *t, uint64_t *transno)
+{
+	MDB_val v;
+	int rc = mdt_get(t, MDT_DB_META, META_LAST_TRANSNO, strlen(META_LAST_TRANSNO), &v);
+
+	*transno = 0;
+	if (rc == -ENOENT)
+		return 0; /* an MDT that never committed a numbered change */
+	if (rc == 0 && v.mv_size != sizeof(*transno))
+		rc = -EIO;
+	if (rc == 0)
+		memcpy(transno, v.mv_data, sizeof(*transno));
+	return rc;
+}
+
+int mdt_last_transno_put(struct mdt_txn *t, uint64_t transno)
+{
+	return meta_put(t, META_LAST_TRANSNO, &transno, sizeof(transno));
+}
+
+int mdt_ino_reserve(struct mdt_txn *t, uint64_t ino)
+{
+	uint64_t next;
+	int rc = meta_get(t, META_NEXT_INO, &next, sizeof(next));
+
+	if (rc || ino < next)
+		return rc;
+	next = ino + 1;
+	return meta_put(t, META_NEXT_INO, &next, sizeof(next));
 }
 
 int mdt_ino_alloc(struct mdt_txn *t, uint64_t *ino)
@@ -173,6 +263,12 @@ int mdt_ino_alloc(struct mdt_txn *t, uint64_t *ino)
 	rc = mdt_txn_grow(t, MDT_GROW_INODE);
 	if (rc)
 		return rc;
+	if (t->vers && t->vers->want_ino) {
+		/* A replay: the inode its first run made, which the client knows by number. */
+		*ino = t->vers->want_ino;
+		t->vers->want_ino = 0;
+		return mdt_ino_reserve(t, *ino);
+	}
 	rc = meta_get(t, META_NEXT_INO, &next, sizeof(next));
 	if (rc)
 		return rc;
@@ -558,6 +654,10 @@ static int txn_new(struct mdt_store *s, struct mdt_txn *parent, bool write, stru
 	t->s = s;
 	t->parent = parent;
 	t->write = write;
+	if (parent) {
+		t->transno = parent->transno;
+		t->vers = parent->vers;
+	}
 	rc = mdt_errno(mdb_txn_begin(s->env, parent ? parent->mdb : NULL, write ? 0 : MDB_RDONLY,
 				     &t->mdb));
 	if (rc) {

@@ -30,6 +30,40 @@
 struct mdt_store;
 struct mdt_txn;
 
+/*
+ * Versions of inodes, for replays (Lustre's VBR): each inode records the transno of its last
+ * change. While a request runs, the inodes it writes are noted with their versions before it
+ * (`got`), which its reply carries to the client. A replay gives the versions its first run
+ * noted (`expect`): writing an inode that is not at the version it was then (something the
+ * replay does not know of changed it, or a change before it was lost) fails with
+ * MDT_EVERSION, and the replay is refused whole.
+ */
+struct mdt_vers {
+	uint32_t n;
+	bool overflow;                          /* more inodes than got holds */
+	struct lw_obj_version got[LW_MAX_VERS];
+	const struct lw_obj_version *expect;    /* a replay's, else NULL */
+	uint32_t nexpect;
+	uint64_t mismatch_ino;                  /* what refused it, for the log */
+	uint64_t mismatch_have;
+	/* A replay of a change that made an inode, or allocated objects: the inode number and the
+	 * objects its first run's reply named, taken by the allocators instead of new ones. */
+	uint64_t want_ino;
+	const struct loom_ostobj *want_objs; /* want_nobjs of them; NULL: none given */
+	uint32_t want_nobjs;
+};
+#define MDT_EVERSION (-EREMCHG)
+/* From now on t's inode writes belong to change `transno` (0: none), noted in v (may be NULL). */
+void mdt_txn_set_change(struct mdt_txn *t, uint64_t transno, struct mdt_vers *v);
+/* The transno the MDT's disk holds everything up to (0 for an MDT that never recorded one), and
+ * its update, written in t (committed with it). */
+int mdt_last_transno_get(struct mdt_txn *t, uint64_t *transno);
+int mdt_last_transno_put(struct mdt_txn *t, uint64_t transno);
+/* An inode's version (0: there is none). */
+int mdt_inode_version(struct mdt_txn *t, uint64_t ino, uint64_t *version);
+/* Inode numbers from now on are above ino (a replay re-creating an inode its first run made). */
+int mdt_ino_reserve(struct mdt_txn *t, uint64_t ino);
+
 /* Not an errno: LMDB's transaction is full, or the batch's growth is (see mdt_txn_commit).
  * Never leaves the MDS. */
 #define MDT_ETXNFULL (-4096 - 1)

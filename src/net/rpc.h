@@ -85,6 +85,12 @@ struct rpc_call {
 	void *rbody;         /* reply body (malloc'd; released by rpc_call_release) */
 	uint32_t rbody_len;
 	uint32_t rbulk_len;  /* reply bulk bytes received into rbulk */
+	/* Replies from the MDS (wire.h, struct lw_mds_rep_prefix): taken off the body, which
+	 * rbody then holds without them. */
+	uint64_t transno;
+	uint64_t last_committed;
+	uint32_t nvers;
+	struct lw_obj_version vers[LW_MAX_VERS];
 
 	/* rpc_submit_detached: runs once the call completed (on whichever thread completed it,
 	 * perhaps under the connection's locks: it must only free), instead of a wait. */
@@ -120,6 +126,8 @@ struct rpc_hs;
  * length). Returns the server's status, or -EIO/-ETIMEDOUT/-EPROTO for a transport failure. */
 int rpc_hs_call(struct rpc_hs *hs, uint16_t opcode, const void *body, uint32_t len, void *reply,
 		uint32_t cap, uint32_t *rlen);
+/* The prefix of the handshake's last reply from the MDS (zeros before any). */
+void rpc_hs_prefix(const struct rpc_hs *hs, struct lw_mds_rep_prefix *out);
 
 struct loom_key_id;
 
@@ -163,6 +171,11 @@ struct rpc_conn_opts {
 	 * Returns 0, or a negative errno: -EACCES, -ENODEV, -EPROTONOSUPPORT end the connection for
 	 * good; others are retried like a failed connect. */
 	int (*hello)(struct rpc_hs *hs, void *arg);
+	/* Runs on the I/O thread for every reply of a call that carried a prefix (the MDS's), before
+	 * the call completes and in the order the replies arrive: where a client keeps the changes
+	 * it may have to replay. Perhaps under the connection's locks: it must not block nor call
+	 * into this layer. */
+	void (*on_reply)(void *arg, struct rpc_call *call);
 	/* Before each reconnection attempt: may change host/port (a server that moved). */
 	void (*resolve)(void *arg, char *host, size_t cap, uint16_t *port);
 	void *arg;

@@ -169,6 +169,12 @@ static int hs_call(struct rpc_hs *hs, uint16_t opcode, uint32_t flags, const voi
 		rc = -EPROTO;
 	if (rc == 0 && lw_hdr_crc_check(&h, rbody))
 		rc = -EPROTO;
+	if (rc == 0 && lw_op_mds_prefixed(opcode)) {
+		struct lw_obj_version vers[LW_MAX_VERS];
+
+		if (lw_mds_prefix_take(rbody, &h.body_len, &hs->last_pre, vers))
+			rc = -EPROTO;
+	}
 	if (rc == 0) {
 		memcpy(reply, rbody, MIN(cap, h.body_len));
 		if (rlen)
@@ -181,6 +187,11 @@ out:
 	free(rbody);
 	free(sbody);
 	return rc;
+}
+
+void rpc_hs_prefix(const struct rpc_hs *hs, struct lw_mds_rep_prefix *out)
+{
+	*out = hs->last_pre;
 }
 
 int rpc_hs_call(struct rpc_hs *hs, uint16_t opcode, const void *body, uint32_t len, void *reply,

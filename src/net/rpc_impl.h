@@ -35,6 +35,7 @@ struct rpc_hs {
 	/* The new connection's seals, on once authenticated: the hello's calls are sealed too, and
 	 * the connection takes them over when the dial succeeds. */
 	struct seal tx, rx;
+	struct lw_mds_rep_prefix last_pre; /* of the last reply that had one */
 };
 
 struct rpc_conn {

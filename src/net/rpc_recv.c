@@ -89,6 +89,21 @@ static void reply_done(struct rpc_conn *c)
 		log_warn("reply from %s to %s: bulk checksum mismatch", c->peer, lw_op_name(c->hdr.opcode));
 		status = -EBADMSG;
 	}
+	if (lw_op_mds_prefixed(call->opcode)) {
+		struct lw_mds_rep_prefix pre;
+
+		if (lw_mds_prefix_take(call->rbody, &call->rbody_len, &pre, call->vers)) {
+			log_warn("reply from %s to %s: malformed transaction prefix", c->peer,
+				 lw_op_name(c->hdr.opcode));
+			status = -EPROTO;
+		} else {
+			call->transno = status ? 0 : pre.transno;
+			call->last_committed = pre.last_committed;
+			call->nvers = status ? 0 : pre.nvers;
+			if (c->opts.on_reply)
+				c->opts.on_reply(c->opts.arg, call);
+		}
+	}
 	rpc_call_complete(call, status);
 }
 

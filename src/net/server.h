@@ -125,6 +125,9 @@ void srv_destroy(struct srv *s);
  */
 void srv_reply(struct srv_req *req, int status, const void *body, uint32_t body_len, void *bulk,
 	       uint32_t bulk_len, void (*release)(void *));
+/* srv_reply without bulk, whose body is pre (pre_len bytes) then body: both are copied. */
+void srv_reply_pre(struct srv_req *req, int status, const void *pre, uint32_t pre_len,
+		   const void *body, uint32_t body_len);
 /* Frees a request that will get no reply (shutdown, or its client is gone). */
 void srv_req_drop(struct srv_req *req);
 /* The request will be answered much later (a lock wait): it stops counting against its

@@ -211,8 +211,9 @@ static int frame_seal_out(struct srv_conn *c, struct out_frame *f)
 	return rc;
 }
 
-static void reply(struct srv_req *req, int status, uint32_t flags, const void *body,
-		  uint32_t body_len, void *bulk, uint32_t bulk_len, void (*release)(void *))
+static void reply(struct srv_req *req, int status, uint32_t flags, const void *pre, uint32_t pre_len,
+		  const void *body, uint32_t body_len, void *bulk, uint32_t bulk_len,
+		  void (*release)(void *))
 {
 	struct srv_conn *c = req->conn;
 	struct srv *s = c->srv;
@@ -221,22 +222,28 @@ static void reply(struct srv_req *req, int status, uint32_t flags, const void *b
 	bool resume = false;
 	int rc = 0;
 
-	f = malloc(sizeof(*f) + sizeof(*h) + body_len);
+	if (body_len > UINT32_MAX - pre_len) {
+		body_len = 0; /* cannot be: bodies are far below the limit */
+		status = -EOVERFLOW;
+	}
+	f = malloc(sizeof(*f) + sizeof(*h) + pre_len + body_len);
 	if (f) {
 		f->next = NULL;
 		f->bulk = bulk;
 		f->bulk_free = release;
 		f->bulk_len = bulk ? bulk_len : 0;
-		f->hb_len = (uint32_t)sizeof(*h) + body_len;
+		f->hb_len = (uint32_t)sizeof(*h) + pre_len + body_len;
 		f->tag_len = 0;
 		f->sent = 0;
 		f->charge = (uint64_t)f->hb_len + f->bulk_len;
 		f->ends_req = req->counted;
 		h = (struct lw_hdr *)f->hb;
+		if (pre_len)
+			memcpy(f->hb + sizeof(*h), pre, pre_len);
 		if (body_len)
-			memcpy(f->hb + sizeof(*h), body, body_len);
+			memcpy(f->hb + sizeof(*h) + pre_len, body, body_len);
 		lw_hdr_fill(h, req->hdr.opcode, LW_F_REPLY | flags, lw_errno_to_wire(status),
-			    req->hdr.req_id, f->hb + sizeof(*h), body_len, f->bulk_len,
+			    req->hdr.req_id, f->hb + sizeof(*h), pre_len + body_len, f->bulk_len,
 			    f->bulk_len ? crc32c(0, bulk, f->bulk_len) : 0);
 		mem_charge_reply(c, f->charge);
 	} else {
@@ -295,13 +302,19 @@ static void reply(struct srv_req *req, int status, uint32_t flags, const void *b
 void srv_reply(struct srv_req *req, int status, const void *body, uint32_t body_len, void *bulk,
 	       uint32_t bulk_len, void (*release)(void *))
 {
-	reply(req, status, 0, body, body_len, bulk, bulk_len, release);
+	reply(req, status, 0, NULL, 0, body, body_len, bulk, bulk_len, release);
+}
+
+void srv_reply_pre(struct srv_req *req, int status, const void *pre, uint32_t pre_len,
+		   const void *body, uint32_t body_len)
+{
+	reply(req, status, 0, pre, pre_len, body, body_len, NULL, 0, NULL);
 }
 
 void srv_reply_flags(struct srv_req *req, int status, uint32_t flags, const void *body,
 		     uint32_t body_len)
 {
-	reply(req, status, flags, body, body_len, NULL, 0, NULL);
+	reply(req, status, flags, NULL, 0, body, body_len, NULL, 0, NULL);
 }
 
 void srv_req_drop(struct srv_req *req)

@@ -494,3 +494,33 @@ int lw_readdir_put(struct lw_wr *w, const struct lw_dirent *de, const char *name
 		lw_wr_put(w, attr, sizeof(*attr));
 	return 0;
 }
+
+bool lw_op_mds_prefixed(uint16_t opcode)
+{
+	const struct lw_op_info *info = lw_op_info(opcode);
+
+	return info && info->server == LW_SRV_MDS;
+}
+
+int lw_mds_prefix_take(void *body, uint32_t *len, struct lw_mds_rep_prefix *pre,
+		       struct lw_obj_version vers[LW_MAX_VERS])
+{
+	size_t need;
+
+	memset(pre, 0, sizeof(*pre));
+	if (*len == 0)
+		return 0;
+	if (*len < sizeof(*pre))
+		return -EPROTO;
+	memcpy(pre, body, sizeof(*pre));
+	if (pre->nvers > LW_MAX_VERS || (pre->nvers && !pre->transno))
+		return -EPROTO;
+	need = sizeof(*pre) + (size_t)pre->nvers * sizeof(*vers);
+	if (*len < need)
+		return -EPROTO;
+	if (pre->nvers)
+		memcpy(vers, (uint8_t *)body + sizeof(*pre), pre->nvers * sizeof(*vers));
+	memmove(body, (uint8_t *)body + need, *len - need);
+	*len -= (uint32_t)need;
+	return 0;
+}

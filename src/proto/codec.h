@@ -29,6 +29,7 @@ enum lw_op_resend { LW_RESEND_READ, LW_RESEND_CACHED, LW_RESEND_HANDLE, LW_RESEN
 #define LW_OPF_OBJ      0x10u /* (OSS) it names one object: objid 0 is -EINVAL */
 #define LW_OPF_ADMIN    0x20u /* only the file system key may send it (a node key: -EPERM) */
 #define LW_OPF_WRITES   0x40u /* it changes the file system (a read-only node: -EROFS) */
+#define LW_OPF_REPLAY   0x80u /* answered before its commit: the client keeps it for a replay */
 
 struct lw_op_info {
 	const char *name;     /* "MDS_LOOKUP" */
@@ -107,6 +108,16 @@ void lw_version_refusal_fill(const struct lw_hdr *to, struct lw_hdr *h, struct l
 bool lw_version_refusal_read(const struct lw_hdr *h, const void *body, struct lw_version_refusal *out);
 /* Checks hdr_crc against the header and its body: 0 or -EBADMSG. */
 int lw_hdr_crc_check(const struct lw_hdr *h, const void *body);
+
+/* ---- the MDS's reply prefix (wire.h, struct lw_mds_rep_prefix) ---- */
+
+/* Whether replies to this opcode start with the prefix: the MDS rows of ops.def. */
+bool lw_op_mds_prefixed(uint16_t opcode);
+/* Takes the prefix off a reply body of *len bytes: *pre and vers[0 .. pre->nvers) get it, the
+ * rest moves to the front and *len shrinks. An empty body (an error the frame layer answered)
+ * has none: all zeros. -EPROTO for a malformed one. */
+int lw_mds_prefix_take(void *body, uint32_t *len, struct lw_mds_rep_prefix *pre,
+		       struct lw_obj_version vers[LW_MAX_VERS]);
 
 /* Linux errno values are the wire errnos. These map anything a peer might send that Linux does
  * not define (or a positive value) to EIO, so a corrupt status cannot become a success. */

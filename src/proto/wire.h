@@ -27,9 +27,9 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "Loom's wire image assumes a little-endian host");
 
 #define LW_MAGIC         0x4D4F4F4Cu /* "LOOM" in memory order */
-#define LW_VERSION       4u          /* the version this build speaks */
-#define LW_VERSION_MIN   4u          /* the oldest it still accepts (4 seals frames after the
-                                      * AUTH_* exchange) */
+#define LW_VERSION       5u          /* the version this build speaks */
+#define LW_VERSION_MIN   5u          /* the oldest it still accepts (5: every MDS reply starts
+                                      * with struct lw_mds_rep_prefix) */
 #define LW_MAX_BODY      ((1u << 20) + (64u << 10)) /* largest body accepted: OST table,
                                      * readdir pages, a 1 MiB Data-on-MDT part with its layout */
 #define LW_MAX_BULK      (16u << 20) /* largest bulk accepted in one frame */
@@ -76,6 +76,33 @@ struct lw_hdr {
 _Static_assert(sizeof(struct lw_hdr) == 40, "lw_hdr");
 _Static_assert(offsetof(struct lw_hdr, req_id) == 16, "lw_hdr.req_id");
 _Static_assert(offsetof(struct lw_hdr, hdr_crc) == 36, "lw_hdr.hdr_crc");
+
+/*
+ * Transaction numbers (protocol 5). The body of every reply from the MDS to an MDS row of ops.def
+ * starts with this prefix, then `nvers` struct lw_obj_version, then the reply ops.def names (an
+ * error reply has the prefix alone). The MDS may answer a change before it is on its disk:
+ * `transno` numbers the change, and `last_committed` says how far the MDT's disk has come. A
+ * client keeps each request whose transno is above the last_committed it has seen, and replays
+ * it after an MDS restart (MDS_REPLAY, below); docs/protocol.md, "Transactions and replay".
+ */
+#define LW_MAX_VERS 8u /* pre-versions one change reports at most */
+struct lw_mds_rep_prefix {
+	uint64_t transno;        /* this change's number; 0: it changed nothing (or failed) */
+	uint64_t last_committed; /* every change numbered up to this one is on the MDT's disk */
+	uint32_t nvers;          /* <= LW_MAX_VERS; 0 when transno is 0 */
+	uint32_t flags;          /* LW_RPF_* */
+};
+_Static_assert(sizeof(struct lw_mds_rep_prefix) == 24, "lw_mds_rep_prefix");
+
+#define LW_RPF_RECOVERING 0x1u /* the MDS is replaying clients' changes after a restart */
+
+/* An inode the change altered, and its version before (the transno of the change before it; 0:
+ * the inode did not exist). A replay runs only on inodes still at these versions (VBR). */
+struct lw_obj_version {
+	uint64_t ino;
+	uint64_t version;
+};
+_Static_assert(sizeof(struct lw_obj_version) == 16, "lw_obj_version");
 
 /*
  * What a server answers, in the clear, to a first frame whose magic is Loom's but whose version it

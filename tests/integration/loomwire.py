@@ -57,7 +57,7 @@ assert crc32c(b"123456789") == 0xE3069283, "crc32c check value"
 # ---- constants from wire.h --------------------------------------------------------------------
 
 MAGIC = 0x4D4F4F4C
-VERSION = 4  # LW_VERSION: what this speaks; replies carry the server's
+VERSION = 5  # LW_VERSION: what this speaks; replies carry the server's
 MAX_BODY = (1 << 20) + (64 << 10)  # LW_MAX_BODY
 MAX_BULK = 16 << 20
 F_REPLY = 0x1
@@ -124,17 +124,39 @@ assert OST_IO.size == 56
 OST_IO_REP = struct.Struct("<QQQ")  # length, obj_size, obj_blocks
 
 
+# struct lw_mds_rep_prefix (protocol 5): transno, last_committed, nvers, flags; then nvers
+# lw_obj_version (ino, version) before every MDS reply's own body.
+MDS_PREFIX = struct.Struct("<QQII")
+OBJ_VERSION = struct.Struct("<QQ")
+
+
 class Header:
     __slots__ = ("magic", "version", "opcode", "flags", "status", "req_id", "body_len", "bulk_len",
-                 "bulk_crc", "hdr_crc")
+                 "bulk_crc", "hdr_crc", "transno", "last_committed", "vers")
 
     def __init__(self, raw):
         (self.magic, self.version, self.opcode, self.flags, self.status, self.req_id,
          self.body_len, self.bulk_len, self.bulk_crc, self.hdr_crc) = HDR.unpack(raw)
+        self.transno = self.last_committed = 0
+        self.vers = []
 
     def __repr__(self):
         return ("Header(opcode=%#x flags=%#x status=%d req_id=%d body_len=%d bulk_len=%d)"
                 % (self.opcode, self.flags, self.status, self.req_id, self.body_len, self.bulk_len))
+
+
+def take_mds_prefix(h, body):
+    """The MDS's replies (opcodes 0x01xx) start with struct lw_mds_rep_prefix: its fields go to
+    h (transno, last_committed, vers), and the body without it is returned. An empty body (an
+    error the frame layer answered) has none."""
+    if h.opcode >> 8 != 1 or not h.flags & F_REPLY or not body:
+        return body
+    h.transno, h.last_committed, nvers, _ = MDS_PREFIX.unpack_from(body)
+    end = MDS_PREFIX.size + nvers * OBJ_VERSION.size
+    assert nvers <= 8 and len(body) >= end, "malformed MDS reply prefix: %r" % (h,)
+    h.vers = [OBJ_VERSION.unpack_from(body, MDS_PREFIX.size + i * OBJ_VERSION.size)
+              for i in range(nvers)]
+    return body[end:]
 
 
 def pack_header(opcode, body=b"", bulk=b"", req_id=1, flags=0, status=0, magic=MAGIC,
@@ -386,7 +408,7 @@ class Conn:
             raise AssertionError("reply with a wrong hdr_crc: %r" % (h,))
         if h.bulk_len and crc32c(bulk) != h.bulk_crc:
             raise AssertionError("reply with a wrong bulk_crc: %r" % (h,))
-        return h, body, bulk
+        return h, take_mds_prefix(h, body), bulk
 
     def call(self, opcode, body=b"", bulk=b"", flags=0):
         """Sends one request and returns (header, body, bulk) of its reply."""
@@ -630,6 +652,7 @@ class Client:
         self.conn.send(frame(opcode, body, bulk, req_id=req_id, flags=flags))
         h, rbody, rbulk = self.conn.recv_frame()
         assert h.req_id == req_id and h.opcode == opcode and h.flags & F_REPLY, h
+        self.last_header = h  # its transno and last_committed (an MDS reply's prefix)
         return h.status, rbody, rbulk
 
     def close(self):

@@ -549,6 +549,21 @@ def connect_again(b):
         assert stranger.session_id != one[1], "another uuid got the same session"
 
 
+@scenario("MDS_SYNC", "REPEATS")
+def sync_again(b):
+    """A commit asked for twice: each answers once every change answered before it is on disk."""
+    b.create(ROOT, b"synced")
+    made = b.other.last_header.transno
+    s = b.first("MDS_SYNC", w.ino_req(0))
+    assert s.reply == b"", "MDS_SYNC answered %r" % s.reply
+    rep, _ = b.repeats(s)
+    assert rep == b"", "MDS_SYNC resent answered %r" % rep
+    assert made > 0, "a create was answered without a transaction number"
+    assert b.lookup(ROOT, b"synced")[0] == 0
+    assert b.other.last_header.last_committed >= made, \
+        "after MDS_SYNC, last_committed %d is below the create's transno %d" % (b.other.last_header.last_committed, made)
+
+
 @scenario("MDS_OST_REGISTER", "REPEATS")
 def ost_register_again(b):
     table = b.ost_table()
