@@ -77,7 +77,7 @@ def test_1000_simultaneous_connections_each_get_root_attributes(cluster, enough_
                         b = bytes(bufs[i])
                         body, _ = conns[i].open(raw, b[w.HDR.size:w.HDR.size + h.body_len],
                                                 b[w.HDR.size + h.body_len:end], b[end:end + w.TAG_LEN])
-                        replies[i] = (h, body)
+                        replies[i] = (h, w.take_mds_prefix(h, body))
                         sel.unregister(key.fileobj)
         sel.close()
         threads_after = thread_count(mds_pid)
