@@ -1,9 +1,10 @@
-"""The workloads of bench/run.py, each run once on one side (the Loom mount or the local folder).
+"""The workloads of bench/run.py, each run once on one side (the Loom mount, the local folder or,
+for some, a MooseFS mount).
 
 A workload is a function taking a Side and returning {metric key: figure}; METRICS describes
-every key (its label, unit and the issue's target floor for loom/local, if it has one). Every
-workload works in its own directory under the side's root and removes it before returning, so
-that at most one workload's files are on the disk at a time.
+every key (its label, unit and the issue's target floors for loom/local and loom/moosefs, if it
+has them). Every workload works in its own directory under the side's root and removes it
+before returning, so that at most one workload's files are on the disk at a time.
 """
 import dataclasses
 import json
@@ -11,6 +12,7 @@ import multiprocessing
 import os
 import random
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -30,13 +32,14 @@ class Sizes:
     checkpoint_mib: int = 256    # ... of this size
     model_mib: int = 2048        # the model file
     meta_files: int = 10000      # empty files in one directory
+    mdtest_files: int = 5000     # empty files per mdtest process
     fio_mib: int = 2048          # fio's file
     fio_runtime: int = 20        # seconds of fio's 4 KiB random reads
 
 
 FULL = Sizes()
 QUICK = Sizes(small_files=200, images=50, checkpoints=2, checkpoint_mib=64, model_mib=256,
-              meta_files=1000, fio_mib=256, fio_runtime=5)
+              meta_files=1000, mdtest_files=500, fio_mib=256, fio_runtime=5)
 
 
 @dataclasses.dataclass
@@ -45,11 +48,12 @@ class Metric:
     label: str
     unit: str
     floor: float = None          # the issue's target for loom/local
+    peer_floor: float = None     # the issue's target for loom/moosefs (4.0: four times MooseFS)
 
 
 METRICS = {
     "small": [
-        Metric("small_save", "small files: np.save", "files/s"),
+        Metric("small_save", "small files: np.save", "files/s", 0.50),
         Metric("small_load_1", "small files: np.load shuffled, 1 thread", "files/s", 0.30),
         Metric("small_load_8", "small files: np.load shuffled, 8 threads", "files/s"),
     ],
@@ -65,11 +69,16 @@ METRICS = {
         Metric("model_read_4", "model: whole file by 4 readers (aggr.)", "MiB/s", 0.40),
     ],
     "metadata": [
-        Metric("meta_create", "metadata: create", "ops/s", 0.25),
+        Metric("meta_create", "metadata: create", "ops/s", 0.40, 4.0),
         Metric("meta_stat", "metadata: stat (cold)", "ops/s", 0.25),
-        Metric("meta_open", "metadata: open+close", "ops/s"),
+        Metric("meta_open", "metadata: open+close", "ops/s", None, 10.0),
         Metric("meta_ls", "metadata: ls -l (cold)", "entries/s"),
-        Metric("meta_unlink", "metadata: unlink", "ops/s", 0.25),
+        Metric("meta_unlink", "metadata: unlink", "ops/s", 0.10, 4.0),
+    ],
+    "mdtest": [
+        Metric("mdtest_create", "mdtest: create, 2 processes", "ops/s", 0.50),
+        Metric("mdtest_stat", "mdtest: stat (cold), 2 processes", "ops/s", 0.50),
+        Metric("mdtest_remove", "mdtest: remove, 2 processes", "ops/s", None, 4.0),
     ],
     "fio": [
         Metric("fio_write", "fio: sequential write 1 MiB (+fsync)", "MiB/s"),
@@ -82,7 +91,7 @@ METRICS = {
 @dataclasses.dataclass
 class Side:
     """Where one side's workloads run, and how to prepare their directories and caches."""
-    name: str                    # "local" or "loom"
+    name: str                    # "local", "loom" or "moosefs"
     root: str
     sizes: Sizes
     drop_caches: callable        # sync, then drop the page cache
@@ -296,7 +305,79 @@ def metadata(side):
         shutil.rmtree(d, ignore_errors=True)
 
 
-# ---- 6. fio ----
+# ---- 6. mdtest ----
+
+MDTEST_PROCS = 2
+MDTEST_TIMEOUT = 1800            # seconds a phase may take before the run is called hung
+
+
+def _mdtest_create(path):
+    os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+
+
+MDTEST_PHASES = (("mdtest_create", _mdtest_create), ("mdtest_stat", os.stat),
+                 ("mdtest_remove", os.unlink))
+
+
+def _mdtest_proc(d, n, start, done):
+    """One mdtest process: each phase over its n files, between the two barriers the parent
+    times. A failure breaks the barriers, so that nobody waits for it."""
+    # Ctrl-C is the parent's to handle, and its SIGTERM (run.py's handler, inherited) only ends us.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    names = [os.path.join(d, "f%06d" % i) for i in range(n)]
+    try:
+        for _, op in MDTEST_PHASES:
+            start.wait(MDTEST_TIMEOUT)
+            for p in names:
+                op(p)
+            done.wait(MDTEST_TIMEOUT)
+    except BaseException:
+        start.abort()
+        done.abort()
+        raise
+
+
+def mdtest(side):
+    """mdtest -u's three file phases by MDTEST_PROCS processes at once, each in a directory of
+    its own: create (open O_CREAT|O_EXCL + close), stat (page cache dropped first), remove.
+    Each figure is the operations of all processes over the time from when they start the phase
+    together to when the last one ends it."""
+    n, k = side.sizes.mdtest_files, MDTEST_PROCS
+    d = side.workdir("mdtest")
+    dirs = [os.path.join(d, "proc%d" % i) for i in range(k)]
+    mp = multiprocessing.get_context("fork")
+    start, done = mp.Barrier(k + 1), mp.Barrier(k + 1)
+    procs = [mp.Process(target=_mdtest_proc, args=(x, n, start, done)) for x in dirs]
+    out = {}
+    try:
+        for x in dirs:
+            os.mkdir(x)
+        for p in procs:
+            p.start()
+        for key, _ in MDTEST_PHASES:
+            if key != "mdtest_remove":         # nothing dirty before create; stat cold
+                side.drop_caches()
+            start.wait(MDTEST_TIMEOUT)
+            t0 = time.perf_counter()
+            done.wait(MDTEST_TIMEOUT)
+            out[key] = k * n / (time.perf_counter() - t0)
+        for p in procs:
+            p.join(60)
+        check(all(p.exitcode == 0 for p in procs), "an mdtest process failed")
+        check(not any(os.listdir(x) for x in dirs), "files left after the remove phase")
+        return out
+    except threading.BrokenBarrierError:
+        raise RuntimeError("an mdtest process failed (its traceback is above)") from None
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+                p.join()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+# ---- 7. fio ----
 
 def run_fio(args):
     p = subprocess.run(["fio", "--output-format=json"] + args, capture_output=True, text=True)
@@ -333,5 +414,6 @@ WORKLOADS = {
     "checkpoint": checkpoints,
     "model": model,
     "metadata": metadata,
+    "mdtest": mdtest,
     "fio": fio,
 }

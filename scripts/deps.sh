@@ -16,7 +16,9 @@ elif [ "${1:-build}" = package ]; then
 	# packages depend on (systemd.pc for the unit directory).
 	want="$want dpkg-dev debhelper dh-python fakeroot lintian systemd python3-numpy"
 elif [ "${1:-build}" = bench ]; then
-	want="$want fio python3-matplotlib iproute2 util-linux"
+	# bench/run.py's peer side for the metadata workloads: a private MooseFS (bench/moosefs.py)
+	# from Debian's packages, with its own ports and directories (none of the packages' services).
+	want="$want fio python3-matplotlib iproute2 util-linux moosefs-master moosefs-chunkserver moosefs-client"
 fi
 
 missing=""
