@@ -245,10 +245,16 @@ int loom_seek_data(loom_file *f, off_t off, int whence, off_t *out);
  */
 int loom_fallocate(loom_file *f, int mode, off_t off, off_t len);
 
-/* Makes the file's data durable on its OSTs, then reports size and mtime to the MDS.
+/* Makes the file's data durable on its OSTs, then reports size and mtime to the MDS, and returns
+ * once the MDS has committed them and every other change this client made (loom_sync).
  * Errors: a write's that failed behind (-ENOSPC, -EFBIG, -EIO), and -ENOSPC when the MDT had no
  * room for the file's Data-on-MDT bytes (they stay unsaved: the next fsync or close tries again). */
 int loom_fsync(loom_file *f);
+/* Returns once the MDS has committed every namespace change it answered this client (it may
+ * answer a change before its commit, and this client replays it should the MDS crash first):
+ * what fsync of a directory, syncfs and sync need. At once when nothing is uncommitted.
+ * Errors: -EIO (the MDS cannot be reached). */
+int loom_sync(loom_fs *fs);
 /* Errors: -EBADF (not open for writing), -EFBIG. */
 int loom_ftruncate(loom_file *f, off_t size);
 int loom_fstat(loom_file *f, struct stat *st);

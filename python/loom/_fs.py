@@ -323,6 +323,13 @@ class FileSystem:
                     e.filename = os.fsdecode(os.fspath(path))
                     raise
 
+    def sync(self):
+        """Returns once the MDS has committed every change it answered this connection (the MDS
+        answers changes before they are on its disk, and this process would replay them should
+        the MDS crash first): what os.sync() does for a local file system. File.fsync() does it
+        too, after making the file's bytes durable."""
+        self._call(lib.loom_sync(self._handle()))
+
     def rmdir(self, path):
         self._call(lib.loom_rmdir(self._handle(), self.fspath(path)), path)
 

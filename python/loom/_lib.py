@@ -146,6 +146,7 @@ _SIGNATURES = {
     "loom_write": (c_ssize_t, [c_void_p, c_void_p, c_size_t]),
     "loom_lseek": (c_int, [c_void_p, c_int64, c_int, POINTER(c_int64)]),
     "loom_fsync": (c_int, [c_void_p]),
+    "loom_sync": (c_int, [c_void_p]),
     "loom_ftruncate": (c_int, [c_void_p, c_int64]),
     "loom_fstat": (c_int, [c_void_p, POINTER(Stat)]),
     "loom_close": (c_int, [c_void_p]),

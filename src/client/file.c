@@ -460,8 +460,9 @@ static int report(loom_file *f, uint16_t op)
 			blocks += (uint64_t)f->obj_blocks[k];
 		flags |= LW_CL_BLOCKS;
 	}
-	/* A read-only handle's close reports nothing: np.load need not wait for its answer. */
-	if (op == LW_OP_MDS_CLOSE && !file_can_write(f) && !flags && !wb_rc &&
+	/* A close that reports nothing (a read-only handle's, or one that wrote nothing or had it
+	 * reported by its flush) need not be waited for: np.load and a create loop go on at once. */
+	if (op == LW_OP_MDS_CLOSE && !flags && !wb_rc &&
 	    mdc_close_detached(f->fs, &f->cred, f->ino, f->handle) == 0)
 		return 0;
 	rc = mdc_close(f->fs, &f->cred, op, f->ino, f->handle, flags, size, epoch, mtime, blocks, &dom, &attr);
@@ -517,7 +518,7 @@ int loom_fsync(loom_file *f)
 	if (sync_rc)
 		return sync_rc; /* nothing is reported that may not be on disk */
 	rc = report(f, LW_OP_MDS_SIZE_UPDATE);
-	return rc;
+	return rc ? rc : loom_sync(f->fs);
 }
 
 int loom_flush(loom_file *f)

@@ -187,6 +187,12 @@ static int mds_hello(struct rpc_hs *hs, void *arg)
 		fs->fsname[sizeof(fs->fsname) - 1] = '\0';
 	}
 	if (fs->mds_boot && fs->mds_boot != rep.session_id) {
+		/* The MDS holds replays, and the opens after them, until every client that may
+		 * have some sent them: up to twice its recovery window, which is ours too. */
+		rpc_hs_set_timeout(hs, (int)MIN(2 * fs->recovery_ms + 30000u, (uint32_t)INT32_MAX));
+		rc = kept_changes_replay(fs, hs);
+		if (rc)
+			return rc;
 		fs_cred(fs, &cr);
 		pthread_mutex_lock(&fs->open_lock);
 		for (loom_file *f = fs->open_list; f && rc == 0; f = f->next_open) {
@@ -396,7 +402,8 @@ static int mds_open(loom_fs *fs, struct rpc_conn_opts *o, struct rpc_conn **out,
 
 int loom_connect_with(const char *mds_addr, const struct loom_connect_opts *opts, loom_fs **out)
 {
-	struct rpc_conn_opts o = { .name = "MDS", .hello = mds_hello };
+	struct rpc_conn_opts o = { .name = "MDS", .hello = mds_hello,
+				   .on_reply = kept_changes_on_reply };
 	const char *key_file = loom_key_file_choose(opts ? opts->key_file : NULL);
 	const char *fsname = opts ? opts->fsname : NULL;
 	char list[512], src_fsname[LOOM_FSNAME_MAX + 1];
@@ -437,6 +444,7 @@ int loom_connect_with(const char *mds_addr, const struct loom_connect_opts *opts
 	pthread_mutex_init(&fs->shared_lock, NULL);
 	u64map_init(&fs->shared);
 	held_locks_init(fs);
+	kept_changes_init(fs);
 	u64map_init(&fs->files);
 	u64map_init(&fs->bare);
 	cred_of_process(&fs->cred);
@@ -502,6 +510,8 @@ void loom_disconnect(loom_fs *fs)
 {
 	if (!fs)
 		return;
+	if (fs->mds)
+		kept_changes_goodbye(fs);
 	/* First every connection's thread stops (calls still in flight fail), while all of them
 	 * are still valid memory: an OST connection's thread may be asking the MDS where its OSS
 	 * went, and fs_mds_conn must not open a new connection meanwhile. */
@@ -547,6 +557,7 @@ void loom_disconnect(loom_fs *fs)
 	u64map_destroy(&fs->bare);
 	ino_shared_destroy(fs);
 	held_locks_destroy(fs);
+	kept_changes_destroy(fs);
 	pthread_mutex_destroy(&fs->shared_lock);
 	pthread_mutex_destroy(&fs->bare_lock);
 	pthread_mutex_destroy(&fs->cred_lock);
@@ -572,7 +583,8 @@ static void bury(loom_fs *fs, struct rpc_conn *c)
 
 int fs_mds_conn(loom_fs *fs, struct rpc_conn **out)
 {
-	struct rpc_conn_opts o = { .name = "MDS", .hello = mds_hello, .arg = fs };
+	struct rpc_conn_opts o = { .name = "MDS", .hello = mds_hello,
+				   .on_reply = kept_changes_on_reply, .arg = fs };
 	struct rpc_conn *c, *old = NULL;
 	int rc = 0;
 

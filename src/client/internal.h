@@ -95,6 +95,13 @@ struct loom_fs {
 	 * restart. Taken on the MDS connection's I/O thread, never around another lock. */
 	pthread_mutex_t held_lock;
 	struct u64map held;            /* ino -> struct lock_range list (sid 0) */
+	/* Changes answered and not committed yet, by transno (replay.c): changed on the MDS
+	 * connection's I/O thread only. */
+	pthread_mutex_t kept_lock;
+	struct kept_change *kept;
+	size_t nkept;
+	uint64_t last_committed;       /* the highest any reply said */
+	bool changed;                  /* a change was answered before its commit: say goodbye */
 };
 
 struct loom_file {
@@ -441,6 +448,17 @@ void files_truncated(loom_fs *fs, const struct lw_attr *attr);
 
 /* locks.c: the locks this client holds, as the MDS granted them, for the replay after an MDS
  * restart. */
+/* replay.c */
+void kept_changes_init(loom_fs *fs);
+void kept_changes_destroy(loom_fs *fs);
+/* The MDS connection's on_reply: keeps what may have to be replayed, drops what is committed. */
+void kept_changes_on_reply(void *arg, struct rpc_call *call);
+bool kept_changes_any(loom_fs *fs);
+/* loom_disconnect: commits what is kept, and tells the MDS this client goes (MDS_SYNC, BYE). */
+void kept_changes_goodbye(loom_fs *fs);
+/* In the hello after an MDS restart: sends what is kept, then that there is no more. */
+int kept_changes_replay(loom_fs *fs, struct rpc_hs *hs);
+
 void held_locks_init(loom_fs *fs);
 void held_locks_destroy(loom_fs *fs);
 /* An MDS_LOCK request on its way, for held_locks_on_reply. */

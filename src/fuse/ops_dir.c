@@ -142,8 +142,9 @@ static void lm_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fus
 	(void)ino;
 	(void)datasync;
 	(void)fi;
-	/* Every namespace change is durable on the MDS before it is acknowledged. */
-	fuse_reply_err(req, 0);
+	/* The MDS may answer a change before it commits it: the directory's entries are durable
+	 * once it committed everything this mount was answered. */
+	lm_reply_err(req, loom_sync(lm_of(req)->fs));
 }
 
 void lm_dir_ops(struct fuse_lowlevel_ops *ops)

@@ -65,6 +65,8 @@ ENOENT_IS_ENOENT(pool)
 ENOENT_IS_ENOENT(nodemap)
 ENOENT_IS_ENOENT(swap)
 ENOENT_IS_ENOENT(walk)
+ENOENT_IS_ENOENT(replay)
+ENOENT_IS_ENOENT(sync)
 ENOENT_OF_INO(name, name.f.parent)
 ENOENT_OF_INO(ino, ino.ino)
 ENOENT_OF_INO(setattr, setattr.ino)
@@ -279,8 +281,12 @@ void mds_run_as(struct mds *m, struct mdt_txn *txn, bool write, struct srv_req *
 {
 	struct mdt_txn *child = txn;
 	struct mds_session *sess = cache_session(m, req, write);
+	/* A replay's answer is kept under its client, whatever connection it came on. */
+	const uint64_t *cache_uuid = replay ? replay->uuid : sess ? sess->uuid : NULL;
 	bool handle_op = lw_op_info(req->hdr.opcode) &&
 			 lw_op_info(req->hdr.opcode)->resend == LW_RESEND_HANDLE;
+	uint32_t flags = lw_op_flags(req->hdr.opcode);
+	bool recorded = false;
 	struct lw_mds_req q;
 	struct mds_op o = { .m = m, .req = req, .q = &q, .bs = bs, .r = r, .now = clock_real(),
 			    .write = write, .replay = replay };
@@ -291,12 +297,16 @@ void mds_run_as(struct mds *m, struct mdt_txn *txn, bool write, struct srv_req *
 		r->status = rc;
 		return;
 	}
-	if (sess && (req->hdr.flags & LW_F_RESENT)) {
+	/* A replayed create makes no handle: its client opens its open files again after its
+	 * replays, as after any restart (client/fs.c). */
+	if (replay && q.op == LW_OP_MDS_CREATE)
+		q.u.create.f.flags &= ~LW_CR_OPEN;
+	if (cache_uuid && (req->hdr.flags & LW_F_RESENT)) {
 		void *body = NULL;
 		uint32_t len = 0;
 		int status;
 
-		if (mdt_reply_get(txn, sess->uuid, req->hdr.req_id, req->hdr.opcode, &status, &body,
+		if (mdt_reply_get(txn, cache_uuid, req->hdr.req_id, req->hdr.opcode, &status, &body,
 				  &len) == 0) {
 			log_debug("%s %llu from %s resent: answered from the reply cache",
 				  lw_op_name(req->hdr.opcode), (unsigned long long)req->hdr.req_id,
@@ -305,6 +315,9 @@ void mds_run_as(struct mds *m, struct mdt_txn *txn, bool write, struct srv_req *
 				r->status = status;
 				r->body = body;
 				r->len = len;
+				/* The first run may not be committed yet, and this answer carries no
+				 * transno for the client to keep: it goes once on disk. */
+				r->sync = (flags & LW_OPF_REPLAY) != 0;
 				/* A create that opened: its handle must outlive an MDS restart too. */
 				if (status == 0 && q.op == LW_OP_MDS_CREATE)
 					r->status = mds_create_resent(m, txn, req, &q, body, len);
@@ -324,7 +337,7 @@ void mds_run_as(struct mds *m, struct mdt_txn *txn, bool write, struct srv_req *
 		}
 		/* Its number, which every inode it writes is stamped with; a replay's versions are
 		 * checked there too (replay.c). */
-		r->transno = mds_commit_next(m);
+		r->transno = replay ? replay->transno : mds_commit_next(m);
 		if (replay) {
 			r->vers.expect = replay->vers;
 			r->vers.nexpect = replay->nvers;
@@ -339,20 +352,27 @@ void mds_run_as(struct mds *m, struct mdt_txn *txn, bool write, struct srv_req *
 	/* The answer is kept with the change, in the same transaction: at most once, also across
 	 * a restart of the MDS. A HANDLE op keeps only that it truncated: its handle does not
 	 * outlive this MDS. */
-	if (rc == 0 && sess && !handle_op)
-		rc = mdt_reply_put(child, sess->uuid, req->hdr.req_id, req->hdr.opcode, 0, r->body,
+	if (rc == 0 && cache_uuid && !handle_op)
+		rc = mdt_reply_put(child, cache_uuid, req->hdr.req_id, req->hdr.opcode, 0, r->body,
 				   r->len, clock_real().tv_sec);
-	else if (rc == 0 && sess && r->truncates)
-		rc = mdt_reply_put(child, sess->uuid, req->hdr.req_id, req->hdr.opcode, 0, NULL, 0,
+	else if (rc == 0 && cache_uuid && r->truncates)
+		rc = mdt_reply_put(child, cache_uuid, req->hdr.req_id, req->hdr.opcode, 0, NULL, 0,
 				   clock_real().tv_sec);
 	if (rc == MDS_PARKED) {
 		/* The lock manager holds the request now; it changed nothing durable. */
 		if (write)
 			mdt_txn_commit(child);
-		mds_commit_unused(m, r->transno);
+		if (!replay)
+			mds_commit_unused(m, r->transno);
 		r->transno = 0;
 		r->status = rc;
 		return;
+	}
+	/* A client that is answered a change before its commit must be waited for should the MDS
+	 * restart before it: the MDT lists it (the `clients` table), durably before the answer. */
+	if (rc == 0 && write && sess && !replay && (flags & LW_OPF_REPLAY) && !sess->recorded) {
+		rc = mds_session_record(m, child, sess);
+		recorded = rc == 0;
 	}
 	if (write) {
 		if (rc == 0)
@@ -360,15 +380,27 @@ void mds_run_as(struct mds *m, struct mdt_txn *txn, bool write, struct srv_req *
 		else
 			mdt_txn_abort(child);
 		if (rc) {
-			mds_commit_unused(m, r->transno);
+			if (!replay)
+				mds_commit_unused(m, r->transno);
 			r->transno = 0;
 		} else {
 			mds_commit_applied(m);
 			/* Answered before its commit only if the client keeps it for a replay (ops.def's
 			 * LW_OPF_REPLAY) and a replay can redo it: a truncation cuts objects the client
 			 * may have written again since, so it is committed first. */
-			r->sync = !(lw_op_flags(req->hdr.opcode) & LW_OPF_REPLAY) || r->truncates ||
-				  r->vers.overflow;
+			/* An open (HANDLE) that truncated nothing and wrote no inode changed nothing
+			 * that is kept: its number goes back, and nothing waits for the disk. */
+			bool nothing = handle_op && !r->truncates && r->vers.n == 0 && !replay;
+
+			if (nothing) {
+				mds_commit_unused(m, r->transno);
+				r->transno = 0;
+			}
+			/* A client without an identity is not listed and cannot replay: its changes
+			 * are committed before they are answered too. */
+			r->sync = ((flags & LW_OPF_MDT) && !(flags & LW_OPF_REPLAY) && !nothing) ||
+				  req->hdr.opcode == LW_OP_MDS_LOCK || r->truncates || r->vers.overflow ||
+				  recorded || ((flags & LW_OPF_REPLAY) && !sess && !replay);
 		}
 	}
 	if (rc) {
@@ -391,8 +423,8 @@ static void run_item(struct mds *m, struct mdt_txn *txn, bool write, struct reqq
 {
 	if (it->kind == REQQ_SRV_REQ)
 		mds_run_one(m, txn, write, srv_req_of(it), bs, r);
-	else
-		r->status = run_work(m, txn, mds_work_of(it), bs);
+	else if ((r->status = run_work(m, txn, mds_work_of(it), bs)) == 0 && write)
+		mds_commit_applied(m); /* so that the open transaction is due in its turn */
 }
 
 /* Does the batch change the MDT? Then it runs in one write transaction. */
@@ -430,7 +462,9 @@ static void answer_batch(struct mds *m, struct reqq_item *list, struct reply *re
 		}
 		req = srv_req_of(it);
 		if (r && r->status == MDS_PARKED)
-			; /* answered later by the lock manager */
+			; /* answered later by the lock manager, or the replays (replay.c) */
+		else if (r && r->status == MDS_HELD)
+			mds_replay_hold(m, req);
 		else if (!r)
 			mds_reply(m, req, -ENOMEM, NULL, 0, 0, NULL);
 		else if (i >= durable)
@@ -477,6 +511,10 @@ static void run_batch(struct mds *m, struct reqq_item *list, uint32_t n)
 
 		i = 0;
 		for (struct reqq_item *it = list; it; it = it->next, i++) {
+			if (it->kind == REQQ_SRV_REQ && mds_replay_holds(m, srv_req_of(it))) {
+				replies[i].status = MDS_HELD;
+				continue;
+			}
 			run_item(m, txn, write, it, &bs, &replies[i]);
 			if (!write || replies[i].status != MDT_ETXNFULL || (i == first && !answered))
 				continue;
@@ -496,8 +534,13 @@ static void run_batch(struct mds *m, struct reqq_item *list, uint32_t n)
 		}
 		if (bs.released)
 			m->destroyer.more = true;
-		for (i = 0; i < n && rc == 0; i++)
-			sync |= replies[i].sync || replies[i].status == MDT_ETXNFULL;
+		i = 0;
+		for (struct reqq_item *it = list; it && rc == 0; it = it->next, i++) {
+			bool s = replies[i].sync || replies[i].status == MDT_ETXNFULL;
+			if (s && !sync && it->kind == REQQ_SRV_REQ)
+				log_debug("commit now, for %s", lw_op_name(srv_req_of(it)->hdr.opcode));
+			sync |= s;
+		}
 		if (txn && !write && sync && m->commit.open) {
 			/* An MDS_SYNC among reads: what it asks for was answered in earlier batches. */
 			txn = NULL;
@@ -543,6 +586,7 @@ static void run_batch(struct mds *m, struct reqq_item *list, uint32_t n)
 	free(replies);
 	/* Waiters the batch let in are granted now, so that their replies follow the batch's. */
 	mds_locks_wake(m);
+	mds_replay_drain(m);
 }
 
 void mds_metadata_loop(struct mds *m)
@@ -558,7 +602,8 @@ void mds_metadata_loop(struct mds *m)
 			break;
 		if (list)
 			run_batch(m, list, n);
-		else if (mds_commit_due(m))
+		/* Also after batches of reads, which a busy MDS may see nothing else but. */
+		if (mds_commit_due(m))
 			mds_commit_flush(m, m->commit.changes);
 		if ((m->destroyer.more && !m->destroyer.busy) || (m->truncator.more && !m->truncator.busy))
 			mds_periodic(m);

@@ -54,6 +54,10 @@ int mds_commit_txn(struct mds *m, struct mdt_txn **t)
 
 uint64_t mds_commit_next(struct mds *m)
 {
+	/* While replays may come, the numbers above the disk's are theirs: what runs meanwhile
+	 * (connects, syncs, the OSSs') changes no inode and is committed before it is answered. */
+	if (m->replay.active)
+		return 0;
 	return ++m->commit.transno;
 }
 
@@ -63,6 +67,26 @@ void mds_commit_unused(struct mds *m, uint64_t transno)
 	 * no other change took one meanwhile (one thread), so the next change gets it. */
 	if (transno && transno == m->commit.transno)
 		m->commit.transno--;
+}
+
+int mds_commit_work_begin(struct mds *m, struct mdt_txn **child)
+{
+	struct mdt_txn *t;
+	int rc = mds_commit_txn(m, &t);
+
+	return rc ? rc : mdt_txn_child(t, child);
+}
+
+int mds_commit_work_end(struct mds *m, struct mdt_txn *child, int rc)
+{
+	if (rc) {
+		mdt_txn_abort(child);
+		return rc;
+	}
+	rc = mdt_txn_commit(child);
+	if (rc == 0)
+		mds_commit_applied(m); /* so that it is due in its turn, as a change is */
+	return rc;
 }
 
 void mds_commit_applied(struct mds *m)
@@ -112,6 +136,9 @@ int mds_commit_flush(struct mds *m, uint32_t answered)
 			answered_lost(m, answered, rc);
 		return rc;
 	}
+	/* The destroyer reads the destroy queue as committed: what this commit queued is its now. */
+	if (m->commit.changes)
+		m->destroyer.more = true;
 	m->commit.open = NULL;
 	m->commit.changes = 0;
 	atomic_store(&m->commit.last_committed, upto);

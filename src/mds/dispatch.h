@@ -34,12 +34,35 @@ struct reply {
 /* A replay's first run, as its client kept it (replay.c): the versions it saw, and the inode
  * and objects it made, which the allocators hand out again. */
 struct mds_replayed {
+	uint64_t transno;                  /* its first run's: the inodes it writes get it again */
+	const uint64_t *uuid;              /* its client's: the reply cache's key, whatever the
+					    * connection it came on */
 	const struct lw_obj_version *vers;
 	uint32_t nvers;
 	uint64_t want_ino;
 	const struct loom_ostobj *objs;
 	uint32_t nobjs;
 };
+
+/* What a crash can lose: the changes of the open transaction, at most COMMIT_MAX_CHANGES before
+ * a batch of up to BATCH_MAX (batch.c) makes it due, each making one inode and at most one
+ * object per OST, and each numbered once. A start that may have lost some moves the counters
+ * this far forward, and replays take numbers only from that window (replay_check.c). */
+#define LOST_NUMBERS_MAX 4096u
+
+/* replay_check.c: the window of numbers replays may take back, and what they took. */
+struct mds_replay_bounds;
+/* Moves the MDT's counters (in t) LOST_NUMBERS_MAX forward and keeps where they were. */
+int mds_replay_bounds_new(struct mdt_txn *t, uint64_t last_committed, struct mds_replay_bounds **out);
+void mds_replay_bounds_free(struct mds_replay_bounds *b);
+/* The last transno of the window: new changes are numbered after it. */
+uint64_t mds_replay_bounds_end(const struct mds_replay_bounds *b);
+/* 0 if rd's numbers are in the window, not taken, and its inode does not exist; else an errno
+ * and *why, for the log. */
+int mds_replay_bounds_check(struct mds_replay_bounds *b, struct mdt_txn *t, const struct mds_replayed *rd,
+			    const char **why);
+/* rd ran: its numbers are taken. */
+void mds_replay_bounds_take(struct mds_replay_bounds *b, const struct mds_replayed *rd);
 
 /* What the requests of a batch did that matters after it ran. */
 struct batch_state {
@@ -73,6 +96,9 @@ struct mds_op {
 int mds_op_run(struct mds_op *o);
 
 int mds_reply_alloc(struct reply *r, size_t len);
+/* MDS_WALK in t, or in read transactions of its own when t is NULL (netpath.c). */
+int mds_walk(struct mds *m, struct srv_req *req, const struct lw_mds_req *q, struct mdt_txn *t,
+	     struct reply *r);
 int mds_reply_copy(struct reply *r, const void *p, size_t len);
 /* A fixed struct followed by an optional layout, then tail_len bytes of tail. */
 int mds_reply_with_layout_tail(struct reply *r, const void *fixed, size_t flen,
@@ -122,6 +148,11 @@ uint64_t mds_commit_next(struct mds *m);
 void mds_commit_unused(struct mds *m, uint64_t transno);
 /* A change was applied in the open transaction. */
 void mds_commit_applied(struct mds *m);
+/* The MDS's own work between batches, in a child of the open transaction: committed with it,
+ * when that is due, not at once (what answered changes wait for is not hurried by it). _end
+ * commits the child (or aborts it, when rc is not 0) and returns rc or the child's commit's. */
+int mds_commit_work_begin(struct mds *m, struct mdt_txn **child);
+int mds_commit_work_end(struct mds *m, struct mdt_txn *child, int rc);
 /* Commits the open transaction (0 with none). On failure, with `answered` changes of it already
  * answered, the MDS stops (they cannot be taken back); else the errno, and its changes are gone. */
 int mds_commit_flush(struct mds *m, uint32_t answered);

@@ -129,8 +129,13 @@ int mds_op_ping(struct mds_op *o)
 /* MDS_SYNC: the batch commits before it is answered (batch.c). */
 int mds_op_sync(struct mds_op *o)
 {
+	struct mds_session *s;
+
 	o->r->sync = true;
-	return 0;
+	if (!(o->q->u.sync.flags & LW_SYNC_BYE))
+		return 0;
+	s = mds_session_of(o->m, o->req->conn_id);
+	return s ? mds_session_bye(o->m, o->t, s) : 0;
 }
 
 /* AUTH_*: the frame layer answers them (net/server_accept.c); the decoder turns them away

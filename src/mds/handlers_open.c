@@ -320,9 +320,8 @@ int mds_op_swap_layouts(struct mds_op *o)
 	return rc;
 }
 
-/* MDS_WALK is answered on the network thread, always (netpath.c). */
+/* MDS_WALK comes here while changes answered are not committed yet (netpath.c). */
 int mds_op_walk(struct mds_op *o)
 {
-	(void)o;
-	return -EPROTO;
+	return mds_walk(o->m, o->req, o->q, o->t, o->r);
 }

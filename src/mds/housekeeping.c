@@ -87,7 +87,7 @@ static void housekeeping(struct mds *m, uint64_t now)
 		mds_sessions_each(m, away_scan, &a);
 	if (!a.any && now - last_sweep < 10ull * 1000000000ull)
 		return;
-	if (mds_commit_before_write(m) != 0 || mdt_txn_begin(m->store, true, &t) != 0)
+	if (mds_commit_work_begin(m, &t) != 0)
 		return;
 	rc = a.any ? mds_sessions_expire(m, t, now, &released) : 0;
 	if (rc == 0 && now - last_sweep >= 10ull * 1000000000ull) {
@@ -98,10 +98,7 @@ static void housekeeping(struct mds *m, uint64_t now)
 		rc = mdt_reply_sweep(t, clock_real().tv_sec - keep, 20000, &swept);
 		last_sweep = now;
 	}
-	if (rc == 0)
-		rc = mdt_txn_commit(t);
-	else
-		mdt_txn_abort(t);
+	rc = mds_commit_work_end(m, t, rc);
 	if (rc)
 		log_err("housekeeping: %s", strerror(-rc));
 	if (released)
@@ -138,13 +135,18 @@ void mds_periodic(struct mds *m)
 	mdt_reserve_hold(m->store); /* the disk may fill without the MDT writing */
 	if (now > dead && mdt_ost_expire(m->store, now - dead))
 		log_info("OST table changed: an OST went silent or came back");
-	if (!m->orphans_released && now - m->started_ns >= (uint64_t)m->recovery_s * 1000000000ull)
+	/* Not while replays are awaited: a replayed unlink's client may still open its file. */
+	if (!m->orphans_released && !m->replay.active &&
+	    now - m->started_ns >= (uint64_t)m->recovery_s * 1000000000ull)
 		release_orphans(m);
 	if (m->lock_recovery.active && now - m->started_ns >= (uint64_t)m->recovery_s * 1000000000ull)
 		lock_recovery_expire(m, now);
+	mds_replay_expire(m, now);
+	mds_replay_drain(m);
 	housekeeping(m, now);
 	mds_locks_wake(m); /* after sessions that ended, or recovery that did */
-	mds_releases_settled(m);
+	if (!m->commit.open)
+		mds_releases_settled(m); /* else at the commit of the releases (commit.c) */
 	mds_trunc_expire(m, now);
 	if (mdt_txn_begin(m->store, false, &t) == 0) {
 		mds_destroyer_kick(m, t);

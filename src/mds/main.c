@@ -65,9 +65,8 @@ static void usage(FILE *f)
 		"                        system under the MDT, at least 4M, at most 256M)\n"
 		"  --map-size SIZE       the most the MDT may hold: LMDB's map (default 64G)\n"
 		"  --commit-ms MS        answer changes once applied and commit them behind, within MS\n"
-		"                        milliseconds (experimental: nothing replays what a crash\n"
-		"                        lost yet); 0 commits\n"
-		"                        each batch before answering (default %u)\n"
+		"                        milliseconds (clients replay what a crash lost); 0 commits\n"
+		"                        each batch before answering (default %u, at most 60000)\n"
 		"  --handshake-timeout SEC  a connection that has not proved it holds the key this\n"
 		"                        long after connecting is closed (default 5)\n"
 		"  --frame-timeout SEC  a connection whose frame stops coming this long is closed\n"
@@ -214,8 +213,8 @@ int main(int argc, char **argv)
 			char *end;
 			long v = strtol(optarg, &end, 10);
 
-			if (*optarg < '0' || *optarg > '9' || *end || v < 0 || v > 10000) {
-				fprintf(stderr, "loom-mds: --commit-ms takes 0..10000 milliseconds\n");
+			if (*optarg < '0' || *optarg > '9' || *end || v < 0 || v > 60000) {
+				fprintf(stderr, "loom-mds: --commit-ms takes 0..60000 milliseconds\n");
 				return 2;
 			}
 			m.commit.interval_ms = (uint32_t)v;
@@ -320,7 +319,7 @@ int main(int argc, char **argv)
 	u64map_init(&m.ost_conns);
 	u64map_init(&m.locks);
 	u64map_init(&m.lock_wakes);
-	if (start_lock_recovery(&m) != 0 || mds_nodemap_load(&m) != 0)
+	if (start_lock_recovery(&m) != 0 || mds_nodemap_load(&m) != 0 || mds_replay_begin(&m) != 0)
 		return 1;
 
 	so.name = "mds";
@@ -368,6 +367,7 @@ int main(int argc, char **argv)
 	log_info("shutting down");
 	reqq_close(&m.queue);
 	pthread_join(m.md_thread, NULL);
+	mds_replay_stop(&m);
 	mds_destroyer_stop(&m);
 	mds_truncator_stop(&m);
 	srv_destroy(m.srv);

@@ -117,6 +117,8 @@ struct mds_session {
 	 * LW_LK_REPLAY_DONE in this run. */
 	bool recorded;
 	bool replayed;
+	/* Its client said it goes (MDS_SYNC's BYE): the session ends with its connection. */
+	bool leaving;
 	/* Whose it is: the node whose key made it (owner), or the file system key's (owner ""),
 	 * set at its first MDS_CONNECT. Another node cannot take it over by naming its uuid. */
 	bool owner_set;
@@ -203,7 +205,19 @@ struct mds {
 	} commit;
 	/* Replays after a start (replay.c). */
 	struct mds_replay {
-		bool active;                     /* replies say LW_RPF_RECOVERING */
+		bool active;           /* clients' requests wait; replies say LW_RPF_RECOVERING */
+		bool more;             /* something to look at (mds_replay_drain) */
+		uint64_t applied;      /* the highest transno on disk or replayed */
+		struct mds_replay_wait *pending; /* MDS_REPLAYs waiting, by transno */
+		_Atomic bool recovering; /* active, for the network thread: it answers nothing */
+		struct mds_replay_client *clients; /* those the MDT listed at the start */
+		uint32_t nclients;
+		struct mds_replay_bounds *bounds;  /* the numbers replays may take back */
+		/* The transnos a crash before this start can have lost (empty when lo > hi), kept for
+		 * the whole run: a replay of one that comes after the recovery is refused. */
+		uint64_t lost_lo, lost_hi;
+		struct reqq_item *held, **held_tail; /* requests that came meanwhile */
+		uint32_t replayed, refused;
 	} replay;
 };
 
@@ -212,8 +226,22 @@ struct mds {
 void mds_reply(struct mds *m, struct srv_req *req, int status, const void *body, uint32_t len,
 	       uint64_t transno, const struct mdt_vers *vers);
 
+/* replay.c */
+int mds_replay_begin(struct mds *m);
+/* Frees what recovery keeps (its requests are the caller's). */
+void mds_replay_free(struct mds *m);
+/* At exit, once the metadata thread stopped: drops the requests recovery holds, and frees. */
+void mds_replay_stop(struct mds *m);
+/* Whether req waits for the end of recovery; mds_replay_hold keeps it (from answer_batch). */
+bool mds_replay_holds(struct mds *m, const struct srv_req *req);
+void mds_replay_hold(struct mds *m, struct srv_req *req);
+/* Applies the replays that may go now (after each batch, and from the periodic work). */
+void mds_replay_drain(struct mds *m);
+void mds_replay_expire(struct mds *m, uint64_t now_ns);
+#define MDS_HELD 3 /* not an errno: a request that waits for the end of recovery */
+
 /* --commit-ms's default: how long an answered change may wait for its commit. */
-#define MDS_COMMIT_MS_DEFAULT 0u
+#define MDS_COMMIT_MS_DEFAULT 5u
 
 /* space.c: a full MDT (the store's reserve, src/mdt/space.c). */
 struct mds_reserve {
@@ -274,6 +302,10 @@ bool mds_session_needs_record(struct mds *m, uint64_t conn_id);
 /* Metadata thread: writes s's client into `clients` in t, unless it is there already or
  * anonymous. The client is then waited for by a start after a crash, to replay its locks. */
 int mds_session_record(struct mds *m, struct mdt_txn *t, struct mds_session *s);
+/* MDS_SYNC's BYE: the client goes; it is no longer listed (in t) unless it holds locks. */
+int mds_session_bye(struct mds *m, struct mdt_txn *t, struct mds_session *s);
+/* Whether the client with this uuid has a session on a live connection now. */
+bool mds_session_connected(struct mds *m, const uint64_t uuid[2]);
 /* A connection went away: its session waits for its client (an anonymous one ends now). */
 int mds_session_disconnect(struct mds *m, struct mdt_txn *t, uint64_t conn_id, bool *released);
 /* Ends the sessions whose client has been away longer than the recovery window. */

@@ -101,26 +101,29 @@ static bool net_open(struct mds *m, struct srv_req *req)
 	return true;
 }
 
-/* The open of MDS_WALK's LW_WALK_OPEN, as run_open_here's: the handle first, then a read
- * transaction of its own. Fills r with MDS_OPEN's reply, or returns an error (the client then
- * opens by itself, and gets the error the metadata thread gives). */
+/* The open of MDS_WALK's LW_WALK_OPEN, as net_open's: the handle first, then a read transaction
+ * of its own (or t, the metadata thread's, which sees the handle made). Fills r with MDS_OPEN's
+ * reply, or returns an error (the client then opens by itself, and gets the error the metadata
+ * thread gives). */
 static int walk_open(struct mds *m, struct srv_req *req, const struct lw_mds_req *wq, uint64_t ino,
-		     struct reply *r)
+		     struct mdt_txn *given, struct reply *r)
 {
 	struct lw_mds_req q = { .op = LW_OP_MDS_OPEN, .cred = wq->cred };
-	struct mdt_txn *t;
+	struct mdt_txn *t = given;
 	uint64_t sid, handle;
-	int rc;
+	int rc = 0;
 
 	q.u.open.ino = ino;
 	q.u.open.open_flags = wq->u.walk.f.open_flags;
 	sid = mds_session_sid(m, req->conn_id);
 	if (!sid || open_handle(m, req, ino, sid, &handle) != 0)
 		return -EAGAIN;
-	rc = mdt_txn_begin(m->store, false, &t);
+	if (!given)
+		rc = mdt_txn_begin(m->store, false, &t);
 	if (rc == 0) {
 		rc = mds_open_with_handle(m, t, &q, clock_real(), handle, false, r);
-		mdt_txn_abort(t);
+		if (!given)
+			mdt_txn_abort(t);
 	}
 	if (rc) {
 		drop_handle_later(m, handle, ino, sid);
@@ -143,53 +146,63 @@ static void drop_first_run_elsewhere(struct mds *m, const struct srv_req *req, u
 		drop_handle_later(m, handle, other, sid);
 }
 
-/* NET walk: MDS_WALK, a read, and with LW_WALK_OPEN an open for reading. */
-static bool net_walk(struct mds *m, struct srv_req *req)
+/*
+ * MDS_WALK, a read, and with LW_WALK_OPEN an open for reading, in t (the metadata thread's, which
+ * holds changes answered and not committed yet) or, when t is NULL, in read transactions of its
+ * own (the network thread's). Fills r.
+ */
+int mds_walk(struct mds *m, struct srv_req *req, const struct lw_mds_req *q, struct mdt_txn *t,
+	     struct reply *r)
 {
 	struct lw_walk_rep wr = { 0 };
 	struct reply opened = { 0 };
-	struct lw_mds_req q;
-	struct mdt_txn *t;
+	struct mdt_txn *own = NULL;
 	const char *rest;
-	uint8_t *body;
+	int rc = 0;
+
+	if (!t) {
+		rc = mdt_txn_begin(m->store, false, &own);
+		if (rc)
+			return rc;
+	}
+	rc = mdt_walk(t ? t : own, &q->cred, q->u.walk.path, q->u.walk.f.pathlen,
+		      q->u.walk.f.flags & LW_WALK_PARENT, &wr.attr, &wr.consumed);
+	if (own)
+		mdt_txn_abort(own);
+	if (rc)
+		return rc;
+	rest = q->u.walk.path + wr.consumed;
+	while (rest < q->u.walk.path + q->u.walk.f.pathlen && *rest == '/')
+		rest++;
+	if ((q->u.walk.f.flags & LW_WALK_OPEN) && rest == q->u.walk.path + q->u.walk.f.pathlen &&
+	    (q->u.walk.f.open_flags & O_ACCMODE) == O_RDONLY && !(q->u.walk.f.open_flags & O_TRUNC) &&
+	    (S_ISREG(wr.attr.mode) || S_ISDIR(wr.attr.mode)) &&
+	    walk_open(m, req, q, wr.attr.ino, t, &opened) == 0)
+		wr.flags |= LW_WALKR_OPENED;
+	if (req->hdr.flags & LW_F_RESENT)
+		drop_first_run_elsewhere(m, req, (wr.flags & LW_WALKR_OPENED) ? wr.attr.ino : 0);
+	rc = mds_reply_alloc(r, sizeof(wr) + opened.len);
+	if (rc == 0) {
+		memcpy(r->body, &wr, sizeof(wr));
+		if (opened.len)
+			memcpy((uint8_t *)r->body + sizeof(wr), opened.body, opened.len);
+	}
+	free(opened.body);
+	return rc;
+}
+
+/* NET walk: MDS_WALK on the network thread. */
+static bool net_walk(struct mds *m, struct srv_req *req)
+{
+	struct reply r = { 0 };
+	struct lw_mds_req q;
 	int rc;
 
 	rc = mds_decode_req(m, req, &q);
 	if (rc == 0)
-		rc = mdt_txn_begin(m->store, false, &t);
-	if (rc) {
-		mds_reply(m, req, rc, NULL, 0, 0, NULL);
-		return true;
-	}
-	rc = mdt_walk(t, &q.cred, q.u.walk.path, q.u.walk.f.pathlen, q.u.walk.f.flags & LW_WALK_PARENT,
-		      &wr.attr, &wr.consumed);
-	mdt_txn_abort(t);
-	if (rc) {
-		mds_reply(m, req, rc, NULL, 0, 0, NULL);
-		return true;
-	}
-	rest = q.u.walk.path + wr.consumed;
-	while (rest < q.u.walk.path + q.u.walk.f.pathlen && *rest == '/')
-		rest++;
-	if ((q.u.walk.f.flags & LW_WALK_OPEN) && rest == q.u.walk.path + q.u.walk.f.pathlen &&
-	    (q.u.walk.f.open_flags & O_ACCMODE) == O_RDONLY && !(q.u.walk.f.open_flags & O_TRUNC) &&
-	    (S_ISREG(wr.attr.mode) || S_ISDIR(wr.attr.mode)) &&
-	    walk_open(m, req, &q, wr.attr.ino, &opened) == 0)
-		wr.flags |= LW_WALKR_OPENED;
-	if (req->hdr.flags & LW_F_RESENT)
-		drop_first_run_elsewhere(m, req, (wr.flags & LW_WALKR_OPENED) ? wr.attr.ino : 0);
-	body = malloc(sizeof(wr) + opened.len);
-	if (!body) {
-		free(opened.body);
-		mds_reply(m, req, -ENOMEM, NULL, 0, 0, NULL);
-		return true;
-	}
-	memcpy(body, &wr, sizeof(wr));
-	if (opened.len)
-		memcpy(body + sizeof(wr), opened.body, opened.len);
-	mds_reply(m, req, 0, body, (uint32_t)(sizeof(wr) + opened.len), 0, NULL);
-	free(opened.body);
-	free(body);
+		rc = mds_walk(m, req, &q, NULL, &r);
+	mds_reply(m, req, rc, r.body, r.len, 0, NULL);
+	free(r.body);
 	return true;
 }
 
@@ -210,8 +223,9 @@ static bool net_none(struct mds *m, struct srv_req *req)
 /* Answers req here if its row's NET path takes it; false: the metadata thread's. */
 static bool answer_here(struct mds *m, struct srv_req *req)
 {
-	/* Changes answered but not committed are in the metadata thread's transaction only. */
-	if (atomic_load(&m->commit.pending))
+	/* Changes answered but not committed are in the metadata thread's transaction only, and
+	 * while replays are awaited the namespace on disk is not yet what clients were told. */
+	if (atomic_load(&m->commit.pending) || atomic_load(&m->replay.recovering))
 		return false;
 	switch (req->hdr.opcode) {
 #define LW_OP(name, value, server, resend, flags, rq, rep, handler, net) NET_##server(name, net)

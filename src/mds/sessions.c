@@ -148,6 +148,19 @@ int mds_session_record(struct mds *m, struct mdt_txn *t, struct mds_session *s)
 	return rc;
 }
 
+int mds_session_bye(struct mds *m, struct mdt_txn *t, struct mds_session *s)
+{
+	int rc;
+
+	s->leaving = true;
+	if (!s->recorded || mds_locks_awaiting(m, s->uuid) || mds_locks_held_by(m, s->sid))
+		return 0;
+	rc = mdt_client_del(t, s->uuid);
+	if (rc == 0)
+		s->recorded = false;
+	return rc;
+}
+
 struct uuid_find {
 	const uint64_t *uuid;
 	struct mds_session *found;
@@ -203,6 +216,16 @@ static struct mds_session *session_connect(struct mds *m, uint64_t conn_id, cons
 	return f.found;
 }
 
+bool mds_session_connected(struct mds *m, const uint64_t uuid[2])
+{
+	struct uuid_find f = { .uuid = uuid };
+
+	pthread_mutex_lock(&m->sess_lock);
+	u64map_each(&m->sessions, find_uuid, &f);
+	pthread_mutex_unlock(&m->sess_lock);
+	return f.found && f.found->conn_id;
+}
+
 int mds_session_may_take(struct mds *m, const uint64_t uuid[2], const char *node)
 {
 	struct uuid_find f = { .uuid = uuid };
@@ -255,6 +278,12 @@ static bool mark_releasing(struct mds *m, uint64_t ino)
 bool mds_ino_release_if_closed(struct mds *m, uint64_t ino)
 {
 	bool release;
+
+	/* A replayed unlink: its client may still hold the file open and open it again once its
+	 * replays are done. It stays an orphan, released after the recovery window if nobody did
+	 * (housekeeping.c). */
+	if (m->replay.active)
+		return false;
 
 	pthread_mutex_lock(&m->sess_lock);
 	release = u64map_get(&m->open_counts, ino) == NULL && u64map_get(&m->held, ino) == NULL &&
@@ -591,8 +620,9 @@ static int session_disconnect(struct mds *m, struct mdt_txn *t, uint64_t conn_id
 	if (s->conn_id != conn_id)
 		return 0; /* it moved to a newer connection already */
 	s->conn_id = 0;
-	/* An anonymous session has no client that could come back for it. */
-	if (!s->uuid[0] && !s->uuid[1])
+	/* An anonymous session has no client that could come back for it, nor has one that said
+	 * it goes. */
+	if ((!s->uuid[0] && !s->uuid[1]) || s->leaving)
 		return session_end(m, t, s, released);
 	s->away_since_ns = clock_mono_ns();
 	/* A client that goes away holding no lock has nothing to replay should the MDS restart

@@ -403,6 +403,9 @@ bool mdt_ost_known(const struct mdt_store *s, uint32_t idx);
  * non-zero return stops the walk and is returned). */
 int mdt_ost_rec_get(struct mdt_txn *t, uint32_t idx, struct mdt_ost_rec *rec);
 int mdt_ost_rec_put(struct mdt_txn *t, const struct mdt_ost_rec *rec);
+/* Every OST's next_objid n forward (mdt_numbers_skip). */
+int mdt_objids_skip(struct mdt_txn *t, uint64_t n,
+		    void (*old_objid)(void *arg, uint32_t ost, uint64_t next_objid), void *arg);
 int mdt_ost_rec_each(struct mdt_txn *t, int (*fn)(const struct mdt_ost_rec *rec, void *arg), void *arg);
 /* The in-memory table's entry of idx, or NULL. */
 struct mdt_ost *mdt_ost_entry(struct mdt_store *s, uint32_t idx);

@@ -106,6 +106,48 @@ int mdt_ost_rec_each(struct mdt_txn *t, int (*fn)(const struct mdt_ost_rec *rec,
 	return mrc == MDB_NOTFOUND ? 0 : mdt_errno(mrc);
 }
 
+struct idx_list {
+	uint32_t *idx;
+	uint32_t n, cap;
+};
+
+static int note_idx(const struct mdt_ost_rec *rec, void *arg)
+{
+	struct idx_list *l = arg;
+
+	if (l->n == l->cap) {
+		uint32_t cap = l->cap ? l->cap * 2 : 64;
+		uint32_t *p = realloc(l->idx, cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		l->idx = p;
+		l->cap = cap;
+	}
+	l->idx[l->n++] = rec->idx;
+	return 0;
+}
+
+int mdt_objids_skip(struct mdt_txn *t, uint64_t n,
+		    void (*old_objid)(void *arg, uint32_t ost, uint64_t next_objid), void *arg)
+{
+	struct idx_list l = { 0 };
+	struct mdt_ost_rec rec;
+	int rc;
+
+	/* The indexes first: records are not written under the walk's cursor. */
+	rc = mdt_ost_rec_each(t, note_idx, &l);
+	for (uint32_t i = 0; rc == 0 && i < l.n; i++) {
+		rc = mdt_ost_rec_get(t, l.idx[i], &rec);
+		if (rc == 0) {
+			old_objid(arg, rec.idx, rec.next_objid);
+			rec.next_objid += n;
+			rc = mdt_ost_rec_put(t, &rec);
+		}
+	}
+	free(l.idx);
+	return rc;
+}
+
 /* ---- the in-memory table ---- */
 
 struct table_build {

@@ -254,6 +254,20 @@ int mdt_ino_reserve(struct mdt_txn *t, uint64_t ino)
 	return meta_put(t, META_NEXT_INO, &next, sizeof(next));
 }
 
+int mdt_numbers_skip(struct mdt_txn *t, uint64_t n, uint64_t *old_next_ino,
+		     void (*old_objid)(void *arg, uint32_t ost, uint64_t next_objid), void *arg)
+{
+	uint64_t next;
+	int rc = meta_get(t, META_NEXT_INO, &next, sizeof(next));
+
+	if (rc == 0) {
+		*old_next_ino = next;
+		next += n;
+		rc = meta_put(t, META_NEXT_INO, &next, sizeof(next));
+	}
+	return rc ? rc : mdt_objids_skip(t, n, old_objid, arg);
+}
+
 int mdt_ino_alloc(struct mdt_txn *t, uint64_t *ino)
 {
 	uint64_t next;

@@ -61,6 +61,12 @@ int mdt_last_transno_get(struct mdt_txn *t, uint64_t *transno);
 int mdt_last_transno_put(struct mdt_txn *t, uint64_t transno);
 /* An inode's version (0: there is none). */
 int mdt_inode_version(struct mdt_txn *t, uint64_t ino, uint64_t *version);
+/* Moves the inode counter and every OST's object counter n forward: after a crash that may have
+ * lost changes answered with numbers above them, none of those numbers is handed out again
+ * (a client that missed the replays may still hold them). What they were goes to *old_next_ino
+ * and, per OST, to old_objid (the range replays may take numbers from). */
+int mdt_numbers_skip(struct mdt_txn *t, uint64_t n, uint64_t *old_next_ino,
+		     void (*old_objid)(void *arg, uint32_t ost, uint64_t next_objid), void *arg);
 /* Inode numbers from now on are above ino (a replay re-creating an inode its first run made). */
 int mdt_ino_reserve(struct mdt_txn *t, uint64_t ino);
 

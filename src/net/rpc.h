@@ -126,6 +126,13 @@ struct rpc_hs;
  * length). Returns the server's status, or -EIO/-ETIMEDOUT/-EPROTO for a transport failure. */
 int rpc_hs_call(struct rpc_hs *hs, uint16_t opcode, const void *body, uint32_t len, void *reply,
 		uint32_t cap, uint32_t *rlen);
+/* As rpc_hs_call, but 0 once an answer came, the server's status in *status: a transport failure
+ * and the server's answer cannot be taken for each other. */
+int rpc_hs_call_status(struct rpc_hs *hs, uint16_t opcode, const void *body, uint32_t len, void *reply,
+		       uint32_t cap, uint32_t *rlen, int *status);
+/* From now on the handshake's calls wait up to ms for their replies (an MDS holds replays, and
+ * the opens after them, until every client replayed: up to its recovery window). */
+void rpc_hs_set_timeout(struct rpc_hs *hs, int ms);
 /* The prefix of the handshake's last reply from the MDS (zeros before any). */
 void rpc_hs_prefix(const struct rpc_hs *hs, struct lw_mds_rep_prefix *out);
 

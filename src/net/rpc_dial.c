@@ -105,8 +105,10 @@ static int hs_version_refused(struct rpc_hs *hs, const struct lw_hdr *h)
 
 /* One request and its reply on the handshake's socket, sealed once the connection authenticated.
  * flags go on the request; *rflags (if not NULL) gets the reply's. */
+/* A round trip: 0 with the server's answer in *status (when status is not NULL), or a transport
+ * failure; without status, the server's answer is the return value. */
 static int hs_call(struct rpc_hs *hs, uint16_t opcode, uint32_t flags, const void *body,
-		   uint32_t len, void *reply, uint32_t cap, uint32_t *rlen, uint32_t *rflags)
+		   uint32_t len, void *reply, uint32_t cap, uint32_t *rlen, uint32_t *rflags, int *status)
 {
 	struct lw_hdr h;
 	uint8_t *rbody = NULL, *sbody = NULL, tag[LW_TAG_LEN];
@@ -181,12 +183,20 @@ static int hs_call(struct rpc_hs *hs, uint16_t opcode, uint32_t flags, const voi
 			*rlen = h.body_len;
 		if (rflags)
 			*rflags = h.flags;
-		rc = lw_errno_from_wire(h.status);
+		if (status)
+			*status = lw_errno_from_wire(h.status);
+		else
+			rc = lw_errno_from_wire(h.status);
 	}
 out:
 	free(rbody);
 	free(sbody);
 	return rc;
+}
+
+void rpc_hs_set_timeout(struct rpc_hs *hs, int ms)
+{
+	hs->timeout_ms = ms;
 }
 
 void rpc_hs_prefix(const struct rpc_hs *hs, struct lw_mds_rep_prefix *out)
@@ -197,7 +207,13 @@ void rpc_hs_prefix(const struct rpc_hs *hs, struct lw_mds_rep_prefix *out)
 int rpc_hs_call(struct rpc_hs *hs, uint16_t opcode, const void *body, uint32_t len, void *reply,
 		uint32_t cap, uint32_t *rlen)
 {
-	return hs_call(hs, opcode, 0, body, len, reply, cap, rlen, NULL);
+	return hs_call(hs, opcode, 0, body, len, reply, cap, rlen, NULL, NULL);
+}
+
+int rpc_hs_call_status(struct rpc_hs *hs, uint16_t opcode, const void *body, uint32_t len, void *reply,
+		       uint32_t cap, uint32_t *rlen, int *status)
+{
+	return hs_call(hs, opcode, 0, body, len, reply, cap, rlen, NULL, status);
 }
 
 /* The session keys, and the seals of the connection's frames from now on. */
@@ -234,7 +250,7 @@ static int authenticate(struct rpc_hs *hs)
 	bool encrypt;
 	int rc;
 
-	rc = hs_call(hs, LW_OP_AUTH_CHALLENGE, 0, NULL, 0, &ch, sizeof(ch), &len, &rflags);
+	rc = hs_call(hs, LW_OP_AUTH_CHALLENGE, 0, NULL, 0, &ch, sizeof(ch), &len, &rflags, NULL);
 	if (rc == -EOPNOTSUPP) {
 		log_err("%s does not authenticate clients, but this client has a key: refusing it", c->peer);
 		return -EACCES;
@@ -258,7 +274,7 @@ static int authenticate(struct rpc_hs *hs)
 		body.node.generation = c->key_id.generation;
 	}
 	rc = hs_call(hs, LW_OP_AUTH_PROVE, encrypt ? LW_F_ENCRYPT : 0, &body,
-		     c->key_id.node[0] ? sizeof(body) : sizeof(*pr), &proof, sizeof(proof), &len, &rflags);
+		     c->key_id.node[0] ? sizeof(body) : sizeof(*pr), &proof, sizeof(proof), &len, &rflags, NULL);
 	if (rc == -EACCES) {
 		if (c->key_id.node[0])
 			log_err("%s refused the key of node %s (generation %u): the node is not in the "

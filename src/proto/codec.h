@@ -30,6 +30,7 @@ enum lw_op_resend { LW_RESEND_READ, LW_RESEND_CACHED, LW_RESEND_HANDLE, LW_RESEN
 #define LW_OPF_ADMIN    0x20u /* only the file system key may send it (a node key: -EPERM) */
 #define LW_OPF_WRITES   0x40u /* it changes the file system (a read-only node: -EROFS) */
 #define LW_OPF_REPLAY   0x80u /* answered before its commit: the client keeps it for a replay */
+#define LW_OPF_NS       0x100u /* it reads or changes inodes: it waits while the MDS awaits replays */
 
 struct lw_op_info {
 	const char *name;     /* "MDS_LOOKUP" */
@@ -139,6 +140,7 @@ struct lw_mds_req {
 	union {
 		struct lw_connect_req connect;
 		struct lw_ino_req ino; /* GETATTR, READLINK, GETLAYOUT, DOM_READ */
+		struct lw_sync_req sync;
 		struct {
 			struct lw_name_req f;
 			struct lw_name name;
@@ -192,6 +194,12 @@ struct lw_mds_req {
 			struct lw_walk_req f;
 			const char *path; /* f.pathlen bytes, not NUL-terminated, no NUL in them */
 		} walk;
+		struct {
+			struct lw_replay_req f;
+			const uint8_t *vers;   /* f.nvers struct lw_obj_version (unaligned) */
+			const uint8_t *body;   /* f.body_len bytes */
+			const uint8_t *reply;  /* f.reply_len bytes */
+		} replay;
 		struct {
 			struct lw_ost_heartbeat_req f;
 			const uint8_t *ents; /* f.count lw_ost_heartbeat_ent; read with lw_heartbeat_ent() */

@@ -97,11 +97,44 @@ static void lw_dec_ino(struct lw_rd *r, struct lw_mds_req *out)
 	lw_rd_fixed(r, &out->u.ino, sizeof(out->u.ino));
 }
 
+static void lw_dec_sync(struct lw_rd *r, struct lw_mds_req *out)
+{
+	lw_rd_fixed(r, &out->u.sync, sizeof(out->u.sync));
+	if (!r->err && ((out->u.sync.flags & ~LW_SYNC_BYE) || out->u.sync.pad))
+		r->err = -EINVAL;
+}
+
 static void lw_dec_swap(struct lw_rd *r, struct lw_mds_req *out)
 {
 	lw_rd_fixed(r, &out->u.swap, sizeof(out->u.swap));
 	if (!r->err && (out->u.swap.pad || out->u.swap.mtime_ns >= 1000000000u))
 		r->err = -EINVAL;
+}
+
+static void lw_dec_replay(struct lw_rd *r, struct lw_mds_req *out)
+{
+	const struct lw_replay_req *f = &out->u.replay.f;
+
+	lw_rd_fixed(r, &out->u.replay.f, sizeof(out->u.replay.f));
+	if (r->err)
+		return;
+	if (f->flags & ~LW_RP_DONE) {
+		r->err = -EINVAL;
+		return;
+	}
+	if (f->flags & LW_RP_DONE) {
+		if (f->transno || f->req_id || f->opcode || f->nvers || f->body_len || f->reply_len)
+			r->err = -EINVAL;
+		return;
+	}
+	if (!f->transno || f->nvers > LW_MAX_VERS || !(lw_op_flags(f->opcode) & LW_OPF_REPLAY) ||
+	    f->body_len > LW_MAX_BODY || f->reply_len > LW_MAX_BODY) {
+		r->err = -EINVAL;
+		return;
+	}
+	out->u.replay.vers = lw_rd_bytes(r, (size_t)f->nvers * sizeof(struct lw_obj_version));
+	out->u.replay.body = lw_rd_bytes(r, f->body_len);
+	out->u.replay.reply = lw_rd_bytes(r, f->reply_len);
 }
 
 static void lw_dec_walk(struct lw_rd *r, struct lw_mds_req *out)

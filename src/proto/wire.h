@@ -105,6 +105,41 @@ struct lw_obj_version {
 _Static_assert(sizeof(struct lw_obj_version) == 16, "lw_obj_version");
 
 /*
+ * MDS_SYNC (protocol 5): commits every change the MDS answered so far, then answers (empty).
+ * LW_SYNC_BYE: this client goes once answered (loom_disconnect): its session ends with its
+ * connection, and the MDT stops listing it among the clients a restart waits for, in the same
+ * commit. A client that later sends a change is listed again.
+ */
+#define LW_SYNC_BYE 0x1u
+struct lw_sync_req {
+	uint32_t flags; /* LW_SYNC_* */
+	uint32_t pad;   /* 0 */
+};
+_Static_assert(sizeof(struct lw_sync_req) == 8, "lw_sync_req");
+
+/*
+ * MDS_REPLAY (protocol 5): a change the MDS answered and then lost in a restart, sent again by its
+ * client in the connection's hello, in transno order. Body: lw_replay_req, nvers lw_obj_version
+ * (what the first reply's prefix named), the request's own body (body_len bytes), then its first
+ * reply's body without the prefix (reply_len bytes: the inode and objects it made, which the
+ * replay makes again). With LW_RP_DONE alone (every other field 0): this client has no more.
+ * Reply empty: 0 (redone; or it needs no redoing: committed before the crash, or made since),
+ * or why it was refused: -EREMCHG (an inode it changes is not at the version it was: something it
+ * depended on was lost), -ETIMEDOUT (its client came back after the recovery window: lost).
+ */
+struct lw_replay_req {
+	uint64_t transno;   /* the first reply's */
+	uint64_t req_id;    /* the request's own (its reply cache key) */
+	uint16_t opcode;    /* a row with LW_OPF_REPLAY */
+	uint16_t flags;     /* LW_RP_* */
+	uint32_t nvers;     /* <= LW_MAX_VERS */
+	uint32_t body_len;
+	uint32_t reply_len;
+};
+_Static_assert(sizeof(struct lw_replay_req) == 32, "lw_replay_req");
+#define LW_RP_DONE 0x1u
+
+/*
  * What a server answers, in the clear, to a first frame whose magic is Loom's but whose version it
  * does not speak, before it closes the connection: a header with the server's LW_VERSION, the
  * request's opcode and req_id, LW_F_REPLY, status -EPROTONOSUPPORT, and this body. The header and

@@ -3,6 +3,7 @@
  * processes on loopback, for trying Loom out and for tests.
  *
  *   DIR/cluster.conf   fsname, MDS port and number of OSTs (kept across restarts)
+ *   DIR/mds.conf       if the admin made one: the MDS's settings (loom.conf(5)), read at each start
  *   DIR/loom.conf      "mds = 127.0.0.1:PORT" and "key = DIR/fs.key", usable with `loom --config`
  *   DIR/fs.key         the file system key, which every daemon and client must hold
  *   DIR/mdt, DIR/ostN  the targets
@@ -281,12 +282,18 @@ static bool child_alive(pid_t pid)
 
 static int start_mds(struct cluster *c)
 {
-	char mdt[PATH_MAX + 16], listen[32], addrfile[PATH_MAX + 32], *buf;
+	char mdt[PATH_MAX + 16], listen[32], addrfile[PATH_MAX + 32], conf[PATH_MAX + 32], *buf;
 	char *argv[] = { c->mds_bin, "--mdt", mdt, "--listen", listen, "--port-file", addrfile,
-			 "--key", (char *)c->key, NULL };
+			 "--key", (char *)c->key, NULL, NULL, NULL };
 	pid_t pid;
 	int rc;
 
+	/* DIR/mds.conf, when there is one: the MDS's own settings (loom.conf(5)), e.g. commit-ms. */
+	snprintf(conf, sizeof(conf), "%s/mds.conf", c->dir);
+	if (access(conf, F_OK) == 0) {
+		argv[9] = "--config";
+		argv[10] = conf;
+	}
 	snprintf(mdt, sizeof(mdt), "%s/mdt", c->dir);
 	snprintf(listen, sizeof(listen), "127.0.0.1:%u", c->port);
 	snprintf(addrfile, sizeof(addrfile), "%s/run/mds.addr", c->dir);

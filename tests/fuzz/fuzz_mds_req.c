@@ -44,8 +44,7 @@ static bool is_foreign_op(uint16_t op)
 
 static bool has_cred(uint16_t op)
 {
-	return op != LW_OP_PING && op != LW_OP_MDS_CONNECT && op != LW_OP_MDS_OST_REGISTER &&
-	       op != LW_OP_MDS_OST_REPLACE && op != LW_OP_MDS_OST_HEARTBEAT;
+	return lw_op_flags(op) & LW_OPF_CRED;
 }
 
 /* The fixed struct after the cred prefix. */
@@ -85,6 +84,8 @@ static size_t fixed_size(uint16_t op)
 	case LW_OP_MDS_SWAP_LAYOUTS: return sizeof(struct lw_swap_req);
 	case LW_OP_MDS_WALK: return sizeof(struct lw_walk_req);
 	case LW_OP_MDS_OST_HEARTBEAT: return sizeof(struct lw_ost_heartbeat_req);
+	case LW_OP_MDS_SYNC: return sizeof(struct lw_sync_req);
+	case LW_OP_MDS_REPLAY: return sizeof(struct lw_replay_req);
 	default: return 0;
 	}
 }
@@ -298,6 +299,24 @@ static void check_contents(const struct lw_mds_req *q, const struct body *b)
 		}
 		break;
 	}
+	case LW_OP_MDS_SYNC:
+		FUZZ_CHECK((q->u.sync.flags & ~LW_SYNC_BYE) == 0 && q->u.sync.pad == 0);
+		break;
+	case LW_OP_MDS_REPLAY: {
+		const struct lw_replay_req *f = &q->u.replay.f;
+
+		FUZZ_CHECK((f->flags & ~LW_RP_DONE) == 0);
+		if (f->flags & LW_RP_DONE) {
+			FUZZ_CHECK(!f->transno && !f->req_id && !f->opcode && !f->nvers && !f->body_len &&
+				   !f->reply_len);
+			break;
+		}
+		FUZZ_CHECK(f->transno && f->nvers <= LW_MAX_VERS && (lw_op_flags(f->opcode) & LW_OPF_REPLAY));
+		FUZZ_CHECK(f->nvers == 0 || inside(b, q->u.replay.vers, f->nvers * sizeof(struct lw_obj_version)));
+		FUZZ_CHECK(f->body_len == 0 || inside(b, q->u.replay.body, f->body_len));
+		FUZZ_CHECK(f->reply_len == 0 || inside(b, q->u.replay.reply, f->reply_len));
+		break;
+	}
 	default:
 		break;
 	}
@@ -404,6 +423,15 @@ static void encode(const struct lw_mds_req *q, struct lw_wr *w)
 		lw_wr_put(w, &q->u.heartbeat.f, sizeof(q->u.heartbeat.f));
 		lw_wr_put(w, q->u.heartbeat.ents,
 			  (size_t)q->u.heartbeat.f.count * sizeof(struct lw_ost_heartbeat_ent));
+		break;
+	case LW_OP_MDS_SYNC: lw_wr_put(w, &q->u.sync, sizeof(q->u.sync)); break;
+	case LW_OP_MDS_REPLAY:
+		lw_wr_put(w, &q->u.replay.f, sizeof(q->u.replay.f));
+		if (q->u.replay.f.flags & LW_RP_DONE)
+			break;
+		lw_wr_put(w, q->u.replay.vers, (size_t)q->u.replay.f.nvers * sizeof(struct lw_obj_version));
+		lw_wr_put(w, q->u.replay.body, q->u.replay.f.body_len);
+		lw_wr_put(w, q->u.replay.reply, q->u.replay.f.reply_len);
 		break;
 	default:
 		break;

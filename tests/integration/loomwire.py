@@ -127,17 +127,21 @@ OST_IO_REP = struct.Struct("<QQQ")  # length, obj_size, obj_blocks
 # struct lw_mds_rep_prefix (protocol 5): transno, last_committed, nvers, flags; then nvers
 # lw_obj_version (ino, version) before every MDS reply's own body.
 MDS_PREFIX = struct.Struct("<QQII")
+RPF_RECOVERING = 0x1                      # LW_RPF_RECOVERING: the MDS awaits clients' replays
+REPLAY_REQ = struct.Struct("<QQHHIII")    # lw_replay_req: transno req_id opcode flags nvers body_len reply_len
+assert REPLAY_REQ.size == 32
+RP_DONE = 0x1                             # LW_RP_DONE
 OBJ_VERSION = struct.Struct("<QQ")
 
 
 class Header:
     __slots__ = ("magic", "version", "opcode", "flags", "status", "req_id", "body_len", "bulk_len",
-                 "bulk_crc", "hdr_crc", "transno", "last_committed", "vers")
+                 "bulk_crc", "hdr_crc", "transno", "last_committed", "vers", "rpflags")
 
     def __init__(self, raw):
         (self.magic, self.version, self.opcode, self.flags, self.status, self.req_id,
          self.body_len, self.bulk_len, self.bulk_crc, self.hdr_crc) = HDR.unpack(raw)
-        self.transno = self.last_committed = 0
+        self.transno = self.last_committed = self.rpflags = 0
         self.vers = []
 
     def __repr__(self):
@@ -151,7 +155,7 @@ def take_mds_prefix(h, body):
     error the frame layer answered) has none."""
     if h.opcode >> 8 != 1 or not h.flags & F_REPLY or not body:
         return body
-    h.transno, h.last_committed, nvers, _ = MDS_PREFIX.unpack_from(body)
+    h.transno, h.last_committed, nvers, h.rpflags = MDS_PREFIX.unpack_from(body)
     end = MDS_PREFIX.size + nvers * OBJ_VERSION.size
     assert nvers <= 8 and len(body) >= end, "malformed MDS reply prefix: %r" % (h,)
     h.vers = [OBJ_VERSION.unpack_from(body, MDS_PREFIX.size + i * OBJ_VERSION.size)
@@ -487,6 +491,9 @@ NS_OP = {
     "MDS_GETXATTR": 0x010F,
     "MDS_SETXATTR": 0x0110,
     "MDS_REMOVEXATTR": 0x0112,
+    "MDS_LOCK": 0x011C,
+    "MDS_SYNC": 0x0125,
+    "MDS_REPLAY": 0x0126,
 }
 
 ENOENT = errno.ENOENT
@@ -642,6 +649,18 @@ class Client:
             assert status == 0, "MDS_CONNECT failed: %d" % status
             self.root, self.session_id, fsname = CONNECT_REP.unpack_from(body)[:3]
             self.fsname = fsname.rstrip(b"\0")
+            if self.last_header.rpflags & RPF_RECOVERING:
+                self.say_nothing_to_replay()
+
+    def say_nothing_to_replay(self):
+        """What libloom's hello says after an MDS restart when it kept no change and holds no
+        lock: the MDS, which may wait for this client until its recovery window ends, goes on."""
+        status, _ = self.call(NS_OP["MDS_REPLAY"], REPLAY_REQ.pack(0, 0, 0, RP_DONE, 0, 0, 0),
+                              req_id=(1 << 62) + 1)
+        assert status == 0, "MDS_REPLAY (done) answered %d" % status
+        status, _ = self.call(NS_OP["MDS_LOCK"], cred() + lock_req(0, 0, 2, flags=0x20),
+                              req_id=(1 << 62) + 2)
+        assert status == 0, "MDS_LOCK (replay done) answered %d" % status
 
     def call(self, opcode, body, req_id, flags=0, bulk=b""):
         """(status, body) of the reply; call_bulk for the reply's bulk too."""
@@ -667,6 +686,14 @@ class Client:
 
 def ino_req(ino):
     return INO_REQ.pack(ino)
+
+
+SYNC_BYE = 0x1                             # LW_SYNC_BYE
+
+
+def sync_req(flags=0):
+    """lw_sync_req: flags, pad."""
+    return struct.pack("<II", flags, 0)
 
 
 def setattr_req(ino, valid, mode=0, size=0, mtime=0, mtime_ns=0, uid=0, gid=0):

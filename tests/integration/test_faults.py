@@ -806,6 +806,13 @@ def test_unlinked_open_file_outlives_the_mds_recovery_window_after_a_restart(clu
         os.fsync(other_fd)
         their_objects = objects_of(cluster, "/theirs")
         os.unlink(theirs)
+        # The unlink made durable (fsync of the directory): this client dies with the MDS, and
+        # nobody could replay it.
+        dfd = os.open(other_dir, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
         assert all(os.path.exists(o) for o in our_objects | their_objects)
         for pid in mount_daemon_pids(other_dir):
             os.kill(pid, signal.SIGKILL)

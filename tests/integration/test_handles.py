@@ -30,6 +30,9 @@ def test_a_handle_from_before_an_mds_restart_is_not_another_files_handle(cluster
     uuid = os.urandom(16)
     with w.Client(cluster.mds_host, cluster.mds_port, uuid) as c:
         before = [create_open(c, b"before%d" % i, 10 + i) for i in range(3)]
+        # Committed (the MDS answers creates before their commit; this raw client replays none).
+        st, _ = c.call(OP["MDS_SYNC"], w.sync_req(), 20)
+        assert st == 0, "MDS_SYNC answered %d" % st
     cluster.kill9("mds")
     cluster.restart()
     # The same client, reconnected: it opens new files, as many as it had before and more.

@@ -117,6 +117,7 @@ class Bench:
     def __init__(self, cluster):
         self.cluster = cluster
         self.uuid = os.urandom(16)          # the client whose replies are lost
+        self.other_uuid = os.urandom(16)    # the other one's, the same across reconnections
         self.ids = itertools.count(1000)
         self._other = None
         self.restart_before_resend = False
@@ -125,7 +126,7 @@ class Bench:
     def other(self):
         """Another client (a uuid of its own), on one connection: it prepares, changes, checks."""
         if self._other is None:
-            self._other = w.Client(self.cluster.mds_host, self.cluster.mds_port, os.urandom(16))
+            self._other = w.Client(self.cluster.mds_host, self.cluster.mds_port, self.other_uuid)
         return self._other
 
     def reconnect(self):
@@ -154,9 +155,13 @@ class Bench:
         """Sends s again as the reconnected client would: a new connection, the same req_id, the
         same body, LW_F_RESENT. (status, body, bulk)."""
         if self.restart_before_resend and s.addr is None:
+            # What was answered is committed first, as an fsync would have it: the MDS answers a
+            # change before its commit, and these raw clients keep nothing to replay.
+            self.do("MDS_SYNC", w.sync_req())
             self.cluster.kill9("mds")
             self.cluster.restart()
             self.reconnect()
+            self.other  # back at once, saying it has nothing to replay: the MDS waits for nobody
         with self._conn(s.addr, s.connect) as c:
             return c.call_bulk(OP[s.name], s.body, s.req_id, flags=w.F_RESENT, bulk=s.bulk)
 
@@ -554,7 +559,7 @@ def sync_again(b):
     """A commit asked for twice: each answers once every change answered before it is on disk."""
     b.create(ROOT, b"synced")
     made = b.other.last_header.transno
-    s = b.first("MDS_SYNC", w.ino_req(0))
+    s = b.first("MDS_SYNC", w.sync_req())
     assert s.reply == b"", "MDS_SYNC answered %r" % s.reply
     rep, _ = b.repeats(s)
     assert rep == b"", "MDS_SYNC resent answered %r" % rep
@@ -562,6 +567,17 @@ def sync_again(b):
     assert b.lookup(ROOT, b"synced")[0] == 0
     assert b.other.last_header.last_committed >= made, \
         "after MDS_SYNC, last_committed %d is below the create's transno %d" % (b.other.last_header.last_committed, made)
+
+
+@scenario("MDS_REPLAY", "REPEATS")
+def replay_again(b):
+    """A replay of a number no crash lost (outside a recovery: committed before the last start,
+    or made since) needs no redoing: answered 0, first and again, and nothing of it is done."""
+    body = C + w.CREATE_REQ.pack(ROOT, S_IFREG | 0o644, 0, w.CR_EXCL, 0, 5) + b"ghost"
+    rp = w.REPLAY_REQ.pack(1 << 40, 77, OP["MDS_CREATE"], 0, 0, len(body), 0) + body
+    s = b.first("MDS_REPLAY", rp)
+    b.repeats(s)
+    assert b.lookup(ROOT, b"ghost")[0] == -w.ENOENT, "a replay outside a recovery made its file"
 
 
 @scenario("MDS_OST_REGISTER", "REPEATS")
