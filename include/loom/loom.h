@@ -107,7 +107,10 @@ int loom_connect_with(const char *mds_addr, const struct loom_connect_opts *opts
  */
 int loom_key_refusal(const char *path, char *buf, size_t cap);
 
-/* Closes every connection. Files and directories still open are invalid afterwards. */
+/* Closes every connection. Files and directories still open are invalid afterwards. First has
+ * the MDS commit what it answered this client and not committed yet (only this process could
+ * replay it after an MDS crash), and tells it this client goes, so that a restart of the MDS does
+ * not wait for it; an MDS that is away is not waited for (call loom_sync first for that). */
 void loom_disconnect(loom_fs *fs);
 
 /* The file system's name. */

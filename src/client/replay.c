@@ -198,27 +198,24 @@ int loom_sync(loom_fs *fs)
 
 void kept_changes_goodbye(loom_fs *fs)
 {
-	bool kept, changed;
+	size_t kept;
+	bool changed, was;
 	int rc;
 
 	pthread_mutex_lock(&fs->kept_lock);
-	kept = fs->kept != NULL;
+	kept = fs->nkept;
 	changed = fs->changed;
 	pthread_mutex_unlock(&fs->kept_lock);
 	if (!changed)
 		return; /* the MDS never listed this client */
-	if (kept) {
-		/* Only this process could replay them: they are committed before it goes, waiting
-		 * for the MDS as any call does. */
-		rc = sync_call(fs, LW_SYNC_BYE);
-	} else {
-		/* Nothing to lose: the goodbye only spares a restart of the MDS the wait for this
-		 * client, so it is not worth waiting for an MDS that is away. */
-		bool was = rpc_nowait_swap(true);
-		rc = sync_call(fs, LW_SYNC_BYE);
-		rpc_nowait_swap(was);
-	}
+	/* Only this process could replay what it keeps: it is committed before it goes. Not
+	 * waiting for an MDS that is away, though: a program's exit must not hang for the recovery
+	 * window (loom_sync first waits, for a program that wants that). */
+	was = rpc_nowait_swap(true);
+	rc = sync_call(fs, LW_SYNC_BYE);
+	rpc_nowait_swap(was);
 	if (rc && kept)
-		log_warn("could not have the MDS commit this client's last changes before it goes (%s): "
-			 "they are lost should the MDS crash before its next commit", strerror(-rc));
+		log_warn("the MDS could not be reached to commit this client's last %zu change(s) before "
+			 "it went (%s): they are lost should the MDS have crashed before committing them",
+			 kept, strerror(-rc));
 }
