@@ -169,8 +169,8 @@ void mds_replay_hold(struct mds *m, struct srv_req *req)
 	rp->held_tail = &req->qitem.next;
 }
 
-/* Its first run's reply is in the reply cache: that run was committed after all. */
-static bool committed_already(struct mdt_txn *t, const uint64_t uuid[2], const struct lw_replay_req *f)
+/* Its reply is in the reply cache: its first run was committed after all, or it was replayed. */
+static bool done_already(struct mdt_txn *t, const uint64_t uuid[2], const struct lw_replay_req *f)
 {
 	void *body = NULL;
 	uint32_t len = 0;
@@ -205,9 +205,10 @@ int mds_op_replay(struct mds_op *o)
 	 * redo. A client replays what it kept without knowing which. */
 	if (f->transno < rp->lost_lo || f->transno > rp->lost_hi)
 		return 0;
+	/* Replayed already, through an earlier connection of the same client (its answer lost). */
+	if (done_already(o->t, sess->uuid, f))
+		return 0;
 	if (!c || c->state != AWAITED) {
-		if (committed_already(o->t, sess->uuid, f))
-			return 0; /* it was replayed, by an earlier connection of the same client */
 		log_warn("replay of %s (transno %llu) from %s refused: %s", lw_op_name(f->opcode),
 			 (unsigned long long)f->transno, srv_req_peer(o->req),
 			 c && c->state == DONE ? "its client said it had no more"
@@ -330,7 +331,7 @@ static void apply(struct mds *m, struct mdt_txn **t, struct mds_replay_wait *w, 
 		inner.hdr.flags = LW_F_RESENT; /* its first run's reply may be in the cache: then done */
 		inner.hdr.body_len = q.u.replay.f.body_len;
 		inner.body = (uint8_t *)q.u.replay.body;
-		if (!committed_already(*t, w->uuid, &q.u.replay.f))
+		if (!done_already(*t, w->uuid, &q.u.replay.f))
 			rc = mds_replay_bounds_check(m->replay.bounds, *t, &rd, &why);
 		if (rc == 0)
 			rc = run_replay(m, t, &inner, &rd, bs, &r);
