@@ -64,6 +64,32 @@ static struct fcall *find_pending(struct fcall *calls, int n, uint64_t id)
 	return NULL;
 }
 
+/* An MDS reply's body starts with the reply prefix (wire.h, lw_mds_rep_prefix: transno u64,
+ * last_committed u64, nvers u32, flags u32, then nvers (ino, version) pairs of 16 bytes): the
+ * caller gets the body after it; a malformed one is -EPROTO, the body left whole. */
+static void ref_mds_prefix(struct fcall *fc)
+{
+	uint64_t transno = 0;
+	uint32_t nvers = 0;
+	size_t need;
+
+	if (fc->body_len < 24) {
+		fc->status = -EPROTO;
+		return;
+	}
+	for (int k = 7; k >= 0; k--)
+		transno = transno << 8 | fc->body[k];
+	for (int k = 3; k >= 0; k--)
+		nvers = nvers << 8 | fc->body[16 + k];
+	need = 24 + (size_t)nvers * 16;
+	if (nvers > 8 || (nvers && !transno) || fc->body_len < need) {
+		fc->status = -EPROTO;
+		return;
+	}
+	fc->body += need;
+	fc->body_len -= (uint32_t)need;
+}
+
 /* What rpc_recv.c must make of the stream. */
 static void ref_replies(struct fcall *calls, int n, const uint8_t *s, size_t len)
 {
@@ -98,6 +124,8 @@ static void ref_replies(struct fcall *calls, int n, const uint8_t *s, size_t len
 		fc->body_len = h.body_len;
 		fc->bulk = body + h.body_len;
 		fc->bulk_len = h.bulk_len;
+		if ((h.opcode >> 8) == 1 && h.body_len)
+			ref_mds_prefix(fc);
 		pos += REF_HDR_LEN + (size_t)h.body_len + h.bulk_len;
 	}
 }
