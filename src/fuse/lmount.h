@@ -40,16 +40,22 @@ struct lmount_opts {
 	int encrypt;           /* encrypt: every frame encrypted, not only authenticated */
 };
 
-/* statahead.c: one directory's listing with attributes, answering lookups in it. */
+/* statahead.c: the listings with attributes of the few directories being scanned, answering
+ * lookups in them. */
 struct sa_dir;
-struct lm_statahead {
-	pthread_mutex_t lock;
-	_Atomic uint64_t gen;  /* bumped by every change made through this mount */
-	struct sa_dir *dir;    /* the listing held, or NULL */
-	uint64_t streak_dir;   /* the directory of the last lookups, how many in a row found */
+#define LM_SA_SLOTS 4 /* directories followed at once (mdtest's processes each scan their own) */
+struct lm_sa_slot {
+	uint64_t streak_dir;   /* the directory of this slot's lookups, how many in a row found */
 	uint64_t streak_gen;   /* their names, and gen when the streak began */
 	unsigned streak;
 	bool building;
+	struct sa_dir *dir;    /* the listing of streak_dir, or NULL */
+	uint64_t used_ns;      /* its last lookup: the least recently used slot is taken */
+};
+struct lm_statahead {
+	pthread_mutex_t lock;
+	_Atomic uint64_t gen;  /* bumped by every change made through this mount */
+	struct lm_sa_slot slot[LM_SA_SLOTS];
 	uint64_t hits, fetches;
 };
 

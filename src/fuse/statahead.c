@@ -4,7 +4,9 @@
  * trip per name. Lustre's answer is statahead; this is Loom's. After STREAK lookups in a row in
  * one directory, the whole directory is fetched with its attributes (readdirplus: a few large
  * MDS replies instead of thousands of small ones), and later lookups in it are answered from
- * that listing, as long as it is fresh:
+ * that listing, as long as it is fresh. A few directories are followed at once, each with its
+ * own streak and listing (LM_SA_SLOTS: processes that each scan a directory of their own, as
+ * mdtest's do, would otherwise break each other's streaks). A listing is fresh while it is:
  *   - younger than the mount's entry and attribute timeouts (what the kernel itself may trust);
  *   - nothing changed through this mount since it was fetched (lm_sa_changed), so the mount
  *     always sees its own changes at once.
@@ -139,32 +141,64 @@ static bool answer(const struct sa_dir *d, const char *name, struct loom_ll_attr
 	return true;
 }
 
+/* Under sa_lock: the slot following parent, or NULL. */
+static struct lm_sa_slot *slot_of(struct lm_statahead *sa, uint64_t parent)
+{
+	for (int i = 0; i < LM_SA_SLOTS; i++)
+		if (sa->slot[i].streak_dir == parent && (sa->slot[i].streak || sa->slot[i].dir ||
+							  sa->slot[i].building))
+			return &sa->slot[i];
+	return NULL;
+}
+
+/* Under sa_lock: a slot for parent, the least recently used one given over to it (its listing
+ * goes: returned in *old, to be freed outside the lock), unless it is being fetched. */
+static struct lm_sa_slot *slot_take(struct lm_statahead *sa, uint64_t parent, uint64_t now,
+				     struct sa_dir **old)
+{
+	struct lm_sa_slot *s = slot_of(sa, parent), *lru = NULL;
+
+	if (s)
+		return s;
+	for (int i = 0; i < LM_SA_SLOTS; i++)
+		if (!sa->slot[i].building && (!lru || sa->slot[i].used_ns < lru->used_ns))
+			lru = &sa->slot[i];
+	if (!lru)
+		return NULL;
+	*old = lru->dir;
+	*lru = (struct lm_sa_slot){ .streak_dir = parent, .used_ns = now };
+	return lru;
+}
+
 bool lm_sa_lookup(struct lmount *m, const struct loom_cred *cr, uint64_t parent, const char *name,
 		  struct loom_ll_attr *a)
 {
 	struct lm_statahead *sa = &m->sa;
 	uint64_t gen = atomic_load(&sa->gen), now = clock_mono_ns();
 	struct sa_dir *d, *old = NULL;
+	struct lm_sa_slot *s;
 	bool build = false;
 
 	if (timeout_s(m) <= 0)
 		return false;
 	pthread_mutex_lock(&sa->lock);
-	d = sa->dir;
-	if (d && d->ino == parent && fresh(m, d, gen, now)) {
+	s = slot_of(sa, parent);
+	if (s)
+		s->used_ns = now;
+	d = s ? s->dir : NULL;
+	if (d && fresh(m, d, gen, now)) {
 		bool found = answer(d, name, a);
 
 		sa->hits += found;
 		pthread_mutex_unlock(&sa->lock);
 		return found;
 	}
-	if (d && !fresh(m, d, gen, now)) {
+	if (d) {
 		old = d; /* stale: its memory goes now */
-		sa->dir = NULL;
+		s->dir = NULL;
 	}
-	if (sa->streak_dir == parent && sa->streak_gen == gen && sa->streak >= STREAK &&
-	    !sa->building) {
-		sa->building = true;
+	if (s && s->streak_gen == gen && s->streak >= STREAK && !s->building) {
+		s->building = true;
 		build = true;
 	}
 	pthread_mutex_unlock(&sa->lock);
@@ -177,11 +211,12 @@ bool lm_sa_lookup(struct lmount *m, const struct loom_cred *cr, uint64_t parent,
 	log_debug("statahead: directory %llu fetched: %s, %zu entries", (unsigned long long)parent,
 		  d ? "ok" : "failed", d ? d->n : 0);
 	pthread_mutex_lock(&sa->lock);
-	sa->building = false;
-	sa->streak = 0;
+	/* The slot stays parent's while it is being fetched (slot_take skips it). */
+	s->building = false;
+	s->streak = 0;
 	if (d) {
-		old = sa->dir;
-		sa->dir = d;
+		old = s->dir;
+		s->dir = d;
 		sa->fetches++;
 	}
 	if (d && fresh(m, d, atomic_load(&sa->gen), clock_mono_ns())) {
@@ -200,17 +235,20 @@ void lm_sa_looked_up(struct lmount *m, uint64_t parent, int rc)
 {
 	struct lm_statahead *sa = &m->sa;
 	uint64_t gen = atomic_load(&sa->gen);
+	struct sa_dir *old = NULL;
+	struct lm_sa_slot *s;
 
 	pthread_mutex_lock(&sa->lock);
-	if (rc == 0 && sa->streak_dir == parent && sa->streak_gen == gen) {
-		sa->streak++;
-	} else {
+	s = rc == 0 ? slot_take(sa, parent, clock_mono_ns(), &old) : slot_of(sa, parent);
+	if (s && rc == 0 && s->streak_gen == gen) {
+		s->streak++;
+	} else if (s) {
 		/* A missing name (a create's lookup) or a change in between: not a scan. */
-		sa->streak_dir = parent;
-		sa->streak_gen = gen;
-		sa->streak = rc == 0;
+		s->streak_gen = gen;
+		s->streak = rc == 0;
 	}
 	pthread_mutex_unlock(&sa->lock);
+	dir_free(old);
 }
 
 void lm_sa_changed(struct lmount *m)
@@ -226,8 +264,10 @@ void lm_sa_init(struct lmount *m)
 
 void lm_sa_fini(struct lmount *m)
 {
-	dir_free(m->sa.dir);
-	m->sa.dir = NULL;
+	for (int i = 0; i < LM_SA_SLOTS; i++) {
+		dir_free(m->sa.slot[i].dir);
+		m->sa.slot[i].dir = NULL;
+	}
 	pthread_mutex_destroy(&m->sa.lock);
 }
 

@@ -38,6 +38,12 @@ class RawClient:
         return h.status, rbody
 
     def close(self):
+        # As libloom's disconnect: commit and say goodbye, so that a restart of the MDS right
+        # after does not wait for this client.
+        try:
+            self.call(w.NS_OP["MDS_SYNC"], w.sync_req(w.SYNC_BYE), req_id=(1 << 62) + 3)
+        except (OSError, w.ConnectionClosed):
+            pass
         self.conn.close()
 
     def __enter__(self):

@@ -90,3 +90,36 @@ def test_scan_sees_another_mounts_changes_within_the_timeout(mounted, second_mou
     with pytest.raises(OSError) as e:
         os.stat(os.path.join(other, "f5"))
     assert e.value.errno == errno.ENOENT
+
+
+def test_scans_of_several_directories_at_once_see_exactly_what_is_there(mounted, second_mount):
+    """Two programs each scanning a directory of their own, their stats interleaved (mdtest's
+    processes): each directory is followed apart (a listing each), and each sees its own changes
+    at once and another mount's within the timeout."""
+    dirs = [mounted.p("scan%d" % k) for k in range(3)]
+    for d in dirs:
+        make(d)
+    drop_caches()
+    seen = [{} for _ in dirs]
+    for i in range(N):
+        for k, d in enumerate(dirs):
+            st = os.stat(os.path.join(d, "f%d" % i))
+            seen[k]["f%d" % i] = st.st_size
+    assert all(s == {"f%d" % i: i % 7 for i in range(N)} for s in seen)
+    # Changes through this mount, seen at once in the middle of the interleaved scans.
+    os.unlink(os.path.join(dirs[0], "f1"))
+    with open(os.path.join(dirs[1], "f2"), "ab") as f:
+        f.write(b"more")
+    assert not os.path.exists(os.path.join(dirs[0], "f1"))
+    assert os.stat(os.path.join(dirs[1], "f2")).st_size == 2 + 4
+    # Another mount's, within the timeout.
+    os.unlink(os.path.join(second_mount.p("scan2"), "f3"))
+    time.sleep(TIMEOUT + 0.5)
+    for i in range(N):
+        for k, d in enumerate(dirs):
+            try:
+                seen[k]["f%d" % i] = os.stat(os.path.join(d, "f%d" % i)).st_size
+            except FileNotFoundError:
+                seen[k]["f%d" % i] = None
+    assert seen[0]["f1"] is None and seen[1]["f2"] == 6 and seen[2]["f3"] is None
+    assert sum(v is None for s in seen for v in s.values()) == 2
