@@ -460,9 +460,10 @@ static int report(loom_file *f, uint16_t op)
 			blocks += (uint64_t)f->obj_blocks[k];
 		flags |= LW_CL_BLOCKS;
 	}
-	/* A close that reports nothing (a read-only handle's, or one that wrote nothing or had it
-	 * reported by its flush) need not be waited for: np.load and a create loop go on at once. */
-	if (op == LW_OP_MDS_CLOSE && !flags && !wb_rc &&
+	/* A read-only handle's close reports nothing: np.load need not wait for its answer. (A
+	 * writer's is waited for even when it reports nothing: a close on its way while the MDS
+	 * restarts names the old handle, and loom_close ends the new one only if it sees that.) */
+	if (op == LW_OP_MDS_CLOSE && !file_can_write(f) && !flags && !wb_rc &&
 	    mdc_close_detached(f->fs, &f->cred, f->ino, f->handle) == 0)
 		return 0;
 	rc = mdc_close(f->fs, &f->cred, op, f->ino, f->handle, flags, size, epoch, mtime, blocks, &dom, &attr);
