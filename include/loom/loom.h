@@ -109,9 +109,14 @@ int loom_key_refusal(const char *path, char *buf, size_t cap);
 
 /* Closes every connection. Files and directories still open are invalid afterwards. First has
  * the MDS commit what it answered this client and not committed yet (only this process could
- * replay it after an MDS crash), and tells it this client goes, so that a restart of the MDS does
- * not wait for it; an MDS that is away is not waited for (call loom_sync first for that). */
+ * replay it after an MDS crash), waiting for an MDS that is away as any call does (up to the
+ * recovery window), and tells it this client goes, so that a restart of the MDS does not wait
+ * for it. */
 void loom_disconnect(loom_fs *fs);
+/* As loom_disconnect, without waiting for an MDS that is away: what it answered this client and
+ * had not committed is lost should it have crashed. For a finalizer at a program's exit that
+ * did not ask for durability (no fsync, no loom_sync, no explicit close). */
+void loom_disconnect_nowait(loom_fs *fs);
 
 /* The file system's name. */
 const char *loom_fsname(const loom_fs *fs);

@@ -199,9 +199,10 @@ class FileSystem:
     def fsname(self):
         return lib.loom_fsname(self._handle()).decode()
 
-    def close(self):
+    def close(self, _wait=True):
         """Closes the files still open and stops the prefetchers (which use the connection),
-        then disconnects. The object is unusable afterwards."""
+        has the MDS commit what this connection changed (waiting for an MDS that is away, as
+        any call does), then disconnects. The object is unusable afterwards."""
         self._closed = True
         for child in list(self._children):
             try:
@@ -211,7 +212,7 @@ class FileSystem:
         with self._lock:
             h, self._h = self._h, None
             if h is not None and self._pid == os.getpid():
-                lib.loom_disconnect(h)
+                (lib.loom_disconnect if _wait else lib.loom_disconnect_nowait)(h)
 
     def __enter__(self):
         return self
@@ -225,7 +226,9 @@ class FileSystem:
                 if self._live > 0:
                     self._closed = self._disconnect_at_last = True
                     return
-            self.close()
+            # Collected, not closed: nothing asked for durability here, and a program's exit
+            # must not wait for an MDS that is away (loom_disconnect_nowait).
+            self.close(_wait=False)
         except Exception:
             pass
 
@@ -241,7 +244,7 @@ class FileSystem:
                 return
             h, self._h = self._h, None
             if h is not None and self._pid == os.getpid():
-                lib.loom_disconnect(h)
+                lib.loom_disconnect_nowait(h)  # the collector's, as in __del__
 
     def __repr__(self):
         where = " mounted on %s" % self.mountpoint if self.mountpoint else ""

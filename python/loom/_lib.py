@@ -122,6 +122,7 @@ lib = _load()
 _SIGNATURES = {
     "loom_connect_with": (c_int, [c_char_p, POINTER(ConnectOpts), POINTER(c_void_p)]),
     "loom_disconnect": (None, [c_void_p]),
+    "loom_disconnect_nowait": (None, [c_void_p]),
     "loom_connect_error": (c_char_p, []),
     "loom_key_refusal": (c_int, [c_char_p, c_char_p, c_size_t]),
     "loom_fsname": (c_char_p, [c_void_p]),

@@ -506,12 +506,12 @@ int loom_connect(const char *mds_addr, const char *fsname, loom_fs **out)
 	return loom_connect_with(mds_addr, &o, out);
 }
 
-void loom_disconnect(loom_fs *fs)
+static void disconnect(loom_fs *fs, bool wait)
 {
 	if (!fs)
 		return;
 	if (fs->mds)
-		kept_changes_goodbye(fs);
+		kept_changes_goodbye(fs, wait);
 	/* First every connection's thread stops (calls still in flight fail), while all of them
 	 * are still valid memory: an OST connection's thread may be asking the MDS where its OSS
 	 * went, and fs_mds_conn must not open a new connection meanwhile. */
@@ -567,6 +567,16 @@ void loom_disconnect(loom_fs *fs)
 	pthread_mutex_destroy(&fs->files_lock);
 	pthread_mutex_destroy(&fs->open_lock);
 	free(fs);
+}
+
+void loom_disconnect(loom_fs *fs)
+{
+	disconnect(fs, true);
+}
+
+void loom_disconnect_nowait(loom_fs *fs)
+{
+	disconnect(fs, false);
 }
 
 /* Under ost_lock: keeps a failed connection until disconnect, since another thread may still be

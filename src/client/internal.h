@@ -454,8 +454,9 @@ void kept_changes_destroy(loom_fs *fs);
 /* The MDS connection's on_reply: keeps what may have to be replayed, drops what is committed. */
 void kept_changes_on_reply(void *arg, struct rpc_call *call);
 bool kept_changes_any(loom_fs *fs);
-/* loom_disconnect: commits what is kept, and tells the MDS this client goes (MDS_SYNC, BYE). */
-void kept_changes_goodbye(loom_fs *fs);
+/* loom_disconnect: commits what is kept, and tells the MDS this client goes (MDS_SYNC, BYE);
+ * waits for an MDS that is away only with wait, and only when something is kept. */
+void kept_changes_goodbye(loom_fs *fs, bool wait);
 /* In the hello after an MDS restart: sends what is kept, then that there is no more. */
 int kept_changes_replay(loom_fs *fs, struct rpc_hs *hs);
 

@@ -196,7 +196,7 @@ int loom_sync(loom_fs *fs)
 	return sync_call(fs, 0);
 }
 
-void kept_changes_goodbye(loom_fs *fs)
+void kept_changes_goodbye(loom_fs *fs, bool wait)
 {
 	size_t kept;
 	bool changed, was;
@@ -208,10 +208,10 @@ void kept_changes_goodbye(loom_fs *fs)
 	pthread_mutex_unlock(&fs->kept_lock);
 	if (!changed)
 		return; /* the MDS never listed this client */
-	/* Only this process could replay what it keeps: it is committed before it goes. Not
-	 * waiting for an MDS that is away, though: a program's exit must not hang for the recovery
-	 * window (loom_sync first waits, for a program that wants that). */
-	was = rpc_nowait_swap(true);
+	/* Only this process could replay what it keeps: it is committed before it goes, waiting
+	 * for an MDS that is away as any call does. With nothing kept, or when told not to wait
+	 * (a finalizer at a program's exit), the goodbye goes only if the MDS is there. */
+	was = rpc_nowait_swap(!(wait && kept));
 	rc = sync_call(fs, LW_SYNC_BYE);
 	rpc_nowait_swap(was);
 	if (rc && kept)

@@ -388,9 +388,12 @@ void mds_run_as(struct mds *m, struct mdt_txn *txn, bool write, struct srv_req *
 			/* Answered before its commit only if the client keeps it for a replay (ops.def's
 			 * LW_OPF_REPLAY) and a replay can redo it: a truncation cuts objects the client
 			 * may have written again since, so it is committed first. */
-			/* An open (HANDLE) that truncated nothing and wrote no inode changed nothing
-			 * that is kept: its number goes back, and nothing waits for the disk. */
-			bool nothing = handle_op && !r->truncates && r->vers.n == 0 && !replay;
+			/* An open (HANDLE), or a change that wrote no inode (a close that reported
+			 * nothing and released nothing), changed nothing a crash could lose but its
+			 * handle and reply cache entry, which die with the MDS anyway: its number goes
+			 * back, its client keeps nothing to replay, and nothing waits for the disk. */
+			bool nothing = (handle_op || (flags & LW_OPF_REPLAY)) && !r->truncates &&
+				       r->vers.n == 0 && !r->vers.overflow && !replay;
 
 			if (nothing) {
 				mds_commit_unused(m, r->transno);
