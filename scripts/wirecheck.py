@@ -118,7 +118,7 @@ def check(srcdir):
     errors += ["struct %s is pinned but gone from wire.h" % s for s in pins if s not in have]
 
     docs = docs_rows(srcdir)
-    server_words = {"ANY": "both", "MDS": "MDS", "OSS": "OSS"}
+    server_words = {"ANY": "both", "MDS": "MDS", "OSS": "OSS", "CLI": "client"}
     for row in ops_rows(srcdir):
         d = docs.pop(row["value"], None)
         where = "docs/protocol.md, opcode 0x%04X" % row["value"]

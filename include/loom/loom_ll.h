@@ -154,6 +154,29 @@ typedef int (*loom_ll_dirent_fn)(void *arg, const struct loom_dirent *ent,
 int loom_ll_readdir(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t cookie,
 		    bool plus, size_t max_bytes, loom_ll_dirent_fn fn, void *arg, bool *eof);
 
+/*
+ * Directory leases (docs/architecture.md, "Directory leases"). A client that caches what a
+ * directory holds (and what it does not) asks for a lease with the listing; until the lease is
+ * given back, the MDS recalls it before another client changes the directory's entries.
+ *  - loom_ll_set_lease_handler names fn, once: fn(arg, ino, gen) runs on the MDS connection's
+ *    thread when the MDS recalls the lease on directory ino (every grant up to gen): fn drops
+ *    what it cached under it, quickly and without calling libloom, and libloom gives the lease
+ *    back once fn returned. fn(arg, 0, gen): every lease up to gen is lost (the MDS took them
+ *    back, or a new session began).
+ *  - loom_ll_leases_fresh: whether the MDS was heard from recently enough for a lease still
+ *    held to be trusted (a client stopped for a while may have lost its leases unawares).
+ *  - loom_ll_readdir_leased is loom_ll_readdir asking for a lease: *lease_gen is the grant
+ *    (0: none), valid unless a recall or a loss covering it came meanwhile.
+ *  - loom_ll_lease_return gives a lease back unasked (the cache let the directory go).
+ */
+typedef void (*loom_lease_fn)(void *arg, uint64_t ino, uint64_t gen);
+int loom_ll_set_lease_handler(loom_fs *fs, loom_lease_fn fn, void *arg);
+int loom_ll_readdir_leased(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t cookie,
+			   bool plus, size_t max_bytes, loom_ll_dirent_fn fn, void *arg, bool *eof,
+			   uint64_t *lease_gen);
+void loom_ll_lease_return(loom_fs *fs, uint64_t ino, uint64_t gen);
+bool loom_ll_leases_fresh(loom_fs *fs);
+
 int loom_ll_getxattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, const char *name,
 		     void *buf, size_t cap, size_t *len);
 int loom_ll_setxattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, const char *name,

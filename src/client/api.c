@@ -360,7 +360,8 @@ static int dir_fetch(loom_dir *d)
 
 	free(d->page);
 	d->page = NULL;
-	rc = mdc_readdir(d->fs, &d->cred, d->ino, d->cookie, 64u << 10, false, &d->page, &d->page_len);
+	rc = mdc_readdir(d->fs, &d->cred, d->ino, d->cookie, 64u << 10, false, &d->page, &d->page_len,
+			 NULL);
 	if (rc)
 		return rc;
 	memcpy(&rep, d->page, sizeof(rep));

@@ -182,6 +182,14 @@ static int mds_hello(struct rpc_hs *hs, void *arg)
 		return rc;
 	if (len != sizeof(rep))
 		return -EPROTO;
+	{
+		struct lw_mds_rep_prefix pre;
+
+		/* A session new or found again on this connection: what it held is gone. */
+		rpc_hs_prefix(hs, &pre);
+		if (pre.flags & LW_RPF_LEASES_LOST)
+			leases_lost(fs, pre.lease_gen);
+	}
 	if (!fs->fsname[0]) {
 		memcpy(fs->fsname, rep.fsname, sizeof(fs->fsname));
 		fs->fsname[sizeof(fs->fsname) - 1] = '\0';
@@ -403,7 +411,7 @@ static int mds_open(loom_fs *fs, struct rpc_conn_opts *o, struct rpc_conn **out,
 int loom_connect_with(const char *mds_addr, const struct loom_connect_opts *opts, loom_fs **out)
 {
 	struct rpc_conn_opts o = { .name = "MDS", .hello = mds_hello,
-				   .on_reply = kept_changes_on_reply };
+				   .on_reply = kept_changes_on_reply, .on_notify = leases_on_notify };
 	const char *key_file = loom_key_file_choose(opts ? opts->key_file : NULL);
 	const char *fsname = opts ? opts->fsname : NULL;
 	char list[512], src_fsname[LOOM_FSNAME_MAX + 1];
@@ -510,6 +518,8 @@ static void disconnect(loom_fs *fs, bool wait)
 {
 	if (!fs)
 		return;
+	/* The lease thread's MDS_LEASE goes out while the connection still takes calls. */
+	leases_stop(fs);
 	if (fs->mds)
 		kept_changes_goodbye(fs, wait);
 	/* First every connection's thread stops (calls still in flight fail), while all of them
@@ -558,6 +568,7 @@ static void disconnect(loom_fs *fs, bool wait)
 	ino_shared_destroy(fs);
 	held_locks_destroy(fs);
 	kept_changes_destroy(fs);
+	leases_destroy(fs);
 	pthread_mutex_destroy(&fs->shared_lock);
 	pthread_mutex_destroy(&fs->bare_lock);
 	pthread_mutex_destroy(&fs->cred_lock);
@@ -594,7 +605,8 @@ static void bury(loom_fs *fs, struct rpc_conn *c)
 int fs_mds_conn(loom_fs *fs, struct rpc_conn **out)
 {
 	struct rpc_conn_opts o = { .name = "MDS", .hello = mds_hello,
-				   .on_reply = kept_changes_on_reply, .arg = fs };
+				   .on_reply = kept_changes_on_reply, .on_notify = leases_on_notify,
+				   .arg = fs };
 	struct rpc_conn *c, *old = NULL;
 	int rc = 0;
 

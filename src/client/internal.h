@@ -102,6 +102,11 @@ struct loom_fs {
 	size_t nkept;
 	uint64_t last_committed;       /* the highest any reply said */
 	bool changed;                  /* a change was answered before its commit: say goodbye */
+	struct loom_leases *leases;    /* directory leases' handler and thread (leases.c), or NULL */
+	/* When the last MDS reply arrived (monotonic ns), and how long leases stay trusted after
+	 * one (its lease_trust_ms): written on the MDS connection's I/O thread. */
+	_Atomic uint64_t mds_heard_ns;
+	_Atomic uint32_t lease_trust_ms;
 };
 
 struct loom_file {
@@ -209,9 +214,17 @@ int mdc_symlink(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const 
 		size_t len, const char *target, size_t tlen, struct lw_attr *out);
 int mdc_readlink(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, char *buf, size_t cap,
 		 size_t *len);
-/* Returns the reply body (caller frees) holding lw_readdir_rep + entries. */
+/* leases.c: the MDS connection's notifications; a reply's or a new session's LEASES_LOST;
+ * at disconnect, the lease thread stops (before the connections), then its memory goes. */
+void leases_on_notify(void *arg, uint16_t opcode, const void *body, uint32_t len);
+void leases_lost(loom_fs *fs, uint64_t upto_gen);
+void leases_stop(loom_fs *fs);
+void leases_destroy(loom_fs *fs);
+
+/* Returns the reply body (caller frees) holding lw_readdir_rep + entries. With lease_gen
+ * non-NULL, asks for a lease on the directory: *lease_gen the grant (0: none). */
 int mdc_readdir(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t cookie,
-		uint32_t max_bytes, bool plus, void **page, uint32_t *page_len);
+		uint32_t max_bytes, bool plus, void **page, uint32_t *page_len, uint64_t *lease_gen);
 int mdc_statfs(loom_fs *fs, const struct loom_cred *cr, struct lw_statfs_rep *out);
 int mdc_ost_admin(loom_fs *fs, const struct loom_cred *cr, uint32_t idx, uint32_t set, uint32_t clear);
 int mdc_ost_remove(loom_fs *fs, const struct loom_cred *cr, uint32_t idx, uint32_t flags,

@@ -226,6 +226,13 @@ struct rd_state {
 int loom_ll_readdir(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t cookie,
 		    bool plus, size_t max_bytes, loom_ll_dirent_fn fn, void *arg, bool *eof)
 {
+	return loom_ll_readdir_leased(fs, cr, ino, cookie, plus, max_bytes, fn, arg, eof, NULL);
+}
+
+int loom_ll_readdir_leased(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t cookie,
+			   bool plus, size_t max_bytes, loom_ll_dirent_fn fn, void *arg, bool *eof,
+			   uint64_t *lease_gen)
+{
 	struct lw_readdir_rep rep;
 	struct lw_rd rd;
 	void *page = NULL;
@@ -235,7 +242,7 @@ int loom_ll_readdir(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint6
 	*eof = false;
 	/* Entries on the wire are a little larger than in a FUSE buffer; ask for about as many. */
 	rc = mdc_readdir(fs, cr, ino, cookie, (uint32_t)MIN(max_bytes * 2, 128u << 10), plus, &page,
-			 &page_len);
+			 &page_len, lease_gen);
 	if (rc)
 		return rc;
 	memcpy(&rep, page, sizeof(rep));

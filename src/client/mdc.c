@@ -296,10 +296,10 @@ int mdc_readlink(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, char *bu
 }
 
 int mdc_readdir(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t cookie,
-		uint32_t max_bytes, bool plus, void **page, uint32_t *page_len)
+		uint32_t max_bytes, bool plus, void **page, uint32_t *page_len, uint64_t *lease_gen)
 {
 	struct lw_readdir_req req = { .ino = ino, .cookie = cookie, .max_bytes = max_bytes,
-				      .flags = plus ? LW_RD_PLUS : 0 };
+				      .flags = (plus ? LW_RD_PLUS : 0) | (lease_gen ? LW_RD_LEASE : 0) };
 	struct mdc_body b = { { &req }, { sizeof(req) } };
 	struct rpc_call call;
 	int rc = mdc_call(fs, cr, LW_OP_MDS_READDIR, &b, &call);
@@ -310,6 +310,8 @@ int mdc_readdir(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t 
 		rpc_call_release(&call);
 		return -EPROTO;
 	}
+	if (lease_gen)
+		*lease_gen = call.lease_ino == ino ? call.lease_gen : 0;
 	/* Entries are checked one by one as the reader walks them (lw_readdir_next). */
 	*page = call.rbody;
 	*page_len = call.rbody_len;

@@ -38,6 +38,7 @@ struct lmount_opts {
 	unsigned at_min;       /* at_min=SEC: no reply this long at least means a hung server */
 	int root_squash;       /* root_squash: root's requests go to the MDS as nobody */
 	int encrypt;           /* encrypt: every frame encrypted, not only authenticated */
+	int noleases;          /* noleases: no directory leases (every lookup asks the MDS) */
 };
 
 /* statahead.c: the listings with attributes of the few directories being scanned, answering
@@ -57,6 +58,27 @@ struct lm_statahead {
 	_Atomic uint64_t gen;  /* bumped by every change made through this mount */
 	struct lm_sa_slot slot[LM_SA_SLOTS];
 	uint64_t hits, fetches;
+};
+
+/* leases.c: directories whose names the mount knows under a lease, answering lookups of names
+ * they do not have. */
+struct lm_ldir;
+#define LM_LEASE_DIRS    64
+#define LM_LEASE_BUCKETS 64
+struct lm_leases {
+	pthread_mutex_t lock;
+	bool enabled;
+	struct lm_ldir *dir[LM_LEASE_DIRS];
+	/* By bucket of directory: this mount's changes under way and done, recalls and when the
+	 * last came, and the directory whose "no such name" answers are being counted. */
+	uint32_t inflight[LM_LEASE_BUCKETS];
+	uint64_t done[LM_LEASE_BUCKETS];
+	uint64_t recalls[LM_LEASE_BUCKETS];
+	uint64_t recalled_ns[LM_LEASE_BUCKETS];
+	uint64_t miss_dir[LM_LEASE_BUCKETS];
+	unsigned misses[LM_LEASE_BUCKETS];
+	uint64_t lost;         /* losses of every lease */
+	uint64_t hits, fetches, recalled;
 };
 
 struct lmount {
@@ -97,7 +119,22 @@ struct lmount {
 	struct u64map open_handles;
 	pthread_cond_t handles_done;
 	struct lm_statahead sa;
+	struct lm_leases leases;
 };
+
+/* Leases (leases.c). */
+int lm_leases_init(struct lmount *m);
+void lm_leases_fini(struct lmount *m);
+/* Whether name is known not to be in parent (a lookup answers ENOENT without the MDS). */
+bool lm_lease_absent(struct lmount *m, uint64_t parent, const char *name);
+/* The MDS answered a lookup in parent with "no such name" (after a few, a lease is taken). */
+void lm_lease_missed(struct lmount *m, const struct loom_cred *cr, uint64_t parent);
+/* Around a change of entries through this mount: before the request (the directories it
+ * changes), and after it with its result, the name removed from from_dir and the name added to
+ * to_dir (NULL: none there; 0: no such directory). */
+void lm_entries_begin(struct lmount *m, uint64_t dir1, uint64_t dir2);
+void lm_entries_end(struct lmount *m, int rc, uint64_t from_dir, const char *removed,
+		    uint64_t to_dir, const char *added);
 
 /* Statahead (statahead.c): true when the lookup of name in parent was answered from a listing
  * (*a); false to ask the MDS (names missing from a listing are always asked). */

@@ -53,6 +53,7 @@ static const struct fuse_opt lm_opt_spec[] = {
 	LM_OPT("at_min=%u", at_min),
 	LM_OPT("root_squash", root_squash),
 	LM_OPT("encrypt", encrypt),
+	LM_OPT("noleases", noleases),
 	FUSE_OPT_KEY("key=", KEY_KEYFILE),
 	FUSE_OPT_KEY("-h", KEY_HELP),
 	FUSE_OPT_KEY("--help", KEY_HELP),
@@ -103,6 +104,10 @@ static void usage(FILE *f)
 		"  encrypt               encrypt every frame to and from the servers, not only\n"
 		"                        authenticate it (needs the key; a server started with\n"
 		"                        --encrypt has every client do it)\n"
+		"  noleases              take no directory leases: every lookup of a missing name\n"
+		"                        asks the MDS (by default the mount answers those itself in\n"
+		"                        directories it holds a lease on, which the MDS recalls before\n"
+		"                        another client changes them)\n"
 		"  -f                    stay in the foreground;  -d  print every request (implies -f)\n"
 		"Mount options handled by the kernel or FUSE:\n"
 		"  ro, rw, noatime, relatime, nosuid, nodev, noexec, allow_other, allow_root,\n"
@@ -383,6 +388,8 @@ int main(int argc, char **argv)
 	cond_init_monotonic(&m.handles_done);
 	lm_sa_init(&m);
 	lm_cache_init(&m);
+	if (lm_leases_init(&m))
+		fprintf(stderr, "loom-mount: no directory leases (out of memory)\n");
 	m.dir_moves = dir_moves_now(m.fs);
 	/* Figures for statfs(2) to answer with while the MDS is away (umount(8) asks). */
 	m.statfs_known = loom_statfs(m.fs, &m.statfs_st) == 0;
@@ -445,6 +452,7 @@ out_session:
 	fuse_session_destroy(se);
 out_fs:
 	loom_disconnect(m.fs);
+	lm_leases_fini(&m);
 	lm_sa_fini(&m);
 	lm_cache_fini(&m);
 	lm_stamps_fini(&m);

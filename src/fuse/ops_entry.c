@@ -15,9 +15,13 @@ static void lm_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int rc;
 
 	lm_cred(req, &cr);
-	if (!lm_sa_lookup(m, &cr, parent, name, &a)) {
+	if (lm_lease_absent(m, parent, name)) {
+		rc = -ENOENT; /* the directory's names are known, under a lease */
+	} else if (!lm_sa_lookup(m, &cr, parent, name, &a)) {
 		rc = loom_ll_lookup(m->fs, &cr, parent, name, &a);
 		lm_sa_looked_up(m, parent, rc);
+		if (rc == -ENOENT)
+			lm_lease_missed(m, &cr, parent);
 	} else {
 		rc = 0;
 	}
@@ -189,9 +193,13 @@ static void lm_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	struct loom_cred cr;
 	struct loom_ll_attr a;
 
+	int rc;
+
 	lm_cred(req, &cr);
-	lm_reply_entry(req, lm_changed(m, loom_ll_mknod(m->fs, &cr, parent, name, mode, rdev, &a)),
-		       parent, name, &a);
+	lm_entries_begin(m, parent, 0);
+	rc = lm_changed(m, loom_ll_mknod(m->fs, &cr, parent, name, mode, rdev, &a));
+	lm_entries_end(m, rc, 0, NULL, parent, name);
+	lm_reply_entry(req, rc, parent, name, &a);
 }
 
 static void lm_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
@@ -201,27 +209,41 @@ static void lm_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	struct loom_cred cr;
 	struct loom_ll_attr a;
 
+	int rc;
+
 	lm_cred(req, &cr);
-	lm_reply_entry(req, lm_changed(m, loom_ll_mkdir(m->fs, &cr, parent, name, mode, &a)), parent,
-		       name, &a);
+	lm_entries_begin(m, parent, 0);
+	rc = lm_changed(m, loom_ll_mkdir(m->fs, &cr, parent, name, mode, &a));
+	lm_entries_end(m, rc, 0, NULL, parent, name);
+	lm_reply_entry(req, rc, parent, name, &a);
 }
 
 static void lm_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	LM_INTERRUPTIBLE(req);
+	struct lmount *m = lm_of(req);
 	struct loom_cred cr;
+	int rc;
 
 	lm_cred(req, &cr);
-	lm_reply_err(req, lm_changed(lm_of(req), loom_ll_unlink(lm_of(req)->fs, &cr, parent, name)));
+	lm_entries_begin(m, parent, 0);
+	rc = lm_changed(m, loom_ll_unlink(m->fs, &cr, parent, name));
+	lm_entries_end(m, rc, parent, name, 0, NULL);
+	lm_reply_err(req, rc);
 }
 
 static void lm_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	LM_INTERRUPTIBLE(req);
+	struct lmount *m = lm_of(req);
 	struct loom_cred cr;
+	int rc;
 
 	lm_cred(req, &cr);
-	lm_reply_err(req, lm_changed(lm_of(req), loom_ll_rmdir(lm_of(req)->fs, &cr, parent, name)));
+	lm_entries_begin(m, parent, 0);
+	rc = lm_changed(m, loom_ll_rmdir(m->fs, &cr, parent, name));
+	lm_entries_end(m, rc, parent, name, 0, NULL);
+	lm_reply_err(req, rc);
 }
 
 static void lm_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
@@ -231,17 +253,23 @@ static void lm_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
 	struct loom_cred cr;
 	struct loom_ll_attr a;
 
+	int rc;
+
 	lm_cred(req, &cr);
-	lm_reply_entry(req, lm_changed(m, loom_ll_symlink(m->fs, &cr, link, parent, name, &a)), parent,
-		       name, &a);
+	lm_entries_begin(m, parent, 0);
+	rc = lm_changed(m, loom_ll_symlink(m->fs, &cr, link, parent, name, &a));
+	lm_entries_end(m, rc, 0, NULL, parent, name);
+	lm_reply_entry(req, rc, parent, name, &a);
 }
 
 static void lm_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
 		      const char *newname, unsigned int flags)
 {
 	LM_INTERRUPTIBLE(req);
+	struct lmount *m = lm_of(req);
 	struct loom_cred cr;
 	unsigned int lflags = 0;
+	int rc;
 
 	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
 		fuse_reply_err(req, EINVAL); /* RENAME_WHITEOUT: overlayfs only */
@@ -252,8 +280,14 @@ static void lm_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	if (flags & RENAME_EXCHANGE)
 		lflags |= LOOM_RENAME_EXCHANGE;
 	lm_cred(req, &cr);
-	lm_reply_err(req, lm_changed(lm_of(req), loom_ll_rename(lm_of(req)->fs, &cr, parent, name,
-								newparent, newname, lflags)));
+	lm_entries_begin(m, parent, newparent == parent ? 0 : newparent);
+	rc = lm_changed(m, loom_ll_rename(m->fs, &cr, parent, name, newparent, newname, lflags));
+	/* An exchange keeps both names where they were. */
+	if (lflags & LOOM_RENAME_EXCHANGE)
+		lm_entries_end(m, rc, parent, NULL, newparent == parent ? 0 : newparent, NULL);
+	else
+		lm_entries_end(m, rc, parent, name, newparent, newname);
+	lm_reply_err(req, rc);
 }
 
 static void lm_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
@@ -263,9 +297,13 @@ static void lm_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	struct loom_cred cr;
 	struct loom_ll_attr a;
 
+	int rc;
+
 	lm_cred(req, &cr);
-	lm_reply_entry(req, lm_changed(m, loom_ll_link(m->fs, &cr, ino, newparent, newname, &a)),
-		       newparent, newname, &a);
+	lm_entries_begin(m, newparent, 0);
+	rc = lm_changed(m, loom_ll_link(m->fs, &cr, ino, newparent, newname, &a));
+	lm_entries_end(m, rc, 0, NULL, newparent, newname);
+	lm_reply_entry(req, rc, newparent, newname, &a);
 }
 
 static void lm_access(fuse_req_t req, fuse_ino_t ino, int mask)

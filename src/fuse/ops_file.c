@@ -112,7 +112,9 @@ static void lm_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 
 	lm_cred(req, &cr);
 	memset(&e, 0, sizeof(e));
+	lm_entries_begin(m, parent, 0);
 	rc = lm_changed(m, loom_ll_create(m->fs, &cr, parent, name, mode, fi->flags & ~O_APPEND, &f, &a));
+	lm_entries_end(m, rc, 0, NULL, parent, name);
 	if (rc) {
 		lm_reply_err(req, rc);
 		return;

@@ -19,6 +19,13 @@
 #define BATCH_MAX        1024
 #define TICK_MS          1000
 
+static _Thread_local bool on_metadata_thread;
+
+bool mds_on_metadata_thread(void)
+{
+	return on_metadata_thread;
+}
+
 /*
  * -ENOENT because the inode a request names (by number) is gone, not because a name is missing,
  * becomes -ESTALE, as an NFS server says: a client that acted on a cached name (renamed over or
@@ -67,6 +74,7 @@ ENOENT_IS_ENOENT(swap)
 ENOENT_IS_ENOENT(walk)
 ENOENT_IS_ENOENT(replay)
 ENOENT_IS_ENOENT(sync)
+ENOENT_IS_ENOENT(lease)
 ENOENT_OF_INO(name, name.f.parent)
 ENOENT_OF_INO(ino, ino.ino)
 ENOENT_OF_INO(setattr, setattr.ino)
@@ -96,6 +104,7 @@ static int enoent_rename(struct mdt_txn *t, const struct lw_mds_req *q)
 		return enoent_##form(t, q);
 #define ENOENT_ANY ENOENT_MDS
 #define ENOENT_OSS(name, form)
+#define ENOENT_CLI(name, form)
 
 static int enoent_means(struct mdt_txn *t, const struct lw_mds_req *q)
 {
@@ -196,6 +205,7 @@ static int exec_work(struct mds *m, struct mdt_txn *t, const struct mds_work *w,
 	switch ((enum mds_work_kind)w->qitem.kind) {
 	case MDS_WORK_DISCONNECT:
 		osts_of_conn_lost(m, w->conn_id);
+		mds_leases_drop_conn(m, w->conn_id);
 		mds_locks_drop_waiters(m, w->conn_id);
 		mds_trunc_drop_conn(m, w->conn_id);
 		return mds_session_disconnect(m, t, w->conn_id, &bs->released);
@@ -468,6 +478,8 @@ static void answer_batch(struct mds *m, struct reqq_item *list, struct reply *re
 			; /* answered later by the lock manager, or the replays (replay.c) */
 		else if (r && r->status == MDS_HELD)
 			mds_replay_hold(m, req);
+		else if (r && r->status == MDS_LEASE_HELD)
+			mds_leases_park(m, req);
 		else if (!r)
 			mds_reply(m, req, -ENOMEM, NULL, 0, 0, NULL);
 		else if (i >= durable)
@@ -476,7 +488,8 @@ static void answer_batch(struct mds *m, struct reqq_item *list, struct reply *re
 			mds_trunc_park(m, req, r->body, r->len, r->park_ino, r->park_epoch);
 			r->body = NULL;
 		} else
-			mds_reply(m, req, r->status, r->body, r->len, r->transno, &r->vers);
+			mds_reply_granted(m, req, r->status, r->body, r->len, r->transno, &r->vers,
+					  r->lease_ino, r->lease_gen);
 		if (r)
 			free(r->body);
 	}
@@ -516,6 +529,10 @@ static void run_batch(struct mds *m, struct reqq_item *list, uint32_t n)
 		for (struct reqq_item *it = list; it; it = it->next, i++) {
 			if (it->kind == REQQ_SRV_REQ && mds_replay_holds(m, srv_req_of(it))) {
 				replies[i].status = MDS_HELD;
+				continue;
+			}
+			if (it->kind == REQQ_SRV_REQ && mds_leases_block(m, srv_req_of(it))) {
+				replies[i].status = MDS_LEASE_HELD;
 				continue;
 			}
 			run_item(m, txn, write, it, &bs, &replies[i]);
@@ -596,6 +613,7 @@ void mds_metadata_loop(struct mds *m)
 {
 	uint64_t last_tick = clock_mono_ns();
 
+	on_metadata_thread = true;
 	for (;;) {
 		uint32_t n = 0;
 		struct reqq_item *list = reqq_pop_batch(&m->queue, BATCH_MAX,

@@ -183,8 +183,8 @@ int mds_commit_wait_ms(const struct mds *m, int idle_ms)
 	return now >= due ? 0 : (int)((due - now + 999999) / 1000000);
 }
 
-void mds_reply(struct mds *m, struct srv_req *req, int status, const void *body, uint32_t len,
-	       uint64_t transno, const struct mdt_vers *vers)
+void mds_reply_granted(struct mds *m, struct srv_req *req, int status, const void *body, uint32_t len,
+		       uint64_t transno, const struct mdt_vers *vers, uint64_t lease_ino, uint64_t lease_gen)
 {
 	struct {
 		struct lw_mds_rep_prefix pre;
@@ -197,7 +197,7 @@ void mds_reply(struct mds *m, struct srv_req *req, int status, const void *body,
 		return;
 	}
 	if (status)
-		transno = 0;
+		transno = lease_ino = lease_gen = 0;
 	if (transno && vers) {
 		nvers = vers->n;
 		memcpy(p.vers, vers->got, nvers * sizeof(p.vers[0]));
@@ -207,7 +207,17 @@ void mds_reply(struct mds *m, struct srv_req *req, int status, const void *body,
 		.last_committed = atomic_load(&m->commit.last_committed),
 		.nvers = nvers,
 		.flags = m->replay.active ? LW_RPF_RECOVERING : 0,
+		.lease_ino = lease_gen ? lease_ino : 0,
+		.lease_gen = lease_ino ? lease_gen : 0,
+		.lease_trust_ms = m->leases.timeout_s * 500u,
 	};
+	mds_leases_reply_flags(m, req, status, &p.pre);
 	srv_reply_pre(req, status, &p, (uint32_t)(sizeof(p.pre) + nvers * sizeof(p.vers[0])), body,
 		      status ? 0 : len);
+}
+
+void mds_reply(struct mds *m, struct srv_req *req, int status, const void *body, uint32_t len,
+	       uint64_t transno, const struct mdt_vers *vers)
+{
+	mds_reply_granted(m, req, status, body, len, transno, vers, 0, 0);
 }

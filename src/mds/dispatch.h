@@ -29,6 +29,8 @@ struct reply {
 	uint64_t transno;    /* the change's number (0: none) */
 	struct mdt_vers vers; /* the inodes it wrote, with their versions before */
 	bool sync;           /* answered only once committed */
+	uint64_t lease_ino;  /* a lease granted with it (lease_gen 0: none) */
+	uint64_t lease_gen;
 };
 
 /* A replay's first run, as its client kept it (replay.c): the versions it saw, and the inode
@@ -89,6 +91,7 @@ struct mds_op {
 #define MDS_HANDLER_MDS(handler) int mds_op_##handler(struct mds_op *o);
 #define MDS_HANDLER_ANY MDS_HANDLER_MDS
 #define MDS_HANDLER_OSS(handler)
+#define MDS_HANDLER_CLI(handler)
 #define LW_OP(name, value, server, resend, flags, req, rep, handler, net) MDS_HANDLER_##server(handler)
 #include "proto/ops.def"
 #undef LW_OP
@@ -121,6 +124,10 @@ int mds_create_resent(struct mds *m, struct mdt_txn *t, const struct srv_req *re
 		      const struct lw_mds_req *q, void *body, uint32_t len);
 
 /* batch.c */
+/* Whether the calling thread is the metadata thread. */
+bool mds_on_metadata_thread(void);
+/* A request the network thread hands to the metadata thread after all (net_read). */
+#define MDS_ELSEWHERE 5
 /* -ENOENT because an inode the request names by number is gone becomes -ESTALE. */
 int mds_stale_if_gone(struct mdt_txn *t, int rc, uint64_t ino);
 /* Decodes req into q (root squash applied): 0 or the errno to answer with. */

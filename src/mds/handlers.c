@@ -257,7 +257,18 @@ int mds_op_readlink(struct mds_op *o)
 
 int mds_op_readdir(struct mds_op *o)
 {
-	return exec_readdir(o->t, o->q, o->r);
+	int rc;
+
+	/* A lease is granted on the metadata thread only, where every change of entries runs: the
+	 * listing and the grant are then one step no change comes between. */
+	if ((o->q->u.readdir.flags & LW_RD_LEASE) && !mds_on_metadata_thread())
+		return MDS_ELSEWHERE;
+	rc = exec_readdir(o->t, o->q, o->r);
+	if (rc == 0 && (o->q->u.readdir.flags & LW_RD_LEASE)) {
+		o->r->lease_gen = mds_lease_grant(o->m, o->req, o->q->u.readdir.ino);
+		o->r->lease_ino = o->r->lease_gen ? o->q->u.readdir.ino : 0;
+	}
+	return rc;
 }
 
 int mds_op_getxattr(struct mds_op *o)
@@ -297,6 +308,7 @@ int mds_op_access(struct mds_op *o)
 		return mds_op_##handler(o);
 #define RUN_ANY RUN_MDS
 #define RUN_OSS(name, handler)
+#define RUN_CLI(name, handler)
 
 int mds_op_run(struct mds_op *o)
 {

@@ -258,6 +258,8 @@ static int exec_connect(struct mds *m, struct srv_req *req, const struct lw_mds_
 	sess = mds_session_connect(m, req->conn_id, q->u.connect.client_uuid);
 	if (!sess)
 		return -ENOMEM;
+	/* Its reply says LW_RPF_LEASES_LOST: what the session held on another connection goes. */
+	mds_leases_drop_session(m, sess->sid);
 	if (!sess->owner_set && (sess->uuid[0] || sess->uuid[1])) {
 		/* Metadata thread: connects, the only writers of owner, all run here. */
 		memset(sess->owner, 0, sizeof(sess->owner));

@@ -143,6 +143,7 @@ void mds_periodic(struct mds *m)
 		lock_recovery_expire(m, now);
 	mds_replay_expire(m, now);
 	mds_replay_drain(m);
+	mds_leases_expire(m, now);
 	housekeeping(m, now);
 	mds_locks_wake(m); /* after sessions that ended, or recovery that did */
 	if (!m->commit.open)

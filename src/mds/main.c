@@ -67,6 +67,8 @@ static void usage(FILE *f)
 		"  --commit-ms MS        answer changes once applied and commit them behind, within MS\n"
 		"                        milliseconds (clients replay what a crash lost); 0 commits\n"
 		"                        each batch before answering (default %u, at most 60000)\n"
+		"  --lease-timeout SEC   how long a client may take to give back a directory lease the\n"
+		"                        MDS recalls before it loses every lease it holds (default %u)\n"
 		"  --handshake-timeout SEC  a connection that has not proved it holds the key this\n"
 		"                        long after connecting is closed (default 5)\n"
 		"  --frame-timeout SEC  a connection whose frame stops coming this long is closed\n"
@@ -79,7 +81,7 @@ static void usage(FILE *f)
 		"  --config FILE         read settings from FILE first, one `NAME = VALUE` a line,\n"
 		"                        NAME any option above without its -- (flags given override)\n"
 		"  --version             print the release and the protocol versions it speaks\n",
-		LW_DEFAULT_MDS_PORT, LOOM_FSNAME_MAX, MDS_COMMIT_MS_DEFAULT);
+		LW_DEFAULT_MDS_PORT, LOOM_FSNAME_MAX, MDS_COMMIT_MS_DEFAULT, MDS_LEASE_TIMEOUT_DEFAULT);
 }
 
 #define MDT_KEY_NAME "fs.key"
@@ -154,6 +156,7 @@ int main(int argc, char **argv)
 		{ "reserve", required_argument, NULL, 'R' },   { "map-size", required_argument, NULL, 'M' },
 		{ "version", no_argument, NULL, 'V' },         { "config", required_argument, NULL, 'C' },
 		{ "log-syslog", no_argument, NULL, 'Y' },      { "commit-ms", required_argument, NULL, 'K' },
+		{ "lease-timeout", required_argument, NULL, 'W' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *mdt_dir = NULL, *listen_addr = NULL, *port_file = NULL, *fsname = NULL, *key_file = NULL;
@@ -218,6 +221,17 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			m.commit.interval_ms = (uint32_t)v;
+			break;
+		}
+		case 'W': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+
+			if (*optarg < '0' || *optarg > '9' || *end || v < 1 || v > 3600) {
+				fprintf(stderr, "loom-mds: --lease-timeout takes 1..3600 seconds\n");
+				return 2;
+			}
+			m.leases.timeout_s = (uint32_t)v;
 			break;
 		}
 		case 'R':
@@ -316,6 +330,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	reqq_init(&m.queue);
 	mds_sessions_init(&m);
+	mds_leases_init(&m);
 	u64map_init(&m.ost_conns);
 	u64map_init(&m.locks);
 	u64map_init(&m.lock_wakes);
@@ -368,6 +383,7 @@ int main(int argc, char **argv)
 	reqq_close(&m.queue);
 	pthread_join(m.md_thread, NULL);
 	mds_replay_stop(&m);
+	mds_leases_stop(&m);
 	mds_destroyer_stop(&m);
 	mds_truncator_stop(&m);
 	srv_destroy(m.srv);

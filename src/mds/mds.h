@@ -203,6 +203,19 @@ struct mds {
 		uint64_t first_ns;               /* when its first change was applied */
 		uint32_t interval_ms;            /* --commit-ms: 0 commits every batch before answering */
 	} commit;
+	/* Directory leases (leases.c): the metadata thread's, but for the lost marks. */
+	struct mds_leases {
+		struct u64map dirs;        /* ino -> struct lease_dir */
+		struct u64map per_session; /* sid -> how many directories it holds */
+		uint32_t nholders;
+		uint32_t timeout_s;        /* --lease-timeout */
+		_Atomic uint64_t gen;      /* the last grant's number */
+		uint64_t recalls, evictions;
+		/* sid -> the newest grant it lost (taken back: its next reply says so) */
+		pthread_mutex_t lost_lock;
+		struct u64map lost;
+		_Atomic uint32_t nlost;
+	} leases;
 	/* Replays after a start (replay.c). */
 	struct mds_replay {
 		bool active;           /* clients' requests wait; replies say LW_RPF_RECOVERING */
@@ -225,6 +238,9 @@ struct mds {
  * (may be NULL) and last_committed; other rows as srv_reply. */
 void mds_reply(struct mds *m, struct srv_req *req, int status, const void *body, uint32_t len,
 	       uint64_t transno, const struct mdt_vers *vers);
+/* mds_reply with a lease granted (lease_gen 0: none; dropped when status is an error). */
+void mds_reply_granted(struct mds *m, struct srv_req *req, int status, const void *body, uint32_t len,
+		       uint64_t transno, const struct mdt_vers *vers, uint64_t lease_ino, uint64_t lease_gen);
 
 /* replay.c */
 int mds_replay_begin(struct mds *m);
@@ -239,6 +255,31 @@ void mds_replay_hold(struct mds *m, struct srv_req *req);
 void mds_replay_drain(struct mds *m);
 void mds_replay_expire(struct mds *m, uint64_t now_ns);
 #define MDS_HELD 3 /* not an errno: a request that waits for the end of recovery */
+
+/* leases.c */
+/* --lease-timeout's default: how long a recalled lease may take to come back. */
+#define MDS_LEASE_TIMEOUT_DEFAULT 10u
+#define MDS_LEASE_HELD 4 /* not an errno: a change that waits for recalled leases */
+void mds_leases_init(struct mds *m);
+/* At exit: drops the changes waiting, and frees. */
+void mds_leases_stop(struct mds *m);
+/* A lease on directory ino for req's session (READDIR with LW_RD_LEASE, on the metadata
+ * thread): the grant's number, or 0 when none is granted. */
+uint64_t mds_lease_grant(struct mds *m, const struct srv_req *req, uint64_t ino);
+/* Whether req (a change of entries) must wait for leases other sessions hold; their recalls are
+ * sent. mds_leases_park then keeps it (from answer_batch), or queues it again when the leases
+ * came back meanwhile. */
+bool mds_leases_block(struct mds *m, const struct srv_req *req);
+void mds_leases_park(struct mds *m, struct srv_req *req);
+/* Periodic: a holder that did not give a recalled lease back in time loses all of its own. */
+void mds_leases_expire(struct mds *m, uint64_t now_ns);
+/* A connection closed, a session ended: their leases go. */
+void mds_leases_drop_conn(struct mds *m, uint64_t conn_id);
+void mds_leases_drop_session(struct mds *m, uint64_t sid);
+/* Any thread, for a reply's prefix: LW_RPF_LEASES_LOST where the session lost its leases (and
+ * on every MDS_CONNECT). */
+void mds_leases_reply_flags(struct mds *m, const struct srv_req *req, int status,
+			    struct lw_mds_rep_prefix *pre);
 
 /* --commit-ms's default: how long an answered change may wait for its commit. */
 #define MDS_COMMIT_MS_DEFAULT 5u

@@ -30,6 +30,10 @@ static bool net_read(struct mds *m, struct srv_req *req)
 	}
 	mds_run_one(m, t, false, req, &bs, &r);
 	mdt_txn_abort(t);
+	if (r.status == MDS_ELSEWHERE) {
+		free(r.body);
+		return false;
+	}
 	mds_reply(m, req, r.status, r.body, r.len, 0, NULL);
 	free(r.body);
 	return true;
@@ -219,6 +223,7 @@ static bool net_none(struct mds *m, struct srv_req *req)
 		return net_##net(m, req);
 #define NET_ANY NET_MDS
 #define NET_OSS(name, net)
+#define NET_CLI(name, net)
 
 /* Answers req here if its row's NET path takes it; false: the metadata thread's. */
 static bool answer_here(struct mds *m, struct srv_req *req)

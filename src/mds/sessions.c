@@ -197,6 +197,7 @@ static struct mds_session *session_connect(struct mds *m, uint64_t conn_id, cons
 	if (cur && cur != f.found && !cur->handles) {
 		/* An anonymous session of this connection gives way to the client's own. */
 		mds_locks_drop_session(m, cur->sid);
+		mds_leases_drop_session(m, cur->sid);
 		u64map_del(&m->sessions, cur->sid);
 		free(cur);
 	} else if (cur && cur != f.found) {
@@ -603,6 +604,7 @@ static int session_end(struct mds *m, struct mdt_txn *t, struct mds_session *s, 
 	if (rc)
 		return rc;
 	mds_locks_drop_session(m, s->sid);
+	mds_leases_drop_session(m, s->sid);
 	if (s->conn_id)
 		u64map_del(&m->conn_sessions, s->conn_id);
 	u64map_del(&m->sessions, s->sid);

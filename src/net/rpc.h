@@ -90,6 +90,10 @@ struct rpc_call {
 	uint64_t transno;
 	uint64_t last_committed;
 	uint32_t nvers;
+	uint32_t rp_flags;   /* LW_RPF_* */
+	uint64_t lease_ino;  /* a lease granted, or with LW_RPF_LEASES_LOST the newest lost */
+	uint64_t lease_gen;
+	uint32_t lease_trust_ms;
 	struct lw_obj_version vers[LW_MAX_VERS];
 
 	/* rpc_submit_detached: runs once the call completed (on whichever thread completed it,
@@ -183,6 +187,10 @@ struct rpc_conn_opts {
 	 * it may have to replay. Perhaps under the connection's locks: it must not block nor call
 	 * into this layer. */
 	void (*on_reply)(void *arg, struct rpc_call *call);
+	/* Runs on the I/O thread for each notification (a frame with LW_F_NOTIFY of an opcode
+	 * ops.def gives the client, CLI), its body checked as a reply's is, in the order frames
+	 * arrive; the same rules as on_reply. NULL: notifications are read and dropped. */
+	void (*on_notify)(void *arg, uint16_t opcode, const void *body, uint32_t len);
 	/* Before each reconnection attempt: may change host/port (a server that moved). */
 	void (*resolve)(void *arg, char *host, size_t cap, uint16_t *port);
 	void *arg;

@@ -82,6 +82,7 @@ struct rpc_conn {
 	uint32_t hgot;
 	struct rpc_call *rcall; /* the call the reply being read belongs to */
 	bool discarding;        /* the reply being read is a cancelled call's: dropped */
+	bool notifying;         /* the frame being read is a notification (LW_F_NOTIFY) */
 	uint8_t *rbody;
 	uint32_t got;
 	uint32_t rbulk_crc;

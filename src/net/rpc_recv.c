@@ -73,6 +73,14 @@ static void reply_done(struct rpc_conn *c)
 	c->rcall = NULL;
 	c->rstate = RS_HDR;
 	c->hgot = 0;
+	if (c->notifying) {
+		c->notifying = false;
+		if (c->opts.on_notify)
+			c->opts.on_notify(c->opts.arg, c->hdr.opcode, c->rbody, c->hdr.body_len);
+		free(c->rbody);
+		c->rbody = NULL;
+		return;
+	}
 	if (c->discarding) {
 		/* A cancelled call's reply: nobody waits for it. */
 		c->discarding = false;
@@ -100,6 +108,10 @@ static void reply_done(struct rpc_conn *c)
 			call->transno = status ? 0 : pre.transno;
 			call->last_committed = pre.last_committed;
 			call->nvers = status ? 0 : pre.nvers;
+			call->rp_flags = pre.flags;
+			call->lease_ino = pre.lease_ino;
+			call->lease_gen = pre.lease_gen;
+			call->lease_trust_ms = pre.lease_trust_ms;
 			if (c->opts.on_reply)
 				c->opts.on_reply(c->opts.arg, call);
 		}
@@ -157,9 +169,21 @@ static const char *reply_hdr_done(struct rpc_conn *c)
 	struct lw_hdr *h = &c->hdr;
 	const char *why;
 
-	if (lw_hdr_check(h) || !(h->flags & LW_F_REPLY))
+	if (lw_hdr_check(h))
 		return "malformed reply header";
-	why = reply_match(c);
+	if (h->flags & LW_F_NOTIFY) {
+		const struct lw_op_info *info = lw_op_info(h->opcode);
+
+		/* Unasked: it belongs to no call, and carries no bulk. */
+		if (!info || info->server != LW_SRV_CLI || h->bulk_len)
+			return "malformed notification";
+		c->notifying = true;
+		why = NULL;
+	} else if (!(h->flags & LW_F_REPLY)) {
+		return "malformed reply header";
+	} else {
+		why = reply_match(c);
+	}
 	if (why && !seal_on(&c->rx))
 		return why;
 	c->rerr = why;
@@ -287,6 +311,7 @@ static const char *conn_parse(struct rpc_conn *c)
 /* Clears the receive state after the socket went away. I/O thread. */
 void recv_reset(struct rpc_conn *c)
 {
+	c->notifying = false;
 	free(c->rbody);
 	c->rbody = NULL;
 	c->rerr = NULL;

@@ -138,6 +138,18 @@ void *srv_req_take_bulk(struct srv_req *req);
 
 /* The peer's "a.b.c.d:port", for log lines. */
 const char *srv_req_peer(const struct srv_req *req);
+
+/*
+ * Notifications: frames a server sends a client unasked (ops.def's CLI rows, LW_F_NOTIFY),
+ * on the connection a request of the client came on. srv_conn_hold takes a reference to that
+ * connection (it stays valid memory until srv_conn_release, also once closed); srv_notify queues
+ * a frame of opcode with body (copied) on it, from any thread: 0, or -ENOTCONN once the
+ * connection is closed (the client will learn otherwise), -ENOMEM.
+ */
+struct srv_conn;
+struct srv_conn *srv_conn_hold(struct srv_req *req);
+void srv_conn_release(struct srv_conn *c);
+int srv_notify(struct srv_conn *c, uint16_t opcode, const void *body, uint32_t body_len);
 /* The node whose key the request's connection proved (wire_auth.h, "Node keys"), or NULL for
  * the file system key (or a server without a key). */
 const struct lw_auth_node *srv_req_node(const struct srv_req *req);

@@ -79,6 +79,7 @@ struct srv_conn {
 	uint64_t inflight_bytes;
 	struct out_frame *out_head;
 	struct out_frame *out_tail;
+	uint64_t notify_id;     /* the last notification's req_id (srv_notify) */
 	struct seal tx;         /* replies, sealed as they are queued (so in queue order); on
 	                         * once the AUTH_PROVE reply is queued */
 

@@ -121,6 +121,8 @@ static const char *conn_hdr_done(struct srv_conn *c)
 		return h->magic != LW_MAGIC ? "not a Loom frame (bad magic)" : "malformed frame header";
 	if (h->flags & LW_F_REPLY)
 		return "reply frame sent to a server";
+	if (h->flags & LW_F_NOTIFY)
+		return "notification frame sent to a server";
 	if (h->bulk_len && s->opts.bulk_ok && !s->opts.bulk_ok(h->opcode))
 		return "bulk data with an opcode that takes none";
 	/* Until the peer proved it holds the key, it gets no memory beyond a small frame (which

@@ -211,6 +211,23 @@ static int frame_seal_out(struct srv_conn *c, struct out_frame *f)
 	return rc;
 }
 
+/* Under c->lock, c open: f (sealed) joins c's queue, its bytes counted until sent. Written at
+ * once from this thread when nothing is queued ahead of it: one system call instead of a wake-up
+ * of the loop; if the socket is full, epoll takes over. */
+static void queue_frame(struct srv_conn *c, struct out_frame *f)
+{
+	bool was_idle = c->out_head == NULL;
+
+	c->inflight_bytes += f->charge;
+	if (c->out_tail)
+		c->out_tail->next = f;
+	else
+		c->out_head = f;
+	c->out_tail = f;
+	if (was_idle && conn_flush(c) < 0)
+		shutdown(c->fd, SHUT_RDWR);
+}
+
 static void reply(struct srv_req *req, int status, uint32_t flags, const void *pre, uint32_t pre_len,
 		  const void *body, uint32_t body_len, void *bulk, uint32_t bulk_len,
 		  void (*release)(void *))
@@ -220,7 +237,6 @@ static void reply(struct srv_req *req, int status, uint32_t flags, const void *p
 	struct out_frame *f;
 	struct lw_hdr *h;
 	bool resume = false;
-	int rc = 0;
 
 	if (body_len > UINT32_MAX - pre_len) {
 		body_len = 0; /* cannot be: bodies are far below the limit */
@@ -274,20 +290,7 @@ static void reply(struct srv_req *req, int status, uint32_t flags, const void *p
 			c->inflight--;
 		out_frame_free(c, f);
 	} else {
-		bool was_idle = c->out_head == NULL;
-
-		c->inflight_bytes += f->charge;
-		if (c->out_tail)
-			c->out_tail->next = f;
-		else
-			c->out_head = f;
-		c->out_tail = f;
-		/* Write at once from this thread when nothing is queued ahead of us: one system call
-		 * instead of a wake-up of the loop. If the socket is full, epoll takes over. */
-		if (was_idle)
-			rc = conn_flush(c);
-		if (rc < 0)
-			shutdown(c->fd, SHUT_RDWR);
+		queue_frame(c, f);
 		conn_check_pause(c);
 	}
 	conn_set_events(c);
@@ -297,6 +300,55 @@ static void reply(struct srv_req *req, int status, uint32_t flags, const void *p
 		conn_queue_resume(c);
 	req_free(req);
 	conn_unref(c);
+}
+
+struct srv_conn *srv_conn_hold(struct srv_req *req)
+{
+	struct srv_conn *c = req->conn;
+
+	pthread_mutex_lock(&c->lock);
+	c->refs++;
+	pthread_mutex_unlock(&c->lock);
+	return c;
+}
+
+void srv_conn_release(struct srv_conn *c)
+{
+	if (c)
+		conn_unref(c);
+}
+
+int srv_notify(struct srv_conn *c, uint16_t opcode, const void *body, uint32_t body_len)
+{
+	struct out_frame *f = malloc(sizeof(*f) + sizeof(struct lw_hdr) + body_len);
+	struct lw_hdr *h;
+	int rc = 0;
+
+	if (!f)
+		return -ENOMEM;
+	memset(f, 0, sizeof(*f));
+	f->hb_len = (uint32_t)sizeof(*h) + body_len;
+	f->charge = f->hb_len;
+	h = (struct lw_hdr *)f->hb;
+	if (body_len)
+		memcpy(f->hb + sizeof(*h), body, body_len);
+	mem_charge_reply(c, f->charge);
+	pthread_mutex_lock(&c->lock);
+	lw_hdr_fill(h, opcode, LW_F_NOTIFY, 0, ++c->notify_id, f->hb + sizeof(*h), body_len, 0, 0);
+	if (c->closed) {
+		out_frame_free(c, f);
+		rc = -ENOTCONN;
+	} else if (frame_seal_out(c, f)) {
+		out_frame_free(c, f);
+		shutdown(c->fd, SHUT_RDWR);
+		rc = -ENOTCONN;
+	} else {
+		/* Counted as a reply's bytes are, until sent (it ends no request). */
+		queue_frame(c, f);
+		conn_set_events(c);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return rc;
 }
 
 void srv_reply(struct srv_req *req, int status, const void *body, uint32_t body_len, void *bulk,

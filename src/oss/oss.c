@@ -188,6 +188,7 @@ static int oss_op_scrub(struct oss_op *o)
 		return oss_op_##handler(o);
 #define RUN_ANY RUN_OSS
 #define RUN_MDS(name, handler)
+#define RUN_CLI(name, handler)
 
 static int oss_op_run(struct oss_op *o)
 {

@@ -234,9 +234,11 @@ int lw_hdr_check(const struct lw_hdr *h)
 		return -EPROTO;
 	if (h->body_len > LW_MAX_BODY || h->bulk_len > LW_MAX_BULK)
 		return -EPROTO;
-	if (h->flags & ~(LW_F_REPLY | LW_F_RESENT | LW_F_ENCRYPT))
+	if (h->flags & ~(LW_F_REPLY | LW_F_RESENT | LW_F_ENCRYPT | LW_F_NOTIFY))
 		return -EPROTO;
 	if (!(h->flags & LW_F_REPLY) && h->status != 0)
+		return -EPROTO;
+	if ((h->flags & LW_F_NOTIFY) && (h->flags & (LW_F_REPLY | LW_F_RESENT | LW_F_ENCRYPT)))
 		return -EPROTO;
 	return 0;
 }
@@ -502,6 +504,21 @@ bool lw_op_mds_prefixed(uint16_t opcode)
 	return info && info->server == LW_SRV_MDS;
 }
 
+int lw_recall_decode(const void *body, uint32_t len, const uint8_t **leases, uint32_t *count)
+{
+	struct lw_recall f;
+
+	if (len < sizeof(f))
+		return -EPROTO;
+	memcpy(&f, body, sizeof(f));
+	if (f.count == 0 || f.count > LW_LEASES_MAX || f.pad ||
+	    len != sizeof(f) + (size_t)f.count * sizeof(struct lw_lease))
+		return -EPROTO;
+	*leases = (const uint8_t *)body + sizeof(f);
+	*count = f.count;
+	return 0;
+}
+
 int lw_mds_prefix_take(void *body, uint32_t *len, struct lw_mds_rep_prefix *pre,
 		       struct lw_obj_version vers[LW_MAX_VERS])
 {
@@ -513,7 +530,9 @@ int lw_mds_prefix_take(void *body, uint32_t *len, struct lw_mds_rep_prefix *pre,
 	if (*len < sizeof(*pre))
 		return -EPROTO;
 	memcpy(pre, body, sizeof(*pre));
-	if (pre->nvers > LW_MAX_VERS || (pre->nvers && !pre->transno))
+	if (pre->nvers > LW_MAX_VERS || (pre->nvers && !pre->transno) ||
+	    (pre->lease_ino && (!pre->lease_gen || (pre->flags & LW_RPF_LEASES_LOST))) ||
+	    (!pre->lease_ino && pre->lease_gen && !(pre->flags & LW_RPF_LEASES_LOST)))
 		return -EPROTO;
 	need = sizeof(*pre) + (size_t)pre->nvers * sizeof(*vers);
 	if (*len < need)

@@ -17,7 +17,8 @@
 /* ---- the opcode table (ops.def), as data ---- */
 
 /* The servers of an opcode. */
-enum lw_op_server { LW_SRV_ANY, LW_SRV_MDS, LW_SRV_OSS };
+/* CLI: a server sends it to a client, unasked (LW_F_NOTIFY), and no server serves it. */
+enum lw_op_server { LW_SRV_ANY, LW_SRV_MDS, LW_SRV_OSS, LW_SRV_CLI };
 
 /* What a resend gets (see ops.def). */
 enum lw_op_resend { LW_RESEND_READ, LW_RESEND_CACHED, LW_RESEND_HANDLE, LW_RESEND_REPEATS };
@@ -31,6 +32,9 @@ enum lw_op_resend { LW_RESEND_READ, LW_RESEND_CACHED, LW_RESEND_HANDLE, LW_RESEN
 #define LW_OPF_WRITES   0x40u /* it changes the file system (a read-only node: -EROFS) */
 #define LW_OPF_REPLAY   0x80u /* answered before its commit: the client keeps it for a replay */
 #define LW_OPF_NS       0x100u /* it reads or changes inodes: it waits while the MDS awaits replays */
+#define LW_OPF_LEASE    0x200u /* its reply may grant a lease on the directory it names */
+#define LW_OPF_ENTRIES  0x400u /* it changes the entries of the directories it names: their
+				* leases held by other clients are recalled first */
 
 struct lw_op_info {
 	const char *name;     /* "MDS_LOOKUP" */
@@ -117,6 +121,8 @@ bool lw_op_mds_prefixed(uint16_t opcode);
 /* Takes the prefix off a reply body of *len bytes: *pre and vers[0 .. pre->nvers) get it, the
  * rest moves to the front and *len shrinks. An empty body (an error the frame layer answered)
  * has none: all zeros. -EPROTO for a malformed one. */
+/* An MDS_RECALL's body: 0 with *count leases at *leases (unaligned lw_lease), or -EPROTO. */
+int lw_recall_decode(const void *body, uint32_t len, const uint8_t **leases, uint32_t *count);
 int lw_mds_prefix_take(void *body, uint32_t *len, struct lw_mds_rep_prefix *pre,
 		       struct lw_obj_version vers[LW_MAX_VERS]);
 
@@ -141,6 +147,10 @@ struct lw_mds_req {
 		struct lw_connect_req connect;
 		struct lw_ino_req ino; /* GETATTR, READLINK, GETLAYOUT, DOM_READ */
 		struct lw_sync_req sync;
+		struct {
+			struct lw_lease_req f;
+			const uint8_t *leases; /* f.count lw_lease (unaligned) */
+		} lease;
 		struct {
 			struct lw_name_req f;
 			struct lw_name name;

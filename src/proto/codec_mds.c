@@ -104,6 +104,20 @@ static void lw_dec_sync(struct lw_rd *r, struct lw_mds_req *out)
 		r->err = -EINVAL;
 }
 
+static void lw_dec_lease(struct lw_rd *r, struct lw_mds_req *out)
+{
+	const struct lw_lease_req *f = &out->u.lease.f;
+
+	lw_rd_fixed(r, &out->u.lease.f, sizeof(out->u.lease.f));
+	if (r->err)
+		return;
+	if (f->flags || f->count == 0 || f->count > LW_LEASES_MAX) {
+		r->err = -EINVAL;
+		return;
+	}
+	out->u.lease.leases = lw_rd_bytes(r, (size_t)f->count * sizeof(struct lw_lease));
+}
+
 static void lw_dec_swap(struct lw_rd *r, struct lw_mds_req *out)
 {
 	lw_rd_fixed(r, &out->u.swap, sizeof(out->u.swap));
@@ -283,7 +297,7 @@ static void lw_dec_symlink(struct lw_rd *r, struct lw_mds_req *out)
 static void lw_dec_readdir(struct lw_rd *r, struct lw_mds_req *out)
 {
 	lw_rd_fixed(r, &out->u.readdir, sizeof(out->u.readdir));
-	if (!r->err && (out->u.readdir.flags & ~LW_RD_PLUS))
+	if (!r->err && (out->u.readdir.flags & ~(LW_RD_PLUS | LW_RD_LEASE)))
 		r->err = -EINVAL;
 }
 
@@ -398,6 +412,7 @@ static void lw_dec_heartbeat(struct lw_rd *r, struct lw_mds_req *out)
 		break;
 #define DEC_MDS_ANY DEC_MDS_MDS
 #define DEC_MDS_OSS(name, req)
+#define DEC_MDS_CLI(name, req)
 
 /*
  * A body whose names or flags are bad (too long, a '/') is answered with that errno, as a local
@@ -411,7 +426,7 @@ int lw_mds_req_decode(uint16_t op, const void *body, uint32_t len, struct lw_mds
 
 	memset(out, 0, sizeof(*out));
 	out->op = op;
-	if (!info || info->server == LW_SRV_OSS)
+	if (!info || info->server == LW_SRV_OSS || info->server == LW_SRV_CLI)
 		return -EOPNOTSUPP;
 	lw_rd_init(&r, body, len);
 	if (info->flags & LW_OPF_CRED)

@@ -112,6 +112,7 @@ static void lw_ost_dec_scrub(struct lw_rd *r, struct lw_ost_io *out)
 		lw_ost_dec_##req(&r, out); \
 		break;
 #define DEC_OSS_MDS(name, req)
+#define DEC_OSS_CLI(name, req)
 #define DEC_OSS_ANY DEC_OSS_OSS
 
 int lw_ost_req_decode(uint16_t op, const void *body, uint32_t len, struct lw_ost_io *out)

@@ -27,9 +27,9 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "Loom's wire image assumes a little-endian host");
 
 #define LW_MAGIC         0x4D4F4F4Cu /* "LOOM" in memory order */
-#define LW_VERSION       5u          /* the version this build speaks */
-#define LW_VERSION_MIN   5u          /* the oldest it still accepts (5: every MDS reply starts
-                                      * with struct lw_mds_rep_prefix) */
+#define LW_VERSION       6u          /* the version this build speaks */
+#define LW_VERSION_MIN   6u          /* the oldest it still accepts (6: every MDS reply starts
+                                      * with struct lw_mds_rep_prefix, with its leases) */
 #define LW_MAX_BODY      ((1u << 20) + (64u << 10)) /* largest body accepted: OST table,
                                      * readdir pages, a 1 MiB Data-on-MDT part with its layout */
 #define LW_MAX_BULK      (16u << 20) /* largest bulk accepted in one frame */
@@ -60,6 +60,9 @@ const char *lw_op_name(uint16_t opcode);
 #define LW_F_REPLY  0x1u /* set on every reply */
 #define LW_F_RESENT 0x2u /* a request sent again after a reconnection: it may have been applied */
 #define LW_F_ENCRYPT 0x4u /* AUTH_* only (below): encryption required, asked for, granted */
+#define LW_F_NOTIFY 0x8u  /* a server's frame a client did not ask for (ops.def's CLI rows):
+			   * req_id is the server's own count, and nothing answers it; a server
+			   * closes a connection that sends one */
 
 struct lw_hdr {
 	uint32_t magic;    /* LW_MAGIC */
@@ -91,10 +94,24 @@ struct lw_mds_rep_prefix {
 	uint64_t last_committed; /* every change numbered up to this one is on the MDT's disk */
 	uint32_t nvers;          /* <= LW_MAX_VERS; 0 when transno is 0 */
 	uint32_t flags;          /* LW_RPF_* */
+	/* A lease granted with this reply (ino and gen both 0: none): until the client gives it
+	 * back (MDS_LEASE) or an MDS_RECALL names it (ino, and a gen at least this one), no other
+	 * client changes what it covers without the MDS recalling it first: a directory's entries,
+	 * the names it has and those it has not. With LW_RPF_LEASES_LOST, ino is 0 and gen the
+	 * newest grant the client lost: it holds none up to it. */
+	uint64_t lease_ino;
+	uint64_t lease_gen;
+	/* How long after a reply arrived the client may go on trusting its leases without hearing
+	 * from the MDS again (half the MDS's --lease-timeout): a recall sent since then may not
+	 * have reached it, and the MDS takes a lease back that long after its recall. */
+	uint32_t lease_trust_ms;
+	uint32_t pad;            /* 0 */
 };
-_Static_assert(sizeof(struct lw_mds_rep_prefix) == 24, "lw_mds_rep_prefix");
+_Static_assert(sizeof(struct lw_mds_rep_prefix) == 48, "lw_mds_rep_prefix");
 
-#define LW_RPF_RECOVERING 0x1u /* the MDS is replaying clients' changes after a restart */
+#define LW_RPF_RECOVERING  0x1u /* the MDS is replaying clients' changes after a restart */
+#define LW_RPF_LEASES_LOST 0x2u /* this client's leases were taken back (it did not give them
+				 * back in time, or its session is new): it holds none now */
 
 /* An inode the change altered, and its version before (the transno of the change before it; 0:
  * the inode did not exist). A replay runs only on inodes still at these versions (VBR). */
@@ -103,6 +120,29 @@ struct lw_obj_version {
 	uint64_t version;
 };
 _Static_assert(sizeof(struct lw_obj_version) == 16, "lw_obj_version");
+
+/*
+ * Leases (protocol 5). MDS_LEASE: the client gives back count leases (lw_lease_req, then count
+ * lw_lease); reply empty. MDS_RECALL, sent by the MDS to a client with LW_F_NOTIFY: give these
+ * back (lw_recall, then count lw_lease); the client answers with MDS_LEASE once it has dropped
+ * what it cached under them.
+ */
+struct lw_lease {
+	uint64_t ino;
+	uint64_t gen;       /* the grant's (a recall names the newest it takes back) */
+};
+_Static_assert(sizeof(struct lw_lease) == 16, "lw_lease");
+#define LW_LEASES_MAX 4096u /* in one MDS_LEASE or MDS_RECALL */
+struct lw_lease_req {
+	uint32_t count;     /* 1..LW_LEASES_MAX */
+	uint32_t flags;     /* 0 */
+};
+_Static_assert(sizeof(struct lw_lease_req) == 8, "lw_lease_req");
+struct lw_recall {
+	uint32_t count;     /* 1..LW_LEASES_MAX */
+	uint32_t pad;       /* 0 */
+};
+_Static_assert(sizeof(struct lw_recall) == 8, "lw_recall");
 
 /*
  * MDS_SYNC (protocol 5): commits every change the MDS answered so far, then answers (empty).
@@ -431,6 +471,7 @@ _Static_assert(sizeof(struct lw_blob_rep) == 8, "lw_blob_rep");
  * first. An entry added while a reader walks the directory appears after every entry that was
  * there before; one removed is not returned later; the others are returned exactly once. */
 #define LW_RD_PLUS 0x1u
+#define LW_RD_LEASE 0x2u /* grant a lease on the directory (lw_mds_rep_prefix) if it can (protocol 5) */
 struct lw_readdir_req {
 	uint64_t ino;
 	uint64_t cookie;

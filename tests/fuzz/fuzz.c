@@ -102,13 +102,15 @@ int ref_hdr_check(const struct ref_hdr *h)
 {
 	if (h->magic != 0x4D4F4F4Cu) /* "LOOM" */
 		return -EPROTO;
-	if (h->version < 5 || h->version > 5) /* LW_VERSION_MIN, LW_VERSION */
+	if (h->version < 6 || h->version > 6) /* LW_VERSION_MIN, LW_VERSION */
 		return -EPROTO;
 	if (h->body_len > (1u << 20) + (64u << 10) || h->bulk_len > (16u << 20))
 		return -EPROTO;
-	if (h->flags & ~7u) /* LW_F_REPLY, LW_F_RESENT, LW_F_ENCRYPT */
+	if (h->flags & ~15u) /* LW_F_REPLY, LW_F_RESENT, LW_F_ENCRYPT, LW_F_NOTIFY */
 		return -EPROTO;
 	if (!(h->flags & 1u) && h->status != 0)
+		return -EPROTO;
+	if ((h->flags & 8u) && (h->flags & 7u)) /* a notification is nothing else */
 		return -EPROTO;
 	return 0;
 }

@@ -208,7 +208,9 @@ static void step_readdir(bool plus)
 	uint32_t page_len = 0;
 	struct lw_readdir_rep rep;
 	struct lw_rd rd;
-	int rc = mdc_readdir(&fake_fs, NULL, 1, 0, 4096, plus, &page, &page_len);
+	uint64_t lease = 7;
+	/* With the lease asked for when plus (both ways covered): the fake call grants none. */
+	int rc = mdc_readdir(&fake_fs, NULL, 1, 0, 4096, plus, &page, &page_len, plus ? &lease : NULL);
 
 	if (p.status || rc) {
 		FUZZ_CHECK(rc == (p.status ? p.status : -EPROTO) && page == NULL);
@@ -217,6 +219,7 @@ static void step_readdir(bool plus)
 		return;
 	}
 	FUZZ_CHECK(page_len == p.len && page_len >= sizeof(rep) && !memcmp(page, p.body, page_len));
+	FUZZ_CHECK(!plus || lease == 0);
 	/* As loom_ll_readdir walks it. */
 	memcpy(&rep, page, sizeof(rep));
 	lw_rd_init(&rd, (uint8_t *)page + sizeof(rep), page_len - sizeof(rep));

@@ -86,6 +86,7 @@ static size_t fixed_size(uint16_t op)
 	case LW_OP_MDS_OST_HEARTBEAT: return sizeof(struct lw_ost_heartbeat_req);
 	case LW_OP_MDS_SYNC: return sizeof(struct lw_sync_req);
 	case LW_OP_MDS_REPLAY: return sizeof(struct lw_replay_req);
+	case LW_OP_MDS_LEASE: return sizeof(struct lw_lease_req);
 	default: return 0;
 	}
 }
@@ -186,7 +187,7 @@ static void check_contents(const struct lw_mds_req *q, const struct body *b)
 		break;
 	}
 	case LW_OP_MDS_READDIR:
-		FUZZ_CHECK(!(q->u.readdir.flags & ~LW_RD_PLUS));
+		FUZZ_CHECK(!(q->u.readdir.flags & ~(LW_RD_PLUS | LW_RD_LEASE)));
 		break;
 	case LW_OP_MDS_LISTXATTR:
 		FUZZ_CHECK(q->u.xattr.f.namelen == 0 && q->u.xattr.name.len == 0);
@@ -301,6 +302,11 @@ static void check_contents(const struct lw_mds_req *q, const struct body *b)
 	}
 	case LW_OP_MDS_SYNC:
 		FUZZ_CHECK((q->u.sync.flags & ~LW_SYNC_BYE) == 0 && q->u.sync.pad == 0);
+		break;
+	case LW_OP_MDS_LEASE:
+		FUZZ_CHECK(q->u.lease.f.flags == 0 && q->u.lease.f.count >= 1 &&
+			   q->u.lease.f.count <= LW_LEASES_MAX &&
+			   inside(b, q->u.lease.leases, (size_t)q->u.lease.f.count * sizeof(struct lw_lease)));
 		break;
 	case LW_OP_MDS_REPLAY: {
 		const struct lw_replay_req *f = &q->u.replay.f;
@@ -425,6 +431,10 @@ static void encode(const struct lw_mds_req *q, struct lw_wr *w)
 			  (size_t)q->u.heartbeat.f.count * sizeof(struct lw_ost_heartbeat_ent));
 		break;
 	case LW_OP_MDS_SYNC: lw_wr_put(w, &q->u.sync, sizeof(q->u.sync)); break;
+	case LW_OP_MDS_LEASE:
+		lw_wr_put(w, &q->u.lease.f, sizeof(q->u.lease.f));
+		lw_wr_put(w, q->u.lease.leases, (size_t)q->u.lease.f.count * sizeof(struct lw_lease));
+		break;
 	case LW_OP_MDS_REPLAY:
 		lw_wr_put(w, &q->u.replay.f, sizeof(q->u.replay.f));
 		if (q->u.replay.f.flags & LW_RP_DONE)

@@ -64,25 +64,40 @@ static struct fcall *find_pending(struct fcall *calls, int n, uint64_t id)
 	return NULL;
 }
 
+static uint64_t le_at(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+
+	for (int k = n - 1; k >= 0; k--)
+		v = v << 8 | p[k];
+	return v;
+}
+
 /* An MDS reply's body starts with the reply prefix (wire.h, lw_mds_rep_prefix: transno u64,
- * last_committed u64, nvers u32, flags u32, then nvers (ino, version) pairs of 16 bytes): the
- * caller gets the body after it; a malformed one is -EPROTO, the body left whole. */
+ * last_committed u64, nvers u32, flags u32, lease_ino u64, lease_gen u64, lease_trust_ms u32,
+ * pad u32, then nvers (ino, version) pairs of 16 bytes): the caller gets the body after it; a
+ * malformed one is -EPROTO, the body left whole. A lease granted names both an inode and a grant
+ * (and is not a loss); a loss (flag 0x2) names no inode. */
 static void ref_mds_prefix(struct fcall *fc)
 {
-	uint64_t transno = 0;
-	uint32_t nvers = 0;
+	uint64_t transno, lease_ino, lease_gen;
+	uint32_t nvers, flags;
 	size_t need;
+	bool lost;
 
-	if (fc->body_len < 24) {
+	if (fc->body_len < 48) {
 		fc->status = -EPROTO;
 		return;
 	}
-	for (int k = 7; k >= 0; k--)
-		transno = transno << 8 | fc->body[k];
-	for (int k = 3; k >= 0; k--)
-		nvers = nvers << 8 | fc->body[16 + k];
-	need = 24 + (size_t)nvers * 16;
-	if (nvers > 8 || (nvers && !transno) || fc->body_len < need) {
+	transno = le_at(fc->body, 8);
+	nvers = (uint32_t)le_at(fc->body + 16, 4);
+	flags = (uint32_t)le_at(fc->body + 20, 4);
+	lease_ino = le_at(fc->body + 24, 8);
+	lease_gen = le_at(fc->body + 32, 8);
+	lost = (flags & 2u) != 0;
+	need = 48 + (size_t)nvers * 16;
+	if (nvers > 8 || (nvers && !transno) || fc->body_len < need ||
+	    (lease_ino && (!lease_gen || lost)) || (!lease_ino && lease_gen && !lost)) {
 		fc->status = -EPROTO;
 		return;
 	}
@@ -101,7 +116,18 @@ static void ref_replies(struct fcall *calls, int n, const uint8_t *s, size_t len
 		const uint8_t *body;
 
 		ref_hdr_parse(s + pos, &h);
-		if (ref_hdr_check(&h) || !(h.flags & LW_F_REPLY))
+		if (ref_hdr_check(&h))
+			return;
+		if (h.flags & LW_F_NOTIFY) {
+			/* Unasked (MDS_RECALL, the one opcode a server sends so): read and handed on. */
+			if (h.opcode != LW_OP_MDS_RECALL || h.bulk_len ||
+			    len - pos - REF_HDR_LEN < h.body_len ||
+			    fast_hdr_crc(s + pos, s + pos + REF_HDR_LEN, h.body_len) != h.hdr_crc)
+				return;
+			pos += REF_HDR_LEN + (size_t)h.body_len;
+			continue;
+		}
+		if (!(h.flags & LW_F_REPLY))
 			return;
 		fc = find_pending(calls, n, h.req_id);
 		if (!fc)

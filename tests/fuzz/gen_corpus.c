@@ -110,8 +110,7 @@ static struct lw_wr mds_begin(uint16_t op)
 
 	lw_wr_init(&w, big, sizeof(big));
 	put_u16(&w, op);
-	if (op != LW_OP_PING && op != LW_OP_MDS_CONNECT && op != LW_OP_MDS_OST_REGISTER &&
-	    op != LW_OP_MDS_OST_REPLACE && op != LW_OP_MDS_OST_HEARTBEAT)
+	if (lw_op_flags(op) & LW_OPF_CRED)
 		lw_put_cred(&w, &cred);
 	return w;
 }
@@ -240,6 +239,14 @@ static void gen_mds(void)
 	FIXED(&w, (struct lw_ost_heartbeat_ent){ .idx = 0 });
 	FIXED(&w, (struct lw_ost_heartbeat_ent){ .idx = 1 });
 	put_file("fuzz_mds_req", "ost-heartbeat", big, w.len);
+	w = mds_begin(LW_OP_MDS_LEASE);
+	FIXED(&w, (struct lw_lease_req){ .count = 2 });
+	FIXED(&w, (struct lw_lease){ .ino = 2, .gen = 7 });
+	FIXED(&w, (struct lw_lease){ .ino = 9, .gen = 8 });
+	put_file("fuzz_mds_req", "lease", big, w.len);
+	w = mds_begin(LW_OP_MDS_READDIR);
+	FIXED(&w, (struct lw_readdir_req){ .ino = 1, .max_bytes = 4096, .flags = LW_RD_PLUS | LW_RD_LEASE });
+	put_file("fuzz_mds_req", "readdir-lease", big, w.len);
 }
 
 /* ---- fuzz_ost_req ---- */
@@ -432,6 +439,27 @@ static void gen_rpc(void)
 	put_frame(&w, LW_OP_OST_READ, LW_F_REPLY, 0, 3, &io, sizeof(io), bulk, sizeof(bulk));
 	put_frame(&w, LW_OP_PING, LW_F_REPLY, -ENOENT, 1, "pong", 4, bulk, 10);
 	put_file("fuzz_rpc_replies", "three-calls", big, w.len);
+
+	/* A recall (unasked), then the reply to one GETATTR: its prefix grants a lease. */
+	{
+		struct {
+			struct lw_recall f;
+			struct lw_lease l;
+		} recall = { { .count = 1 }, { .ino = 2, .gen = 5 } };
+		struct {
+			struct lw_mds_rep_prefix pre;
+			struct lw_attr attr;
+		} rep = { { .last_committed = 3, .lease_ino = 2, .lease_gen = 6, .lease_trust_ms = 5000 },
+			  attr };
+
+		lw_wr_init(&w, big, sizeof(big));
+		put_u8(&w, 0x00);
+		put_u8(&w, 0x01);
+		put_u8(&w, 0x00);
+		put_frame(&w, LW_OP_MDS_RECALL, LW_F_NOTIFY, 0, 1, &recall, sizeof(recall), NULL, 0);
+		put_frame(&w, LW_OP_MDS_GETATTR, LW_F_REPLY, 0, 1, &rep, sizeof(rep), NULL, 0);
+		put_file("fuzz_rpc_replies", "recall-then-reply", big, w.len);
+	}
 
 	/* One OST_READ with a 200000-byte buffer and a made-up 150000-byte bulk. */
 	lw_wr_init(&w, big, sizeof(big));

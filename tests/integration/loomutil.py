@@ -393,3 +393,19 @@ def closed_now(s):
         return False
     except (ConnectionResetError, BrokenPipeError):
         return True
+
+
+def mount_pid(mnt):
+    """The pid of the loom-mount serving mnt."""
+    mnt = os.path.realpath(mnt)
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"loom-mount") and mnt.encode() in argv:
+            return int(pid)
+    raise AssertionError("no loom-mount serves " + mnt)

@@ -57,7 +57,7 @@ assert crc32c(b"123456789") == 0xE3069283, "crc32c check value"
 # ---- constants from wire.h --------------------------------------------------------------------
 
 MAGIC = 0x4D4F4F4C
-VERSION = 5  # LW_VERSION: what this speaks; replies carry the server's
+VERSION = 6  # LW_VERSION: what this speaks; replies carry the server's
 MAX_BODY = (1 << 20) + (64 << 10)  # LW_MAX_BODY
 MAX_BULK = 16 << 20
 F_REPLY = 0x1
@@ -124,10 +124,17 @@ assert OST_IO.size == 56
 OST_IO_REP = struct.Struct("<QQQ")  # length, obj_size, obj_blocks
 
 
-# struct lw_mds_rep_prefix (protocol 5): transno, last_committed, nvers, flags; then nvers
-# lw_obj_version (ino, version) before every MDS reply's own body.
-MDS_PREFIX = struct.Struct("<QQII")
+# struct lw_mds_rep_prefix (protocol 6): transno, last_committed, nvers, flags, lease_ino,
+# lease_gen, lease_trust_ms, pad; then nvers lw_obj_version (ino, version) before every MDS
+# reply's own body.
+MDS_PREFIX = struct.Struct("<QQIIQQII")
+assert MDS_PREFIX.size == 48
 RPF_RECOVERING = 0x1                      # LW_RPF_RECOVERING: the MDS awaits clients' replays
+RPF_LEASES_LOST = 0x2                     # LW_RPF_LEASES_LOST: the client's leases were taken back
+F_NOTIFY = 0x8                            # LW_F_NOTIFY: a frame the server sends unasked
+RD_PLUS, RD_LEASE = 0x1, 0x2              # lw_readdir_req.flags
+LEASE = struct.Struct("<QQ")              # lw_lease: ino gen
+LEASE_REQ = struct.Struct("<II")          # lw_lease_req / lw_recall: count flags
 REPLAY_REQ = struct.Struct("<QQHHIII")    # lw_replay_req: transno req_id opcode flags nvers body_len reply_len
 assert REPLAY_REQ.size == 32
 RP_DONE = 0x1                             # LW_RP_DONE
@@ -136,12 +143,14 @@ OBJ_VERSION = struct.Struct("<QQ")
 
 class Header:
     __slots__ = ("magic", "version", "opcode", "flags", "status", "req_id", "body_len", "bulk_len",
-                 "bulk_crc", "hdr_crc", "transno", "last_committed", "vers", "rpflags")
+                 "bulk_crc", "hdr_crc", "transno", "last_committed", "vers", "rpflags",
+                 "lease_ino", "lease_gen", "lease_trust_ms")
 
     def __init__(self, raw):
         (self.magic, self.version, self.opcode, self.flags, self.status, self.req_id,
          self.body_len, self.bulk_len, self.bulk_crc, self.hdr_crc) = HDR.unpack(raw)
         self.transno = self.last_committed = self.rpflags = 0
+        self.lease_ino = self.lease_gen = self.lease_trust_ms = 0
         self.vers = []
 
     def __repr__(self):
@@ -155,7 +164,8 @@ def take_mds_prefix(h, body):
     error the frame layer answered) has none."""
     if h.opcode >> 8 != 1 or not h.flags & F_REPLY or not body:
         return body
-    h.transno, h.last_committed, nvers, h.rpflags = MDS_PREFIX.unpack_from(body)
+    (h.transno, h.last_committed, nvers, h.rpflags, h.lease_ino, h.lease_gen, h.lease_trust_ms,
+     _) = MDS_PREFIX.unpack_from(body)
     end = MDS_PREFIX.size + nvers * OBJ_VERSION.size
     assert nvers <= 8 and len(body) >= end, "malformed MDS reply prefix: %r" % (h,)
     h.vers = [OBJ_VERSION.unpack_from(body, MDS_PREFIX.size + i * OBJ_VERSION.size)
@@ -296,6 +306,7 @@ class Conn:
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.timeout = timeout
         self.next_id = 1
+        self.notifications = []
         self.tx = self.rx = None
         key = DEFAULT_KEY if key is None else key
         if auth and key is not None:
@@ -414,12 +425,31 @@ class Conn:
             raise AssertionError("reply with a wrong bulk_crc: %r" % (h,))
         return h, take_mds_prefix(h, body), bulk
 
+    def recv_reply(self):
+        """The next reply; notifications (LW_F_NOTIFY) met before it are kept in
+        self.notifications as (header, body)."""
+        while True:
+            h, rbody, rbulk = self.recv_frame()
+            if not h.flags & F_NOTIFY:
+                return h, rbody, rbulk
+            self.notifications.append((h, rbody))
+
+    def recv_notification(self):
+        """The next notification (header, body), one kept or the next frame (which must be
+        one)."""
+        if self.notifications:
+            return self.notifications.pop(0)
+        h, body, _ = self.recv_frame()
+        if not h.flags & F_NOTIFY:
+            raise AssertionError("expected a notification, got %r" % (h,))
+        return h, body
+
     def call(self, opcode, body=b"", bulk=b"", flags=0):
         """Sends one request and returns (header, body, bulk) of its reply."""
         rid = self.next_id
         self.next_id += 1
         self.send(frame(opcode, body, bulk, req_id=rid, flags=flags))
-        h, rbody, rbulk = self.recv_frame()
+        h, rbody, rbulk = self.recv_reply()
         if h.req_id != rid or h.opcode != opcode or not h.flags & F_REPLY:
             raise AssertionError("reply does not match request %#x id %d: %r" % (opcode, rid, h))
         return h, rbody, rbulk
@@ -494,6 +524,9 @@ NS_OP = {
     "MDS_LOCK": 0x011C,
     "MDS_SYNC": 0x0125,
     "MDS_REPLAY": 0x0126,
+    "MDS_READDIR": 0x010D,
+    "MDS_LEASE": 0x0127,
+    "MDS_RECALL": 0x0128,
 }
 
 ENOENT = errno.ENOENT
@@ -669,7 +702,7 @@ class Client:
 
     def call_bulk(self, opcode, body, req_id, flags=0, bulk=b""):
         self.conn.send(frame(opcode, body, bulk, req_id=req_id, flags=flags))
-        h, rbody, rbulk = self.conn.recv_frame()
+        h, rbody, rbulk = self.conn.recv_reply()
         assert h.req_id == req_id and h.opcode == opcode and h.flags & F_REPLY, h
         self.last_header = h  # its transno and last_committed (an MDS reply's prefix)
         return h.status, rbody, rbulk
@@ -689,6 +722,25 @@ def ino_req(ino):
 
 
 SYNC_BYE = 0x1                             # LW_SYNC_BYE
+
+
+READDIR_REQ = struct.Struct("<QQII")      # lw_readdir_req: ino cookie max_bytes flags
+READDIR_REP = struct.Struct("<II")        # lw_readdir_rep: count eof
+
+
+def readdir_req(ino, cookie=0, max_bytes=4096, flags=0):
+    return cred() + READDIR_REQ.pack(ino, cookie, max_bytes, flags)
+
+
+def lease_req(leases):
+    """MDS_LEASE's body: the leases [(ino, gen)] given back."""
+    return LEASE_REQ.pack(len(leases), 0) + b"".join(LEASE.pack(i, g) for i, g in leases)
+
+
+def parse_recall(body):
+    """MDS_RECALL's body: [(ino, gen)]."""
+    count, _ = LEASE_REQ.unpack_from(body)
+    return [LEASE.unpack_from(body, LEASE_REQ.size + i * LEASE.size) for i in range(count)]
 
 
 def sync_req(flags=0):

@@ -9,7 +9,6 @@ bring it back. Clients are mounts (loom-mount processes): `loom cluster up --mou
 `mount -t loom`.
 """
 
-import contextlib
 import errno
 import hashlib
 import os
@@ -22,7 +21,7 @@ import subprocess
 import tempfile
 
 import loomwire as w
-from loomutil import second_mount, wait_until
+from loomutil import mount_pid, second_mount, wait_until
 
 COMMIT_BEHIND = "commit-ms = 30000\n"
 
@@ -57,22 +56,6 @@ def snapshot(root):
                 e["xattrs"] = {k: os.getxattr(p, k) for k in sorted(os.listxattr(p))}
             out[rel] = e
     return out
-
-
-def mount_pid(mnt):
-    """The pid of the loom-mount serving mnt."""
-    mnt = os.path.realpath(mnt)
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open("/proc/%s/cmdline" % pid, "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            continue
-        if argv and argv[0].endswith(b"loom-mount") and mnt.encode() in argv:
-            return int(pid)
-    raise AssertionError("no loom-mount serves " + mnt)
 
 
 def replayed_count(cluster):

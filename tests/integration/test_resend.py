@@ -569,6 +569,24 @@ def sync_again(b):
         "after MDS_SYNC, last_committed %d is below the create's transno %d" % (b.other.last_header.last_committed, made)
 
 
+@scenario("MDS_LEASE", "REPEATS")
+def lease_again(b):
+    """A lease given back twice: the second finds it given back already; another client's create
+    in the directory then waits for no recall."""
+    d = b.mkdir(ROOT, b"leased")
+    with b._conn(None, True) as c:
+        st, _ = c.call(OP["MDS_READDIR"], w.readdir_req(d, flags=w.RD_LEASE), req_id=next(b.ids))
+        assert st == 0 and c.last_header.lease_ino == d and c.last_header.lease_gen, \
+            "no lease granted: %r" % (c.last_header,)
+        gen = c.last_header.lease_gen
+    s = b.first("MDS_LEASE", w.lease_req([(d, gen)]))
+    assert s.reply == b"", "MDS_LEASE answered %r" % s.reply
+    rep, _ = b.repeats(s)
+    assert rep == b""
+    b.create(d, b"after")
+    assert b.lookup(d, b"after")[0] == 0
+
+
 @scenario("MDS_REPLAY", "REPEATS")
 def replay_again(b):
     """A replay of a number no crash lost (outside a recovery: committed before the last start,

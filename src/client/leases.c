@@ -1,0 +1,216 @@
+/*
+ * Directory leases, the client's side (the MDS's: src/mds/leases.c). libloom keeps no cache
+ * under them itself: loom-mount does (its negative lookups), and names a handler. Recalls come
+ * as notifications on the MDS connection's I/O thread: the handler runs there at once (it only
+ * drops what the lease covered, under a lock of its own), so that every reply that follows a
+ * recall on the connection finds it handled; giving the leases back (MDS_LEASE, a call) is left
+ * to the lease thread, since the I/O thread must not wait for a reply. "Lost" (a reply's
+ * LW_RPF_LEASES_LOST, and every new MDS session) runs the handler the same way, with nothing to
+ * give back.
+ *
+ * A lease is trusted only while the MDS was heard from within the lease_trust_ms its replies
+ * say (loom_ll_leases_fresh): a client stopped (SIGSTOP, a swapped-out VM) past the MDS's
+ * timeout may have lost its leases while a recall still waits in its socket.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/internal.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "loom/loom_ll.h"
+
+struct lease_item {
+	uint64_t ino;
+	uint64_t gen;
+};
+
+struct loom_leases {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	pthread_t thread;
+	bool started, stopping;
+	loom_lease_fn fn;
+	void *arg;
+	struct lease_item *q;
+	uint32_t n, cap;
+};
+
+static void push(loom_fs *fs, uint64_t ino, uint64_t gen)
+{
+	struct loom_leases *ls = fs->leases;
+
+	if (!ls)
+		return;
+	pthread_mutex_lock(&ls->lock);
+	if (ls->n == ls->cap) {
+		uint32_t cap = ls->cap ? ls->cap * 2 : 64;
+		struct lease_item *q = realloc(ls->q, cap * sizeof(*q));
+
+		if (!q) {
+			/* Not given back: the MDS takes it back after its timeout. */
+			pthread_mutex_unlock(&ls->lock);
+			log_warn("no memory to answer a lease recall for directory %llu",
+				 (unsigned long long)ino);
+			return;
+		}
+		ls->q = q;
+		ls->cap = cap;
+	}
+	ls->q[ls->n++] = (struct lease_item){ ino, gen };
+	pthread_cond_signal(&ls->cond);
+	pthread_mutex_unlock(&ls->lock);
+}
+
+void leases_on_notify(void *arg, uint16_t opcode, const void *body, uint32_t len)
+{
+	loom_fs *fs = arg;
+	const uint8_t *p;
+	uint32_t count;
+
+	if (opcode != LW_OP_MDS_RECALL || lw_recall_decode(body, len, &p, &count)) {
+		log_warn("MDS: malformed %s notification dropped", lw_op_name(opcode));
+		return;
+	}
+	for (uint32_t i = 0; i < count; i++, p += sizeof(struct lw_lease)) {
+		struct lw_lease l;
+
+		memcpy(&l, p, sizeof(l));
+		if (!l.ino || !fs->leases)
+			continue;
+		fs->leases->fn(fs->leases->arg, l.ino, l.gen);
+		push(fs, l.ino, l.gen);
+	}
+}
+
+void leases_lost(loom_fs *fs, uint64_t upto_gen)
+{
+	if (fs->leases)
+		fs->leases->fn(fs->leases->arg, 0, upto_gen);
+}
+
+bool loom_ll_leases_fresh(loom_fs *fs)
+{
+	uint64_t trust = (uint64_t)atomic_load(&fs->lease_trust_ms) * 1000000ull;
+
+	return trust && clock_mono_ns() - atomic_load(&fs->mds_heard_ns) < trust;
+}
+
+/* Gives n leases back (from the lease thread). */
+static void give_back(loom_fs *fs, const struct lease_item *items, uint32_t n)
+{
+	struct lw_lease_req req = { .count = 0 };
+	struct lw_lease *ls = malloc((size_t)n * sizeof(*ls));
+	int rc;
+
+	if (!ls)
+		return;
+	for (uint32_t i = 0; i < n; i++)
+		ls[req.count++] = (struct lw_lease){ items[i].ino, items[i].gen };
+	if (req.count) {
+		struct mdc_body b = { { &req, ls }, { sizeof(req), req.count * sizeof(*ls) } };
+		struct rpc_call call;
+
+		rc = mdc_call(fs, NULL, LW_OP_MDS_LEASE, &b, &call);
+		if (rc == 0)
+			rpc_call_release(&call);
+		else
+			log_debug("giving %u lease(s) back failed: %s", req.count, strerror(-rc));
+	}
+	free(ls);
+}
+
+static void *lease_thread(void *arg)
+{
+	loom_fs *fs = arg;
+	struct loom_leases *ls = fs->leases;
+
+	for (;;) {
+		struct lease_item *items;
+		uint32_t n;
+
+		pthread_mutex_lock(&ls->lock);
+		while (!ls->n && !ls->stopping)
+			pthread_cond_wait(&ls->cond, &ls->lock);
+		if (ls->stopping) {
+			pthread_mutex_unlock(&ls->lock);
+			return NULL;
+		}
+		n = ls->n > LW_LEASES_MAX ? LW_LEASES_MAX : ls->n;
+		items = malloc((size_t)n * sizeof(*items));
+		if (items) {
+			memcpy(items, ls->q, (size_t)n * sizeof(*items));
+			memmove(ls->q, ls->q + n, (size_t)(ls->n - n) * sizeof(*items));
+			ls->n -= n;
+		}
+		pthread_mutex_unlock(&ls->lock);
+		if (!items) {
+			sleep_ms(10);
+			continue;
+		}
+		give_back(fs, items, n);
+		free(items);
+	}
+}
+
+int loom_ll_set_lease_handler(loom_fs *fs, loom_lease_fn fn, void *arg)
+{
+	struct loom_leases *ls;
+	int rc;
+
+	if (!fn || fs->leases)
+		return -EINVAL;
+	ls = calloc(1, sizeof(*ls));
+	if (!ls)
+		return -ENOMEM;
+	pthread_mutex_init(&ls->lock, NULL);
+	pthread_cond_init(&ls->cond, NULL);
+	ls->fn = fn;
+	ls->arg = arg;
+	fs->leases = ls;
+	rc = -pthread_create(&ls->thread, NULL, lease_thread, fs);
+	if (rc) {
+		fs->leases = NULL;
+		pthread_cond_destroy(&ls->cond);
+		pthread_mutex_destroy(&ls->lock);
+		free(ls);
+		return rc;
+	}
+	ls->started = true;
+	return 0;
+}
+
+void loom_ll_lease_return(loom_fs *fs, uint64_t ino, uint64_t gen)
+{
+	if (ino && gen)
+		push(fs, ino, gen);
+}
+
+void leases_stop(loom_fs *fs)
+{
+	struct loom_leases *ls = fs->leases;
+
+	if (!ls)
+		return;
+	pthread_mutex_lock(&ls->lock);
+	ls->stopping = true;
+	pthread_cond_signal(&ls->cond);
+	pthread_mutex_unlock(&ls->lock);
+	if (ls->started)
+		pthread_join(ls->thread, NULL);
+}
+
+void leases_destroy(loom_fs *fs)
+{
+	struct loom_leases *ls = fs->leases;
+
+	if (!ls)
+		return;
+	fs->leases = NULL;
+	pthread_cond_destroy(&ls->cond);
+	pthread_mutex_destroy(&ls->lock);
+	free(ls->q);
+	free(ls);
+}

@@ -1,0 +1,468 @@
+/*
+ * Negative lookups answered by the mount, under directory leases (the MDS's side:
+ * src/mds/leases.c). A create is a lookup of a name that is not there, then the create: in a
+ * loop of creates (np.save of one file per example, a checkpoint's shards) the lookup's MDS
+ * round trip is a third of the time. After LEASE_MISSES lookups in one directory that the MDS
+ * answered "no such name", the mount lists the directory's names with a lease (MDS_READDIR,
+ * LW_RD_LEASE), and from then on answers a lookup of a name not in the list itself, ENOENT, for
+ * as long as it holds the lease. That stays right because:
+ *  - the MDS recalls the lease before another client changes the directory's entries, and the
+ *    list is dropped before the lease goes back (loom_ll_set_lease_handler's thread);
+ *  - this mount's own changes (create, mknod, mkdir, symlink, link, unlink, rmdir, rename) update
+ *    the list before their answer reaches the kernel; one whose outcome is unknown (an error
+ *    other than a plain refusal) drops the list;
+ *  - a list is installed only if no recall, no loss and none of this mount's changes in that
+ *    directory came while it was being fetched (counters by bucket of directory);
+ *  - a lease lost (not given back in time, a reconnection) drops every list up to it, and no
+ *    list is trusted once the MDS has not been heard from for half its lease timeout (a mount
+ *    stopped that long may have lost its leases with the recall still in its socket): the
+ *    lookup asks the MDS then, whose answer makes the lists trusted again.
+ * Names that exist are still looked up at the MDS (or in statahead's listing): the kernel is
+ * given their attributes, which a directory lease does not cover. The kernel checks the right
+ * to search the directory itself (default_permissions) before it asks.
+ * After a recall the directory is not taken again for RECALL_BACKOFF_NS, so that two mounts
+ * creating in one directory do not pass the lease back and forth at every create.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "fuse/lmount.h"
+
+#define LEASE_MISSES      4          /* "no such name" answers in a row before the listing */
+#define LEASE_MAX_NAMES   (1u << 17) /* a bigger directory is not taken */
+#define RECALL_BACKOFF_NS (1000ull * 1000000ull)
+#define FETCH_BYTES       (1u << 20)
+
+static char tombstone[1];
+
+struct nameset {
+	char **slot;  /* NULL: empty; tombstone: removed */
+	size_t cap;   /* a power of two */
+	size_t used;  /* names and tombstones */
+	size_t n;     /* names */
+};
+
+struct lm_ldir {
+	uint64_t ino;
+	uint64_t gen;      /* the newest grant of its lease */
+	uint64_t used_ns;
+	struct nameset names;
+};
+
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+/* The slot of name, or of where it goes (the first tombstone met, else the empty slot). */
+static size_t ns_find(const struct nameset *ns, const char *name, bool *found)
+{
+	size_t mask = ns->cap - 1, i = name_hash(name) & mask, spot = SIZE_MAX;
+
+	for (;; i = (i + 1) & mask) {
+		char *s = ns->slot[i];
+
+		if (!s) {
+			*found = false;
+			return spot != SIZE_MAX ? spot : i;
+		}
+		if (s == tombstone) {
+			if (spot == SIZE_MAX)
+				spot = i;
+		} else if (strcmp(s, name) == 0) {
+			*found = true;
+			return i;
+		}
+	}
+}
+
+static bool ns_has(const struct nameset *ns, const char *name)
+{
+	bool found = false;
+
+	if (ns->cap)
+		ns_find(ns, name, &found);
+	return found;
+}
+
+static void ns_free(struct nameset *ns)
+{
+	for (size_t i = 0; i < ns->cap; i++)
+		if (ns->slot[i] && ns->slot[i] != tombstone)
+			free(ns->slot[i]);
+	free(ns->slot);
+	memset(ns, 0, sizeof(*ns));
+}
+
+static int ns_grow(struct nameset *ns)
+{
+	struct nameset bigger = { .cap = ns->cap ? ns->cap * 2 : 64 };
+
+	if (ns->n * 2 < ns->cap / 2 && ns->cap)
+		bigger.cap = ns->cap; /* mostly tombstones: the same size, rebuilt */
+	bigger.slot = calloc(bigger.cap, sizeof(char *));
+	if (!bigger.slot)
+		return -ENOMEM;
+	for (size_t i = 0; i < ns->cap; i++) {
+		char *s = ns->slot[i];
+		bool found;
+
+		if (!s || s == tombstone)
+			continue;
+		bigger.slot[ns_find(&bigger, s, &found)] = s;
+		bigger.used++;
+		bigger.n++;
+	}
+	free(ns->slot);
+	*ns = bigger;
+	return 0;
+}
+
+static int ns_add(struct nameset *ns, const char *name)
+{
+	bool found;
+	size_t i;
+
+	if ((ns->used + 1) * 4 >= ns->cap * 3 && ns_grow(ns))
+		return -ENOMEM;
+	i = ns_find(ns, name, &found);
+	if (found)
+		return 0;
+	if (ns->slot[i] != tombstone)
+		ns->used++;
+	ns->slot[i] = strdup(name);
+	if (!ns->slot[i])
+		return -ENOMEM;
+	ns->n++;
+	return 0;
+}
+
+static void ns_del(struct nameset *ns, const char *name)
+{
+	bool found;
+	size_t i;
+
+	if (!ns->cap)
+		return;
+	i = ns_find(ns, name, &found);
+	if (!found)
+		return;
+	free(ns->slot[i]);
+	ns->slot[i] = tombstone;
+	ns->n--;
+}
+
+static void ldir_free(struct lm_ldir *d)
+{
+	if (!d)
+		return;
+	ns_free(&d->names);
+	free(d);
+}
+
+static unsigned bucket(uint64_t ino)
+{
+	return (unsigned)((ino * 0x9e3779b97f4a7c15ull) >> 58) & (LM_LEASE_BUCKETS - 1);
+}
+
+/* Under lock: the slot of dir, or -1. */
+static int slot_of(const struct lm_leases *ls, uint64_t dir)
+{
+	for (int i = 0; i < LM_LEASE_DIRS; i++)
+		if (ls->dir[i] && ls->dir[i]->ino == dir)
+			return i;
+	return -1;
+}
+
+/* Under lock: takes slot i's directory out (the caller gives its lease back, frees it). */
+static struct lm_ldir *take(struct lm_leases *ls, int i)
+{
+	struct lm_ldir *d = ls->dir[i];
+
+	ls->dir[i] = NULL;
+	return d;
+}
+
+/* Outside the lock: gives d's lease back and frees it. */
+static void give_back(struct lmount *m, struct lm_ldir *d)
+{
+	if (!d)
+		return;
+	loom_ll_lease_return(m->fs, d->ino, d->gen);
+	ldir_free(d);
+}
+
+bool lm_lease_absent(struct lmount *m, uint64_t parent, const char *name)
+{
+	struct lm_leases *ls = &m->leases;
+	bool absent = false;
+	int i;
+
+	if (!ls->enabled || !loom_ll_leases_fresh(m->fs))
+		return false;
+	pthread_mutex_lock(&ls->lock);
+	i = slot_of(ls, parent);
+	if (i >= 0) {
+		ls->dir[i]->used_ns = clock_mono_ns();
+		absent = !ns_has(&ls->dir[i]->names, name);
+		ls->hits += absent;
+	}
+	pthread_mutex_unlock(&ls->lock);
+	return absent;
+}
+
+struct fetch {
+	struct nameset names;
+	uint64_t next;   /* the cookie that resumes after the last name taken */
+	bool failed;
+};
+
+static int collect(void *arg, const struct loom_dirent *ent, const struct loom_ll_attr *a, uint64_t next)
+{
+	struct fetch *f = arg;
+
+	(void)a;
+	if (strcmp(ent->name, ".") && strcmp(ent->name, "..") &&
+	    (f->names.n >= LEASE_MAX_NAMES || ns_add(&f->names, ent->name))) {
+		f->failed = true;
+		return 1;
+	}
+	f->next = next;
+	return 0;
+}
+
+/* What the counters of dir's bucket said when a fetch began. */
+struct fetch_mark {
+	uint64_t recalls, done, lost;
+};
+
+/* Under lock. */
+static bool quiet_since(const struct lm_leases *ls, unsigned b, const struct fetch_mark *mk)
+{
+	return ls->inflight[b] == 0 && ls->done[b] == mk->done && ls->recalls[b] == mk->recalls &&
+	       ls->lost == mk->lost;
+}
+
+/* Lists dir's names with a lease, and keeps them if nothing came between. */
+static void take_lease(struct lmount *m, const struct loom_cred *cr, uint64_t dir)
+{
+	struct lm_leases *ls = &m->leases;
+	unsigned b = bucket(dir);
+	struct fetch f = { 0 };
+	struct fetch_mark mk;
+	struct lm_ldir *d = NULL, *old = NULL;
+	uint64_t cookie = 0, gen = 0;
+	bool eof = false, kept = false;
+	int i, lru = 0;
+
+	pthread_mutex_lock(&ls->lock);
+	mk = (struct fetch_mark){ ls->recalls[b], ls->done[b], ls->lost };
+	if (ls->inflight[b]) {
+		pthread_mutex_unlock(&ls->lock);
+		return;
+	}
+	pthread_mutex_unlock(&ls->lock);
+
+	while (!eof && !f.failed) {
+		uint64_t g = 0;
+		int rc;
+
+		f.next = cookie;
+		rc = loom_ll_readdir_leased(m->fs, cr, dir, cookie, false, FETCH_BYTES, collect, &f,
+					    &eof, &g);
+		if (g)
+			gen = g; /* the MDS holds the newest: the one to give back */
+		if (rc || !g || (!eof && f.next == cookie))
+			f.failed = true;
+		cookie = f.next;
+	}
+	d = f.failed ? NULL : calloc(1, sizeof(*d));
+	pthread_mutex_lock(&ls->lock);
+	if (d && quiet_since(ls, b, &mk) && slot_of(ls, dir) < 0) {
+		d->ino = dir;
+		d->gen = gen;
+		d->used_ns = clock_mono_ns();
+		d->names = f.names;
+		memset(&f.names, 0, sizeof(f.names));
+		for (i = 0; i < LM_LEASE_DIRS; i++) {
+			if (!ls->dir[i])
+				break;
+			if (ls->dir[i]->used_ns < ls->dir[lru]->used_ns)
+				lru = i;
+		}
+		if (i == LM_LEASE_DIRS) {
+			old = take(ls, lru);
+			i = lru;
+		}
+		ls->dir[i] = d;
+		ls->fetches++;
+		kept = true;
+	}
+	pthread_mutex_unlock(&ls->lock);
+	log_debug("lease on directory %llu: %s, %zu names", (unsigned long long)dir,
+		  kept ? "kept" : f.failed ? "not granted" : "changed meanwhile", kept ? d->names.n : 0);
+	if (!kept) {
+		free(d);
+		if (gen)
+			loom_ll_lease_return(m->fs, dir, gen);
+	}
+	ns_free(&f.names);
+	give_back(m, old);
+}
+
+void lm_lease_missed(struct lmount *m, const struct loom_cred *cr, uint64_t parent)
+{
+	struct lm_leases *ls = &m->leases;
+	unsigned b = bucket(parent);
+	bool fetch = false;
+
+	if (!ls->enabled)
+		return;
+	pthread_mutex_lock(&ls->lock);
+	if (ls->miss_dir[b] != parent) {
+		ls->miss_dir[b] = parent;
+		ls->misses[b] = 0;
+	}
+	if (++ls->misses[b] >= LEASE_MISSES && slot_of(ls, parent) < 0 &&
+	    clock_mono_ns() - ls->recalled_ns[b] >= RECALL_BACKOFF_NS) {
+		ls->misses[b] = 0;
+		fetch = true;
+	}
+	pthread_mutex_unlock(&ls->lock);
+	if (fetch)
+		take_lease(m, cr, parent);
+}
+
+void lm_entries_begin(struct lmount *m, uint64_t dir1, uint64_t dir2)
+{
+	struct lm_leases *ls = &m->leases;
+
+	if (!ls->enabled)
+		return;
+	pthread_mutex_lock(&ls->lock);
+	ls->inflight[bucket(dir1)]++;
+	if (dir2)
+		ls->inflight[bucket(dir2)]++;
+	pthread_mutex_unlock(&ls->lock);
+}
+
+/* A change whose failure says nothing happened. */
+static bool refused(int rc)
+{
+	switch (-rc) {
+	case EEXIST: case ENOENT: case ENOTEMPTY: case EACCES: case EPERM: case ENOTDIR:
+	case EISDIR: case EINVAL: case ENAMETOOLONG: case ENOSPC: case EDQUOT: case EXDEV:
+	case EROFS: case EMLINK: case ELOOP: case EBUSY: case ESTALE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Under lock: name leaves or joins dir's list; a list that cannot follow is taken out. */
+static struct lm_ldir *apply(struct lm_leases *ls, uint64_t dir, const char *name, bool add, int rc)
+{
+	int i = slot_of(ls, dir);
+
+	if (i < 0)
+		return NULL;
+	if (rc && !refused(rc))
+		return take(ls, i); /* it may or may not have happened */
+	if (rc || !name)
+		return NULL;
+	if (!add) {
+		ns_del(&ls->dir[i]->names, name);
+		return NULL;
+	}
+	if (ls->dir[i]->names.n >= LEASE_MAX_NAMES || ns_add(&ls->dir[i]->names, name))
+		return take(ls, i);
+	return NULL;
+}
+
+void lm_entries_end(struct lmount *m, int rc, uint64_t from_dir, const char *removed,
+		    uint64_t to_dir, const char *added)
+{
+	struct lm_leases *ls = &m->leases;
+	struct lm_ldir *gone[2] = { NULL, NULL };
+
+	if (!ls->enabled)
+		return;
+	pthread_mutex_lock(&ls->lock);
+	if (from_dir) {
+		gone[0] = apply(ls, from_dir, removed, false, rc);
+		ls->inflight[bucket(from_dir)]--;
+		ls->done[bucket(from_dir)]++;
+	}
+	if (to_dir) {
+		/* A rename within one directory was begun once. */
+		if (gone[0] == NULL || to_dir != from_dir)
+			gone[1] = apply(ls, to_dir, added, true, rc);
+		if (to_dir != from_dir) {
+			ls->inflight[bucket(to_dir)]--;
+			ls->done[bucket(to_dir)]++;
+		}
+	}
+	pthread_mutex_unlock(&ls->lock);
+	give_back(m, gone[0]);
+	give_back(m, gone[1]);
+}
+
+/* The MDS connection's thread: the MDS recalls dir's lease (ino 0: every lease up to gen is
+ * lost). */
+static void on_recall(void *arg, uint64_t ino, uint64_t gen)
+{
+	struct lmount *m = arg;
+	struct lm_leases *ls = &m->leases;
+	struct lm_ldir *gone[LM_LEASE_DIRS];
+	uint64_t now = clock_mono_ns();
+	int n = 0;
+
+	pthread_mutex_lock(&ls->lock);
+	if (ino == 0) {
+		ls->lost++;
+		for (int i = 0; i < LM_LEASE_DIRS; i++)
+			if (ls->dir[i] && ls->dir[i]->gen <= gen)
+				gone[n++] = take(ls, i);
+	} else {
+		int i = slot_of(ls, ino);
+		unsigned b = bucket(ino);
+
+		ls->recalls[b]++;
+		ls->recalled_ns[b] = now;
+		ls->recalled++;
+		/* A newer grant than the recall's came after it was answered: it stays. */
+		if (i >= 0 && ls->dir[i]->gen <= gen)
+			gone[n++] = take(ls, i);
+	}
+	pthread_mutex_unlock(&ls->lock);
+	/* Nothing to give back but what was recalled: libloom answers the recall. */
+	for (int i = 0; i < n; i++)
+		ldir_free(gone[i]);
+}
+
+int lm_leases_init(struct lmount *m)
+{
+	struct lm_leases *ls = &m->leases;
+
+	pthread_mutex_init(&ls->lock, NULL);
+	if (m->opts.noleases)
+		return 0;
+	ls->enabled = loom_ll_set_lease_handler(m->fs, on_recall, m) == 0;
+	return ls->enabled ? 0 : -ENOMEM;
+}
+
+void lm_leases_fini(struct lmount *m)
+{
+	struct lm_leases *ls = &m->leases;
+
+	for (int i = 0; i < LM_LEASE_DIRS; i++)
+		ldir_free(take(ls, i));
+	pthread_mutex_destroy(&ls->lock);
+}

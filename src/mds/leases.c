@@ -1,0 +1,533 @@
+/*
+ * Directory leases with recalls (Lustre's LDLM lookup locks, NFSv4's directory delegations).
+ *
+ * A client that asks (MDS_READDIR with LW_RD_LEASE) is granted a lease on the directory's
+ * entries: the names it has and those it has not. Until the client gives it back (MDS_LEASE),
+ * no other session changes those entries: a change that would (ops.def's LW_OPF_ENTRIES: a
+ * create, mkdir, unlink, rmdir, rename, link or symlink in the directory) first recalls the
+ * leases other sessions hold on it (MDS_RECALL, sent unasked with LW_F_NOTIFY) and waits here,
+ * still counted against its connection, until every recalled lease is given back. The holder's
+ * own changes recall nothing: it knows them. While a change waits, nobody is granted a lease on
+ * that directory.
+ *
+ * A holder that does not give a recalled lease back within --lease-timeout loses every lease it
+ * holds (its next reply says LW_RPF_LEASES_LOST), and the waiting changes go on, as Lustre evicts
+ * a client that does not answer a blocking callback. A connection that closes loses its leases
+ * (a reconnection's MDS_CONNECT reply says LEASES_LOST), so do a session that ends and every
+ * session at an MDS restart (leases live in memory only).
+ *
+ * Grants are numbered from one counter that starts at the wall-clock nanoseconds of the start, so
+ * that a number never comes back after a restart: a recall names the newest grant it takes back,
+ * and LEASES_LOST the newest number handed out before (the client drops every lease up to it).
+ *
+ * Everything here runs on the metadata thread (grants: READDIR with LW_RD_LEASE is sent there),
+ * but the lost marks, which every reply reads (mds_leases_reply_flags), under a lock.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "mds/dispatch.h"
+
+/* Bounds on what clients can make the MDS keep. */
+#define LEASE_DIRS_PER_SESSION 4096u
+#define LEASE_HOLDERS_MAX      (1u << 20)
+
+struct lease_holder {
+	uint64_t sid;
+	uint64_t conn_id;
+	struct srv_conn *conn; /* held (srv_conn_hold): where recalls go */
+	uint64_t gen;          /* its newest grant */
+	uint64_t recalled_ns;  /* when a recall was sent (0: none) */
+	struct lease_holder *next;
+};
+
+struct lease_dir {
+	uint64_t ino;
+	struct lease_holder *holders;
+	struct reqq_item *held, **held_tail; /* changes waiting for recalled leases */
+};
+
+struct lease_count {
+	uint32_t dirs;
+};
+
+static struct lease_dir *dir_get(struct mds *m, uint64_t ino, bool make)
+{
+	struct lease_dir *d = u64map_get(&m->leases.dirs, ino);
+
+	if (d || !make)
+		return d;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return NULL;
+	d->ino = ino;
+	d->held_tail = &d->held;
+	if (u64map_put(&m->leases.dirs, ino, d)) {
+		free(d);
+		return NULL;
+	}
+	return d;
+}
+
+/* d is freed once nobody holds it and nothing waits on it. */
+static void dir_maybe_free(struct mds *m, struct lease_dir *d)
+{
+	if (d->holders || d->held)
+		return;
+	u64map_del(&m->leases.dirs, d->ino);
+	free(d);
+}
+
+static uint32_t session_dirs(struct mds *m, uint64_t sid)
+{
+	struct lease_count *c = u64map_get(&m->leases.per_session, sid);
+
+	return c ? c->dirs : 0;
+}
+
+static void session_count(struct mds *m, uint64_t sid, int delta)
+{
+	struct lease_count *c = u64map_get(&m->leases.per_session, sid);
+
+	if (!c && delta > 0) {
+		c = calloc(1, sizeof(*c));
+		if (!c || u64map_put(&m->leases.per_session, sid, c)) {
+			free(c);
+			return;
+		}
+	}
+	if (!c)
+		return;
+	c->dirs += (uint32_t)delta;
+	if (c->dirs == 0) {
+		u64map_del(&m->leases.per_session, sid);
+		free(c);
+	}
+}
+
+static void holder_free(struct mds *m, struct lease_holder *h)
+{
+	srv_conn_release(h->conn);
+	session_count(m, h->sid, -1);
+	m->leases.nholders--;
+	free(h);
+}
+
+/* The changes waiting on d go back in line (each checks again when it runs). */
+static void release_held(struct mds *m, struct lease_dir *d)
+{
+	while (d->held) {
+		struct reqq_item *it = d->held;
+
+		d->held = it->next;
+		it->next = NULL;
+		reqq_push(&m->queue, it);
+	}
+	d->held_tail = &d->held;
+}
+
+/* Whether a recall sent on d is still unanswered. */
+static bool recall_pending(const struct lease_dir *d)
+{
+	for (const struct lease_holder *h = d->holders; h; h = h->next)
+		if (h->recalled_ns)
+			return true;
+	return false;
+}
+
+/* A holder went: if that was the last recalled one, the waiting changes go on. */
+static void after_removal(struct mds *m, struct lease_dir *d)
+{
+	if (!recall_pending(d))
+		release_held(m, d);
+	dir_maybe_free(m, d);
+}
+
+uint64_t mds_lease_grant(struct mds *m, const struct srv_req *req, uint64_t ino)
+{
+	struct mds_leases *ls = &m->leases;
+	uint64_t sid = mds_sid_of(m, req);
+	struct lease_holder *h;
+	struct lease_dir *d;
+
+	if (!sid || ls->nholders >= LEASE_HOLDERS_MAX)
+		return 0;
+	pthread_mutex_lock(&ls->lost_lock);
+	bool lost = u64map_get(&ls->lost, sid) != NULL;
+	pthread_mutex_unlock(&ls->lost_lock);
+	if (lost)
+		return 0; /* it is told first that it lost what it had */
+	d = dir_get(m, ino, true);
+	if (!d)
+		return 0;
+	if (d->held) {
+		dir_maybe_free(m, d);
+		return 0; /* a change waits for a recall: no new lease until it ran */
+	}
+	for (h = d->holders; h && h->sid != sid; h = h->next)
+		;
+	if (!h) {
+		if (session_dirs(m, sid) >= LEASE_DIRS_PER_SESSION) {
+			dir_maybe_free(m, d);
+			return 0;
+		}
+		h = calloc(1, sizeof(*h));
+		if (!h) {
+			dir_maybe_free(m, d);
+			return 0;
+		}
+		h->sid = sid;
+		h->conn_id = req->conn_id;
+		h->conn = srv_conn_hold((struct srv_req *)req);
+		h->next = d->holders;
+		d->holders = h;
+		session_count(m, sid, 1);
+		ls->nholders++;
+	}
+	h->gen = atomic_fetch_add(&ls->gen, 1) + 1;
+	return h->gen;
+}
+
+/* Sends h the recall of its lease on d (once). */
+static void recall(struct mds *m, struct lease_dir *d, struct lease_holder *h, uint64_t now)
+{
+	struct {
+		struct lw_recall f;
+		struct lw_lease l;
+	} body = { { .count = 1 }, { .ino = d->ino, .gen = h->gen } };
+
+	if (h->recalled_ns)
+		return;
+	h->recalled_ns = now ? now : 1;
+	m->leases.recalls++;
+	log_debug("recalling the lease of session %llu on directory %llu (grant %llu)",
+		  (unsigned long long)h->sid, (unsigned long long)d->ino, (unsigned long long)h->gen);
+	/* A closed connection cannot be told: it loses its leases when its disconnect is run,
+	 * and the timeout covers one that stays open but silent. */
+	srv_notify(h->conn, LW_OP_MDS_RECALL, &body, sizeof(body));
+}
+
+/* The directories a change's entries are in (at most 2: a rename's), or 0 for a request that
+ * changes no entries. */
+static uint32_t entry_dirs(struct mds *m, const struct srv_req *req, uint64_t dirs[2])
+{
+	struct lw_mds_req q;
+
+	if (!(lw_op_flags(req->hdr.opcode) & LW_OPF_ENTRIES) ||
+	    mds_decode_req(m, req, &q) != 0)
+		return 0; /* a malformed one is refused when it runs */
+	switch (q.op) {
+	case LW_OP_MDS_CREATE: dirs[0] = q.u.create.f.parent; return 1;
+	case LW_OP_MDS_MKDIR: dirs[0] = q.u.mkdir.f.parent; return 1;
+	case LW_OP_MDS_UNLINK:
+	case LW_OP_MDS_RMDIR: dirs[0] = q.u.name.f.parent; return 1;
+	case LW_OP_MDS_SYMLINK: dirs[0] = q.u.symlink.f.parent; return 1;
+	case LW_OP_MDS_LINK: dirs[0] = q.u.link.f.new_parent; return 1;
+	case LW_OP_MDS_RENAME:
+		dirs[0] = q.u.rename.f.src_parent;
+		dirs[1] = q.u.rename.f.dst_parent;
+		return dirs[0] == dirs[1] ? 1 : 2;
+	default:
+		return 0;
+	}
+}
+
+/* The directory among req's whose leases held by other sessions must be given back first (their
+ * recalls sent), or NULL. */
+static struct lease_dir *blocking_dir(struct mds *m, const struct srv_req *req)
+{
+	uint64_t dirs[2], sid, now;
+	uint32_t n;
+
+	if (m->leases.dirs.count == 0)
+		return NULL;
+	n = entry_dirs(m, req, dirs);
+	if (n == 0)
+		return NULL;
+	sid = mds_sid_of(m, req);
+	now = clock_mono_ns();
+	for (uint32_t i = 0; i < n; i++) {
+		struct lease_dir *d = dir_get(m, dirs[i], false);
+		bool wait = false;
+
+		if (!d)
+			continue;
+		for (struct lease_holder *h = d->holders; h; h = h->next) {
+			if (h->sid == sid)
+				continue;
+			recall(m, d, h, now);
+			wait = true;
+		}
+		if (wait)
+			return d;
+	}
+	return NULL;
+}
+
+bool mds_leases_block(struct mds *m, const struct srv_req *req)
+{
+	return blocking_dir(m, req) != NULL;
+}
+
+void mds_leases_park(struct mds *m, struct srv_req *req)
+{
+	struct lease_dir *d = blocking_dir(m, req);
+
+	req->qitem.next = NULL;
+	if (!d) {
+		/* Given back meanwhile (an MDS_LEASE later in the same batch). */
+		reqq_push(&m->queue, &req->qitem);
+		return;
+	}
+	/* Not parked: it still counts against its connection, whose reading stops at its limit. */
+	*d->held_tail = &req->qitem;
+	d->held_tail = &req->qitem.next;
+}
+
+int mds_op_lease(struct mds_op *o)
+{
+	struct mds *m = o->m;
+	uint64_t sid = mds_sid_of(m, o->req);
+	const uint8_t *p = o->q->u.lease.leases;
+
+	for (uint32_t i = 0; i < o->q->u.lease.f.count; i++, p += sizeof(struct lw_lease)) {
+		struct lw_lease l;
+		struct lease_dir *d;
+
+		memcpy(&l, p, sizeof(l));
+		d = dir_get(m, l.ino, false);
+		if (!d)
+			continue; /* given back already, or never held: a resend, or a late answer */
+		for (struct lease_holder **hp = &d->holders; *hp; hp = &(*hp)->next) {
+			struct lease_holder *h = *hp;
+
+			/* A newer grant than the one given back stays. */
+			if (h->sid != sid || h->gen > l.gen)
+				continue;
+			*hp = h->next;
+			holder_free(m, h);
+			break;
+		}
+		after_removal(m, d);
+	}
+	return 0;
+}
+
+/* Drops every lease of holders that match (by session or by connection). */
+struct drop_scan {
+	uint64_t sid, conn_id;
+	uint64_t *inos;
+	uint32_t n, cap;
+};
+
+static void drop_scan_one(uint64_t ino, void *val, void *arg)
+{
+	struct drop_scan *s = arg;
+	struct lease_dir *d = val;
+
+	for (struct lease_holder *h = d->holders; h; h = h->next) {
+		if ((s->sid && h->sid != s->sid) || (s->conn_id && h->conn_id != s->conn_id))
+			continue;
+		if (s->n == s->cap) {
+			uint32_t cap = s->cap ? s->cap * 2 : 64;
+			uint64_t *p = realloc(s->inos, cap * sizeof(*p));
+
+			if (!p)
+				return;
+			s->inos = p;
+			s->cap = cap;
+		}
+		s->inos[s->n++] = ino;
+		return;
+	}
+}
+
+static void drop_matching(struct mds *m, uint64_t sid, uint64_t conn_id)
+{
+	struct drop_scan s = { .sid = sid, .conn_id = conn_id };
+
+	if (m->leases.dirs.count == 0)
+		return;
+	u64map_each(&m->leases.dirs, drop_scan_one, &s);
+	for (uint32_t i = 0; i < s.n; i++) {
+		struct lease_dir *d = dir_get(m, s.inos[i], false);
+
+		if (!d)
+			continue;
+		for (struct lease_holder **hp = &d->holders; *hp;) {
+			struct lease_holder *h = *hp;
+
+			if ((sid && h->sid != sid) || (conn_id && h->conn_id != conn_id)) {
+				hp = &h->next;
+				continue;
+			}
+			*hp = h->next;
+			holder_free(m, h);
+		}
+		after_removal(m, d);
+	}
+	free(s.inos);
+}
+
+void mds_leases_drop_conn(struct mds *m, uint64_t conn_id)
+{
+	if (conn_id)
+		drop_matching(m, 0, conn_id);
+}
+
+void mds_leases_drop_session(struct mds *m, uint64_t sid)
+{
+	if (!sid)
+		return;
+	drop_matching(m, sid, 0);
+	pthread_mutex_lock(&m->leases.lost_lock);
+	if (u64map_del(&m->leases.lost, sid))
+		atomic_fetch_sub(&m->leases.nlost, 1);
+	pthread_mutex_unlock(&m->leases.lost_lock);
+}
+
+/* Sessions whose recalled leases are overdue. */
+struct late_scan {
+	uint64_t deadline;
+	uint64_t *sids;
+	uint32_t n, cap;
+};
+
+static void late_scan_one(uint64_t ino, void *val, void *arg)
+{
+	struct late_scan *s = arg;
+	struct lease_dir *d = val;
+
+	(void)ino;
+	if (!d->held)
+		return;
+	for (struct lease_holder *h = d->holders; h; h = h->next) {
+		if (!h->recalled_ns || h->recalled_ns > s->deadline)
+			continue;
+		if (s->n == s->cap) {
+			uint32_t cap = s->cap ? s->cap * 2 : 16;
+			uint64_t *p = realloc(s->sids, cap * sizeof(*p));
+
+			if (!p)
+				return;
+			s->sids = p;
+			s->cap = cap;
+		}
+		s->sids[s->n++] = h->sid;
+	}
+}
+
+void mds_leases_expire(struct mds *m, uint64_t now_ns)
+{
+	uint64_t limit = (uint64_t)m->leases.timeout_s * 1000000000ull;
+	struct late_scan s = { 0 };
+
+	if (m->leases.dirs.count == 0 || now_ns < limit)
+		return;
+	s.deadline = now_ns - limit;
+	u64map_each(&m->leases.dirs, late_scan_one, &s);
+	for (uint32_t i = 0; i < s.n; i++) {
+		uint64_t sid = s.sids[i], floor;
+
+		if (session_dirs(m, sid) == 0)
+			continue; /* dropped already (listed twice) */
+		floor = atomic_load(&m->leases.gen);
+		log_warn("session %llu did not give back a recalled lease within %u s: every lease it "
+			 "holds is taken back", (unsigned long long)sid, m->leases.timeout_s);
+		m->leases.evictions++;
+		drop_matching(m, sid, 0);
+		pthread_mutex_lock(&m->leases.lost_lock);
+		if (!u64map_get(&m->leases.lost, sid) &&
+		    u64map_put(&m->leases.lost, sid, (void *)(uintptr_t)floor) == 0)
+			atomic_fetch_add(&m->leases.nlost, 1);
+		pthread_mutex_unlock(&m->leases.lost_lock);
+	}
+	free(s.sids);
+}
+
+void mds_leases_reply_flags(struct mds *m, const struct srv_req *req, int status,
+			    struct lw_mds_rep_prefix *pre)
+{
+	struct mds_leases *ls = &m->leases;
+
+	if (req->hdr.opcode == LW_OP_MDS_CONNECT && status == 0) {
+		/* A session new or found again on a new connection: whatever it held is gone. */
+		pre->flags |= LW_RPF_LEASES_LOST;
+		pre->lease_ino = 0;
+		pre->lease_gen = atomic_load(&ls->gen);
+		return;
+	}
+	if (atomic_load(&ls->nlost) == 0 || pre->lease_ino)
+		return;
+	uint64_t sid = mds_session_sid(m, req->conn_id);
+
+	pthread_mutex_lock(&ls->lost_lock);
+	void *floor = u64map_del(&ls->lost, sid);
+	if (floor) {
+		atomic_fetch_sub(&ls->nlost, 1);
+		pre->flags |= LW_RPF_LEASES_LOST;
+		pre->lease_gen = (uint64_t)(uintptr_t)floor;
+	}
+	pthread_mutex_unlock(&ls->lost_lock);
+}
+
+void mds_leases_init(struct mds *m)
+{
+	struct mds_leases *ls = &m->leases;
+
+	u64map_init(&ls->dirs);
+	u64map_init(&ls->per_session);
+	u64map_init(&ls->lost);
+	pthread_mutex_init(&ls->lost_lock, NULL);
+	struct timespec now = clock_real();
+
+	atomic_init(&ls->gen, (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec);
+	atomic_init(&ls->nlost, 0);
+	if (!ls->timeout_s)
+		ls->timeout_s = MDS_LEASE_TIMEOUT_DEFAULT;
+}
+
+static void free_dir(uint64_t ino, void *val, void *arg)
+{
+	struct lease_dir *d = val;
+
+	(void)ino;
+	(void)arg;
+	while (d->holders) {
+		struct lease_holder *h = d->holders;
+
+		d->holders = h->next;
+		srv_conn_release(h->conn);
+		free(h);
+	}
+	while (d->held) {
+		struct reqq_item *it = d->held;
+
+		d->held = it->next;
+		srv_req_drop(srv_req_of(it));
+	}
+	free(d);
+}
+
+static void free_count(uint64_t sid, void *val, void *arg)
+{
+	(void)sid;
+	(void)arg;
+	free(val);
+}
+
+void mds_leases_stop(struct mds *m)
+{
+	struct mds_leases *ls = &m->leases;
+
+	u64map_each(&ls->dirs, free_dir, NULL);
+	u64map_destroy(&ls->dirs);
+	u64map_each(&ls->per_session, free_count, NULL);
+	u64map_destroy(&ls->per_session);
+	u64map_destroy(&ls->lost);
+	pthread_mutex_destroy(&ls->lost_lock);
+}
