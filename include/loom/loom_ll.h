@@ -167,6 +167,8 @@ int loom_ll_readdir(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint6
  *    held to be trusted (a client stopped for a while may have lost its leases unawares).
  *  - loom_ll_readdir_leased is loom_ll_readdir asking for a lease: *lease_gen is the grant
  *    (0: none), valid unless a recall or a loss covering it came meanwhile.
+ *  - loom_ll_mkdir_leased is loom_ll_mkdir asking for a lease on the new directory, which is
+ *    empty: *lease_gen as above.
  *  - loom_ll_lease_return gives a lease back unasked (the cache let the directory go).
  */
 typedef void (*loom_lease_fn)(void *arg, uint64_t ino, uint64_t gen);
@@ -174,6 +176,8 @@ int loom_ll_set_lease_handler(loom_fs *fs, loom_lease_fn fn, void *arg);
 int loom_ll_readdir_leased(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t cookie,
 			   bool plus, size_t max_bytes, loom_ll_dirent_fn fn, void *arg, bool *eof,
 			   uint64_t *lease_gen);
+int loom_ll_mkdir_leased(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
+			 mode_t mode, struct loom_ll_attr *a, uint64_t *lease_gen);
 void loom_ll_lease_return(loom_fs *fs, uint64_t ino, uint64_t gen);
 bool loom_ll_leases_fresh(loom_fs *fs);
 

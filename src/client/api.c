@@ -79,7 +79,8 @@ int loom_mkdir(loom_fs *fs, const char *path, mode_t mode)
 	struct lw_attr attr;
 	int rc = new_entry_at(fs, path, &e);
 
-	return rc ? rc : mdc_mkdir(fs, &e.cr, e.parent, e.name, e.len, mode & 07777 & ~fs->umask, &attr);
+	return rc ? rc : mdc_mkdir(fs, &e.cr, e.parent, e.name, e.len, mode & 07777 & ~fs->umask, &attr,
+			      NULL);
 }
 
 static int remove_name(loom_fs *fs, const char *path, uint16_t op)

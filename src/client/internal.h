@@ -202,8 +202,9 @@ int mdc_create(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const c
 	       size_t len, uint32_t mode, uint32_t rdev, uint32_t flags, uint32_t open_flags,
 	       const struct loom_layout *layout, struct lw_create_rep *rep,
 	       struct loom_layout **layout_out);
+/* With lease_gen non-NULL, asks for a lease on the new directory (*lease_gen: 0, none). */
 int mdc_mkdir(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
-	      size_t len, uint32_t mode, struct lw_attr *out);
+	      size_t len, uint32_t mode, struct lw_attr *out, uint64_t *lease_gen);
 int mdc_unlink(loom_fs *fs, const struct loom_cred *cr, uint16_t op, uint64_t parent,
 	       const char *name, size_t len);
 int mdc_rename(loom_fs *fs, const struct loom_cred *cr, uint64_t sp, const char *sn, size_t sl,

@@ -102,9 +102,17 @@ int loom_ll_mknod(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, cons
 int loom_ll_mkdir(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
 		  mode_t mode, struct loom_ll_attr *a)
 {
+
+	return loom_ll_mkdir_leased(fs, cr, parent, name, mode, a, NULL);
+}
+
+int loom_ll_mkdir_leased(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
+			 mode_t mode, struct loom_ll_attr *a, uint64_t *lease_gen)
+{
 	struct lw_attr attr;
 
-	return stat_reply(fs, mdc_mkdir(fs, cr, parent, name, strlen(name), mode & 07777, &attr), &attr, a);
+	return stat_reply(fs, mdc_mkdir(fs, cr, parent, name, strlen(name), mode & 07777, &attr,
+					lease_gen), &attr, a);
 }
 
 int loom_ll_unlink(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name)

@@ -205,13 +205,27 @@ int mdc_create(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const c
 }
 
 int mdc_mkdir(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
-	      size_t len, uint32_t mode, struct lw_attr *out)
+	      size_t len, uint32_t mode, struct lw_attr *out, uint64_t *lease_gen)
 {
-	struct lw_mkdir_req req = { .parent = parent, .mode = mode, .namelen = (uint16_t)len };
+	struct lw_mkdir_req req = { .parent = parent, .mode = mode, .namelen = (uint16_t)len,
+				    .flags = lease_gen ? LW_MK_LEASE : 0 };
 	struct mdc_body b = { { &req, name }, { sizeof(req), len } };
+	struct rpc_call call;
 	int rc = name_len(len);
 
-	return rc ? rc : mdc_call_fixed(fs, cr, LW_OP_MDS_MKDIR, &b, out, sizeof(*out));
+	if (rc)
+		return rc;
+	rc = mdc_call(fs, cr, LW_OP_MDS_MKDIR, &b, &call);
+	if (lease_gen)
+		*lease_gen = 0;
+	if (rc == 0 && lease_gen && call.rbody_len == sizeof(*out)) {
+		struct lw_attr made;
+
+		memcpy(&made, call.rbody, sizeof(made));
+		if (call.lease_ino == made.ino)
+			*lease_gen = call.lease_gen;
+	}
+	return fixed_reply(rc, &call, out, sizeof(*out));
 }
 
 int mdc_unlink(loom_fs *fs, const struct loom_cred *cr, uint16_t op, uint64_t parent,

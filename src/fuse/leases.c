@@ -238,6 +238,8 @@ static int collect(void *arg, const struct loom_dirent *ent, const struct loom_l
 	return 0;
 }
 
+static struct lm_ldir *install(struct lm_leases *ls, struct lm_ldir *d);
+
 /* What the counters of dir's bucket said when a fetch began. */
 struct fetch_mark {
 	uint64_t recalls, done, lost;
@@ -260,7 +262,6 @@ static void take_lease(struct lmount *m, const struct loom_cred *cr, uint64_t di
 	struct lm_ldir *d = NULL, *old = NULL;
 	uint64_t cookie = 0, gen = 0;
 	bool eof = false, kept = false;
-	int i, lru = 0;
 
 	pthread_mutex_lock(&ls->lock);
 	mk = (struct fetch_mark){ ls->recalls[b], ls->done[b], ls->lost };
@@ -291,17 +292,7 @@ static void take_lease(struct lmount *m, const struct loom_cred *cr, uint64_t di
 		d->used_ns = clock_mono_ns();
 		d->names = f.names;
 		memset(&f.names, 0, sizeof(f.names));
-		for (i = 0; i < LM_LEASE_DIRS; i++) {
-			if (!ls->dir[i])
-				break;
-			if (ls->dir[i]->used_ns < ls->dir[lru]->used_ns)
-				lru = i;
-		}
-		if (i == LM_LEASE_DIRS) {
-			old = take(ls, lru);
-			i = lru;
-		}
-		ls->dir[i] = d;
+		old = install(ls, d);
 		ls->fetches++;
 		kept = true;
 	}
@@ -315,6 +306,64 @@ static void take_lease(struct lmount *m, const struct loom_cred *cr, uint64_t di
 	}
 	ns_free(&f.names);
 	give_back(m, old);
+}
+
+/* Under lock: d takes a slot (the least recently used one's directory is returned, to give back). */
+static struct lm_ldir *install(struct lm_leases *ls, struct lm_ldir *d)
+{
+	struct lm_ldir *old = NULL;
+	int i, lru = 0;
+
+	for (i = 0; i < LM_LEASE_DIRS; i++) {
+		if (!ls->dir[i])
+			break;
+		if (ls->dir[i]->used_ns < ls->dir[lru]->used_ns)
+			lru = i;
+	}
+	if (i == LM_LEASE_DIRS) {
+		old = take(ls, lru);
+		i = lru;
+	}
+	ls->dir[i] = d;
+	return old;
+}
+
+int lm_mkdir_leased(struct lmount *m, const struct loom_cred *cr, uint64_t parent, const char *name,
+		    mode_t mode, struct loom_ll_attr *a)
+{
+	struct lm_leases *ls = &m->leases;
+	struct lm_ldir *d, *old = NULL;
+	uint64_t gen = 0, recalled, lost;
+	int rc;
+
+	if (!ls->enabled)
+		return loom_ll_mkdir(m->fs, cr, parent, name, mode, a);
+	pthread_mutex_lock(&ls->lock);
+	recalled = ls->recalled;
+	lost = ls->lost;
+	pthread_mutex_unlock(&ls->lock);
+	rc = loom_ll_mkdir_leased(m->fs, cr, parent, name, mode, a, &gen);
+	if (rc || !gen)
+		return rc;
+	/* Nobody can have changed it yet but through a recall (its name is not known to this
+	 * kernel before the reply): the list is empty, unless a recall came meanwhile. */
+	d = calloc(1, sizeof(*d));
+	pthread_mutex_lock(&ls->lock);
+	if (d && ls->recalled == recalled && ls->lost == lost) {
+		d->ino = a->st.st_ino;
+		d->gen = gen;
+		d->used_ns = clock_mono_ns();
+		old = install(ls, d);
+		ls->fetches++;
+		d = NULL;
+		gen = 0;
+	}
+	pthread_mutex_unlock(&ls->lock);
+	free(d);
+	if (gen)
+		loom_ll_lease_return(m->fs, a->st.st_ino, gen);
+	give_back(m, old);
+	return 0;
 }
 
 void lm_lease_missed(struct lmount *m, const struct loom_cred *cr, uint64_t parent)

@@ -129,6 +129,9 @@ void lm_leases_fini(struct lmount *m);
 bool lm_lease_absent(struct lmount *m, uint64_t parent, const char *name);
 /* The MDS answered a lookup in parent with "no such name" (after a few, a lease is taken). */
 void lm_lease_missed(struct lmount *m, const struct loom_cred *cr, uint64_t parent);
+/* loom_ll_mkdir, taking a lease on the new directory (empty: its list is known at once). */
+int lm_mkdir_leased(struct lmount *m, const struct loom_cred *cr, uint64_t parent, const char *name,
+		    mode_t mode, struct loom_ll_attr *a);
 /* Around a change of entries through this mount: before the request (the directories it
  * changes), and after it with its result, the name removed from from_dir and the name added to
  * to_dir (NULL: none there; 0: no such directory). */

@@ -213,7 +213,7 @@ static void lm_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 
 	lm_cred(req, &cr);
 	lm_entries_begin(m, parent, 0);
-	rc = lm_changed(m, loom_ll_mkdir(m->fs, &cr, parent, name, mode, &a));
+	rc = lm_changed(m, lm_mkdir_leased(m, &cr, parent, name, mode, &a));
 	lm_entries_end(m, rc, 0, NULL, parent, name);
 	lm_reply_entry(req, rc, parent, name, &a);
 }

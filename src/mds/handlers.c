@@ -179,9 +179,15 @@ int mds_op_mkdir(struct mds_op *o)
 {
 	const struct lw_mds_req *q = o->q;
 	struct lw_attr attr;
+	int rc = reply_attr(o, mdt_mkdir(o->t, &q->cred, q->u.mkdir.f.parent, q->u.mkdir.name.s,
+					 q->u.mkdir.name.len, q->u.mkdir.f.mode, o->now, &attr), &attr);
 
-	return reply_attr(o, mdt_mkdir(o->t, &q->cred, q->u.mkdir.f.parent, q->u.mkdir.name.s,
-				       q->u.mkdir.name.len, q->u.mkdir.f.mode, o->now, &attr), &attr);
+	/* A new directory is empty: its maker may know its names from the start (leases.c). */
+	if (rc == 0 && (q->u.mkdir.f.flags & LW_MK_LEASE) && !o->replay) {
+		o->r->lease_gen = mds_lease_grant(o->m, o->req, attr.ino);
+		o->r->lease_ino = o->r->lease_gen ? attr.ino : 0;
+	}
+	return rc;
 }
 
 int mds_op_unlink(struct mds_op *o)

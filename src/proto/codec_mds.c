@@ -257,6 +257,8 @@ static void lw_dec_mkdir(struct lw_rd *r, struct lw_mds_req *out)
 {
 	lw_rd_fixed(r, &out->u.mkdir.f, sizeof(out->u.mkdir.f));
 	rd_name(r, out->u.mkdir.f.namelen, &out->u.mkdir.name);
+	if (!r->err && (out->u.mkdir.f.flags & ~LW_MK_LEASE))
+		r->err = -EINVAL;
 }
 
 static void lw_dec_rename(struct lw_rd *r, struct lw_mds_req *out)

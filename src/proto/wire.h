@@ -424,8 +424,9 @@ struct lw_mkdir_req {
 	uint64_t parent;
 	uint32_t mode;
 	uint16_t namelen;
-	uint16_t pad;
+	uint16_t flags;     /* LW_MK_* (protocol 6; before, a pad of 0) */
 };
+#define LW_MK_LEASE 0x1u /* grant a lease on the new directory (empty: its names are known) */
 _Static_assert(sizeof(struct lw_mkdir_req) == 16, "lw_mkdir_req");
 
 /* MDS_RENAME: request lw_rename_req + old name + new name. Reply empty. */

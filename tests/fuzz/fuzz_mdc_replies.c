@@ -430,7 +430,7 @@ static void step(uint8_t which, struct fuzz_in *args)
 	case 5: {
 		struct lw_attr a;
 		p = peek_reply();
-		rc = mdc_mkdir(&fake_fs, NULL, 1, "d", 1, 0755, &a);
+		rc = mdc_mkdir(&fake_fs, NULL, 1, "d", 1, 0755, &a, NULL);
 		check_fixed(rc, &p, &a, sizeof(a));
 		break;
 	}

@@ -167,6 +167,7 @@ static void check_contents(const struct lw_mds_req *q, const struct body *b)
 		break;
 	case LW_OP_MDS_MKDIR:
 		check_name(b, &q->u.mkdir.name, q->u.mkdir.f.namelen);
+		FUZZ_CHECK(!(q->u.mkdir.f.flags & ~LW_MK_LEASE));
 		break;
 	case LW_OP_MDS_RENAME:
 		check_name(b, &q->u.rename.src, q->u.rename.f.src_namelen);

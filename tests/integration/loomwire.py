@@ -542,7 +542,8 @@ CONNECT_REP = struct.Struct("<QQ16sII")    # root_ino session_id fsname[16] max_
 assert CONNECT_REP.size == 40
 NAME_REQ = struct.Struct("<QH6x")          # lw_name_req: parent namelen pad[3]
 assert NAME_REQ.size == 16
-MKDIR_REQ = struct.Struct("<QIHH")         # lw_mkdir_req: parent mode namelen pad
+MKDIR_REQ = struct.Struct("<QIHH")         # lw_mkdir_req: parent mode namelen flags
+MK_LEASE = 0x1                             # LW_MK_LEASE
 assert MKDIR_REQ.size == 16
 CREATE_REQ = struct.Struct("<QIIIIH6x")    # lw_create_req: parent mode rdev flags open_flags namelen pad[3]
 assert CREATE_REQ.size == 32
@@ -573,8 +574,8 @@ def name_req(parent, name):
     return NAME_REQ.pack(parent, len(name)) + name
 
 
-def mkdir_req(parent, name, mode=0o755):
-    return MKDIR_REQ.pack(parent, mode, len(name), 0) + name
+def mkdir_req(parent, name, mode=0o755, flags=0):
+    return MKDIR_REQ.pack(parent, mode, len(name), flags) + name
 
 
 def create_req(parent, name, mode=0o100644, flags=CR_EXCL):

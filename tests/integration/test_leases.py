@@ -69,16 +69,27 @@ def test_a_leased_directory_answers_missing_names_without_the_mds(cluster_factor
             open(os.path.join(a, "leased", "here-%d" % i), "w").close()
         mds = c.pid("mds")
         take_lease(a, "leased")
+        # A directory this mount makes comes with its lease: no lookups needed first.
+        os.mkdir(os.path.join(a, "fresh"))
+        # The kernel dropped the root's attributes with the mkdir: read again now, or the walk
+        # below would ask the stopped MDS for them (the kernel checks search permission).
+        os.stat(a)
         with stopped(mds):
             # Right away: the kernel still trusts its dentry of "leased" (entry_timeout), so only
             # the missing names' lookups reach the mount. In a process of its own, bounded, so
             # that a lookup that went to the stopped MDS shows as a timeout, not a hang.
             script = ("import os\n"
-                      "for i in range(5):\n"
-                      "    assert not os.path.lexists(%r + '/never-made-%%d' %% i)\n"
-                      "print('all absent')\n" % os.path.join(a, "leased"))
+                      "for d in (%r, %r):\n"
+                      "    for i in range(5):\n"
+                      "        assert not os.path.lexists(d + '/never-made-%%d' %% i)\n"
+                      "print('all absent')\n" % (os.path.join(a, "leased"), os.path.join(a, "fresh")))
             p = subprocess.run(["timeout", "5", "python3", "-c", script], capture_output=True, text=True)
             assert p.returncode == 0 and p.stdout == "all absent\n", p
+        # Another mount's create in the new directory recalls that lease too.
+        with second_mount(c) as b:
+            open(os.path.join(b, "fresh", "from-b"), "x").close()
+        assert os.listdir(os.path.join(a, "fresh")) == ["from-b"]
+        assert not absent(os.path.join(a, "fresh", "from-b"))
         # Names that exist are still asked of the MDS (their attributes), and are there.
         assert sorted(os.listdir(os.path.join(a, "leased"))) == ["here-0", "here-1", "here-2"]
         assert os.path.isfile(os.path.join(a, "leased", "here-1"))
@@ -198,8 +209,13 @@ def test_recall_give_back_and_loss_on_the_wire(cluster_factory):
     host, port = c.mds_host, c.mds_port
     with w.Client(host, port, os.urandom(16)) as holder, w.Client(host, port, os.urandom(16)) as other:
         st, body = other.call(w.NS_OP["MDS_MKDIR"], C + w.mkdir_req(1, b"wire"), req_id=10)
-        assert st == 0
+        assert st == 0 and other.last_header.lease_ino == 0, "a lease nobody asked for"
         d = w.parse_attr(body)["ino"]
+        # A mkdir that asks gets a lease on the new directory; an unknown flag is refused.
+        st, body = holder.call(w.NS_OP["MDS_MKDIR"], C + w.mkdir_req(1, b"own", flags=w.MK_LEASE), req_id=8)
+        assert st == 0 and holder.last_header.lease_ino == w.parse_attr(body)["ino"] and holder.last_header.lease_gen
+        st, _ = holder.call(w.NS_OP["MDS_MKDIR"], C + w.mkdir_req(1, b"odd", flags=0x2), req_id=9)
+        assert st == -errno.EINVAL
         h = readdir_lease(holder, d, 10)
         assert h.lease_ino == d and h.lease_gen > 0 and h.lease_trust_ms == LEASE_TIMEOUT * 500, h
         gen = h.lease_gen
