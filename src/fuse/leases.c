@@ -20,8 +20,10 @@
  * Names that exist are still looked up at the MDS (or in statahead's listing): the kernel is
  * given their attributes, which a directory lease does not cover. The kernel checks the right
  * to search the directory itself (default_permissions) before it asks.
- * After a recall the directory is not taken again for RECALL_BACKOFF_NS, so that two mounts
- * creating in one directory do not pass the lease back and forth at every create.
+ * After a recall the directory is not taken again for a while (RECALL_BACKOFF_NS, doubled for
+ * each recall that comes soon after the last, up to RECALL_BACKOFF_MAX_NS), so that two mounts
+ * creating in one directory do not pass the lease back and forth at every create, nor list a
+ * large directory again and again.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -33,7 +35,9 @@
 
 #define LEASE_MISSES      4          /* "no such name" answers in a row before the listing */
 #define LEASE_MAX_NAMES   (1u << 17) /* a bigger directory is not taken */
+#define LEASE_ALL_NAMES   (1u << 20) /* names kept over all directories (about 50 MiB) */
 #define RECALL_BACKOFF_NS (1000ull * 1000000ull)
+#define RECALL_BACKOFF_MAX_NS (64ull * RECALL_BACKOFF_NS)
 #define FETCH_BYTES       (1u << 20)
 
 static char tombstone[1];
@@ -187,6 +191,8 @@ static struct lm_ldir *take(struct lm_leases *ls, int i)
 	struct lm_ldir *d = ls->dir[i];
 
 	ls->dir[i] = NULL;
+	if (d)
+		ls->names -= d->names.n;
 	return d;
 }
 
@@ -286,7 +292,8 @@ static void take_lease(struct lmount *m, const struct loom_cred *cr, uint64_t di
 	}
 	d = f.failed ? NULL : calloc(1, sizeof(*d));
 	pthread_mutex_lock(&ls->lock);
-	if (d && quiet_since(ls, b, &mk) && slot_of(ls, dir) < 0) {
+	if (d && quiet_since(ls, b, &mk) && slot_of(ls, dir) < 0 &&
+	    ls->names + f.names.n <= LEASE_ALL_NAMES) {
 		d->ino = dir;
 		d->gen = gen;
 		d->used_ns = clock_mono_ns();
@@ -297,8 +304,8 @@ static void take_lease(struct lmount *m, const struct loom_cred *cr, uint64_t di
 		kept = true;
 	}
 	pthread_mutex_unlock(&ls->lock);
-	log_debug("lease on directory %llu: %s, %zu names", (unsigned long long)dir,
-		  kept ? "kept" : f.failed ? "not granted" : "changed meanwhile", kept ? d->names.n : 0);
+	log_debug("lease on directory %llu: %s", (unsigned long long)dir,
+		  kept ? "kept" : f.failed ? "not granted" : "changed meanwhile, or too many names");
 	if (!kept) {
 		free(d);
 		if (gen)
@@ -325,6 +332,7 @@ static struct lm_ldir *install(struct lm_leases *ls, struct lm_ldir *d)
 		i = lru;
 	}
 	ls->dir[i] = d;
+	ls->names += d->names.n;
 	return old;
 }
 
@@ -380,7 +388,7 @@ void lm_lease_missed(struct lmount *m, const struct loom_cred *cr, uint64_t pare
 		ls->misses[b] = 0;
 	}
 	if (++ls->misses[b] >= LEASE_MISSES && slot_of(ls, parent) < 0 &&
-	    clock_mono_ns() - ls->recalled_ns[b] >= RECALL_BACKOFF_NS) {
+	    clock_mono_ns() - ls->recalled_ns[b] >= ls->backoff_ns[b]) {
 		ls->misses[b] = 0;
 		fetch = true;
 	}
@@ -419,6 +427,8 @@ static bool refused(int rc)
 static struct lm_ldir *apply(struct lm_leases *ls, uint64_t dir, const char *name, bool add, int rc)
 {
 	int i = slot_of(ls, dir);
+	struct nameset *ns;
+	size_t before;
 
 	if (i < 0)
 		return NULL;
@@ -426,12 +436,16 @@ static struct lm_ldir *apply(struct lm_leases *ls, uint64_t dir, const char *nam
 		return take(ls, i); /* it may or may not have happened */
 	if (rc || !name)
 		return NULL;
+	ns = &ls->dir[i]->names;
+	before = ns->n;
 	if (!add) {
-		ns_del(&ls->dir[i]->names, name);
+		ns_del(ns, name);
+		ls->names -= before - ns->n;
 		return NULL;
 	}
-	if (ls->dir[i]->names.n >= LEASE_MAX_NAMES || ns_add(&ls->dir[i]->names, name))
+	if (ns->n >= LEASE_MAX_NAMES || ls->names >= LEASE_ALL_NAMES || ns_add(ns, name))
 		return take(ls, i);
+	ls->names += ns->n - before;
 	return NULL;
 }
 
@@ -484,6 +498,12 @@ static void on_recall(void *arg, uint64_t ino, uint64_t gen)
 		unsigned b = bucket(ino);
 
 		ls->recalls[b]++;
+		/* Recalled again soon after the last: the directory is contended, wait longer. */
+		if (ls->backoff_ns[b] && now - ls->recalled_ns[b] < 2 * ls->backoff_ns[b])
+			ls->backoff_ns[b] = ls->backoff_ns[b] * 2 > RECALL_BACKOFF_MAX_NS
+						? RECALL_BACKOFF_MAX_NS : ls->backoff_ns[b] * 2;
+		else
+			ls->backoff_ns[b] = RECALL_BACKOFF_NS;
 		ls->recalled_ns[b] = now;
 		ls->recalled++;
 		/* A newer grant than the recall's came after it was answered: it stays. */

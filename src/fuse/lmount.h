@@ -75,9 +75,11 @@ struct lm_leases {
 	uint64_t done[LM_LEASE_BUCKETS];
 	uint64_t recalls[LM_LEASE_BUCKETS];
 	uint64_t recalled_ns[LM_LEASE_BUCKETS];
+	uint64_t backoff_ns[LM_LEASE_BUCKETS]; /* no new lease there until recalled_ns + this */
 	uint64_t miss_dir[LM_LEASE_BUCKETS];
 	unsigned misses[LM_LEASE_BUCKETS];
 	uint64_t lost;         /* losses of every lease */
+	size_t names;          /* kept, over all directories */
 	uint64_t hits, fetches, recalled;
 };
 
