@@ -211,7 +211,9 @@ bool lm_lease_absent(struct lmount *m, uint64_t parent, const char *name)
 	bool absent = false;
 	int i;
 
-	if (!ls->enabled || !loom_ll_leases_fresh(m->fs))
+	/* A name the MDS would refuse (too long) gets the MDS's answer, not ENOENT. */
+	if (!ls->enabled || strnlen(name, LOOM_NAME_MAX + 1) > LOOM_NAME_MAX ||
+	    !loom_ll_leases_fresh(m->fs))
 		return false;
 	pthread_mutex_lock(&ls->lock);
 	i = slot_of(ls, parent);
