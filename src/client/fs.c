@@ -185,10 +185,11 @@ static int mds_hello(struct rpc_hs *hs, void *arg)
 	{
 		struct lw_mds_rep_prefix pre;
 
-		/* A session new or found again on this connection: what it held is gone. */
+		/* A session new or found again on this connection: whatever it held is gone, also a
+		 * grant numbered past what the MDS says (its clock may have stepped back). */
 		rpc_hs_prefix(hs, &pre);
 		if (pre.flags & LW_RPF_LEASES_LOST)
-			leases_lost(fs, pre.lease_gen);
+			leases_lost(fs, UINT64_MAX);
 	}
 	if (!fs->fsname[0]) {
 		memcpy(fs->fsname, rep.fsname, sizeof(fs->fsname));
@@ -411,7 +412,8 @@ static int mds_open(loom_fs *fs, struct rpc_conn_opts *o, struct rpc_conn **out,
 int loom_connect_with(const char *mds_addr, const struct loom_connect_opts *opts, loom_fs **out)
 {
 	struct rpc_conn_opts o = { .name = "MDS", .hello = mds_hello,
-				   .on_reply = kept_changes_on_reply, .on_notify = leases_on_notify };
+				   .on_reply = kept_changes_on_reply, .on_notify = leases_on_notify,
+				   .on_prefix = leases_on_prefix };
 	const char *key_file = loom_key_file_choose(opts ? opts->key_file : NULL);
 	const char *fsname = opts ? opts->fsname : NULL;
 	char list[512], src_fsname[LOOM_FSNAME_MAX + 1];
@@ -606,6 +608,7 @@ int fs_mds_conn(loom_fs *fs, struct rpc_conn **out)
 {
 	struct rpc_conn_opts o = { .name = "MDS", .hello = mds_hello,
 				   .on_reply = kept_changes_on_reply, .on_notify = leases_on_notify,
+				   .on_prefix = leases_on_prefix,
 				   .arg = fs };
 	struct rpc_conn *c, *old = NULL;
 	int rc = 0;

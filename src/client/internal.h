@@ -219,6 +219,7 @@ int mdc_readlink(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, char *bu
  * at disconnect, the lease thread stops (before the connections), then its memory goes. */
 void leases_on_notify(void *arg, uint16_t opcode, const void *body, uint32_t len);
 void leases_lost(loom_fs *fs, uint64_t upto_gen);
+void leases_on_prefix(void *arg, const struct lw_mds_rep_prefix *pre, uint64_t sent_ns);
 void leases_stop(loom_fs *fs);
 void leases_destroy(loom_fs *fs);
 

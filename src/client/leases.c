@@ -91,6 +91,25 @@ void leases_lost(loom_fs *fs, uint64_t upto_gen)
 		fs->leases->fn(fs->leases->arg, 0, upto_gen);
 }
 
+void leases_on_prefix(void *arg, const struct lw_mds_rep_prefix *pre, uint64_t sent_ns)
+{
+	loom_fs *fs = arg;
+	uint64_t heard = atomic_load(&fs->mds_heard_ns);
+
+	if (pre->flags & LW_RPF_LEASES_LOST)
+		leases_lost(fs, pre->lease_gen);
+	/* The reply was sent after any recall that came before it on this connection, which was
+	 * handled as it came; and after its request left (sent_ns), which is where the trust runs
+	 * from: the MDS, which cannot tell a client that is cut off, waits as long after its own
+	 * last reply (leases.c's fence) before it lets others change what it covered. An error the
+	 * frame layer answered has no prefix (all zeros). */
+	if (pre->lease_trust_ms && sent_ns) {
+		atomic_store(&fs->lease_trust_ms, pre->lease_trust_ms);
+		if (sent_ns > heard)
+			atomic_store(&fs->mds_heard_ns, sent_ns);
+	}
+}
+
 bool loom_ll_leases_fresh(loom_fs *fs)
 {
 	uint64_t trust = (uint64_t)atomic_load(&fs->lease_trust_ms) * 1000000ull;

@@ -93,14 +93,6 @@ void kept_changes_on_reply(void *arg, struct rpc_call *call)
 		fs->nkept++;
 	}
 	pthread_mutex_unlock(&fs->kept_lock);
-	if (call->rp_flags & LW_RPF_LEASES_LOST)
-		leases_lost(fs, call->lease_gen);
-	/* Sent after any recall that came before it on this connection, which was handled as it
-	 * came (an error the frame layer answered has no prefix: all zeros). */
-	if (call->lease_trust_ms) {
-		atomic_store(&fs->lease_trust_ms, call->lease_trust_ms);
-		atomic_store(&fs->mds_heard_ns, clock_mono_ns());
-	}
 }
 
 bool kept_changes_any(loom_fs *fs)

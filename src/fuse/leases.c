@@ -274,6 +274,7 @@ static void take_lease(struct lmount *m, const struct loom_cred *cr, uint64_t di
 	pthread_mutex_lock(&ls->lock);
 	mk = (struct fetch_mark){ ls->recalls[b], ls->done[b], ls->lost };
 	if (ls->inflight[b]) {
+		ls->fetching[b] = false;
 		pthread_mutex_unlock(&ls->lock);
 		return;
 	}
@@ -294,8 +295,17 @@ static void take_lease(struct lmount *m, const struct loom_cred *cr, uint64_t di
 	}
 	d = f.failed ? NULL : calloc(1, sizeof(*d));
 	pthread_mutex_lock(&ls->lock);
-	if (d && quiet_since(ls, b, &mk) && slot_of(ls, dir) < 0 &&
-	    ls->names + f.names.n <= LEASE_ALL_NAMES) {
+	ls->fetching[b] = false;
+	if (slot_of(ls, dir) >= 0) {
+		/* A list of dir is kept already (made meanwhile): the MDS's one holder of this
+		 * session now has this grant, which the list takes. Giving it back would end the
+		 * lease the list relies on. */
+		struct lm_ldir *k = ls->dir[slot_of(ls, dir)];
+
+		if (gen > k->gen)
+			k->gen = gen;
+		gen = 0;
+	} else if (d && quiet_since(ls, b, &mk) && ls->names + f.names.n <= LEASE_ALL_NAMES) {
 		d->ino = dir;
 		d->gen = gen;
 		d->used_ns = clock_mono_ns();
@@ -389,9 +399,12 @@ void lm_lease_missed(struct lmount *m, const struct loom_cred *cr, uint64_t pare
 		ls->miss_dir[b] = parent;
 		ls->misses[b] = 0;
 	}
-	if (++ls->misses[b] >= LEASE_MISSES && slot_of(ls, parent) < 0 &&
+	/* One fetch per bucket at a time: two of one directory would each get a grant, and the
+	 * second's would replace the first's at the MDS. */
+	if (++ls->misses[b] >= LEASE_MISSES && slot_of(ls, parent) < 0 && !ls->fetching[b] &&
 	    clock_mono_ns() - ls->recalled_ns[b] >= ls->backoff_ns[b]) {
 		ls->misses[b] = 0;
+		ls->fetching[b] = true;
 		fetch = true;
 	}
 	pthread_mutex_unlock(&ls->lock);
@@ -436,7 +449,8 @@ static struct lm_ldir *apply(struct lm_leases *ls, uint64_t dir, const char *nam
 		return NULL;
 	if (rc && !refused(rc))
 		return take(ls, i); /* it may or may not have happened */
-	if (rc || !name)
+	/* EEXIST to a name the list did not have: it is there (the list mends itself). */
+	if ((rc && !(rc == -EEXIST && add)) || !name)
 		return NULL;
 	ns = &ls->dir[i]->names;
 	before = ns->n;

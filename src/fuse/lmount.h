@@ -78,6 +78,7 @@ struct lm_leases {
 	uint64_t backoff_ns[LM_LEASE_BUCKETS]; /* no new lease there until recalled_ns + this */
 	uint64_t miss_dir[LM_LEASE_BUCKETS];
 	unsigned misses[LM_LEASE_BUCKETS];
+	bool fetching[LM_LEASE_BUCKETS]; /* a list of a directory there is being fetched */
 	uint64_t lost;         /* losses of every lease */
 	size_t names;          /* kept, over all directories */
 	uint64_t hits, fetches, recalled;

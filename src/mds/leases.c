@@ -35,6 +35,7 @@
 /* Bounds on what clients can make the MDS keep. */
 #define LEASE_DIRS_PER_SESSION 4096u
 #define LEASE_HOLDERS_MAX      (1u << 20)
+#define LEASE_HELD_PARKED      65536u
 
 struct lease_holder {
 	uint64_t sid;
@@ -49,6 +50,9 @@ struct lease_dir {
 	uint64_t ino;
 	struct lease_holder *holders;
 	struct reqq_item *held, **held_tail; /* changes waiting for recalled leases */
+	/* A holder was dropped without giving its lease back (its connection closed, its session
+	 * ended, it was evicted): it may still trust its list until this (see trust_ns). */
+	uint64_t fence_until_ns;
 };
 
 struct lease_count {
@@ -73,10 +77,17 @@ static struct lease_dir *dir_get(struct mds *m, uint64_t ino, bool make)
 	return d;
 }
 
-/* d is freed once nobody holds it and nothing waits on it. */
+/* How long a client may go on trusting a lease after the last reply it got (what every reply
+ * says, lease_trust_ms), with a margin for clocks that run a little apart. */
+static uint64_t trust_ns(const struct mds *m)
+{
+	return (uint64_t)m->leases.timeout_s * 500000000ull + 100000000ull;
+}
+
+/* d is freed once nobody holds it, nothing waits on it and no fence stands. */
 static void dir_maybe_free(struct mds *m, struct lease_dir *d)
 {
-	if (d->holders || d->held)
+	if (d->holders || d->held || d->fence_until_ns)
 		return;
 	u64map_del(&m->leases.dirs, d->ino);
 	free(d);
@@ -109,6 +120,25 @@ static void session_count(struct mds *m, uint64_t sid, int delta)
 	}
 }
 
+/* h is dropped without giving its lease back: d's entries stay fenced for as long as h's client
+ * may still trust it, counted from the last reply this MDS sent it (sent after anything the
+ * client could have measured its trust from). */
+static void fence(struct mds *m, struct lease_dir *d, const struct lease_holder *h)
+{
+	uint64_t last = srv_conn_last_sent_ns(h->conn), until = last + trust_ns(m);
+
+	uint64_t now = clock_mono_ns();
+
+	if (!last || until <= now || until <= d->fence_until_ns)
+		return;
+	if (!d->fence_until_ns)
+		m->leases.nfenced++;
+	d->fence_until_ns = until;
+	log_info("session %llu left its lease on directory %llu without giving it back: others' "
+		 "changes there wait %llu ms, while it may still trust it", (unsigned long long)h->sid,
+		 (unsigned long long)d->ino, (unsigned long long)((until - now) / 1000000));
+}
+
 static void holder_free(struct mds *m, struct lease_holder *h)
 {
 	srv_conn_release(h->conn);
@@ -125,6 +155,7 @@ static void release_held(struct mds *m, struct lease_dir *d)
 
 		d->held = it->next;
 		it->next = NULL;
+		m->leases.nheld--;
 		reqq_push(&m->queue, it);
 	}
 	d->held_tail = &d->held;
@@ -164,7 +195,7 @@ uint64_t mds_lease_grant(struct mds *m, const struct srv_req *req, uint64_t ino)
 	d = dir_get(m, ino, true);
 	if (!d)
 		return 0;
-	if (d->held) {
+	if (d->held || recall_pending(d)) {
 		dir_maybe_free(m, d);
 		return 0; /* a change waits for a recall: no new lease until it ran */
 	}
@@ -248,14 +279,17 @@ static struct lease_dir *blocking_dir(struct mds *m, const struct srv_req *req)
 	n = entry_dirs(m, req, dirs);
 	if (n == 0)
 		return NULL;
-	sid = mds_sid_of(m, req);
+	/* Not mds_sid_of: a request released after its connection's disconnect ran would make a
+	 * session nobody ends. Without one, every holder is another's. */
+	sid = mds_session_sid_known(m, req->conn_id);
 	now = clock_mono_ns();
 	for (uint32_t i = 0; i < n; i++) {
 		struct lease_dir *d = dir_get(m, dirs[i], false);
-		bool wait = false;
+		bool wait;
 
 		if (!d)
 			continue;
+		wait = d->fence_until_ns > now; /* a dropped holder may still trust its list */
 		for (struct lease_holder *h = d->holders; h; h = h->next) {
 			if (h->sid == sid)
 				continue;
@@ -283,7 +317,12 @@ void mds_leases_park(struct mds *m, struct srv_req *req)
 		reqq_push(&m->queue, &req->qitem);
 		return;
 	}
-	/* Not parked: it still counts against its connection, whose reading stops at its limit. */
+	/* Parked (no longer counted against its connection, whose reading would stop at its
+	 * limit: the same client's MDS_LEASE for another directory must still be read), up to
+	 * LEASE_HELD_PARKED over all clients; beyond, counted, so one client cannot pile them up. */
+	if (m->leases.nheld < LEASE_HELD_PARKED)
+		srv_req_park(req);
+	m->leases.nheld++;
 	*d->held_tail = &req->qitem;
 	d->held_tail = &req->qitem.next;
 }
@@ -318,10 +357,30 @@ int mds_op_lease(struct mds_op *o)
 }
 
 /* Drops every lease of holders that match (by session or by connection). */
+/* Numbers gathered in a walk over the directories (the map cannot change during the walk). */
+struct ids {
+	uint64_t *v;
+	uint32_t n, cap;
+};
+
+/* Without memory the walk misses some: what they would have ended waits for the next tick. */
+static void ids_push(struct ids *ids, uint64_t id)
+{
+	if (ids->n == ids->cap) {
+		uint32_t cap = ids->cap ? ids->cap * 2 : 16;
+		uint64_t *p = realloc(ids->v, cap * sizeof(*p));
+
+		if (!p)
+			return;
+		ids->v = p;
+		ids->cap = cap;
+	}
+	ids->v[ids->n++] = id;
+}
+
 struct drop_scan {
 	uint64_t sid, conn_id;
-	uint64_t *inos;
-	uint32_t n, cap;
+	struct ids inos;
 };
 
 static void drop_scan_one(uint64_t ino, void *val, void *arg)
@@ -332,16 +391,7 @@ static void drop_scan_one(uint64_t ino, void *val, void *arg)
 	for (struct lease_holder *h = d->holders; h; h = h->next) {
 		if ((s->sid && h->sid != s->sid) || (s->conn_id && h->conn_id != s->conn_id))
 			continue;
-		if (s->n == s->cap) {
-			uint32_t cap = s->cap ? s->cap * 2 : 64;
-			uint64_t *p = realloc(s->inos, cap * sizeof(*p));
-
-			if (!p)
-				return;
-			s->inos = p;
-			s->cap = cap;
-		}
-		s->inos[s->n++] = ino;
+		ids_push(&s->inos, ino);
 		return;
 	}
 }
@@ -353,8 +403,8 @@ static void drop_matching(struct mds *m, uint64_t sid, uint64_t conn_id)
 	if (m->leases.dirs.count == 0)
 		return;
 	u64map_each(&m->leases.dirs, drop_scan_one, &s);
-	for (uint32_t i = 0; i < s.n; i++) {
-		struct lease_dir *d = dir_get(m, s.inos[i], false);
+	for (uint32_t i = 0; i < s.inos.n; i++) {
+		struct lease_dir *d = dir_get(m, s.inos.v[i], false);
 
 		if (!d)
 			continue;
@@ -366,11 +416,12 @@ static void drop_matching(struct mds *m, uint64_t sid, uint64_t conn_id)
 				continue;
 			}
 			*hp = h->next;
+			fence(m, d, h);
 			holder_free(m, h);
 		}
 		after_removal(m, d);
 	}
-	free(s.inos);
+	free(s.inos.v);
 }
 
 void mds_leases_drop_conn(struct mds *m, uint64_t conn_id)
@@ -393,8 +444,7 @@ void mds_leases_drop_session(struct mds *m, uint64_t sid)
 /* Sessions whose recalled leases are overdue. */
 struct late_scan {
 	uint64_t deadline;
-	uint64_t *sids;
-	uint32_t n, cap;
+	struct ids sids;
 };
 
 static void late_scan_one(uint64_t ino, void *val, void *arg)
@@ -406,19 +456,43 @@ static void late_scan_one(uint64_t ino, void *val, void *arg)
 	if (!d->held)
 		return;
 	for (struct lease_holder *h = d->holders; h; h = h->next) {
-		if (!h->recalled_ns || h->recalled_ns > s->deadline)
-			continue;
-		if (s->n == s->cap) {
-			uint32_t cap = s->cap ? s->cap * 2 : 16;
-			uint64_t *p = realloc(s->sids, cap * sizeof(*p));
-
-			if (!p)
-				return;
-			s->sids = p;
-			s->cap = cap;
-		}
-		s->sids[s->n++] = h->sid;
+		if (h->recalled_ns && h->recalled_ns <= s->deadline)
+			ids_push(&s->sids, h->sid);
 	}
+}
+
+struct fence_scan {
+	uint64_t now;
+	struct ids inos;
+};
+
+static void fence_scan_one(uint64_t ino, void *val, void *arg)
+{
+	struct fence_scan *s = arg;
+	struct lease_dir *d = val;
+
+	if (d->fence_until_ns && d->fence_until_ns <= s->now)
+		ids_push(&s->inos, ino);
+}
+
+/* Fences that passed: the changes waiting on them go on. */
+static void fences_expire(struct mds *m, uint64_t now_ns)
+{
+	struct fence_scan s = { .now = now_ns };
+
+	if (!m->leases.nfenced)
+		return;
+	u64map_each(&m->leases.dirs, fence_scan_one, &s);
+	for (uint32_t i = 0; i < s.inos.n; i++) {
+		struct lease_dir *d = dir_get(m, s.inos.v[i], false);
+
+		if (!d)
+			continue;
+		d->fence_until_ns = 0;
+		m->leases.nfenced--;
+		after_removal(m, d);
+	}
+	free(s.inos.v);
 }
 
 void mds_leases_expire(struct mds *m, uint64_t now_ns)
@@ -426,12 +500,13 @@ void mds_leases_expire(struct mds *m, uint64_t now_ns)
 	uint64_t limit = (uint64_t)m->leases.timeout_s * 1000000000ull;
 	struct late_scan s = { 0 };
 
+	fences_expire(m, now_ns);
 	if (m->leases.dirs.count == 0 || now_ns < limit)
 		return;
 	s.deadline = now_ns - limit;
 	u64map_each(&m->leases.dirs, late_scan_one, &s);
-	for (uint32_t i = 0; i < s.n; i++) {
-		uint64_t sid = s.sids[i], floor;
+	for (uint32_t i = 0; i < s.sids.n; i++) {
+		uint64_t sid = s.sids.v[i], floor;
 
 		if (session_dirs(m, sid) == 0)
 			continue; /* dropped already (listed twice) */
@@ -446,7 +521,7 @@ void mds_leases_expire(struct mds *m, uint64_t now_ns)
 			atomic_fetch_add(&m->leases.nlost, 1);
 		pthread_mutex_unlock(&m->leases.lost_lock);
 	}
-	free(s.sids);
+	free(s.sids.v);
 }
 
 void mds_leases_reply_flags(struct mds *m, const struct srv_req *req, int status,
@@ -463,7 +538,7 @@ void mds_leases_reply_flags(struct mds *m, const struct srv_req *req, int status
 	}
 	if (atomic_load(&ls->nlost) == 0 || pre->lease_ino)
 		return;
-	uint64_t sid = mds_session_sid(m, req->conn_id);
+	uint64_t sid = mds_session_sid_known(m, req->conn_id);
 
 	pthread_mutex_lock(&ls->lost_lock);
 	void *floor = u64map_del(&ls->lost, sid);

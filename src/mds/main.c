@@ -68,7 +68,8 @@ static void usage(FILE *f)
 		"                        milliseconds (clients replay what a crash lost); 0 commits\n"
 		"                        each batch before answering (default %u, at most 60000)\n"
 		"  --lease-timeout SEC   how long a client may take to give back a directory lease the\n"
-		"                        MDS recalls before it loses every lease it holds (default %u)\n"
+		"                        MDS recalls before it loses every lease it holds (default %u,\n"
+		"                        at most 15)\n"
 		"  --handshake-timeout SEC  a connection that has not proved it holds the key this\n"
 		"                        long after connecting is closed (default 5)\n"
 		"  --frame-timeout SEC  a connection whose frame stops coming this long is closed\n"
@@ -227,8 +228,10 @@ int main(int argc, char **argv)
 			char *end;
 			long v = strtol(optarg, &end, 10);
 
-			if (*optarg < '0' || *optarg > '9' || *end || v < 1 || v > 3600) {
-				fprintf(stderr, "loom-mds: --lease-timeout takes 1..3600 seconds\n");
+			/* A change waits up to this (and a tick): it must stay below what clients
+			 * take for a hung server (at_min, 20 s by default). */
+			if (*optarg < '0' || *optarg > '9' || *end || v < 1 || v > 15) {
+				fprintf(stderr, "loom-mds: --lease-timeout takes 1..15 seconds\n");
 				return 2;
 			}
 			m.leases.timeout_s = (uint32_t)v;

@@ -208,6 +208,8 @@ struct mds {
 		struct u64map dirs;        /* ino -> struct lease_dir */
 		struct u64map per_session; /* sid -> how many directories it holds */
 		uint32_t nholders;
+		uint32_t nfenced;          /* directories fenced after a holder was dropped */
+		uint32_t nheld;            /* changes waiting on leases */
 		uint32_t timeout_s;        /* --lease-timeout */
 		_Atomic uint64_t gen;      /* the last grant's number */
 		uint64_t recalls, evictions;
@@ -330,6 +332,8 @@ struct mds_session *mds_session_of(struct mds *m, uint64_t conn_id);
 /* The number of the session of a connection (as mds_session_of); 0 only without memory. Any
  * thread. */
 uint64_t mds_session_sid(struct mds *m, uint64_t conn_id);
+/* The same, or 0 when the connection has no session (none is made). Any thread. */
+uint64_t mds_session_sid_known(struct mds *m, uint64_t conn_id);
 /* Runs fn(sid, session, arg) for every session, under the sessions' lock. */
 void mds_sessions_each(struct mds *m, void (*fn)(uint64_t, void *, void *), void *arg);
 /* MDS_CONNECT from a client with this uuid: its session, found again or new, now on conn_id. */

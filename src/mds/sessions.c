@@ -104,6 +104,18 @@ struct mds_session *mds_session_of(struct mds *m, uint64_t conn_id)
 	return s;
 }
 
+uint64_t mds_session_sid_known(struct mds *m, uint64_t conn_id)
+{
+	struct mds_session *s;
+	uint64_t sid;
+
+	pthread_mutex_lock(&m->sess_lock);
+	s = u64map_get(&m->conn_sessions, conn_id);
+	sid = s ? s->sid : 0;
+	pthread_mutex_unlock(&m->sess_lock);
+	return sid;
+}
+
 uint64_t mds_session_sid(struct mds *m, uint64_t conn_id)
 {
 	struct mds_session *s;

@@ -187,6 +187,9 @@ struct rpc_conn_opts {
 	 * it may have to replay. Perhaps under the connection's locks: it must not block nor call
 	 * into this layer. */
 	void (*on_reply)(void *arg, struct rpc_call *call);
+	/* The same for the prefix of every MDS reply, also of a call that was cancelled (and whose
+	 * reply is dropped), before on_reply: sent_ns, when the request went out (0: not known). */
+	void (*on_prefix)(void *arg, const struct lw_mds_rep_prefix *pre, uint64_t sent_ns);
 	/* Runs on the I/O thread for each notification (a frame with LW_F_NOTIFY of an opcode
 	 * ops.def gives the client, CLI), its body checked as a reply's is, in the order frames
 	 * arrive; the same rules as on_reply. NULL: notifications are read and dropped. */

@@ -82,8 +82,16 @@ static void reply_done(struct rpc_conn *c)
 		return;
 	}
 	if (c->discarding) {
-		/* A cancelled call's reply: nobody waits for it. */
+		/* A cancelled call's reply: nobody waits for it. What its prefix says of the client's
+		 * leases still holds (the MDS tells a loss once). */
+		struct lw_mds_rep_prefix pre;
+		struct lw_obj_version vers[LW_MAX_VERS];
+		uint32_t len = c->hdr.body_len;
+
 		c->discarding = false;
+		if (c->opts.on_prefix && lw_op_mds_prefixed(c->hdr.opcode) && len &&
+		    lw_mds_prefix_take(c->rbody, &len, &pre, vers) == 0)
+			c->opts.on_prefix(c->opts.arg, &pre, 0);
 		free(c->rbody);
 		c->rbody = NULL;
 		return;
@@ -112,6 +120,8 @@ static void reply_done(struct rpc_conn *c)
 			call->lease_ino = pre.lease_ino;
 			call->lease_gen = pre.lease_gen;
 			call->lease_trust_ms = pre.lease_trust_ms;
+			if (c->opts.on_prefix)
+				c->opts.on_prefix(c->opts.arg, &pre, call->sent_ns);
 			if (c->opts.on_reply)
 				c->opts.on_reply(c->opts.arg, call);
 		}

@@ -150,6 +150,8 @@ struct srv_conn;
 struct srv_conn *srv_conn_hold(struct srv_req *req);
 void srv_conn_release(struct srv_conn *c);
 int srv_notify(struct srv_conn *c, uint16_t opcode, const void *body, uint32_t body_len);
+/* When c's last reply or notification was queued (clock_mono_ns; 0: none yet). */
+uint64_t srv_conn_last_sent_ns(struct srv_conn *c);
 /* The node whose key the request's connection proved (wire_auth.h, "Node keys"), or NULL for
  * the file system key (or a server without a key). */
 const struct lw_auth_node *srv_req_node(const struct srv_req *req);

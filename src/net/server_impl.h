@@ -80,6 +80,7 @@ struct srv_conn {
 	struct out_frame *out_head;
 	struct out_frame *out_tail;
 	uint64_t notify_id;     /* the last notification's req_id (srv_notify) */
+	uint64_t last_sent_ns;  /* when the last reply or notification was queued (monotonic) */
 	struct seal tx;         /* replies, sealed as they are queued (so in queue order); on
 	                         * once the AUTH_PROVE reply is queued */
 

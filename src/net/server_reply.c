@@ -14,6 +14,7 @@
 
 #include "common/crc.h"
 #include "common/log.h"
+#include "common/util.h"
 #include "net/bulk.h"
 #include "net/server_impl.h"
 #include "proto/codec.h"
@@ -218,6 +219,7 @@ static void queue_frame(struct srv_conn *c, struct out_frame *f)
 {
 	bool was_idle = c->out_head == NULL;
 
+	c->last_sent_ns = clock_mono_ns();
 	c->inflight_bytes += f->charge;
 	if (c->out_tail)
 		c->out_tail->next = f;
@@ -310,6 +312,16 @@ struct srv_conn *srv_conn_hold(struct srv_req *req)
 	c->refs++;
 	pthread_mutex_unlock(&c->lock);
 	return c;
+}
+
+uint64_t srv_conn_last_sent_ns(struct srv_conn *c)
+{
+	uint64_t ns;
+
+	pthread_mutex_lock(&c->lock);
+	ns = c->last_sent_ns;
+	pthread_mutex_unlock(&c->lock);
+	return ns;
 }
 
 void srv_conn_release(struct srv_conn *c)

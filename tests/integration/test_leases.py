@@ -10,6 +10,7 @@ the protocol (the recall, the give-back, the loss told in a reply).
 import contextlib
 import errno
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -62,7 +63,7 @@ def test_a_leased_directory_answers_missing_names_without_the_mds(cluster_factor
     """With the MDS stopped, a lookup of a missing name in a leased directory still answers ENOENT
     at once: the mount knows the directory's names. Another directory has no lease: its lookup
     waits for the MDS."""
-    c = configured(cluster_factory, "lease-timeout = 30\n")
+    c = configured(cluster_factory, "lease-timeout = 15\n")
     with second_mount(c) as a:
         os.makedirs(os.path.join(a, "leased"))
         for i in range(3):
@@ -258,6 +259,26 @@ def test_recall_give_back_and_loss_on_the_wire(cluster_factory):
     # Every new session is told it holds nothing.
     with w.Client(host, port, os.urandom(16)) as fresh:
         assert fresh.last_header.rpflags & w.RPF_LEASES_LOST
+
+
+def test_a_holder_whose_connection_closes_fences_its_directory(cluster_factory):
+    """A holder that goes without giving its lease back may still answer from its list for
+    lease_trust_ms after its last answer: the MDS holds others' changes of that directory until
+    then (and says so in its log), and then runs them."""
+    c = configured(cluster_factory)
+    host, port = c.mds_host, c.mds_port
+    with w.Client(host, port, os.urandom(16)) as other:
+        st, body = other.call(w.NS_OP["MDS_MKDIR"], C + w.mkdir_req(1, b"fenced"), req_id=1)
+        d = w.parse_attr(body)["ino"]
+        holder = w.Client(host, port, os.urandom(16))
+        h = readdir_lease(holder, d, 2)
+        assert h.lease_gen
+        holder.close()
+        st, _ = other.call(w.NS_OP["MDS_CREATE"], C + w.create_req(d, b"after-close"), req_id=2)
+        assert st == 0
+        assert re.search(r"left its lease on directory %d without giving it back" % d, c.read_log("mds"))
+        st, _ = other.call(w.NS_OP["MDS_LOOKUP"], C + w.name_req(d, b"after-close"), req_id=3)
+        assert st == 0
 
 
 def test_bad_lease_requests_and_notifications_from_clients(cluster_factory):
