@@ -36,6 +36,10 @@
 #define LEASE_DIRS_PER_SESSION 4096u
 #define LEASE_HOLDERS_MAX      (1u << 20)
 #define LEASE_HELD_PARKED      65536u
+/* A session that lost its leases for not giving one back gets none for this long: one that
+ * ignores recalls on purpose (any reader of a directory may ask) holds others' changes up for a
+ * timeout at most once a minute. */
+#define LEASE_PENALTY_NS       (60ull * 1000000000ull)
 
 struct lease_holder {
 	uint64_t sid;
@@ -192,6 +196,9 @@ uint64_t mds_lease_grant(struct mds *m, const struct srv_req *req, uint64_t ino)
 	pthread_mutex_unlock(&ls->lost_lock);
 	if (lost)
 		return 0; /* it is told first that it lost what it had */
+	uint64_t until = (uint64_t)(uintptr_t)u64map_get(&ls->penalty, sid);
+	if (until && clock_mono_ns() < until)
+		return 0;
 	d = dir_get(m, ino, true);
 	if (!d)
 		return 0;
@@ -495,12 +502,34 @@ static void fences_expire(struct mds *m, uint64_t now_ns)
 	free(s.inos.v);
 }
 
+static void penalty_scan_one(uint64_t sid, void *val, void *arg)
+{
+	struct fence_scan *s = arg;
+
+	if ((uint64_t)(uintptr_t)val <= s->now)
+		ids_push(&s->inos, sid);
+}
+
+/* Penalties that ran out are forgotten. */
+static void penalties_expire(struct mds *m, uint64_t now_ns)
+{
+	struct fence_scan s = { .now = now_ns };
+
+	if (!m->leases.penalty.count)
+		return;
+	u64map_each(&m->leases.penalty, penalty_scan_one, &s);
+	for (uint32_t i = 0; i < s.inos.n; i++)
+		u64map_del(&m->leases.penalty, s.inos.v[i]);
+	free(s.inos.v);
+}
+
 void mds_leases_expire(struct mds *m, uint64_t now_ns)
 {
 	uint64_t limit = (uint64_t)m->leases.timeout_s * 1000000000ull;
 	struct late_scan s = { 0 };
 
 	fences_expire(m, now_ns);
+	penalties_expire(m, now_ns);
 	if (m->leases.dirs.count == 0 || now_ns < limit)
 		return;
 	s.deadline = now_ns - limit;
@@ -515,6 +544,7 @@ void mds_leases_expire(struct mds *m, uint64_t now_ns)
 			 "holds is taken back", (unsigned long long)sid, m->leases.timeout_s);
 		m->leases.evictions++;
 		drop_matching(m, sid, 0);
+		u64map_put(&m->leases.penalty, sid, (void *)(uintptr_t)(now_ns + LEASE_PENALTY_NS));
 		pthread_mutex_lock(&m->leases.lost_lock);
 		if (!u64map_get(&m->leases.lost, sid) &&
 		    u64map_put(&m->leases.lost, sid, (void *)(uintptr_t)floor) == 0)
@@ -557,6 +587,7 @@ void mds_leases_init(struct mds *m)
 	u64map_init(&ls->dirs);
 	u64map_init(&ls->per_session);
 	u64map_init(&ls->lost);
+	u64map_init(&ls->penalty);
 	pthread_mutex_init(&ls->lost_lock, NULL);
 	struct timespec now = clock_real();
 
@@ -604,5 +635,6 @@ void mds_leases_stop(struct mds *m)
 	u64map_each(&ls->per_session, free_count, NULL);
 	u64map_destroy(&ls->per_session);
 	u64map_destroy(&ls->lost);
+	u64map_destroy(&ls->penalty);
 	pthread_mutex_destroy(&ls->lost_lock);
 }

@@ -207,6 +207,7 @@ struct mds {
 	struct mds_leases {
 		struct u64map dirs;        /* ino -> struct lease_dir */
 		struct u64map per_session; /* sid -> how many directories it holds */
+		struct u64map penalty;     /* sid -> no grants before this (monotonic ns) */
 		uint32_t nholders;
 		uint32_t nfenced;          /* directories fenced after a holder was dropped */
 		uint32_t nheld;            /* changes waiting on leases */

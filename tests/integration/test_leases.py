@@ -255,6 +255,10 @@ def test_recall_give_back_and_loss_on_the_wire(cluster_factory):
         # A late give-back of what was taken is fine.
         st, _ = holder.call(w.NS_OP["MDS_LEASE"], w.lease_req([(d, gen)]), req_id=17)
         assert st == 0
+        # And a holder that lost its leases so is granted none for a while.
+        h = readdir_lease(holder, d, 18)
+        assert h.lease_ino == 0 and h.lease_gen == 0, h
+        assert readdir_lease(other, d, 19).lease_gen, "another client is still granted one"
 
     # Every new session is told it holds nothing.
     with w.Client(host, port, os.urandom(16)) as fresh:
