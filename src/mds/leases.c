@@ -47,6 +47,7 @@ struct lease_holder {
 	struct srv_conn *conn; /* held (srv_conn_hold): where recalls go */
 	uint64_t gen;          /* its newest grant */
 	uint64_t recalled_ns;  /* when a recall was sent (0: none) */
+	bool overdue;          /* a tick found the recall overdue: the next one evicts */
 	struct lease_holder *next;
 };
 
@@ -463,8 +464,13 @@ static void late_scan_one(uint64_t ino, void *val, void *arg)
 	if (!d->held)
 		return;
 	for (struct lease_holder *h = d->holders; h; h = h->next) {
-		if (h->recalled_ns && h->recalled_ns <= s->deadline)
+		if (!h->recalled_ns || h->recalled_ns > s->deadline)
+			continue;
+		/* Evicted at the next tick: a give-back already queued behind a long batch (the
+		 * metadata thread runs what is queued between two ticks) is run first. */
+		if (h->overdue)
 			ids_push(&s->sids, h->sid);
+		h->overdue = true;
 	}
 }
 
