@@ -379,8 +379,11 @@ void mds_run_as(struct mds *m, struct mdt_txn *txn, bool write, struct srv_req *
 		return;
 	}
 	/* A client that is answered a change before its commit must be waited for should the MDS
-	 * restart before it: the MDT lists it (the `clients` table), durably before the answer. */
-	if (rc == 0 && write && sess && !replay && (flags & LW_OPF_REPLAY) && !sess->recorded) {
+	 * restart before it: the MDT lists it (the `clients` table), durably before the answer. A
+	 * change that wrote no inode (a read-only close) leaves it unlisted: it keeps nothing to
+	 * replay, and says no goodbye (a restart would wait for it in vain). */
+	if (rc == 0 && write && sess && !replay && (flags & LW_OPF_REPLAY) && !sess->recorded &&
+	    (r->truncates || r->vers.n || r->vers.overflow)) {
 		rc = mds_session_record(m, child, sess);
 		recorded = rc == 0;
 	}

@@ -56,8 +56,15 @@ int mds_replay_begin(struct mds *m)
 	rp->held_tail = &rp->held;
 	rp->lost_lo = 1;
 	rp->lost_hi = 0; /* empty: nobody was listed, so nobody had a change answered and not committed */
-	if (!m->lock_recovery.active)
-		return 0;
+	if (!m->lock_recovery.active) {
+		/* Nobody to wait for: a skip an earlier start made is settled. */
+		rc = mdt_txn_begin(m->store, true, &t);
+		if (rc == 0) {
+			rc = mdt_numbers_settled(t);
+			rc = rc ? (mdt_txn_abort(t), rc) : mdt_txn_commit(t);
+		}
+		return rc;
+	}
 	/* The same list lock recovery starts from (main.c), copied: that one shrinks as clients
 	 * replay their locks. */
 	rp->clients = calloc(m->lock_recovery.n, sizeof(*rp->clients));
@@ -369,6 +376,19 @@ static void replay_end(struct mds *m)
 	 * back late must not take a new last_committed for its own change's. */
 	if (m->commit.transno < end)
 		m->commit.transno = end;
+	/* The window's numbers are settled with this commit: a crash from now on skips afresh. */
+	{
+		struct mdt_txn *t;
+		int rc = mds_commit_txn(m, &t);
+
+		if (rc == 0)
+			rc = mdt_numbers_settled(t);
+		if (rc)
+			log_err("cannot record that the replays ran: %s (a crash before the next commit "
+				"reuses this start's window)", strerror(-rc));
+		else
+			mds_commit_applied(m);
+	}
 	mds_commit_flush(m, m->commit.changes);
 	while (rp->held) {
 		struct reqq_item *it = rp->held;

@@ -41,6 +41,9 @@ static const char *const db_names[MDT_DB_COUNT] = {
 #define META_UUID     "uuid"
 #define META_NEXT_INO "next_ino"
 #define META_LAST_TRANSNO "last_transno"
+/* How far a start moved the counters (mdt_numbers_skip) while the replays after it have not all
+ * run yet; absent or 0 once they did (mdt_numbers_settled). */
+#define META_SKIPPED "numbers_skipped"
 
 /* ---- errors and raw access ---- */
 
@@ -254,18 +257,69 @@ int mdt_ino_reserve(struct mdt_txn *t, uint64_t ino)
 	return meta_put(t, META_NEXT_INO, &next, sizeof(next));
 }
 
+/* The skip a start made whose replays have not all run (0: none). */
+static int skipped_get(struct mdt_txn *t, uint64_t *n)
+{
+	MDB_val v;
+	int rc = mdt_get(t, MDT_DB_META, META_SKIPPED, strlen(META_SKIPPED), &v);
+
+	*n = 0;
+	if (rc == -ENOENT)
+		return 0;
+	if (rc)
+		return rc;
+	if (v.mv_size != sizeof(*n))
+		return -EIO;
+	memcpy(n, v.mv_data, sizeof(*n));
+	return 0;
+}
+
+struct unskip {
+	uint64_t n;
+	void (*old_objid)(void *arg, uint32_t ost, uint64_t next_objid);
+	void *arg;
+};
+
+static void unskipped_objid(void *arg, uint32_t ost, uint64_t next_objid)
+{
+	struct unskip *u = arg;
+
+	u->old_objid(u->arg, ost, next_objid > u->n ? next_objid - u->n : 1);
+}
+
 int mdt_numbers_skip(struct mdt_txn *t, uint64_t n, uint64_t *old_next_ino,
 		     void (*old_objid)(void *arg, uint32_t ost, uint64_t next_objid), void *arg)
 {
-	uint64_t next;
+	uint64_t next, skipped;
 	int rc = meta_get(t, META_NEXT_INO, &next, sizeof(next));
 
-	if (rc == 0) {
-		*old_next_ino = next;
-		next += n;
-		rc = meta_put(t, META_NEXT_INO, &next, sizeof(next));
+	if (rc == 0)
+		rc = skipped_get(t, &skipped);
+	if (rc)
+		return rc;
+	if (skipped) {
+		/* The last start skipped already and crashed before its replays all ran (nothing
+		 * but replays handed numbers out meanwhile): the window is the same, below where
+		 * that skip left the counters. Skipping again would put the lost numbers below it. */
+		struct unskip u = { skipped, old_objid, arg };
+
+		*old_next_ino = next > skipped ? next - skipped : 1;
+		return mdt_objids_skip(t, 0, unskipped_objid, &u);
 	}
+	*old_next_ino = next;
+	next += n;
+	rc = meta_put(t, META_NEXT_INO, &next, sizeof(next));
+	if (rc == 0)
+		rc = meta_put(t, META_SKIPPED, &n, sizeof(n));
 	return rc ? rc : mdt_objids_skip(t, n, old_objid, arg);
+}
+
+int mdt_numbers_settled(struct mdt_txn *t)
+{
+	uint64_t zero = 0, skipped;
+	int rc = skipped_get(t, &skipped);
+
+	return rc || !skipped ? rc : meta_put(t, META_SKIPPED, &zero, sizeof(zero));
 }
 
 int mdt_ino_alloc(struct mdt_txn *t, uint64_t *ino)

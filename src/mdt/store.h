@@ -67,6 +67,10 @@ int mdt_inode_version(struct mdt_txn *t, uint64_t ino, uint64_t *version);
  * and, per OST, to old_objid (the range replays may take numbers from). */
 int mdt_numbers_skip(struct mdt_txn *t, uint64_t n, uint64_t *old_next_ino,
 		     void (*old_objid)(void *arg, uint32_t ost, uint64_t next_objid), void *arg);
+/* The replays after the skip all ran (or nobody was awaited): the next start that finds listed
+ * clients skips afresh. Until then a start reuses the skip's window (a crash during recovery
+ * must not put the numbers the first crash lost below a second skip). */
+int mdt_numbers_settled(struct mdt_txn *t);
 /* Inode numbers from now on are above ino (a replay re-creating an inode its first run made). */
 int mdt_ino_reserve(struct mdt_txn *t, uint64_t ino);
 

@@ -122,6 +122,46 @@ def test_kill9_of_the_mds_replays_every_clients_interleaved_changes(cluster_fact
         assert os.stat(os.path.join(a, "w", "after")).st_ino not in {e["ino"] for e in before.values()}
 
 
+def test_a_crash_during_recovery_keeps_the_window_of_the_first(cluster_factory):
+    """The MDS is killed again while it waits for a client's replays (the client is stopped):
+    the second start must take the replays in the window the first start made, not skip the
+    counters again and refuse them as numbers no crash can have lost. Then a crash after the
+    replays all ran skips afresh."""
+    cluster = configured(cluster_factory, COMMIT_BEHIND)
+    a = cluster.mount()
+    os.mkdir(os.path.join(a, "w"))
+    for i in range(5):
+        write(os.path.join(a, "w", "f%d" % i), b"file %d\n" % i)
+    before = snapshot(os.path.join(a, "w"))
+    pid = mount_pid(a)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        cluster.kill9("mds")
+        cluster.restart()
+        assert wait_until(lambda: "waiting up to" in cluster.read_log("mds"), 30)
+        cluster.kill9("mds")
+        cluster.restart()
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert wait_until(lambda: cluster.read_log("mds").count("replay complete") == 1, 60)
+    replayed, refused = replayed_count(cluster)
+    assert refused == 0, "replays refused after a crash during recovery:\n%s" % cluster.read_log("mds")[-3000:]
+    assert replayed >= 6
+    assert snapshot(os.path.join(a, "w")) == before
+    with second_mount(cluster) as fresh:
+        assert snapshot(os.path.join(fresh, "w")) == before
+    # Settled: the next crash with changes answered replays them in a window of its own. (The
+    # fsync commits the second mount's goodbye too: the MDS does not wait for it.)
+    fsync_dir(os.path.join(a, "w"))
+    write(os.path.join(a, "w", "later"), b"later\n")
+    cluster.kill9("mds")
+    cluster.restart()
+    assert wait_until(lambda: cluster.read_log("mds").count("replay complete") == 2, 60)
+    assert replayed_count(cluster)[1] == 0
+    with open(os.path.join(a, "w", "later"), "rb") as f:
+        assert f.read() == b"later\n"
+
+
 def test_a_replay_after_a_change_lost_with_its_client_is_refused(cluster_factory):
     """Mount A dies with the MDS: what A was answered and not committed is lost. B's changes that
     built on it are refused, never applied on top of what the inodes are now; B's independent
