@@ -47,6 +47,21 @@ int addr_parse(const char *addr, char *host, size_t host_cap, uint16_t *port, ui
 	return 0;
 }
 
+int u32_parse(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v < lo || v > hi)
+		return -EINVAL;
+	*out = (uint32_t)v;
+	return 0;
+}
+
 int size_parse(const char *s, uint64_t *out)
 {
 	char *end;

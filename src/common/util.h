@@ -24,6 +24,8 @@ int addr_parse(const char *addr, char *host, size_t host_cap, uint16_t *port, ui
 /* Parses "123", "64k", "4M", "1G", "2T" (base 2, case-insensitive, optional trailing 'B' or 'iB').
  * Returns 0 or -EINVAL. */
 int size_parse(const char *s, uint64_t *out);
+/* A decimal number of digits only, within [lo, hi]: 0, or -EINVAL. */
+int u32_parse(const char *s, uint32_t lo, uint32_t hi, uint32_t *out);
 
 /* "4.0M"-style base-2 rendering as `lfs df -h` does; buf should hold 16 bytes. */
 const char *size_human(uint64_t bytes, char *buf, size_t cap);

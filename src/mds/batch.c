@@ -339,6 +339,12 @@ void mds_run_as(struct mds *m, struct mdt_txn *txn, bool write, struct srv_req *
 			o.resent_done = true;
 		}
 	}
+	/* A change of entries waits for the leases other clients hold on its directories (its
+	 * first run's answer, above, needs none: it ran). */
+	if (!replay && mds_leases_block(m, req, &q)) {
+		r->status = MDS_LEASE_HELD;
+		return;
+	}
 	if (write) {
 		rc = mdt_txn_child(txn, &child);
 		if (rc) {
@@ -532,10 +538,6 @@ static void run_batch(struct mds *m, struct reqq_item *list, uint32_t n)
 		for (struct reqq_item *it = list; it; it = it->next, i++) {
 			if (it->kind == REQQ_SRV_REQ && mds_replay_holds(m, srv_req_of(it))) {
 				replies[i].status = MDS_HELD;
-				continue;
-			}
-			if (it->kind == REQQ_SRV_REQ && mds_leases_block(m, srv_req_of(it))) {
-				replies[i].status = MDS_LEASE_HELD;
 				continue;
 			}
 			run_item(m, txn, write, it, &bs, &replies[i]);

@@ -252,23 +252,20 @@ static void recall(struct mds *m, struct lease_dir *d, struct lease_holder *h, u
 
 /* The directories a change's entries are in (at most 2: a rename's), or 0 for a request that
  * changes no entries. */
-static uint32_t entry_dirs(struct mds *m, const struct srv_req *req, uint64_t dirs[2])
+static uint32_t entry_dirs(const struct lw_mds_req *q, uint64_t dirs[2])
 {
-	struct lw_mds_req q;
-
-	if (!(lw_op_flags(req->hdr.opcode) & LW_OPF_ENTRIES) ||
-	    mds_decode_req(m, req, &q) != 0)
-		return 0; /* a malformed one is refused when it runs */
-	switch (q.op) {
-	case LW_OP_MDS_CREATE: dirs[0] = q.u.create.f.parent; return 1;
-	case LW_OP_MDS_MKDIR: dirs[0] = q.u.mkdir.f.parent; return 1;
+	if (!(lw_op_flags(q->op) & LW_OPF_ENTRIES))
+		return 0;
+	switch (q->op) {
+	case LW_OP_MDS_CREATE: dirs[0] = q->u.create.f.parent; return 1;
+	case LW_OP_MDS_MKDIR: dirs[0] = q->u.mkdir.f.parent; return 1;
 	case LW_OP_MDS_UNLINK:
-	case LW_OP_MDS_RMDIR: dirs[0] = q.u.name.f.parent; return 1;
-	case LW_OP_MDS_SYMLINK: dirs[0] = q.u.symlink.f.parent; return 1;
-	case LW_OP_MDS_LINK: dirs[0] = q.u.link.f.new_parent; return 1;
+	case LW_OP_MDS_RMDIR: dirs[0] = q->u.name.f.parent; return 1;
+	case LW_OP_MDS_SYMLINK: dirs[0] = q->u.symlink.f.parent; return 1;
+	case LW_OP_MDS_LINK: dirs[0] = q->u.link.f.new_parent; return 1;
 	case LW_OP_MDS_RENAME:
-		dirs[0] = q.u.rename.f.src_parent;
-		dirs[1] = q.u.rename.f.dst_parent;
+		dirs[0] = q->u.rename.f.src_parent;
+		dirs[1] = q->u.rename.f.dst_parent;
 		return dirs[0] == dirs[1] ? 1 : 2;
 	default:
 		return 0;
@@ -277,14 +274,15 @@ static uint32_t entry_dirs(struct mds *m, const struct srv_req *req, uint64_t di
 
 /* The directory among req's whose leases held by other sessions must be given back first (their
  * recalls sent), or NULL. */
-static struct lease_dir *blocking_dir(struct mds *m, const struct srv_req *req)
+static struct lease_dir *blocking_dir(struct mds *m, const struct srv_req *req,
+				      const struct lw_mds_req *q)
 {
 	uint64_t dirs[2], sid, now;
 	uint32_t n;
 
 	if (m->leases.dirs.count == 0)
 		return NULL;
-	n = entry_dirs(m, req, dirs);
+	n = entry_dirs(q, dirs);
 	if (n == 0)
 		return NULL;
 	/* Not mds_sid_of: a request released after its connection's disconnect ran would make a
@@ -310,14 +308,16 @@ static struct lease_dir *blocking_dir(struct mds *m, const struct srv_req *req)
 	return NULL;
 }
 
-bool mds_leases_block(struct mds *m, const struct srv_req *req)
+bool mds_leases_block(struct mds *m, const struct srv_req *req, const struct lw_mds_req *q)
 {
-	return blocking_dir(m, req) != NULL;
+	return blocking_dir(m, req, q) != NULL;
 }
 
 void mds_leases_park(struct mds *m, struct srv_req *req)
 {
-	struct lease_dir *d = blocking_dir(m, req);
+	struct lw_mds_req q;
+	/* Decoded again (it decoded when it was held: it did then). */
+	struct lease_dir *d = mds_decode_req(m, req, &q) == 0 ? blocking_dir(m, req, &q) : NULL;
 
 	req->qitem.next = NULL;
 	if (!d) {

@@ -213,30 +213,20 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
-		case 'K': {
-			char *end;
-			long v = strtol(optarg, &end, 10);
-
-			if (*optarg < '0' || *optarg > '9' || *end || v < 0 || v > 60000) {
+		case 'K':
+			if (u32_parse(optarg, 0, 60000, &m.commit.interval_ms)) {
 				fprintf(stderr, "loom-mds: --commit-ms takes 0..60000 milliseconds\n");
 				return 2;
 			}
-			m.commit.interval_ms = (uint32_t)v;
 			break;
-		}
-		case 'W': {
-			char *end;
-			long v = strtol(optarg, &end, 10);
-
+		case 'W':
 			/* A change waits up to this (and a tick): it must stay below what clients
 			 * take for a hung server (at_min, 20 s by default). */
-			if (*optarg < '0' || *optarg > '9' || *end || v < 1 || v > 15) {
+			if (u32_parse(optarg, 1, 15, &m.leases.timeout_s)) {
 				fprintf(stderr, "loom-mds: --lease-timeout takes 1..15 seconds\n");
 				return 2;
 			}
-			m.leases.timeout_s = (uint32_t)v;
 			break;
-		}
 		case 'R':
 			if (mds_reserve_parse(optarg, &reserve)) {
 				fprintf(stderr, "loom-mds: --reserve takes a size (4M, 1G) or a percentage "

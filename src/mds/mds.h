@@ -269,10 +269,10 @@ void mds_leases_stop(struct mds *m);
 /* A lease on directory ino for req's session (READDIR with LW_RD_LEASE, on the metadata
  * thread): the grant's number, or 0 when none is granted. */
 uint64_t mds_lease_grant(struct mds *m, const struct srv_req *req, uint64_t ino);
-/* Whether req (a change of entries) must wait for leases other sessions hold; their recalls are
- * sent. mds_leases_park then keeps it (from answer_batch), or queues it again when the leases
+/* Whether req, decoded in q (a change of entries), must wait for leases other sessions hold;
+ * their recalls are sent. mds_leases_park then keeps it (from answer_batch), or queues it again when the leases
  * came back meanwhile. */
-bool mds_leases_block(struct mds *m, const struct srv_req *req);
+bool mds_leases_block(struct mds *m, const struct srv_req *req, const struct lw_mds_req *q);
 void mds_leases_park(struct mds *m, struct srv_req *req);
 /* Periodic: a holder that did not give a recalled lease back in time loses all of its own. */
 void mds_leases_expire(struct mds *m, uint64_t now_ns);

@@ -409,3 +409,12 @@ def mount_pid(mnt):
         if argv and argv[0].endswith(b"loom-mount") and mnt.encode() in argv:
             return int(pid)
     raise AssertionError("no loom-mount serves " + mnt)
+
+
+def configured(cluster_factory, settings):
+    """A cluster whose MDS starts with settings (mds.conf lines)."""
+    c = cluster_factory(start=False)
+    with open(os.path.join(c.dir, "mds.conf"), "w") as f:
+        f.write(settings)
+    c.up()
+    return c

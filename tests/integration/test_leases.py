@@ -16,6 +16,7 @@ import subprocess
 import threading
 import time
 
+import loomutil
 import loomwire as w
 from loomutil import mount_pid, second_mount, wait_until
 
@@ -23,11 +24,7 @@ LEASE_TIMEOUT = 2   # seconds: the MDS's --lease-timeout here (mounts trust leas
 
 
 def configured(cluster_factory, settings="lease-timeout = %d\n" % LEASE_TIMEOUT):
-    c = cluster_factory(start=False)
-    with open(os.path.join(c.dir, "mds.conf"), "w") as f:
-        f.write(settings)
-    c.up()
-    return c
+    return loomutil.configured(cluster_factory, settings)
 
 
 def absent(path):
@@ -126,6 +123,21 @@ def test_another_mounts_changes_show_at_once_in_a_leased_directory(cluster_facto
         assert sorted(os.listdir(os.path.join(a, "d"))) == ["hardlink", "renamed-in", "symlink"]
         log = c.read_log("mds")
         assert "did not give back" not in log, "a mount that answers lost its leases"
+
+
+def test_a_file_put_on_the_native_path_shows_at_once_in_a_leased_directory(cluster_factory, workdir):
+    """The native path (`loom put`, libloom without a mount) is another client too: its create
+    recalls the mount's lease first."""
+    c = configured(cluster_factory)
+    with second_mount(c) as a:
+        os.makedirs(os.path.join(a, "d"))
+        take_lease(a, "d")
+        src = os.path.join(workdir, "src")
+        with open(src, "wb") as f:
+            f.write(b"native bytes\n")
+        c.loom("put", src, "/d/native")
+        with open(os.path.join(a, "d", "native"), "rb") as f:
+            assert f.read() == b"native bytes\n"
 
 
 def test_a_mounts_own_changes_keep_its_list_right(cluster_factory):

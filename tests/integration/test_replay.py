@@ -21,18 +21,9 @@ import subprocess
 import tempfile
 
 import loomwire as w
-from loomutil import mount_pid, second_mount, wait_until
+from loomutil import configured, mount_pid, second_mount, wait_until
 
 COMMIT_BEHIND = "commit-ms = 30000\n"
-
-
-def configured(cluster_factory, settings):
-    """A cluster whose MDS starts with settings (mds.conf lines)."""
-    c = cluster_factory(start=False)
-    with open(os.path.join(c.dir, "mds.conf"), "w") as f:
-        f.write(settings)
-    c.up()
-    return c
 
 
 def snapshot(root):
