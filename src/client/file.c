@@ -44,7 +44,8 @@ int files_report_ino(loom_fs *fs, uint64_t ino)
 }
 
 static int file_new(loom_fs *fs, const struct loom_cred *cr, int flags, const struct lw_attr *attr,
-		    uint64_t handle, struct loom_layout *layout, struct mdc_dom *dom, loom_file **out)
+		    uint64_t handle, bool local, struct loom_layout *layout, struct mdc_dom *dom,
+		    loom_file **out)
 {
 	loom_file *f = calloc(1, sizeof(*f));
 	struct mdc_dom unknown = { 0 };
@@ -69,6 +70,7 @@ static int file_new(loom_fs *fs, const struct loom_cred *cr, int flags, const st
 	f->ino = attr->ino;
 	f->obj_owner = attr->ino;
 	f->handle = handle;
+	f->local = f->born_local = local; /* before it joins the open files the conversions walk */
 	f->flags = flags;
 	f->layout = layout;
 	if (layout && layout->nobjs) {
@@ -227,10 +229,16 @@ int file_finish_open(loom_fs *fs, const struct loom_cred *cr, int flags, const s
 	 * before it answered; the other handles here follow. */
 	if ((flags & O_TRUNC) && !created && layout)
 		files_truncated(fs, attr);
-	rc = file_new(fs, cr, flags, attr, handle, layout, dom, out);
+	rc = file_new(fs, cr, flags, attr, handle, false, layout, dom, out);
 	if (rc == 0)
 		file_open_again(*out, mds_gen);
 	return rc;
+}
+
+int file_open_local(loom_fs *fs, const struct loom_cred *cr, int flags, const struct lw_attr *attr,
+		    struct loom_layout *layout, struct mdc_dom *dom, loom_file **out)
+{
+	return file_new(fs, cr, flags, attr, 0, true, layout, dom, out);
 }
 
 int loom_open(loom_fs *fs, const char *path, int flags, mode_t mode, loom_file **out)
@@ -298,6 +306,8 @@ ssize_t loom_pread(loom_file *f, void *buf, size_t len, off_t off)
 		return -EBADF;
 	if (S_ISDIR(f->attr.mode))
 		return -EISDIR;
+	if (f->born_local && (rc = ileases_file_check(f)) != 0)
+		return rc;
 	if (!f->layout)
 		return -EINVAL;
 	pthread_mutex_lock(&f->lock);
@@ -675,6 +685,24 @@ uint64_t loom_file_tag(const loom_file *f)
 	return f->tag;
 }
 
+/* A file opened under an inode lease (read-only): nothing to report; an MDS handle to end only
+ * if it became real, which off the open files (where conversions look) it no longer can. */
+static int close_local(loom_file *f)
+{
+	uint64_t handle;
+
+	ileases_leave(f);
+	pthread_mutex_lock(&f->lock);
+	handle = f->handle;
+	pthread_mutex_unlock(&f->lock);
+	if (handle && mdc_close_detached(f->fs, &f->cred, f->ino, handle) != 0) {
+		struct timespec zero = { 0 };
+
+		mdc_close(f->fs, &f->cred, LW_OP_MDS_CLOSE, f->ino, handle, 0, 0, 0, zero, 0, NULL, NULL);
+	}
+	return 0;
+}
+
 int loom_close(loom_file *f)
 {
 	int rc;
@@ -685,6 +713,10 @@ int loom_close(loom_file *f)
 	struct rpc_intr *in = rpc_intr_swap(NULL);
 	uint64_t mds_gen = fs_mds_gen(f->fs);
 
+	if (f->born_local) {
+		rc = close_local(f);
+		goto out;
+	}
 	rc = report(f, LW_OP_MDS_CLOSE);
 	/* Off the list the reconnection opens again: from here an MDS restart leaves it closed. */
 	files_remove(f->fs, f);
@@ -701,6 +733,7 @@ int loom_close(loom_file *f)
 		pthread_mutex_unlock(&f->lock);
 		mdc_close(f->fs, &f->cred, LW_OP_MDS_CLOSE, f->ino, handle, 0, 0, 0, zero, 0, NULL, NULL);
 	}
+out:
 	rpc_intr_swap(in);
 	pthread_mutex_destroy(&f->lock);
 	pthread_mutex_destroy(&f->append_lock);

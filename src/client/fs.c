@@ -231,6 +231,7 @@ static int mds_hello(struct rpc_hs *hs, void *arg)
 			memcpy(&orep, reply, sizeof(orep));
 			pthread_mutex_lock(&f->lock);
 			f->handle = orep.handle;
+			f->local = false; /* one opened under a lease is real now */
 			pthread_mutex_unlock(&f->lock);
 			reopened++;
 		}

@@ -103,6 +103,7 @@ struct loom_fs {
 	uint64_t last_committed;       /* the highest any reply said */
 	bool changed;                  /* a change was answered before its commit: say goodbye */
 	struct loom_leases *leases;    /* directory leases' handler and thread (leases.c), or NULL */
+	struct loom_ileases *ileases;  /* inode leases (ileases.c), with leases only */
 	/* When the last MDS reply arrived (monotonic ns), and how long leases stay trusted after
 	 * one (its lease_trust_ms): written on the MDS connection's I/O thread. */
 	_Atomic uint64_t mds_heard_ns;
@@ -118,7 +119,12 @@ struct loom_file {
 	uint64_t obj_owner;        /* the inode its objects are tagged with, for loom fsck (what
 	                            * OST_WRITE carries): ino, or for a migration's copy the file it
 	                            * copies, whose objects they become at the swap */
-	uint64_t handle;
+	uint64_t handle;           /* the MDS's; 0 while local */
+	bool local;                /* opened under an inode lease, unknown to the MDS (ileases.c);
+	                            * under fs->open_lock and lock */
+	bool born_local;           /* ... when opened (its close asks nothing of the MDS unless it
+	                            * became real) */
+	int lost_err;              /* made real too late: its file was gone (reads fail) */
 	int flags;                 /* open flags */
 	struct loom_layout *layout;/* NULL for non-regular files */
 	pthread_mutex_t lock;      /* size, pos, dirty, written_end */
@@ -222,6 +228,34 @@ void leases_lost(loom_fs *fs, uint64_t upto_gen);
 void leases_on_prefix(void *arg, const struct lw_mds_rep_prefix *pre, uint64_t sent_ns);
 void leases_stop(loom_fs *fs);
 void leases_destroy(loom_fs *fs);
+/* An inode lease to give back (ino 0: every local open becomes real), from the lease thread. */
+void leases_push_inode(loom_fs *fs, uint64_t ino, uint64_t gen);
+
+struct loom_ll_expect;
+struct mdc_lease_grant;
+/* ileases.c: inode leases, and opens for reading answered under them ("local" files). */
+int ileases_init(loom_fs *fs);
+void ileases_destroy(loom_fs *fs);
+/* Whether an open of ino should ask for a lease (it was opened before); *epoch for keep. */
+bool ileases_want(loom_fs *fs, uint64_t ino, uint64_t *epoch);
+/* Keeps a grant (takes g->body), or gives it back when a recall or loss came since epoch. */
+void ileases_keep(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t epoch,
+		  struct mdc_lease_grant *g);
+/* I/O thread: a recall; whether it was of an inode lease this client keeps. */
+bool ileases_recalled(loom_fs *fs, uint64_t ino, uint64_t gen);
+/* I/O thread: leases up to upto lost; their local opens become real (from the lease thread). */
+void ileases_lost(loom_fs *fs, uint64_t upto);
+/* Lease thread: the local opens of ino (0: all) become real MDS opens. */
+void ileases_make_real(loom_fs *fs, uint64_t ino);
+/* A read-only open answered from a kept lease: -EAGAIN when it must go to the MDS. */
+int ileases_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, int flags,
+		 const struct loom_ll_expect *expect, loom_file **out, struct lw_attr *attr,
+		 uint64_t *dir_moves);
+/* Before a read of f: a local open whose lease is no longer trusted becomes real (its error,
+ * if its file is gone). */
+int ileases_file_check(loom_file *f);
+/* A local file (born so) leaves the open files, where no conversion finds it from then on. */
+void ileases_leave(loom_file *f);
 
 /* Returns the reply body (caller frees) holding lw_readdir_rep + entries. With lease_gen
  * non-NULL, asks for a lease on the directory: *lease_gen the grant (0: none). */
@@ -274,6 +308,20 @@ struct mdc_open_if {
 int mdc_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t open_flags,
 	     const struct mdc_open_if *cond, struct lw_open_rep *rep, struct loom_layout **layout_out,
 	     struct mdc_dom *dom);
+/* An inode lease granted with an open (LW_OPQ_LEASE): gen 0 when none; body (malloc'd, the
+ * caller's) is the open's reply. */
+struct mdc_lease_grant {
+	uint64_t gen;
+	void *body;
+	uint32_t len;
+};
+/* mdc_open asking for an inode lease (a read-only open without O_TRUNC). */
+int mdc_open_leased(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t open_flags,
+		    const struct mdc_open_if *cond, struct lw_open_rep *rep,
+		    struct loom_layout **layout_out, struct mdc_dom *dom, struct mdc_lease_grant *grant);
+/* An MDS_OPEN reply's body, decoded as mdc_open does. */
+int mdc_open_decode(const void *body, uint32_t len, struct lw_open_rep *rep,
+		    struct loom_layout **layout_out, struct mdc_dom *dom);
 /* MDS_WALK's open: filled when it opened (opened), as mdc_open fills its results. */
 struct mdc_walk_open {
 	uint32_t open_flags;  /* wire open flags; read-only without O_TRUNC */
@@ -393,6 +441,9 @@ void files_dom_forget(loom_fs *fs, uint64_t ino);
  * size to 0), then makes the handle. Takes ownership of layout. On failure the MDS handle is
  * closed again. mds_gen is fs_mds_gen() from before the open was sent: if the MDS restarted
  * since, the handle may be the dead MDS's, and the file is opened again. */
+/* A read-only open answered under an inode lease (ileases.c): no MDS handle. */
+int file_open_local(loom_fs *fs, const struct loom_cred *cr, int flags, const struct lw_attr *attr,
+		    struct loom_layout *layout, struct mdc_dom *dom, loom_file **out);
 int file_finish_open(loom_fs *fs, const struct loom_cred *cr, int flags, const struct lw_attr *attr,
 		     uint64_t handle, struct loom_layout *layout, bool created, struct mdc_dom *dom,
 		     uint64_t mds_gen, loom_file **out);

@@ -23,8 +23,9 @@
 #include "loom/loom_ll.h"
 
 struct lease_item {
-	uint64_t ino;
+	uint64_t ino;   /* 0 with inode: every local open becomes real (leases lost) */
 	uint64_t gen;
+	bool inode;     /* an inode lease (ileases.c): its local opens become real first */
 };
 
 struct loom_leases {
@@ -38,7 +39,7 @@ struct loom_leases {
 	uint32_t n, cap;
 };
 
-static void push(loom_fs *fs, uint64_t ino, uint64_t gen)
+static void push(loom_fs *fs, uint64_t ino, uint64_t gen, bool inode)
 {
 	struct loom_leases *ls = fs->leases;
 
@@ -52,14 +53,14 @@ static void push(loom_fs *fs, uint64_t ino, uint64_t gen)
 		if (!q) {
 			/* Not given back: the MDS takes it back after its timeout. */
 			pthread_mutex_unlock(&ls->lock);
-			log_warn("no memory to answer a lease recall for directory %llu",
+			log_warn("no memory to answer a lease recall for inode %llu",
 				 (unsigned long long)ino);
 			return;
 		}
 		ls->q = q;
 		ls->cap = cap;
 	}
-	ls->q[ls->n++] = (struct lease_item){ ino, gen };
+	ls->q[ls->n++] = (struct lease_item){ ino, gen, inode };
 	pthread_cond_signal(&ls->cond);
 	pthread_mutex_unlock(&ls->lock);
 }
@@ -80,15 +81,26 @@ void leases_on_notify(void *arg, uint16_t opcode, const void *body, uint32_t len
 		memcpy(&l, p, sizeof(l));
 		if (!l.ino || !fs->leases)
 			continue;
+		if (ileases_recalled(fs, l.ino, l.gen)) {
+			push(fs, l.ino, l.gen, true);
+			continue;
+		}
 		fs->leases->fn(fs->leases->arg, l.ino, l.gen);
-		push(fs, l.ino, l.gen);
+		push(fs, l.ino, l.gen, false);
 	}
 }
 
 void leases_lost(loom_fs *fs, uint64_t upto_gen)
 {
-	if (fs->leases)
-		fs->leases->fn(fs->leases->arg, 0, upto_gen);
+	if (!fs->leases)
+		return;
+	fs->leases->fn(fs->leases->arg, 0, upto_gen);
+	ileases_lost(fs, upto_gen);
+}
+
+void leases_push_inode(loom_fs *fs, uint64_t ino, uint64_t gen)
+{
+	push(fs, ino, gen, true);
 }
 
 void leases_on_prefix(void *arg, const struct lw_mds_rep_prefix *pre, uint64_t sent_ns)
@@ -126,8 +138,14 @@ static void give_back(loom_fs *fs, const struct lease_item *items, uint32_t n)
 
 	if (!ls)
 		return;
-	for (uint32_t i = 0; i < n; i++)
-		ls[req.count++] = (struct lw_lease){ items[i].ino, items[i].gen };
+	for (uint32_t i = 0; i < n; i++) {
+		/* An inode lease's local opens become real before it goes (the MDS would let the
+		 * file be unlinked and freed under them). */
+		if (items[i].inode)
+			ileases_make_real(fs, items[i].ino);
+		if (items[i].ino && items[i].gen)
+			ls[req.count++] = (struct lw_lease){ items[i].ino, items[i].gen };
+	}
 	if (req.count) {
 		struct mdc_body b = { { &req, ls }, { sizeof(req), req.count * sizeof(*ls) } };
 		struct rpc_call call;
@@ -188,10 +206,18 @@ int loom_ll_set_lease_handler(loom_fs *fs, loom_lease_fn fn, void *arg)
 	pthread_cond_init(&ls->cond, NULL);
 	ls->fn = fn;
 	ls->arg = arg;
+	/* Inode leases need the lease thread, which gives them back: with it, opens use them. */
+	if (ileases_init(fs) != 0) {
+		pthread_cond_destroy(&ls->cond);
+		pthread_mutex_destroy(&ls->lock);
+		free(ls);
+		return -ENOMEM;
+	}
 	fs->leases = ls;
 	rc = -pthread_create(&ls->thread, NULL, lease_thread, fs);
 	if (rc) {
 		fs->leases = NULL;
+		ileases_destroy(fs);
 		pthread_cond_destroy(&ls->cond);
 		pthread_mutex_destroy(&ls->lock);
 		free(ls);
@@ -204,7 +230,7 @@ int loom_ll_set_lease_handler(loom_fs *fs, loom_lease_fn fn, void *arg)
 void loom_ll_lease_return(loom_fs *fs, uint64_t ino, uint64_t gen)
 {
 	if (ino && gen)
-		push(fs, ino, gen);
+		push(fs, ino, gen, false);
 }
 
 void leases_stop(loom_fs *fs)
@@ -228,6 +254,7 @@ void leases_destroy(loom_fs *fs)
 	if (!ls)
 		return;
 	fs->leases = NULL;
+	ileases_destroy(fs);
 	pthread_cond_destroy(&ls->cond);
 	pthread_mutex_destroy(&ls->lock);
 	free(ls->q);

@@ -527,9 +527,25 @@ static int open_reply_decode(struct lw_rd *r, struct lw_open_rep *rep, struct lo
 	return 0;
 }
 
+int mdc_open_decode(const void *body, uint32_t len, struct lw_open_rep *rep,
+		    struct loom_layout **layout_out, struct mdc_dom *dom)
+{
+	struct lw_rd r;
+
+	lw_rd_init(&r, body, len);
+	return open_reply_decode(&r, rep, layout_out, dom);
+}
+
 int mdc_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t open_flags,
 	     const struct mdc_open_if *cond, struct lw_open_rep *rep, struct loom_layout **layout_out,
 	     struct mdc_dom *dom)
+{
+	return mdc_open_leased(fs, cr, ino, open_flags, cond, rep, layout_out, dom, NULL);
+}
+
+int mdc_open_leased(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t open_flags,
+		    const struct mdc_open_if *cond, struct lw_open_rep *rep,
+		    struct loom_layout **layout_out, struct mdc_dom *dom, struct mdc_lease_grant *grant)
 {
 	struct lw_open_req req = { .ino = ino, .open_flags = open_flags };
 	struct mdc_body b = { { &req }, { sizeof(req) } };
@@ -546,11 +562,22 @@ int mdc_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t ope
 		req.names = cond->names;
 		req.dir_moves = cond->dir_moves;
 	}
+	if (grant) {
+		req.flags |= LW_OPQ_LEASE;
+		*grant = (struct mdc_lease_grant){ 0 };
+	}
 	rc = mdc_call(fs, cr, LW_OP_MDS_OPEN, &b, &call);
 	if (rc)
 		return rc;
 	lw_rd_init(&r, call.rbody, call.rbody_len);
 	rc = open_reply_decode(&r, rep, layout_out, dom);
+	/* Granted: the reply is what later opens under the lease start from. */
+	if (rc == 0 && grant && call.lease_gen && call.lease_ino == ino &&
+	    (grant->body = malloc(call.rbody_len)) != NULL) {
+		memcpy(grant->body, call.rbody, call.rbody_len);
+		grant->len = call.rbody_len;
+		grant->gen = call.lease_gen;
+	}
 	rpc_call_release(&call);
 	return rc;
 }

@@ -341,7 +341,7 @@ void mds_run_as(struct mds *m, struct mdt_txn *txn, bool write, struct srv_req *
 	}
 	/* A change of entries waits for the leases other clients hold on its directories (its
 	 * first run's answer, above, needs none: it ran). */
-	if (!replay && mds_leases_block(m, req, &q)) {
+	if (!replay && (r->lease_wait = mds_leases_block(m, txn, req, &q)) != 0) {
 		r->status = MDS_LEASE_HELD;
 		return;
 	}
@@ -488,7 +488,7 @@ static void answer_batch(struct mds *m, struct reqq_item *list, struct reply *re
 		else if (r && r->status == MDS_HELD)
 			mds_replay_hold(m, req);
 		else if (r && r->status == MDS_LEASE_HELD)
-			mds_leases_park(m, req);
+			mds_leases_park(m, req, r->lease_wait);
 		else if (!r)
 			mds_reply(m, req, -ENOMEM, NULL, 0, 0, NULL);
 		else if (i >= durable)

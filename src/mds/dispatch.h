@@ -31,6 +31,7 @@ struct reply {
 	bool sync;           /* answered only once committed */
 	uint64_t lease_ino;  /* a lease granted with it (lease_gen 0: none) */
 	uint64_t lease_gen;
+	uint64_t lease_wait; /* MDS_LEASE_HELD: the lease it waits on (mds_leases_park) */
 };
 
 /* A replay's first run, as its client kept it (replay.c): the versions it saw, and the inode

@@ -184,7 +184,7 @@ int mds_op_mkdir(struct mds_op *o)
 
 	/* A new directory is empty: its maker may know its names from the start (leases.c). */
 	if (rc == 0 && (q->u.mkdir.f.flags & LW_MK_LEASE) && !o->replay) {
-		o->r->lease_gen = mds_lease_grant(o->m, o->req, attr.ino);
+		o->r->lease_gen = mds_lease_grant(o->m, o->req, attr.ino, false);
 		o->r->lease_ino = o->r->lease_gen ? attr.ino : 0;
 	}
 	return rc;
@@ -271,7 +271,7 @@ int mds_op_readdir(struct mds_op *o)
 		return MDS_ELSEWHERE;
 	rc = exec_readdir(o->t, o->q, o->r);
 	if (rc == 0 && (o->q->u.readdir.flags & LW_RD_LEASE)) {
-		o->r->lease_gen = mds_lease_grant(o->m, o->req, o->q->u.readdir.ino);
+		o->r->lease_gen = mds_lease_grant(o->m, o->req, o->q->u.readdir.ino, false);
 		o->r->lease_ino = o->r->lease_gen ? o->q->u.readdir.ino : 0;
 	}
 	return rc;

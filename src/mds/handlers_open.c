@@ -158,6 +158,23 @@ int mds_open_with_handle(struct mds *m, struct mdt_txn *t, const struct lw_mds_r
 	return rc;
 }
 
+/* An inode lease with a read-only open that asked (LW_OPQ_LEASE; sent to the metadata thread,
+ * where every change that would break it runs, so the open's answer and the grant are one step):
+ * the client may then open the file again for reading, as this open's caller, without asking
+ * (leases.c). Not while anyone has it open for writing: its size and data are moving. */
+static void open_lease(struct mds_op *o)
+{
+	struct lw_open_rep rep;
+
+	if (o->r->len < sizeof(rep))
+		return;
+	memcpy(&rep, o->r->body, sizeof(rep));
+	if (!S_ISREG(rep.attr.mode) || mds_ino_has_writer(o->m, rep.attr.ino))
+		return;
+	o->r->lease_gen = mds_lease_grant(o->m, o->req, rep.attr.ino, true);
+	o->r->lease_ino = o->r->lease_gen ? rep.attr.ino : 0;
+}
+
 /*
  * The handle is made before the open reads the inode: see netpath.c's open. A resend (ops.def:
  * HANDLE) gets the handle its first run made, if this MDS still has it, and a truncation is done
@@ -186,8 +203,10 @@ int mds_op_open(struct mds_op *o)
 	else if (rc)
 		mds_handle_forget(o->m, handle);
 	if (rc == MDS_OPEN_STALE)
-		rc = 0; /* answered: nothing was opened */
+		return 0; /* answered: nothing was opened */
 	o->r->truncates = rc == 0 && !found && !o->resent_done && (q->u.open.open_flags & O_TRUNC);
+	if (rc == 0 && (q->u.open.flags & LW_OPQ_LEASE))
+		open_lease(o);
 	return rc;
 }
 

@@ -34,6 +34,7 @@
 
 /* Bounds on what clients can make the MDS keep. */
 #define LEASE_DIRS_PER_SESSION 4096u
+#define LEASE_INODES_PER_SESSION 65536u
 #define LEASE_HOLDERS_MAX      (1u << 20)
 #define LEASE_HELD_PARKED      65536u
 /* A session that lost its leases for not giving one back gets none for this long: one that
@@ -41,30 +42,11 @@
  * timeout at most once a minute. */
 #define LEASE_PENALTY_NS       (60ull * 1000000000ull)
 
-struct lease_holder {
-	uint64_t sid;
-	uint64_t conn_id;
-	struct srv_conn *conn; /* held (srv_conn_hold): where recalls go */
-	uint64_t gen;          /* its newest grant */
-	uint64_t recalled_ns;  /* when a recall was sent (0: none) */
-	bool overdue;          /* a tick found the recall overdue: the next one evicts */
-	struct lease_holder *next;
-};
-
-struct lease_dir {
-	uint64_t ino;
-	struct lease_holder *holders;
-	struct reqq_item *held, **held_tail; /* changes waiting for recalled leases */
-	/* A holder was dropped without giving its lease back (its connection closed, its session
-	 * ended, it was evicted): it may still trust its list until this (see trust_ns). */
-	uint64_t fence_until_ns;
-};
-
 struct lease_count {
-	uint32_t dirs;
+	uint32_t dirs, inodes;
 };
 
-static struct lease_dir *dir_get(struct mds *m, uint64_t ino, bool make)
+static struct lease_dir *dir_get(struct mds *m, uint64_t ino, bool make, bool inode)
 {
 	struct lease_dir *d = u64map_get(&m->leases.dirs, ino);
 
@@ -74,11 +56,14 @@ static struct lease_dir *dir_get(struct mds *m, uint64_t ino, bool make)
 	if (!d)
 		return NULL;
 	d->ino = ino;
+	d->inode = inode;
 	d->held_tail = &d->held;
 	if (u64map_put(&m->leases.dirs, ino, d)) {
 		free(d);
 		return NULL;
 	}
+	if (inode)
+		m->leases.ninodes++;
 	return d;
 }
 
@@ -92,20 +77,25 @@ static uint64_t trust_ns(const struct mds *m)
 /* d is freed once nobody holds it, nothing waits on it and no fence stands. */
 static void dir_maybe_free(struct mds *m, struct lease_dir *d)
 {
-	if (d->holders || d->held || d->fence_until_ns)
+	if (d->holders || d->held || d->fence_until_ns || d == &m->leases.all_inodes)
 		return;
+	if (d->inode)
+		m->leases.ninodes--;
 	u64map_del(&m->leases.dirs, d->ino);
 	free(d);
 }
 
-static uint32_t session_dirs(struct mds *m, uint64_t sid)
+/* How many leases sid holds: on directories, or (inode) on files; both with -1. */
+static uint32_t session_leases(struct mds *m, uint64_t sid, int inode)
 {
 	struct lease_count *c = u64map_get(&m->leases.per_session, sid);
 
-	return c ? c->dirs : 0;
+	if (!c)
+		return 0;
+	return inode < 0 ? c->dirs + c->inodes : inode ? c->inodes : c->dirs;
 }
 
-static void session_count(struct mds *m, uint64_t sid, int delta)
+static void session_count(struct mds *m, uint64_t sid, bool inode, int delta)
 {
 	struct lease_count *c = u64map_get(&m->leases.per_session, sid);
 
@@ -118,11 +108,27 @@ static void session_count(struct mds *m, uint64_t sid, int delta)
 	}
 	if (!c)
 		return;
-	c->dirs += (uint32_t)delta;
-	if (c->dirs == 0) {
+	if (inode)
+		c->inodes += (uint32_t)delta;
+	else
+		c->dirs += (uint32_t)delta;
+	if (c->dirs == 0 && c->inodes == 0) {
 		u64map_del(&m->leases.per_session, sid);
 		free(c);
 	}
+}
+
+/* A fence on d (a moment before which others' changes wait); for an inode lease also on the
+ * renames of directories, which break them all. */
+static void fence_set(struct mds *m, struct lease_dir *d, uint64_t until)
+{
+	if (until <= d->fence_until_ns)
+		return;
+	if (!d->fence_until_ns)
+		m->leases.nfenced++;
+	d->fence_until_ns = until;
+	if (d->inode && d != &m->leases.all_inodes)
+		fence_set(m, &m->leases.all_inodes, until);
 }
 
 /* h is dropped without giving its lease back: d's entries stay fenced for as long as h's client
@@ -136,20 +142,11 @@ static void fence(struct mds *m, struct lease_dir *d, const struct lease_holder 
 
 	if (!last || until <= now || until <= d->fence_until_ns)
 		return;
-	if (!d->fence_until_ns)
-		m->leases.nfenced++;
-	d->fence_until_ns = until;
-	log_info("session %llu left its lease on directory %llu without giving it back: others' "
-		 "changes there wait %llu ms, while it may still trust it", (unsigned long long)h->sid,
-		 (unsigned long long)d->ino, (unsigned long long)((until - now) / 1000000));
-}
-
-static void holder_free(struct mds *m, struct lease_holder *h)
-{
-	srv_conn_release(h->conn);
-	session_count(m, h->sid, -1);
-	m->leases.nholders--;
-	free(h);
+	fence_set(m, d, until);
+	log_info("session %llu left its lease on %s %llu without giving it back: others' changes "
+		 "there wait %llu ms, while it may still trust it", (unsigned long long)h->sid,
+		 d->inode ? "file" : "directory", (unsigned long long)d->ino,
+		 (unsigned long long)((until - now) / 1000000));
 }
 
 /* The changes waiting on d go back in line (each checks again when it runs). */
@@ -164,6 +161,16 @@ static void release_held(struct mds *m, struct lease_dir *d)
 		reqq_push(&m->queue, it);
 	}
 	d->held_tail = &d->held;
+}
+
+static void holder_free(struct mds *m, struct lease_dir *d, struct lease_holder *h)
+{
+	srv_conn_release(h->conn);
+	session_count(m, h->sid, d->inode, -1);
+	m->leases.nholders--;
+	if (d->inode && --m->leases.ninode_holders == 0 && !m->leases.all_inodes.fence_until_ns)
+		release_held(m, &m->leases.all_inodes); /* a directory's rename goes on */
+	free(h);
 }
 
 /* Whether a recall sent on d is still unanswered. */
@@ -183,7 +190,7 @@ static void after_removal(struct mds *m, struct lease_dir *d)
 	dir_maybe_free(m, d);
 }
 
-uint64_t mds_lease_grant(struct mds *m, const struct srv_req *req, uint64_t ino)
+uint64_t mds_lease_grant(struct mds *m, const struct srv_req *req, uint64_t ino, bool inode)
 {
 	struct mds_leases *ls = &m->leases;
 	uint64_t sid = mds_sid_of(m, req);
@@ -191,6 +198,9 @@ uint64_t mds_lease_grant(struct mds *m, const struct srv_req *req, uint64_t ino)
 	struct lease_dir *d;
 
 	if (!sid || ls->nholders >= LEASE_HOLDERS_MAX)
+		return 0;
+	/* A directory's rename waits for every inode lease to come back: none is given meanwhile. */
+	if (inode && (ls->all_inodes.held || ls->all_inodes.fence_until_ns))
 		return 0;
 	pthread_mutex_lock(&ls->lost_lock);
 	bool lost = u64map_get(&ls->lost, sid) != NULL;
@@ -200,17 +210,18 @@ uint64_t mds_lease_grant(struct mds *m, const struct srv_req *req, uint64_t ino)
 	uint64_t until = (uint64_t)(uintptr_t)u64map_get(&ls->penalty, sid);
 	if (until && clock_mono_ns() < until)
 		return 0;
-	d = dir_get(m, ino, true);
+	d = dir_get(m, ino, true, inode);
 	if (!d)
 		return 0;
-	if (d->held || recall_pending(d)) {
+	if (d->inode != inode || d->held || recall_pending(d)) {
 		dir_maybe_free(m, d);
 		return 0; /* a change waits for a recall: no new lease until it ran */
 	}
 	for (h = d->holders; h && h->sid != sid; h = h->next)
 		;
 	if (!h) {
-		if (session_dirs(m, sid) >= LEASE_DIRS_PER_SESSION) {
+		if (session_leases(m, sid, inode) >=
+		    (inode ? LEASE_INODES_PER_SESSION : LEASE_DIRS_PER_SESSION)) {
 			dir_maybe_free(m, d);
 			return 0;
 		}
@@ -224,8 +235,10 @@ uint64_t mds_lease_grant(struct mds *m, const struct srv_req *req, uint64_t ino)
 		h->conn = srv_conn_hold((struct srv_req *)req);
 		h->next = d->holders;
 		d->holders = h;
-		session_count(m, sid, 1);
+		session_count(m, sid, inode, 1);
 		ls->nholders++;
+		if (inode)
+			ls->ninode_holders++;
 	}
 	h->gen = atomic_fetch_add(&ls->gen, 1) + 1;
 	return h->gen;
@@ -243,94 +256,106 @@ static void recall(struct mds *m, struct lease_dir *d, struct lease_holder *h, u
 		return;
 	h->recalled_ns = now ? now : 1;
 	m->leases.recalls++;
-	log_debug("recalling the lease of session %llu on directory %llu (grant %llu)",
-		  (unsigned long long)h->sid, (unsigned long long)d->ino, (unsigned long long)h->gen);
+	log_debug("recalling the lease of session %llu on %s %llu (grant %llu)",
+		  (unsigned long long)h->sid, d->inode ? "file" : "directory",
+		  (unsigned long long)d->ino, (unsigned long long)h->gen);
 	/* A closed connection cannot be told: it loses its leases when its disconnect is run,
 	 * and the timeout covers one that stays open but silent. */
 	srv_notify(h->conn, LW_OP_MDS_RECALL, &body, sizeof(body));
 }
 
-/* The directories a change's entries are in (at most 2: a rename's), or 0 for a request that
- * changes no entries. */
-static uint32_t entry_dirs(const struct lw_mds_req *q, uint64_t dirs[2])
+/* Whether a change by session sid must wait on d: a holder to recall (on a directory, another
+ * session's: the holder's own changes of entries recall nothing, it knows them; an inode lease
+ * is recalled from its own holder too, whose cached opens must become real ones), or a fence. */
+static bool must_wait(struct mds *m, struct lease_dir *d, uint64_t sid, uint64_t now)
 {
-	if (!(lw_op_flags(q->op) & LW_OPF_ENTRIES))
-		return 0;
-	switch (q->op) {
-	case LW_OP_MDS_CREATE: dirs[0] = q->u.create.f.parent; return 1;
-	case LW_OP_MDS_MKDIR: dirs[0] = q->u.mkdir.f.parent; return 1;
-	case LW_OP_MDS_UNLINK:
-	case LW_OP_MDS_RMDIR: dirs[0] = q->u.name.f.parent; return 1;
-	case LW_OP_MDS_SYMLINK: dirs[0] = q->u.symlink.f.parent; return 1;
-	case LW_OP_MDS_LINK: dirs[0] = q->u.link.f.new_parent; return 1;
-	case LW_OP_MDS_RENAME:
-		dirs[0] = q->u.rename.f.src_parent;
-		dirs[1] = q->u.rename.f.dst_parent;
-		return dirs[0] == dirs[1] ? 1 : 2;
-	default:
-		return 0;
+	bool wait = d->fence_until_ns > now; /* a dropped holder may still trust it */
+
+	for (struct lease_holder *h = d->holders; h; h = h->next) {
+		if (!d->inode && h->sid == sid)
+			continue;
+		recall(m, d, h, now);
+		wait = true;
 	}
+	return wait;
 }
 
-/* The directory among req's whose leases held by other sessions must be given back first (their
- * recalls sent), or NULL. */
-static struct lease_dir *blocking_dir(struct mds *m, const struct srv_req *req,
-				      const struct lw_mds_req *q)
-{
-	uint64_t dirs[2], sid, now;
-	uint32_t n;
+struct recall_all {
+	struct mds *m;
+	uint64_t now;
+};
 
-	if (m->leases.dirs.count == 0)
-		return NULL;
-	n = entry_dirs(q, dirs);
-	if (n == 0)
-		return NULL;
+static void recall_inode_leases(uint64_t ino, void *val, void *arg)
+{
+	struct recall_all *ra = arg;
+	struct lease_dir *d = val;
+
+	(void)ino;
+	if (d->inode)
+		for (struct lease_holder *h = d->holders; h; h = h->next)
+			recall(ra->m, d, h, ra->now);
+}
+
+uint64_t mds_leases_block(struct mds *m, struct mdt_txn *t, const struct srv_req *req,
+			  const struct lw_mds_req *q)
+{
+	struct mds_leases *ls = &m->leases;
+	struct lease_targets tg;
+	uint64_t sid, now;
+
+	if (ls->dirs.count == 0 && !ls->all_inodes.fence_until_ns)
+		return 0;
+	mds_lease_targets(t, q, ls->ninodes > 0 || ls->all_inodes.fence_until_ns, &tg);
+	if (tg.ndirs == 0 && tg.ninos == 0 && !tg.all_inodes)
+		return 0;
 	/* Not mds_sid_of: a request released after its connection's disconnect ran would make a
 	 * session nobody ends. Without one, every holder is another's. */
 	sid = mds_session_sid_known(m, req->conn_id);
 	now = clock_mono_ns();
-	for (uint32_t i = 0; i < n; i++) {
-		struct lease_dir *d = dir_get(m, dirs[i], false);
-		bool wait;
+	for (uint32_t i = 0; i < tg.ndirs; i++) {
+		struct lease_dir *d = dir_get(m, tg.dirs[i], false, false);
 
-		if (!d)
-			continue;
-		wait = d->fence_until_ns > now; /* a dropped holder may still trust its list */
-		for (struct lease_holder *h = d->holders; h; h = h->next) {
-			if (h->sid == sid)
-				continue;
-			recall(m, d, h, now);
-			wait = true;
-		}
-		if (wait)
-			return d;
+		if (d && !d->inode && must_wait(m, d, sid, now))
+			return d->ino;
 	}
-	return NULL;
+	for (uint32_t i = 0; i < tg.ninos; i++) {
+		struct lease_dir *d = dir_get(m, tg.inos[i], false, false);
+
+		if (d && d->inode && must_wait(m, d, sid, now))
+			return d->ino;
+	}
+	if (tg.all_inodes && (ls->ninode_holders || ls->all_inodes.fence_until_ns > now)) {
+		struct recall_all ra = { m, now };
+
+		u64map_each(&ls->dirs, recall_inode_leases, &ra);
+		return LEASE_ALL_INODES;
+	}
+	return 0;
 }
 
-bool mds_leases_block(struct mds *m, const struct srv_req *req, const struct lw_mds_req *q)
+void mds_leases_park(struct mds *m, struct srv_req *req, uint64_t on)
 {
-	return blocking_dir(m, req, q) != NULL;
-}
+	struct mds_leases *ls = &m->leases;
+	struct lease_dir *d = on == LEASE_ALL_INODES ? &ls->all_inodes : dir_get(m, on, false, false);
+	uint64_t sid = mds_session_sid_known(m, req->conn_id), now = clock_mono_ns();
+	bool wait;
 
-void mds_leases_park(struct mds *m, struct srv_req *req)
-{
-	struct lw_mds_req q;
-	/* Decoded again (it decoded when it was held: it did then). */
-	struct lease_dir *d = mds_decode_req(m, req, &q) == 0 ? blocking_dir(m, req, &q) : NULL;
-
+	/* Given back meanwhile (an MDS_LEASE later in the same batch)? */
+	if (d == &ls->all_inodes)
+		wait = ls->ninode_holders || d->fence_until_ns > now;
+	else
+		wait = d && must_wait(m, d, sid, now);
 	req->qitem.next = NULL;
-	if (!d) {
-		/* Given back meanwhile (an MDS_LEASE later in the same batch). */
+	if (!wait) {
 		reqq_push(&m->queue, &req->qitem);
 		return;
 	}
 	/* Parked (no longer counted against its connection, whose reading would stop at its
 	 * limit: the same client's MDS_LEASE for another directory must still be read), up to
 	 * LEASE_HELD_PARKED over all clients; beyond, counted, so one client cannot pile them up. */
-	if (m->leases.nheld < LEASE_HELD_PARKED)
+	if (ls->nheld < LEASE_HELD_PARKED)
 		srv_req_park(req);
-	m->leases.nheld++;
+	ls->nheld++;
 	*d->held_tail = &req->qitem;
 	d->held_tail = &req->qitem.next;
 }
@@ -346,7 +371,7 @@ int mds_op_lease(struct mds_op *o)
 		struct lease_dir *d;
 
 		memcpy(&l, p, sizeof(l));
-		d = dir_get(m, l.ino, false);
+		d = dir_get(m, l.ino, false, false);
 		if (!d)
 			continue; /* given back already, or never held: a resend, or a late answer */
 		for (struct lease_holder **hp = &d->holders; *hp; hp = &(*hp)->next) {
@@ -356,7 +381,7 @@ int mds_op_lease(struct mds_op *o)
 			if (h->sid != sid || h->gen > l.gen)
 				continue;
 			*hp = h->next;
-			holder_free(m, h);
+			holder_free(m, d, h);
 			break;
 		}
 		after_removal(m, d);
@@ -412,7 +437,7 @@ static void drop_matching(struct mds *m, uint64_t sid, uint64_t conn_id)
 		return;
 	u64map_each(&m->leases.dirs, drop_scan_one, &s);
 	for (uint32_t i = 0; i < s.inos.n; i++) {
-		struct lease_dir *d = dir_get(m, s.inos.v[i], false);
+		struct lease_dir *d = dir_get(m, s.inos.v[i], false, false);
 
 		if (!d)
 			continue;
@@ -425,7 +450,7 @@ static void drop_matching(struct mds *m, uint64_t sid, uint64_t conn_id)
 			}
 			*hp = h->next;
 			fence(m, d, h);
-			holder_free(m, h);
+			holder_free(m, d, h);
 		}
 		after_removal(m, d);
 	}
@@ -452,6 +477,7 @@ void mds_leases_drop_session(struct mds *m, uint64_t sid)
 /* Sessions whose recalled leases are overdue. */
 struct late_scan {
 	uint64_t deadline;
+	bool all_inodes;  /* a directory's rename waits on every inode lease */
 	struct ids sids;
 };
 
@@ -461,7 +487,7 @@ static void late_scan_one(uint64_t ino, void *val, void *arg)
 	struct lease_dir *d = val;
 
 	(void)ino;
-	if (!d->held)
+	if (!d->held && !(d->inode && s->all_inodes))
 		return;
 	for (struct lease_holder *h = d->holders; h; h = h->next) {
 		if (!h->recalled_ns || h->recalled_ns > s->deadline)
@@ -492,12 +518,19 @@ static void fence_scan_one(uint64_t ino, void *val, void *arg)
 static void fences_expire(struct mds *m, uint64_t now_ns)
 {
 	struct fence_scan s = { .now = now_ns };
+	struct lease_dir *all = &m->leases.all_inodes;
 
 	if (!m->leases.nfenced)
 		return;
+	if (all->fence_until_ns && all->fence_until_ns <= now_ns) {
+		all->fence_until_ns = 0;
+		m->leases.nfenced--;
+		if (!m->leases.ninode_holders)
+			release_held(m, all);
+	}
 	u64map_each(&m->leases.dirs, fence_scan_one, &s);
 	for (uint32_t i = 0; i < s.inos.n; i++) {
-		struct lease_dir *d = dir_get(m, s.inos.v[i], false);
+		struct lease_dir *d = dir_get(m, s.inos.v[i], false, false);
 
 		if (!d)
 			continue;
@@ -539,11 +572,12 @@ void mds_leases_expire(struct mds *m, uint64_t now_ns)
 	if (m->leases.dirs.count == 0 || now_ns < limit)
 		return;
 	s.deadline = now_ns - limit;
+	s.all_inodes = m->leases.all_inodes.held != NULL;
 	u64map_each(&m->leases.dirs, late_scan_one, &s);
 	for (uint32_t i = 0; i < s.sids.n; i++) {
 		uint64_t sid = s.sids.v[i], floor;
 
-		if (session_dirs(m, sid) == 0)
+		if (session_leases(m, sid, -1) == 0)
 			continue; /* dropped already (listed twice) */
 		floor = atomic_load(&m->leases.gen);
 		log_warn("session %llu did not give back a recalled lease within %u s: every lease it "
@@ -591,6 +625,8 @@ void mds_leases_init(struct mds *m)
 	struct mds_leases *ls = &m->leases;
 
 	u64map_init(&ls->dirs);
+	ls->all_inodes.inode = true;
+	ls->all_inodes.held_tail = &ls->all_inodes.held;
 	u64map_init(&ls->per_session);
 	u64map_init(&ls->lost);
 	u64map_init(&ls->penalty);
@@ -638,6 +674,12 @@ void mds_leases_stop(struct mds *m)
 
 	u64map_each(&ls->dirs, free_dir, NULL);
 	u64map_destroy(&ls->dirs);
+	while (ls->all_inodes.held) {
+		struct reqq_item *it = ls->all_inodes.held;
+
+		ls->all_inodes.held = it->next;
+		srv_req_drop(srv_req_of(it));
+	}
 	u64map_each(&ls->per_session, free_count, NULL);
 	u64map_destroy(&ls->per_session);
 	u64map_destroy(&ls->lost);

@@ -125,6 +125,27 @@ struct mds_session {
 	char owner[LW_NODE_NAME];
 };
 
+/* A lease's holder, and what is held (leases.c). */
+struct lease_holder {
+	uint64_t sid;
+	uint64_t conn_id;
+	struct srv_conn *conn; /* held (srv_conn_hold): where recalls go */
+	uint64_t gen;          /* its newest grant */
+	uint64_t recalled_ns;  /* when a recall was sent (0: none) */
+	bool overdue;          /* a tick found the recall overdue: the next one evicts */
+	struct lease_holder *next;
+};
+
+struct lease_dir {
+	uint64_t ino;
+	bool inode;            /* a file's inode lease, not a directory's entries */
+	struct lease_holder *holders;
+	struct reqq_item *held, **held_tail; /* changes waiting for recalled leases */
+	/* A holder was dropped without giving its lease back (its connection closed, its session
+	 * ended, it was evicted): it may still trust its list until this (see trust_ns). */
+	uint64_t fence_until_ns;
+};
+
 struct mds {
 	struct mdt_store *store;
 	struct srv *srv;
@@ -203,9 +224,13 @@ struct mds {
 		uint64_t first_ns;               /* when its first change was applied */
 		uint32_t interval_ms;            /* --commit-ms: 0 commits every batch before answering */
 	} commit;
-	/* Directory leases (leases.c): the metadata thread's, but for the lost marks. */
+	/* Directory and inode leases (leases.c): the metadata thread's, but for the lost marks. */
 	struct mds_leases {
-		struct u64map dirs;        /* ino -> struct lease_dir */
+		struct u64map dirs;        /* ino -> struct lease_dir (a directory's or a file's) */
+		uint32_t ninodes;          /* of them, files' */
+		uint32_t ninode_holders;   /* holders of files' leases */
+		/* A directory's rename waits here for every inode lease to come back. */
+		struct lease_dir all_inodes;
 		struct u64map per_session; /* sid -> how many directories it holds */
 		struct u64map penalty;     /* sid -> no grants before this (monotonic ns) */
 		uint32_t nholders;
@@ -268,12 +293,27 @@ void mds_leases_init(struct mds *m);
 void mds_leases_stop(struct mds *m);
 /* A lease on directory ino for req's session (READDIR with LW_RD_LEASE, on the metadata
  * thread): the grant's number, or 0 when none is granted. */
-uint64_t mds_lease_grant(struct mds *m, const struct srv_req *req, uint64_t ino);
-/* Whether req, decoded in q (a change of entries), must wait for leases other sessions hold;
- * their recalls are sent. mds_leases_park then keeps it (from answer_batch), or queues it again when the leases
- * came back meanwhile. */
-bool mds_leases_block(struct mds *m, const struct srv_req *req, const struct lw_mds_req *q);
-void mds_leases_park(struct mds *m, struct srv_req *req);
+uint64_t mds_lease_grant(struct mds *m, const struct srv_req *req, uint64_t ino, bool inode);
+/* What req, decoded in q, must wait for (its recalls are sent): the lease it waits on (an inode
+ * number, or LEASE_ALL_INODES), or 0 when nothing holds it up. t is the transaction it would run
+ * in (names are looked up there). mds_leases_park then keeps it (from answer_batch), or queues
+ * it again when the leases came back meanwhile. */
+#define LEASE_ALL_INODES UINT64_MAX
+uint64_t mds_leases_block(struct mds *m, struct mdt_txn *t, const struct srv_req *req,
+			  const struct lw_mds_req *q);
+void mds_leases_park(struct mds *m, struct srv_req *req, uint64_t on);
+
+/* lease_targets.c: what a change touches that leases cover (inodes: look for files' too). */
+#define LEASE_TARGET_INOS 3
+struct lease_targets {
+	uint64_t dirs[2];    /* whose entries it changes */
+	uint32_t ndirs;
+	uint64_t inos[LEASE_TARGET_INOS]; /* files whose inode leases it breaks */
+	uint32_t ninos;
+	bool all_inodes;     /* a directory's rename: every inode lease */
+};
+void mds_lease_targets(struct mdt_txn *t, const struct lw_mds_req *q, bool inodes,
+		       struct lease_targets *out);
 /* Periodic: a holder that did not give a recalled lease back in time loses all of its own. */
 void mds_leases_expire(struct mds *m, uint64_t now_ns);
 /* A connection closed, a session ended: their leases go. */

@@ -84,7 +84,9 @@ static bool net_open(struct mds *m, struct srv_req *req)
 
 	if (mds_decode_req(m, req, &q) != 0)
 		return false; /* answered there, with the same error */
-	if ((q.u.open.open_flags & O_ACCMODE) != O_RDONLY || (q.u.open.open_flags & O_TRUNC))
+	/* A lease is granted on the metadata thread only (handlers_open.c). */
+	if ((q.u.open.open_flags & O_ACCMODE) != O_RDONLY || (q.u.open.open_flags & O_TRUNC) ||
+	    (q.u.open.flags & LW_OPQ_LEASE))
 		return false;
 	sid = mds_session_sid(m, req->conn_id);
 	if (!sid || open_handle(m, req, q.u.open.ino, sid, &handle) != 0)

@@ -332,8 +332,14 @@ static void lw_dec_xattr_list(struct lw_rd *r, struct lw_mds_req *out)
 
 static void lw_dec_open(struct lw_rd *r, struct lw_mds_req *out)
 {
+	const struct lw_open_req *o = &out->u.open;
+
 	lw_rd_fixed(r, &out->u.open, sizeof(out->u.open));
-	if (!r->err && (out->u.open.flags & ~(LW_OPQ_NAMES | LW_OPQ_DIR_MOVES)))
+	if (!r->err && (o->flags & ~(LW_OPQ_NAMES | LW_OPQ_DIR_MOVES | LW_OPQ_LEASE)))
+		r->err = -EINVAL;
+	/* A lease covers a file read as it is: not one opened to change it. */
+	if (!r->err && (o->flags & LW_OPQ_LEASE) &&
+	    ((o->open_flags & O_ACCMODE) != O_RDONLY || (o->open_flags & O_TRUNC)))
 		r->err = -EINVAL;
 }
 

@@ -27,9 +27,9 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "Loom's wire image assumes a little-endian host");
 
 #define LW_MAGIC         0x4D4F4F4Cu /* "LOOM" in memory order */
-#define LW_VERSION       6u          /* the version this build speaks */
-#define LW_VERSION_MIN   6u          /* the oldest it still accepts (6: every MDS reply starts
-                                      * with struct lw_mds_rep_prefix, with its leases) */
+#define LW_VERSION       7u          /* the version this build speaks */
+#define LW_VERSION_MIN   7u          /* the oldest it still accepts (7: inode leases, which a
+                                      * server or client of 6 would not recall or give back) */
 #define LW_MAX_BODY      ((1u << 20) + (64u << 10)) /* largest body accepted: OST table,
                                      * readdir pages, a 1 MiB Data-on-MDT part with its layout */
 #define LW_MAX_BULK      (16u << 20) /* largest bulk accepted in one frame */
@@ -585,9 +585,18 @@ _Static_assert(sizeof(struct lw_lock_rep) == 24, "lw_lock_rep");
  * done (no handle, no O_TRUNC, no permission check: the attributes are anyone's to get) and the
  * reply is lw_open_rep alone with LW_OPR_STALE, handle 0, and the attributes and dir_moves as they
  * are now. A client opening through names it cached learns so, before anything happened, that
- * they may lead elsewhere now. */
+ * they may lead elsewhere now.
+ * Protocol 7, LW_OPQ_LEASE (a read-only open without O_TRUNC only, else -EINVAL): the client asks
+ * for an inode lease on the file with the open; the reply's prefix grants it (lease_ino, lease_gen)
+ * unless anyone has the file open for writing. While it holds it, the client may open the file
+ * for reading again, under the same credentials, without asking: it uses this reply. The MDS
+ * recalls it (MDS_RECALL) before any change to the file's attributes, layout, data or names
+ * (a setattr, an open for writing, an xattr, a layout, a link, an unlink or rename of it or over
+ * it) and before any directory's rename, from every holder, the changer's own session too; the
+ * holder first opens for real (MDS_OPEN) what it opened without asking, then gives it back. */
 #define LW_OPQ_NAMES     0x1u
 #define LW_OPQ_DIR_MOVES 0x2u
+#define LW_OPQ_LEASE     0x4u
 struct lw_open_req {
 	uint64_t ino;
 	uint32_t open_flags;

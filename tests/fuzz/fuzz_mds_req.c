@@ -12,6 +12,7 @@
  *    exactly the body's bytes: every byte was read once, none was skipped or invented.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -246,7 +247,10 @@ static void check_contents(const struct lw_mds_req *q, const struct body *b)
 		}
 		break;
 	case LW_OP_MDS_OPEN:
-		FUZZ_CHECK(!(q->u.open.flags & ~(LW_OPQ_NAMES | LW_OPQ_DIR_MOVES)));
+		FUZZ_CHECK(!(q->u.open.flags & ~(LW_OPQ_NAMES | LW_OPQ_DIR_MOVES | LW_OPQ_LEASE)));
+		/* A lease is asked with a read-only open only. */
+		FUZZ_CHECK(!(q->u.open.flags & LW_OPQ_LEASE) ||
+			   ((q->u.open.open_flags & O_ACCMODE) == O_RDONLY && !(q->u.open.open_flags & O_TRUNC)));
 		break;
 	case LW_OP_MDS_SETLAYOUT:
 		check_layout_req(&q->u.setlayout.layout);

@@ -187,6 +187,10 @@ static void gen_mds(void)
 	FIXED(&w, (struct lw_open_req){ .ino = 3, .open_flags = 01001, .flags = LW_OPQ_NAMES | LW_OPQ_DIR_MOVES,
 					.names = 2, .dir_moves = 77 });
 	put_file("fuzz_mds_req", "open-if", big, w.len);
+	w = mds_begin(LW_OP_MDS_OPEN);
+	FIXED(&w, (struct lw_open_req){ .ino = 3, .open_flags = 0, .flags = LW_OPQ_LEASE | LW_OPQ_NAMES,
+					.names = 2 });
+	put_file("fuzz_mds_req", "open-lease", big, w.len);
 	w = mds_begin(LW_OP_MDS_CLOSE);
 	FIXED(&w, (struct lw_close_req){ .ino = 3, .handle = 7, .size = 100, .flags = LW_CL_SIZE | LW_CL_MTIME });
 	put_file("fuzz_mds_req", "close", big, w.len);

@@ -57,7 +57,7 @@ assert crc32c(b"123456789") == 0xE3069283, "crc32c check value"
 # ---- constants from wire.h --------------------------------------------------------------------
 
 MAGIC = 0x4D4F4F4C
-VERSION = 6  # LW_VERSION: what this speaks; replies carry the server's
+VERSION = 7  # LW_VERSION: what this speaks; replies carry the server's
 MAX_BODY = (1 << 20) + (64 << 10)  # LW_MAX_BODY
 MAX_BULK = 16 << 20
 F_REPLY = 0x1
@@ -521,6 +521,7 @@ NS_OP = {
     "MDS_GETXATTR": 0x010F,
     "MDS_SETXATTR": 0x0110,
     "MDS_REMOVEXATTR": 0x0112,
+    "MDS_OPEN": 0x0113,
     "MDS_LOCK": 0x011C,
     "MDS_SYNC": 0x0125,
     "MDS_REPLAY": 0x0126,
@@ -753,8 +754,11 @@ def setattr_req(ino, valid, mode=0, size=0, mtime=0, mtime_ns=0, uid=0, gid=0):
     return SETATTR.pack(ino, valid, mode, uid, gid, size, 0, mtime, 0, 0, mtime_ns, 0, 0)
 
 
-def open_req(ino, open_flags):
-    return OPEN_REQ.pack(ino, open_flags, 0, 0, 0)
+OPQ_LEASE = 0x4                           # lw_open_req.flags: ask for an inode lease
+
+
+def open_req(ino, open_flags, flags=0):
+    return OPEN_REQ.pack(ino, open_flags, flags, 0, 0)
 
 
 def parse_open(body, offset=0):
