@@ -106,7 +106,7 @@ static int remove_name(loom_fs *fs, const char *path, uint16_t op)
 			return rc;
 		return S_ISDIR(attr.mode) ? -EISDIR : -ENOTDIR;
 	}
-	return mdc_unlink(fs, &cr, op, parent, name, nlen);
+	return mdc_unlink(fs, &cr, op, parent, name, nlen, 0);
 }
 
 int loom_rmdir(loom_fs *fs, const char *path)

@@ -223,6 +223,8 @@ static int mds_hello(struct rpc_hs *hs, void *arg)
 				if (rc != -ENOENT && rc != -ESTALE)
 					log_warn("the MDS restarted and inode %llu could not be opened again: %s",
 						 (unsigned long long)f->ino, strerror(-rc));
+				else
+					ileases_gone(f); /* opened under a lease: its reads fail */
 				rc = 0;
 				continue;
 			}
@@ -231,8 +233,11 @@ static int mds_hello(struct rpc_hs *hs, void *arg)
 			memcpy(&orep, reply, sizeof(orep));
 			pthread_mutex_lock(&f->lock);
 			f->handle = orep.handle;
+			bool was_local = f->local;
 			f->local = false; /* one opened under a lease is real now */
 			pthread_mutex_unlock(&f->lock);
+			if (was_local)
+				ileases_local_ended(fs);
 			reopened++;
 		}
 		fs->mds_gen++;

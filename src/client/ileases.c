@@ -49,6 +49,8 @@ struct loom_ileases {
 	struct u64map seen;    /* inos opened for reading once */
 	uint64_t *order;       /* inos in grant order, a ring: the oldest go back first */
 	uint32_t head, n;
+	uint32_t nlocal;       /* files open here under a lease, unknown to the MDS */
+	uint32_t unlinking;    /* unlinks on their way that said so (LW_NM_UNLEASED) */
 };
 
 int ileases_init(loom_fs *fs)
@@ -263,43 +265,56 @@ static int make_real(loom_file *f)
 	rc = mdc_open(f->fs, &f->cred, f->ino, O_RDONLY, NULL, &rep, &layout, NULL);
 	free(layout);
 	pthread_mutex_lock(&f->lock);
-	if (!f->local)
+	local = f->local;
+	if (!local)
 		; /* the reconnection opened it meanwhile: this handle is surplus */
 	else if (rc == 0)
 		f->handle = rep.handle;
+	else if (rc == -ENOENT || rc == -ESTALE)
+		f->lost_err = -ESTALE; /* gone: its objects may be too */
 	else
-		f->lost_err = rc == -ENOENT ? -ESTALE : rc;
-	f->local = false;
+		local = false; /* a passing error (an interrupt, the MDS away): tried again */
+	if (local)
+		f->local = false;
 	pthread_mutex_unlock(&f->lock);
+	if (local)
+		ileases_local_ended(f->fs);
 	if (rc == 0 && f->handle != rep.handle)
 		(void)mdc_close_detached(f->fs, &f->cred, f->ino, rep.handle);
-	if (rc)
-		log_warn("inode %llu, opened under a lease that was lost, could not be opened again: %s",
-			 (unsigned long long)f->ino, strerror(-rc));
-	return rc ? f->lost_err : 0;
+	if (rc == -ENOENT || rc == -ESTALE)
+		log_warn("inode %llu, opened under a lease that was lost, is gone: its reads fail",
+			 (unsigned long long)f->ino);
+	return rc == -ENOENT ? -ESTALE : rc;
 }
 
-void ileases_make_real(loom_fs *fs, uint64_t ino)
+void ileases_make_real(loom_fs *fs, const uint64_t *inos, uint32_t ninos)
 {
 	struct loom_ileases *il = fs->ileases;
 	loom_file **files = NULL;
 	size_t n = 0, cap = 0;
+	struct u64map set;
+	bool all = false;
 
-	if (!il)
+	if (!il || !ninos)
 		return;
+	/* One walk over the open files for a whole batch of leases (a directory's rename recalls
+	 * them all). */
+	u64map_init(&set);
+	for (uint32_t i = 0; i < ninos && !all; i++)
+		all = inos[i] == 0 || u64map_put(&set, inos[i], (void *)(uintptr_t)1) < 0;
 	/* The files are gathered under open_lock, which is never held across a request, and stay
 	 * while convert_lock is held: a local file leaves the open files under it (close_local). */
 	pthread_mutex_lock(&il->convert_lock);
 	pthread_mutex_lock(&fs->open_lock);
 	for (loom_file *f = fs->open_list; f; f = f->next_open) {
-		if (!f->local || (ino && f->ino != ino))
+		if (!f->local || (!all && !u64map_get(&set, f->ino)))
 			continue;
 		if (n == cap) {
 			size_t c = cap ? cap * 2 : 16;
 			loom_file **p = realloc(files, c * sizeof(*p));
 
 			if (!p)
-				break; /* the rest are read as local until their lease goes: see file_check */
+				break; /* the rest become real at their next read (file_check: no lease) */
 			files = p;
 			cap = c;
 		}
@@ -310,6 +325,7 @@ void ileases_make_real(loom_fs *fs, uint64_t ino)
 		make_real(files[i]);
 	pthread_mutex_unlock(&il->convert_lock);
 	free(files);
+	u64map_destroy(&set);
 }
 
 /* f, a local file, alone. */
@@ -326,12 +342,23 @@ static int make_one_real(loom_file *f)
 
 int ileases_file_check(loom_file *f)
 {
-	bool local;
+	struct loom_ileases *il = f->fs->ileases;
+	struct ilease *e;
+	bool held;
 
 	pthread_mutex_lock(&f->lock);
-	local = f->local;
+	held = f->local;
 	pthread_mutex_unlock(&f->lock);
-	if (local && loom_ll_leases_fresh(f->fs))
+	if (!held)
+		return f->lost_err;
+	/* Its own lease, still kept (not recalled, not lost), and trusted: the file is there. The
+	 * clock alone would not do: a reply after the lease was lost makes the client trusted again,
+	 * before the lease thread made this open real. */
+	pthread_mutex_lock(&il->lock);
+	e = u64map_get(&il->map, f->ino);
+	held = e && e->gen == f->lease_gen;
+	pthread_mutex_unlock(&il->lock);
+	if (held && loom_ll_leases_fresh(f->fs))
 		return 0;
 	return make_one_real(f);
 }
@@ -339,12 +366,70 @@ int ileases_file_check(loom_file *f)
 void ileases_leave(loom_file *f)
 {
 	struct loom_ileases *il = f->fs->ileases;
+	bool local;
 
 	if (il)
 		pthread_mutex_lock(&il->convert_lock);
 	files_remove(f->fs, f);
 	if (il)
 		pthread_mutex_unlock(&il->convert_lock);
+	pthread_mutex_lock(&f->lock);
+	local = f->local;
+	f->local = false;
+	pthread_mutex_unlock(&f->lock);
+	if (local)
+		ileases_local_ended(f->fs);
+}
+
+void ileases_gone(loom_file *f)
+{
+	bool local;
+
+	pthread_mutex_lock(&f->lock);
+	local = f->local;
+	if (local) {
+		f->local = false;
+		f->lost_err = -ESTALE;
+	}
+	pthread_mutex_unlock(&f->lock);
+	if (local)
+		ileases_local_ended(f->fs);
+}
+
+void ileases_local_ended(loom_fs *fs)
+{
+	struct loom_ileases *il = fs->ileases;
+
+	if (!il)
+		return;
+	pthread_mutex_lock(&il->lock);
+	il->nlocal--;
+	pthread_mutex_unlock(&il->lock);
+}
+
+bool ileases_unlink_begin(loom_fs *fs)
+{
+	struct loom_ileases *il = fs->ileases;
+	bool none;
+
+	if (!il)
+		return false;
+	pthread_mutex_lock(&il->lock);
+	il->unlinking++;
+	none = il->nlocal == 0;
+	pthread_mutex_unlock(&il->lock);
+	return none;
+}
+
+void ileases_unlink_end(loom_fs *fs)
+{
+	struct loom_ileases *il = fs->ileases;
+
+	if (!il)
+		return;
+	pthread_mutex_lock(&il->lock);
+	il->unlinking--;
+	pthread_mutex_unlock(&il->lock);
 }
 
 int ileases_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, int flags,
@@ -386,10 +471,25 @@ int ileases_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, int flag
 		free(dom.data);
 		return -EAGAIN;
 	}
+	/* Counted from here; none while an unlink that said there are none is on its way. */
+	pthread_mutex_lock(&il->lock);
+	if (il->unlinking)
+		rc = -EAGAIN;
+	else
+		il->nlocal++;
+	pthread_mutex_unlock(&il->lock);
+	if (rc) {
+		free(layout);
+		free(dom.data);
+		return rc;
+	}
 	rc = file_open_local(fs, cr, flags, &rep.attr, layout, &dom, out);
 	free(dom.data);
-	if (rc)
+	if (rc) {
+		ileases_local_ended(fs);
 		return rc;
+	}
+	(*out)->lease_gen = gen;
 	/* Recalled while this was answered: the conversions may have passed it by. */
 	pthread_mutex_lock(&il->lock);
 	e = u64map_get(&il->map, ino);

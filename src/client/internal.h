@@ -125,6 +125,7 @@ struct loom_file {
 	bool born_local;           /* ... when opened (its close asks nothing of the MDS unless it
 	                            * became real) */
 	int lost_err;              /* made real too late: its file was gone (reads fail) */
+	uint64_t lease_gen;        /* the inode lease it was opened under */
 	int flags;                 /* open flags */
 	struct loom_layout *layout;/* NULL for non-regular files */
 	pthread_mutex_t lock;      /* size, pos, dirty, written_end */
@@ -212,7 +213,7 @@ int mdc_create(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const c
 int mdc_mkdir(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
 	      size_t len, uint32_t mode, struct lw_attr *out, uint64_t *lease_gen);
 int mdc_unlink(loom_fs *fs, const struct loom_cred *cr, uint16_t op, uint64_t parent,
-	       const char *name, size_t len);
+	       const char *name, size_t len, uint16_t flags);
 int mdc_rename(loom_fs *fs, const struct loom_cred *cr, uint64_t sp, const char *sn, size_t sl,
 	       uint64_t dp, const char *dn, size_t dl, uint32_t flags);
 int mdc_link(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t parent,
@@ -245,8 +246,8 @@ void ileases_keep(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_
 bool ileases_recalled(loom_fs *fs, uint64_t ino, uint64_t gen);
 /* I/O thread: leases up to upto lost; their local opens become real (from the lease thread). */
 void ileases_lost(loom_fs *fs, uint64_t upto);
-/* Lease thread: the local opens of ino (0: all) become real MDS opens. */
-void ileases_make_real(loom_fs *fs, uint64_t ino);
+/* Lease thread: the local opens of inos (an ino 0: all) become real MDS opens. */
+void ileases_make_real(loom_fs *fs, const uint64_t *inos, uint32_t ninos);
 /* A read-only open answered from a kept lease: -EAGAIN when it must go to the MDS. */
 int ileases_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, int flags,
 		 const struct loom_ll_expect *expect, loom_file **out, struct lw_attr *attr,
@@ -256,6 +257,14 @@ int ileases_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, int flag
 int ileases_file_check(loom_file *f);
 /* A local file (born so) leaves the open files, where no conversion finds it from then on. */
 void ileases_leave(loom_file *f);
+/* A file stopped being local (made real, or closed). */
+void ileases_local_ended(loom_fs *fs);
+/* The MDS said f's file is gone: if f is local, its reads fail with ESTALE from now on. */
+void ileases_gone(loom_file *f);
+/* Around an unlink: whether it may say LW_NM_UNLEASED (nothing open here under a lease, and
+ * nothing opens so until ileases_unlink_end). */
+bool ileases_unlink_begin(loom_fs *fs);
+void ileases_unlink_end(loom_fs *fs);
 
 /* Returns the reply body (caller frees) holding lw_readdir_rep + entries. With lease_gen
  * non-NULL, asks for a lease on the directory: *lease_gen the grant (0: none). */

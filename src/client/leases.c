@@ -69,9 +69,9 @@ void leases_on_notify(void *arg, uint16_t opcode, const void *body, uint32_t len
 {
 	loom_fs *fs = arg;
 	const uint8_t *p;
-	uint32_t count;
+	uint32_t count, flags;
 
-	if (opcode != LW_OP_MDS_RECALL || lw_recall_decode(body, len, &p, &count)) {
+	if (opcode != LW_OP_MDS_RECALL || lw_recall_decode(body, len, &p, &count, &flags)) {
 		log_warn("MDS: malformed %s notification dropped", lw_op_name(opcode));
 		return;
 	}
@@ -82,7 +82,10 @@ void leases_on_notify(void *arg, uint16_t opcode, const void *body, uint32_t len
 		if (!l.ino || !fs->leases)
 			continue;
 		if (ileases_recalled(fs, l.ino, l.gen)) {
-			push(fs, l.ino, l.gen, true);
+			/* Ended by the MDS (this client's own change): nothing to give back, and its
+			 * local opens become real only if read again (ileases_file_check). */
+			if (!(flags & LW_RC_ENDED))
+				push(fs, l.ino, l.gen, true);
 			continue;
 		}
 		fs->leases->fn(fs->leases->arg, l.ino, l.gen);
@@ -134,18 +137,25 @@ static void give_back(loom_fs *fs, const struct lease_item *items, uint32_t n)
 {
 	struct lw_lease_req req = { .count = 0 };
 	struct lw_lease *ls = malloc((size_t)n * sizeof(*ls));
+	uint64_t *inos = calloc(n, sizeof(*inos));
+	uint32_t ninos = 0;
 	int rc;
 
-	if (!ls)
+	if (!ls || !inos) {
+		free(ls);
+		free(inos);
 		return;
-	for (uint32_t i = 0; i < n; i++) {
-		/* An inode lease's local opens become real before it goes (the MDS would let the
-		 * file be unlinked and freed under them). */
+	}
+	/* Inode leases' local opens become real before they go (the MDS would let the file be
+	 * unlinked and freed under them). */
+	for (uint32_t i = 0; i < n; i++)
 		if (items[i].inode)
-			ileases_make_real(fs, items[i].ino);
+			inos[ninos++] = items[i].ino;
+	ileases_make_real(fs, inos, ninos);
+	free(inos);
+	for (uint32_t i = 0; i < n; i++)
 		if (items[i].ino && items[i].gen)
 			ls[req.count++] = (struct lw_lease){ items[i].ino, items[i].gen };
-	}
 	if (req.count) {
 		struct mdc_body b = { { &req, ls }, { sizeof(req), req.count * sizeof(*ls) } };
 		struct rpc_call call;

@@ -117,12 +117,18 @@ int loom_ll_mkdir_leased(loom_fs *fs, const struct loom_cred *cr, uint64_t paren
 
 int loom_ll_unlink(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name)
 {
-	return mdc_unlink(fs, cr, LW_OP_MDS_UNLINK, parent, name, strlen(name));
+	/* With nothing open here under an inode lease, the MDS need not wait for this client's
+	 * lease on the file to come back (its local opens made real) before it unlinks. */
+	uint16_t flags = ileases_unlink_begin(fs) ? LW_NM_UNLEASED : 0;
+	int rc = mdc_unlink(fs, cr, LW_OP_MDS_UNLINK, parent, name, strlen(name), flags);
+
+	ileases_unlink_end(fs);
+	return rc;
 }
 
 int loom_ll_rmdir(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name)
 {
-	return mdc_unlink(fs, cr, LW_OP_MDS_RMDIR, parent, name, strlen(name));
+	return mdc_unlink(fs, cr, LW_OP_MDS_RMDIR, parent, name, strlen(name), 0);
 }
 
 int loom_ll_rename(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
@@ -175,8 +181,11 @@ int loom_ll_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, int flag
 	bool ask = false;
 	int rc;
 
-	/* Reading a file this client holds an inode lease on: no round trip (ileases.c). */
-	if (fs->ileases && (flags & O_ACCMODE) == O_RDONLY && !(flags & (O_TRUNC | O_DIRECTORY))) {
+	memset(a, 0, sizeof(*a));
+	/* Reading a file this client holds an inode lease on: no round trip (ileases.c). O_NOATIME
+	 * is the owner's only: the MDS checks it. */
+	if (fs->ileases && (flags & O_ACCMODE) == O_RDONLY &&
+	    !(flags & (O_TRUNC | O_DIRECTORY | O_NOATIME))) {
 		struct lw_attr attr;
 		uint64_t dir_moves;
 

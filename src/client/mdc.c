@@ -229,9 +229,9 @@ int mdc_mkdir(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const ch
 }
 
 int mdc_unlink(loom_fs *fs, const struct loom_cred *cr, uint16_t op, uint64_t parent,
-	       const char *name, size_t len)
+	       const char *name, size_t len, uint16_t flags)
 {
-	struct lw_name_req req = { .parent = parent, .namelen = (uint16_t)len };
+	struct lw_name_req req = { .parent = parent, .namelen = (uint16_t)len, .flags = flags };
 	struct mdc_body b = { { &req, name }, { sizeof(req), len } };
 	int rc = name_len(len);
 

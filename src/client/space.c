@@ -141,6 +141,8 @@ int loom_seek_data(loom_file *f, off_t off, int whence, off_t *out)
 		return -EINVAL;
 	if (off < 0)
 		return -ENXIO; /* as ext4 answers */
+	if (f->born_local && (rc = ileases_file_check(f)) != 0)
+		return rc;
 	pthread_mutex_lock(&f->lock);
 	size = f->size;
 	pthread_mutex_unlock(&f->lock);

@@ -169,7 +169,11 @@ static void open_lease(struct mds_op *o)
 	if (o->r->len < sizeof(rep))
 		return;
 	memcpy(&rep, o->r->body, sizeof(rep));
-	if (!S_ISREG(rep.attr.mode) || mds_ino_has_writer(o->m, rep.attr.ino))
+	/* Nor on a file already unlinked (kept by someone's handle: its last close frees it with no
+	 * recall), nor after a directory's rename in this batch (the reply's dir_moves is older than
+	 * what the batch's replies will say). */
+	if (!S_ISREG(rep.attr.mode) || rep.attr.nlink == 0 || o->bs->moved_dir ||
+	    mds_ino_has_writer(o->m, rep.attr.ino))
 		return;
 	o->r->lease_gen = mds_lease_grant(o->m, o->req, rep.attr.ino, true);
 	o->r->lease_ino = o->r->lease_gen ? rep.attr.ino : 0;

@@ -20,7 +20,7 @@ static bool opens_to_write(uint32_t open_flags)
 /* The inode a name leads to now, if it is not a directory: the file a change of that name
  * breaks. A directory sets *dir instead. */
 static void named(struct mdt_txn *t, const struct lw_mds_req *q, uint64_t parent,
-		  const struct lw_name *name, struct lease_targets *out, bool *dir)
+		  const struct lw_name *name, struct lease_targets *out, bool *dir, bool frees)
 {
 	struct lw_attr attr;
 
@@ -33,6 +33,8 @@ static void named(struct mdt_txn *t, const struct lw_mds_req *q, uint64_t parent
 			*dir = true;
 		return;
 	}
+	if (frees)
+		out->may_free |= 1u << out->ninos;
 	out->inos[out->ninos++] = attr.ino;
 }
 
@@ -53,15 +55,16 @@ void mds_lease_targets(struct mdt_txn *t, const struct lw_mds_req *q, bool inode
 		out->dirs[out->ndirs++] = q->u.create.f.parent;
 		if (inodes && (q->u.create.f.flags & LW_CR_OPEN) && !(q->u.create.f.flags & LW_CR_EXCL) &&
 		    opens_to_write(q->u.create.f.open_flags))
-			named(t, q, q->u.create.f.parent, &q->u.create.name, out, NULL);
+			named(t, q, q->u.create.f.parent, &q->u.create.name, out, NULL, false);
 		break;
 	case LW_OP_MDS_MKDIR: out->dirs[out->ndirs++] = q->u.mkdir.f.parent; break;
 	case LW_OP_MDS_SYMLINK: out->dirs[out->ndirs++] = q->u.symlink.f.parent; break;
 	case LW_OP_MDS_RMDIR: out->dirs[out->ndirs++] = q->u.name.f.parent; break;
 	case LW_OP_MDS_UNLINK:
 		out->dirs[out->ndirs++] = q->u.name.f.parent;
+		out->unleased = (q->u.name.f.flags & LW_NM_UNLEASED) != 0;
 		if (inodes)
-			named(t, q, q->u.name.f.parent, &q->u.name.name, out, NULL);
+			named(t, q, q->u.name.f.parent, &q->u.name.name, out, NULL, true);
 		break;
 	case LW_OP_MDS_LINK:
 		out->dirs[out->ndirs++] = q->u.link.f.new_parent;
@@ -73,8 +76,9 @@ void mds_lease_targets(struct mdt_txn *t, const struct lw_mds_req *q, bool inode
 		if (q->u.rename.f.dst_parent != q->u.rename.f.src_parent)
 			out->dirs[out->ndirs++] = q->u.rename.f.dst_parent;
 		if (inodes) {
-			named(t, q, q->u.rename.f.src_parent, &q->u.rename.src, out, &dir);
-			named(t, q, q->u.rename.f.dst_parent, &q->u.rename.dst, out, NULL);
+			named(t, q, q->u.rename.f.src_parent, &q->u.rename.src, out, &dir, false);
+			/* An exchange may move a directory from the destination name too. */
+			named(t, q, q->u.rename.f.dst_parent, &q->u.rename.dst, out, &dir, true);
 			out->all_inodes = dir;
 		}
 		break;
@@ -100,6 +104,10 @@ void mds_lease_targets(struct mdt_txn *t, const struct lw_mds_req *q, bool inode
 			add(out, q->u.swap.ino);
 			add(out, q->u.swap.tmp);
 		}
+		break;
+	case LW_OP_MDS_NODEMAP:
+		/* Identities map anew: a cached open was checked under the old mapping. */
+		out->all_inodes = inodes;
 		break;
 	default:
 		break;

@@ -244,13 +244,14 @@ uint64_t mds_lease_grant(struct mds *m, const struct srv_req *req, uint64_t ino,
 	return h->gen;
 }
 
-/* Sends h the recall of its lease on d (once). */
-static void recall(struct mds *m, struct lease_dir *d, struct lease_holder *h, uint64_t now)
+/* Sends h the recall of its lease on d (once); flags LW_RC_ENDED when it ends here. */
+static void recall(struct mds *m, struct lease_dir *d, struct lease_holder *h, uint32_t flags,
+		   uint64_t now)
 {
 	struct {
 		struct lw_recall f;
 		struct lw_lease l;
-	} body = { { .count = 1 }, { .ino = d->ino, .gen = h->gen } };
+	} body = { { .count = 1, .flags = flags }, { .ino = d->ino, .gen = h->gen } };
 
 	if (h->recalled_ns)
 		return;
@@ -264,18 +265,51 @@ static void recall(struct mds *m, struct lease_dir *d, struct lease_holder *h, u
 	srv_notify(h->conn, LW_OP_MDS_RECALL, &body, sizeof(body));
 }
 
-/* Whether a change by session sid must wait on d: a holder to recall (on a directory, another
- * session's: the holder's own changes of entries recall nothing, it knows them; an inode lease
- * is recalled from its own holder too, whose cached opens must become real ones), or a fence. */
-static bool must_wait(struct mds *m, struct lease_dir *d, uint64_t sid, uint64_t now)
+/* The holder's own unlink, which said it has nothing open under a lease (LW_NM_UNLEASED): its
+ * lease ends here, and it is told so (LW_RC_ENDED; the recall goes out before the change's reply,
+ * on the same connection, so the client drops what it kept before it learns of the change). */
+static void end_own(struct mds *m, struct lease_dir *d, struct lease_holder **hp, uint64_t now)
 {
-	bool wait = d->fence_until_ns > now; /* a dropped holder may still trust it */
+	struct lease_holder *h = *hp;
 
-	for (struct lease_holder *h = d->holders; h; h = h->next) {
-		if (!d->inode && h->sid == sid)
+	recall(m, d, h, LW_RC_ENDED, now);
+	*hp = h->next;
+	holder_free(m, d, h);
+}
+
+/* What a change of the file by session sid needs of d's holders (ops.def: LW_OPF_ENTRIES for a
+ * directory; lease_targets.c for a file). */
+enum own_change {
+	OWN_SKIP,     /* a directory's own holder: it knows its own changes of entries */
+	OWN_RECALL,   /* a change that cannot free the file: the holder's lease is recalled (its
+	               * cached opens become real, behind), but the change does not wait */
+	OWN_WAIT,     /* an unlink or a rename over it: its cached opens must be real first */
+	OWN_END,      /* an unlink with LW_NM_UNLEASED: nothing to make real */
+};
+
+/* Whether a change by session sid must wait on d: a holder of another session to recall, one of
+ * its own as `own` says, or a fence (a dropped holder may still trust it). */
+static bool must_wait(struct mds *m, struct lease_dir *d, uint64_t sid, enum own_change own,
+		      uint64_t now)
+{
+	bool wait = d->fence_until_ns > now;
+
+	for (struct lease_holder **hp = &d->holders; *hp;) {
+		struct lease_holder *h = *hp;
+
+		if (h->sid == sid && own == OWN_END) {
+			end_own(m, d, hp, now);
 			continue;
-		recall(m, d, h, now);
-		wait = true;
+		}
+		if (h->sid != sid || own != OWN_SKIP)
+			recall(m, d, h, 0, now);
+		if (h->sid != sid || own == OWN_WAIT)
+			wait = true;
+		hp = &h->next;
+	}
+	if (!d->holders && !wait) {
+		after_removal(m, d);
+		return false;
 	}
 	return wait;
 }
@@ -293,7 +327,7 @@ static void recall_inode_leases(uint64_t ino, void *val, void *arg)
 	(void)ino;
 	if (d->inode)
 		for (struct lease_holder *h = d->holders; h; h = h->next)
-			recall(ra->m, d, h, ra->now);
+			recall(ra->m, d, h, 0, ra->now);
 }
 
 uint64_t mds_leases_block(struct mds *m, struct mdt_txn *t, const struct srv_req *req,
@@ -315,13 +349,15 @@ uint64_t mds_leases_block(struct mds *m, struct mdt_txn *t, const struct srv_req
 	for (uint32_t i = 0; i < tg.ndirs; i++) {
 		struct lease_dir *d = dir_get(m, tg.dirs[i], false, false);
 
-		if (d && !d->inode && must_wait(m, d, sid, now))
+		if (d && !d->inode && must_wait(m, d, sid, OWN_SKIP, now))
 			return d->ino;
 	}
 	for (uint32_t i = 0; i < tg.ninos; i++) {
 		struct lease_dir *d = dir_get(m, tg.inos[i], false, false);
+		enum own_change own = !((tg.may_free >> i) & 1) ? OWN_RECALL :
+				      tg.unleased ? OWN_END : OWN_WAIT;
 
-		if (d && d->inode && must_wait(m, d, sid, now))
+		if (d && d->inode && must_wait(m, d, sid, own, now))
 			return d->ino;
 	}
 	if (tg.all_inodes && (ls->ninode_holders || ls->all_inodes.fence_until_ns > now)) {
@@ -341,10 +377,18 @@ void mds_leases_park(struct mds *m, struct srv_req *req, uint64_t on)
 	bool wait;
 
 	/* Given back meanwhile (an MDS_LEASE later in the same batch)? */
-	if (d == &ls->all_inodes)
+	if (d == &ls->all_inodes) {
 		wait = ls->ninode_holders || d->fence_until_ns > now;
+		/* A lease granted later in the batch that blocked it is recalled too: from here no
+		 * grant is made until the rename ran. */
+		if (ls->ninode_holders) {
+			struct recall_all ra = { m, now };
+
+			u64map_each(&ls->dirs, recall_inode_leases, &ra);
+		}
+	}
 	else
-		wait = d && must_wait(m, d, sid, now);
+		wait = d && must_wait(m, d, sid, d->inode ? OWN_WAIT : OWN_SKIP, now);
 	req->qitem.next = NULL;
 	if (!wait) {
 		reqq_push(&m->queue, &req->qitem);

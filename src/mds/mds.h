@@ -310,6 +310,9 @@ struct lease_targets {
 	uint32_t ndirs;
 	uint64_t inos[LEASE_TARGET_INOS]; /* files whose inode leases it breaks */
 	uint32_t ninos;
+	uint32_t may_free;   /* bit i: inos[i] may be freed by it (an unlink, a rename over it) */
+	bool unleased;       /* its client opened nothing under a lease (LW_NM_UNLEASED): its own
+	                      * leases need not come back first */
 	bool all_inodes;     /* a directory's rename: every inode lease */
 };
 void mds_lease_targets(struct mdt_txn *t, const struct lw_mds_req *q, bool inodes,

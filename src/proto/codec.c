@@ -504,18 +504,20 @@ bool lw_op_mds_prefixed(uint16_t opcode)
 	return info && info->server == LW_SRV_MDS;
 }
 
-int lw_recall_decode(const void *body, uint32_t len, const uint8_t **leases, uint32_t *count)
+int lw_recall_decode(const void *body, uint32_t len, const uint8_t **leases, uint32_t *count,
+		     uint32_t *flags)
 {
 	struct lw_recall f;
 
 	if (len < sizeof(f))
 		return -EPROTO;
 	memcpy(&f, body, sizeof(f));
-	if (f.count == 0 || f.count > LW_LEASES_MAX || f.pad ||
+	if (f.count == 0 || f.count > LW_LEASES_MAX || (f.flags & ~LW_RC_ENDED) ||
 	    len != sizeof(f) + (size_t)f.count * sizeof(struct lw_lease))
 		return -EPROTO;
 	*leases = (const uint8_t *)body + sizeof(f);
 	*count = f.count;
+	*flags = f.flags;
 	return 0;
 }
 

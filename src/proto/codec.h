@@ -122,7 +122,8 @@ bool lw_op_mds_prefixed(uint16_t opcode);
  * rest moves to the front and *len shrinks. An empty body (an error the frame layer answered)
  * has none: all zeros. -EPROTO for a malformed one. */
 /* An MDS_RECALL's body: 0 with *count leases at *leases (unaligned lw_lease), or -EPROTO. */
-int lw_recall_decode(const void *body, uint32_t len, const uint8_t **leases, uint32_t *count);
+int lw_recall_decode(const void *body, uint32_t len, const uint8_t **leases, uint32_t *count,
+		     uint32_t *flags);
 int lw_mds_prefix_take(void *body, uint32_t *len, struct lw_mds_rep_prefix *pre,
 		       struct lw_obj_version vers[LW_MAX_VERS]);
 

@@ -224,6 +224,8 @@ static void lw_dec_ost_remove(struct lw_rd *r, struct lw_mds_req *out)
 static void lw_dec_name(struct lw_rd *r, struct lw_mds_req *out)
 {
 	lw_rd_fixed(r, &out->u.name.f, sizeof(out->u.name.f));
+	if (!r->err && (out->u.name.f.flags & ~(out->op == LW_OP_MDS_UNLINK ? LW_NM_UNLEASED : 0)))
+		r->err = -EINVAL;
 	rd_name(r, out->u.name.f.namelen, &out->u.name.name);
 }
 

@@ -138,9 +138,12 @@ struct lw_lease_req {
 	uint32_t flags;     /* 0 */
 };
 _Static_assert(sizeof(struct lw_lease_req) == 8, "lw_lease_req");
+/* Protocol 7, LW_RC_ENDED: the MDS ended these leases already (the holder's own change): the
+ * client drops what it kept and gives nothing back. */
+#define LW_RC_ENDED 0x1u
 struct lw_recall {
 	uint32_t count;     /* 1..LW_LEASES_MAX */
-	uint32_t pad;       /* 0 */
+	uint32_t flags;     /* protocol 7 (was pad, 0): LW_RC_* */
 };
 _Static_assert(sizeof(struct lw_recall) == 8, "lw_recall");
 
@@ -350,11 +353,17 @@ struct lw_ino_req {
 _Static_assert(sizeof(struct lw_ino_req) == 8, "lw_ino_req");
 
 /* MDS_LOOKUP, MDS_UNLINK, MDS_RMDIR: request lw_name_req + name.
- * Reply: LOOKUP lw_attr; UNLINK/RMDIR empty. */
+ * Reply: LOOKUP lw_attr; UNLINK/RMDIR empty.
+ * Protocol 7, MDS_UNLINK's LW_NM_UNLEASED (other bits, and any bit on LOOKUP and RMDIR: -EINVAL):
+ * the client has no file open under an inode lease and opens none until this is answered, so an
+ * inode lease it holds on the file need not come back before the unlink (its own: it is ended,
+ * and told with MDS_RECALL before the reply). */
+#define LW_NM_UNLEASED 0x1u
 struct lw_name_req {
 	uint64_t parent;
 	uint16_t namelen;
-	uint16_t pad[3];
+	uint16_t flags;  /* protocol 7 (was pad, 0): LW_NM_* */
+	uint16_t pad[2];
 };
 _Static_assert(sizeof(struct lw_name_req) == 16, "lw_name_req");
 

@@ -436,7 +436,7 @@ static void step(uint8_t which, struct fuzz_in *args)
 	}
 	case 6:
 		p = peek_reply();
-		rc = mdc_unlink(&fake_fs, NULL, LW_OP_MDS_UNLINK, 1, "x", 1);
+		rc = mdc_unlink(&fake_fs, NULL, LW_OP_MDS_UNLINK, 1, "x", 1, 0);
 		check_fixed(rc, &p, NULL, 0);
 		break;
 	case 7:

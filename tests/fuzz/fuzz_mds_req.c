@@ -151,6 +151,8 @@ static void check_contents(const struct lw_mds_req *q, const struct body *b)
 	case LW_OP_MDS_UNLINK:
 	case LW_OP_MDS_RMDIR:
 		check_name(b, &q->u.name.name, q->u.name.f.namelen);
+		/* Only an unlink may say it opened nothing under a lease. */
+		FUZZ_CHECK(!(q->u.name.f.flags & ~(q->op == LW_OP_MDS_UNLINK ? LW_NM_UNLEASED : 0)));
 		break;
 	case LW_OP_MDS_SETATTR:
 		FUZZ_CHECK(!(q->u.setattr.valid & ~LW_SA_ALL));

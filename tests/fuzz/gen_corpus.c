@@ -136,6 +136,10 @@ static void gen_mds(void)
 	FIXED(&w, (struct lw_name_req){ .parent = 1, .namelen = 4 });
 	lw_wr_put(&w, "file", 4);
 	put_file("fuzz_mds_req", "lookup", big, w.len);
+	w = mds_begin(LW_OP_MDS_UNLINK);
+	FIXED(&w, (struct lw_name_req){ .parent = 1, .namelen = 4, .flags = LW_NM_UNLEASED });
+	lw_wr_put(&w, "file", 4);
+	put_file("fuzz_mds_req", "unlink-unleased", big, w.len);
 	w = mds_begin(LW_OP_MDS_SETATTR);
 	FIXED(&w, (struct lw_setattr){ .ino = 5, .valid = LW_SA_MODE | LW_SA_SIZE, .mode = 0644, .size = 10 });
 	put_file("fuzz_mds_req", "setattr", big, w.len);

@@ -74,6 +74,7 @@ OP = {
     "MDS_CONNECT": 0x0101,
     "MDS_LOOKUP": 0x0102,
     "MDS_GETATTR": 0x0103,
+    "MDS_SETATTR": 0x0104,
     "MDS_STATFS": 0x010E,
     "MDS_GETLAYOUT": 0x0116,
     "MDS_OST_TABLE": 0x0118,
@@ -511,6 +512,7 @@ NS_OP = {
     "MDS_CONNECT": 0x0101,
     "MDS_LOOKUP": 0x0102,
     "MDS_GETATTR": 0x0103,
+    "MDS_SETATTR": 0x0104,
     "MDS_CREATE": 0x0105,
     "MDS_MKDIR": 0x0106,
     "MDS_UNLINK": 0x0107,
@@ -541,7 +543,8 @@ CONNECT_REQ = struct.Struct("<II16sQQ")    # proto_version client_kind fsname[16
 assert CONNECT_REQ.size == 40
 CONNECT_REP = struct.Struct("<QQ16sII")    # root_ino session_id fsname[16] max_bulk ost_table_gen
 assert CONNECT_REP.size == 40
-NAME_REQ = struct.Struct("<QH6x")          # lw_name_req: parent namelen pad[3]
+NAME_REQ = struct.Struct("<QHH4x")         # lw_name_req: parent namelen flags pad[2]
+NM_UNLEASED = 0x1                         # lw_name_req.flags on MDS_UNLINK
 assert NAME_REQ.size == 16
 MKDIR_REQ = struct.Struct("<QIHH")         # lw_mkdir_req: parent mode namelen flags
 MK_LEASE = 0x1                             # LW_MK_LEASE
@@ -570,9 +573,9 @@ def connect_req(uuid, fsname=b"", version=VERSION, kind=CLIENT_CLIENT):
     return CONNECT_REQ.pack(version, kind, fsname, lo, hi)
 
 
-def name_req(parent, name):
+def name_req(parent, name, flags=0):
     """MDS_LOOKUP / MDS_UNLINK / MDS_RMDIR body after the cred."""
-    return NAME_REQ.pack(parent, len(name)) + name
+    return NAME_REQ.pack(parent, len(name), flags) + name
 
 
 def mkdir_req(parent, name, mode=0o755, flags=0):
@@ -737,6 +740,14 @@ def readdir_req(ino, cookie=0, max_bytes=4096, flags=0):
 def lease_req(leases):
     """MDS_LEASE's body: the leases [(ino, gen)] given back."""
     return LEASE_REQ.pack(len(leases), 0) + b"".join(LEASE.pack(i, g) for i, g in leases)
+
+
+RC_ENDED = 0x1                            # lw_recall.flags: ended by the MDS, give nothing back
+
+
+def recall_flags(body):
+    """MDS_RECALL's flags."""
+    return LEASE_REQ.unpack_from(body)[1]
 
 
 def parse_recall(body):

@@ -225,3 +225,91 @@ def test_a_lease_is_granted_with_a_read_only_open_only(cluster_factory):
         # While it is open for writing, no lease is granted.
         st, _ = cl.call(w.NS_OP["MDS_OPEN"], C + w.open_req(ino, os.O_RDONLY, w.OPQ_LEASE), req_id=7)
         assert st == 0 and cl.last_header.lease_ino == 0
+
+
+def test_the_holders_own_changes(cluster_factory):
+    """The holder's own change that cannot free the file does not wait for its lease: the recall
+    comes before the reply, and the lease is given back behind. Its own unlink waits for the
+    lease to come back (its cached opens become real first), unless it says it opened nothing
+    under a lease (LW_NM_UNLEASED, which only MDS_UNLINK may say): the lease then ends at once."""
+    c = configured(cluster_factory)
+    with w.Client(c.mds_host, c.mds_port, os.urandom(16)) as cl:
+        inos = {}
+        for i, name in enumerate((b"chmodded", b"waited", b"unleased")):
+            st, body = cl.call(w.NS_OP["MDS_CREATE"], C + w.create_req(1, name), req_id=10 + i)
+            assert st == 0, st
+            inos[name] = w.parse_attr(body)["ino"]
+
+        def lease(ino, req_id):
+            st, _ = cl.call(w.NS_OP["MDS_OPEN"], C + w.open_req(ino, os.O_RDONLY, w.OPQ_LEASE), req_id=req_id)
+            assert st == 0 and cl.last_header.lease_ino == ino, cl.last_header
+            return cl.last_header.lease_gen
+
+        gen = lease(inos[b"chmodded"], 20)
+        st, _ = cl.call(w.NS_OP["MDS_SETATTR"], C + w.setattr_req(inos[b"chmodded"], w.SA_MODE, mode=0o600), req_id=21)
+        assert st == 0
+        nh, nbody = cl.conn.recv_notification()
+        assert nh.opcode == w.NS_OP["MDS_RECALL"] and w.parse_recall(nbody) == [(inos[b"chmodded"], gen)]
+        assert w.recall_flags(nbody) == 0   # to be given back, once its opens are real
+        # Until it is, no new lease.
+        st, _ = cl.call(w.NS_OP["MDS_OPEN"], C + w.open_req(inos[b"chmodded"], os.O_RDONLY, w.OPQ_LEASE), req_id=28)
+        assert st == 0 and cl.last_header.lease_ino == 0
+        st, _ = cl.call(w.NS_OP["MDS_LEASE"], w.lease_req([(inos[b"chmodded"], gen)]), req_id=29)
+        assert st == 0
+
+        gen = lease(inos[b"waited"], 22)
+        cl.conn.send(w.frame(w.NS_OP["MDS_UNLINK"], C + w.name_req(1, b"waited"), req_id=23))
+        nh, nbody = cl.conn.recv_notification()
+        assert w.parse_recall(nbody) == [(inos[b"waited"], gen)]
+        st, _ = cl.call(w.NS_OP["MDS_LEASE"], w.lease_req([(inos[b"waited"], gen)]), req_id=24)
+        assert st == 0
+        h, _, _ = cl.conn.recv_reply()
+        assert h.req_id == 23 and h.status == 0, h
+
+        gen = lease(inos[b"unleased"], 25)
+        st, _ = cl.call(w.NS_OP["MDS_UNLINK"], C + w.name_req(1, b"unleased", w.NM_UNLEASED), req_id=26)
+        assert st == 0
+        nh, nbody = cl.conn.recv_notification()
+        assert w.parse_recall(nbody) == [(inos[b"unleased"], gen)]
+        assert w.recall_flags(nbody) == w.RC_ENDED
+        for op in ("MDS_LOOKUP", "MDS_RMDIR"):
+            st, _ = cl.call(w.NS_OP[op], C + w.name_req(1, b"x", w.NM_UNLEASED), req_id=27)
+            assert st == -errno.EINVAL, (op, st)
+        assert "did not give back" not in c.read_log("mds")
+
+
+def test_a_mount_removes_the_files_it_read_without_waiting_on_itself(cluster_factory):
+    """A mount that read its files several times (inode leases) and removes them: every file
+    goes, and another mount sees them gone."""
+    c = configured(cluster_factory)
+    with second_mount(c) as a, second_mount(c) as b:
+        os.makedirs(os.path.join(a, "d"))
+        for i in range(20):
+            made(os.path.join(a, "d", "f%d" % i), b"%d" % i)
+        for _ in range(3):
+            for i in range(20):
+                assert read(os.path.join(a, "d", "f%d" % i)) == b"%d" % i
+        fds = [os.open(os.path.join(a, "d", "f%d" % i), os.O_RDONLY) for i in (0, 1)]
+        for i in range(20):
+            os.unlink(os.path.join(a, "d", "f%d" % i))
+        # Those still open here read on after their unlink.
+        assert [os.pread(fd, 10, 0) for fd in fds] == [b"0", b"1"]
+        for fd in fds:
+            os.close(fd)
+        assert os.listdir(os.path.join(b, "d")) == []
+
+
+def test_no_lease_on_a_file_already_unlinked(cluster_factory):
+    """A file kept only by an open handle after its unlink gets no lease: its last close frees it
+    with nothing to recall."""
+    c = configured(cluster_factory)
+    with w.Client(c.mds_host, c.mds_port, os.urandom(16)) as cl:
+        st, body = cl.call(w.NS_OP["MDS_CREATE"], C + w.create_req(1, b"doomed"), req_id=1)
+        assert st == 0, st
+        ino = w.parse_attr(body)["ino"]
+        st, _ = cl.call(w.NS_OP["MDS_OPEN"], C + w.open_req(ino, os.O_RDONLY), req_id=2)
+        assert st == 0
+        st, _ = cl.call(w.NS_OP["MDS_UNLINK"], C + w.name_req(1, b"doomed"), req_id=3)
+        assert st == 0
+        st, _ = cl.call(w.NS_OP["MDS_OPEN"], C + w.open_req(ino, os.O_RDONLY, w.OPQ_LEASE), req_id=4)
+        assert st == 0 and cl.last_header.lease_ino == 0, cl.last_header
