@@ -205,6 +205,41 @@ bool ileases_recalled(loom_fs *fs, uint64_t ino, uint64_t gen)
 	return e != NULL;
 }
 
+struct take_scan {
+	struct lw_lease *v;
+	uint32_t n;
+};
+
+static void take_one(uint64_t ino, void *val, void *arg)
+{
+	struct take_scan *s = arg;
+	struct ilease *e = val;
+
+	s->v[s->n++] = (struct lw_lease){ ino, e->gen };
+}
+
+uint32_t ileases_take_all(loom_fs *fs, struct lw_lease **out)
+{
+	struct loom_ileases *il = fs->ileases;
+	struct take_scan s = { 0 };
+
+	*out = NULL;
+	if (!il)
+		return 0;
+	pthread_mutex_lock(&il->lock);
+	il->epoch++;
+	if (il->map.count && (s.v = malloc(il->map.count * sizeof(*s.v))) != NULL)
+		u64map_each(&il->map, take_one, &s);
+	u64map_each(&il->map, free_lease, NULL);
+	u64map_destroy(&il->map);
+	u64map_init(&il->map);
+	il->bytes = 0;
+	il->n = 0;
+	pthread_mutex_unlock(&il->lock);
+	*out = s.v;
+	return s.n;
+}
+
 struct lost_scan {
 	uint64_t upto;
 	uint64_t *inos;

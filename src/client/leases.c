@@ -169,6 +169,29 @@ static void give_back(loom_fs *fs, const struct lease_item *items, uint32_t n)
 	free(ls);
 }
 
+/* At disconnect: the inode leases go back, if the MDS is there, so that it need not fence their
+ * files for as long as this client might still have trusted them (its connection just closing). */
+static void give_back_all(loom_fs *fs)
+{
+	struct lw_lease *kept;
+	uint32_t n = ileases_take_all(fs, &kept);
+	struct lease_item *items = n ? calloc(n, sizeof(*items)) : NULL;
+	bool was;
+
+	if (!items) {
+		free(kept);
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		items[i] = (struct lease_item){ kept[i].ino, kept[i].gen, false };
+	free(kept);
+	was = rpc_nowait_swap(true);
+	for (uint32_t i = 0; i < n; i += LW_LEASES_MAX)
+		give_back(fs, items + i, MIN(n - i, LW_LEASES_MAX));
+	rpc_nowait_swap(was);
+	free(items);
+}
+
 static void *lease_thread(void *arg)
 {
 	loom_fs *fs = arg;
@@ -255,6 +278,7 @@ void leases_stop(loom_fs *fs)
 	pthread_mutex_unlock(&ls->lock);
 	if (ls->started)
 		pthread_join(ls->thread, NULL);
+	give_back_all(fs);
 }
 
 void leases_destroy(loom_fs *fs)

@@ -313,3 +313,18 @@ def test_no_lease_on_a_file_already_unlinked(cluster_factory):
         assert st == 0
         st, _ = cl.call(w.NS_OP["MDS_OPEN"], C + w.open_req(ino, os.O_RDONLY, w.OPQ_LEASE), req_id=4)
         assert st == 0 and cl.last_header.lease_ino == 0, cl.last_header
+
+
+def test_an_unmount_gives_its_leases_back(cluster_factory):
+    """A mount that goes gives its inode leases back: the MDS need not hold others' changes of
+    those files for as long as the mount might still have trusted them."""
+    c = configured(cluster_factory)
+    with second_mount(c) as b:
+        with second_mount(c) as a:
+            made(os.path.join(a, "f"), b"kept\n")
+            leased(os.path.join(a, "f"))
+            assert read(os.path.join(a, "f")) == b"kept\n"
+        with open(os.path.join(b, "f"), "r+b") as f:
+            f.write(b"KEPT")
+        assert read(os.path.join(b, "f")) == b"KEPT\n"
+    assert "left its lease on file" not in c.read_log("mds")
