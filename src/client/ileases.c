@@ -17,8 +17,8 @@
  * the open files (under open_lock, which the conversions walk under) and opens for real itself.
  *
  * Recalls come on the MDS connection's I/O thread (leases.c), which drops the kept reply at once.
- * A grant whose reply comes back while a recall or a loss came (the epoch moved) is not kept but
- * given back: the recall may have been for it.
+ * A grant whose reply comes back after a recall of that file or a loss came while it was asked
+ * (the asking map, the loss epoch) is not kept but given back: the recall may have been for it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -45,7 +45,8 @@ struct loom_ileases {
 	pthread_mutex_t convert_lock; /* local files made real; local files leaving the open ones */
 	struct u64map map;     /* ino -> struct ilease */
 	uint64_t bytes;
-	uint64_t epoch;        /* recalls and losses seen */
+	uint64_t epoch;        /* losses seen */
+	struct u64map asking;  /* ino -> opens asking for its lease now << 1 | a recall came */
 	struct u64map seen;    /* inos opened for reading once */
 	uint64_t *order;       /* inos in grant order, a ring: the oldest go back first */
 	uint32_t head, n;
@@ -68,6 +69,7 @@ int ileases_init(loom_fs *fs)
 	pthread_mutex_init(&il->convert_lock, NULL);
 	u64map_init(&il->map);
 	u64map_init(&il->seen);
+	u64map_init(&il->asking);
 	fs->ileases = il;
 	return 0;
 }
@@ -92,6 +94,7 @@ void ileases_destroy(loom_fs *fs)
 	u64map_each(&il->map, free_lease, NULL);
 	u64map_destroy(&il->map);
 	u64map_destroy(&il->seen);
+	u64map_destroy(&il->asking);
 	pthread_mutex_destroy(&il->lock);
 	pthread_mutex_destroy(&il->convert_lock);
 	free(il->order);
@@ -123,7 +126,11 @@ bool ileases_want(loom_fs *fs, uint64_t ino, uint64_t *epoch)
 	pthread_mutex_lock(&il->lock);
 	*epoch = il->epoch;
 	want = u64map_get(&il->seen, ino) != NULL;
-	if (!want) {
+	if (want) {
+		uintptr_t v = (uintptr_t)u64map_get(&il->asking, ino);
+
+		want = u64map_put(&il->asking, ino, (void *)(v + 2)) == 0;
+	} else {
 		if (il->seen.count >= ILEASE_SEEN_MAX) {
 			u64map_destroy(&il->seen);
 			u64map_init(&il->seen);
@@ -140,11 +147,21 @@ void ileases_keep(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_
 	struct loom_ileases *il = fs->ileases;
 	struct ilease *e = NULL, *old;
 	uint64_t back_ino = 0, back_gen = 0;
+	uintptr_t v;
+	bool recalled;
 
-	if (!g->gen)
-		return;
 	pthread_mutex_lock(&il->lock);
-	if (il->epoch != epoch || !(e = calloc(1, sizeof(*e)))) {
+	v = (uintptr_t)u64map_get(&il->asking, ino);
+	recalled = v & 1;
+	if (v <= 3)
+		u64map_del(&il->asking, ino);
+	else
+		u64map_put(&il->asking, ino, (void *)(v - 2)); /* only shrinks: no memory asked */
+	if (!g->gen) {
+		pthread_mutex_unlock(&il->lock);
+		return;
+	}
+	if (recalled || il->epoch != epoch || !(e = calloc(1, sizeof(*e)))) {
 		pthread_mutex_unlock(&il->lock);
 		free(g->body);
 		g->body = NULL;
@@ -196,11 +213,14 @@ bool ileases_recalled(loom_fs *fs, uint64_t ino, uint64_t gen)
 	if (!il)
 		return false;
 	pthread_mutex_lock(&il->lock);
-	il->epoch++;
 	e = u64map_get(&il->map, ino);
 	/* A newer grant than the recall's came after it was answered: it stays. */
 	if (e && e->gen <= gen)
 		forget(il, ino, e);
+	/* A grant on its way for this file may be the one recalled. */
+	uintptr_t v = (uintptr_t)u64map_get(&il->asking, ino);
+	if (v)
+		u64map_put(&il->asking, ino, (void *)(v | 1));
 	pthread_mutex_unlock(&il->lock);
 	return e != NULL;
 }

@@ -239,7 +239,8 @@ int ileases_init(loom_fs *fs);
 void ileases_destroy(loom_fs *fs);
 /* Whether an open of ino should ask for a lease (it was opened before); *epoch for keep. */
 bool ileases_want(loom_fs *fs, uint64_t ino, uint64_t *epoch);
-/* Keeps a grant (takes g->body), or gives it back when a recall or loss came since epoch. */
+/* After an open that asked (ileases_want true), whatever its outcome: keeps a grant (takes
+ * g->body), or gives it back when a recall of ino or a loss came meanwhile. */
 void ileases_keep(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t epoch,
 		  struct mdc_lease_grant *g);
 /* I/O thread: a recall; whether it was of an inode lease this client keeps. */

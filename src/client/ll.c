@@ -210,8 +210,8 @@ int loom_ll_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, int flag
 	rc = mdc_open_leased(fs, cr, ino,
 			     (uint32_t)(flags & (O_ACCMODE | O_TRUNC | O_APPEND | O_NOATIME | O_DIRECTORY)),
 			     cond.flags ? &cond : NULL, &rep, &layout, &dom, ask ? &grant : NULL);
-	if (rc == 0 && grant.gen)
-		ileases_keep(fs, cr, ino, epoch, &grant);
+	if (ask)
+		ileases_keep(fs, cr, ino, epoch, rc == 0 ? &grant : &(struct mdc_lease_grant){ 0 });
 	free(grant.body);
 	if (rc == -ESTALE && rep.attr.ino) {
 		stat_reply(fs, 0, &rep.attr, a);
