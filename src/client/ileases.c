@@ -308,7 +308,7 @@ static int make_real(loom_file *f)
 {
 	struct loom_layout *layout = NULL;
 	struct lw_open_rep rep;
-	bool local;
+	bool local, surplus;
 	int rc;
 
 	pthread_mutex_lock(&f->lock);
@@ -321,8 +321,9 @@ static int make_real(loom_file *f)
 	free(layout);
 	pthread_mutex_lock(&f->lock);
 	local = f->local;
+	surplus = rc == 0 && !local; /* the reconnection opened it meanwhile */
 	if (!local)
-		; /* the reconnection opened it meanwhile: this handle is surplus */
+		;
 	else if (rc == 0)
 		f->handle = rep.handle;
 	else if (rc == -ENOENT || rc == -ESTALE)
@@ -334,7 +335,7 @@ static int make_real(loom_file *f)
 	pthread_mutex_unlock(&f->lock);
 	if (local)
 		ileases_local_ended(f->fs);
-	if (rc == 0 && f->handle != rep.handle)
+	if (surplus)
 		(void)mdc_close_detached(f->fs, &f->cred, f->ino, rep.handle);
 	if (rc == -ENOENT || rc == -ESTALE)
 		log_warn("inode %llu, opened under a lease that was lost, is gone: its reads fail",
