@@ -222,7 +222,8 @@ bool ileases_recalled(loom_fs *fs, uint64_t ino, uint64_t gen)
 	if (v)
 		u64map_put(&il->asking, ino, (void *)(v | 1));
 	pthread_mutex_unlock(&il->lock);
-	return e != NULL;
+	/* A file's either way: the mount's directory lists (and their back-off) are not told. */
+	return e != NULL || v != 0;
 }
 
 struct take_scan {

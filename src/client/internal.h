@@ -243,7 +243,7 @@ bool ileases_want(loom_fs *fs, uint64_t ino, uint64_t *epoch);
  * g->body), or gives it back when a recall of ino or a loss came meanwhile. */
 void ileases_keep(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t epoch,
 		  struct mdc_lease_grant *g);
-/* I/O thread: a recall; whether it was of an inode lease this client keeps. */
+/* I/O thread: a recall; whether it was of an inode lease this client keeps or is asking for. */
 bool ileases_recalled(loom_fs *fs, uint64_t ino, uint64_t gen);
 /* I/O thread: leases up to upto lost; their local opens become real (from the lease thread). */
 void ileases_lost(loom_fs *fs, uint64_t upto);
