@@ -226,79 +226,68 @@ bool ileases_recalled(loom_fs *fs, uint64_t ino, uint64_t gen)
 	return e != NULL || v != 0;
 }
 
-struct take_scan {
+struct drop_scan {
+	uint64_t upto;
 	struct lw_lease *v;
 	uint32_t n;
 };
 
-static void take_one(uint64_t ino, void *val, void *arg)
+static void drop_one(uint64_t ino, void *val, void *arg)
 {
-	struct take_scan *s = arg;
-	struct ilease *e = val;
-
-	s->v[s->n++] = (struct lw_lease){ ino, e->gen };
-}
-
-uint32_t ileases_take_all(loom_fs *fs, struct lw_lease **out)
-{
-	struct loom_ileases *il = fs->ileases;
-	struct take_scan s = { 0 };
-
-	*out = NULL;
-	if (!il)
-		return 0;
-	pthread_mutex_lock(&il->lock);
-	il->epoch++;
-	if (il->map.count && (s.v = malloc(il->map.count * sizeof(*s.v))) != NULL)
-		u64map_each(&il->map, take_one, &s);
-	u64map_each(&il->map, free_lease, NULL);
-	u64map_destroy(&il->map);
-	u64map_init(&il->map);
-	il->bytes = 0;
-	il->n = 0;
-	pthread_mutex_unlock(&il->lock);
-	*out = s.v;
-	return s.n;
-}
-
-struct lost_scan {
-	uint64_t upto;
-	uint64_t *inos;
-	uint32_t n;
-};
-
-static void lost_one(uint64_t ino, void *val, void *arg)
-{
-	struct lost_scan *s = arg;
+	struct drop_scan *s = arg;
 	struct ilease *e = val;
 
 	if (e->gen <= s->upto)
-		s->inos[s->n++] = ino;
+		s->v[s->n++] = (struct lw_lease){ ino, e->gen };
 }
 
-void ileases_lost(loom_fs *fs, uint64_t upto)
+/* Under il->lock: every lease granted up to upto is forgotten; *out (malloc'd) lists them, or is
+ * NULL when there was no memory to list them: then every lease is forgotten. */
+static uint32_t drop_upto(struct loom_ileases *il, uint64_t upto, struct lw_lease **out)
 {
-	struct loom_ileases *il = fs->ileases;
-	struct lost_scan s = { .upto = upto };
+	struct drop_scan s = { .upto = upto };
 
-	if (!il)
-		return;
-	pthread_mutex_lock(&il->lock);
 	il->epoch++;
-	s.inos = malloc((il->map.count + 1) * sizeof(*s.inos));
-	if (s.inos) {
-		u64map_each(&il->map, lost_one, &s);
+	s.v = malloc((il->map.count + 1) * sizeof(*s.v));
+	if (s.v) {
+		u64map_each(&il->map, drop_one, &s);
 		for (uint32_t i = 0; i < s.n; i++)
-			forget(il, s.inos[i], u64map_get(&il->map, s.inos[i]));
+			forget(il, s.v[i].ino, u64map_get(&il->map, s.v[i].ino));
 	} else {
-		/* Without memory to list them, all go. */
 		u64map_each(&il->map, free_lease, NULL);
 		u64map_destroy(&il->map);
 		u64map_init(&il->map);
 		il->bytes = 0;
 	}
+	*out = s.v;
+	return s.n;
+}
+
+uint32_t ileases_take_all(loom_fs *fs, struct lw_lease **out)
+{
+	struct loom_ileases *il = fs->ileases;
+	uint32_t n;
+
+	*out = NULL;
+	if (!il)
+		return 0;
+	pthread_mutex_lock(&il->lock);
+	n = drop_upto(il, UINT64_MAX, out);
 	pthread_mutex_unlock(&il->lock);
-	free(s.inos);
+	return n;
+}
+
+void ileases_lost(loom_fs *fs, uint64_t upto)
+{
+	struct loom_ileases *il = fs->ileases;
+	struct lw_lease *dropped;
+
+	if (!il)
+		return;
+	pthread_mutex_lock(&il->lock);
+	drop_upto(il, upto, &dropped);
+	pthread_mutex_unlock(&il->lock);
+	free(dropped);
 	/* What was opened under them becomes real, from the lease thread. */
 	leases_push_inode(fs, 0, 0);
 }

@@ -45,6 +45,17 @@ def made(path, data):
         f.write(data)
 
 
+def held_open(c, mnt, name, size):
+    """A file of size random bytes made through mnt, leased there and held open (O_DIRECT: every
+    read reaches the mount): (its bytes, its objects' paths, the descriptor)."""
+    data = os.urandom(size)
+    path = os.path.join(mnt, name)
+    made(path, data)
+    objects = object_paths(c, "/" + name)
+    leased(path)
+    return data, objects, os.open(path, os.O_RDONLY | os.O_DIRECT)
+
+
 def leased(path):
     """Opens path for reading twice: the second open asks for (and gets) an inode lease."""
     first = read(path)
@@ -119,12 +130,7 @@ def test_an_unlinked_file_stays_readable_to_its_local_opens(cluster_factory):
     objects go when A closes."""
     c = configured(cluster_factory)
     with second_mount(c) as a, second_mount(c) as b:
-        data = os.urandom(3 << 20)
-        pa = os.path.join(a, "victim")
-        made(pa, data)
-        objects = object_paths(c, "/victim")
-        leased(pa)
-        fd = os.open(pa, os.O_RDONLY | os.O_DIRECT)
+        data, objects, fd = held_open(c, a, "victim", 3 << 20)
         try:
             os.unlink(os.path.join(b, "victim"))
             assert not os.path.exists(os.path.join(b, "victim"))
@@ -165,12 +171,7 @@ def test_a_stopped_holder_loses_its_lease_and_never_reads_freed_objects(cluster_
     never bytes that are not the file's."""
     c = configured(cluster_factory)
     with second_mount(c) as a, second_mount(c) as b:
-        data = os.urandom(2 << 20)
-        pa = os.path.join(a, "gone")
-        made(pa, data)
-        objects = object_paths(c, "/gone")
-        leased(pa)
-        fd = os.open(pa, os.O_RDONLY | os.O_DIRECT)
+        _, objects, fd = held_open(c, a, "gone", 2 << 20)
         try:
             with stopped(mount_pid(a)):
                 done = []
