@@ -166,20 +166,45 @@ int loom_ll_readdir(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint6
  *  - loom_ll_leases_fresh: whether the MDS was heard from recently enough for a lease still
  *    held to be trusted (a client stopped for a while may have lost its leases unawares).
  *  - loom_ll_readdir_leased is loom_ll_readdir asking for a lease: *lease_gen is the grant
- *    (0: none), valid unless a recall or a loss covering it came meanwhile.
+ *    (0: none), valid unless a recall or a loss covering it came meanwhile. With *excl true
+ *    it asks for the lease exclusive (nobody else holds one: then others' lookups and listings
+ *    of the directory wait for it too, and its owner and mode are covered): *excl says whether
+ *    it is. Under an exclusive lease, loom_ll_create_behind may make files there.
  *  - loom_ll_mkdir_leased is loom_ll_mkdir asking for a lease on the new directory, which is
- *    empty: *lease_gen as above.
+ *    empty: *lease_gen and *excl as above.
  *  - loom_ll_lease_return gives a lease back unasked (the cache let the directory go).
  */
 typedef void (*loom_lease_fn)(void *arg, uint64_t ino, uint64_t gen);
 int loom_ll_set_lease_handler(loom_fs *fs, loom_lease_fn fn, void *arg);
 int loom_ll_readdir_leased(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t cookie,
 			   bool plus, size_t max_bytes, loom_ll_dirent_fn fn, void *arg, bool *eof,
-			   uint64_t *lease_gen);
+			   uint64_t *lease_gen, bool *excl);
 int loom_ll_mkdir_leased(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
-			 mode_t mode, struct loom_ll_attr *a, uint64_t *lease_gen);
+			 mode_t mode, struct loom_ll_attr *a, uint64_t *lease_gen, bool *excl);
 void loom_ll_lease_return(loom_fs *fs, uint64_t ino, uint64_t gen);
 bool loom_ll_leases_fresh(loom_fs *fs);
+
+/*
+ * Creates sent behind (docs/architecture.md, "Creates sent behind"), under an exclusive lease on
+ * directory parent whose owner and mode are dir's: the file is made here, with an inode number
+ * the MDS handed ahead and the attributes it will have (*a), and the create goes to the MDS
+ * without waiting for its answer. -EAGAIN: not this way (no numbers at hand, a caller the MDS
+ * must judge, a node key): create as usual. The file's calls wait for the answer:
+ *  - loom_behind_file: the open file (once the MDS answered), or the create's error (-EIO, the
+ *    same every time, once it failed), or -EINTR when the caller was interrupted;
+ *  - loom_behind_close: waits, closes the file, frees b; the create's error if it failed.
+ * Every other request of this client goes after the creates sent behind were answered.
+ */
+typedef struct loom_behind loom_behind;
+int loom_ll_create_behind(loom_fs *fs, const struct loom_cred *cr, uint64_t parent,
+			  const struct stat *dir, const char *name, mode_t mode, int flags,
+			  struct loom_ll_attr *a, loom_behind **out);
+uint64_t loom_behind_ino(const loom_behind *b);
+uint64_t loom_behind_parent(const loom_behind *b);
+/* Whether the file was asked for yet (loom_behind_file): if not, nothing was written to it. */
+bool loom_behind_used(loom_behind *b);
+int loom_behind_file(loom_behind *b, loom_file **f);
+int loom_behind_close(loom_behind *b);
 
 int loom_ll_getxattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, const char *name,
 		     void *buf, size_t cap, size_t *len);

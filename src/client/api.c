@@ -80,7 +80,7 @@ int loom_mkdir(loom_fs *fs, const char *path, mode_t mode)
 	int rc = new_entry_at(fs, path, &e);
 
 	return rc ? rc : mdc_mkdir(fs, &e.cr, e.parent, e.name, e.len, mode & 07777 & ~fs->umask, &attr,
-			      NULL);
+			      NULL, NULL);
 }
 
 static int remove_name(loom_fs *fs, const char *path, uint16_t op)
@@ -362,7 +362,7 @@ static int dir_fetch(loom_dir *d)
 	free(d->page);
 	d->page = NULL;
 	rc = mdc_readdir(d->fs, &d->cred, d->ino, d->cookie, 64u << 10, false, &d->page, &d->page_len,
-			 NULL);
+			 NULL, NULL);
 	if (rc)
 		return rc;
 	memcpy(&rep, d->page, sizeof(rep));

@@ -461,6 +461,7 @@ int loom_connect_with(const char *mds_addr, const struct loom_connect_opts *opts
 	u64map_init(&fs->shared);
 	held_locks_init(fs);
 	kept_changes_init(fs);
+	behind_init(fs);
 	u64map_init(&fs->files);
 	u64map_init(&fs->bare);
 	cred_of_process(&fs->cred);
@@ -526,7 +527,9 @@ static void disconnect(loom_fs *fs, bool wait)
 {
 	if (!fs)
 		return;
-	/* The lease thread's MDS_LEASE goes out while the connection still takes calls. */
+	/* The creates sent behind are answered, and the closes they are owed sent, while the lease
+	 * thread runs; then its MDS_LEASE goes out while the connection still takes calls. */
+	(void)behind_barrier(fs);
 	leases_stop(fs);
 	if (fs->mds)
 		kept_changes_goodbye(fs, wait);
@@ -576,6 +579,7 @@ static void disconnect(loom_fs *fs, bool wait)
 	ino_shared_destroy(fs);
 	held_locks_destroy(fs);
 	kept_changes_destroy(fs);
+	behind_destroy(fs);
 	leases_destroy(fs);
 	pthread_mutex_destroy(&fs->shared_lock);
 	pthread_mutex_destroy(&fs->bare_lock);

@@ -108,6 +108,15 @@ struct loom_fs {
 	 * one (its lease_trust_ms): written on the MDS connection's I/O thread. */
 	_Atomic uint64_t mds_heard_ns;
 	_Atomic uint32_t lease_trust_ms;
+	/* Creates sent behind (behind.c): how many are in flight, and the inode numbers the MDS
+	 * handed ahead that are not used yet (under behind_lock, never held across a call but the
+	 * one asking for numbers, made when none is in flight). */
+	pthread_mutex_t behind_lock;
+	pthread_cond_t behind_cond;
+	_Atomic uint32_t behind_inflight;
+	_Atomic uint32_t behind_orphans; /* answered after their caller let go: closes owed */
+	uint64_t inos_next, inos_end;
+	uint64_t inos_refused_ns;      /* MDS_INOS failed then: not asked again for a while */
 };
 
 struct loom_file {
@@ -209,9 +218,27 @@ int mdc_create(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const c
 	       size_t len, uint32_t mode, uint32_t rdev, uint32_t flags, uint32_t open_flags,
 	       const struct loom_layout *layout, struct lw_create_rep *rep,
 	       struct loom_layout **layout_out);
-/* With lease_gen non-NULL, asks for a lease on the new directory (*lease_gen: 0, none). */
+/* An MDS_CREATE reply's body: the answer, and the layout (malloc'd; NULL: none). */
+int mdc_create_rep_decode(const void *body, uint32_t len, struct lw_create_rep *rep,
+			  struct loom_layout **layout_out);
+/* MDS_INOS: count inode numbers ahead, for creates sent behind. */
+int mdc_inos(loom_fs *fs, uint32_t count, struct lw_inos_rep *out);
+/* behind.c: creates sent behind. */
+void behind_init(loom_fs *fs);
+void behind_destroy(loom_fs *fs);
+/* Waits until every create sent behind was answered (-EINTR: the caller was interrupted). */
+int behind_barrier(loom_fs *fs);
+/* A create sent behind whose caller let go before the answer: its handle is closed (a call: the
+ * lease thread's, through leases_push_orphan from the I/O thread), and it is freed. */
+struct loom_behind;
+void behind_orphan_close(struct loom_behind *b);
+void leases_push_orphan(loom_fs *fs, struct loom_behind *b);
+/* Whether the calling thread is libloom's lease thread. */
+bool leases_on_own_thread(void);
+/* With lease_gen non-NULL, asks for a lease on the new directory (*lease_gen: 0, none); *excl
+ * as for mdc_readdir. */
 int mdc_mkdir(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
-	      size_t len, uint32_t mode, struct lw_attr *out, uint64_t *lease_gen);
+	      size_t len, uint32_t mode, struct lw_attr *out, uint64_t *lease_gen, bool *excl);
 int mdc_unlink(loom_fs *fs, const struct loom_cred *cr, uint16_t op, uint64_t parent,
 	       const char *name, size_t len, uint16_t flags);
 int mdc_rename(loom_fs *fs, const struct loom_cred *cr, uint64_t sp, const char *sn, size_t sl,
@@ -270,9 +297,11 @@ bool ileases_unlink_begin(loom_fs *fs);
 void ileases_unlink_end(loom_fs *fs);
 
 /* Returns the reply body (caller frees) holding lw_readdir_rep + entries. With lease_gen
- * non-NULL, asks for a lease on the directory: *lease_gen the grant (0: none). */
+ * non-NULL, asks for a lease on the directory: *lease_gen the grant (0: none); *excl (may be
+ * NULL) asks it exclusive, and says whether it is. */
 int mdc_readdir(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t cookie,
-		uint32_t max_bytes, bool plus, void **page, uint32_t *page_len, uint64_t *lease_gen);
+		uint32_t max_bytes, bool plus, void **page, uint32_t *page_len, uint64_t *lease_gen,
+		bool *excl);
 int mdc_statfs(loom_fs *fs, const struct loom_cred *cr, struct lw_statfs_rep *out);
 int mdc_ost_admin(loom_fs *fs, const struct loom_cred *cr, uint32_t idx, uint32_t set, uint32_t clear);
 int mdc_ost_remove(loom_fs *fs, const struct loom_cred *cr, uint32_t idx, uint32_t flags,

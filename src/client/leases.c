@@ -26,6 +26,8 @@ struct lease_item {
 	uint64_t ino;   /* 0 with inode: every local open becomes real (leases lost) */
 	uint64_t gen;
 	bool inode;     /* an inode lease (ileases.c): its local opens become real first */
+	struct loom_behind *orphan; /* not a lease: a create sent behind whose caller let go
+	                             * before its answer came, to close (behind.c) */
 };
 
 struct loom_leases {
@@ -39,12 +41,16 @@ struct loom_leases {
 	uint32_t n, cap;
 };
 
-static void push(loom_fs *fs, uint64_t ino, uint64_t gen, bool inode)
+static void push_item(loom_fs *fs, struct lease_item item)
 {
 	struct loom_leases *ls = fs->leases;
+	uint64_t ino = item.ino;
 
-	if (!ls)
+	if (!ls) {
+		if (item.orphan)
+			behind_orphan_close(item.orphan);
 		return;
+	}
 	pthread_mutex_lock(&ls->lock);
 	if (ls->n == ls->cap) {
 		uint32_t cap = ls->cap ? ls->cap * 2 : 64;
@@ -60,9 +66,19 @@ static void push(loom_fs *fs, uint64_t ino, uint64_t gen, bool inode)
 		ls->q = q;
 		ls->cap = cap;
 	}
-	ls->q[ls->n++] = (struct lease_item){ ino, gen, inode };
+	ls->q[ls->n++] = item;
 	pthread_cond_signal(&ls->cond);
 	pthread_mutex_unlock(&ls->lock);
+}
+
+static void push(loom_fs *fs, uint64_t ino, uint64_t gen, bool inode)
+{
+	push_item(fs, (struct lease_item){ ino, gen, inode, NULL });
+}
+
+void leases_push_orphan(loom_fs *fs, struct loom_behind *b)
+{
+	push_item(fs, (struct lease_item){ 0, 0, false, b });
 }
 
 void leases_on_notify(void *arg, uint16_t opcode, const void *body, uint32_t len)
@@ -146,6 +162,9 @@ static void give_back(loom_fs *fs, const struct lease_item *items, uint32_t n)
 		free(inos);
 		return;
 	}
+	for (uint32_t i = 0; i < n; i++)
+		if (items[i].orphan)
+			behind_orphan_close(items[i].orphan);
 	/* Inode leases' local opens become real before they go (the MDS would let the file be
 	 * unlinked and freed under them). */
 	for (uint32_t i = 0; i < n; i++)
@@ -183,7 +202,7 @@ static void give_back_all(loom_fs *fs)
 		return;
 	}
 	for (uint32_t i = 0; i < n; i++)
-		items[i] = (struct lease_item){ kept[i].ino, kept[i].gen, false };
+		items[i] = (struct lease_item){ kept[i].ino, kept[i].gen, false, NULL };
 	free(kept);
 	was = rpc_nowait_swap(true);
 	for (uint32_t i = 0; i < n; i += LW_LEASES_MAX)
@@ -192,11 +211,19 @@ static void give_back_all(loom_fs *fs)
 	free(items);
 }
 
+static _Thread_local bool on_lease_thread;
+
+bool leases_on_own_thread(void)
+{
+	return on_lease_thread;
+}
+
 static void *lease_thread(void *arg)
 {
 	loom_fs *fs = arg;
 	struct loom_leases *ls = fs->leases;
 
+	on_lease_thread = true;
 	for (;;) {
 		struct lease_item *items;
 		uint32_t n;
@@ -278,6 +305,11 @@ void leases_stop(loom_fs *fs)
 	pthread_mutex_unlock(&ls->lock);
 	if (ls->started)
 		pthread_join(ls->thread, NULL);
+	/* Files made behind that are still owed their close. */
+	for (uint32_t i = 0; i < ls->n; i++)
+		if (ls->q[i].orphan)
+			behind_orphan_close(ls->q[i].orphan);
+	ls->n = 0;
 	give_back_all(fs);
 }
 

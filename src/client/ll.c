@@ -103,16 +103,16 @@ int loom_ll_mkdir(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, cons
 		  mode_t mode, struct loom_ll_attr *a)
 {
 
-	return loom_ll_mkdir_leased(fs, cr, parent, name, mode, a, NULL);
+	return loom_ll_mkdir_leased(fs, cr, parent, name, mode, a, NULL, NULL);
 }
 
 int loom_ll_mkdir_leased(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
-			 mode_t mode, struct loom_ll_attr *a, uint64_t *lease_gen)
+			 mode_t mode, struct loom_ll_attr *a, uint64_t *lease_gen, bool *excl)
 {
 	struct lw_attr attr;
 
 	return stat_reply(fs, mdc_mkdir(fs, cr, parent, name, strlen(name), mode & 07777, &attr,
-					lease_gen), &attr, a);
+					lease_gen, excl), &attr, a);
 }
 
 int loom_ll_unlink(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name)
@@ -263,12 +263,12 @@ struct rd_state {
 int loom_ll_readdir(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t cookie,
 		    bool plus, size_t max_bytes, loom_ll_dirent_fn fn, void *arg, bool *eof)
 {
-	return loom_ll_readdir_leased(fs, cr, ino, cookie, plus, max_bytes, fn, arg, eof, NULL);
+	return loom_ll_readdir_leased(fs, cr, ino, cookie, plus, max_bytes, fn, arg, eof, NULL, NULL);
 }
 
 int loom_ll_readdir_leased(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t cookie,
 			   bool plus, size_t max_bytes, loom_ll_dirent_fn fn, void *arg, bool *eof,
-			   uint64_t *lease_gen)
+			   uint64_t *lease_gen, bool *excl)
 {
 	struct lw_readdir_rep rep;
 	struct lw_rd rd;
@@ -279,7 +279,7 @@ int loom_ll_readdir_leased(loom_fs *fs, const struct loom_cred *cr, uint64_t ino
 	*eof = false;
 	/* Entries on the wire are a little larger than in a FUSE buffer; ask for about as many. */
 	rc = mdc_readdir(fs, cr, ino, cookie, (uint32_t)MIN(max_bytes * 2, 128u << 10), plus, &page,
-			 &page_len, lease_gen);
+			 &page_len, lease_gen, excl);
 	if (rc)
 		return rc;
 	memcpy(&rep, page, sizeof(rep));

@@ -54,12 +54,16 @@ static int mdc_call_on(struct rpc_conn *conn, const struct loom_cred *cr, uint16
 	return rc;
 }
 
-/* As mdc_call, with options (NULL: none). */
+/* As mdc_call, with options (NULL: none). Every request goes after the creates sent behind
+ * were answered (behind.c): the MDS then sees this client's changes in the order it made them. */
 static int mdc_call_opts(loom_fs *fs, const struct loom_cred *cr, uint16_t op,
 			 const struct mdc_body *b, const struct mdc_opts *opts, struct rpc_call *call)
 {
 	struct rpc_conn *conn;
-	int rc = fs_mds_conn(fs, &conn);
+	int rc = behind_barrier(fs);
+
+	if (rc == 0)
+		rc = fs_mds_conn(fs, &conn);
 
 	return rc ? rc : mdc_call_on(conn, cr, op, b, opts, call);
 }
@@ -204,11 +208,32 @@ int mdc_create(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const c
 	return rc;
 }
 
+int mdc_create_rep_decode(const void *body, uint32_t len, struct lw_create_rep *rep,
+			  struct loom_layout **layout_out)
+{
+	struct rpc_call call = { .rbody = (void *)body, .rbody_len = len };
+
+	*layout_out = NULL;
+	if (len < sizeof(*rep))
+		return -EPROTO;
+	memcpy(rep, body, sizeof(*rep));
+	return decode_with_layout(&call, rep, sizeof(*rep), rep->has_layout != 0, layout_out);
+}
+
+int mdc_inos(loom_fs *fs, uint32_t count, struct lw_inos_rep *out)
+{
+	struct lw_inos_req req = { .count = count };
+	struct mdc_body b = { { &req }, { sizeof(req) } };
+
+	return mdc_call_fixed(fs, NULL, LW_OP_MDS_INOS, &b, out, sizeof(*out));
+}
+
 int mdc_mkdir(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const char *name,
-	      size_t len, uint32_t mode, struct lw_attr *out, uint64_t *lease_gen)
+	      size_t len, uint32_t mode, struct lw_attr *out, uint64_t *lease_gen, bool *excl)
 {
 	struct lw_mkdir_req req = { .parent = parent, .mode = mode, .namelen = (uint16_t)len,
-				    .flags = lease_gen ? LW_MK_LEASE : 0 };
+				    .flags = (uint16_t)((lease_gen ? LW_MK_LEASE : 0) |
+							(lease_gen && excl && *excl ? LW_MK_EXCL : 0)) };
 	struct mdc_body b = { { &req, name }, { sizeof(req), len } };
 	struct rpc_call call;
 	int rc = name_len(len);
@@ -218,12 +243,16 @@ int mdc_mkdir(loom_fs *fs, const struct loom_cred *cr, uint64_t parent, const ch
 	rc = mdc_call(fs, cr, LW_OP_MDS_MKDIR, &b, &call);
 	if (lease_gen)
 		*lease_gen = 0;
+	if (excl)
+		*excl = false;
 	if (rc == 0 && lease_gen && call.rbody_len == sizeof(*out)) {
 		struct lw_attr made;
 
 		memcpy(&made, call.rbody, sizeof(made));
 		if (call.lease_ino == made.ino)
 			*lease_gen = call.lease_gen;
+		if (excl)
+			*excl = *lease_gen && (call.rp_flags & LW_RPF_LEASE_EXCL);
 	}
 	return fixed_reply(rc, &call, out, sizeof(*out));
 }
@@ -310,10 +339,12 @@ int mdc_readlink(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, char *bu
 }
 
 int mdc_readdir(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t cookie,
-		uint32_t max_bytes, bool plus, void **page, uint32_t *page_len, uint64_t *lease_gen)
+		uint32_t max_bytes, bool plus, void **page, uint32_t *page_len, uint64_t *lease_gen,
+		bool *excl)
 {
 	struct lw_readdir_req req = { .ino = ino, .cookie = cookie, .max_bytes = max_bytes,
-				      .flags = (plus ? LW_RD_PLUS : 0) | (lease_gen ? LW_RD_LEASE : 0) };
+				      .flags = (plus ? LW_RD_PLUS : 0) | (lease_gen ? LW_RD_LEASE : 0) |
+					       (lease_gen && excl && *excl ? LW_RD_EXCL : 0) };
 	struct mdc_body b = { { &req }, { sizeof(req) } };
 	struct rpc_call call;
 	int rc = mdc_call(fs, cr, LW_OP_MDS_READDIR, &b, &call);
@@ -326,6 +357,8 @@ int mdc_readdir(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_t 
 	}
 	if (lease_gen)
 		*lease_gen = call.lease_ino == ino ? call.lease_gen : 0;
+	if (excl)
+		*excl = lease_gen && *lease_gen && (call.rp_flags & LW_RPF_LEASE_EXCL);
 	/* Entries are checked one by one as the reader walks them (lw_readdir_next). */
 	*page = call.rbody;
 	*page_len = call.rbody_len;

@@ -54,6 +54,14 @@ struct lm_ldir {
 	uint64_t gen;      /* the newest grant of its lease */
 	uint64_t used_ns;
 	struct nameset names;
+	/* The lease is exclusive: nobody else holds one, and it covers the directory's owner and
+	 * mode (st) too: creates there may be sent behind (libloom's behind.c). Its other
+	 * attributes change only through this mount then: with times_valid, st is what the MDS has
+	 * (or will have, once the creates sent behind reach it), and answers the kernel's getattr,
+	 * which it sends after every create there (the create made its attributes stale). */
+	bool excl;
+	bool times_valid;
+	struct stat st;
 };
 
 static uint64_t name_hash(const char *s)
@@ -205,15 +213,21 @@ static void give_back(struct lmount *m, struct lm_ldir *d)
 	ldir_free(d);
 }
 
+/* Whether the lists may answer for name: leases on, trusted, and a name the MDS would take (one
+ * too long gets the MDS's answer, not ENOENT). */
+static bool lists_answer(struct lmount *m, const char *name)
+{
+	return m->leases.enabled && strnlen(name, LOOM_NAME_MAX + 1) <= LOOM_NAME_MAX &&
+	       loom_ll_leases_fresh(m->fs);
+}
+
 bool lm_lease_absent(struct lmount *m, uint64_t parent, const char *name)
 {
 	struct lm_leases *ls = &m->leases;
 	bool absent = false;
 	int i;
 
-	/* A name the MDS would refuse (too long) gets the MDS's answer, not ENOENT. */
-	if (!ls->enabled || strnlen(name, LOOM_NAME_MAX + 1) > LOOM_NAME_MAX ||
-	    !loom_ll_leases_fresh(m->fs))
+	if (!lists_answer(m, name))
 		return false;
 	pthread_mutex_lock(&ls->lock);
 	i = slot_of(ls, parent);
@@ -224,6 +238,115 @@ bool lm_lease_absent(struct lmount *m, uint64_t parent, const char *name)
 	}
 	pthread_mutex_unlock(&ls->lock);
 	return absent;
+}
+
+bool lm_lease_behind(struct lmount *m, uint64_t parent, const char *name, struct stat *dir,
+		     struct lm_lease_mark *mark)
+{
+	struct lm_leases *ls = &m->leases;
+	bool ok = false;
+	int i;
+
+	if (!lists_answer(m, name))
+		return false;
+	pthread_mutex_lock(&ls->lock);
+	i = slot_of(ls, parent);
+	if (i >= 0 && ls->dir[i]->excl && !ns_has(&ls->dir[i]->names, name)) {
+		ls->dir[i]->used_ns = clock_mono_ns();
+		*dir = ls->dir[i]->st;
+		ok = true;
+		ls->behind++;
+		mark->done = ls->done[bucket(parent)];
+		mark->times_valid = ls->dir[i]->times_valid;
+	}
+	pthread_mutex_unlock(&ls->lock);
+	return ok;
+}
+
+/* Under lock: the exclusive list of dir, if trusted. */
+static struct lm_ldir *excl_dir(struct lmount *m, uint64_t dir)
+{
+	int i = slot_of(&m->leases, dir);
+
+	return i >= 0 && m->leases.dir[i]->excl ? m->leases.dir[i] : NULL;
+}
+
+void lm_lease_behind_done(struct lmount *m, uint64_t parent, const struct lm_lease_mark *mark)
+{
+	struct lm_leases *ls = &m->leases;
+	unsigned b = bucket(parent);
+	struct lm_ldir *d;
+
+	pthread_mutex_lock(&ls->lock);
+	d = excl_dir(m, parent);
+	/* Its own change alone since the mark: the directory's times are the create's. */
+	if (d && mark->times_valid && ls->done[b] == mark->done + 1 && ls->inflight[b] == 0) {
+		struct timespec now;
+
+		clock_gettime(CLOCK_REALTIME, &now);
+		d->st.st_mtim = d->st.st_ctim = now;
+		d->times_valid = true;
+	}
+	pthread_mutex_unlock(&ls->lock);
+}
+
+bool lm_lease_dir_attr(struct lmount *m, uint64_t dir, struct stat *st, struct lm_lease_mark *mark)
+{
+	struct lm_leases *ls = &m->leases;
+	struct lm_ldir *d;
+	bool ok = false;
+
+	mark->done = 0;
+	if (!ls->enabled)
+		return false;
+	if (!loom_ll_leases_fresh(m->fs))
+		return false;
+	pthread_mutex_lock(&ls->lock);
+	d = excl_dir(m, dir);
+	if (d && d->times_valid) {
+		*st = d->st;
+		ok = true;
+	}
+	mark->done = ls->done[bucket(dir)];
+	mark->times_valid = ls->inflight[bucket(dir)] == 0;
+	pthread_mutex_unlock(&ls->lock);
+	return ok;
+}
+
+void lm_lease_dir_seen(struct lmount *m, uint64_t dir, const struct stat *st,
+		       const struct lm_lease_mark *mark)
+{
+	struct lm_leases *ls = &m->leases;
+	unsigned b = bucket(dir);
+	struct lm_ldir *d;
+
+	if (!ls->enabled || !S_ISDIR(st->st_mode))
+		return;
+	pthread_mutex_lock(&ls->lock);
+	d = excl_dir(m, dir);
+	/* No change of this mount's there came between the ask and now. */
+	if (d && mark->times_valid && ls->done[b] == mark->done && ls->inflight[b] == 0 &&
+	    st->st_mode == d->st.st_mode && st->st_uid == d->st.st_uid && st->st_gid == d->st.st_gid) {
+		d->st = *st;
+		d->times_valid = true;
+	}
+	pthread_mutex_unlock(&ls->lock);
+}
+
+void lm_lease_drop(struct lmount *m, uint64_t dir)
+{
+	struct lm_leases *ls = &m->leases;
+	struct lm_ldir *d = NULL;
+	int i;
+
+	if (!ls->enabled)
+		return;
+	pthread_mutex_lock(&ls->lock);
+	i = slot_of(ls, dir);
+	if (i >= 0)
+		d = take(ls, i);
+	pthread_mutex_unlock(&ls->lock);
+	give_back(m, d);
 }
 
 struct fetch {
@@ -269,7 +392,8 @@ static void take_lease(struct lmount *m, const struct loom_cred *cr, uint64_t di
 	struct fetch_mark mk;
 	struct lm_ldir *d = NULL, *old = NULL;
 	uint64_t cookie = 0, gen = 0;
-	bool eof = false, kept = false;
+	bool eof = false, kept = false, excl = true;
+	struct loom_ll_attr da;
 
 	pthread_mutex_lock(&ls->lock);
 	mk = (struct fetch_mark){ ls->recalls[b], ls->done[b], ls->lost };
@@ -284,15 +408,23 @@ static void take_lease(struct lmount *m, const struct loom_cred *cr, uint64_t di
 		uint64_t g = 0;
 		int rc;
 
+		bool x = excl;
+
 		f.next = cookie;
 		rc = loom_ll_readdir_leased(m->fs, cr, dir, cookie, false, FETCH_BYTES, collect, &f,
-					    &eof, &g);
-		if (g)
+					    &eof, &g, &x);
+		if (g) {
 			gen = g; /* the MDS holds the newest: the one to give back */
+			excl = x;
+		}
 		if (rc || !g || (!eof && f.next == cookie))
 			f.failed = true;
 		cookie = f.next;
 	}
+	/* Exclusive: its owner and mode, which the lease covers from the grant on (a change of
+	 * them recalls it, and the list is not kept then). */
+	if (!f.failed && excl && loom_ll_getattr(m->fs, cr, dir, &da) != 0)
+		excl = false;
 	d = f.failed ? NULL : calloc(1, sizeof(*d));
 	pthread_mutex_lock(&ls->lock);
 	ls->fetching[b] = false;
@@ -309,6 +441,10 @@ static void take_lease(struct lmount *m, const struct loom_cred *cr, uint64_t di
 		d->ino = dir;
 		d->gen = gen;
 		d->used_ns = clock_mono_ns();
+		d->excl = excl && S_ISDIR(da.st.st_mode);
+		if (d->excl)
+			d->st = da.st;
+		d->times_valid = d->excl;
 		d->names = f.names;
 		memset(&f.names, 0, sizeof(f.names));
 		old = install(ls, d);
@@ -354,6 +490,7 @@ int lm_mkdir_leased(struct lmount *m, const struct loom_cred *cr, uint64_t paren
 	struct lm_leases *ls = &m->leases;
 	struct lm_ldir *d, *old = NULL;
 	uint64_t gen = 0, recalled, lost;
+	bool excl = true;
 	int rc;
 
 	if (!ls->enabled)
@@ -362,7 +499,7 @@ int lm_mkdir_leased(struct lmount *m, const struct loom_cred *cr, uint64_t paren
 	recalled = ls->recalled;
 	lost = ls->lost;
 	pthread_mutex_unlock(&ls->lock);
-	rc = loom_ll_mkdir_leased(m->fs, cr, parent, name, mode, a, &gen);
+	rc = loom_ll_mkdir_leased(m->fs, cr, parent, name, mode, a, &gen, &excl);
 	if (rc || !gen)
 		return rc;
 	/* Nobody can have changed it yet but through a recall (its name is not known to this
@@ -373,6 +510,9 @@ int lm_mkdir_leased(struct lmount *m, const struct loom_cred *cr, uint64_t paren
 		d->ino = a->st.st_ino;
 		d->gen = gen;
 		d->used_ns = clock_mono_ns();
+		d->excl = excl;
+		d->st = a->st;
+		d->times_valid = excl;
 		old = install(ls, d);
 		ls->fetches++;
 		d = NULL;
@@ -447,6 +587,7 @@ static struct lm_ldir *apply(struct lm_leases *ls, uint64_t dir, const char *nam
 
 	if (i < 0)
 		return NULL;
+	ls->dir[i]->times_valid = false; /* its times moved, or may have */
 	if (rc && !refused(rc))
 		return take(ls, i); /* it may or may not have happened */
 	/* EEXIST to a name the list did not have: it is there (the list mends itself). */

@@ -82,6 +82,7 @@ struct lm_leases {
 	uint64_t lost;         /* losses of every lease */
 	size_t names;          /* kept, over all directories */
 	uint64_t hits, fetches, recalled;
+	uint64_t behind;       /* creates sent behind under exclusive leases */
 };
 
 struct lmount {
@@ -130,6 +131,26 @@ int lm_leases_init(struct lmount *m);
 void lm_leases_fini(struct lmount *m);
 /* Whether name is known not to be in parent (a lookup answers ENOENT without the MDS). */
 bool lm_lease_absent(struct lmount *m, uint64_t parent, const char *name);
+/* Whether a create of name in parent may be sent behind (libloom's loom_ll_create_behind): the
+ * mount holds an exclusive lease on parent, trusted, without name; *dir its owner and mode. */
+struct lm_lease_mark {
+	uint64_t done;     /* the bucket's changes done when marked */
+	bool times_valid;
+};
+bool lm_lease_behind(struct lmount *m, uint64_t parent, const char *name, struct stat *dir,
+		     struct lm_lease_mark *mark);
+/* After lm_entries_end of a create sent behind in parent: its directory's times are now. */
+void lm_lease_behind_done(struct lmount *m, uint64_t parent, const struct lm_lease_mark *mark);
+/* A getattr of a directory this mount leases exclusively, answered from the lease (true, *st);
+ * else *mark, for lm_lease_dir_seen with the MDS's answer. */
+bool lm_lease_dir_attr(struct lmount *m, uint64_t dir, struct stat *st, struct lm_lease_mark *mark);
+void lm_lease_dir_seen(struct lmount *m, uint64_t dir, const struct stat *st,
+		       const struct lm_lease_mark *mark);
+/* Drops the list of dir and gives its lease back (a create sent behind failed there). */
+void lm_lease_drop(struct lmount *m, uint64_t dir);
+/* The open file of a FUSE handle: a create sent behind is waited for (its error, or -EINTR). */
+int lm_file(fuse_req_t req, struct fuse_file_info *fi, loom_file **f);
+#define LM_FH_BEHIND ((uintptr_t)1) /* fi->fh tag: a loom_behind, not a loom_file */
 /* The MDS answered a lookup in parent with "no such name" (after a few, a lease is taken). */
 void lm_lease_missed(struct lmount *m, const struct loom_cred *cr, uint64_t parent);
 /* loom_ll_mkdir, taking a lease on the new directory (empty: its list is known at once). */

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "fuse/lmount.h"
 
 static void lm_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -85,23 +86,26 @@ static void lm_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	uint64_t max_age = (uint64_t)(m->opts.attr_timeout * 1e9);
 	struct loom_cred cr;
 	struct loom_ll_attr a;
+	struct lm_lease_mark mark;
 	struct stat st;
 	int rc;
 
 	if (fi && fi->fh) {
-		loom_file *f = (loom_file *)(uintptr_t)fi->fh;
+		loom_file *f = NULL;
 
+		rc = lm_file(req, fi, &f);
 		/* Through an open file: its writes not yet reported count. The attributes the open
 		 * brought answer while the kernel could have cached them itself (attr_timeout) and
 		 * nothing changed through this mount since (a program's fstat after its read, which
 		 * the kernel sends because the read made the cached atime stale). */
-		if (loom_file_tag(f) != lm_change_count(m) ||
-		    loom_file_attr_recent(f, max_age, &st) != 0)
+		if (rc == 0 && (loom_file_tag(f) != lm_change_count(m) ||
+				loom_file_attr_recent(f, max_age, &st) != 0))
 			rc = loom_fstat(f, &st);
-		else
-			rc = 0;
 	} else if (loom_ll_attr_recent(m->fs, ino, max_age, lm_change_count(m), &st) == 0) {
 		/* fstat(2) comes without the handle: any handle open here serves as well. */
+		rc = 0;
+	} else if (lm_lease_dir_attr(m, ino, &st, &mark)) {
+		/* A directory leased exclusively: its attributes change only through this mount. */
 		rc = 0;
 	} else {
 		lm_cred(req, &cr);
@@ -111,6 +115,8 @@ static void lm_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 			rc = loom_ll_getattr(m->fs, &cr, ino, &a);
 			st = a.st;
 		}
+		if (rc == 0)
+			lm_lease_dir_seen(m, ino, &st, &mark);
 	}
 	lm_reply_attr(req, rc, &st);
 }
@@ -118,6 +124,7 @@ static void lm_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void lm_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		       struct fuse_file_info *fi)
 {
+	loom_file *f = NULL;
 	LM_INTERRUPTIBLE(req);
 	struct lmount *m = lm_of(req);
 	struct loom_setattr sa = { 0 };
@@ -158,7 +165,9 @@ static void lm_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		sa.ctime = attr->st_ctim;
 	}
 	lm_cred(req, &cr);
-	rc = loom_ll_setattr(m->fs, &cr, ino, &sa, fi && fi->fh ? (loom_file *)(uintptr_t)fi->fh : NULL, &a);
+	rc = fi && fi->fh ? lm_file(req, fi, &f) : 0;
+	if (rc == 0)
+		rc = loom_ll_setattr(m->fs, &cr, ino, &sa, f, &a);
 	/* This mount's own truncation: the kernel cut its pages itself, which hold the new data
 	 * unless someone else changed the file before it. */
 	if (rc == 0 && (sa.valid & LOOM_SET_SIZE))

@@ -8,9 +8,20 @@
 #include "common/log.h"
 #include "fuse/lmount.h"
 
-static loom_file *file_of(struct fuse_file_info *fi)
+int lm_file(fuse_req_t req, struct fuse_file_info *fi, loom_file **f)
 {
-	return (loom_file *)(uintptr_t)fi->fh;
+	loom_behind *b;
+	int rc;
+
+	if (!(fi->fh & LM_FH_BEHIND)) {
+		*f = (loom_file *)(uintptr_t)fi->fh;
+		return 0;
+	}
+	b = (loom_behind *)(uintptr_t)(fi->fh & ~LM_FH_BEHIND);
+	rc = loom_behind_file(b, f);
+	if (rc == -EIO)
+		lm_lease_drop(lm_of(req), loom_behind_parent(b)); /* its list had the name */
+	return rc;
 }
 
 static void lm_init(void *userdata, struct fuse_conn_info *conn)
@@ -99,6 +110,26 @@ static void lm_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	open_reply(req, fi, f, &a, NULL);
 }
 
+/* A create sent behind (libloom's behind.c): answered now, its file waited for at its first
+ * use (lm_file). */
+static void behind_reply(fuse_req_t req, struct fuse_file_info *fi, loom_behind *b,
+			 const struct loom_ll_attr *a, const struct fuse_entry_param *e)
+{
+	struct lmount *m = lm_of(req);
+	uint64_t ino = a->st.st_ino;
+
+	fi->fh = (uintptr_t)b | LM_FH_BEHIND;
+	fi->keep_cache = 0; /* a new file: nothing cached */
+	if (fi->flags & O_DIRECT || (fi->flags & O_ACCMODE) == O_WRONLY)
+		fi->direct_io = 1;
+	lm_data_current(m, ino, a->data_version);
+	lm_handle_opened(m, ino);
+	if (fuse_reply_create(req, e, fi) != 0) {
+		loom_behind_close(b);
+		lm_handle_released(m, ino);
+	}
+}
+
 static void lm_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		      struct fuse_file_info *fi)
 {
@@ -107,14 +138,25 @@ static void lm_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct fuse_entry_param e;
 	struct loom_ll_attr a;
 	struct loom_cred cr;
-	loom_file *f;
-	int rc;
+	loom_behind *b = NULL;
+	loom_file *f = NULL;
+	struct lm_lease_mark mark;
+	struct stat dir;
+	int rc = -EAGAIN;
 
 	lm_cred(req, &cr);
 	memset(&e, 0, sizeof(e));
 	lm_entries_begin(m, parent, 0);
-	rc = lm_changed(m, loom_ll_create(m->fs, &cr, parent, name, mode, fi->flags & ~O_APPEND, &f, &a));
+	/* Under an exclusive lease the name is known free: answered here, sent behind. */
+	if (lm_lease_behind(m, parent, name, &dir, &mark))
+		rc = loom_ll_create_behind(m->fs, &cr, parent, &dir, name, mode, fi->flags & ~O_APPEND,
+					   &a, &b);
+	if (rc == -EAGAIN)
+		rc = loom_ll_create(m->fs, &cr, parent, name, mode, fi->flags & ~O_APPEND, &f, &a);
+	rc = lm_changed(m, rc);
 	lm_entries_end(m, rc, 0, NULL, parent, name);
+	if (b)
+		lm_lease_behind_done(m, parent, &mark);
 	if (rc) {
 		lm_reply_err(req, rc);
 		return;
@@ -125,7 +167,10 @@ static void lm_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	e.attr_timeout = m->opts.attr_timeout;
 	e.entry_timeout = m->opts.entry_timeout;
 	lm_told_entry(m, parent, name, &a);
-	open_reply(req, fi, f, &a, &e);
+	if (b)
+		behind_reply(req, fi, b, &a, &e);
+	else
+		open_reply(req, fi, f, &a, &e);
 }
 
 static void lm_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
@@ -139,7 +184,10 @@ static void lm_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	n = loom_pread(file_of(fi), buf, size, off);
+	loom_file *f;
+	int rc = lm_file(req, fi, &f);
+
+	n = rc ? rc : loom_pread(f, buf, size, off);
 	if (n < 0)
 		lm_reply_err(req, (int)n);
 	else
@@ -151,7 +199,9 @@ static void lm_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		     struct fuse_file_info *fi)
 {
 	LM_INTERRUPTIBLE(req);
-	ssize_t n = loom_pwrite(file_of(fi), buf, size, off);
+	loom_file *f;
+	int rc = lm_file(req, fi, &f);
+	ssize_t n = rc ? rc : loom_pwrite(f, buf, size, off);
 
 	lm_sa_changed(lm_of(req));
 	if (n > 0)
@@ -190,12 +240,23 @@ static void data_reported(struct lmount *m, uint64_t ino, loom_file *f)
 static void lm_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	LM_INTERRUPTIBLE(req);
-	loom_file *f = file_of(fi);
+	loom_file *f;
 	int rc;
 
 	lm_unlock_begin(lm_of(req));
 	lm_locks_on_close(req, ino, fi);
 	lm_unlock_end(lm_of(req));
+	/* A file made behind that nothing used has nothing to report: its close does not wait
+	 * for the MDS (a create's failure there is logged, and its directory's list dropped). */
+	if ((fi->fh & LM_FH_BEHIND) && !loom_behind_used((loom_behind *)(uintptr_t)(fi->fh & ~LM_FH_BEHIND))) {
+		lm_reply_err(req, 0);
+		return;
+	}
+	rc = lm_file(req, fi, &f);
+	if (rc) {
+		lm_reply_err(req, rc);
+		return;
+	}
 	rc = changed_if_writer(lm_of(req), f, loom_flush(f));
 	if (rc == 0)
 		data_reported(lm_of(req), ino, f);
@@ -205,18 +266,38 @@ static void lm_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void lm_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	LM_INTERRUPTIBLE(req);
-	loom_file *f = file_of(fi);
-	bool writer = (loom_file_flags(f) & O_ACCMODE) != O_RDONLY;
+	loom_file *f = NULL;
+	bool writer;
 	int rc;
 
+	/* A create sent behind: its file, if anything used it (else nothing was written, and its
+	 * answer is not waited for: loom_behind_close). */
+	if (fi->fh & LM_FH_BEHIND) {
+		loom_behind *b = (loom_behind *)(uintptr_t)(fi->fh & ~LM_FH_BEHIND);
+
+		if (loom_behind_used(b))
+			(void)loom_behind_file(b, &f);
+	} else {
+		f = (loom_file *)(uintptr_t)fi->fh;
+	}
+	writer = (fi->flags & O_ACCMODE) != O_RDONLY;
 	lm_unlock_begin(lm_of(req));
 	if (fi->flock_release)
 		lm_locks_on_close(req, ino, fi);
 	/* Writes that reach the MDS only now (mmapped pages written back after the last close):
 	 * their version is not known here, so the pages are not trusted past them. */
-	if (writer && loom_file_unreported(f))
+	if (writer && f && loom_file_unreported(f))
 		lm_data_changed(lm_of(req), ino, 0);
-	rc = loom_close(f);
+	if (fi->fh & LM_FH_BEHIND) {
+		loom_behind *b = (loom_behind *)(uintptr_t)(fi->fh & ~LM_FH_BEHIND);
+		uint64_t parent = loom_behind_parent(b);
+
+		rc = loom_behind_close(b);
+		if (rc == -EIO)
+			lm_lease_drop(lm_of(req), parent); /* its list had the name */
+	} else {
+		rc = loom_close(f);
+	}
 	lm_handle_released(lm_of(req), ino);
 	if (writer)
 		lm_sa_changed(lm_of(req));
@@ -227,9 +308,13 @@ static void lm_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void lm_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	LM_INTERRUPTIBLE(req);
-	loom_file *f = file_of(fi);
-	int rc;
+	loom_file *f;
+	int rc = lm_file(req, fi, &f);
 
+	if (rc) {
+		lm_reply_err(req, rc);
+		return;
+	}
 	(void)datasync; /* the size must reach the MDS either way, or the data is not reachable */
 	rc = changed_if_writer(lm_of(req), f, loom_fsync(f));
 	if (rc == 0)
@@ -249,8 +334,11 @@ static void lm_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 			 struct fuse_file_info *fi)
 {
 	LM_INTERRUPTIBLE(req);
-	int rc = loom_fallocate(file_of(fi), mode, off, len);
+	loom_file *f;
+	int rc = lm_file(req, fi, &f);
 
+	if (rc == 0)
+		rc = loom_fallocate(f, mode, off, len);
 	lm_sa_changed(lm_of(req));
 	if (rc == 0 && !(mode & FALLOC_FL_KEEP_SIZE))
 		lm_wrote(lm_of(req), ino, (uint64_t)off + (uint64_t)len);
@@ -262,8 +350,11 @@ static void lm_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, stru
 {
 	LM_INTERRUPTIBLE(req);
 	off_t found;
-	int rc = loom_seek_data(file_of(fi), off, whence, &found);
+	loom_file *f;
+	int rc = lm_file(req, fi, &f);
 
+	if (rc == 0)
+		rc = loom_seek_data(f, off, whence, &found);
 	(void)ino;
 	if (rc)
 		lm_reply_err(req, rc);

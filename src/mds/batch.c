@@ -75,6 +75,7 @@ ENOENT_IS_ENOENT(walk)
 ENOENT_IS_ENOENT(replay)
 ENOENT_IS_ENOENT(sync)
 ENOENT_IS_ENOENT(lease)
+ENOENT_IS_ENOENT(inos)
 ENOENT_OF_INO(name, name.f.parent)
 ENOENT_OF_INO(ino, ino.ino)
 ENOENT_OF_INO(setattr, setattr.ino)
@@ -498,7 +499,7 @@ static void answer_batch(struct mds *m, struct reqq_item *list, struct reply *re
 			r->body = NULL;
 		} else
 			mds_reply_granted(m, req, r->status, r->body, r->len, r->transno, &r->vers,
-					  r->lease_ino, r->lease_gen);
+					  r->lease_ino, r->lease_gen, r->lease_excl);
 		if (r)
 			free(r->body);
 	}

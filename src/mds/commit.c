@@ -184,7 +184,8 @@ int mds_commit_wait_ms(const struct mds *m, int idle_ms)
 }
 
 void mds_reply_granted(struct mds *m, struct srv_req *req, int status, const void *body, uint32_t len,
-		       uint64_t transno, const struct mdt_vers *vers, uint64_t lease_ino, uint64_t lease_gen)
+		       uint64_t transno, const struct mdt_vers *vers, uint64_t lease_ino, uint64_t lease_gen,
+		       bool lease_excl)
 {
 	struct {
 		struct lw_mds_rep_prefix pre;
@@ -206,7 +207,8 @@ void mds_reply_granted(struct mds *m, struct srv_req *req, int status, const voi
 		.transno = transno,
 		.last_committed = atomic_load(&m->commit.last_committed),
 		.nvers = nvers,
-		.flags = m->replay.active ? LW_RPF_RECOVERING : 0,
+		.flags = (m->replay.active ? LW_RPF_RECOVERING : 0) |
+			 (lease_excl && lease_ino && lease_gen ? LW_RPF_LEASE_EXCL : 0),
 		.lease_ino = lease_gen ? lease_ino : 0,
 		.lease_gen = lease_ino ? lease_gen : 0,
 		.lease_trust_ms = m->leases.timeout_s * 500u,
@@ -219,5 +221,5 @@ void mds_reply_granted(struct mds *m, struct srv_req *req, int status, const voi
 void mds_reply(struct mds *m, struct srv_req *req, int status, const void *body, uint32_t len,
 	       uint64_t transno, const struct mdt_vers *vers)
 {
-	mds_reply_granted(m, req, status, body, len, transno, vers, 0, 0);
+	mds_reply_granted(m, req, status, body, len, transno, vers, 0, 0, false);
 }

@@ -31,6 +31,7 @@ struct reply {
 	bool sync;           /* answered only once committed */
 	uint64_t lease_ino;  /* a lease granted with it (lease_gen 0: none) */
 	uint64_t lease_gen;
+	bool lease_excl;     /* ... exclusive (LW_RPF_LEASE_EXCL) */
 	uint64_t lease_wait; /* MDS_LEASE_HELD: the lease it waits on (mds_leases_park) */
 };
 

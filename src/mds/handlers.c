@@ -156,6 +156,10 @@ int mds_op_lookup(struct mds_op *o)
 	const struct lw_mds_req *q = o->q;
 	struct lw_attr attr;
 
+	/* Another's exclusive lease: the metadata thread waits for it (leases.c). */
+	if (!mds_on_metadata_thread() && mds_leases_excl_other(o->m, o->req, q->u.name.f.parent))
+		return MDS_ELSEWHERE;
+
 	return reply_attr(o, mdt_lookup(o->t, &q->cred, q->u.name.f.parent, q->u.name.name.s,
 					q->u.name.name.len, &attr), &attr);
 }
@@ -184,7 +188,8 @@ int mds_op_mkdir(struct mds_op *o)
 
 	/* A new directory is empty: its maker may know its names from the start (leases.c). */
 	if (rc == 0 && (q->u.mkdir.f.flags & LW_MK_LEASE) && !o->replay) {
-		o->r->lease_gen = mds_lease_grant(o->m, o->req, attr.ino, false);
+		o->r->lease_excl = (q->u.mkdir.f.flags & LW_MK_EXCL) != 0;
+		o->r->lease_gen = mds_lease_grant(o->m, o->req, attr.ino, false, &o->r->lease_excl);
 		o->r->lease_ino = o->r->lease_gen ? attr.ino : 0;
 	}
 	return rc;
@@ -267,11 +272,14 @@ int mds_op_readdir(struct mds_op *o)
 
 	/* A lease is granted on the metadata thread only, where every change of entries runs: the
 	 * listing and the grant are then one step no change comes between. */
-	if ((o->q->u.readdir.flags & LW_RD_LEASE) && !mds_on_metadata_thread())
+	if (((o->q->u.readdir.flags & LW_RD_LEASE) ||
+	     mds_leases_excl_other(o->m, o->req, o->q->u.readdir.ino)) && !mds_on_metadata_thread())
 		return MDS_ELSEWHERE;
 	rc = exec_readdir(o->t, o->q, o->r);
 	if (rc == 0 && (o->q->u.readdir.flags & LW_RD_LEASE)) {
-		o->r->lease_gen = mds_lease_grant(o->m, o->req, o->q->u.readdir.ino, false);
+		o->r->lease_excl = (o->q->u.readdir.flags & LW_RD_EXCL) != 0;
+		o->r->lease_gen = mds_lease_grant(o->m, o->req, o->q->u.readdir.ino, false,
+						  &o->r->lease_excl);
 		o->r->lease_ino = o->r->lease_gen ? o->q->u.readdir.ino : 0;
 	}
 	return rc;

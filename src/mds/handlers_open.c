@@ -19,6 +19,51 @@ static int reply_with_layout(struct reply *r, const void *fixed, size_t flen,
 	return mds_reply_with_layout_tail(r, fixed, flen, l, NULL, 0);
 }
 
+/* The client's uuid: a replay's, else its session's (NULL for an anonymous one). */
+static const uint64_t *client_uuid(struct mds_op *o)
+{
+	struct mds_session *s;
+
+	if (o->replay)
+		return o->replay->uuid;
+	s = mds_session_of(o->m, o->req->conn_id);
+	return s && (s->uuid[0] || s->uuid[1]) ? s->uuid : NULL;
+}
+
+/* MDS_INOS: numbers ahead for creates the client answers itself (LW_CR_INO). */
+int mds_op_inos(struct mds_op *o)
+{
+	struct mds_session *s = mds_session_of(o->m, o->req->conn_id);
+	struct lw_inos_rep rep = { .count = o->q->u.inos.count };
+	int rc;
+
+	if (!s || (!s->uuid[0] && !s->uuid[1]))
+		return -EINVAL; /* nobody to keep them for */
+	/* Near a full MDT, creates are answered here, where ENOSPC can be said in time. */
+	if (mds_space_short(o->m))
+		return -ENOSPC;
+	rc = mdt_client_inos_grant(o->t, s->uuid, rep.count, &rep.first);
+	return rc ? rc : mds_reply_copy(o->r, &rep, sizeof(rep));
+}
+
+/* LW_CR_INO: the number the client chose, if it is one it was handed and did not use yet, for the
+ * inode allocator to take (as a replay's). */
+static int create_own_ino(struct mds_op *o, uint64_t ino)
+{
+	const uint64_t *uuid = client_uuid(o);
+	struct lw_attr attr;
+	int rc;
+
+	if (!uuid)
+		return -EINVAL;
+	if (mdt_getattr(o->t, ino, &attr) != -ENOENT)
+		return -EINVAL;
+	rc = mdt_client_ino_take(o->t, uuid, ino);
+	if (rc == 0)
+		o->r->vers.want_ino = ino;
+	return rc;
+}
+
 int mds_op_create(struct mds_op *o)
 {
 	struct mds *m = o->m;
@@ -31,6 +76,11 @@ int mds_op_create(struct mds_op *o)
 	bool created = false;
 	int rc;
 
+	if (q->u.create.f.flags & LW_CR_INO) {
+		rc = create_own_ino(o, q->u.create.ino);
+		if (rc)
+			return rc;
+	}
 	if (q->u.create.f.flags & LW_CR_TMPFILE) {
 		/* Opened below in this transaction (the decoder wants LW_CR_OPEN): from its birth
 		 * a handle of this session holds it, and the session's end releases it. */
@@ -175,7 +225,7 @@ static void open_lease(struct mds_op *o)
 	if (!S_ISREG(rep.attr.mode) || rep.attr.nlink == 0 || o->bs->moved_dir ||
 	    mds_ino_has_writer(o->m, rep.attr.ino))
 		return;
-	o->r->lease_gen = mds_lease_grant(o->m, o->req, rep.attr.ino, true);
+	o->r->lease_gen = mds_lease_grant(o->m, o->req, rep.attr.ino, true, NULL);
 	o->r->lease_ino = o->r->lease_gen ? rep.attr.ino : 0;
 }
 

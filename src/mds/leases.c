@@ -31,22 +31,18 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "mds/dispatch.h"
+#include "mds/leases_impl.h"
 
 /* Bounds on what clients can make the MDS keep. */
 #define LEASE_DIRS_PER_SESSION 4096u
 #define LEASE_INODES_PER_SESSION 65536u
 #define LEASE_HOLDERS_MAX      (1u << 20)
 #define LEASE_HELD_PARKED      65536u
-/* A session that lost its leases for not giving one back gets none for this long: one that
- * ignores recalls on purpose (any reader of a directory may ask) holds others' changes up for a
- * timeout at most once a minute. */
-#define LEASE_PENALTY_NS       (60ull * 1000000000ull)
-
 struct lease_count {
 	uint32_t dirs, inodes;
 };
 
-static struct lease_dir *dir_get(struct mds *m, uint64_t ino, bool make, bool inode)
+struct lease_dir *lease_dir_get(struct mds *m, uint64_t ino, bool make, bool inode)
 {
 	struct lease_dir *d = u64map_get(&m->leases.dirs, ino);
 
@@ -86,7 +82,7 @@ static void dir_maybe_free(struct mds *m, struct lease_dir *d)
 }
 
 /* How many leases sid holds: on directories, or (inode) on files; both with -1. */
-static uint32_t session_leases(struct mds *m, uint64_t sid, int inode)
+uint32_t lease_session_count(struct mds *m, uint64_t sid, int inode)
 {
 	struct lease_count *c = u64map_get(&m->leases.per_session, sid);
 
@@ -134,7 +130,7 @@ static void fence_set(struct mds *m, struct lease_dir *d, uint64_t until)
 /* h is dropped without giving its lease back: d's entries stay fenced for as long as h's client
  * may still trust it, counted from the last reply this MDS sent it (sent after anything the
  * client could have measured its trust from). */
-static void fence(struct mds *m, struct lease_dir *d, const struct lease_holder *h)
+void lease_fence(struct mds *m, struct lease_dir *d, const struct lease_holder *h)
 {
 	uint64_t last = srv_conn_last_sent_ns(h->conn), until = last + trust_ns(m);
 
@@ -150,7 +146,7 @@ static void fence(struct mds *m, struct lease_dir *d, const struct lease_holder 
 }
 
 /* The changes waiting on d go back in line (each checks again when it runs). */
-static void release_held(struct mds *m, struct lease_dir *d)
+void lease_release_held(struct mds *m, struct lease_dir *d)
 {
 	while (d->held) {
 		struct reqq_item *it = d->held;
@@ -163,13 +159,54 @@ static void release_held(struct mds *m, struct lease_dir *d)
 	d->held_tail = &d->held;
 }
 
-static void holder_free(struct mds *m, struct lease_dir *d, struct lease_holder *h)
+/* d's exclusive holder is sid now (0: none). */
+static bool excl_set(struct mds *m, struct lease_dir *d, uint64_t sid)
 {
+	struct mds_leases *ls = &m->leases;
+	bool ok = true;
+
+	if (d->excl_sid == sid)
+		return true;
+	pthread_mutex_lock(&ls->excl_lock);
+	if (!sid) {
+		u64map_del(&ls->excl, d->ino);
+		atomic_fetch_sub(&ls->nexcl, 1);
+	} else if ((ok = u64map_put(&ls->excl, d->ino, (void *)(uintptr_t)sid) >= 0) && !d->excl_sid) {
+		atomic_fetch_add(&ls->nexcl, 1);
+	}
+	pthread_mutex_unlock(&ls->excl_lock);
+	if (ok)
+		d->excl_sid = sid;
+	return ok;
+}
+
+bool mds_leases_excl_other(struct mds *m, const struct srv_req *req, uint64_t dir)
+{
+	struct mds_leases *ls = &m->leases;
+	uint64_t holder = 0, sid;
+
+	if (!atomic_load(&ls->nexcl))
+		return false;
+	if (!dir)
+		return true; /* a walk: which directories it reads is known only as it goes */
+	pthread_mutex_lock(&ls->excl_lock);
+	holder = (uint64_t)(uintptr_t)u64map_get(&ls->excl, dir);
+	pthread_mutex_unlock(&ls->excl_lock);
+	if (!holder)
+		return false;
+	sid = mds_session_sid_known(m, req->conn_id);
+	return holder != sid;
+}
+
+void lease_holder_free(struct mds *m, struct lease_dir *d, struct lease_holder *h)
+{
+	if (d->excl_sid == h->sid)
+		excl_set(m, d, 0);
 	srv_conn_release(h->conn);
 	session_count(m, h->sid, d->inode, -1);
 	m->leases.nholders--;
 	if (d->inode && --m->leases.ninode_holders == 0 && !m->leases.all_inodes.fence_until_ns)
-		release_held(m, &m->leases.all_inodes); /* a directory's rename goes on */
+		lease_release_held(m, &m->leases.all_inodes); /* a directory's rename goes on */
 	free(h);
 }
 
@@ -183,20 +220,23 @@ static bool recall_pending(const struct lease_dir *d)
 }
 
 /* A holder went: if that was the last recalled one, the waiting changes go on. */
-static void after_removal(struct mds *m, struct lease_dir *d)
+void lease_after_removal(struct mds *m, struct lease_dir *d)
 {
 	if (!recall_pending(d))
-		release_held(m, d);
+		lease_release_held(m, d);
 	dir_maybe_free(m, d);
 }
 
-uint64_t mds_lease_grant(struct mds *m, const struct srv_req *req, uint64_t ino, bool inode)
+uint64_t mds_lease_grant(struct mds *m, const struct srv_req *req, uint64_t ino, bool inode, bool *excl)
 {
 	struct mds_leases *ls = &m->leases;
 	uint64_t sid = mds_sid_of(m, req);
 	struct lease_holder *h;
 	struct lease_dir *d;
+	bool want_excl = excl && *excl;
 
+	if (excl)
+		*excl = false;
 	if (!sid || ls->nholders >= LEASE_HOLDERS_MAX)
 		return 0;
 	/* A directory's rename waits for every inode lease to come back: none is given meanwhile. */
@@ -210,17 +250,17 @@ uint64_t mds_lease_grant(struct mds *m, const struct srv_req *req, uint64_t ino,
 	uint64_t until = (uint64_t)(uintptr_t)u64map_get(&ls->penalty, sid);
 	if (until && clock_mono_ns() < until)
 		return 0;
-	d = dir_get(m, ino, true, inode);
+	d = lease_dir_get(m, ino, true, inode);
 	if (!d)
 		return 0;
-	if (d->inode != inode || d->held || recall_pending(d)) {
+	if (d->inode != inode || d->held || recall_pending(d) || (d->excl_sid && d->excl_sid != sid)) {
 		dir_maybe_free(m, d);
 		return 0; /* a change waits for a recall: no new lease until it ran */
 	}
 	for (h = d->holders; h && h->sid != sid; h = h->next)
 		;
 	if (!h) {
-		if (session_leases(m, sid, inode) >=
+		if (lease_session_count(m, sid, inode) >=
 		    (inode ? LEASE_INODES_PER_SESSION : LEASE_DIRS_PER_SESSION)) {
 			dir_maybe_free(m, d);
 			return 0;
@@ -240,6 +280,11 @@ uint64_t mds_lease_grant(struct mds *m, const struct srv_req *req, uint64_t ino,
 		if (inode)
 			ls->ninode_holders++;
 	}
+	/* Exclusive while it is the only holder, and nobody dropped may still trust a list. */
+	if (want_excl && !inode && d->holders == h && !h->next && !d->fence_until_ns)
+		*excl = excl_set(m, d, sid);
+	else if (d->excl_sid && d->holders != h)
+		excl_set(m, d, 0);
 	h->gen = atomic_fetch_add(&ls->gen, 1) + 1;
 	return h->gen;
 }
@@ -274,7 +319,7 @@ static void end_own(struct mds *m, struct lease_dir *d, struct lease_holder **hp
 
 	recall(m, d, h, LW_RC_ENDED, now);
 	*hp = h->next;
-	holder_free(m, d, h);
+	lease_holder_free(m, d, h);
 }
 
 /* What a change of the file by session sid needs of d's holders (ops.def: LW_OPF_ENTRIES for a
@@ -308,7 +353,7 @@ static bool must_wait(struct mds *m, struct lease_dir *d, uint64_t sid, enum own
 		hp = &h->next;
 	}
 	if (!d->holders && !wait) {
-		after_removal(m, d);
+		lease_after_removal(m, d);
 		return false;
 	}
 	return wait;
@@ -330,16 +375,60 @@ static void recall_inode_leases(uint64_t ino, void *val, void *arg)
 			recall(ra->m, d, h, 0, ra->now);
 }
 
+struct excl_scan {
+	uint64_t sid;
+	uint64_t found;
+};
+
+static void excl_scan_one(uint64_t ino, void *val, void *arg)
+{
+	struct excl_scan *s = arg;
+	const struct lease_dir *d = val;
+
+	if (!s->found && d->excl_sid && d->excl_sid != s->sid)
+		s->found = ino;
+}
+
+/*
+ * A read of a directory's entries by another session than its exclusive holder's waits for that
+ * lease: the holder tells its callers of files it made there before the MDS has them (creates
+ * sent behind), and gives the lease back only once the MDS has them all. A lookup and a listing
+ * read one directory; a walk, any on its path (it waits for each in turn).
+ */
+static uint64_t excl_read_blocked(struct mds *m, const struct srv_req *req, const struct lw_mds_req *q)
+{
+	struct excl_scan s = { .sid = mds_session_sid_known(m, req->conn_id) };
+	struct lease_dir *d;
+
+	switch (q->op) {
+	case LW_OP_MDS_LOOKUP: s.found = q->u.name.f.parent; break;
+	case LW_OP_MDS_READDIR: s.found = q->u.readdir.ino; break;
+	case LW_OP_MDS_WALK: u64map_each(&m->leases.dirs, excl_scan_one, &s); break;
+	default: return 0;
+	}
+	d = s.found ? lease_dir_get(m, s.found, false, false) : NULL;
+	if (!d || !d->excl_sid || d->excl_sid == s.sid)
+		return 0;
+	return must_wait(m, d, s.sid, OWN_SKIP, clock_mono_ns()) ? d->ino : 0;
+}
+
 uint64_t mds_leases_block(struct mds *m, struct mdt_txn *t, const struct srv_req *req,
 			  const struct lw_mds_req *q)
 {
 	struct mds_leases *ls = &m->leases;
 	struct lease_targets tg;
-	uint64_t sid, now;
+	uint64_t sid, now, on;
 
 	if (ls->dirs.count == 0 && !ls->all_inodes.fence_until_ns)
 		return 0;
-	mds_lease_targets(t, q, ls->ninodes > 0 || ls->all_inodes.fence_until_ns, &tg);
+	/* Reads answered on the network thread (netpath.c) leave leases alone: those that an
+	 * exclusive lease holds up are sent here by their handlers (mds_leases_excl_other). */
+	if (!mds_on_metadata_thread())
+		return 0;
+	if (atomic_load(&ls->nexcl) && (on = excl_read_blocked(m, req, q)) != 0)
+		return on;
+	mds_lease_targets(t, q, ls->ninodes > 0 || ls->all_inodes.fence_until_ns || atomic_load(&ls->nexcl),
+			  &tg);
 	if (tg.ndirs == 0 && tg.ninos == 0 && !tg.all_inodes)
 		return 0;
 	/* Not mds_sid_of: a request released after its connection's disconnect ran would make a
@@ -347,17 +436,19 @@ uint64_t mds_leases_block(struct mds *m, struct mdt_txn *t, const struct srv_req
 	sid = mds_session_sid_known(m, req->conn_id);
 	now = clock_mono_ns();
 	for (uint32_t i = 0; i < tg.ndirs; i++) {
-		struct lease_dir *d = dir_get(m, tg.dirs[i], false, false);
+		struct lease_dir *d = lease_dir_get(m, tg.dirs[i], false, false);
 
 		if (d && !d->inode && must_wait(m, d, sid, OWN_SKIP, now))
 			return d->ino;
 	}
 	for (uint32_t i = 0; i < tg.ninos; i++) {
-		struct lease_dir *d = dir_get(m, tg.inos[i], false, false);
+		struct lease_dir *d = lease_dir_get(m, tg.inos[i], false, false);
 		enum own_change own = !((tg.may_free >> i) & 1) ? OWN_RECALL :
 				      tg.unleased ? OWN_END : OWN_WAIT;
 
-		if (d && d->inode && must_wait(m, d, sid, own, now))
+		/* An exclusive lease covers its directory's owner and mode too: its holder makes
+		 * files there by them (a chmod, chown or xattr of the directory recalls it). */
+		if (d && (d->inode || d->excl_sid) && must_wait(m, d, sid, d->inode ? own : OWN_RECALL, now))
 			return d->ino;
 	}
 	if (tg.all_inodes && (ls->ninode_holders || ls->all_inodes.fence_until_ns > now)) {
@@ -372,7 +463,7 @@ uint64_t mds_leases_block(struct mds *m, struct mdt_txn *t, const struct srv_req
 void mds_leases_park(struct mds *m, struct srv_req *req, uint64_t on)
 {
 	struct mds_leases *ls = &m->leases;
-	struct lease_dir *d = on == LEASE_ALL_INODES ? &ls->all_inodes : dir_get(m, on, false, false);
+	struct lease_dir *d = on == LEASE_ALL_INODES ? &ls->all_inodes : lease_dir_get(m, on, false, false);
 	uint64_t sid = mds_session_sid_known(m, req->conn_id), now = clock_mono_ns();
 	bool wait;
 
@@ -415,7 +506,7 @@ int mds_op_lease(struct mds_op *o)
 		struct lease_dir *d;
 
 		memcpy(&l, p, sizeof(l));
-		d = dir_get(m, l.ino, false, false);
+		d = lease_dir_get(m, l.ino, false, false);
 		if (!d)
 			continue; /* given back already, or never held: a resend, or a late answer */
 		for (struct lease_holder **hp = &d->holders; *hp; hp = &(*hp)->next) {
@@ -425,217 +516,12 @@ int mds_op_lease(struct mds_op *o)
 			if (h->sid != sid || h->gen > l.gen)
 				continue;
 			*hp = h->next;
-			holder_free(m, d, h);
+			lease_holder_free(m, d, h);
 			break;
 		}
-		after_removal(m, d);
+		lease_after_removal(m, d);
 	}
 	return 0;
-}
-
-/* Drops every lease of holders that match (by session or by connection). */
-/* Numbers gathered in a walk over the directories (the map cannot change during the walk). */
-struct ids {
-	uint64_t *v;
-	uint32_t n, cap;
-};
-
-/* Without memory the walk misses some: what they would have ended waits for the next tick. */
-static void ids_push(struct ids *ids, uint64_t id)
-{
-	if (ids->n == ids->cap) {
-		uint32_t cap = ids->cap ? ids->cap * 2 : 16;
-		uint64_t *p = realloc(ids->v, cap * sizeof(*p));
-
-		if (!p)
-			return;
-		ids->v = p;
-		ids->cap = cap;
-	}
-	ids->v[ids->n++] = id;
-}
-
-struct drop_scan {
-	uint64_t sid, conn_id;
-	struct ids inos;
-};
-
-static void drop_scan_one(uint64_t ino, void *val, void *arg)
-{
-	struct drop_scan *s = arg;
-	struct lease_dir *d = val;
-
-	for (struct lease_holder *h = d->holders; h; h = h->next) {
-		if ((s->sid && h->sid != s->sid) || (s->conn_id && h->conn_id != s->conn_id))
-			continue;
-		ids_push(&s->inos, ino);
-		return;
-	}
-}
-
-static void drop_matching(struct mds *m, uint64_t sid, uint64_t conn_id)
-{
-	struct drop_scan s = { .sid = sid, .conn_id = conn_id };
-
-	if (m->leases.dirs.count == 0)
-		return;
-	u64map_each(&m->leases.dirs, drop_scan_one, &s);
-	for (uint32_t i = 0; i < s.inos.n; i++) {
-		struct lease_dir *d = dir_get(m, s.inos.v[i], false, false);
-
-		if (!d)
-			continue;
-		for (struct lease_holder **hp = &d->holders; *hp;) {
-			struct lease_holder *h = *hp;
-
-			if ((sid && h->sid != sid) || (conn_id && h->conn_id != conn_id)) {
-				hp = &h->next;
-				continue;
-			}
-			*hp = h->next;
-			fence(m, d, h);
-			holder_free(m, d, h);
-		}
-		after_removal(m, d);
-	}
-	free(s.inos.v);
-}
-
-void mds_leases_drop_conn(struct mds *m, uint64_t conn_id)
-{
-	if (conn_id)
-		drop_matching(m, 0, conn_id);
-}
-
-void mds_leases_drop_session(struct mds *m, uint64_t sid)
-{
-	if (!sid)
-		return;
-	drop_matching(m, sid, 0);
-	pthread_mutex_lock(&m->leases.lost_lock);
-	if (u64map_del(&m->leases.lost, sid))
-		atomic_fetch_sub(&m->leases.nlost, 1);
-	pthread_mutex_unlock(&m->leases.lost_lock);
-}
-
-/* Sessions whose recalled leases are overdue. */
-struct late_scan {
-	uint64_t deadline;
-	bool all_inodes;  /* a directory's rename waits on every inode lease */
-	struct ids sids;
-};
-
-static void late_scan_one(uint64_t ino, void *val, void *arg)
-{
-	struct late_scan *s = arg;
-	struct lease_dir *d = val;
-
-	(void)ino;
-	if (!d->held && !(d->inode && s->all_inodes))
-		return;
-	for (struct lease_holder *h = d->holders; h; h = h->next) {
-		if (!h->recalled_ns || h->recalled_ns > s->deadline)
-			continue;
-		/* Evicted at the next tick: a give-back already queued behind a long batch (the
-		 * metadata thread runs what is queued between two ticks) is run first. */
-		if (h->overdue)
-			ids_push(&s->sids, h->sid);
-		h->overdue = true;
-	}
-}
-
-struct fence_scan {
-	uint64_t now;
-	struct ids inos;
-};
-
-static void fence_scan_one(uint64_t ino, void *val, void *arg)
-{
-	struct fence_scan *s = arg;
-	struct lease_dir *d = val;
-
-	if (d->fence_until_ns && d->fence_until_ns <= s->now)
-		ids_push(&s->inos, ino);
-}
-
-/* Fences that passed: the changes waiting on them go on. */
-static void fences_expire(struct mds *m, uint64_t now_ns)
-{
-	struct fence_scan s = { .now = now_ns };
-	struct lease_dir *all = &m->leases.all_inodes;
-
-	if (!m->leases.nfenced)
-		return;
-	if (all->fence_until_ns && all->fence_until_ns <= now_ns) {
-		all->fence_until_ns = 0;
-		m->leases.nfenced--;
-		if (!m->leases.ninode_holders)
-			release_held(m, all);
-	}
-	u64map_each(&m->leases.dirs, fence_scan_one, &s);
-	for (uint32_t i = 0; i < s.inos.n; i++) {
-		struct lease_dir *d = dir_get(m, s.inos.v[i], false, false);
-
-		if (!d)
-			continue;
-		d->fence_until_ns = 0;
-		m->leases.nfenced--;
-		after_removal(m, d);
-	}
-	free(s.inos.v);
-}
-
-static void penalty_scan_one(uint64_t sid, void *val, void *arg)
-{
-	struct fence_scan *s = arg;
-
-	if ((uint64_t)(uintptr_t)val <= s->now)
-		ids_push(&s->inos, sid);
-}
-
-/* Penalties that ran out are forgotten. */
-static void penalties_expire(struct mds *m, uint64_t now_ns)
-{
-	struct fence_scan s = { .now = now_ns };
-
-	if (!m->leases.penalty.count)
-		return;
-	u64map_each(&m->leases.penalty, penalty_scan_one, &s);
-	for (uint32_t i = 0; i < s.inos.n; i++)
-		u64map_del(&m->leases.penalty, s.inos.v[i]);
-	free(s.inos.v);
-}
-
-void mds_leases_expire(struct mds *m, uint64_t now_ns)
-{
-	uint64_t limit = (uint64_t)m->leases.timeout_s * 1000000000ull;
-	struct late_scan s = { 0 };
-
-	fences_expire(m, now_ns);
-	penalties_expire(m, now_ns);
-	if (m->leases.dirs.count == 0 || now_ns < limit)
-		return;
-	s.deadline = now_ns - limit;
-	s.all_inodes = m->leases.all_inodes.held != NULL;
-	u64map_each(&m->leases.dirs, late_scan_one, &s);
-	for (uint32_t i = 0; i < s.sids.n; i++) {
-		uint64_t sid = s.sids.v[i], floor;
-
-		if (session_leases(m, sid, -1) == 0)
-			continue; /* dropped already (listed twice) */
-		floor = atomic_load(&m->leases.gen);
-		log_warn("session %llu did not give back a recalled lease within %u s: every lease it "
-			 "holds is taken back", (unsigned long long)sid, m->leases.timeout_s);
-		m->leases.evictions++;
-		drop_matching(m, sid, 0);
-		u64map_put(&m->leases.penalty, sid, (void *)(uintptr_t)(now_ns + LEASE_PENALTY_NS));
-		pthread_mutex_lock(&m->leases.lost_lock);
-		if (!u64map_get(&m->leases.lost, sid) &&
-		    u64map_put(&m->leases.lost, sid, (void *)(uintptr_t)floor) == 0)
-			atomic_fetch_add(&m->leases.nlost, 1);
-		pthread_mutex_unlock(&m->leases.lost_lock);
-	}
-	free(s.sids.v);
 }
 
 void mds_leases_reply_flags(struct mds *m, const struct srv_req *req, int status,
@@ -675,6 +561,9 @@ void mds_leases_init(struct mds *m)
 	u64map_init(&ls->lost);
 	u64map_init(&ls->penalty);
 	pthread_mutex_init(&ls->lost_lock, NULL);
+	pthread_mutex_init(&ls->excl_lock, NULL);
+	u64map_init(&ls->excl);
+	atomic_init(&ls->nexcl, 0);
 	struct timespec now = clock_real();
 
 	atomic_init(&ls->gen, (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec);
@@ -729,4 +618,6 @@ void mds_leases_stop(struct mds *m)
 	u64map_destroy(&ls->lost);
 	u64map_destroy(&ls->penalty);
 	pthread_mutex_destroy(&ls->lost_lock);
+	u64map_destroy(&ls->excl);
+	pthread_mutex_destroy(&ls->excl_lock);
 }

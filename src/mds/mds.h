@@ -144,6 +144,9 @@ struct lease_dir {
 	/* A holder was dropped without giving its lease back (its connection closed, its session
 	 * ended, it was evicted): it may still trust its list until this (see trust_ns). */
 	uint64_t fence_until_ns;
+	/* The one holder's session when its lease is exclusive (protocol 8; 0: shared): others'
+	 * reads of the entries wait for it too, since it makes files there before telling the MDS. */
+	uint64_t excl_sid;
 };
 
 struct mds {
@@ -243,6 +246,11 @@ struct mds {
 		pthread_mutex_t lost_lock;
 		struct u64map lost;
 		_Atomic uint32_t nlost;
+		/* Directories leased exclusively: ino -> the holder's sid, for the network thread,
+		 * which sends others' lookups and listings of them to the metadata thread. */
+		pthread_mutex_t excl_lock;
+		struct u64map excl;
+		_Atomic uint32_t nexcl;
 	} leases;
 	/* Replays after a start (replay.c). */
 	struct mds_replay {
@@ -266,9 +274,11 @@ struct mds {
  * (may be NULL) and last_committed; other rows as srv_reply. */
 void mds_reply(struct mds *m, struct srv_req *req, int status, const void *body, uint32_t len,
 	       uint64_t transno, const struct mdt_vers *vers);
-/* mds_reply with a lease granted (lease_gen 0: none; dropped when status is an error). */
+/* mds_reply with a lease granted (lease_gen 0: none; dropped when status is an error), exclusive
+ * or not. */
 void mds_reply_granted(struct mds *m, struct srv_req *req, int status, const void *body, uint32_t len,
-		       uint64_t transno, const struct mdt_vers *vers, uint64_t lease_ino, uint64_t lease_gen);
+		       uint64_t transno, const struct mdt_vers *vers, uint64_t lease_ino, uint64_t lease_gen,
+		       bool lease_excl);
 
 /* replay.c */
 int mds_replay_begin(struct mds *m);
@@ -292,8 +302,12 @@ void mds_leases_init(struct mds *m);
 /* At exit: drops the changes waiting, and frees. */
 void mds_leases_stop(struct mds *m);
 /* A lease on directory ino for req's session (READDIR with LW_RD_LEASE, on the metadata
- * thread): the grant's number, or 0 when none is granted. */
-uint64_t mds_lease_grant(struct mds *m, const struct srv_req *req, uint64_t ino, bool inode);
+ * thread): the grant's number, or 0 when none is granted. *excl: asked exclusive (a directory's
+ * only); stays true if it is (nobody else holds one). */
+uint64_t mds_lease_grant(struct mds *m, const struct srv_req *req, uint64_t ino, bool inode, bool *excl);
+/* Whether another session than req's holds an exclusive lease on directory dir (for the network
+ * thread: a lookup or listing there goes to the metadata thread), or on any with dir 0. */
+bool mds_leases_excl_other(struct mds *m, const struct srv_req *req, uint64_t dir);
 /* What req, decoded in q, must wait for (its recalls are sent): the lease it waits on (an inode
  * number, or LEASE_ALL_INODES), or 0 when nothing holds it up. t is the transaction it would run
  * in (names are looked up there). mds_leases_park then keeps it (from answer_batch), or queues

@@ -204,6 +204,9 @@ static bool net_walk(struct mds *m, struct srv_req *req)
 	struct lw_mds_req q;
 	int rc;
 
+	/* A walk through a directory leased exclusively waits for it there (leases.c). */
+	if (mds_leases_excl_other(m, req, 0))
+		return false;
 	rc = mds_decode_req(m, req, &q);
 	if (rc == 0)
 		rc = mds_walk(m, req, &q, NULL, &r);

@@ -281,6 +281,23 @@ static int first_run_made(uint16_t opcode, const uint8_t *reply, uint32_t len, s
 	return 0;
 }
 
+/* A create with a number the client was handed ahead (LW_CR_INO): its first run made that one,
+ * and the create takes it again as a fresh run would, from the client's range (not from the
+ * window a crash can have lost numbers in, which it is below). */
+static int own_ino_checked(const struct lw_mds_req *replay, struct mds_replayed *rd)
+{
+	struct lw_mds_req inner;
+	int rc = lw_mds_req_decode(LW_OP_MDS_CREATE, replay->u.replay.body, replay->u.replay.f.body_len,
+				   &inner);
+
+	if (rc || !(inner.u.create.f.flags & LW_CR_INO))
+		return rc;
+	if (rd->want_ino != inner.u.create.ino)
+		return -EINVAL;
+	rd->want_ino = 0;
+	return 0;
+}
+
 /* Runs rd's request in t. A transaction too full for it is committed and the request runs
  * again in a new one. */
 static int run_replay(struct mds *m, struct mdt_txn **t, struct srv_req *inner, const struct mds_replayed *rd,
@@ -330,6 +347,8 @@ static void apply(struct mds *m, struct mdt_txn **t, struct mds_replay_wait *w, 
 		opcode = q.u.replay.f.opcode;
 		rc = first_run_made(opcode, q.u.replay.reply, q.u.replay.f.reply_len, &rd, &layout);
 	}
+	if (rc == 0 && opcode == LW_OP_MDS_CREATE)
+		rc = own_ino_checked(&q, &rd);
 	if (rc == 0) {
 		rd.nvers = q.u.replay.f.nvers;
 		memcpy(vers, q.u.replay.vers, rd.nvers * sizeof(vers[0]));

@@ -596,8 +596,11 @@ void mds_handle_forget(struct mds *m, uint64_t handle)
 /* Ends a session: its handles close (releasing unlinked inodes), its locks go. */
 static int session_end(struct mds *m, struct mdt_txn *t, struct mds_session *s, bool *released)
 {
-	int rc = 0;
+	/* The inode numbers it was handed ahead: nobody creates with them any more. */
+	int rc = s->uuid[0] || s->uuid[1] ? mdt_client_inos_del(t, s->uuid) : 0;
 
+	if (rc)
+		return rc;
 	/* Its client holds nothing now: a start need not wait for it (unless a start is waiting
 	 * for it right now: it may hold locks it has not replayed yet). */
 	if (s->recorded && !mds_locks_awaiting(m, s->uuid)) {

@@ -1,6 +1,9 @@
 /*
- * Clients that may hold locks (store.h): table `clients`, key the client's uuid (16 bytes), an
- * empty value. Small: one entry per client that has locked since it connected.
+ * Clients that may hold locks or kept changes (store.h): table `clients`, key the client's uuid
+ * (16 bytes), an empty value. Small: one entry per client that changed something since it
+ * connected. Beside them, under the uuid and one byte 'I' (17 bytes, which the list skips), the
+ * inode numbers handed a client ahead (struct client_inos): they stay while the client is away,
+ * whether or not a start waits for it, until its session ends.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -9,10 +12,75 @@
 #include "mdt/internal.h"
 
 #define CLIENT_KEY_LEN 16
+#define INOS_KEY_LEN   (CLIENT_KEY_LEN + 1)
+
+static void inos_key(const uint64_t uuid[2], uint8_t key[INOS_KEY_LEN])
+{
+	memcpy(key, uuid, CLIENT_KEY_LEN);
+	key[CLIENT_KEY_LEN] = 'I';
+}
+
+struct client_inos {
+	uint64_t first;         /* the range handed out: first .. first + count - 1 */
+	uint32_t count;
+	uint32_t pad;
+	uint8_t used[MDT_CLIENT_INOS_MAX / 8]; /* bit k: first + k was taken */
+};
 
 int mdt_client_put(struct mdt_txn *t, const uint64_t uuid[2])
 {
 	return mdt_put(t, MDT_DB_CLIENTS, uuid, CLIENT_KEY_LEN, "", 0);
+}
+
+int mdt_client_inos_grant(struct mdt_txn *t, const uint64_t uuid[2], uint32_t count, uint64_t *first)
+{
+	struct client_inos ci = { .count = count };
+	uint8_t key[INOS_KEY_LEN];
+	int rc;
+
+	if (count == 0 || count > MDT_CLIENT_INOS_MAX)
+		return -EINVAL;
+	inos_key(uuid, key);
+	rc = mdt_ino_alloc_range(t, count, &ci.first);
+	if (rc == 0)
+		rc = mdt_put(t, MDT_DB_CLIENTS, key, sizeof(key), &ci, sizeof(ci));
+	if (rc == 0)
+		*first = ci.first;
+	return rc;
+}
+
+int mdt_client_ino_take(struct mdt_txn *t, const uint64_t uuid[2], uint64_t ino)
+{
+	struct client_inos ci;
+	uint8_t key[INOS_KEY_LEN];
+	uint64_t k;
+	MDB_val v;
+	int rc;
+
+	inos_key(uuid, key);
+	rc = mdt_get(t, MDT_DB_CLIENTS, key, sizeof(key), &v);
+	if (rc == -ENOENT)
+		return -EINVAL; /* never handed any, or gone (evicted, said goodbye) */
+	if (rc)
+		return rc;
+	if (v.mv_size != sizeof(ci))
+		return -EINVAL;
+	memcpy(&ci, v.mv_data, sizeof(ci));
+	k = ino - ci.first;
+	if (ino < ci.first || k >= ci.count || k >= MDT_CLIENT_INOS_MAX || (ci.used[k / 8] & (1u << (k % 8))))
+		return -EINVAL;
+	ci.used[k / 8] |= (uint8_t)(1u << (k % 8));
+	return mdt_put(t, MDT_DB_CLIENTS, key, sizeof(key), &ci, sizeof(ci));
+}
+
+int mdt_client_inos_del(struct mdt_txn *t, const uint64_t uuid[2])
+{
+	uint8_t key[INOS_KEY_LEN];
+	int rc;
+
+	inos_key(uuid, key);
+	rc = mdt_del(t, MDT_DB_CLIENTS, key, sizeof(key));
+	return rc == -ENOENT ? 0 : rc;
 }
 
 int mdt_client_del(struct mdt_txn *t, const uint64_t uuid[2])

@@ -344,6 +344,20 @@ int mdt_ino_alloc(struct mdt_txn *t, uint64_t *ino)
 	return meta_put(t, META_NEXT_INO, &next, sizeof(next));
 }
 
+int mdt_ino_alloc_range(struct mdt_txn *t, uint32_t count, uint64_t *first)
+{
+	uint64_t next;
+	int rc = meta_get(t, META_NEXT_INO, &next, sizeof(next));
+
+	if (rc)
+		return rc;
+	if (count == 0 || next > UINT64_MAX - count)
+		return -ENOSPC;
+	*first = next;
+	next += count;
+	return meta_put(t, META_NEXT_INO, &next, sizeof(next));
+}
+
 void mdt_inode_touch(struct mdt_inode *in, uint32_t which, struct timespec now)
 {
 	if (which & MDT_T_ATIME) {

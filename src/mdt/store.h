@@ -377,8 +377,24 @@ int mdt_reply_sweep(struct mdt_txn *t, int64_t older_than_s, size_t max, size_t 
  * whom to wait for before it grants anything new: the clients listed here. A client is written
  * in the transaction of its session's first MDS_LOCK (committed before any lock is answered),
  * and removed when its session ends, or goes away holding no lock. Keys are client uuids.
+ *
+ * Beside the list, the inode numbers handed to a client ahead (MDS_INOS, protocol 8), for the
+ * creates it answers itself and sends behind (LW_CR_INO): the range and which of it were used,
+ * so that a number is taken once, by that client only, also by a resend or a replay after a
+ * restart (a number is never reused: FUSE node ids are inode numbers). They stay until the
+ * client's session ends (mdt_client_inos_del), whether it is listed or not.
  */
+#define MDT_CLIENT_INOS_MAX 1024u
 int mdt_client_put(struct mdt_txn *t, const uint64_t uuid[2]);
+/* Hands the client count (<= MDT_CLIENT_INOS_MAX) new inode numbers from *first on, replacing the
+ * range it had. */
+int mdt_client_inos_grant(struct mdt_txn *t, const uint64_t uuid[2], uint32_t count, uint64_t *first);
+/* Takes ino from the client's range: -EINVAL if it is not in it, or was taken already. */
+int mdt_client_ino_take(struct mdt_txn *t, const uint64_t uuid[2], uint64_t ino);
+/* Forgets the client's range (a missing one is fine). */
+int mdt_client_inos_del(struct mdt_txn *t, const uint64_t uuid[2]);
+/* count numbers from the inode counter, which moves past them. */
+int mdt_ino_alloc_range(struct mdt_txn *t, uint32_t count, uint64_t *first);
 /* A missing one is fine. */
 int mdt_client_del(struct mdt_txn *t, const uint64_t uuid[2]);
 /* Every listed client: *uuids (malloc'd, caller frees; NULL when none) and *n. */

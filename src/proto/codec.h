@@ -148,6 +148,7 @@ struct lw_mds_req {
 		struct lw_connect_req connect;
 		struct lw_ino_req ino; /* GETATTR, READLINK, GETLAYOUT, DOM_READ */
 		struct lw_sync_req sync;
+		struct lw_inos_req inos;
 		struct {
 			struct lw_lease_req f;
 			const uint8_t *leases; /* f.count lw_lease (unaligned) */
@@ -160,6 +161,7 @@ struct lw_mds_req {
 		struct {
 			struct lw_create_req f;
 			struct lw_name name;
+			uint64_t ino;        /* LW_CR_INO's, else 0 */
 			bool has_layout;
 			struct lw_layout layout;
 		} create;

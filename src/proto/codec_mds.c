@@ -104,6 +104,13 @@ static void lw_dec_sync(struct lw_rd *r, struct lw_mds_req *out)
 		r->err = -EINVAL;
 }
 
+static void lw_dec_inos(struct lw_rd *r, struct lw_mds_req *out)
+{
+	lw_rd_fixed(r, &out->u.inos, sizeof(out->u.inos));
+	if (!r->err && (out->u.inos.count == 0 || out->u.inos.count > LW_INOS_MAX || out->u.inos.pad))
+		r->err = -EINVAL;
+}
+
 static void lw_dec_lease(struct lw_rd *r, struct lw_mds_req *out)
 {
 	const struct lw_lease_req *f = &out->u.lease.f;
@@ -247,8 +254,15 @@ static void lw_dec_create(struct lw_rd *r, struct lw_mds_req *out)
 		r->err = -EINVAL; /* nameless: only a handle can ever reach it */
 	else
 		out->u.create.name = (struct lw_name){ .s = "", .len = 0 };
-	if (!r->err && (f->flags & ~(LW_CR_EXCL | LW_CR_OPEN | LW_CR_LAYOUT | LW_CR_TMPFILE)))
+	if (!r->err && (f->flags & ~(LW_CR_EXCL | LW_CR_OPEN | LW_CR_LAYOUT | LW_CR_TMPFILE | LW_CR_INO)))
 		r->err = -EINVAL;
+	out->u.create.ino = 0;
+	if (f->flags & LW_CR_INO) {
+		lw_rd_fixed(r, &out->u.create.ino, sizeof(out->u.create.ino));
+		if (!r->err && ((f->flags & LW_CR_TMPFILE) || !(f->flags & LW_CR_EXCL) ||
+				out->u.create.ino <= LOOM_ROOT_INO))
+			r->err = -EINVAL;
+	}
 	if (f->flags & LW_CR_LAYOUT) {
 		out->u.create.has_layout = true;
 		lw_rd_layout_req(r, &out->u.create.layout);
@@ -259,7 +273,8 @@ static void lw_dec_mkdir(struct lw_rd *r, struct lw_mds_req *out)
 {
 	lw_rd_fixed(r, &out->u.mkdir.f, sizeof(out->u.mkdir.f));
 	rd_name(r, out->u.mkdir.f.namelen, &out->u.mkdir.name);
-	if (!r->err && (out->u.mkdir.f.flags & ~LW_MK_LEASE))
+	if (!r->err && ((out->u.mkdir.f.flags & ~(LW_MK_LEASE | LW_MK_EXCL)) ||
+			((out->u.mkdir.f.flags & LW_MK_EXCL) && !(out->u.mkdir.f.flags & LW_MK_LEASE))))
 		r->err = -EINVAL;
 }
 
@@ -301,7 +316,8 @@ static void lw_dec_symlink(struct lw_rd *r, struct lw_mds_req *out)
 static void lw_dec_readdir(struct lw_rd *r, struct lw_mds_req *out)
 {
 	lw_rd_fixed(r, &out->u.readdir, sizeof(out->u.readdir));
-	if (!r->err && (out->u.readdir.flags & ~(LW_RD_PLUS | LW_RD_LEASE)))
+	if (!r->err && ((out->u.readdir.flags & ~(LW_RD_PLUS | LW_RD_LEASE | LW_RD_EXCL)) ||
+			((out->u.readdir.flags & LW_RD_EXCL) && !(out->u.readdir.flags & LW_RD_LEASE))))
 		r->err = -EINVAL;
 }
 

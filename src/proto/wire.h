@@ -27,9 +27,10 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "Loom's wire image assumes a little-endian host");
 
 #define LW_MAGIC         0x4D4F4F4Cu /* "LOOM" in memory order */
-#define LW_VERSION       7u          /* the version this build speaks */
-#define LW_VERSION_MIN   7u          /* the oldest it still accepts (7: inode leases, which a
-                                      * server or client of 6 would not recall or give back) */
+#define LW_VERSION       8u          /* the version this build speaks */
+#define LW_VERSION_MIN   8u          /* the oldest it still accepts (8: creates sent behind with
+                                      * inode numbers handed out ahead, which a server of 7 would
+                                      * refuse; 7: inode leases) */
 #define LW_MAX_BODY      ((1u << 20) + (64u << 10)) /* largest body accepted: OST table,
                                      * readdir pages, a 1 MiB Data-on-MDT part with its layout */
 #define LW_MAX_BULK      (16u << 20) /* largest bulk accepted in one frame */
@@ -112,6 +113,10 @@ _Static_assert(sizeof(struct lw_mds_rep_prefix) == 48, "lw_mds_rep_prefix");
 #define LW_RPF_RECOVERING  0x1u /* the MDS is replaying clients' changes after a restart */
 #define LW_RPF_LEASES_LOST 0x2u /* this client's leases were taken back (it did not give them
 				 * back in time, or its session is new): it holds none now */
+#define LW_RPF_LEASE_EXCL  0x4u /* protocol 8: the lease granted is exclusive: nobody else holds
+				 * one on the directory, and until it comes back others' lookups
+				 * and listings of it wait for it too (the holder may make files
+				 * there and tell the MDS behind: MDS_CREATE's LW_CR_INO) */
 
 /* An inode the change altered, and its version before (the transno of the change before it; 0:
  * the inode did not exist). A replay runs only on inodes still at these versions (VBR). */
@@ -408,6 +413,11 @@ _Static_assert(sizeof(struct lw_setattr) == 72, "lw_setattr");
                             * unlinked from birth; needs LW_CR_OPEN and namelen 0. It lives
                             * while handles hold it: the last close (or the end of the session
                             * holding it) releases it with its objects */
+#define LW_CR_INO     0x10u /* protocol 8: the file takes the inode number (a uint64_t after the
+                             * name, before any layout) that MDS_INOS handed this client ahead:
+                             * the client answered the create itself and sent it behind. -EINVAL
+                             * for a number not handed to this client, or taken already; not with
+                             * LW_CR_TMPFILE */
 struct lw_create_req {
 	uint64_t parent;
 	uint32_t mode;
@@ -428,6 +438,23 @@ struct lw_create_rep {
 };
 _Static_assert(sizeof(struct lw_create_rep) == 136, "lw_create_rep");
 
+/* MDS_INOS (protocol 8): hands the client `count` (1 to LW_INOS_MAX) inode numbers ahead, for
+ * creates it answers itself (LW_CR_INO), replacing the range it had; committed before the answer,
+ * and kept on the MDT with the client (a resend or a replay after a restart takes them too).
+ * Reply: lw_inos_rep. */
+#define LW_INOS_MAX 1024u
+struct lw_inos_req {
+	uint32_t count;
+	uint32_t pad;       /* 0 */
+};
+_Static_assert(sizeof(struct lw_inos_req) == 8, "lw_inos_req");
+struct lw_inos_rep {
+	uint64_t first;     /* first .. first + count - 1 */
+	uint32_t count;
+	uint32_t pad;
+};
+_Static_assert(sizeof(struct lw_inos_rep) == 16, "lw_inos_rep");
+
 /* MDS_MKDIR: request lw_mkdir_req + name. Reply lw_attr. */
 struct lw_mkdir_req {
 	uint64_t parent;
@@ -436,6 +463,7 @@ struct lw_mkdir_req {
 	uint16_t flags;     /* LW_MK_* (protocol 6; before, a pad of 0) */
 };
 #define LW_MK_LEASE 0x1u /* grant a lease on the new directory (empty: its names are known) */
+#define LW_MK_EXCL  0x2u /* with LW_MK_LEASE: exclusive (protocol 8), as LW_RD_EXCL */
 _Static_assert(sizeof(struct lw_mkdir_req) == 16, "lw_mkdir_req");
 
 /* MDS_RENAME: request lw_rename_req + old name + new name. Reply empty. */
@@ -482,6 +510,8 @@ _Static_assert(sizeof(struct lw_blob_rep) == 8, "lw_blob_rep");
  * there before; one removed is not returned later; the others are returned exactly once. */
 #define LW_RD_PLUS 0x1u
 #define LW_RD_LEASE 0x2u /* grant a lease on the directory (lw_mds_rep_prefix) if it can (protocol 5) */
+#define LW_RD_EXCL  0x4u /* with LW_RD_LEASE: exclusive if nobody else holds one (protocol 8;
+                          * LW_RPF_LEASE_EXCL says it is) */
 struct lw_readdir_req {
 	uint64_t ino;
 	uint64_t cookie;

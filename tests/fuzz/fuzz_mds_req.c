@@ -86,6 +86,7 @@ static size_t fixed_size(uint16_t op)
 	case LW_OP_MDS_WALK: return sizeof(struct lw_walk_req);
 	case LW_OP_MDS_OST_HEARTBEAT: return sizeof(struct lw_ost_heartbeat_req);
 	case LW_OP_MDS_SYNC: return sizeof(struct lw_sync_req);
+	case LW_OP_MDS_INOS: return sizeof(struct lw_inos_req);
 	case LW_OP_MDS_REPLAY: return sizeof(struct lw_replay_req);
 	case LW_OP_MDS_LEASE: return sizeof(struct lw_lease_req);
 	default: return 0;
@@ -163,14 +164,21 @@ static void check_contents(const struct lw_mds_req *q, const struct body *b)
 				   (q->u.create.f.flags & LW_CR_OPEN));
 		else
 			check_name(b, &q->u.create.name, q->u.create.f.namelen);
-		FUZZ_CHECK(!(q->u.create.f.flags & ~(LW_CR_EXCL | LW_CR_OPEN | LW_CR_LAYOUT | LW_CR_TMPFILE)));
+		FUZZ_CHECK(!(q->u.create.f.flags & ~(LW_CR_EXCL | LW_CR_OPEN | LW_CR_LAYOUT | LW_CR_TMPFILE |
+						     LW_CR_INO)));
+		/* A number handed ahead: with O_EXCL, a name, and never the root's. */
+		FUZZ_CHECK(!(q->u.create.f.flags & LW_CR_INO) ||
+			   ((q->u.create.f.flags & LW_CR_EXCL) && !(q->u.create.f.flags & LW_CR_TMPFILE) &&
+			    q->u.create.ino > LOOM_ROOT_INO));
+		FUZZ_CHECK((q->u.create.f.flags & LW_CR_INO) || q->u.create.ino == 0);
 		FUZZ_CHECK(q->u.create.has_layout == !!(q->u.create.f.flags & LW_CR_LAYOUT));
 		if (q->u.create.has_layout)
 			check_layout_req(&q->u.create.layout);
 		break;
 	case LW_OP_MDS_MKDIR:
 		check_name(b, &q->u.mkdir.name, q->u.mkdir.f.namelen);
-		FUZZ_CHECK(!(q->u.mkdir.f.flags & ~LW_MK_LEASE));
+		FUZZ_CHECK(!(q->u.mkdir.f.flags & ~(LW_MK_LEASE | LW_MK_EXCL)));
+		FUZZ_CHECK(!(q->u.mkdir.f.flags & LW_MK_EXCL) || (q->u.mkdir.f.flags & LW_MK_LEASE));
 		break;
 	case LW_OP_MDS_RENAME:
 		check_name(b, &q->u.rename.src, q->u.rename.f.src_namelen);
@@ -191,7 +199,8 @@ static void check_contents(const struct lw_mds_req *q, const struct body *b)
 		break;
 	}
 	case LW_OP_MDS_READDIR:
-		FUZZ_CHECK(!(q->u.readdir.flags & ~(LW_RD_PLUS | LW_RD_LEASE)));
+		FUZZ_CHECK(!(q->u.readdir.flags & ~(LW_RD_PLUS | LW_RD_LEASE | LW_RD_EXCL)));
+		FUZZ_CHECK(!(q->u.readdir.flags & LW_RD_EXCL) || (q->u.readdir.flags & LW_RD_LEASE));
 		break;
 	case LW_OP_MDS_LISTXATTR:
 		FUZZ_CHECK(q->u.xattr.f.namelen == 0 && q->u.xattr.name.len == 0);
@@ -310,6 +319,9 @@ static void check_contents(const struct lw_mds_req *q, const struct body *b)
 	case LW_OP_MDS_SYNC:
 		FUZZ_CHECK((q->u.sync.flags & ~LW_SYNC_BYE) == 0 && q->u.sync.pad == 0);
 		break;
+	case LW_OP_MDS_INOS:
+		FUZZ_CHECK(q->u.inos.count >= 1 && q->u.inos.count <= LW_INOS_MAX && q->u.inos.pad == 0);
+		break;
 	case LW_OP_MDS_LEASE:
 		FUZZ_CHECK(q->u.lease.f.flags == 0 && q->u.lease.f.count >= 1 &&
 			   q->u.lease.f.count <= LW_LEASES_MAX &&
@@ -367,6 +379,8 @@ static void encode(const struct lw_mds_req *q, struct lw_wr *w)
 	case LW_OP_MDS_CREATE:
 		lw_wr_put(w, &q->u.create.f, sizeof(q->u.create.f));
 		put_name(w, &q->u.create.name);
+		if (q->u.create.f.flags & LW_CR_INO)
+			lw_wr_put(w, &q->u.create.ino, sizeof(q->u.create.ino));
 		if (q->u.create.has_layout)
 			put_layout(w, &q->u.create.layout);
 		break;
@@ -438,6 +452,7 @@ static void encode(const struct lw_mds_req *q, struct lw_wr *w)
 			  (size_t)q->u.heartbeat.f.count * sizeof(struct lw_ost_heartbeat_ent));
 		break;
 	case LW_OP_MDS_SYNC: lw_wr_put(w, &q->u.sync, sizeof(q->u.sync)); break;
+	case LW_OP_MDS_INOS: lw_wr_put(w, &q->u.inos, sizeof(q->u.inos)); break;
 	case LW_OP_MDS_LEASE:
 		lw_wr_put(w, &q->u.lease.f, sizeof(q->u.lease.f));
 		lw_wr_put(w, q->u.lease.leases, (size_t)q->u.lease.f.count * sizeof(struct lw_lease));

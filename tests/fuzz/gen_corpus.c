@@ -149,10 +149,23 @@ static void gen_mds(void)
 	lw_wr_put(&w, "a.dat", 5);
 	FIXED(&w, layout_req(4, "fast"));
 	put_file("fuzz_mds_req", "create-layout", big, w.len);
+	w = mds_begin(LW_OP_MDS_CREATE);
+	FIXED(&w, (struct lw_create_req){ .parent = 1, .mode = 0100644, .flags = LW_CR_OPEN | LW_CR_EXCL | LW_CR_INO,
+					  .open_flags = 1, .namelen = 5 });
+	lw_wr_put(&w, "b.npy", 5);
+	FIXED(&w, (uint64_t){ 1000 });
+	put_file("fuzz_mds_req", "create-behind", big, w.len);
+	w = mds_begin(LW_OP_MDS_INOS);
+	FIXED(&w, (struct lw_inos_req){ .count = 1024 });
+	put_file("fuzz_mds_req", "inos", big, w.len);
 	w = mds_begin(LW_OP_MDS_MKDIR);
 	FIXED(&w, (struct lw_mkdir_req){ .parent = 1, .mode = 0755, .namelen = 3 });
 	lw_wr_put(&w, "dir", 3);
 	put_file("fuzz_mds_req", "mkdir", big, w.len);
+	w = mds_begin(LW_OP_MDS_MKDIR);
+	FIXED(&w, (struct lw_mkdir_req){ .parent = 1, .mode = 0755, .namelen = 3, .flags = LW_MK_LEASE | LW_MK_EXCL });
+	lw_wr_put(&w, "exc", 3);
+	put_file("fuzz_mds_req", "mkdir-excl", big, w.len);
 	w = mds_begin(LW_OP_MDS_RENAME);
 	FIXED(&w, (struct lw_rename_req){ .src_parent = 1, .dst_parent = 2, .flags = LW_RENAME_NOREPLACE,
 					  .src_namelen = 1, .dst_namelen = 2 });

@@ -57,7 +57,7 @@ assert crc32c(b"123456789") == 0xE3069283, "crc32c check value"
 # ---- constants from wire.h --------------------------------------------------------------------
 
 MAGIC = 0x4D4F4F4C
-VERSION = 7  # LW_VERSION: what this speaks; replies carry the server's
+VERSION = 8  # LW_VERSION: what this speaks; replies carry the server's
 MAX_BODY = (1 << 20) + (64 << 10)  # LW_MAX_BODY
 MAX_BULK = 16 << 20
 F_REPLY = 0x1
@@ -133,7 +133,8 @@ assert MDS_PREFIX.size == 48
 RPF_RECOVERING = 0x1                      # LW_RPF_RECOVERING: the MDS awaits clients' replays
 RPF_LEASES_LOST = 0x2                     # LW_RPF_LEASES_LOST: the client's leases were taken back
 F_NOTIFY = 0x8                            # LW_F_NOTIFY: a frame the server sends unasked
-RD_PLUS, RD_LEASE = 0x1, 0x2              # lw_readdir_req.flags
+RD_PLUS, RD_LEASE, RD_EXCL = 0x1, 0x2, 0x4  # lw_readdir_req.flags
+RPF_LEASE_EXCL = 0x4                      # LW_RPF_LEASE_EXCL: the lease granted is exclusive
 LEASE = struct.Struct("<QQ")              # lw_lease: ino gen
 LEASE_REQ = struct.Struct("<II")          # lw_lease_req / lw_recall: count flags
 REPLAY_REQ = struct.Struct("<QQHHIII")    # lw_replay_req: transno req_id opcode flags nvers body_len reply_len
@@ -530,6 +531,7 @@ NS_OP = {
     "MDS_READDIR": 0x010D,
     "MDS_LEASE": 0x0127,
     "MDS_RECALL": 0x0128,
+    "MDS_INOS": 0x0129,
 }
 
 ENOENT = errno.ENOENT
@@ -547,7 +549,7 @@ NAME_REQ = struct.Struct("<QHH4x")         # lw_name_req: parent namelen flags p
 NM_UNLEASED = 0x1                         # lw_name_req.flags on MDS_UNLINK
 assert NAME_REQ.size == 16
 MKDIR_REQ = struct.Struct("<QIHH")         # lw_mkdir_req: parent mode namelen flags
-MK_LEASE = 0x1                             # LW_MK_LEASE
+MK_LEASE, MK_EXCL = 0x1, 0x2               # LW_MK_LEASE, LW_MK_EXCL
 assert MKDIR_REQ.size == 16
 CREATE_REQ = struct.Struct("<QIIIIH6x")    # lw_create_req: parent mode rdev flags open_flags namelen pad[3]
 assert CREATE_REQ.size == 32
@@ -564,6 +566,10 @@ assert XATTR_REQ.size == 24
 CR_EXCL = 0x1
 CR_OPEN = 0x2
 CR_TMPFILE = 0x8           # LW_CR_TMPFILE: nameless (O_TMPFILE), with CR_OPEN and namelen 0
+CR_INO = 0x10              # LW_CR_INO: an inode number MDS_INOS handed ahead follows the name
+INOS_REQ = struct.Struct("<II")            # lw_inos_req: count pad
+INOS_REP = struct.Struct("<QII")           # lw_inos_rep: first count pad
+assert INOS_REQ.size == 8 and INOS_REP.size == 16
 XATTR_CREATE = 0x1
 
 
@@ -582,8 +588,12 @@ def mkdir_req(parent, name, mode=0o755, flags=0):
     return MKDIR_REQ.pack(parent, mode, len(name), flags) + name
 
 
-def create_req(parent, name, mode=0o100644, flags=CR_EXCL):
-    return CREATE_REQ.pack(parent, mode, 0, flags, 0, len(name)) + name
+def create_req(parent, name, mode=0o100644, flags=CR_EXCL, ino=None, open_flags=0):
+    """With ino, LW_CR_INO and the number after the name."""
+    if ino is not None:
+        flags |= CR_INO
+    body = CREATE_REQ.pack(parent, mode, 0, flags, open_flags, len(name)) + name
+    return body + (struct.pack("<Q", ino) if ino is not None else b"")
 
 
 def rename_req(src_parent, src, dst_parent, dst, flags=0):

@@ -163,6 +163,10 @@ def test_a_replay_after_a_change_lost_with_its_client_is_refused(cluster_factory
     with second_mount(cluster) as b:
         write(os.path.join(a, "h"), b"committed\n")
         os.mkdir(os.path.join(b, "bdir"))
+        # B's first file in its own directory asks for inode numbers ahead (creates sent
+        # behind), which the MDS commits before it answers: before the fsync, so that nothing
+        # below commits what it should not.
+        write(os.path.join(b, "bdir", "first"), b"")
         fsync_dir(b)                                     # both on disk: what follows is not
         os.chmod(os.path.join(a, "h"), 0o600)            # A: lost
         os.chmod(os.path.join(b, "h"), 0o640)            # B, on top of A's: refused (version)

@@ -279,6 +279,20 @@ def create_once(b):
     b.released(ino, "nameless CREATE resent")
 
 
+@scenario("MDS_INOS", "CACHED")
+def inos_once(b):
+    """Inode numbers handed ahead: a resend gets the same range (a second grant would replace the
+    first, and the creates sent behind with its numbers would be refused), and a create sent
+    behind by that client, resent too, makes its file once."""
+    s = b.first("MDS_INOS", w.INOS_REQ.pack(8, 0))
+    first, count, _ = w.INOS_REP.unpack(b.cached(s))
+    assert count == 8 and first > ROOT
+    made = b.first("MDS_CREATE", C + w.create_req(ROOT, b"behind", ino=first + 2))
+    assert w.parse_attr(made.reply)["ino"] == first + 2
+    b.cached(made)
+    assert b.lookup(ROOT, b"behind")[1]["ino"] == first + 2
+
+
 @scenario("MDS_MKDIR", "CACHED")
 def mkdir_once(b):
     s = b.first("MDS_MKDIR", C + w.mkdir_req(ROOT, b"d"))

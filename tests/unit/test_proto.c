@@ -349,9 +349,36 @@ static void test_layouts(void)
 		cr.namelen = 1;
 		len = build(body, sizeof(body), true, &cr, sizeof(cr), "f", 1, NULL, 0);
 		CHECK_RC(lw_mds_req_decode(LW_OP_MDS_CREATE, body, (uint32_t)len, &q), -EINVAL);
-		cr.flags = LW_CR_OPEN | 0x10; /* a bit still unknown */
+		cr.flags = LW_CR_OPEN | 0x20; /* a bit still unknown */
 		len = build(body, sizeof(body), true, &cr, sizeof(cr), "f", 1, NULL, 0);
 		CHECK_RC(lw_mds_req_decode(LW_OP_MDS_CREATE, body, (uint32_t)len, &q), -EINVAL);
+		/* LW_CR_INO: the number after the name; with O_EXCL only, never the root's, never
+		 * nameless, and there. */
+		uint64_t ino = 77;
+		cr.flags = LW_CR_OPEN | LW_CR_EXCL | LW_CR_INO;
+		len = build(body, sizeof(body), true, &cr, sizeof(cr), "f", 1, &ino, sizeof(ino));
+		CHECK_RC(lw_mds_req_decode(LW_OP_MDS_CREATE, body, (uint32_t)len, &q), 0);
+		CHECK_EQ(q.u.create.ino, 77);
+		CHECK_EQ(q.u.create.name.len, 1);
+		len = build(body, sizeof(body), true, &cr, sizeof(cr), "f", 1, NULL, 0);
+		CHECK_RC(lw_mds_req_decode(LW_OP_MDS_CREATE, body, (uint32_t)len, &q), -EPROTO);
+		cr.flags = LW_CR_OPEN | LW_CR_INO;
+		len = build(body, sizeof(body), true, &cr, sizeof(cr), "f", 1, &ino, sizeof(ino));
+		CHECK_RC(lw_mds_req_decode(LW_OP_MDS_CREATE, body, (uint32_t)len, &q), -EINVAL);
+		ino = LOOM_ROOT_INO;
+		cr.flags = LW_CR_OPEN | LW_CR_EXCL | LW_CR_INO;
+		len = build(body, sizeof(body), true, &cr, sizeof(cr), "f", 1, &ino, sizeof(ino));
+		CHECK_RC(lw_mds_req_decode(LW_OP_MDS_CREATE, body, (uint32_t)len, &q), -EINVAL);
+		ino = 77;
+		cr.flags = LW_CR_OPEN | LW_CR_EXCL | LW_CR_INO | LW_CR_TMPFILE;
+		cr.namelen = 0;
+		len = build(body, sizeof(body), true, &cr, sizeof(cr), NULL, 0, &ino, sizeof(ino));
+		CHECK_RC(lw_mds_req_decode(LW_OP_MDS_CREATE, body, (uint32_t)len, &q), -EINVAL);
+		cr.flags = LW_CR_OPEN | LW_CR_EXCL;
+		cr.namelen = 1;
+		len = build(body, sizeof(body), true, &cr, sizeof(cr), "f", 1, NULL, 0);
+		CHECK_RC(lw_mds_req_decode(LW_OP_MDS_CREATE, body, (uint32_t)len, &q), 0);
+		CHECK_EQ(q.u.create.ino, 0);
 		cr.flags = LW_CR_OPEN; /* and without the flag, a name is still needed */
 		cr.namelen = 0;
 		len = build(body, sizeof(body), true, &cr, sizeof(cr), NULL, 0, NULL, 0);

@@ -1,0 +1,255 @@
+"""Creates sent behind (protocol 8; docs/architecture.md, "Creates sent behind"): under an
+exclusive directory lease the mount answers a create itself, with an inode number the MDS handed
+ahead, and sends it to the MDS without waiting. What a user sees must not change: every file is
+there for every other client as soon as the create returned, with its bytes once closed, also
+after the MDS is killed; a name two clients make at once is made once."""
+import errno
+import os
+import signal
+import subprocess
+import threading
+
+import loomutil
+import loomwire as w
+from loomutil import second_mount, wait_until
+from test_leases import absent, stopped
+
+LEASE_TIMEOUT = 2
+
+
+def configured(cluster_factory, settings="lease-timeout = %d\n" % LEASE_TIMEOUT):
+    return loomutil.configured(cluster_factory, settings)
+
+
+def make_files(d, names, data=b""):
+    for n in names:
+        with open(os.path.join(d, n), "xb") as f:
+            if data:
+                f.write(data + n.encode())
+
+
+def test_creates_in_a_directory_this_mount_made_need_no_mds(cluster_factory):
+    """With the MDS stopped, files are still made (and closed) in a directory the mount made: it
+    answered them itself. Once the MDS runs again, another mount sees every one."""
+    c = configured(cluster_factory, "lease-timeout = 15\n")
+    with second_mount(c) as a:
+        d = os.path.join(a, "fresh")
+        os.mkdir(d)
+        # The first create asks the MDS for inode numbers ahead; the rest need nothing.
+        make_files(d, ["first"])
+        os.stat(a)
+        with stopped(c.pid("mds")):
+            script = ("import os\n"
+                      "for i in range(20):\n"
+                      "    open(os.path.join(%r, 'made-%%d' %% i), 'x').close()\n"
+                      "print('made')\n" % d)
+            p = subprocess.run(["timeout", "5", "python3", "-c", script], capture_output=True, text=True)
+            assert p.returncode == 0 and p.stdout == "made\n", p
+        with second_mount(c) as b:
+            got = sorted(os.listdir(os.path.join(b, "fresh")))
+            assert got == sorted(["first"] + ["made-%d" % i for i in range(20)])
+            for n in got:
+                st = os.stat(os.path.join(b, "fresh", n))
+                assert st.st_size == 0 and st.st_nlink == 1
+        # Inode numbers and attributes the mount answered are the MDS's.
+        for n in ("first", "made-3"):
+            mine = os.stat(os.path.join(d, n))
+            with second_mount(c) as b:
+                theirs = os.stat(os.path.join(b, "fresh", n))
+            assert (mine.st_ino, mine.st_mode, mine.st_uid, mine.st_gid) == \
+                (theirs.st_ino, theirs.st_mode, theirs.st_uid, theirs.st_gid)
+
+
+def test_files_written_after_a_create_sent_behind_hold_their_bytes(cluster_factory):
+    """np.save's pattern: create, write, close, many times; every file reads back whole from
+    another mount, right after."""
+    c = configured(cluster_factory)
+    with second_mount(c) as a, second_mount(c) as b:
+        d = os.path.join(a, "shards")
+        os.mkdir(d)
+        names = ["shard-%03d" % i for i in range(200)]
+        make_files(d, names, data=b"x" * 5000)
+        for n in names:
+            with open(os.path.join(b, "shards", n), "rb") as f:
+                assert f.read() == b"x" * 5000 + n.encode()
+
+
+def test_another_mount_sees_each_file_as_soon_as_its_create_returned(cluster_factory):
+    """B's lookups and listings of A's directory wait for A's exclusive lease, which A gives back
+    only once the MDS has every file it made there."""
+    c = configured(cluster_factory)
+    with second_mount(c) as a, second_mount(c) as b:
+        d = os.path.join(a, "seen")
+        os.mkdir(d)
+        for i in range(30):
+            open(os.path.join(d, "f-%d" % i), "x").close()
+            # Alternately a lookup and a listing by B, each right after A's create.
+            if i % 2:
+                assert os.path.exists(os.path.join(b, "seen", "f-%d" % i))
+            else:
+                assert "f-%d" % i in os.listdir(os.path.join(b, "seen"))
+        log = c.read_log("mds")
+        assert "did not give back" not in log
+
+
+def test_two_mounts_creating_in_one_directory_make_every_name_once(cluster_factory):
+    """A and B make files in one directory at once, distinct names and one name both ask for
+    with O_EXCL: every distinct name is made, and the shared one exactly once."""
+    c = configured(cluster_factory)
+    b = c.mount()
+    with second_mount(c) as a:
+        os.mkdir(os.path.join(a, "shared"))
+        errors, won = [], []
+
+        def run(mnt, tag):
+            try:
+                for i in range(100):
+                    open(os.path.join(mnt, "shared", "%s-%d" % (tag, i)), "x").close()
+                    if i % 10 == 0:
+                        try:
+                            open(os.path.join(mnt, "shared", "both-%d" % i), "x").close()
+                            won.append((tag, i))
+                        except FileExistsError:
+                            pass
+            except OSError as e:
+                errors.append((tag, e, e.filename))
+
+        ts = [threading.Thread(target=run, args=(m, t)) for m, t in ((a, "a"), (b, "b"))]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        assert errors == []
+        assert sorted(i for _, i in won) == list(range(0, 100, 10))
+        names = set(os.listdir(os.path.join(a, "shared")))
+        assert names == set(os.listdir(os.path.join(b, "shared")))
+        assert names == {"%s-%d" % (t, i) for t in "ab" for i in range(100)} | \
+            {"both-%d" % i for i in range(0, 100, 10)}
+
+
+def test_files_made_behind_survive_kill_9_of_the_mds(cluster_factory):
+    """The MDS is killed while a mount makes and writes files behind; every file whose close
+    returned is there after the MDS restarts, with its bytes (resends and replays take the same
+    inode numbers from the range the mount was handed)."""
+    c = configured(cluster_factory)
+    with second_mount(c) as a:
+        d = os.path.join(a, "crash")
+        os.mkdir(d)
+        done, errors = [], []
+        stop = threading.Event()
+
+        def writer():
+            i = 0
+            try:
+                while not stop.is_set() and i < 3000:
+                    n = "f-%04d" % i
+                    with open(os.path.join(d, n), "xb") as f:
+                        f.write(n.encode() * 10)
+                    done.append(n)
+                    i += 1
+            except OSError as e:
+                errors.append(e)
+
+        t = threading.Thread(target=writer)
+        t.start()
+        wait_until(lambda: len(done) >= 100, timeout=60)
+        c.kill9("mds")
+        c.restart()
+        wait_until(lambda: "replay complete" in c.read_log("mds"), 60)
+        wait_until(lambda: len(done) >= 300 or not t.is_alive(), timeout=120)
+        stop.set()
+        t.join(timeout=120)
+        assert not t.is_alive()
+        # The restart was the MDS's business: the program saw nothing of it.
+        assert errors == [] and len(done) >= 300, (errors, len(done))
+        with second_mount(c) as b:
+            names = set(os.listdir(os.path.join(b, "crash")))
+            assert set(done) <= names
+            for n in done:
+                with open(os.path.join(b, "crash", n), "rb") as f:
+                    assert f.read() == n.encode() * 10, n
+
+
+C = w.cred()
+
+
+def inos(client, count, req_id, flags=0):
+    st, body = client.call(w.NS_OP["MDS_INOS"], w.INOS_REQ.pack(count, 0), req_id=req_id, flags=flags)
+    return (st, w.INOS_REP.unpack_from(body)[:2]) if st == 0 else (st, None)
+
+
+def create(client, parent, name, req_id, ino=None, flags=w.CR_EXCL):
+    st, body = client.call(w.NS_OP["MDS_CREATE"], C + w.create_req(parent, name, flags=flags, ino=ino),
+                           req_id=req_id)
+    return st, (w.parse_attr(body) if st == 0 else None)
+
+
+def test_inode_numbers_ahead_on_the_wire(cluster_factory):
+    """MDS_INOS hands a client numbers; a create may take each once, and only its own; a second
+    range replaces the first."""
+    c = configured(cluster_factory)
+    host, port = c.mds_host, c.mds_port
+    with w.Client(host, port, os.urandom(16)) as one, w.Client(host, port, os.urandom(16)) as two:
+        st, (first, count) = inos(one, 16, 10)
+        assert st == 0 and count == 16 and first > 1
+        st, attr = create(one, 1, b"mine", 11, ino=first + 3)
+        assert st == 0 and attr["ino"] == first + 3
+        # The same number again, another client's, one never handed out: refused, nothing made.
+        assert create(one, 1, b"again", 12, ino=first + 3)[0] == -errno.EINVAL
+        assert create(two, 1, b"theirs", 13, ino=first + 4)[0] == -errno.EINVAL
+        assert create(one, 1, b"beyond", 14, ino=first + 16)[0] == -errno.EINVAL
+        assert create(one, 1, b"below", 15, ino=first - 1)[0] == -errno.EINVAL
+        # Malformed: without O_EXCL, the root's number, counts out of bounds.
+        assert create(one, 1, b"noexcl", 16, ino=first + 5, flags=0)[0] == -errno.EINVAL
+        assert create(one, 1, b"root", 17, ino=1)[0] == -errno.EINVAL
+        assert inos(one, 0, 18)[0] == -errno.EINVAL
+        assert inos(one, 1025, 19)[0] == -errno.EINVAL
+        # A resend of the grant gets the same range (reply cache); a new one replaces it.
+        st, again = inos(one, 16, 10, flags=w.F_RESENT)
+        assert st == 0 and again == (first, 16)
+        st, (second, _) = inos(one, 8, 20)
+        assert st == 0 and second >= first + 16
+        assert create(one, 1, b"old", 21, ino=first + 6)[0] == -errno.EINVAL
+        st, attr = create(one, 1, b"new", 22, ino=second)
+        assert st == 0 and attr["ino"] == second
+        # A plain create takes a number of its own, past every range handed out.
+        st, attr = create(two, 1, b"plain", 23)
+        assert st == 0 and attr["ino"] >= second + 8
+        for name, ino in ((b"mine", first + 3), (b"new", second)):
+            st, body = two.call(w.NS_OP["MDS_LOOKUP"], C + w.name_req(1, name), req_id=30 + ino % 7)
+            assert st == 0 and w.parse_attr(body)["ino"] == ino
+        for name in (b"again", b"theirs", b"beyond", b"below", b"noexcl", b"root", b"old"):
+            st, _ = two.call(w.NS_OP["MDS_LOOKUP"], C + w.name_req(1, name), req_id=40)
+            assert st == -errno.ENOENT, name
+
+
+def test_an_exclusive_lease_holds_others_lookups_until_it_comes_back(cluster_factory):
+    """On the wire: a lease asked exclusive is, while nobody else holds one; another client's
+    lookup in that directory waits for its recall and give-back, and a shared lease is never
+    exclusive."""
+    c = configured(cluster_factory)
+    host, port = c.mds_host, c.mds_port
+    with w.Client(host, port, os.urandom(16)) as holder, w.Client(host, port, os.urandom(16)) as other:
+        st, body = holder.call(w.NS_OP["MDS_MKDIR"], C + w.mkdir_req(1, b"x", flags=w.MK_LEASE | w.MK_EXCL),
+                               req_id=10)
+        h = holder.last_header
+        assert st == 0 and h.lease_gen and h.rpflags & w.RPF_LEASE_EXCL
+        d = w.parse_attr(body)["ino"]
+        other.conn.send(w.frame(w.NS_OP["MDS_LOOKUP"], C + w.name_req(d, b"f"), req_id=11))
+        nh, nbody = holder.conn.recv_notification()
+        assert w.parse_recall(nbody) == [(d, h.lease_gen)]
+        # The holder's create before its give-back is seen by the lookup.
+        st, _ = create(holder, d, b"f", 12)
+        assert st == 0
+        st, _ = holder.call(w.NS_OP["MDS_LEASE"], w.lease_req([(d, h.lease_gen)]), req_id=13)
+        assert st == 0
+        rh, rbody, _ = other.conn.recv_reply()
+        assert rh.req_id == 11 and rh.status == 0, rh
+        # Two holders: a lease asked exclusive while another holds one is shared.
+        st, _ = holder.call(w.NS_OP["MDS_READDIR"], w.readdir_req(d, flags=w.RD_LEASE), req_id=14)
+        assert st == 0 and holder.last_header.lease_gen and not holder.last_header.rpflags & w.RPF_LEASE_EXCL
+        st, _ = other.call(w.NS_OP["MDS_READDIR"], w.readdir_req(d, flags=w.RD_LEASE | w.RD_EXCL), req_id=15)
+        assert st == 0 and other.last_header.lease_gen and not other.last_header.rpflags & w.RPF_LEASE_EXCL
+        # EXCL alone is malformed.
+        st, _ = other.call(w.NS_OP["MDS_READDIR"], w.readdir_req(d, flags=w.RD_EXCL), req_id=16)
+        assert st == -errno.EINVAL
