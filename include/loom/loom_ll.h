@@ -189,7 +189,8 @@ bool loom_ll_leases_fresh(loom_fs *fs);
  * directory parent whose owner and mode are dir's: the file is made here, with an inode number
  * the MDS handed ahead and the attributes it will have (*a), and the create goes to the MDS
  * without waiting for its answer. -EAGAIN: not this way (no numbers at hand, a caller the MDS
- * must judge, a node key): create as usual. The file's calls wait for the answer:
+ * must judge, a node key, or still(arg) false once the create counts as in flight: the lease it
+ * relied on was recalled meanwhile): create as usual. The file's calls wait for the answer:
  *  - loom_behind_file: the open file (once the MDS answered), or the create's error (-EIO, the
  *    same every time, once it failed), or -EINTR when the caller was interrupted;
  *  - loom_behind_close: waits, closes the file, frees b; the create's error if it failed.
@@ -198,7 +199,7 @@ bool loom_ll_leases_fresh(loom_fs *fs);
 typedef struct loom_behind loom_behind;
 int loom_ll_create_behind(loom_fs *fs, const struct loom_cred *cr, uint64_t parent,
 			  const struct stat *dir, const char *name, mode_t mode, int flags,
-			  struct loom_ll_attr *a, loom_behind **out);
+			  bool (*still)(void *arg), void *arg, struct loom_ll_attr *a, loom_behind **out);
 uint64_t loom_behind_ino(const loom_behind *b);
 uint64_t loom_behind_parent(const loom_behind *b);
 /* Whether the file was asked for yet (loom_behind_file): if not, nothing was written to it. */

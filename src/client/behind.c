@@ -67,6 +67,7 @@ void behind_init(loom_fs *fs)
 	pthread_cond_init(&fs->behind_cond, NULL);
 	atomic_init(&fs->behind_inflight, 0);
 	atomic_init(&fs->behind_orphans, 0);
+	atomic_init(&fs->inos_stale, false);
 	fs->inos_next = fs->inos_end = 0;
 	fs->inos_refused_ns = 0;
 }
@@ -108,6 +109,9 @@ int behind_barrier(loom_fs *fs)
 
 	if (atomic_load(&fs->behind_inflight) == 0 && (!orphans || atomic_load(&fs->behind_orphans) == 0))
 		return 0;
+	/* A caller that must not wait for the MDS (umount's stat of the root) does not. */
+	if (rpc_nowait_thread())
+		return -EIO;
 	pthread_mutex_lock(&fs->behind_lock);
 	rc = wait_inflight(fs, 0, orphans);
 	pthread_mutex_unlock(&fs->behind_lock);
@@ -139,6 +143,8 @@ static void behind_done(struct rpc_call *call)
 	call->rbody = NULL;
 	b->done = true;
 	orphan = b->released;
+	if (call->status == -EINVAL)
+		atomic_store(&fs->inos_stale, true); /* its session ended there: ask anew */
 	pthread_cond_broadcast(&b->cond);
 	pthread_mutex_unlock(&b->lock);
 	pthread_mutex_lock(&fs->behind_lock);
@@ -185,6 +191,9 @@ static int take_ino(loom_fs *fs, uint64_t *ino)
 	uint64_t now;
 	int rc;
 
+	/* A new session at the MDS, or a number refused: the range may be gone there. */
+	if (atomic_exchange(&fs->inos_stale, false))
+		fs->inos_next = fs->inos_end;
 	if (fs->inos_next < fs->inos_end) {
 		*ino = fs->inos_next++;
 		return 0;
@@ -271,7 +280,7 @@ static void new_attr(const struct loom_cred *cr, const struct stat *dir, uint64_
 
 int loom_ll_create_behind(loom_fs *fs, const struct loom_cred *cr, uint64_t parent,
 			  const struct stat *dir, const char *name, mode_t mode, int flags,
-			  struct loom_ll_attr *a, loom_behind **out)
+			  bool (*still)(void *arg), void *arg, struct loom_ll_attr *a, loom_behind **out)
 {
 	size_t len = strlen(name);
 	struct lw_create_req req = { .parent = parent, .mode = S_IFREG | (mode & 07777),
@@ -325,11 +334,25 @@ int loom_ll_create_behind(loom_fs *fs, const struct loom_cred *cr, uint64_t pare
 	lw_wr_put(&w, &ino, sizeof(ino));
 	rpc_call_init(&b->call, LW_OP_MDS_CREATE, b->body, (uint32_t)w.len);
 	b->call.done = behind_done;
+	/* Counted in flight under behind_lock: a refill of numbers (which waits for none in
+	 * flight) cannot come between the number and its sending, and from here a give-back of the
+	 * lease waits for it. Sent outside the lock: a connection that fails completes calls (this
+	 * one, or others whose behind_done takes the lock) under its own locks. */
 	atomic_fetch_add(&fs->behind_inflight, 1);
-	/* Still under behind_lock: a refill of numbers (which waits for none in flight) cannot
-	 * come between the number and its sending. */
-	rpc_submit_detached(conn, &b->call);
 	pthread_mutex_unlock(&fs->behind_lock);
+	/* The lease may have been recalled before it counted: given back already, the MDS would
+	 * let another client make the name first. Then the MDS is asked instead. */
+	if (still && !still(arg)) {
+		pthread_mutex_lock(&fs->behind_lock);
+		atomic_fetch_sub(&fs->behind_inflight, 1);
+		pthread_cond_broadcast(&fs->behind_cond);
+		pthread_mutex_unlock(&fs->behind_lock);
+		pthread_cond_destroy(&b->cond);
+		pthread_mutex_destroy(&b->lock);
+		free(b);
+		return -EAGAIN;
+	}
+	rpc_submit_detached(conn, &b->call);
 	new_attr(cr, dir, ino, mode, &attr);
 	attr_to_ll(&attr, a);
 	*out = b;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,6 +197,8 @@ static int mds_hello(struct rpc_hs *hs, void *arg)
 		fs->fsname[sizeof(fs->fsname) - 1] = '\0';
 	}
 	if (fs->mds_boot && fs->mds_boot != rep.session_id) {
+		/* A session that ended there took its inode numbers with it. */
+		atomic_store(&fs->inos_stale, true);
 		/* The MDS holds replays, and the opens after them, until every client that may
 		 * have some sent them: up to twice its recovery window, which is ours too. */
 		rpc_hs_set_timeout(hs, (int)MIN(2 * fs->recovery_ms + 30000u, (uint32_t)INT32_MAX));

@@ -115,6 +115,8 @@ struct loom_fs {
 	pthread_cond_t behind_cond;
 	_Atomic uint32_t behind_inflight;
 	_Atomic uint32_t behind_orphans; /* answered after their caller let go: closes owed */
+	_Atomic bool inos_stale;       /* the MDS may have dropped the range (a new session there,
+	                                * or a number refused): the next create asks anew */
 	uint64_t inos_next, inos_end;
 	uint64_t inos_refused_ns;      /* MDS_INOS failed then: not asked again for a while */
 };

@@ -157,14 +157,14 @@ static void give_back(loom_fs *fs, const struct lease_item *items, uint32_t n)
 	uint32_t ninos = 0;
 	int rc;
 
+	for (uint32_t i = 0; i < n; i++)
+		if (items[i].orphan)
+			behind_orphan_close(items[i].orphan);
 	if (!ls || !inos) {
 		free(ls);
 		free(inos);
 		return;
 	}
-	for (uint32_t i = 0; i < n; i++)
-		if (items[i].orphan)
-			behind_orphan_close(items[i].orphan);
 	/* Inode leases' local opens become real before they go (the MDS would let the file be
 	 * unlinked and freed under them). */
 	for (uint32_t i = 0; i < n; i++)

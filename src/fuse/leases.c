@@ -297,9 +297,8 @@ bool lm_lease_dir_attr(struct lmount *m, uint64_t dir, struct stat *st, struct l
 	bool ok = false;
 
 	mark->done = 0;
-	if (!ls->enabled)
-		return false;
-	if (!loom_ll_leases_fresh(m->fs))
+	mark->times_valid = false;
+	if (!ls->enabled || !loom_ll_leases_fresh(m->fs))
 		return false;
 	pthread_mutex_lock(&ls->lock);
 	d = excl_dir(m, dir);

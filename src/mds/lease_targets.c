@@ -38,6 +38,18 @@ static void named(struct mdt_txn *t, const struct lw_mds_req *q, uint64_t parent
 	out->inos[out->ninos++] = attr.ino;
 }
 
+/* A directory the change removes (rmdir, a rename over it): its leases are recalled first, or an
+ * exclusive holder's creates sent behind would find it gone. */
+static void removed_dir(struct mdt_txn *t, const struct lw_mds_req *q, uint64_t parent,
+			const struct lw_name *name, struct lease_targets *out)
+{
+	struct lw_attr attr;
+
+	if (t && name->len && out->ndirs < 3 &&
+	    mdt_lookup(t, &q->cred, parent, name->s, name->len, &attr) == 0 && S_ISDIR(attr.mode))
+		out->dirs[out->ndirs++] = attr.ino;
+}
+
 static void add(struct lease_targets *out, uint64_t ino)
 {
 	if (ino && out->ninos < LEASE_TARGET_INOS)
@@ -59,7 +71,10 @@ void mds_lease_targets(struct mdt_txn *t, const struct lw_mds_req *q, bool inode
 		break;
 	case LW_OP_MDS_MKDIR: out->dirs[out->ndirs++] = q->u.mkdir.f.parent; break;
 	case LW_OP_MDS_SYMLINK: out->dirs[out->ndirs++] = q->u.symlink.f.parent; break;
-	case LW_OP_MDS_RMDIR: out->dirs[out->ndirs++] = q->u.name.f.parent; break;
+	case LW_OP_MDS_RMDIR:
+		out->dirs[out->ndirs++] = q->u.name.f.parent;
+		removed_dir(t, q, q->u.name.f.parent, &q->u.name.name, out);
+		break;
 	case LW_OP_MDS_UNLINK:
 		out->dirs[out->ndirs++] = q->u.name.f.parent;
 		out->unleased = (q->u.name.f.flags & LW_NM_UNLEASED) != 0;
@@ -75,6 +90,7 @@ void mds_lease_targets(struct mdt_txn *t, const struct lw_mds_req *q, bool inode
 		out->dirs[out->ndirs++] = q->u.rename.f.src_parent;
 		if (q->u.rename.f.dst_parent != q->u.rename.f.src_parent)
 			out->dirs[out->ndirs++] = q->u.rename.f.dst_parent;
+		removed_dir(t, q, q->u.rename.f.dst_parent, &q->u.rename.dst, out);
 		if (inodes) {
 			named(t, q, q->u.rename.f.src_parent, &q->u.rename.src, out, &dir, false);
 			/* An exchange may move a directory from the destination name too. */

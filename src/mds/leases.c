@@ -198,9 +198,21 @@ bool mds_leases_excl_other(struct mds *m, const struct srv_req *req, uint64_t di
 	return holder != sid;
 }
 
+void lease_excl_end(struct mds *m, struct lease_dir *d)
+{
+	for (struct lease_holder *h = d->holders; h; h = h->next)
+		if (h->sid == d->excl_sid)
+			return;
+	if (d->excl_sid)
+		excl_set(m, d, 0);
+}
+
 void lease_holder_free(struct mds *m, struct lease_dir *d, struct lease_holder *h)
 {
-	if (d->excl_sid == h->sid)
+	/* An exclusive holder dropped without giving its lease back (fenced first) may still be
+	 * making files there behind, trusting it: others' reads wait for the fence too (its end
+	 * clears it: lease_excl_end). */
+	if (d->excl_sid == h->sid && d->fence_until_ns <= clock_mono_ns())
 		excl_set(m, d, 0);
 	srv_conn_release(h->conn);
 	session_count(m, h->sid, d->inode, -1);

@@ -157,6 +157,7 @@ static void fences_expire(struct mds *m, uint64_t now_ns)
 			continue;
 		d->fence_until_ns = 0;
 		m->leases.nfenced--;
+		lease_excl_end(m, d);
 		lease_after_removal(m, d);
 	}
 	free(s.inos.v);

@@ -19,6 +19,8 @@ void lease_fence(struct mds *m, struct lease_dir *d, const struct lease_holder *
 void lease_release_held(struct mds *m, struct lease_dir *d);
 /* Frees h, taken off d's holders. */
 void lease_holder_free(struct mds *m, struct lease_dir *d, struct lease_holder *h);
+/* d's exclusive holder holds it no more (its fence ran out): others' reads go on. */
+void lease_excl_end(struct mds *m, struct lease_dir *d);
 /* A holder went: if that was the last recalled one, the waiting changes go on. */
 void lease_after_removal(struct mds *m, struct lease_dir *d);
 

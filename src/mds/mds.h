@@ -320,7 +320,8 @@ void mds_leases_park(struct mds *m, struct srv_req *req, uint64_t on);
 /* lease_targets.c: what a change touches that leases cover (inodes: look for files' too). */
 #define LEASE_TARGET_INOS 3
 struct lease_targets {
-	uint64_t dirs[2];    /* whose entries it changes */
+	uint64_t dirs[3];    /* whose entries it changes, or that it removes (an rmdir, a rename
+	                      * over a directory: a holder may be making files there behind) */
 	uint32_t ndirs;
 	uint64_t inos[LEASE_TARGET_INOS]; /* files whose inode leases it breaks */
 	uint32_t ninos;

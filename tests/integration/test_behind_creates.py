@@ -253,3 +253,36 @@ def test_an_exclusive_lease_holds_others_lookups_until_it_comes_back(cluster_fac
         # EXCL alone is malformed.
         st, _ = other.call(w.NS_OP["MDS_READDIR"], w.readdir_req(d, flags=w.RD_EXCL), req_id=16)
         assert st == -errno.EINVAL
+
+
+def test_another_mounts_rmdir_waits_for_the_files_made_behind(cluster_factory):
+    """Files A made behind while the MDS was stopped are in A's directory before B's rmdir of it
+    runs: the rmdir recalls A's exclusive lease, which A gives back only once the MDS has them."""
+    c = configured(cluster_factory, "lease-timeout = 15\n")
+    with second_mount(c) as a, second_mount(c) as b:
+        d = os.path.join(a, "victim")
+        os.mkdir(d)
+        make_files(d, ["first"])
+        os.stat(a)
+        assert os.path.isdir(os.path.join(b, "victim"))
+        result = []
+        with stopped(c.pid("mds")):
+            script = ("import os\n"
+                      "for i in range(5):\n"
+                      "    open(os.path.join(%r, 'made-%%d' %% i), 'x').close()\n"
+                      "print('made')\n" % d)
+            p = subprocess.run(["timeout", "5", "python3", "-c", script], capture_output=True, text=True)
+            assert p.returncode == 0 and p.stdout == "made\n", p
+
+            def rmdir():
+                try:
+                    os.rmdir(os.path.join(b, "victim"))
+                    result.append(0)
+                except OSError as e:
+                    result.append(e.errno)
+
+            t = threading.Thread(target=rmdir)
+            t.start()
+        t.join(timeout=60)
+        assert result == [errno.ENOTEMPTY], result
+        assert sorted(os.listdir(os.path.join(b, "victim"))) == ["first"] + ["made-%d" % i for i in range(5)]
