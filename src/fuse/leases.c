@@ -391,7 +391,7 @@ static void take_lease(struct lmount *m, const struct loom_cred *cr, uint64_t di
 	struct fetch_mark mk;
 	struct lm_ldir *d = NULL, *old = NULL;
 	uint64_t cookie = 0, gen = 0;
-	bool eof = false, kept = false, excl = true;
+	bool eof = false, kept = false, excl = m->opts.nowsync != 0;
 	struct loom_ll_attr da;
 
 	pthread_mutex_lock(&ls->lock);
@@ -489,7 +489,7 @@ int lm_mkdir_leased(struct lmount *m, const struct loom_cred *cr, uint64_t paren
 	struct lm_leases *ls = &m->leases;
 	struct lm_ldir *d, *old = NULL;
 	uint64_t gen = 0, recalled, lost;
-	bool excl = true;
+	bool excl = m->opts.nowsync != 0;
 	int rc;
 
 	if (!ls->enabled)

@@ -54,6 +54,7 @@ static const struct fuse_opt lm_opt_spec[] = {
 	LM_OPT("root_squash", root_squash),
 	LM_OPT("encrypt", encrypt),
 	LM_OPT("noleases", noleases),
+	LM_OPT("nowsync", nowsync),
 	FUSE_OPT_KEY("key=", KEY_KEYFILE),
 	FUSE_OPT_KEY("-h", KEY_HELP),
 	FUSE_OPT_KEY("--help", KEY_HELP),
@@ -108,9 +109,10 @@ static void usage(FILE *f)
 		"                        asks the MDS (by default the mount answers those itself in\n"
 		"                        directories it holds a lease on, which the MDS recalls before\n"
 		"                        another client changes them), no inode leases (files\n"
-		"                        read before open and close for reading without the MDS),\n"
-		"                        and no creates sent behind (in a directory no other client\n"
-		"                        leases, creates are answered by the mount, the MDS told behind)\n"
+		"                        read before open and close for reading without the MDS)\n"
+		"  nowsync               creates sent behind (CephFS's nowsync): in a directory no other\n"
+		"                        client leases, the mount answers creates itself and tells the\n"
+		"                        MDS behind (off by default: see loom-mount(8))\n"
 		"  -f                    stay in the foreground;  -d  print every request (implies -f)\n"
 		"Mount options handled by the kernel or FUSE:\n"
 		"  ro, rw, noatime, relatime, nosuid, nodev, noexec, allow_other, allow_root,\n"

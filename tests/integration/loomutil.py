@@ -297,9 +297,10 @@ def is_mounted(path, fstype="fuse.loom"):
 
 
 @contextlib.contextmanager
-def second_mount(cluster, key=None):
+def second_mount(cluster, key=None, opts=None):
     """The file system mounted again by another loom-mount (mount -t loom): a client with nothing
-    cached, as another node would read it; with key (a node's key file), as that node."""
+    cached, as another node would read it; with key (a node's key file), as that node; opts: more
+    mount options (a comma-separated string)."""
     import mountpair
     import types
     # The conftest that defined the cluster's class knows the build under test (BUILD); its
@@ -309,7 +310,7 @@ def second_mount(cluster, key=None):
     parent = types.SimpleNamespace(**g)
     d = tempfile.mkdtemp(prefix="loom-view-")
     try:
-        cmd = mountpair.mount_command(parent, key or cluster.key, "%s:/loom" % cluster.addr, d)
+        cmd = mountpair.mount_command(parent, key or cluster.key, "%s:/loom" % cluster.addr, d, opts)
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
         assert p.returncode == 0 and is_mounted(d), "a second mount failed (%d): %s" % (p.returncode, p.stderr)
         yield d

@@ -55,16 +55,17 @@ def mount_alive(path):
     return None
 
 
-def mount_command(P, key, spec, mnt):
+def mount_command(P, key, spec, mnt, opts=None):
     """`mount -t loom -o key=KEY SPEC MNT`. mount(8) runs /sbin/mount.loom, which runs the
     loom-mount beside it; when that link names another build than the one under test (a Loom
     installed, or another checkout's link), this build's mount.loom is run directly instead, with
     the arguments mount(8) would give it."""
     ours = os.path.join(P.BUILD, "src", "fuse", "mount.loom")
     helper = getattr(P, "MOUNT_HELPER", "/sbin/mount.loom")
+    o = "key=" + key + ("," + opts if opts else "")
     if os.path.exists(helper) and os.path.realpath(helper) == os.path.realpath(ours):
-        return ["mount", "-t", "loom", "-o", "key=" + key, spec, mnt]
-    return [ours, spec, mnt, "-o", "key=" + key]
+        return ["mount", "-t", "loom", "-o", o, spec, mnt]
+    return [ours, spec, mnt, "-o", o]
 
 
 @contextlib.contextmanager

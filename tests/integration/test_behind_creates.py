@@ -32,7 +32,7 @@ def test_creates_in_a_directory_this_mount_made_need_no_mds(cluster_factory):
     """With the MDS stopped, files are still made (and closed) in a directory the mount made: it
     answered them itself. Once the MDS runs again, another mount sees every one."""
     c = configured(cluster_factory, "lease-timeout = 15\n")
-    with second_mount(c) as a:
+    with second_mount(c, opts="nowsync") as a:
         d = os.path.join(a, "fresh")
         os.mkdir(d)
         # The first create asks the MDS for inode numbers ahead; the rest need nothing.
@@ -45,7 +45,7 @@ def test_creates_in_a_directory_this_mount_made_need_no_mds(cluster_factory):
                       "print('made')\n" % d)
             p = subprocess.run(["timeout", "5", "python3", "-c", script], capture_output=True, text=True)
             assert p.returncode == 0 and p.stdout == "made\n", p
-        with second_mount(c) as b:
+        with second_mount(c, opts="nowsync") as b:
             got = sorted(os.listdir(os.path.join(b, "fresh")))
             assert got == sorted(["first"] + ["made-%d" % i for i in range(20)])
             for n in got:
@@ -54,7 +54,7 @@ def test_creates_in_a_directory_this_mount_made_need_no_mds(cluster_factory):
         # Inode numbers and attributes the mount answered are the MDS's.
         for n in ("first", "made-3"):
             mine = os.stat(os.path.join(d, n))
-            with second_mount(c) as b:
+            with second_mount(c, opts="nowsync") as b:
                 theirs = os.stat(os.path.join(b, "fresh", n))
             assert (mine.st_ino, mine.st_mode, mine.st_uid, mine.st_gid) == \
                 (theirs.st_ino, theirs.st_mode, theirs.st_uid, theirs.st_gid)
@@ -64,7 +64,7 @@ def test_files_written_after_a_create_sent_behind_hold_their_bytes(cluster_facto
     """np.save's pattern: create, write, close, many times; every file reads back whole from
     another mount, right after."""
     c = configured(cluster_factory)
-    with second_mount(c) as a, second_mount(c) as b:
+    with second_mount(c, opts="nowsync") as a, second_mount(c, opts="nowsync") as b:
         d = os.path.join(a, "shards")
         os.mkdir(d)
         names = ["shard-%03d" % i for i in range(200)]
@@ -78,7 +78,7 @@ def test_another_mount_sees_each_file_as_soon_as_its_create_returned(cluster_fac
     """B's lookups and listings of A's directory wait for A's exclusive lease, which A gives back
     only once the MDS has every file it made there."""
     c = configured(cluster_factory)
-    with second_mount(c) as a, second_mount(c) as b:
+    with second_mount(c, opts="nowsync") as a, second_mount(c, opts="nowsync") as b:
         d = os.path.join(a, "seen")
         os.mkdir(d)
         for i in range(30):
@@ -97,7 +97,7 @@ def test_two_mounts_creating_in_one_directory_make_every_name_once(cluster_facto
     with O_EXCL: every distinct name is made, and the shared one exactly once."""
     c = configured(cluster_factory)
     b = c.mount()
-    with second_mount(c) as a:
+    with second_mount(c, opts="nowsync") as a:
         os.mkdir(os.path.join(a, "shared"))
         errors, won = [], []
 
@@ -132,7 +132,7 @@ def test_files_made_behind_survive_kill_9_of_the_mds(cluster_factory):
     returned is there after the MDS restarts, with its bytes (resends and replays take the same
     inode numbers from the range the mount was handed)."""
     c = configured(cluster_factory)
-    with second_mount(c) as a:
+    with second_mount(c, opts="nowsync") as a:
         d = os.path.join(a, "crash")
         os.mkdir(d)
         done, errors = [], []
@@ -162,7 +162,7 @@ def test_files_made_behind_survive_kill_9_of_the_mds(cluster_factory):
         assert not t.is_alive()
         # The restart was the MDS's business: the program saw nothing of it.
         assert errors == [] and len(done) >= 300, (errors, len(done))
-        with second_mount(c) as b:
+        with second_mount(c, opts="nowsync") as b:
             names = set(os.listdir(os.path.join(b, "crash")))
             assert set(done) <= names
             for n in done:
@@ -259,7 +259,7 @@ def test_another_mounts_rmdir_waits_for_the_files_made_behind(cluster_factory):
     """Files A made behind while the MDS was stopped are in A's directory before B's rmdir of it
     runs: the rmdir recalls A's exclusive lease, which A gives back only once the MDS has them."""
     c = configured(cluster_factory, "lease-timeout = 15\n")
-    with second_mount(c) as a, second_mount(c) as b:
+    with second_mount(c, opts="nowsync") as a, second_mount(c, opts="nowsync") as b:
         d = os.path.join(a, "victim")
         os.mkdir(d)
         make_files(d, ["first"])
