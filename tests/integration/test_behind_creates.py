@@ -28,6 +28,18 @@ def make_files(d, names, data=b""):
                 f.write(data + n.encode())
 
 
+def made_while_stopped(c, d, n):
+    """n empty files made in d by another program while the MDS is stopped (SIGSTOP): each
+    create answered by the mount alone, within 5 s."""
+    with stopped(c.pid("mds")):
+        script = ("import os\n"
+                  "for i in range(%d):\n"
+                  "    open(os.path.join(%r, 'made-%%d' %% i), 'x').close()\n"
+                  "print('made')\n" % (n, d))
+        p = subprocess.run(["timeout", "5", "python3", "-c", script], capture_output=True, text=True)
+        assert p.returncode == 0 and p.stdout == "made\n", p
+
+
 def test_creates_in_a_directory_this_mount_made_need_no_mds(cluster_factory):
     """With the MDS stopped, files are still made (and closed) in a directory the mount made: it
     answered them itself. Once the MDS runs again, another mount sees every one."""
@@ -38,13 +50,7 @@ def test_creates_in_a_directory_this_mount_made_need_no_mds(cluster_factory):
         # The first create asks the MDS for inode numbers ahead; the rest need nothing.
         make_files(d, ["first"])
         os.stat(a)
-        with stopped(c.pid("mds")):
-            script = ("import os\n"
-                      "for i in range(20):\n"
-                      "    open(os.path.join(%r, 'made-%%d' %% i), 'x').close()\n"
-                      "print('made')\n" % d)
-            p = subprocess.run(["timeout", "5", "python3", "-c", script], capture_output=True, text=True)
-            assert p.returncode == 0 and p.stdout == "made\n", p
+        made_while_stopped(c, d, 20)
         with second_mount(c, opts="nowsync") as b:
             got = sorted(os.listdir(os.path.join(b, "fresh")))
             assert got == sorted(["first"] + ["made-%d" % i for i in range(20)])
@@ -266,14 +272,8 @@ def test_another_mounts_rmdir_waits_for_the_files_made_behind(cluster_factory):
         os.stat(a)
         assert os.path.isdir(os.path.join(b, "victim"))
         result = []
+        made_while_stopped(c, d, 5)
         with stopped(c.pid("mds")):
-            script = ("import os\n"
-                      "for i in range(5):\n"
-                      "    open(os.path.join(%r, 'made-%%d' %% i), 'x').close()\n"
-                      "print('made')\n" % d)
-            p = subprocess.run(["timeout", "5", "python3", "-c", script], capture_output=True, text=True)
-            assert p.returncode == 0 and p.stdout == "made\n", p
-
             def rmdir():
                 try:
                     os.rmdir(os.path.join(b, "victim"))
