@@ -188,27 +188,32 @@ static void give_back(loom_fs *fs, const struct lease_item *items, uint32_t n)
 	free(ls);
 }
 
-/* At disconnect: the inode leases go back, if the MDS is there, so that it need not fence their
- * files for as long as this client might still have trusted them (its connection just closing). */
+/* At disconnect: every lease goes back in one MDS_LEASE (LW_LEASE_ALL), if the MDS is there, so
+ * that it need not fence their files and directories for as long as this client might still have
+ * trusted them (its connection just closing). What was cached under them is dropped first, and
+ * the inode leases' local opens become real (the MDS would let the file be unlinked under them).
+ * A recall that comes meanwhile needs no answer: the MDS takes this as one. */
 static void give_back_all(loom_fs *fs)
 {
+	struct lw_lease_req req = { .count = 0, .flags = LW_LEASE_ALL };
+	struct mdc_body b = { { &req }, { sizeof(req) } };
+	const uint64_t every = 0;
 	struct lw_lease *kept;
-	uint32_t n = ileases_take_all(fs, &kept);
-	struct lease_item *items = n ? calloc(n, sizeof(*items)) : NULL;
+	struct rpc_call call;
 	bool was;
+	int rc;
 
-	if (!items) {
-		free(kept);
-		return;
-	}
-	for (uint32_t i = 0; i < n; i++)
-		items[i] = (struct lease_item){ kept[i].ino, kept[i].gen, false, NULL };
+	(void)ileases_take_all(fs, &kept);
 	free(kept);
+	fs->leases->fn(fs->leases->arg, 0, UINT64_MAX);
 	was = rpc_nowait_swap(true);
-	for (uint32_t i = 0; i < n; i += LW_LEASES_MAX)
-		give_back(fs, items + i, MIN(n - i, LW_LEASES_MAX));
+	ileases_make_real(fs, &every, 1);
+	rc = mdc_call(fs, NULL, LW_OP_MDS_LEASE, &b, &call);
+	if (rc == 0)
+		rpc_call_release(&call);
+	else
+		log_debug("giving every lease back failed: %s", strerror(-rc));
 	rpc_nowait_swap(was);
-	free(items);
 }
 
 static _Thread_local bool on_lease_thread;
@@ -305,7 +310,8 @@ void leases_stop(loom_fs *fs)
 	pthread_mutex_unlock(&ls->lock);
 	if (ls->started)
 		pthread_join(ls->thread, NULL);
-	/* Files made behind that are still owed their close. */
+	/* Files made behind that are still owed their close; the leases queued (recalls that came
+	 * after the thread's last turn) go back with all the others. */
 	for (uint32_t i = 0; i < ls->n; i++)
 		if (ls->q[i].orphan)
 			behind_orphan_close(ls->q[i].orphan);

@@ -513,6 +513,10 @@ int mds_op_lease(struct mds_op *o)
 	uint64_t sid = mds_sid_of(m, o->req);
 	const uint8_t *p = o->q->u.lease.leases;
 
+	if (o->q->u.lease.f.flags & LW_LEASE_ALL) {
+		mds_leases_give_back_all(m, sid);
+		return 0;
+	}
 	for (uint32_t i = 0; i < o->q->u.lease.f.count; i++, p += sizeof(struct lw_lease)) {
 		struct lw_lease l;
 		struct lease_dir *d;

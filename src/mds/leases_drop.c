@@ -49,8 +49,9 @@ static void drop_scan_one(uint64_t ino, void *val, void *arg)
 	}
 }
 
-/* Drops every lease of holders that match (by session or by connection). */
-static void drop_matching(struct mds *m, uint64_t sid, uint64_t conn_id)
+/* Drops every lease of holders that match (by session or by connection): fenced while they may
+ * still trust them, unless given back (given). */
+static void drop_matching(struct mds *m, uint64_t sid, uint64_t conn_id, bool given)
 {
 	struct drop_scan s = { .sid = sid, .conn_id = conn_id };
 
@@ -70,7 +71,8 @@ static void drop_matching(struct mds *m, uint64_t sid, uint64_t conn_id)
 				continue;
 			}
 			*hp = h->next;
-			lease_fence(m, d, h);
+			if (!given)
+				lease_fence(m, d, h);
 			lease_holder_free(m, d, h);
 		}
 		lease_after_removal(m, d);
@@ -81,14 +83,20 @@ static void drop_matching(struct mds *m, uint64_t sid, uint64_t conn_id)
 void mds_leases_drop_conn(struct mds *m, uint64_t conn_id)
 {
 	if (conn_id)
-		drop_matching(m, 0, conn_id);
+		drop_matching(m, 0, conn_id, false);
+}
+
+void mds_leases_give_back_all(struct mds *m, uint64_t sid)
+{
+	if (sid)
+		drop_matching(m, sid, 0, true);
 }
 
 void mds_leases_drop_session(struct mds *m, uint64_t sid)
 {
 	if (!sid)
 		return;
-	drop_matching(m, sid, 0);
+	drop_matching(m, sid, 0, false);
 	pthread_mutex_lock(&m->leases.lost_lock);
 	if (u64map_del(&m->leases.lost, sid))
 		atomic_fetch_sub(&m->leases.nlost, 1);
@@ -205,7 +213,7 @@ void mds_leases_expire(struct mds *m, uint64_t now_ns)
 		log_warn("session %llu did not give back a recalled lease within %u s: every lease it "
 			 "holds is taken back", (unsigned long long)sid, m->leases.timeout_s);
 		m->leases.evictions++;
-		drop_matching(m, sid, 0);
+		drop_matching(m, sid, 0, false);
 		u64map_put(&m->leases.penalty, sid, (void *)(uintptr_t)(now_ns + LEASE_PENALTY_NS));
 		pthread_mutex_lock(&m->leases.lost_lock);
 		if (!u64map_get(&m->leases.lost, sid) &&

@@ -21,6 +21,8 @@ void lease_release_held(struct mds *m, struct lease_dir *d);
 void lease_holder_free(struct mds *m, struct lease_dir *d, struct lease_holder *h);
 /* d's exclusive holder holds it no more (its fence ran out): others' reads go on. */
 void lease_excl_end(struct mds *m, struct lease_dir *d);
+/* MDS_LEASE's LW_LEASE_ALL: every lease of sid ends, given back (no fence). */
+void mds_leases_give_back_all(struct mds *m, uint64_t sid);
 /* A holder went: if that was the last recalled one, the waiting changes go on. */
 void lease_after_removal(struct mds *m, struct lease_dir *d);
 

@@ -118,7 +118,8 @@ static void lw_dec_lease(struct lw_rd *r, struct lw_mds_req *out)
 	lw_rd_fixed(r, &out->u.lease.f, sizeof(out->u.lease.f));
 	if (r->err)
 		return;
-	if (f->flags || f->count == 0 || f->count > LW_LEASES_MAX) {
+	if (f->flags & LW_LEASE_ALL ? f->flags != LW_LEASE_ALL || f->count :
+	    f->flags || f->count == 0 || f->count > LW_LEASES_MAX) {
 		r->err = -EINVAL;
 		return;
 	}

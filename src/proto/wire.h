@@ -139,9 +139,13 @@ struct lw_lease {
 _Static_assert(sizeof(struct lw_lease) == 16, "lw_lease");
 #define LW_LEASES_MAX 4096u /* in one MDS_LEASE or MDS_RECALL */
 struct lw_lease_req {
-	uint32_t count;     /* 1..LW_LEASES_MAX */
-	uint32_t flags;     /* 0 */
+	uint32_t count;     /* 1..LW_LEASES_MAX; 0 with LW_LEASE_ALL */
+	uint32_t flags;     /* LW_LEASE_ALL or 0 */
 };
+/* Protocol 8, LW_LEASE_ALL (count 0, no leases follow): the session gives back every lease it
+ * holds, on directories and files, and trusts none from here (a client going away): the MDS
+ * ends them without the fence it keeps after a session that just went. */
+#define LW_LEASE_ALL 0x1u
 _Static_assert(sizeof(struct lw_lease_req) == 8, "lw_lease_req");
 /* Protocol 7, LW_RC_ENDED: the MDS ended these leases already (the holder's own change): the
  * client drops what it kept and gives nothing back. */

@@ -323,7 +323,8 @@ static void check_contents(const struct lw_mds_req *q, const struct body *b)
 		FUZZ_CHECK(q->u.inos.count >= 1 && q->u.inos.count <= LW_INOS_MAX && q->u.inos.pad == 0);
 		break;
 	case LW_OP_MDS_LEASE:
-		FUZZ_CHECK(q->u.lease.f.flags == 0 && q->u.lease.f.count >= 1 &&
+		FUZZ_CHECK(q->u.lease.f.flags == LW_LEASE_ALL ? q->u.lease.f.count == 0 :
+			   q->u.lease.f.flags == 0 && q->u.lease.f.count >= 1 &&
 			   q->u.lease.f.count <= LW_LEASES_MAX &&
 			   inside(b, q->u.lease.leases, (size_t)q->u.lease.f.count * sizeof(struct lw_lease)));
 		break;

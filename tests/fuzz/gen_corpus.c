@@ -265,6 +265,9 @@ static void gen_mds(void)
 	FIXED(&w, (struct lw_lease){ .ino = 2, .gen = 7 });
 	FIXED(&w, (struct lw_lease){ .ino = 9, .gen = 8 });
 	put_file("fuzz_mds_req", "lease", big, w.len);
+	w = mds_begin(LW_OP_MDS_LEASE);
+	FIXED(&w, (struct lw_lease_req){ .flags = LW_LEASE_ALL });
+	put_file("fuzz_mds_req", "lease-all", big, w.len);
 	w = mds_begin(LW_OP_MDS_READDIR);
 	FIXED(&w, (struct lw_readdir_req){ .ino = 1, .max_bytes = 4096, .flags = LW_RD_PLUS | LW_RD_LEASE });
 	put_file("fuzz_mds_req", "readdir-lease", big, w.len);

@@ -747,9 +747,12 @@ def readdir_req(ino, cookie=0, max_bytes=4096, flags=0):
     return cred() + READDIR_REQ.pack(ino, cookie, max_bytes, flags)
 
 
-def lease_req(leases):
-    """MDS_LEASE's body: the leases [(ino, gen)] given back."""
-    return LEASE_REQ.pack(len(leases), 0) + b"".join(LEASE.pack(i, g) for i, g in leases)
+LEASE_ALL = 0x1                           # lw_lease_req.flags: every lease the session holds
+
+
+def lease_req(leases, flags=0):
+    """MDS_LEASE's body: the leases [(ino, gen)] given back (none with LEASE_ALL)."""
+    return LEASE_REQ.pack(len(leases), flags) + b"".join(LEASE.pack(i, g) for i, g in leases)
 
 
 RC_ENDED = 0x1                            # lw_recall.flags: ended by the MDS, give nothing back

@@ -317,14 +317,16 @@ def test_no_lease_on_a_file_already_unlinked(cluster_factory):
 
 
 def test_an_unmount_gives_its_leases_back(cluster_factory):
-    """A mount that goes gives its inode leases back: the MDS need not hold others' changes of
-    those files for as long as the mount might still have trusted them."""
+    """A mount that goes gives its leases back, on files and directories, even those recalled
+    while it goes: the MDS need not hold others' changes of them for as long as the mount might
+    still have trusted them."""
     c = configured(cluster_factory)
     with second_mount(c) as b:
         with second_mount(c) as a:
             made(os.path.join(a, "f"), b"kept\n")
             leased(os.path.join(a, "f"))
             assert read(os.path.join(a, "f")) == b"kept\n"
+            assert os.listdir(a) == ["f"]  # and a directory lease
         with open(os.path.join(b, "f"), "r+b") as f:
             f.write(b"KEPT")
         assert read(os.path.join(b, "f")) == b"KEPT\n"

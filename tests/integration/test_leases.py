@@ -297,6 +297,36 @@ def test_a_holder_whose_connection_closes_fences_its_directory(cluster_factory):
         assert st == 0
 
 
+def test_a_holder_that_gives_every_lease_back_as_it_goes_fences_nothing(cluster_factory):
+    """A client going away gives back every lease it holds in one MDS_LEASE (LW_LEASE_ALL), as a
+    recall's answer too: another client's change waiting on that recall goes on, and after the
+    connection closes nothing waits on a fence."""
+    c = configured(cluster_factory)
+    host, port = c.mds_host, c.mds_port
+    with w.Client(host, port, os.urandom(16)) as other:
+        dirs = []
+        for i, name in enumerate((b"kept-a", b"kept-b")):
+            st, body = other.call(w.NS_OP["MDS_MKDIR"], C + w.mkdir_req(1, name), req_id=1 + i)
+            assert st == 0
+            dirs.append(w.parse_attr(body)["ino"])
+        holder = w.Client(host, port, os.urandom(16))
+        gens = [readdir_lease(holder, d, 10 + i).lease_gen for i, d in enumerate(dirs)]
+        assert all(gens), gens
+        other.conn.send(w.frame(w.NS_OP["MDS_CREATE"], C + w.create_req(dirs[0], b"x"), req_id=3))
+        nh, nbody = holder.conn.recv_notification()
+        assert w.parse_recall(nbody) == [(dirs[0], gens[0])]
+        st, _ = holder.call(w.NS_OP["MDS_LEASE"], w.lease_req([], w.LEASE_ALL), req_id=12)
+        assert st == 0
+        rh, _, _ = other.conn.recv_reply()
+        assert rh.req_id == 3 and rh.status == 0, rh
+        holder.close()
+        st, _ = other.call(w.NS_OP["MDS_CREATE"], C + w.create_req(dirs[1], b"y"), req_id=4)
+        assert st == 0
+        st, _ = other.call(w.NS_OP["MDS_LOOKUP"], C + w.name_req(dirs[1], b"y"), req_id=5)
+        assert st == 0
+    assert "left its lease" not in c.read_log("mds")
+
+
 def test_bad_lease_requests_and_notifications_from_clients(cluster_factory):
     c = configured(cluster_factory)
     host, port = c.mds_host, c.mds_port
@@ -304,7 +334,9 @@ def test_bad_lease_requests_and_notifications_from_clients(cluster_factory):
         for body, want in ((w.LEASE_REQ.pack(0, 0), -errno.EINVAL),
                            (w.LEASE_REQ.pack(1, 7) + w.LEASE.pack(1, 1), -errno.EINVAL),
                            (w.LEASE_REQ.pack(4097, 0), -errno.EINVAL),
-                           (w.LEASE_REQ.pack(2, 0) + w.LEASE.pack(1, 1), -errno.EPROTO)):
+                           (w.LEASE_REQ.pack(2, 0) + w.LEASE.pack(1, 1), -errno.EPROTO),
+                           (w.lease_req([(1, 1)], w.LEASE_ALL), -errno.EINVAL),
+                           (w.lease_req([], w.LEASE_ALL | 0x2), -errno.EINVAL)):
             st, _ = cl.call(w.NS_OP["MDS_LEASE"], body, req_id=cl.conn.next_id + 100)
             assert st == want, (body.hex(), st, want)
         # Leases nobody holds, given back: nothing to do.
