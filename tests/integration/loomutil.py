@@ -311,8 +311,14 @@ def second_mount(cluster, key=None, opts=None):
     d = tempfile.mkdtemp(prefix="loom-view-")
     try:
         cmd = mountpair.mount_command(parent, key or cluster.key, "%s:/loom" % cluster.addr, d, opts)
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-        assert p.returncode == 0 and is_mounted(d), "a second mount failed (%d): %s" % (p.returncode, p.stderr)
+        # Its log (a file as stderr, which the daemon keeps) beside the cluster's: the teardown
+        # checks it for ERROR and sanitizer lines as it checks the daemons'.
+        log = os.path.join(cluster.dir, "log", "mount-%s.log" % os.path.basename(d))
+        with open(log, "a") as err:
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=err, text=True, timeout=60)
+        if p.returncode != 0 or not is_mounted(d):
+            with open(log) as f:
+                raise AssertionError("a second mount failed (%d): %s" % (p.returncode, f.read()[-4000:]))
         yield d
     finally:
         if is_mounted(d):
