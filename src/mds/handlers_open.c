@@ -39,9 +39,9 @@ int mds_op_inos(struct mds_op *o)
 
 	if (!s || (!s->uuid[0] && !s->uuid[1]))
 		return -EINVAL; /* nobody to keep them for */
-	/* Near a full MDT, creates are answered here, where ENOSPC can be said in time. */
-	if (mds_space_short(o->m))
-		return -ENOSPC;
+	/* The room of their creates is kept for them; near a full MDT (under twice the reserve
+	 * beyond that) none are handed out, and creates are answered by the MDS, where ENOSPC can
+	 * be said in time (mdt_txn_promise). */
 	rc = mdt_client_inos_grant(o->t, s->uuid, rep.count, &rep.first);
 	return rc ? rc : mds_reply_copy(o->r, &rep, sizeof(rep));
 }

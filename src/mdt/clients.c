@@ -32,6 +32,44 @@ int mdt_client_put(struct mdt_txn *t, const uint64_t uuid[2])
 	return mdt_put(t, MDT_DB_CLIENTS, uuid, CLIENT_KEY_LEN, "", 0);
 }
 
+/* How many of ci's numbers were not taken. */
+static uint32_t inos_left(const struct client_inos *ci)
+{
+	uint32_t taken = 0;
+
+	for (uint32_t k = 0; k < ci->count && k < MDT_CLIENT_INOS_MAX; k++)
+		taken += (ci->used[k / 8] >> (k % 8)) & 1u;
+	return ci->count - taken;
+}
+
+/* The client's range (*ci), 0, or -ENOENT. */
+static int inos_get(struct mdt_txn *t, const uint8_t key[INOS_KEY_LEN], struct client_inos *ci)
+{
+	MDB_val v;
+	int rc = mdt_get(t, MDT_DB_CLIENTS, key, INOS_KEY_LEN, &v);
+
+	if (rc)
+		return rc;
+	if (v.mv_size != sizeof(*ci) || ((const struct client_inos *)v.mv_data)->count > MDT_CLIENT_INOS_MAX)
+		return -EIO;
+	memcpy(ci, v.mv_data, sizeof(*ci));
+	return 0;
+}
+
+/* The client's range is forgotten: the room kept for what it left goes back. */
+static int inos_forget(struct mdt_txn *t, const uint8_t key[INOS_KEY_LEN])
+{
+	struct client_inos old;
+	int rc = inos_get(t, key, &old);
+
+	if (rc)
+		return rc == -ENOENT ? 0 : rc;
+	rc = mdt_del(t, MDT_DB_CLIENTS, key, INOS_KEY_LEN);
+	if (rc == 0)
+		mdt_txn_unpromise(t, inos_left(&old));
+	return rc;
+}
+
 int mdt_client_inos_grant(struct mdt_txn *t, const uint64_t uuid[2], uint32_t count, uint64_t *first)
 {
 	struct client_inos ci = { .count = count };
@@ -41,7 +79,11 @@ int mdt_client_inos_grant(struct mdt_txn *t, const uint64_t uuid[2], uint32_t co
 	if (count == 0 || count > MDT_CLIENT_INOS_MAX)
 		return -EINVAL;
 	inos_key(uuid, key);
-	rc = mdt_ino_alloc_range(t, count, &ci.first);
+	rc = inos_forget(t, key);
+	if (rc == 0)
+		rc = mdt_txn_promise(t, count);
+	if (rc == 0)
+		rc = mdt_ino_alloc_range(t, count, &ci.first);
 	if (rc == 0)
 		rc = mdt_put(t, MDT_DB_CLIENTS, key, sizeof(key), &ci, sizeof(ci));
 	if (rc == 0)
@@ -54,33 +96,57 @@ int mdt_client_ino_take(struct mdt_txn *t, const uint64_t uuid[2], uint64_t ino)
 	struct client_inos ci;
 	uint8_t key[INOS_KEY_LEN];
 	uint64_t k;
-	MDB_val v;
 	int rc;
 
 	inos_key(uuid, key);
-	rc = mdt_get(t, MDT_DB_CLIENTS, key, sizeof(key), &v);
+	rc = inos_get(t, key, &ci);
 	if (rc == -ENOENT)
 		return -EINVAL; /* never handed any, or gone (evicted, said goodbye) */
 	if (rc)
 		return rc;
-	if (v.mv_size != sizeof(ci))
-		return -EINVAL;
-	memcpy(&ci, v.mv_data, sizeof(ci));
 	k = ino - ci.first;
-	if (ino < ci.first || k >= ci.count || k >= MDT_CLIENT_INOS_MAX || (ci.used[k / 8] & (1u << (k % 8))))
+	if (ino < ci.first || k >= ci.count || (ci.used[k / 8] & (1u << (k % 8))))
 		return -EINVAL;
 	ci.used[k / 8] |= (uint8_t)(1u << (k % 8));
-	return mdt_put(t, MDT_DB_CLIENTS, key, sizeof(key), &ci, sizeof(ci));
+	rc = mdt_put(t, MDT_DB_CLIENTS, key, sizeof(key), &ci, sizeof(ci));
+	if (rc == 0)
+		mdt_txn_took_promised(t);
+	return rc;
 }
 
 int mdt_client_inos_del(struct mdt_txn *t, const uint64_t uuid[2])
 {
 	uint8_t key[INOS_KEY_LEN];
-	int rc;
 
 	inos_key(uuid, key);
-	rc = mdt_del(t, MDT_DB_CLIENTS, key, sizeof(key));
-	return rc == -ENOENT ? 0 : rc;
+	return inos_forget(t, key);
+}
+
+int mdt_client_inos_load(struct mdt_store *s, struct mdt_txn *t)
+{
+	uint64_t left = 0;
+	MDB_cursor *cur;
+	MDB_val k, v;
+	int rc, mrc;
+
+	rc = mdt_errno(mdb_cursor_open(t->mdb, s->dbi[MDT_DB_CLIENTS], &cur));
+	if (rc)
+		return rc;
+	for (mrc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); mrc == MDB_SUCCESS;
+	     mrc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		struct client_inos ci;
+
+		if (k.mv_size != INOS_KEY_LEN || v.mv_size != sizeof(ci))
+			continue;
+		memcpy(&ci, v.mv_data, sizeof(ci));
+		if (ci.count <= MDT_CLIENT_INOS_MAX)
+			left += inos_left(&ci);
+	}
+	mdb_cursor_close(cur);
+	if (mrc != MDB_NOTFOUND)
+		return mdt_errno(mrc);
+	atomic_store(&s->promised, (int64_t)left);
+	return 0;
 }
 
 int mdt_client_del(struct mdt_txn *t, const uint64_t uuid[2])

@@ -31,6 +31,7 @@
 #define LOOM_MDT_INTERNAL_H
 
 #include <endian.h>
+#include <stdatomic.h>
 #include <lmdb.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -92,6 +93,9 @@ struct mdt_store {
 	uint64_t file_end;      /* the data file's size as last seen (at open, or as reserve_hold
 	                         * made it); LMDB may have written past it since */
 	bool reserve_short_logged; /* the disk could not hold the whole reserve: said once */
+	/* Inode numbers handed clients ahead and not taken yet (clients.c), as last committed: the
+	 * room their creates need is kept for them (mdt_txn_grow). */
+	_Atomic int64_t promised;
 };
 
 /* A registration waiting for its transaction's top-level commit to reach the in-memory table. */
@@ -114,6 +118,8 @@ struct mdt_txn {
 	 * (a child's join its parent's at commit). The others are a top-level transaction's: the
 	 * room measured at its first growth, and whether the freelist is counted in it yet. */
 	uint64_t grown;
+	int64_t promised;       /* numbers handed ahead (+) and taken or forgotten (-) here */
+	bool took_promised;     /* a request's: it creates a number handed ahead (its room kept) */
 	uint64_t room;
 	uint64_t page_size;
 	bool room_known;
@@ -282,6 +288,22 @@ int mdt_txn_reserve_updates(struct mdt_txn *t, size_t more);
  * the reserve is theirs.
  */
 int mdt_txn_grow(struct mdt_txn *t, uint64_t bytes);
+/* MDS_INOS: count numbers are handed ahead, and the room of their creates kept for them from
+ * here (what else grows must leave it too), while the room left beyond that is at least twice
+ * the reserve: -ENOSPC otherwise, so that near a full MDT creates are answered by the MDS, where
+ * ENOSPC can be said in time. */
+int mdt_txn_promise(struct mdt_txn *t, uint32_t count);
+/* count numbers handed ahead were taken (their create grows as it goes, into the room kept) or
+ * forgotten. */
+void mdt_txn_unpromise(struct mdt_txn *t, uint32_t count);
+/* One number handed ahead is taken by this request's create, which grows from here with the
+ * room kept for it, and half the reserve (a request's transaction, not a batch's). */
+void mdt_txn_took_promised(struct mdt_txn *t);
+/* The room a create of a number handed ahead needs: its inode, its name at the longest and the
+ * directory's record of it. */
+#define MDT_PROMISE_INO (MDT_GROW_INODE + 2 * (MDT_GROW_RECORD + LOOM_NAME_MAX * MDT_GROW_BYTE))
+/* At open: the numbers handed ahead and not taken, from the clients table. */
+int mdt_client_inos_load(struct mdt_store *s, struct mdt_txn *t);
 /* What an operation that makes an inode says it adds: the inode, its name, a layout of a few
  * stripes and the reply cached for it, with the B-tree's slack (an empty file costs LMDB about
  * 950 bytes, measured on a full MDT). */

@@ -139,7 +139,8 @@ int mdt_space(struct mdt_store *s, struct mdt_space *out)
 int mdt_statfs(struct mdt_txn *t, struct lw_statfs *out)
 {
 	struct mdt_space sp;
-	uint64_t avail;
+	int64_t promised = atomic_load(&t->s->promised);
+	uint64_t avail, kept = promised > 0 ? (uint64_t)promised * MDT_PROMISE_INO : 0;
 	MDB_stat st;
 	int rc;
 
@@ -148,7 +149,8 @@ int mdt_statfs(struct mdt_txn *t, struct lw_statfs *out)
 		rc = mdt_errno(mdb_stat(t->mdb, t->s->dbi[MDT_DB_INODES], &st));
 	if (rc)
 		return rc;
-	avail = sp.room > sp.reserve ? sp.room - sp.reserve : 0;
+	/* The room kept for the creates of numbers handed ahead is theirs. */
+	avail = sp.room > sp.reserve + kept ? sp.room - sp.reserve - kept : 0;
 	memset(out, 0, sizeof(*out));
 	out->bsize = (uint32_t)sp.page_size;
 	/* What the MDT holds and can still take: the map when it fills first (then this is the map
@@ -158,8 +160,9 @@ int mdt_statfs(struct mdt_txn *t, struct lw_statfs *out)
 	out->bfree = sp.room / sp.page_size;
 	out->bavail = avail / sp.page_size;
 	/* An inode is a few records in LMDB, not a file on the disk: as many more fit as growth
-	 * lets in (mdt_txn_grow charges MDT_GROW_INODE for each, and its name's bytes). */
-	out->ffree = avail / (MDT_GROW_INODE + MDT_GROW_RECORD);
+	 * lets in (mdt_txn_grow charges MDT_GROW_INODE for each, and its name's bytes), and the
+	 * numbers handed ahead, not used yet. */
+	out->ffree = avail / (MDT_GROW_INODE + MDT_GROW_RECORD) + (promised > 0 ? (uint64_t)promised : 0);
 	out->files = st.ms_entries + out->ffree;
 	out->namemax = LOOM_NAME_MAX;
 	return 0;
@@ -259,19 +262,40 @@ static uint64_t add_sat(uint64_t a, uint64_t b)
 	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
-int mdt_txn_grow(struct mdt_txn *t, uint64_t bytes)
+/* The numbers handed ahead and not taken, as this transaction sees them. */
+static uint64_t promised_now(const struct mdt_txn *t)
+{
+	int64_t n = atomic_load(&t->s->promised);
+
+	for (; t; t = t->parent)
+		n += t->promised;
+	return n > 0 ? (uint64_t)n : 0;
+}
+
+/* Whether bytes more, and keep beyond the reserve and the room kept for the numbers handed
+ * ahead, fit: 0, -ENOSPC or MDT_ETXNFULL (mdt_txn_grow). */
+static int room_for(struct mdt_txn *t, uint64_t bytes, uint64_t keep)
 {
 	struct mdt_txn *top = t;
-	uint64_t mine = bytes, need;
+	uint64_t mine = bytes, need, kept;
+	bool promised = t->took_promised;
 	int rc;
 
 	/* What this request grows (here and in the transactions under its own, up to the batch's),
-	 * then what the batch grew before it, must leave the reserve. */
+	 * then what the batch grew before it, must leave the reserve and the promised room. */
 	while (top->parent) {
 		mine = add_sat(mine, top->grown);
 		top = top->parent;
+		promised |= top->parent && top->took_promised;
 	}
-	need = add_sat(add_sat(mine, top->grown), t->s->reserve);
+	kept = promised_now(t);
+	kept = kept > UINT64_MAX / MDT_PROMISE_INO ? UINT64_MAX : kept * MDT_PROMISE_INO;
+	need = add_sat(add_sat(add_sat(mine, top->grown), t->s->reserve), add_sat(kept, keep));
+	/* The create of a number handed ahead was answered already: its room was kept, but what
+	 * grows is estimated, and what others grew may have taken more than they said. Half the
+	 * reserve makes up for that; deletions keep the other half. */
+	if (promised)
+		need = add_sat(add_sat(mine, top->grown), t->s->reserve / 2);
 	if (!top->room_known) {
 		struct space_parts p;
 
@@ -299,6 +323,34 @@ int mdt_txn_grow(struct mdt_txn *t, uint64_t bytes)
 			return MDT_ETXNFULL;
 		return -ENOSPC;
 	}
-	t->grown += bytes;
 	return 0;
+}
+
+int mdt_txn_grow(struct mdt_txn *t, uint64_t bytes)
+{
+	int rc = room_for(t, bytes, 0);
+
+	if (rc == 0)
+		t->grown += bytes;
+	return rc;
+}
+
+int mdt_txn_promise(struct mdt_txn *t, uint32_t count)
+{
+	int rc = room_for(t, 0, add_sat(t->s->reserve, (uint64_t)count * MDT_PROMISE_INO));
+
+	if (rc == 0)
+		t->promised += count;
+	return rc;
+}
+
+void mdt_txn_unpromise(struct mdt_txn *t, uint32_t count)
+{
+	t->promised -= count;
+}
+
+void mdt_txn_took_promised(struct mdt_txn *t)
+{
+	t->promised -= 1;
+	t->took_promised = t->parent != NULL;
 }

@@ -680,6 +680,8 @@ static int store_load(struct mdt_store *s)
 	memcpy(s->fsname, v.mv_data, v.mv_size);
 	s->fsname[v.mv_size] = '\0';
 	rc = mdt_ost_load(s, t);
+	if (rc == 0)
+		rc = mdt_client_inos_load(s, t);
 out:
 	mdt_txn_abort(t);
 	return rc;
@@ -798,6 +800,7 @@ static int commit_child(struct mdt_txn *t)
 	p->n_ost_updates += t->n_ost_updates;
 	p->ost_dirty |= t->ost_dirty;
 	p->grown += t->grown;
+	p->promised += t->promised;
 	return 0;
 }
 
@@ -821,6 +824,7 @@ static int commit_top(struct mdt_txn *t)
 	}
 	if (t->ost_dirty || t->n_ost_updates)
 		mdt_ost_install(t->s, table, count);
+	atomic_fetch_add(&t->s->promised, t->promised);
 	mdt_reserve_hold(t->s);
 	return 0;
 }

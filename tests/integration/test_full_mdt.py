@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from loomutil import MDS_BIN, errno_of, wait_until
+from loomutil import MDS_BIN, errno_of, second_mount, wait_until
 
 KiB = 1 << 10
 MiB = 1 << 20
@@ -173,6 +173,52 @@ def test_full_mdt_disk_recovers_without_restart(small_targets):
             assert e.errno == errno.ENOSPC, e
             return False
     assert wait_until(write_again, 60, interval=0.5), "the OST's space never came back"
+
+
+def test_creates_sent_behind_keep_their_room_on_a_filling_mdt(small_targets):
+    """A mount with nowsync answers creates itself, with inode numbers the MDS handed it ahead:
+    the MDS keeps the room of their creates for them, so Data-on-MDT bytes that fill the MDT
+    meanwhile cannot leave a create already answered without room (it would fail at the MDS
+    after the program was told it succeeded). The bytes get ENOSPC at their close; every create
+    that returned is on the MDT, and every file whose close returned holds its bytes."""
+    c = small_targets
+    c.loom("setstripe", "-E", "64K", "-L", "mdt", "-E", "-1", "-c", "1", "/")
+    data = b"x" * (48 * KiB)   # a range's 256 files outrun the margin at which none is handed
+    made, closed = [], []
+    with second_mount(c, opts="nowsync") as a:
+        os.mkdir(os.path.join(a, "d"))
+        e = 0
+        for n in range(5000):
+            path = os.path.join(a, "d", "f%05d" % n)
+            e = errno_of(touch, path)
+            if e:
+                break
+            made.append(path)
+            try:
+                with open(path, "r+b") as f:
+                    f.write(data)
+            except OSError as x:
+                e = x.errno
+                break
+            closed.append(path)
+        assert e == errno.ENOSPC, "a full MDT answered %s" % errno.errorcode.get(e, e)
+        assert len(closed) > 20, len(closed)
+        # Creates go on into the room kept for the numbers the mount still holds, then are
+        # refused with ENOSPC, never EIO.
+        for n in range(5000):
+            path = os.path.join(a, "d", "g%05d" % n)
+            e = errno_of(touch, path)
+            if e:
+                break
+            made.append(path)
+        assert e == errno.ENOSPC, "a create on a full MDT answered %s" % errno.errorcode.get(e, e)
+        print("%d files closed with their bytes, %d made in all" % (len(closed), len(made)))
+        with second_mount(c) as b:
+            names = set(os.listdir(os.path.join(b, "d")))
+            assert names == {os.path.basename(p) for p in made}
+            for p in closed:
+                with open(os.path.join(b, "d", os.path.basename(p)), "rb") as f:
+                    assert f.read() == data, p
 
 
 def test_full_mdt_serves_deletions_after_a_restart(small_targets):

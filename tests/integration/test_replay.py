@@ -158,7 +158,8 @@ def test_a_replay_after_a_change_lost_with_its_client_is_refused(cluster_factory
     built on it are refused, never applied on top of what the inodes are now; B's independent
     ones are replayed."""
     cluster = configured(cluster_factory, COMMIT_BEHIND + "recovery-window = 6\n")
-    cluster.allow_log(r"replay of MDS_\w+ \(transno \d+\) from .* (refused|failed)")
+    cluster.allow_log(r"replay of MDS_\w+ \(transno \d+\) from .* (refused|failed)",
+                      r"the MDS restarted and refused to replay MDS_\w+ \(transno \d+\)")
     a = cluster.mount()
     with second_mount(cluster) as b:
         write(os.path.join(a, "h"), b"committed\n")
