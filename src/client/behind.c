@@ -80,15 +80,26 @@ void behind_destroy(loom_fs *fs)
 
 /* Under behind_lock: waits for the count in flight to fall to most, and with orphans, for the
  * closes of files let go before their answer to be sent (-EINTR if the caller was interrupted;
- * the creates go on). */
+ * the creates go on). A caller that must not wait for an MDS that is away or hung (umount's
+ * stat of the root: rpc_nowait_thread) waits while it answers, and gets -EIO once it does not. */
 static int wait_inflight(loom_fs *fs, uint32_t most, bool orphans)
 {
+	bool nowait = rpc_nowait_thread();
+
 	while (atomic_load(&fs->behind_inflight) > most ||
 	       (orphans && atomic_load(&fs->behind_orphans) > 0)) {
 		struct timespec until;
+		bool away;
 
 		if (rpc_intr_fired())
 			return -EINTR;
+		if (nowait) {
+			pthread_mutex_unlock(&fs->behind_lock);
+			away = loom_ll_mds_away(fs);
+			pthread_mutex_lock(&fs->behind_lock);
+			if (away)
+				return -EIO;
+		}
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_nsec += 100000000;
 		if (until.tv_nsec >= 1000000000) {
@@ -109,9 +120,6 @@ int behind_barrier(loom_fs *fs)
 
 	if (atomic_load(&fs->behind_inflight) == 0 && (!orphans || atomic_load(&fs->behind_orphans) == 0))
 		return 0;
-	/* A caller that must not wait for the MDS (umount's stat of the root) does not. */
-	if (rpc_nowait_thread())
-		return -EIO;
 	pthread_mutex_lock(&fs->behind_lock);
 	rc = wait_inflight(fs, 0, orphans);
 	pthread_mutex_unlock(&fs->behind_lock);

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 
 import loomutil
 import loomwire as w
@@ -131,6 +132,32 @@ def test_two_mounts_creating_in_one_directory_make_every_name_once(cluster_facto
         assert names == set(os.listdir(os.path.join(b, "shared")))
         assert names == {"%s-%d" % (t, i) for t in "ab" for i in range(100)} | \
             {"both-%d" % i for i in range(0, 100, 10)}
+
+
+def test_the_roots_attributes_wait_for_creates_in_flight_while_the_mds_answers(cluster_factory):
+    """umount(8)'s stat of the root must not wait for an MDS that is away; but while the MDS is
+    only slow (here: stopped for a moment, not yet taken for gone), a stat of the root that finds
+    creates still in flight waits for them, as every other request does, and is answered: it
+    once got EIO at once, and with it an unlink under a path through the root."""
+    c = configured(cluster_factory, "lease-timeout = 15\n")
+    with second_mount(c, opts="nowsync,attr_timeout=0.2") as a:
+        d = os.path.join(a, "slow")
+        os.mkdir(d)
+        make_files(d, ["first"])
+        os.stat(a)
+        with stopped(c.pid("mds")):
+            make_files(d, ["in-flight"])                 # answered by the mount, sent behind
+            time.sleep(0.5)                              # the root's attributes expire
+            timer = threading.Timer(1.0, os.kill, (c.pid("mds"), signal.SIGCONT))
+            timer.start()
+            try:
+                p = subprocess.run(["python3", "-c", "import os, sys; os.stat(sys.argv[1]); "
+                                    "os.unlink(os.path.join(sys.argv[1], 'slow', 'first'))", a],
+                                   capture_output=True, text=True, timeout=60)
+            finally:
+                timer.cancel()
+        assert p.returncode == 0, p.stderr
+        assert sorted(os.listdir(d)) == ["in-flight"]
 
 
 WRITER = r"""
