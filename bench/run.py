@@ -56,9 +56,10 @@ class Bench:
     """A temporary directory holding a Loom cluster (mounted on mnt/), a local folder and,
     when asked for, a MooseFS (under moosefs/, mounted on moosefs/mnt)."""
 
-    def __init__(self, build, keep):
+    def __init__(self, build, keep, mount_opts=None):
         self.loom = os.path.join(build, "src", "tools", "loom")
         self.keep = keep
+        self.mount_opts = mount_opts            # loom-mount's -o beside its key (e.g. nowsync)
         self.tmp = tempfile.mkdtemp(prefix="loom-bench-")
         self.cdir, self.mnt, self.local = (os.path.join(self.tmp, d) for d in ("cluster", "mnt", "local"))
         self.cold = True                        # every drop of the page cache worked
@@ -68,7 +69,8 @@ class Bench:
     def up(self):
         os.makedirs(self.local)
         p = subprocess.run([self.loom, "cluster", "up", "--dir", self.cdir, "--osts", "4",
-                            "--mount", self.mnt], capture_output=True, text=True, timeout=120)
+                            "--mount", self.mnt] + (["-o", self.mount_opts] if self.mount_opts else []),
+                           capture_output=True, text=True, timeout=120)
         if p.returncode:
             raise RuntimeError("loom cluster up failed:\n" + p.stdout + p.stderr)
         os.environ["LOOM_KEY_FILE"] = os.path.join(self.cdir, "fs.key")   # for loom setstripe
@@ -322,6 +324,8 @@ def parse_args():
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results"),
                     help="where latest.json and latest.png go")
     ap.add_argument("--keep", action="store_true", help="keep the cluster directory (stopped)")
+    ap.add_argument("--mount-opts", metavar="OPTS",
+                    help="more options for the Loom mount (loom-mount's -o), e.g. nowsync")
     ap.add_argument("--no-peer", action="store_true",
                     help="no MooseFS side for %s" % ",".join(PEER_WORKLOADS))
     a = ap.parse_args()
@@ -358,7 +362,7 @@ def main():
     signal.signal(signal.SIGTERM, on_sigterm)
     started = datetime.datetime.now().astimezone()
     t0 = time.monotonic()
-    bench = Bench(a.build, a.keep)
+    bench = Bench(a.build, a.keep, a.mount_opts)
     raw, errors, interrupted = {}, [], False
     want_peer, why_not = peer_plan(a)
     peer = {"name": "moosefs", "packages": list(moosefs.PACKAGES), "workloads": list(PEER_WORKLOADS),
@@ -388,7 +392,8 @@ def main():
     wall = time.monotonic() - t0
 
     rows = summarize(raw)
-    title = "Loom (1 MDS, 4 OSS, FUSE mount) vs a local folder on the same disk%s: %s run, median of %d%s" % (
+    title = "Loom (1 MDS, 4 OSS, FUSE mount%s) vs a local folder on the same disk%s: %s run, median of %d%s" % (
+        ", -o " + a.mount_opts if a.mount_opts else "",
         " and MooseFS %s (1 master, 4 chunkservers)" % (peer["version"] or "") if peer["ran"] else "",
         "quick" if a.quick else "full", a.runs, "" if bench.cold else " (page cache NOT dropped)")
     print_table(rows, title)
@@ -396,7 +401,7 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     result = {"date": started.isoformat(timespec="seconds"), "git": git_info(), "machine": machine_info(),
               "options": {"quick": a.quick, "runs": a.runs, "only": a.only, "build": a.build,
-                          "no_peer": a.no_peer},
+                          "no_peer": a.no_peer, "mount_opts": a.mount_opts},
               "build_time": build_time(a.build), "peer": peer,
               "sizes": dataclasses.asdict(sizes), "cold": bench.cold, "wall_seconds": round(wall, 1),
               "interrupted": interrupted, "errors": errors, "results": rows, "raw": raw}

@@ -45,6 +45,7 @@ struct cluster {
 	char mds_bin[PATH_MAX];
 	char oss_bin[PATH_MAX];
 	char mount[PATH_MAX];    /* where `up --mount` mounted it, "" if nowhere */
+	const char *mount_opts;  /* more mount options for it (-o), or NULL */
 	char key[PATH_MAX + 16]; /* DIR/fs.key */
 };
 
@@ -378,7 +379,7 @@ static bool is_loom_mount(const char *dir)
 
 static int mount_fs(struct cluster *c)
 {
-	char bin[PATH_MAX], spec[128], opts[PATH_MAX + 32];
+	char bin[PATH_MAX], spec[128], opts[PATH_MAX + 512];
 	char *argv[] = { bin, spec, c->mount, "-o", opts, NULL };
 	int rc;
 
@@ -392,7 +393,8 @@ static int mount_fs(struct cluster *c)
 	if (rc)
 		return rc;
 	snprintf(spec, sizeof(spec), "127.0.0.1:%u:/%s", c->port, c->fsname);
-	snprintf(opts, sizeof(opts), "key=%s", c->key);
+	snprintf(opts, sizeof(opts), "key=%s%s%s", c->key, c->mount_opts ? "," : "",
+		 c->mount_opts ? c->mount_opts : "");
 	/* loom-mount returns once the mount is in place and serves it in the background. */
 	return run_wait(c, "mount", argv);
 }
@@ -605,7 +607,7 @@ int cmd_cluster(struct tool_ctx *ctx, int argc, char **argv)
 	static const struct option opts[] = {
 		{ "dir", required_argument, NULL, 'd' },    { "osts", required_argument, NULL, 'n' },
 		{ "fsname", required_argument, NULL, 'f' }, { "port", required_argument, NULL, 'p' },
-		{ "mount", required_argument, NULL, 'm' },
+		{ "mount", required_argument, NULL, 'm' },  { "options", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 },
 	};
 	struct cluster c = { 0 };
@@ -615,12 +617,12 @@ int cmd_cluster(struct tool_ctx *ctx, int argc, char **argv)
 
 	(void)ctx;
 	if (argc < 2 || argv[1][0] == '-') {
-		fprintf(stderr, "usage: loom cluster up|down|status --dir DIR [--osts N] [--fsname NAME] [--port PORT] [--mount MNT]\n");
+		fprintf(stderr, "usage: loom cluster up|down|status --dir DIR [--osts N] [--fsname NAME] [--port PORT] [--mount MNT [-o OPTS]]\n");
 		return 2;
 	}
 	verb = argv[1];
 	optind = 2;
-	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'd': dir = optarg; break;
 		case 'n':
@@ -638,6 +640,14 @@ int cmd_cluster(struct tool_ctx *ctx, int argc, char **argv)
 			snprintf(c.fsname, sizeof(c.fsname), "%s", optarg);
 			break;
 		case 'm': mnt = optarg; break;
+		case 'o':
+			/* Options of the mount (loom-mount(8)'s -o), after the key it is given. */
+			if (!*optarg || strlen(optarg) > 400 || strpbrk(optarg, " \t\n")) {
+				fprintf(stderr, "loom cluster: -o takes mount options, comma-separated\n");
+				return 2;
+			}
+			c.mount_opts = optarg;
+			break;
 		case 'p':
 			port = atol(optarg);
 			if (port < 0 || port > 65535) {
@@ -646,10 +656,11 @@ int cmd_cluster(struct tool_ctx *ctx, int argc, char **argv)
 			}
 			break;
 		case 'h':
-			printf("usage: loom cluster up|down|status --dir DIR [--osts N] [--fsname NAME] [--port PORT] [--mount MNT]\n"
+			printf("usage: loom cluster up|down|status --dir DIR [--osts N] [--fsname NAME] [--port PORT] [--mount MNT [-o OPTS]]\n"
 			       "  up      format (the first time) and start an MDS and N OSS (default 4) on\n"
 			       "          127.0.0.1 under DIR; starts again whatever is not running;\n"
-			       "          with --mount, mounts the file system on MNT too\n"
+			       "          with --mount, mounts the file system on MNT too, with the mount\n"
+			       "          options OPTS (loom-mount(8)'s -o, e.g. nowsync) besides its key\n"
 			       "  down    unmount it, and stop the processes started under DIR\n"
 
 			       "  status  show which of them run (exit 3 if any does not)\n");
