@@ -388,34 +388,45 @@ static void recall_inode_leases(uint64_t ino, void *val, void *arg)
 }
 
 struct excl_scan {
+	struct mds *m;
 	uint64_t sid;
 	uint64_t found;
 };
 
-static void excl_scan_one(uint64_t ino, void *val, void *arg)
+/* A walk's directory: is it another session's, exclusively? (the first such stops the walk) */
+static bool excl_on_path(void *arg, uint64_t dir)
 {
 	struct excl_scan *s = arg;
-	const struct lease_dir *d = val;
+	const struct lease_dir *d = lease_dir_get(s->m, dir, false, false);
 
-	if (!s->found && d->excl_sid && d->excl_sid != s->sid)
-		s->found = ino;
+	if (!d || !d->excl_sid || d->excl_sid == s->sid)
+		return false;
+	s->found = dir;
+	return true;
 }
 
 /*
  * A read of a directory's entries by another session than its exclusive holder's waits for that
  * lease: the holder tells its callers of files it made there before the MDS has them (creates
  * sent behind), and gives the lease back only once the MDS has them all. A lookup and a listing
- * read one directory; a walk, any on its path (it waits for each in turn).
+ * read one directory; a walk, those on its path (it waits for each in turn).
  */
-static uint64_t excl_read_blocked(struct mds *m, const struct srv_req *req, const struct lw_mds_req *q)
+static uint64_t excl_read_blocked(struct mds *m, struct mdt_txn *t, const struct srv_req *req,
+				  const struct lw_mds_req *q)
 {
-	struct excl_scan s = { .sid = mds_session_sid_known(m, req->conn_id) };
+	struct excl_scan s = { .m = m, .sid = mds_session_sid_known(m, req->conn_id) };
+	struct mdt_walk_watch watch = { excl_on_path, &s };
 	struct lease_dir *d;
+	struct lw_attr attr;
+	uint32_t consumed;
 
 	switch (q->op) {
 	case LW_OP_MDS_LOOKUP: s.found = q->u.name.f.parent; break;
 	case LW_OP_MDS_READDIR: s.found = q->u.readdir.ino; break;
-	case LW_OP_MDS_WALK: u64map_each(&m->leases.dirs, excl_scan_one, &s); break;
+	case LW_OP_MDS_WALK:
+		(void)mdt_walk(t, &q->cred, q->u.walk.path, q->u.walk.f.pathlen,
+			       q->u.walk.f.flags & LW_WALK_PARENT, &watch, &attr, &consumed);
+		break;
 	default: return 0;
 	}
 	d = s.found ? lease_dir_get(m, s.found, false, false) : NULL;
@@ -437,7 +448,7 @@ uint64_t mds_leases_block(struct mds *m, struct mdt_txn *t, const struct srv_req
 	 * exclusive lease holds up are sent here by their handlers (mds_leases_excl_other). */
 	if (!mds_on_metadata_thread())
 		return 0;
-	if (atomic_load(&ls->nexcl) && (on = excl_read_blocked(m, req, q)) != 0)
+	if (atomic_load(&ls->nexcl) && (on = excl_read_blocked(m, t, req, q)) != 0)
 		return on;
 	mds_lease_targets(t, q, ls->ninodes > 0 || ls->all_inodes.fence_until_ns || atomic_load(&ls->nexcl),
 			  &tg);

@@ -157,12 +157,26 @@ static void drop_first_run_elsewhere(struct mds *m, const struct srv_req *req, u
  * holds changes answered and not committed yet) or, when t is NULL, in read transactions of its
  * own (the network thread's). Fills r.
  */
+struct walk_held {
+	struct mds *m;
+	const struct srv_req *req;
+};
+
+static bool walk_held(void *arg, uint64_t dir)
+{
+	struct walk_held *h = arg;
+
+	return mds_leases_excl_other(h->m, h->req, dir);
+}
+
 int mds_walk(struct mds *m, struct srv_req *req, const struct lw_mds_req *q, struct mdt_txn *t,
 	     struct reply *r)
 {
 	struct lw_walk_rep wr = { 0 };
 	struct reply opened = { 0 };
 	struct mdt_txn *own = NULL;
+	struct walk_held held = { m, req };
+	struct mdt_walk_watch watch = { walk_held, &held };
 	const char *rest;
 	int rc = 0;
 
@@ -171,8 +185,11 @@ int mds_walk(struct mds *m, struct srv_req *req, const struct lw_mds_req *q, str
 		if (rc)
 			return rc;
 	}
+	/* On the network thread, a directory on the path that another session leases exclusively
+	 * sends the walk to the metadata thread (-EAGAIN), which waits for that lease
+	 * (mds_leases_block); there, the walk has waited for every one already. */
 	rc = mdt_walk(t ? t : own, &q->cred, q->u.walk.path, q->u.walk.f.pathlen,
-		      q->u.walk.f.flags & LW_WALK_PARENT, &wr.attr, &wr.consumed);
+		      q->u.walk.f.flags & LW_WALK_PARENT, t ? NULL : &watch, &wr.attr, &wr.consumed);
 	if (own)
 		mdt_txn_abort(own);
 	if (rc)
@@ -204,12 +221,13 @@ static bool net_walk(struct mds *m, struct srv_req *req)
 	struct lw_mds_req q;
 	int rc;
 
-	/* A walk through a directory leased exclusively waits for it there (leases.c). */
-	if (mds_leases_excl_other(m, req, 0))
-		return false;
 	rc = mds_decode_req(m, req, &q);
 	if (rc == 0)
 		rc = mds_walk(m, req, &q, NULL, &r);
+	/* Through a directory another session leases exclusively: the metadata thread's, which
+	 * waits for it there (leases.c). */
+	if (rc == -EAGAIN)
+		return false;
 	mds_reply(m, req, rc, r.body, r.len, 0, NULL);
 	free(r.body);
 	return true;

@@ -43,7 +43,8 @@ int mdt_lookup(struct mdt_txn *t, const struct loom_cred *cr, uint64_t parent, c
 }
 
 int mdt_walk(struct mdt_txn *t, const struct loom_cred *cr, const char *path, size_t len,
-	     bool stop_at_last, struct lw_attr *out, uint32_t *consumed)
+	     bool stop_at_last, const struct mdt_walk_watch *watch, struct lw_attr *out,
+	     uint32_t *consumed)
 {
 	size_t pos = 0;
 	int rc = mdt_getattr(t, LOOM_ROOT_INO, out);
@@ -61,6 +62,8 @@ int mdt_walk(struct mdt_txn *t, const struct loom_cred *cr, const char *path, si
 			;
 		if (end == start || (stop_at_last && after == len) || !S_ISDIR(out->mode))
 			break;
+		if (watch && watch->held(watch->arg, out->ino))
+			return -EAGAIN;
 		if (mdt_lookup(t, cr, out->ino, path + start, end - start, &child) != 0)
 			break; /* the client's own lookup gives the error */
 		if (S_ISLNK(child.mode) || (!S_ISDIR(child.mode) && end != len))

@@ -116,9 +116,16 @@ int mdt_getattr(struct mdt_txn *t, uint64_t ino, struct lw_attr *out);
 /* MDS_WALK: looks up path's components from the root while each lookup succeeds, stopping before
  * a symlink, before a non-directory with anything after it, and with stop_at_last before the last
  * component. *out gets the last entry reached (the root if none), *consumed the bytes of path
- * that led to it. Errors only for the root itself. */
+ * that led to it. Errors only for the root itself. With watch, watch->held(arg, dir) is asked
+ * before each directory's entries are read: true stops the walk there, with -EAGAIN (the MDS's
+ * exclusive leases: another client may be making files there). */
+struct mdt_walk_watch {
+	bool (*held)(void *arg, uint64_t dir);
+	void *arg;
+};
 int mdt_walk(struct mdt_txn *t, const struct loom_cred *cr, const char *path, size_t len,
-	     bool stop_at_last, struct lw_attr *out, uint32_t *consumed);
+	     bool stop_at_last, const struct mdt_walk_watch *watch, struct lw_attr *out,
+	     uint32_t *consumed);
 
 /* chmod/chown/utimes/truncate rules as Linux applies them (owner or root for chmod, root for
  * chown to another uid, setgid cleared by chmod of a non-member's file, setuid/setgid cleared by

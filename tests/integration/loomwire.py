@@ -532,6 +532,7 @@ NS_OP = {
     "MDS_LEASE": 0x0127,
     "MDS_RECALL": 0x0128,
     "MDS_INOS": 0x0129,
+    "MDS_WALK": 0x0121,
 }
 
 ENOENT = errno.ENOENT

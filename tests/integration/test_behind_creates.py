@@ -295,6 +295,41 @@ def test_an_exclusive_lease_holds_others_lookups_until_it_comes_back(cluster_fac
         assert st == -errno.EINVAL
 
 
+def test_a_walk_waits_only_for_exclusive_leases_on_its_path(cluster_factory):
+    """On the wire: another client's walk (the native path's MDS_WALK) through directories nobody
+    leases exclusively is answered without recalling an exclusive lease elsewhere; a walk through
+    the leased directory waits for its recall and give-back, and then sees what the holder made
+    there before."""
+    c = configured(cluster_factory)
+    host, port = c.mds_host, c.mds_port
+    with w.Client(host, port, os.urandom(16)) as holder, w.Client(host, port, os.urandom(16)) as other:
+        st, body = holder.call(w.NS_OP["MDS_MKDIR"], C + w.mkdir_req(1, b"held", flags=w.MK_LEASE | w.MK_EXCL),
+                               req_id=10)
+        h = holder.last_header
+        assert st == 0 and h.rpflags & w.RPF_LEASE_EXCL
+        d = w.parse_attr(body)["ino"]
+        st, body = other.call(w.NS_OP["MDS_MKDIR"], C + w.mkdir_req(1, b"free"), req_id=10)
+        assert st == 0
+        st, _ = create(other, w.parse_attr(body)["ino"], b"f", 11)
+        assert st == 0
+        st, body = other.call(w.NS_OP["MDS_WALK"], C + w.walk_req(b"/free/f"), req_id=12)
+        assert st == 0 and w.WALK_REP.unpack_from(body)[1] == len(b"/free/f")
+        # Had the walk recalled the lease, the recall would have come before this reply.
+        st, _ = holder.call(w.NS_OP["MDS_GETATTR"], C + w.ino_req(d), req_id=11)
+        assert st == 0 and holder.conn.notifications == [], holder.conn.notifications
+        # Through the leased directory: the recall, and the walk sees the holder's file.
+        other.conn.send(w.frame(w.NS_OP["MDS_WALK"], C + w.walk_req(b"/held/g"), req_id=13))
+        nh, nbody = holder.conn.recv_notification()
+        assert w.parse_recall(nbody) == [(d, h.lease_gen)]
+        st, _ = create(holder, d, b"g", 12)
+        assert st == 0
+        st, _ = holder.call(w.NS_OP["MDS_LEASE"], w.lease_req([(d, h.lease_gen)]), req_id=13)
+        assert st == 0
+        rh, rbody, _ = other.conn.recv_reply()
+        assert rh.req_id == 13 and rh.status == 0, rh
+        assert w.WALK_REP.unpack_from(rbody)[1] == len(b"/held/g")
+
+
 def test_another_mounts_rmdir_waits_for_the_files_made_behind(cluster_factory):
     """Files A made behind while the MDS was stopped are in A's directory before B's rmdir of it
     runs: the rmdir recalls A's exclusive lease, which A gives back only once the MDS has them."""
