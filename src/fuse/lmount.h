@@ -39,7 +39,8 @@ struct lmount_opts {
 	int root_squash;       /* root_squash: root's requests go to the MDS as nobody */
 	int encrypt;           /* encrypt: every frame encrypted, not only authenticated */
 	int noleases;          /* noleases: no directory leases (every lookup asks the MDS) */
-	int nowsync;           /* nowsync: creates sent behind under exclusive directory leases */
+	int nowsync;           /* nowsync (the default; wsync: off): creates sent behind under
+	                        * exclusive directory leases */
 };
 
 /* statahead.c: the listings with attributes of the few directories being scanned, answering

@@ -55,6 +55,7 @@ static const struct fuse_opt lm_opt_spec[] = {
 	LM_OPT("encrypt", encrypt),
 	LM_OPT("noleases", noleases),
 	LM_OPT("nowsync", nowsync),
+	{ "wsync", offsetof(struct lmount_opts, nowsync), 0 },
 	FUSE_OPT_KEY("key=", KEY_KEYFILE),
 	FUSE_OPT_KEY("-h", KEY_HELP),
 	FUSE_OPT_KEY("--help", KEY_HELP),
@@ -110,9 +111,10 @@ static void usage(FILE *f)
 		"                        directories it holds a lease on, which the MDS recalls before\n"
 		"                        another client changes them), no inode leases (files\n"
 		"                        read before open and close for reading without the MDS)\n"
-		"  nowsync               creates sent behind (CephFS's nowsync): in a directory no other\n"
-		"                        client leases, the mount answers creates itself and tells the\n"
-		"                        MDS behind (off by default: see loom-mount(8))\n"
+		"  nowsync               creates sent behind (CephFS's nowsync, the default): in a\n"
+		"                        directory no other client leases, the mount answers creates\n"
+		"                        itself and tells the MDS behind (see loom-mount(8))\n"
+		"  wsync                 every create waits for the MDS's answer\n"
 		"  -f                    stay in the foreground;  -d  print every request (implies -f)\n"
 		"Mount options handled by the kernel or FUSE:\n"
 		"  ro, rw, noatime, relatime, nosuid, nodev, noexec, allow_other, allow_root,\n"
@@ -300,6 +302,7 @@ int main(int argc, char **argv)
 	m.opts.entry_timeout = 1.0;
 	m.opts.negative_timeout = 0.0;
 	m.opts.max_threads = 16;
+	m.opts.nowsync = 1;
 	m.opts.readahead_kb = 16384;
 	if (fuse_opt_parse(&args, &m.opts, lm_opt_spec, lm_opt_proc) < 0) {
 		ret = EX_USAGE;
