@@ -99,6 +99,9 @@ static int wait_inflight(loom_fs *fs, uint32_t most, bool orphans)
 			pthread_mutex_lock(&fs->behind_lock);
 			if (away)
 				return -EIO;
+			if (atomic_load(&fs->behind_inflight) <= most &&
+			    (!orphans || atomic_load(&fs->behind_orphans) == 0))
+				break; /* answered while the lock was let go */
 		}
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_nsec += 100000000;
@@ -169,12 +172,14 @@ static void behind_done(struct rpc_call *call)
 		behind_put(b);
 }
 
-void behind_orphan_close(struct loom_behind *b)
+void behind_orphan_close(struct loom_behind *b, bool send)
 {
 	loom_fs *fs = b->fs;
 	struct lw_create_rep rep;
 
-	if (b->status == 0 && b->rbody_len >= sizeof(rep)) {
+	if (!send) {
+		/* The session ends soon (disconnect), and its handles with it. */
+	} else if (b->status == 0 && b->rbody_len >= sizeof(rep)) {
 		memcpy(&rep, b->rbody, sizeof(rep));
 		if (rep.handle && rep.attr.ino == b->ino)
 			(void)mdc_close_detached(b->fs, &b->cred, b->ino, rep.handle);

@@ -230,10 +230,10 @@ void behind_init(loom_fs *fs);
 void behind_destroy(loom_fs *fs);
 /* Waits until every create sent behind was answered (-EINTR: the caller was interrupted). */
 int behind_barrier(loom_fs *fs);
-/* A create sent behind whose caller let go before the answer: its handle is closed (a call: the
- * lease thread's, through leases_push_orphan from the I/O thread), and it is freed. */
+/* A create sent behind whose caller let go before the answer: its handle is closed (with send; a
+ * call: the lease thread's, through leases_push_orphan from the I/O thread), and it is freed. */
 struct loom_behind;
-void behind_orphan_close(struct loom_behind *b);
+void behind_orphan_close(struct loom_behind *b, bool send);
 void leases_push_orphan(loom_fs *fs, struct loom_behind *b);
 /* Whether the calling thread is libloom's lease thread. */
 bool leases_on_own_thread(void);

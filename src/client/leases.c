@@ -39,6 +39,7 @@ struct loom_leases {
 	void *arg;
 	struct lease_item *q;
 	uint32_t n, cap;
+	bool stopped;   /* the thread is gone: what comes later is done at once, or dropped */
 };
 
 static void push_item(loom_fs *fs, struct lease_item item)
@@ -48,10 +49,19 @@ static void push_item(loom_fs *fs, struct lease_item item)
 
 	if (!ls) {
 		if (item.orphan)
-			behind_orphan_close(item.orphan);
+			behind_orphan_close(item.orphan, true);
 		return;
 	}
 	pthread_mutex_lock(&ls->lock);
+	if (ls->stopped) {
+		/* Disconnecting: leases go back all at once (LW_LEASE_ALL), and an orphan's handle
+		 * ends with the session; nothing is sent from here (perhaps the connection's own
+		 * thread, under its locks). */
+		pthread_mutex_unlock(&ls->lock);
+		if (item.orphan)
+			behind_orphan_close(item.orphan, false);
+		return;
+	}
 	if (ls->n == ls->cap) {
 		uint32_t cap = ls->cap ? ls->cap * 2 : 64;
 		struct lease_item *q = realloc(ls->q, cap * sizeof(*q));
@@ -159,7 +169,7 @@ static void give_back(loom_fs *fs, const struct lease_item *items, uint32_t n)
 
 	for (uint32_t i = 0; i < n; i++)
 		if (items[i].orphan)
-			behind_orphan_close(items[i].orphan);
+			behind_orphan_close(items[i].orphan, true);
 	if (!ls || !inos) {
 		free(ls);
 		free(inos);
@@ -312,9 +322,12 @@ void leases_stop(loom_fs *fs)
 		pthread_join(ls->thread, NULL);
 	/* Files made behind that are still owed their close; the leases queued (recalls that came
 	 * after the thread's last turn) go back with all the others. */
+	pthread_mutex_lock(&ls->lock);
+	ls->stopped = true;
+	pthread_mutex_unlock(&ls->lock);
 	for (uint32_t i = 0; i < ls->n; i++)
 		if (ls->q[i].orphan)
-			behind_orphan_close(ls->q[i].orphan);
+			behind_orphan_close(ls->q[i].orphan, true);
 	ls->n = 0;
 	give_back_all(fs);
 }

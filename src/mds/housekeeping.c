@@ -75,6 +75,7 @@ static void housekeeping(struct mds *m, uint64_t now)
 	uint64_t window = (uint64_t)m->recovery_s * 1000000000ull;
 	struct away_scan a = { .deadline = now > window ? now - window : 0 };
 	static uint64_t last_sweep, last_run;
+	static bool ranges_checked;
 	struct mdt_txn *t;
 	bool released = false;
 	size_t swept = 0;
@@ -90,6 +91,10 @@ static void housekeeping(struct mds *m, uint64_t now)
 	if (mds_commit_work_begin(m, &t) != 0)
 		return;
 	rc = a.any ? mds_sessions_expire(m, t, now, &released) : 0;
+	if (rc == 0 && !ranges_checked && now - m->started_ns >= 2 * window) {
+		rc = mds_sessions_forget_ranges(m, t);
+		ranges_checked = rc == 0;
+	}
 	if (rc == 0 && now - last_sweep >= 10ull * 1000000000ull) {
 		/* A resend comes within the recovery window; ten of them is plenty, and one is enough
 		 * while the MDT is short of room (the entries of a big rm -rf are room it needs). */

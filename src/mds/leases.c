@@ -525,7 +525,11 @@ int mds_op_lease(struct mds_op *o)
 	const uint8_t *p = o->q->u.lease.leases;
 
 	if (o->q->u.lease.f.flags & LW_LEASE_ALL) {
+		/* ... and none is granted to it again (a request of it parked meanwhile, released
+		 * later): its client is going away, and would not give it back. */
 		mds_leases_give_back_all(m, sid);
+		if (sid)
+			u64map_put(&m->leases.penalty, sid, (void *)(uintptr_t)UINT64_MAX);
 		return 0;
 	}
 	for (uint32_t i = 0; i < o->q->u.lease.f.count; i++, p += sizeof(struct lw_lease)) {

@@ -97,6 +97,7 @@ void mds_leases_drop_session(struct mds *m, uint64_t sid)
 	if (!sid)
 		return;
 	drop_matching(m, sid, 0, false);
+	u64map_del(&m->leases.penalty, sid);
 	pthread_mutex_lock(&m->leases.lost_lock);
 	if (u64map_del(&m->leases.lost, sid))
 		atomic_fetch_sub(&m->leases.nlost, 1);

@@ -414,6 +414,10 @@ bool mds_session_connected(struct mds *m, const uint64_t uuid[2]);
 int mds_session_disconnect(struct mds *m, struct mdt_txn *t, uint64_t conn_id, bool *released);
 /* Ends the sessions whose client has been away longer than the recovery window. */
 int mds_sessions_expire(struct mds *m, struct mdt_txn *t, uint64_t now_ns, bool *released);
+/* Once clients had their recovery window to come back after a start: the inode numbers handed
+ * ahead to those with no session here are forgotten, and the room kept for them freed (a
+ * session that ends forgets its own). */
+int mds_sessions_forget_ranges(struct mds *m, struct mdt_txn *t);
 
 /* A new handle on ino for session sid, made by request req_id. */
 int mds_handle_open(struct mds *m, uint64_t ino, uint64_t sid, bool writer, uint64_t req_id,

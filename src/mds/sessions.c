@@ -229,6 +229,30 @@ static struct mds_session *session_connect(struct mds *m, uint64_t conn_id, cons
 	return f.found;
 }
 
+int mds_sessions_forget_ranges(struct mds *m, struct mdt_txn *t)
+{
+	uint64_t (*uuids)[2];
+	uint32_t n, forgotten = 0;
+	int rc = mdt_client_inos_owners(t, &uuids, &n);
+
+	for (uint32_t i = 0; i < n && rc == 0; i++) {
+		struct uuid_find f = { .uuid = uuids[i] };
+
+		pthread_mutex_lock(&m->sess_lock);
+		u64map_each(&m->sessions, find_uuid, &f);
+		pthread_mutex_unlock(&m->sess_lock);
+		if (f.found)
+			continue;
+		rc = mdt_client_inos_del(t, uuids[i]);
+		forgotten += rc == 0;
+	}
+	free(uuids);
+	if (forgotten)
+		log_info("forgot the inode numbers handed ahead to %u client(s) that did not come back "
+			 "after the start", forgotten);
+	return rc;
+}
+
 bool mds_session_connected(struct mds *m, const uint64_t uuid[2])
 {
 	struct uuid_find f = { .uuid = uuid };

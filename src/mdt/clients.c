@@ -56,18 +56,20 @@ static int inos_get(struct mdt_txn *t, const uint8_t key[INOS_KEY_LEN], struct c
 	return 0;
 }
 
-/* The client's range is forgotten: the room kept for what it left goes back. */
+/* The client's range is forgotten: the room kept for what it left goes back (none for a record
+ * that does not read as a range: the count at start skipped it too). */
 static int inos_forget(struct mdt_txn *t, const uint8_t key[INOS_KEY_LEN])
 {
 	struct client_inos old;
 	int rc = inos_get(t, key, &old);
 
-	if (rc)
-		return rc == -ENOENT ? 0 : rc;
-	rc = mdt_del(t, MDT_DB_CLIENTS, key, INOS_KEY_LEN);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc && rc != -EIO)
+		return rc;
 	if (rc == 0)
 		mdt_txn_unpromise(t, inos_left(&old));
-	return rc;
+	return mdt_del(t, MDT_DB_CLIENTS, key, INOS_KEY_LEN);
 }
 
 int mdt_client_inos_grant(struct mdt_txn *t, const uint64_t uuid[2], uint32_t count, uint64_t *first)
@@ -100,8 +102,8 @@ int mdt_client_ino_take(struct mdt_txn *t, const uint64_t uuid[2], uint64_t ino)
 
 	inos_key(uuid, key);
 	rc = inos_get(t, key, &ci);
-	if (rc == -ENOENT)
-		return -EINVAL; /* never handed any, or gone (evicted, said goodbye) */
+	if (rc == -ENOENT || rc == -EIO)
+		return -EINVAL; /* never handed any, gone (evicted, said goodbye), or unreadable */
 	if (rc)
 		return rc;
 	k = ino - ci.first;
@@ -156,7 +158,8 @@ int mdt_client_del(struct mdt_txn *t, const uint64_t uuid[2])
 	return rc == -ENOENT ? 0 : rc;
 }
 
-int mdt_clients_list(struct mdt_txn *t, uint64_t (**uuids)[2], uint32_t *n)
+/* The uuids of the table's keys of len bytes (16: listed clients; 17: ranges, tagged 'I'). */
+static int uuids_of(struct mdt_txn *t, size_t len, uint64_t (**uuids)[2], uint32_t *n)
 {
 	uint64_t (*out)[2] = NULL;
 	uint32_t count = 0, cap = 0;
@@ -171,11 +174,12 @@ int mdt_clients_list(struct mdt_txn *t, uint64_t (**uuids)[2], uint32_t *n)
 		return rc;
 	for (mrc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); mrc == MDB_SUCCESS;
 	     mrc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-		if (k.mv_size != CLIENT_KEY_LEN)
-			continue; /* not a uuid: nobody to wait for */
+		if (k.mv_size != len || (len == INOS_KEY_LEN && ((const uint8_t *)k.mv_data)[CLIENT_KEY_LEN] != 'I'))
+			continue;
 		if (count == cap) {
 			uint32_t ncap = cap ? cap * 2 : 16;
 			uint64_t (*p)[2] = realloc(out, ncap * sizeof(*p));
+
 			if (!p) {
 				rc = -ENOMEM;
 				break;
@@ -195,4 +199,14 @@ int mdt_clients_list(struct mdt_txn *t, uint64_t (**uuids)[2], uint32_t *n)
 	*uuids = out;
 	*n = count;
 	return 0;
+}
+
+int mdt_clients_list(struct mdt_txn *t, uint64_t (**uuids)[2], uint32_t *n)
+{
+	return uuids_of(t, CLIENT_KEY_LEN, uuids, n);
+}
+
+int mdt_client_inos_owners(struct mdt_txn *t, uint64_t (**uuids)[2], uint32_t *n)
+{
+	return uuids_of(t, INOS_KEY_LEN, uuids, n);
 }

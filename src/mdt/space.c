@@ -155,9 +155,9 @@ int mdt_statfs(struct mdt_txn *t, struct lw_statfs *out)
 	out->bsize = (uint32_t)sp.page_size;
 	/* What the MDT holds and can still take: the map when it fills first (then this is the map
 	 * size), else what the disk under it leaves. As on ext4, bfree counts the reserve and bavail
-	 * does not. */
+	 * does not; neither counts the room kept for numbers handed ahead (used, as df shows it). */
 	out->blocks = (sp.in_use + sp.room) / sp.page_size;
-	out->bfree = sp.room / sp.page_size;
+	out->bfree = (sp.room > kept ? sp.room - kept : 0) / sp.page_size;
 	out->bavail = avail / sp.page_size;
 	/* An inode is a few records in LMDB, not a file on the disk: as many more fit as growth
 	 * lets in (mdt_txn_grow charges MDT_GROW_INODE for each, and its name's bytes), and the

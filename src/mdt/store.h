@@ -400,6 +400,8 @@ int mdt_client_inos_grant(struct mdt_txn *t, const uint64_t uuid[2], uint32_t co
 int mdt_client_ino_take(struct mdt_txn *t, const uint64_t uuid[2], uint64_t ino);
 /* Forgets the client's range (a missing one is fine). */
 int mdt_client_inos_del(struct mdt_txn *t, const uint64_t uuid[2]);
+/* The clients that hold a range: *uuids (malloc'd, caller frees; NULL when none) and *n. */
+int mdt_client_inos_owners(struct mdt_txn *t, uint64_t (**uuids)[2], uint32_t *n);
 /* count numbers from the inode counter, which moves past them. */
 int mdt_ino_alloc_range(struct mdt_txn *t, uint32_t count, uint64_t *first);
 /* A missing one is fine. */

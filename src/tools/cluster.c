@@ -695,6 +695,10 @@ int cmd_cluster(struct tool_ctx *ctx, int argc, char **argv)
 	}
 	if (c.osts == 0)
 		c.osts = 4;
+	if (c.mount_opts && (!mnt || strcmp(verb, "up"))) {
+		fprintf(stderr, "loom cluster: -o OPTS goes with up --mount MNT\n");
+		return 2;
+	}
 	if (mnt) {
 		if (mkdir_p(mnt, 0755) || !realpath(mnt, c.mount))
 			return tool_fail("cluster", mnt, errno);

@@ -263,6 +263,29 @@ def test_inode_numbers_ahead_on_the_wire(cluster_factory):
             assert st == -errno.ENOENT, name
 
 
+def test_numbers_of_a_client_that_never_comes_back_after_a_restart_are_forgotten(cluster_factory):
+    """The MDT keeps the room of every number it handed ahead until the client's session ends;
+    after an MDS restart, a client that does not come back within the recovery window has no
+    session to end: its range is forgotten once the window passed twice, and its numbers are
+    refused from then on."""
+    c = configured(cluster_factory, "lease-timeout = 2\nrecovery-window = 2\n")
+    host, port = c.mds_host, c.mds_port
+    uuid = os.urandom(16)
+    with w.Client(host, port, uuid) as gone:
+        st, (first, count) = inos(gone, 64, 10)
+        assert st == 0 and count == 64
+        assert create(gone, 1, b"made", 11, ino=first)[0] == 0
+        assert gone.call(w.NS_OP["MDS_SYNC"], w.sync_req(), req_id=12)[0] == 0
+        c.kill9("mds")
+    c.restart()
+    assert wait_until(lambda: "forgot the inode numbers handed ahead to 1 client(s)" in c.read_log("mds"), 60), \
+        c.read_log("mds")[-2000:]
+    with w.Client(host, port, uuid) as back:
+        assert create(back, 1, b"late", 12, ino=first + 1)[0] == -errno.EINVAL
+        st, body = back.call(w.NS_OP["MDS_LOOKUP"], C + w.name_req(1, b"made"), req_id=13)
+        assert st == 0 and w.parse_attr(body)["ino"] == first
+
+
 def test_an_exclusive_lease_holds_others_lookups_until_it_comes_back(cluster_factory):
     """On the wire: a lease asked exclusive is, while nobody else holds one; another client's
     lookup in that directory waits for its recall and give-back, and a shared lease is never
