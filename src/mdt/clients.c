@@ -50,10 +50,11 @@ static int inos_get(struct mdt_txn *t, const uint8_t key[INOS_KEY_LEN], struct c
 
 	if (rc)
 		return rc;
-	if (v.mv_size != sizeof(*ci) || ((const struct client_inos *)v.mv_data)->count > MDT_CLIENT_INOS_MAX)
+	/* LMDB's values are not aligned (the key before is 17 bytes): copied before read. */
+	if (v.mv_size != sizeof(*ci))
 		return -EIO;
 	memcpy(ci, v.mv_data, sizeof(*ci));
-	return 0;
+	return ci->count > MDT_CLIENT_INOS_MAX ? -EIO : 0;
 }
 
 /* The client's range is forgotten: the room kept for what it left goes back (none for a record

@@ -39,6 +39,14 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
+/* The room kept for the numbers handed ahead, as last committed. */
+static uint64_t kept_bytes(struct mdt_store *s)
+{
+	int64_t promised = atomic_load(&s->promised);
+
+	return promised > 0 ? (uint64_t)promised * MDT_PROMISE_INO : 0;
+}
+
 /* Bytes of pages in LMDB's freelist, as of the last commit. */
 static int freelist_bytes(struct mdt_store *s, uint64_t psize, uint64_t *out)
 {
@@ -139,8 +147,7 @@ int mdt_space(struct mdt_store *s, struct mdt_space *out)
 int mdt_statfs(struct mdt_txn *t, struct lw_statfs *out)
 {
 	struct mdt_space sp;
-	int64_t promised = atomic_load(&t->s->promised);
-	uint64_t avail, kept = promised > 0 ? (uint64_t)promised * MDT_PROMISE_INO : 0;
+	uint64_t avail, kept = kept_bytes(t->s);
 	MDB_stat st;
 	int rc;
 
@@ -162,7 +169,7 @@ int mdt_statfs(struct mdt_txn *t, struct lw_statfs *out)
 	/* An inode is a few records in LMDB, not a file on the disk: as many more fit as growth
 	 * lets in (mdt_txn_grow charges MDT_GROW_INODE for each, and its name's bytes), and the
 	 * numbers handed ahead, not used yet. */
-	out->ffree = avail / (MDT_GROW_INODE + MDT_GROW_RECORD) + (promised > 0 ? (uint64_t)promised : 0);
+	out->ffree = avail / (MDT_GROW_INODE + MDT_GROW_RECORD) + kept / MDT_PROMISE_INO;
 	out->files = st.ms_entries + out->ffree;
 	out->namemax = LOOM_NAME_MAX;
 	return 0;
@@ -216,17 +223,20 @@ int mdt_space_file_init(struct mdt_store *s)
  */
 void mdt_reserve_hold(struct mdt_store *s)
 {
+	/* The room kept for inode numbers handed ahead is held with the reserve: their creates were
+	 * answered already. */
+	uint64_t hold = s->reserve + kept_bytes(s);
 	struct space_parts p;
 	uint64_t want, have;
 	int fd;
 
 	if (!s->reserve || space_parts(s, &p) != 0)
 		return;
-	want = p.extent + s->reserve;
+	want = p.extent + hold;
 	if (want > p.map_size)
 		want = p.map_size;
 	have = s->file_end;
-	if (have >= want || p.disk_free > 2 * s->reserve)
+	if (have >= want || p.disk_free > 2 * hold)
 		return;
 	if (mdb_env_get_fd(s->env, &fd) != MDB_SUCCESS)
 		return;

@@ -51,9 +51,12 @@ def touch(path):
 
 
 def fill(d, limit=200000):
-    """Creates empty files in d until one fails; returns (how many fit, the errno, seconds)."""
-    os.makedirs(d, exist_ok=True)
+    """Creates empty files in d (made first, if it can be) until one fails; returns (how many
+    fit, the errno, seconds)."""
     t0 = time.monotonic()
+    e = errno_of(lambda: os.makedirs(d, exist_ok=True))
+    if e:
+        return 0, e, time.monotonic() - t0
     for n in range(limit):
         e = errno_of(touch, os.path.join(d, "f%06d" % n))
         if e:
