@@ -100,12 +100,20 @@ void files_pending_attr(loom_fs *fs, struct lw_attr *attr)
 		pthread_mutex_unlock(&f->lock);
 	}
 	/* ...then the handles with nothing to report learn the size: another client may have grown
-	 * the file, another handle of ours may have, and reads are clipped at f->size. */
+	 * the file, another handle of ours may have, and reads are clipped at f->size. A size that
+	 * moved means bytes written elsewhere: the Data-on-MDT bytes cached at the open are read
+	 * again (else the bytes up to the new size would read as the zeros past the old end). */
 	for (loom_file *f = head; f; f = f->next_same_ino) {
+		bool moved = false;
+
 		pthread_mutex_lock(&f->lock);
-		if (!f->dirty)
+		if (!f->dirty) {
+			moved = f->size != attr->size;
 			f->size = attr->size;
+		}
 		pthread_mutex_unlock(&f->lock);
+		if (moved && f->dom)
+			dom_forget(f->dom); /* what is dirty here stays */
 	}
 	pthread_mutex_unlock(&fs->files_lock);
 }

@@ -53,6 +53,34 @@ def test_files_around_the_threshold_read_back_on_another_mount(cluster):
     assert lay.dom_size == DOM, lay
 
 
+def test_a_reader_opened_before_the_writers_close_reads_the_bytes_not_zeros(cluster):
+    """Mount B opens a file mount A is still writing (empty to B then); once A closed it and B
+    sees the new size, B's reads through the same descriptor return A's bytes, the Data-on-MDT
+    part included, never zeros up to the new size (found by a two-mount soak)."""
+    mnt = cluster.mount()
+    os.mkdir(os.path.join(mnt, "w"))
+    with second_mount(cluster) as other:
+        for n in (3001, DOM + 100000):
+            data = data_of(n, n)
+            fd = os.open(os.path.join(mnt, "w", "f%d" % n), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            try:
+                os.write(fd, data)
+                rfd = os.open(os.path.join(other, "w", "f%d" % n), os.O_RDONLY | os.O_DIRECT)
+            finally:
+                os.close(fd)
+            try:
+                assert wait_until(lambda: os.fstat(rfd).st_size == n, 30), "B never saw the new size"
+                got = b""
+                while len(got) < n:
+                    chunk = os.pread(rfd, 1 << 20, len(got))
+                    assert chunk, "B's read ended at %d of %d bytes" % (len(got), n)
+                    got += chunk
+                assert got == data, "B read %s" % ("zeros" if not got.strip(b"\0") else
+                                                   "other bytes from %d" % next(i for i in range(n) if got[i] != data[i]))
+            finally:
+                os.close(rfd)
+
+
 def test_small_files_need_no_oss(cluster):
     """A file within dom_size is read and written without any OST: with every OSS killed,
     small files still open, read, and take new bytes; a larger one waits for its OST."""
