@@ -17,7 +17,12 @@
  *    version, a name of it came or went elsewhere, and the dentry the kernel used may be one
  *    that no longer exists (a file renamed over, or renamed away and its name reused). Every
  *    dentry told for the inode is dropped (fuse_lowlevel_notify_inval_entry) and the open
- *    answers ESTALE: the retry looks the path up afresh. Dentries of directories are checked
+ *    answers ESTALE: the retry looks the path up afresh. That retry's open, by the same opener
+ *    right after, went through dentries its walk just looked up: it is held to the newest
+ *    version a lookup told, and once it succeeded, the dentries of older versions are dropped
+ *    (a file renamed over a name whose file this mount knew under another name: the retry's
+ *    lookup tells the newer version while the old name is still remembered). Any other open is
+ *    held to the oldest, as the kernel may have used any of them. Dentries of directories are checked
  *    the same way as a group: every open brings the MDS's count of directory renames, and when
  *    it moved, every directory dentry told is dropped before the retry (a path through a moved
  *    directory leads elsewhere now).
@@ -40,6 +45,7 @@
 struct told_name {
 	uint64_t parent;
 	char *name;
+	uint64_t version;         /* the inode's name version it was told at (files) */
 };
 
 struct lm_inode {
@@ -52,6 +58,7 @@ struct lm_inode {
 	bool size_estale;        /* an open answered ESTALE for a resize since told_size was set */
 	bool names_valid;         /* every dentry told for it was current at name_version */
 	uint64_t name_version;
+	uint64_t newest_version;  /* the newest a lookup told (>= name_version) */
 	struct told_name names[MAX_DENTRIES];
 	uint32_t nnames;
 };
@@ -124,12 +131,15 @@ static bool told_is(const struct lm_inode *in, const struct stat *st)
 	       in->told_mtime == st->st_mtim.tv_sec && in->told_mtime_ns == (uint32_t)st->st_mtim.tv_nsec;
 }
 
-/* Under cache_lock: the kernel holds a dentry (parent, name) for in. */
-static void told_name(struct lm_inode *in, uint64_t parent, const char *name)
+/* Under cache_lock: the kernel holds a dentry (parent, name) for in, told at version. */
+static void told_name(struct lm_inode *in, uint64_t parent, const char *name, uint64_t version)
 {
 	for (uint32_t i = 0; i < in->nnames; i++)
-		if (in->names[i].parent == parent && !strcmp(in->names[i].name, name))
+		if (in->names[i].parent == parent && !strcmp(in->names[i].name, name)) {
+			if (version > in->names[i].version)
+				in->names[i].version = version;
 			return;
+		}
 	if (in->nnames == MAX_DENTRIES) {
 		/* Hard links past the limit: the oldest is forgotten, and with it the means to drop
 		 * it if its name goes elsewhere (the version check still sends the opener back). */
@@ -140,6 +150,7 @@ static void told_name(struct lm_inode *in, uint64_t parent, const char *name)
 	in->names[in->nnames].name = strdup(name);
 	if (in->names[in->nnames].name) {
 		in->names[in->nnames].parent = parent;
+		in->names[in->nnames].version = version;
 		in->nnames++;
 	}
 }
@@ -178,9 +189,11 @@ void lm_told_entry(struct lmount *m, uint64_t parent, const char *name, const st
 		 * they may be stale, and the next open drops them all. */
 		if (!in->names_valid) {
 			in->names_valid = true;
-			in->name_version = a->name_version;
+			in->name_version = in->newest_version = a->name_version;
+		} else if (a->name_version > in->newest_version) {
+			in->newest_version = a->name_version;
 		}
-		told_name(in, parent, name);
+		told_name(in, parent, name, a->name_version);
 	}
 	if (S_ISDIR(a->st.st_mode))
 		told_dir(m, ino, parent, name);
@@ -323,6 +336,12 @@ void lm_open_expect(struct lmount *m, uint64_t ino, uint32_t pid, struct loom_ll
 	pthread_mutex_lock(&m->cache_lock);
 	in = u64map_get(&m->inodes, ino);
 	ex->name_version = in && in->names_valid ? in->name_version : 0;
+	if (pid && pid == m->stale_pid && clock_mono_ns() - m->stale_ns < RETRY_GRACE_NS) {
+		/* The retry of an open told ESTALE: its walk looked every name up afresh. */
+		if (in && in->names_valid)
+			ex->name_version = in->newest_version;
+		m->stale_pid = 0;
+	}
 	ex->dir_moves = m->dir_moves;
 	if (pid && pid == m->moved_pid && clock_mono_ns() - m->moved_ns < RETRY_GRACE_NS) {
 		ex->dir_moves = 0;
@@ -341,6 +360,24 @@ static void take_dirs(struct lmount *m, struct dropped *dirs)
 	u64map_each(&m->dirs, take_dir, dirs);
 	u64map_destroy(&m->dirs);
 	u64map_init(&m->dirs);
+}
+
+/* Under cache_lock: in's dentries told before the newest version (an open held to it succeeded),
+ * taken out to be dropped; the rest are current. */
+static size_t take_older_names(struct lm_inode *in, struct told_name *names)
+{
+	size_t n = 0;
+	uint32_t kept = 0;
+
+	for (uint32_t i = 0; i < in->nnames; i++) {
+		if (in->names[i].version < in->newest_version)
+			names[n++] = in->names[i];
+		else
+			in->names[kept++] = in->names[i];
+	}
+	in->nnames = kept;
+	in->name_version = in->newest_version;
+	return n;
 }
 
 /* Under cache_lock: in's dentries, taken out to be dropped; the next one told sets the version. */
@@ -372,6 +409,8 @@ int lm_open_settle(struct lmount *m, uint64_t ino, uint32_t pid, int rc, const s
 		 * dentry that may lead here wrongly goes, and the VFS walks the path again. */
 		if (in)
 			nnames = take_names(in, names);
+		m->stale_pid = pid;
+		m->stale_ns = clock_mono_ns();
 		if (a->st.st_ino && a->dir_moves != m->dir_moves) {
 			take_dirs(m, &dirs);
 			m->dir_moves = a->dir_moves;
@@ -384,6 +423,10 @@ int lm_open_settle(struct lmount *m, uint64_t ino, uint32_t pid, int rc, const s
 			take_dirs(m, &dirs);
 			m->dir_moves = a->dir_moves;
 		}
+		/* Held to the newest version and found current: the older dentries are stale. */
+		if (in && in->names_valid && in->newest_version > in->name_version &&
+		    a->name_version == in->newest_version)
+			nnames = take_older_names(in, names);
 		if (in && S_ISREG(a->st.st_mode) && !(flags & O_TRUNC) && in->told_valid && !in->size_estale &&
 		    (in->told_size > (uint64_t)a->st.st_size ||
 		     ((flags & O_APPEND) && in->told_size != (uint64_t)a->st.st_size))) {

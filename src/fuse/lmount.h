@@ -109,6 +109,8 @@ struct lmount {
 	                        * not known yet) */
 	uint32_t moved_pid;    /* the opener told ESTALE last because directories moved, and when */
 	uint64_t moved_ns;
+	uint32_t stale_pid;    /* the opener told ESTALE last, and when (its retry follows) */
+	uint64_t stale_ns;
 
 	pthread_mutex_t stamp_lock;
 	/* Inodes this mount ever set an fcntl lock on (under stamp_lock): closing them must release

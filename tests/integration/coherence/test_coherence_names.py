@@ -146,6 +146,21 @@ def test_renamed_away_and_reused_while_b_knows_both(side):
               lambda: check_read(b, "ckpt.old", one, "B: open of ckpt.old"))
 
 
+def test_renamed_over_while_b_knows_both_names(side):
+    # Publishing by rename: A writes N.tmp and renames it over N. B had read both, so its kernel
+    # holds a name for each file; B's next open of N is the new file (once ESTALE came twice
+    # here: the retry's lookup told the newer name while the old name was still remembered).
+    a, b = side.a, side.b
+    old, new = data("P-old", 3000), data("P-new", 4000)
+    a.write_file("P", old)
+    a.write_file("P.tmp", new)
+    check_read(b, "P", old)
+    check_read(b, "P.tmp", new)
+    a.rename("P.tmp", "P")
+    check_read(b, "P", new, "B: open of P after A renamed P.tmp, which B had read, over it", old=old)
+    assert b.listdir() == ["P"]
+
+
 def test_directory_renamed_and_remade(side):
     # A renames directory out (which B had walked into) to out.old and makes a new out with a new
     # file at the same path: B's open of out/sub/f reads the new one, and out.old keeps the old.
