@@ -276,7 +276,8 @@ void ileases_keep(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint64_
 bool ileases_recalled(loom_fs *fs, uint64_t ino, uint64_t gen);
 /* I/O thread: leases up to upto lost; their local opens become real (from the lease thread). */
 void ileases_lost(loom_fs *fs, uint64_t upto);
-/* At disconnect: every inode lease kept, taken out (*out malloc'd), to be given back. */
+/* At disconnect: every inode lease kept, taken out (*out malloc'd); they all go back at once
+ * (LW_LEASE_ALL). */
 uint32_t ileases_take_all(loom_fs *fs, struct lw_lease **out);
 /* Lease thread: the local opens of inos (an ino 0: all) become real MDS opens. */
 void ileases_make_real(loom_fs *fs, const uint64_t *inos, uint32_t ninos);
