@@ -206,6 +206,16 @@ uint64_t loom_behind_parent(const loom_behind *b);
 bool loom_behind_used(loom_behind *b);
 int loom_behind_file(loom_behind *b, loom_file **f);
 int loom_behind_close(loom_behind *b);
+/*
+ * An unlink sent behind, under an exclusive lease on directory parent whose owner and mode are
+ * dir's and whose list has name as a file that is not a directory: 0 once it is on its way to the
+ * MDS. -EAGAIN: not this way (a caller the MDS must judge, a sticky directory, files open here
+ * under inode leases, a node key, or still(arg) false once it counts as in flight): unlink as
+ * usual. Refused by the MDS after all, it is logged and the lease handler is told to drop parent
+ * (as at a recall). A create of the same name is not sent behind until the MDS answered.
+ */
+int loom_ll_unlink_behind(loom_fs *fs, const struct loom_cred *cr, uint64_t parent,
+			  const struct stat *dir, const char *name, bool (*still)(void *arg), void *arg);
 
 int loom_ll_getxattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, const char *name,
 		     void *buf, size_t cap, size_t *len);

@@ -265,6 +265,16 @@ static bool may_create(const struct loom_cred *cr, const struct stat *dir)
 	return (bits & need) == need;
 }
 
+/* The counter of fs->unlinking for name in parent. */
+static unsigned unlink_slot(uint64_t parent, const char *name)
+{
+	uint64_t h = 1469598103934665603ull ^ parent;
+
+	for (; *name; name++)
+		h = (h ^ (unsigned char)*name) * 1099511628211ull;
+	return (unsigned)(h >> 58) & 63u;
+}
+
 /* The attributes the MDS gives a new file (mdt_perm_new_inode, mdt_inode_init). */
 static void new_attr(const struct loom_cred *cr, const struct stat *dir, uint64_t ino, mode_t mode,
 		     struct lw_attr *a)
@@ -324,6 +334,10 @@ int loom_ll_create_behind(loom_fs *fs, const struct loom_cred *cr, uint64_t pare
 	}
 	pthread_mutex_lock(&fs->behind_lock);
 	rc = wait_inflight(fs, BEHIND_INFLIGHT_MAX - 1, false);
+	/* The name's unlink sent behind may wait at the MDS (for another client's inode lease on
+	 * the file) while this create would run: the MDS must have answered it first. */
+	if (rc == 0 && fs->unlinking[unlink_slot(parent, name)])
+		rc = -EAGAIN;
 	if (rc == 0)
 		rc = take_ino(fs, &ino);
 	if (rc) {
@@ -467,4 +481,107 @@ int loom_behind_close(loom_behind *b)
 		rc = loom_close(b->file);
 	behind_put(b);
 	return rc;
+}
+
+/*
+ * Unlinks sent behind, under the same exclusive lease: nobody else can look the name up or list
+ * the directory until the lease is given back, which waits for the unlink's answer as for a
+ * create's. The caller's right is judged as the MDS would (write and search on the directory;
+ * a sticky one is left to the MDS, which knows the file's owner). The client says it has nothing
+ * open under an inode lease (LW_NM_UNLEASED: the MDS then ends this client's lease on the file
+ * at once), and opens nothing under one until the answer (ileases_unlink_begin).
+ */
+struct unlink_behind {
+	loom_fs *fs;
+	uint64_t parent;
+	unsigned slot;           /* in fs->unlinking */
+	size_t name_at, namelen; /* where the name is in body */
+	struct rpc_call call;
+	uint8_t body[];          /* the request */
+};
+
+static void unlink_behind_done(struct rpc_call *call)
+{
+	struct unlink_behind *u = (struct unlink_behind *)((char *)call - offsetof(struct unlink_behind, call));
+	loom_fs *fs = u->fs;
+
+	if (call->status) {
+		log_err("an unlink answered before the MDS had it failed there: '%.*s' in directory "
+			"%llu: %s", (int)u->namelen, (const char *)u->body + u->name_at,
+			(unsigned long long)u->parent, strerror(-call->status));
+		leases_drop_dir(fs, u->parent);
+	}
+	free(call->rbody);
+	call->rbody = NULL;
+	ileases_unlink_end(fs);
+	pthread_mutex_lock(&fs->behind_lock);
+	fs->unlinking[u->slot]--;
+	atomic_fetch_sub(&fs->behind_inflight, 1);
+	pthread_cond_broadcast(&fs->behind_cond);
+	pthread_mutex_unlock(&fs->behind_lock);
+	free(u);
+}
+
+int loom_ll_unlink_behind(loom_fs *fs, const struct loom_cred *cr, uint64_t parent,
+			  const struct stat *dir, const char *name, bool (*still)(void *arg), void *arg)
+{
+	size_t len = strlen(name);
+	struct lw_name_req req = { .parent = parent, .namelen = (uint16_t)len, .flags = LW_NM_UNLEASED };
+	size_t cap = sizeof(struct lw_cred) + LOOM_MAX_GROUPS * sizeof(uint32_t) + sizeof(req) + len;
+	struct unlink_behind *u;
+	struct rpc_conn *conn;
+	struct lw_wr w;
+	int rc;
+
+	if (len == 0 || len > LOOM_NAME_MAX || fs->key_id.node[0] || !may_create(cr, dir) ||
+	    ((dir->st_mode & S_ISVTX) && cr->uid != 0 && cr->uid != dir->st_uid))
+		return -EAGAIN;
+	u = calloc(1, sizeof(*u) + cap);
+	if (!u)
+		return -EAGAIN;
+	rc = fs_mds_conn(fs, &conn);
+	if (rc) {
+		free(u);
+		return rc;
+	}
+	/* Files open here under inode leases: the MDS must wait for them to become real. */
+	if (!ileases_unlink_begin(fs)) {
+		ileases_unlink_end(fs);
+		free(u);
+		return -EAGAIN;
+	}
+	u->fs = fs;
+	u->parent = parent;
+	u->slot = unlink_slot(parent, name);
+	lw_wr_init(&w, u->body, cap);
+	lw_put_cred(&w, cr);
+	lw_wr_put(&w, &req, sizeof(req));
+	u->name_at = w.len;
+	u->namelen = len;
+	lw_wr_put(&w, name, len);
+	rpc_call_init(&u->call, LW_OP_MDS_UNLINK, u->body, (uint32_t)w.len);
+	u->call.done = unlink_behind_done;
+	pthread_mutex_lock(&fs->behind_lock);
+	rc = wait_inflight(fs, BEHIND_INFLIGHT_MAX - 1, false);
+	if (rc == 0) {
+		/* From here a give-back of the lease waits for it (as for a create). */
+		fs->unlinking[u->slot]++;
+		atomic_fetch_add(&fs->behind_inflight, 1);
+	}
+	pthread_mutex_unlock(&fs->behind_lock);
+	if (rc == 0 && still && !still(arg)) {
+		pthread_mutex_lock(&fs->behind_lock);
+		fs->unlinking[u->slot]--;
+		atomic_fetch_sub(&fs->behind_inflight, 1);
+		pthread_cond_broadcast(&fs->behind_cond);
+		pthread_mutex_unlock(&fs->behind_lock);
+		rc = -EAGAIN;
+	}
+	if (rc) {
+		ileases_unlink_end(fs);
+		free(u);
+		return rc == -EINTR ? rc : -EAGAIN;
+	}
+	rpc_submit_detached(conn, &u->call);
+	return 0;
 }

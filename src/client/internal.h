@@ -119,6 +119,9 @@ struct loom_fs {
 	                                * or a number refused): the next create asks anew */
 	uint64_t inos_next, inos_end;
 	uint64_t inos_refused_ns;      /* MDS_INOS failed then: not asked again for a while */
+	/* Unlinks sent behind, in flight, counted by a hash of their directory and name (under
+	 * behind_lock): a create of such a name is not sent behind. */
+	uint16_t unlinking[64];
 };
 
 struct loom_file {
@@ -255,6 +258,9 @@ int mdc_readlink(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, char *bu
  * at disconnect, the lease thread stops (before the connections), then its memory goes. */
 void leases_on_notify(void *arg, uint16_t opcode, const void *body, uint32_t len);
 void leases_lost(loom_fs *fs, uint64_t upto_gen);
+/* What this client keeps under its lease on directory dir is wrong (a change sent behind failed
+ * there): the handler drops it, as at a recall; the lease goes back when the MDS recalls it. */
+void leases_drop_dir(loom_fs *fs, uint64_t dir);
 void leases_on_prefix(void *arg, const struct lw_mds_rep_prefix *pre, uint64_t sent_ns);
 void leases_stop(loom_fs *fs);
 void leases_destroy(loom_fs *fs);

@@ -127,6 +127,12 @@ void leases_lost(loom_fs *fs, uint64_t upto_gen)
 	ileases_lost(fs, upto_gen);
 }
 
+void leases_drop_dir(loom_fs *fs, uint64_t dir)
+{
+	if (fs->leases && dir)
+		fs->leases->fn(fs->leases->arg, dir, UINT64_MAX);
+}
+
 void leases_push_inode(loom_fs *fs, uint64_t ino, uint64_t gen)
 {
 	push(fs, ino, gen, true);

@@ -25,6 +25,7 @@
  * creating in one directory do not pass the lease back and forth at every create, nor list a
  * large directory again and again.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,23 +138,44 @@ static int ns_grow(struct nameset *ns)
 	return 0;
 }
 
-static int ns_add(struct nameset *ns, const char *name)
+/* A name's type (DT_*, DT_UNKNOWN when not known) is kept in the byte after its NUL. */
+static unsigned char *type_of(char *s)
 {
+	return (unsigned char *)s + strlen(s) + 1;
+}
+
+static int ns_add(struct nameset *ns, const char *name, unsigned char type)
+{
+	size_t i, len = strlen(name);
 	bool found;
-	size_t i;
 
 	if ((ns->used + 1) * 4 >= ns->cap * 3 && ns_grow(ns))
 		return -ENOMEM;
 	i = ns_find(ns, name, &found);
-	if (found)
+	if (found) {
+		*type_of(ns->slot[i]) = type; /* renamed over: the name is another's now */
 		return 0;
+	}
 	if (ns->slot[i] != tombstone)
 		ns->used++;
-	ns->slot[i] = strdup(name);
+	ns->slot[i] = malloc(len + 2);
 	if (!ns->slot[i])
 		return -ENOMEM;
+	memcpy(ns->slot[i], name, len + 1);
+	ns->slot[i][len + 1] = (char)type;
 	ns->n++;
 	return 0;
+}
+
+/* The type of name in ns: DT_UNKNOWN if not known, -1 if absent. */
+static int ns_type(const struct nameset *ns, const char *name)
+{
+	bool found = false;
+	size_t i = 0;
+
+	if (ns->cap)
+		i = ns_find(ns, name, &found);
+	return found ? *type_of(ns->slot[i]) : -1;
 }
 
 static void ns_del(struct nameset *ns, const char *name)
@@ -240,18 +262,21 @@ bool lm_lease_absent(struct lmount *m, uint64_t parent, const char *name)
 	return absent;
 }
 
-bool lm_lease_behind(struct lmount *m, uint64_t parent, const char *name, struct stat *dir,
-		     struct lm_lease_mark *mark)
+/* Whether a change of name in parent may be sent behind: an exclusive lease, trusted, on parent,
+ * whose list has name as a file that is not a directory (unlink), or has it not (create). */
+static bool behind_ok(struct lmount *m, uint64_t parent, const char *name, bool unlink,
+		      struct stat *dir, struct lm_lease_mark *mark)
 {
 	struct lm_leases *ls = &m->leases;
 	bool ok = false;
-	int i;
+	int i, t;
 
 	if (!lists_answer(m, name))
 		return false;
 	pthread_mutex_lock(&ls->lock);
 	i = slot_of(ls, parent);
-	if (i >= 0 && ls->dir[i]->excl && !ns_has(&ls->dir[i]->names, name)) {
+	t = i >= 0 ? ns_type(&ls->dir[i]->names, name) : -1;
+	if (i >= 0 && ls->dir[i]->excl && (unlink ? t > 0 && t != DT_DIR : t < 0)) {
 		ls->dir[i]->used_ns = clock_mono_ns();
 		*dir = ls->dir[i]->st;
 		ok = true;
@@ -261,6 +286,18 @@ bool lm_lease_behind(struct lmount *m, uint64_t parent, const char *name, struct
 	}
 	pthread_mutex_unlock(&ls->lock);
 	return ok;
+}
+
+bool lm_lease_behind(struct lmount *m, uint64_t parent, const char *name, struct stat *dir,
+		     struct lm_lease_mark *mark)
+{
+	return behind_ok(m, parent, name, false, dir, mark);
+}
+
+bool lm_lease_unlink_behind(struct lmount *m, uint64_t parent, const char *name, struct stat *dir,
+			    struct lm_lease_mark *mark)
+{
+	return behind_ok(m, parent, name, true, dir, mark);
 }
 
 /* Under lock: the exclusive list of dir, if trusted. */
@@ -360,7 +397,7 @@ static int collect(void *arg, const struct loom_dirent *ent, const struct loom_l
 
 	(void)a;
 	if (strcmp(ent->name, ".") && strcmp(ent->name, "..") &&
-	    (f->names.n >= LEASE_MAX_NAMES || ns_add(&f->names, ent->name))) {
+	    (f->names.n >= LEASE_MAX_NAMES || ns_add(&f->names, ent->name, ent->type))) {
 		f->failed = true;
 		return 1;
 	}
@@ -578,7 +615,8 @@ static bool refused(int rc)
 }
 
 /* Under lock: name leaves or joins dir's list; a list that cannot follow is taken out. */
-static struct lm_ldir *apply(struct lm_leases *ls, uint64_t dir, const char *name, bool add, int rc)
+static struct lm_ldir *apply(struct lm_leases *ls, uint64_t dir, const char *name, bool add, int rc,
+			     unsigned char type)
 {
 	int i = slot_of(ls, dir);
 	struct nameset *ns;
@@ -599,30 +637,38 @@ static struct lm_ldir *apply(struct lm_leases *ls, uint64_t dir, const char *nam
 		ls->names -= before - ns->n;
 		return NULL;
 	}
-	if (ns->n >= LEASE_MAX_NAMES || ls->names >= LEASE_ALL_NAMES || ns_add(ns, name))
+	if (ns->n >= LEASE_MAX_NAMES || ls->names >= LEASE_ALL_NAMES || ns_add(ns, name, type))
 		return take(ls, i);
 	ls->names += ns->n - before;
 	return NULL;
 }
 
 void lm_entries_end(struct lmount *m, int rc, uint64_t from_dir, const char *removed,
-		    uint64_t to_dir, const char *added)
+		    uint64_t to_dir, const char *added, mode_t added_mode)
 {
 	struct lm_leases *ls = &m->leases;
 	struct lm_ldir *gone[2] = { NULL, NULL };
+	unsigned char type = added_mode ? (unsigned char)IFTODT(added_mode) : DT_UNKNOWN;
 
 	if (!ls->enabled)
 		return;
 	pthread_mutex_lock(&ls->lock);
 	if (from_dir) {
-		gone[0] = apply(ls, from_dir, removed, false, rc);
+		int i = slot_of(ls, from_dir), t = -1;
+
+		/* A name renamed keeps its type. */
+		if (i >= 0 && removed && added && !added_mode)
+			t = ns_type(&ls->dir[i]->names, removed);
+		if (t > 0)
+			type = (unsigned char)t;
+		gone[0] = apply(ls, from_dir, removed, false, rc, DT_UNKNOWN);
 		ls->inflight[bucket(from_dir)]--;
 		ls->done[bucket(from_dir)]++;
 	}
 	if (to_dir) {
 		/* A rename within one directory was begun once. */
 		if (gone[0] == NULL || to_dir != from_dir)
-			gone[1] = apply(ls, to_dir, added, true, rc);
+			gone[1] = apply(ls, to_dir, added, true, rc, type);
 		if (to_dir != from_dir) {
 			ls->inflight[bucket(to_dir)]--;
 			ls->done[bucket(to_dir)]++;

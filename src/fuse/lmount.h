@@ -143,7 +143,11 @@ struct lm_lease_mark {
 };
 bool lm_lease_behind(struct lmount *m, uint64_t parent, const char *name, struct stat *dir,
 		     struct lm_lease_mark *mark);
-/* After lm_entries_end of a create sent behind in parent: its directory's times are now. */
+/* Whether an unlink of name in parent may be sent behind (loom_ll_unlink_behind): the mount
+ * holds an exclusive lease on parent, trusted, whose list has name, known not a directory. */
+bool lm_lease_unlink_behind(struct lmount *m, uint64_t parent, const char *name, struct stat *dir,
+			    struct lm_lease_mark *mark);
+/* After lm_entries_end of a change sent behind in parent: its directory's times are now. */
 void lm_lease_behind_done(struct lmount *m, uint64_t parent, const struct lm_lease_mark *mark);
 /* A getattr of a directory this mount leases exclusively, answered from the lease (true, *st);
  * else *mark, for lm_lease_dir_seen with the MDS's answer. */
@@ -162,10 +166,11 @@ int lm_mkdir_leased(struct lmount *m, const struct loom_cred *cr, uint64_t paren
 		    mode_t mode, struct loom_ll_attr *a);
 /* Around a change of entries through this mount: before the request (the directories it
  * changes), and after it with its result, the name removed from from_dir and the name added to
- * to_dir (NULL: none there; 0: no such directory). */
+ * to_dir (NULL: none there; 0: no such directory), with the added name's file type (added_mode;
+ * 0: not known, or a rename's source's). */
 void lm_entries_begin(struct lmount *m, uint64_t dir1, uint64_t dir2);
 void lm_entries_end(struct lmount *m, int rc, uint64_t from_dir, const char *removed,
-		    uint64_t to_dir, const char *added);
+		    uint64_t to_dir, const char *added, mode_t added_mode);
 
 /* Statahead (statahead.c): true when the lookup of name in parent was answered from a listing
  * (*a); false to ask the MDS (names missing from a listing are always asked). */

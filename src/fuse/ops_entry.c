@@ -207,7 +207,7 @@ static void lm_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	lm_cred(req, &cr);
 	lm_entries_begin(m, parent, 0);
 	rc = lm_changed(m, loom_ll_mknod(m->fs, &cr, parent, name, mode, rdev, &a));
-	lm_entries_end(m, rc, 0, NULL, parent, name);
+	lm_entries_end(m, rc, 0, NULL, parent, name, rc ? 0 : a.st.st_mode);
 	lm_reply_entry(req, rc, parent, name, &a);
 }
 
@@ -223,21 +223,52 @@ static void lm_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	lm_cred(req, &cr);
 	lm_entries_begin(m, parent, 0);
 	rc = lm_changed(m, lm_mkdir_leased(m, &cr, parent, name, mode, &a));
-	lm_entries_end(m, rc, 0, NULL, parent, name);
+	lm_entries_end(m, rc, 0, NULL, parent, name, rc ? 0 : a.st.st_mode);
 	lm_reply_entry(req, rc, parent, name, &a);
+}
+
+struct unlink_check {
+	struct lmount *m;
+	uint64_t parent;
+	const char *name;
+};
+
+/* The exclusive lease an unlink sent behind relies on still stands (asked once it counts as in
+ * flight, which a give-back of the lease then waits for). */
+static bool unlink_lease_still(void *arg)
+{
+	struct unlink_check *c = arg;
+	struct lm_lease_mark mark;
+	struct stat dir;
+
+	return lm_lease_unlink_behind(c->m, c->parent, c->name, &dir, &mark);
 }
 
 static void lm_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	LM_INTERRUPTIBLE(req);
 	struct lmount *m = lm_of(req);
+	struct lm_lease_mark mark;
 	struct loom_cred cr;
-	int rc;
+	struct stat dir;
+	bool behind = false;
+	int rc = -EAGAIN;
 
 	lm_cred(req, &cr);
 	lm_entries_begin(m, parent, 0);
-	rc = lm_changed(m, loom_ll_unlink(m->fs, &cr, parent, name));
-	lm_entries_end(m, rc, parent, name, 0, NULL);
+	/* Under an exclusive lease the name is known to be a file's: answered here, sent behind. */
+	if (lm_lease_unlink_behind(m, parent, name, &dir, &mark)) {
+		struct unlink_check still = { m, parent, name };
+
+		rc = loom_ll_unlink_behind(m->fs, &cr, parent, &dir, name, unlink_lease_still, &still);
+		behind = rc == 0;
+	}
+	if (rc == -EAGAIN)
+		rc = loom_ll_unlink(m->fs, &cr, parent, name);
+	rc = lm_changed(m, rc);
+	lm_entries_end(m, rc, parent, name, 0, NULL, 0);
+	if (behind)
+		lm_lease_behind_done(m, parent, &mark);
 	lm_reply_err(req, rc);
 }
 
@@ -251,7 +282,7 @@ static void lm_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	lm_cred(req, &cr);
 	lm_entries_begin(m, parent, 0);
 	rc = lm_changed(m, loom_ll_rmdir(m->fs, &cr, parent, name));
-	lm_entries_end(m, rc, parent, name, 0, NULL);
+	lm_entries_end(m, rc, parent, name, 0, NULL, 0);
 	lm_reply_err(req, rc);
 }
 
@@ -267,7 +298,7 @@ static void lm_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
 	lm_cred(req, &cr);
 	lm_entries_begin(m, parent, 0);
 	rc = lm_changed(m, loom_ll_symlink(m->fs, &cr, link, parent, name, &a));
-	lm_entries_end(m, rc, 0, NULL, parent, name);
+	lm_entries_end(m, rc, 0, NULL, parent, name, rc ? 0 : a.st.st_mode);
 	lm_reply_entry(req, rc, parent, name, &a);
 }
 
@@ -293,9 +324,9 @@ static void lm_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	rc = lm_changed(m, loom_ll_rename(m->fs, &cr, parent, name, newparent, newname, lflags));
 	/* An exchange keeps both names where they were. */
 	if (lflags & LOOM_RENAME_EXCHANGE)
-		lm_entries_end(m, rc, parent, NULL, newparent == parent ? 0 : newparent, NULL);
+		lm_entries_end(m, rc, parent, NULL, newparent == parent ? 0 : newparent, NULL, 0);
 	else
-		lm_entries_end(m, rc, parent, name, newparent, newname);
+		lm_entries_end(m, rc, parent, name, newparent, newname, 0);
 	lm_reply_err(req, rc);
 }
 
@@ -311,7 +342,7 @@ static void lm_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	lm_cred(req, &cr);
 	lm_entries_begin(m, newparent, 0);
 	rc = lm_changed(m, loom_ll_link(m->fs, &cr, ino, newparent, newname, &a));
-	lm_entries_end(m, rc, 0, NULL, newparent, newname);
+	lm_entries_end(m, rc, 0, NULL, newparent, newname, rc ? 0 : a.st.st_mode);
 	lm_reply_entry(req, rc, newparent, newname, &a);
 }
 
