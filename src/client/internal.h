@@ -165,6 +165,11 @@ struct loom_file {
 	struct lw_attr attr;       /* as of open */
 	uint64_t attr_ns;          /* clock_mono_ns() when attr came from the MDS */
 	uint64_t tag;              /* the caller's (loom_file_set_tag) */
+	/* A file made behind (loom_behind_own): attr and this handle's unreported writes are the
+	 * file's attributes while nothing but its own reports changed it (the caller's own_gen says
+	 * what else changed) and the exclusive lease on own_parent (grant own_lease) stands:
+	 * nobody else can reach it. 0 once a report failed (the MDS may hold anything). */
+	uint64_t own_gen, own_parent, own_lease;
 	/* Write-behind: small writes are answered once their data is copied and on its way; they
 	 * are waited for before anything that must see them (a read, a truncate, fsync, the size
 	 * report at flush and close), and their errors are reported there. wb_lock is held while

@@ -1,0 +1,88 @@
+"""The attributes of a file made behind (docs/architecture.md, "Attributes of files made
+behind"): while the exclusive lease on its directory stands, nobody else can reach the file, so
+its writer's fstat (np.save's, after the header) is answered by the mount from the create's
+answer and the writes not yet reported. What the writer sees must be what the MDS would say, and
+a change by anyone else, or by another path of this mount, must show at once."""
+import os
+import stat
+import time
+
+import numpy as np
+
+from loomutil import second_mount
+from test_behind_creates import configured
+
+
+def test_the_writers_fstat_is_what_another_mount_sees_after_the_close(cluster_factory):
+    """np.save and a write loop with fstat after each write: every fstat's size is the bytes
+    written so far, and once closed, another mount's stat of each file says what the writer's
+    last fstat said (inode, mode, owner, size)."""
+    c = configured(cluster_factory)
+    with second_mount(c, opts="nowsync") as a, second_mount(c, opts="nowsync") as b:
+        d = os.path.join(a, "own")
+        os.mkdir(d)
+        last = {}
+        for i in range(30):
+            p = os.path.join(d, "f-%d" % i)
+            fd = os.open(p, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o640)
+            try:
+                for k in range(1, 4):
+                    os.write(fd, b"x" * (1000 + i))
+                    st = os.fstat(fd)
+                    assert st.st_size == k * (1000 + i) and stat.S_IMODE(st.st_mode) == 0o640
+            finally:
+                os.close(fd)
+            last[p] = st
+        for i in range(10):
+            np.save(os.path.join(d, "a-%d.npy" % i), np.arange(100 + i, dtype=np.int32))
+        for p, mine in last.items():
+            theirs = os.stat(os.path.join(b, "own", os.path.basename(p)))
+            assert (theirs.st_ino, theirs.st_mode, theirs.st_uid, theirs.st_gid, theirs.st_size) == \
+                (mine.st_ino, mine.st_mode, mine.st_uid, mine.st_gid, mine.st_size)
+        for i in range(10):
+            got = np.load(os.path.join(b, "own", "a-%d.npy" % i))
+            assert got.tolist() == list(range(100 + i))
+
+
+def test_a_chmod_through_the_path_shows_in_the_writers_fstat(cluster_factory):
+    """The writer's own chmod and truncate through the file's name (not its handle) change what
+    the MDS has: the fstat that follows says so."""
+    c = configured(cluster_factory)
+    with second_mount(c, opts="nowsync") as a:
+        d = os.path.join(a, "chm")
+        os.mkdir(d)
+        p = os.path.join(d, "f")
+        fd = os.open(p, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o644)
+        try:
+            os.write(fd, b"y" * 5000)
+            os.chmod(p, 0o600)
+            os.write(fd, b"y")
+            assert stat.S_IMODE(os.fstat(fd).st_mode) == 0o600
+            os.truncate(p, 100)
+            os.pwrite(fd, b"z", 10)
+            assert os.fstat(fd).st_size == 100
+        finally:
+            os.close(fd)
+        assert os.stat(p).st_size == 100
+
+
+def test_another_mounts_write_shows_in_the_writers_fstat(cluster_factory):
+    """A makes a file behind, writes to it and fsyncs, keeping it open; B opens it (its lookup
+    recalls A's lease), appends and closes. A writes again within what B wrote: its next fstat
+    says B's size, not its own."""
+    c = configured(cluster_factory)
+    with second_mount(c, opts="nowsync") as a, second_mount(c, opts="nowsync") as b:
+        d = os.path.join(a, "two")
+        os.mkdir(d)
+        fd = os.open(os.path.join(d, "f"), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        try:
+            os.write(fd, b"a" * 100)
+            assert os.fstat(fd).st_size == 100
+            os.fsync(fd)
+            with open(os.path.join(b, "two", "f"), "ab") as f:
+                f.write(b"b" * 5000)
+            os.write(fd, b"a" * 100)
+            time.sleep(1.1)                      # the kernel's own cached attributes expire
+            assert os.fstat(fd).st_size == 5100
+        finally:
+            os.close(fd)
