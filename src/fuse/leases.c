@@ -276,7 +276,14 @@ static bool behind_ok(struct lmount *m, uint64_t parent, const char *name, bool 
 	pthread_mutex_lock(&ls->lock);
 	i = slot_of(ls, parent);
 	t = i >= 0 ? ns_type(&ls->dir[i]->names, name) : -1;
-	if (i >= 0 && ls->dir[i]->excl && (unlink ? t > 0 && t != DT_DIR : t < 0)) {
+	/* An unlink only of a file made here under this grant: nobody else can have reached it,
+	 * so no other client's inode lease on it can hold the unlink up at the MDS (where every
+	 * later request of this client would wait for it, and another client's give-back of a
+	 * lease could wait for one of its own unlinks held up by this client's). */
+	if (i >= 0 && ls->dir[i]->excl &&
+	    (unlink ? t > 0 && (t & LM_NAME_MADE) && (t & ~LM_NAME_MADE) != DT_UNKNOWN &&
+			      (t & ~LM_NAME_MADE) != DT_DIR
+		    : t < 0)) {
 		ls->dir[i]->used_ns = clock_mono_ns();
 		*dir = ls->dir[i]->st;
 		ok = true;
@@ -413,7 +420,8 @@ static int collect(void *arg, const struct loom_dirent *ent, const struct loom_l
 
 	(void)a;
 	if (strcmp(ent->name, ".") && strcmp(ent->name, "..") &&
-	    (f->names.n >= LEASE_MAX_NAMES || ns_add(&f->names, ent->name, ent->type))) {
+	    (f->names.n >= LEASE_MAX_NAMES ||
+	     ns_add(&f->names, ent->name, (unsigned char)(ent->type & ~LM_NAME_MADE)))) {
 		f->failed = true;
 		return 1;
 	}
@@ -653,6 +661,9 @@ static struct lm_ldir *apply(struct lm_leases *ls, uint64_t dir, const char *nam
 		ls->names -= before - ns->n;
 		return NULL;
 	}
+	/* Made here under a lease others may share: they may have opened it since. */
+	if (!ls->dir[i]->excl)
+		type &= (unsigned char)~LM_NAME_MADE;
 	if (ns->n >= LEASE_MAX_NAMES || ls->names >= LEASE_ALL_NAMES || ns_add(ns, name, type))
 		return take(ls, i);
 	ls->names += ns->n - before;
@@ -660,11 +671,11 @@ static struct lm_ldir *apply(struct lm_leases *ls, uint64_t dir, const char *nam
 }
 
 void lm_entries_end(struct lmount *m, int rc, uint64_t from_dir, const char *removed,
-		    uint64_t to_dir, const char *added, mode_t added_mode)
+		    uint64_t to_dir, const char *added, unsigned added_type)
 {
 	struct lm_leases *ls = &m->leases;
 	struct lm_ldir *gone[2] = { NULL, NULL };
-	unsigned char type = added_mode ? (unsigned char)IFTODT(added_mode) : DT_UNKNOWN;
+	unsigned char type = rc ? DT_UNKNOWN : (unsigned char)added_type;
 
 	if (!ls->enabled)
 		return;
@@ -672,11 +683,12 @@ void lm_entries_end(struct lmount *m, int rc, uint64_t from_dir, const char *rem
 	if (from_dir) {
 		int i = slot_of(ls, from_dir), t = -1;
 
-		/* A name renamed keeps its type. */
-		if (i >= 0 && removed && added && !added_mode)
+		/* A name renamed keeps its type (not that this mount made the inode under the
+		 * lease of the directory it goes to). */
+		if (i >= 0 && removed && added && !added_type && !rc)
 			t = ns_type(&ls->dir[i]->names, removed);
 		if (t > 0)
-			type = (unsigned char)t;
+			type = (unsigned char)(t & ~LM_NAME_MADE);
 		gone[0] = apply(ls, from_dir, removed, false, rc, DT_UNKNOWN);
 		ls->inflight[bucket(from_dir)]--;
 		ls->done[bucket(from_dir)]++;
@@ -693,6 +705,20 @@ void lm_entries_end(struct lmount *m, int rc, uint64_t from_dir, const char *rem
 	pthread_mutex_unlock(&ls->lock);
 	give_back(m, gone[0]);
 	give_back(m, gone[1]);
+}
+
+void lm_lease_untype(struct lmount *m, uint64_t dir, const char *name)
+{
+	struct lm_leases *ls = &m->leases;
+	int i;
+
+	if (!ls->enabled || !name)
+		return;
+	pthread_mutex_lock(&ls->lock);
+	i = slot_of(ls, dir);
+	if (i >= 0 && ns_type(&ls->dir[i]->names, name) >= 0)
+		ns_add(&ls->dir[i]->names, name, DT_UNKNOWN);
+	pthread_mutex_unlock(&ls->lock);
 }
 
 /* The MDS connection's thread: the MDS recalls dir's lease (ino 0: every lease up to gen is

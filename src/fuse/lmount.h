@@ -148,7 +148,8 @@ bool lm_lease_excl_held(struct lmount *m, uint64_t dir, uint64_t gen);
 bool lm_lease_behind(struct lmount *m, uint64_t parent, const char *name, struct stat *dir,
 		     struct lm_lease_mark *mark);
 /* Whether an unlink of name in parent may be sent behind (loom_ll_unlink_behind): the mount
- * holds an exclusive lease on parent, trusted, whose list has name, known not a directory. */
+ * holds an exclusive lease on parent, trusted, whose list has name as a file this mount made
+ * under that grant (nobody else can hold an inode lease on it), not a directory. */
 bool lm_lease_unlink_behind(struct lmount *m, uint64_t parent, const char *name, struct stat *dir,
 			    struct lm_lease_mark *mark);
 /* After lm_entries_end of a change sent behind in parent: its directory's times are now. */
@@ -170,11 +171,14 @@ int lm_mkdir_leased(struct lmount *m, const struct loom_cred *cr, uint64_t paren
 		    mode_t mode, struct loom_ll_attr *a);
 /* Around a change of entries through this mount: before the request (the directories it
  * changes), and after it with its result, the name removed from from_dir and the name added to
- * to_dir (NULL: none there; 0: no such directory), with the added name's file type (added_mode;
- * 0: not known, or a rename's source's). */
+ * to_dir (NULL: none there; 0: no such directory), with the added name's type (DT_*; 0: not
+ * known, or a rename's source's) and LM_NAME_MADE for a new inode this mount made. */
+#define LM_NAME_MADE 0x80u
 void lm_entries_begin(struct lmount *m, uint64_t dir1, uint64_t dir2);
 void lm_entries_end(struct lmount *m, int rc, uint64_t from_dir, const char *removed,
-		    uint64_t to_dir, const char *added, mode_t added_mode);
+		    uint64_t to_dir, const char *added, unsigned added_type);
+/* The names' types are not known any more (a rename that exchanged them). */
+void lm_lease_untype(struct lmount *m, uint64_t dir, const char *name);
 
 /* Statahead (statahead.c): true when the lookup of name in parent was answered from a listing
  * (*a); false to ask the MDS (names missing from a listing are always asked). */

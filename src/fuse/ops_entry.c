@@ -1,5 +1,6 @@
 /* Names and attributes: lookup, getattr, setattr, mknod, mkdir, unlink, rmdir, symlink, rename,
  * link, readlink, access, statfs. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -221,7 +222,7 @@ static void lm_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	lm_cred(req, &cr);
 	lm_entries_begin(m, parent, 0);
 	rc = lm_changed(m, loom_ll_mknod(m->fs, &cr, parent, name, mode, rdev, &a));
-	lm_entries_end(m, rc, 0, NULL, parent, name, rc ? 0 : a.st.st_mode);
+	lm_entries_end(m, rc, 0, NULL, parent, name, rc ? 0 : IFTODT(a.st.st_mode) | LM_NAME_MADE);
 	lm_reply_entry(req, rc, parent, name, &a);
 }
 
@@ -237,7 +238,7 @@ static void lm_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	lm_cred(req, &cr);
 	lm_entries_begin(m, parent, 0);
 	rc = lm_changed(m, lm_mkdir_leased(m, &cr, parent, name, mode, &a));
-	lm_entries_end(m, rc, 0, NULL, parent, name, rc ? 0 : a.st.st_mode);
+	lm_entries_end(m, rc, 0, NULL, parent, name, rc ? 0 : IFTODT(a.st.st_mode) | LM_NAME_MADE);
 	lm_reply_entry(req, rc, parent, name, &a);
 }
 
@@ -312,7 +313,7 @@ static void lm_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
 	lm_cred(req, &cr);
 	lm_entries_begin(m, parent, 0);
 	rc = lm_changed(m, loom_ll_symlink(m->fs, &cr, link, parent, name, &a));
-	lm_entries_end(m, rc, 0, NULL, parent, name, rc ? 0 : a.st.st_mode);
+	lm_entries_end(m, rc, 0, NULL, parent, name, rc ? 0 : IFTODT(a.st.st_mode) | LM_NAME_MADE);
 	lm_reply_entry(req, rc, parent, name, &a);
 }
 
@@ -337,9 +338,11 @@ static void lm_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	lm_entries_begin(m, parent, newparent == parent ? 0 : newparent);
 	rc = lm_changed(m, loom_ll_rename(m->fs, &cr, parent, name, newparent, newname, lflags));
 	/* An exchange keeps both names where they were. */
-	if (lflags & LOOM_RENAME_EXCHANGE)
+	if (lflags & LOOM_RENAME_EXCHANGE) {
 		lm_entries_end(m, rc, parent, NULL, newparent == parent ? 0 : newparent, NULL, 0);
-	else
+		lm_lease_untype(m, parent, name);
+		lm_lease_untype(m, newparent, newname);
+	} else
 		lm_entries_end(m, rc, parent, name, newparent, newname, 0);
 	lm_reply_err(req, rc);
 }
@@ -356,7 +359,7 @@ static void lm_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	lm_cred(req, &cr);
 	lm_entries_begin(m, newparent, 0);
 	rc = lm_changed(m, loom_ll_link(m->fs, &cr, ino, newparent, newname, &a));
-	lm_entries_end(m, rc, 0, NULL, newparent, newname, rc ? 0 : a.st.st_mode);
+	lm_entries_end(m, rc, 0, NULL, newparent, newname, rc ? 0 : IFTODT(a.st.st_mode));
 	lm_reply_entry(req, rc, newparent, newname, &a);
 }
 

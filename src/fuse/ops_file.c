@@ -1,5 +1,6 @@
 /* Files: init (what the mount asks of the kernel), open, create, read, write, flush, release,
  * fsync, fallocate, lseek (SEEK_DATA / SEEK_HOLE). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -176,7 +177,7 @@ static void lm_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	if (rc == -EAGAIN)
 		rc = loom_ll_create(m->fs, &cr, parent, name, mode, fi->flags & ~O_APPEND, &f, &a);
 	rc = lm_changed(m, rc);
-	lm_entries_end(m, rc, 0, NULL, parent, name, rc ? 0 : S_IFREG);
+	lm_entries_end(m, rc, 0, NULL, parent, name, rc ? 0 : DT_REG | LM_NAME_MADE);
 	if (b) {
 		lm_lease_behind_done(m, parent, &mark);
 		/* Nobody else can reach the file while the lease stands: its attributes are known

@@ -245,7 +245,9 @@ uint64_t mds_lease_grant(struct mds *m, const struct srv_req *req, uint64_t ino,
 	uint64_t sid = mds_sid_of(m, req);
 	struct lease_holder *h;
 	struct lease_dir *d;
-	bool want_excl = excl && *excl;
+	/* Under an exclusive lease the client answers creates and unlinks itself, judging the
+	 * caller's rights as this MDS would: it cannot when root is squashed here. */
+	bool want_excl = excl && *excl && !m->root_squash;
 
 	if (excl)
 		*excl = false;
