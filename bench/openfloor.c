@@ -10,7 +10,7 @@
  *
  * Not part of Loom: a yardstick, as a local folder is.
  */
-#define FUSE_USE_VERSION 34
+#define FUSE_USE_VERSION 314
 #include <errno.h>
 #include <fuse_lowlevel.h>
 #include <stdio.h>
@@ -131,8 +131,11 @@ int main(int argc, char **argv)
 		return 1;
 	if (fuse_set_signal_handlers(se) == 0) {
 		if (fuse_session_mount(se, argv[1]) == 0) {
+			/* loom-mount's loop (src/fuse/main.c): the same threads, no cloned descriptors. */
 			cfg = fuse_loop_cfg_create();
 			if (cfg) {
+				fuse_loop_cfg_set_max_threads(cfg, 16);
+				fuse_loop_cfg_set_clone_fd(cfg, 0);
 				rc = fuse_session_loop_mt(se, cfg) ? 1 : 0;
 				fuse_loop_cfg_destroy(cfg);
 			}
