@@ -37,8 +37,10 @@
 #define LEASE_MISSES      4          /* "no such name" answers in a row before the listing */
 #define LEASE_MAX_NAMES   (1u << 17) /* a bigger directory is not taken */
 #define LEASE_ALL_NAMES   (1u << 20) /* names kept over all directories (about 50 MiB) */
-#define RECALL_BACKOFF_NS (1000ull * 1000000ull)
-#define RECALL_BACKOFF_MAX_NS (64ull * RECALL_BACKOFF_NS)
+/* A tenth of a second after one recall (another client's one touch of the directory: a
+ * setstripe, an ls), doubling while recalls keep coming soon after: up to about a minute. */
+#define RECALL_BACKOFF_NS (100ull * 1000000ull)
+#define RECALL_BACKOFF_MAX_NS (640ull * RECALL_BACKOFF_NS)
 #define FETCH_BYTES       (1u << 20)
 
 static char tombstone[1];
