@@ -438,6 +438,9 @@ static int report(loom_file *f, uint16_t op)
 	/* Data-on-MDT bytes written here (through any handle of the inode) travel with the size. */
 	if (f->dom && file_can_write(f) && (rc = dom_send_excess(f, &dom)) != 0) {
 		report_failed(f, op, rc);
+		pthread_mutex_lock(&f->lock);
+		f->own_gen = 0; /* reports of its excess may have reached the MDS */
+		pthread_mutex_unlock(&f->lock);
 		return wb_rc ? wb_rc : rc;
 	}
 	/* The report is of writes made in this epoch: the MDS grows no size with older ones. */

@@ -233,11 +233,14 @@ int file_drop_privs(loom_file *f)
 	pthread_mutex_lock(&f->lock);
 	mode = f->attr.mode;
 	pthread_mutex_unlock(&f->lock);
-	if (f->cred.uid == 0 || !(mode & (S_ISUID | S_ISGID)))
+	if (f->cred.uid == 0 || !(mode & (S_ISUID | S_ISGID))) {
 		rc = 0;
-	else if ((rc = mdc_setattr(f->fs, &f->cred, &sa, &attr)) == 0) {
+	} else {
+		rc = mdc_setattr(f->fs, &f->cred, &sa, &attr);
 		pthread_mutex_lock(&f->lock);
-		f->attr.mode = attr.mode;
+		if (rc == 0)
+			f->attr.mode = attr.mode;
+		f->own_gen = 0; /* its mode and ctime moved at the MDS (or may have) */
 		pthread_mutex_unlock(&f->lock);
 	}
 	if (rc == 0)

@@ -41,6 +41,7 @@
  * setstripe, an ls), doubling while recalls keep coming soon after: up to about a minute. */
 #define RECALL_BACKOFF_NS (100ull * 1000000ull)
 #define RECALL_BACKOFF_MAX_NS (640ull * RECALL_BACKOFF_NS)
+#define RECALL_SOON_NS (2000ull * 1000000ull)
 #define FETCH_BYTES       (1u << 20)
 
 static char tombstone[1];
@@ -140,13 +141,24 @@ static int ns_grow(struct nameset *ns)
 	return 0;
 }
 
-/* A name's type (DT_*, DT_UNKNOWN when not known) is kept in the byte after its NUL. */
+/* After a name's NUL: its type (DT_*, DT_UNKNOWN when not known, with LM_NAME_MADE), then the
+ * count of this mount's links when it was marked (lm_lease_linked), 4 bytes. */
+#define NAME_TAIL 5
+
 static unsigned char *type_of(char *s)
 {
 	return (unsigned char *)s + strlen(s) + 1;
 }
 
-static int ns_add(struct nameset *ns, const char *name, unsigned char type)
+static void set_tail(char *s, unsigned char type, uint32_t links)
+{
+	unsigned char *t = type_of(s);
+
+	t[0] = type;
+	memcpy(t + 1, &links, sizeof(links));
+}
+
+static int ns_add(struct nameset *ns, const char *name, unsigned char type, uint32_t links)
 {
 	size_t i, len = strlen(name);
 	bool found;
@@ -155,29 +167,34 @@ static int ns_add(struct nameset *ns, const char *name, unsigned char type)
 		return -ENOMEM;
 	i = ns_find(ns, name, &found);
 	if (found) {
-		*type_of(ns->slot[i]) = type; /* renamed over: the name is another's now */
+		set_tail(ns->slot[i], type, links); /* renamed over: the name is another's now */
 		return 0;
 	}
 	if (ns->slot[i] != tombstone)
 		ns->used++;
-	ns->slot[i] = malloc(len + 2);
+	ns->slot[i] = malloc(len + 1 + NAME_TAIL);
 	if (!ns->slot[i])
 		return -ENOMEM;
 	memcpy(ns->slot[i], name, len + 1);
-	ns->slot[i][len + 1] = (char)type;
+	set_tail(ns->slot[i], type, links);
 	ns->n++;
 	return 0;
 }
 
-/* The type of name in ns: DT_UNKNOWN if not known, -1 if absent. */
-static int ns_type(const struct nameset *ns, const char *name)
+/* The type of name in ns (DT_UNKNOWN if not known, -1 if absent), and the links count it was
+ * marked at (links: may be NULL). */
+static int ns_type(const struct nameset *ns, const char *name, uint32_t *links)
 {
 	bool found = false;
 	size_t i = 0;
 
 	if (ns->cap)
 		i = ns_find(ns, name, &found);
-	return found ? *type_of(ns->slot[i]) : -1;
+	if (!found)
+		return -1;
+	if (links)
+		memcpy(links, type_of(ns->slot[i]) + 1, sizeof(*links));
+	return *type_of(ns->slot[i]);
 }
 
 static void ns_del(struct nameset *ns, const char *name)
@@ -270,6 +287,7 @@ static bool behind_ok(struct lmount *m, uint64_t parent, const char *name, bool 
 		      struct stat *dir, struct lm_lease_mark *mark)
 {
 	struct lm_leases *ls = &m->leases;
+	uint32_t links = 0;
 	bool ok = false;
 	int i, t;
 
@@ -277,14 +295,14 @@ static bool behind_ok(struct lmount *m, uint64_t parent, const char *name, bool 
 		return false;
 	pthread_mutex_lock(&ls->lock);
 	i = slot_of(ls, parent);
-	t = i >= 0 ? ns_type(&ls->dir[i]->names, name) : -1;
+	t = i >= 0 ? ns_type(&ls->dir[i]->names, name, &links) : -1;
 	/* An unlink only of a file made here under this grant: nobody else can have reached it,
 	 * so no other client's inode lease on it can hold the unlink up at the MDS (where every
 	 * later request of this client would wait for it, and another client's give-back of a
 	 * lease could wait for one of its own unlinks held up by this client's). */
 	if (i >= 0 && ls->dir[i]->excl &&
-	    (unlink ? t > 0 && (t & LM_NAME_MADE) && (t & ~LM_NAME_MADE) != DT_UNKNOWN &&
-			      (t & ~LM_NAME_MADE) != DT_DIR
+	    (unlink ? t > 0 && (t & LM_NAME_MADE) && links == ls->links &&
+			      (t & ~LM_NAME_MADE) != DT_UNKNOWN && (t & ~LM_NAME_MADE) != DT_DIR
 		    : t < 0)) {
 		ls->dir[i]->used_ns = clock_mono_ns();
 		*dir = ls->dir[i]->st;
@@ -423,7 +441,7 @@ static int collect(void *arg, const struct loom_dirent *ent, const struct loom_l
 	(void)a;
 	if (strcmp(ent->name, ".") && strcmp(ent->name, "..") &&
 	    (f->names.n >= LEASE_MAX_NAMES ||
-	     ns_add(&f->names, ent->name, (unsigned char)(ent->type & ~LM_NAME_MADE)))) {
+	     ns_add(&f->names, ent->name, (unsigned char)(ent->type & ~LM_NAME_MADE), 0))) {
 		f->failed = true;
 		return 1;
 	}
@@ -496,8 +514,10 @@ static void take_lease(struct lmount *m, const struct loom_cred *cr, uint64_t di
 		 * lease the list relies on. */
 		struct lm_ldir *k = ls->dir[slot_of(ls, dir)];
 
-		if (gen > k->gen)
+		if (gen > k->gen) {
 			k->gen = gen;
+			k->excl = k->excl && excl; /* what the newest grant says */
+		}
 		gen = 0;
 	} else if (d && quiet_since(ls, b, &mk) && ls->names + f.names.n <= LEASE_ALL_NAMES) {
 		d->ino = dir;
@@ -666,7 +686,8 @@ static struct lm_ldir *apply(struct lm_leases *ls, uint64_t dir, const char *nam
 	/* Made here under a lease others may share: they may have opened it since. */
 	if (!ls->dir[i]->excl)
 		type &= (unsigned char)~LM_NAME_MADE;
-	if (ns->n >= LEASE_MAX_NAMES || ls->names >= LEASE_ALL_NAMES || ns_add(ns, name, type))
+	if (ns->n >= LEASE_MAX_NAMES || ls->names >= LEASE_ALL_NAMES ||
+	    ns_add(ns, name, type, ls->links))
 		return take(ls, i);
 	ls->names += ns->n - before;
 	return NULL;
@@ -688,7 +709,7 @@ void lm_entries_end(struct lmount *m, int rc, uint64_t from_dir, const char *rem
 		/* A name renamed keeps its type (not that this mount made the inode under the
 		 * lease of the directory it goes to). */
 		if (i >= 0 && removed && added && !added_type && !rc)
-			t = ns_type(&ls->dir[i]->names, removed);
+			t = ns_type(&ls->dir[i]->names, removed, NULL);
 		if (t > 0)
 			type = (unsigned char)(t & ~LM_NAME_MADE);
 		gone[0] = apply(ls, from_dir, removed, false, rc, DT_UNKNOWN);
@@ -712,14 +733,26 @@ void lm_entries_end(struct lmount *m, int rc, uint64_t from_dir, const char *rem
 void lm_lease_untype(struct lmount *m, uint64_t dir, const char *name)
 {
 	struct lm_leases *ls = &m->leases;
+	struct lm_ldir *gone = NULL;
 	int i;
 
 	if (!ls->enabled || !name)
 		return;
 	pthread_mutex_lock(&ls->lock);
 	i = slot_of(ls, dir);
-	if (i >= 0 && ns_type(&ls->dir[i]->names, name) >= 0)
-		ns_add(&ls->dir[i]->names, name, DT_UNKNOWN);
+	if (i >= 0 && ns_type(&ls->dir[i]->names, name, NULL) >= 0 &&
+	    ns_add(&ls->dir[i]->names, name, DT_UNKNOWN, 0) != 0)
+		gone = take(ls, i); /* a list that cannot follow is taken out */
+	pthread_mutex_unlock(&ls->lock);
+	give_back(m, gone);
+}
+
+void lm_lease_linked(struct lmount *m)
+{
+	struct lm_leases *ls = &m->leases;
+
+	pthread_mutex_lock(&ls->lock);
+	ls->links++;
 	pthread_mutex_unlock(&ls->lock);
 }
 
@@ -744,8 +777,11 @@ static void on_recall(void *arg, uint64_t ino, uint64_t gen)
 		unsigned b = bucket(ino);
 
 		ls->recalls[b]++;
-		/* Recalled again soon after the last: the directory is contended, wait longer. */
-		if (ls->backoff_ns[b] && now - ls->recalled_ns[b] < 2 * ls->backoff_ns[b])
+		/* Recalled again soon after the last (within twice the wait, and at least
+		 * RECALL_SOON_NS: another node that lists the directory every second or two): the
+		 * directory is contended, wait longer. */
+		if (ls->backoff_ns[b] && (now - ls->recalled_ns[b] < 2 * ls->backoff_ns[b] ||
+					  now - ls->recalled_ns[b] < RECALL_SOON_NS))
 			ls->backoff_ns[b] = ls->backoff_ns[b] * 2 > RECALL_BACKOFF_MAX_NS
 						? RECALL_BACKOFF_MAX_NS : ls->backoff_ns[b] * 2;
 		else

@@ -86,6 +86,7 @@ struct lm_leases {
 	size_t names;          /* kept, over all directories */
 	uint64_t hits, fetches, recalled;
 	uint64_t behind;       /* creates sent behind under exclusive leases */
+	uint32_t links;        /* links made through this mount (lm_lease_linked) */
 };
 
 struct lmount {
@@ -193,6 +194,12 @@ void lm_sa_changed(struct lmount *m);
 void lm_sa_wrote(struct lmount *m);
 /* The count of changes through this mount other than lm_sa_wrote's. */
 uint64_t lm_attr_change_count(struct lmount *m);
+/* An open for writing: another handle's writes and reports may change a file's attributes
+ * behind those loom_ll_attr_own keeps (listings fetched before stay good). */
+void lm_attr_changed(struct lmount *m);
+/* A link made through this mount: the inode of a name marked LM_NAME_MADE may have it, and
+ * others may reach that inode through it. */
+void lm_lease_linked(struct lmount *m);
 void lm_sa_init(struct lmount *m);
 /* rc, after noting that the request that returned it may have changed something. */
 static inline int lm_changed(struct lmount *m, int rc)

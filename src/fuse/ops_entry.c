@@ -358,6 +358,7 @@ static void lm_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 
 	lm_cred(req, &cr);
 	lm_entries_begin(m, newparent, 0);
+	lm_lease_linked(m); /* before: the new name may be reached from then on */
 	rc = lm_changed(m, loom_ll_link(m->fs, &cr, ino, newparent, newname, &a));
 	lm_entries_end(m, rc, 0, NULL, newparent, newname, rc ? 0 : IFTODT(a.st.st_mode));
 	lm_reply_entry(req, rc, newparent, newname, &a);

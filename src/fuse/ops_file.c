@@ -94,6 +94,8 @@ static void lm_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int rc;
 
 	lm_cred(req, &cr);
+	if ((fi->flags & O_ACCMODE) != O_RDONLY)
+		lm_attr_changed(m);
 	/* The kernel reached the inode through names it cached: they must still lead here. */
 	lm_open_expect(m, ino, (uint32_t)fuse_req_ctx(req)->pid, &ex);
 	/* The kernel decides where O_APPEND writes go and passes the offset: the handle must write

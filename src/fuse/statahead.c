@@ -262,6 +262,11 @@ void lm_sa_wrote(struct lmount *m)
 	atomic_fetch_add(&m->sa.gen, 1);
 }
 
+void lm_attr_changed(struct lmount *m)
+{
+	atomic_fetch_add(&m->sa.attr_gen, 1);
+}
+
 uint64_t lm_attr_change_count(struct lmount *m)
 {
 	return atomic_load(&m->sa.attr_gen);

@@ -5,6 +5,7 @@ answer and the writes not yet reported. What the writer sees must be what the MD
 a change by anyone else, or by another path of this mount, must show at once."""
 import os
 import stat
+import subprocess
 import time
 
 import numpy as np
@@ -86,3 +87,28 @@ def test_another_mounts_write_shows_in_the_writers_fstat(cluster_factory):
             assert os.fstat(fd).st_size == 5100
         finally:
             os.close(fd)
+
+
+def test_another_handle_on_the_same_mount_shows_in_the_writers_fstat(cluster_factory):
+    """P makes a file behind (O_APPEND), writes and fsyncs; Q, another program on the same
+    mount, opens it again, appends and closes. P's fstat says Q's size, and P's next append
+    lands after Q's bytes (the kernel's size for O_APPEND comes from that fstat's answer)."""
+    c = configured(cluster_factory)
+    with second_mount(c, opts="nowsync") as a:
+        d = os.path.join(a, "twohandles")
+        os.mkdir(d)
+        p = os.path.join(d, "f")
+        fd = os.open(p, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_APPEND, 0o644)
+        try:
+            os.write(fd, b"a" * 100)
+            os.fsync(fd)
+            # An open of the name the kernel knows (an OPEN, not a CREATE), for appending.
+            subprocess.run(["python3", "-c", "import os, sys; fd = os.open(sys.argv[1], "
+                            "os.O_WRONLY | os.O_APPEND); os.write(fd, b'b' * 5000); os.close(fd)", p],
+                           check=True)
+            assert os.fstat(fd).st_size == 5100  # P's write made the kernel's attributes stale
+            os.write(fd, b"c" * 10)
+        finally:
+            os.close(fd)
+        with open(p, "rb") as f:
+            assert f.read() == b"a" * 100 + b"b" * 5000 + b"c" * 10

@@ -7,6 +7,7 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 
 import loomutil
@@ -243,3 +244,30 @@ def test_an_mds_that_squashes_root_has_roots_unlinks_judged_there(cluster_factor
         p.wait(timeout=30)
         log.close()
     c.restart()
+
+
+def test_a_file_linked_elsewhere_is_unlinked_the_usual_way(cluster_factory):
+    """A makes a file under its exclusive lease and links it into another directory, where B
+    opens it twice (an inode lease) and stops. A's unlink of the first name may be held at the
+    MDS for B's lease: it is not sent behind, so A's other requests do not wait for it (A's
+    listing of another directory returns while B is still stopped, before its lease times
+    out)."""
+    c = configured(cluster_factory, "lease-timeout = 10\n")
+    with second_mount(c, opts="nowsync") as a, second_mount(c, opts="nowsync") as b:
+        os.mkdir(os.path.join(a, "mine"))
+        os.mkdir(os.path.join(a, "other"))
+        os.mkdir(os.path.join(a, "unrelated"))
+        with open(os.path.join(a, "mine", "f"), "wb") as f:
+            f.write(b"linked")
+        os.link(os.path.join(a, "mine", "f"), os.path.join(a, "other", "g"))
+        for _ in range(2):
+            with open(os.path.join(b, "other", "g"), "rb") as f:
+                assert f.read() == b"linked"
+        with stopped(loomutil.mount_pid(b)):
+            t = threading.Thread(target=os.unlink, args=(os.path.join(a, "mine", "f"),))
+            t.start()
+            assert os.listdir(os.path.join(a, "unrelated")) == []
+            assert "did not give back" not in c.read_log("mds")
+            t.join(timeout=60)
+        assert not t.is_alive()
+        assert os.listdir(os.path.join(a, "mine")) == []
