@@ -33,6 +33,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "fuse/lmount.h"
+#include "fuse/nameset.h"
 
 #define LEASE_MISSES      4          /* "no such name" answers in a row before the listing */
 #define LEASE_MAX_NAMES   (1u << 17) /* a bigger directory is not taken */
@@ -44,14 +45,6 @@
 #define RECALL_SOON_NS (2000ull * 1000000ull)
 #define FETCH_BYTES       (1u << 20)
 
-static char tombstone[1];
-
-struct nameset {
-	char **slot;  /* NULL: empty; tombstone: removed */
-	size_t cap;   /* a power of two */
-	size_t used;  /* names and tombstones */
-	size_t n;     /* names */
-};
 
 struct lm_ldir {
 	uint64_t ino;
@@ -68,149 +61,6 @@ struct lm_ldir {
 	struct stat st;
 };
 
-static uint64_t name_hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
-/* The slot of name, or of where it goes (the first tombstone met, else the empty slot). */
-static size_t ns_find(const struct nameset *ns, const char *name, bool *found)
-{
-	size_t mask = ns->cap - 1, i = name_hash(name) & mask, spot = SIZE_MAX;
-
-	for (;; i = (i + 1) & mask) {
-		char *s = ns->slot[i];
-
-		if (!s) {
-			*found = false;
-			return spot != SIZE_MAX ? spot : i;
-		}
-		if (s == tombstone) {
-			if (spot == SIZE_MAX)
-				spot = i;
-		} else if (strcmp(s, name) == 0) {
-			*found = true;
-			return i;
-		}
-	}
-}
-
-static bool ns_has(const struct nameset *ns, const char *name)
-{
-	bool found = false;
-
-	if (ns->cap)
-		ns_find(ns, name, &found);
-	return found;
-}
-
-static void ns_free(struct nameset *ns)
-{
-	for (size_t i = 0; i < ns->cap; i++)
-		if (ns->slot[i] && ns->slot[i] != tombstone)
-			free(ns->slot[i]);
-	free(ns->slot);
-	memset(ns, 0, sizeof(*ns));
-}
-
-static int ns_grow(struct nameset *ns)
-{
-	struct nameset bigger = { .cap = ns->cap ? ns->cap * 2 : 64 };
-
-	if (ns->n * 2 < ns->cap / 2 && ns->cap)
-		bigger.cap = ns->cap; /* mostly tombstones: the same size, rebuilt */
-	bigger.slot = calloc(bigger.cap, sizeof(char *));
-	if (!bigger.slot)
-		return -ENOMEM;
-	for (size_t i = 0; i < ns->cap; i++) {
-		char *s = ns->slot[i];
-		bool found;
-
-		if (!s || s == tombstone)
-			continue;
-		bigger.slot[ns_find(&bigger, s, &found)] = s;
-		bigger.used++;
-		bigger.n++;
-	}
-	free(ns->slot);
-	*ns = bigger;
-	return 0;
-}
-
-/* After a name's NUL: its type (DT_*, DT_UNKNOWN when not known, with LM_NAME_MADE), then the
- * count of this mount's links when it was marked (lm_lease_linked), 4 bytes. */
-#define NAME_TAIL 5
-
-static unsigned char *type_of(char *s)
-{
-	return (unsigned char *)s + strlen(s) + 1;
-}
-
-static void set_tail(char *s, unsigned char type, uint32_t links)
-{
-	unsigned char *t = type_of(s);
-
-	t[0] = type;
-	memcpy(t + 1, &links, sizeof(links));
-}
-
-static int ns_add(struct nameset *ns, const char *name, unsigned char type, uint32_t links)
-{
-	size_t i, len = strlen(name);
-	bool found;
-
-	if ((ns->used + 1) * 4 >= ns->cap * 3 && ns_grow(ns))
-		return -ENOMEM;
-	i = ns_find(ns, name, &found);
-	if (found) {
-		set_tail(ns->slot[i], type, links); /* renamed over: the name is another's now */
-		return 0;
-	}
-	if (ns->slot[i] != tombstone)
-		ns->used++;
-	ns->slot[i] = malloc(len + 1 + NAME_TAIL);
-	if (!ns->slot[i])
-		return -ENOMEM;
-	memcpy(ns->slot[i], name, len + 1);
-	set_tail(ns->slot[i], type, links);
-	ns->n++;
-	return 0;
-}
-
-/* The type of name in ns (DT_UNKNOWN if not known, -1 if absent), and the links count it was
- * marked at (links: may be NULL). */
-static int ns_type(const struct nameset *ns, const char *name, uint32_t *links)
-{
-	bool found = false;
-	size_t i = 0;
-
-	if (ns->cap)
-		i = ns_find(ns, name, &found);
-	if (!found)
-		return -1;
-	if (links)
-		memcpy(links, type_of(ns->slot[i]) + 1, sizeof(*links));
-	return *type_of(ns->slot[i]);
-}
-
-static void ns_del(struct nameset *ns, const char *name)
-{
-	bool found;
-	size_t i;
-
-	if (!ns->cap)
-		return;
-	i = ns_find(ns, name, &found);
-	if (!found)
-		return;
-	free(ns->slot[i]);
-	ns->slot[i] = tombstone;
-	ns->n--;
-}
 
 static void ldir_free(struct lm_ldir *d)
 {
@@ -341,6 +191,15 @@ bool lm_lease_excl_held(struct lmount *m, uint64_t dir, uint64_t gen)
 	held = i >= 0 && ls->dir[i]->excl && ls->dir[i]->gen == gen;
 	pthread_mutex_unlock(&ls->lock);
 	return held;
+}
+
+bool lm_lease_still(void *arg)
+{
+	struct lm_lease_check *c = arg;
+	struct lm_lease_mark mark;
+	struct stat dir;
+
+	return behind_ok(c->m, c->parent, c->name, c->unlink, &dir, &mark);
 }
 
 /* Under lock: the exclusive list of dir, if trusted. */

@@ -153,6 +153,15 @@ bool lm_lease_behind(struct lmount *m, uint64_t parent, const char *name, struct
  * under that grant (nobody else can hold an inode lease on it), not a directory. */
 bool lm_lease_unlink_behind(struct lmount *m, uint64_t parent, const char *name, struct stat *dir,
 			    struct lm_lease_mark *mark);
+/* libloom's still(arg) for a change sent behind (asked once it counts as in flight, which a
+ * give-back of the lease then waits for): the exclusive lease it relies on still stands. */
+struct lm_lease_check {
+	struct lmount *m;
+	uint64_t parent;
+	const char *name;
+	bool unlink;
+};
+bool lm_lease_still(void *arg);
 /* After lm_entries_end of a change sent behind in parent: its directory's times are now. */
 void lm_lease_behind_done(struct lmount *m, uint64_t parent, const struct lm_lease_mark *mark);
 /* A getattr of a directory this mount leases exclusively, answered from the lease (true, *st);

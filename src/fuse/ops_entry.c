@@ -242,23 +242,6 @@ static void lm_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	lm_reply_entry(req, rc, parent, name, &a);
 }
 
-struct unlink_check {
-	struct lmount *m;
-	uint64_t parent;
-	const char *name;
-};
-
-/* The exclusive lease an unlink sent behind relies on still stands (asked once it counts as in
- * flight, which a give-back of the lease then waits for). */
-static bool unlink_lease_still(void *arg)
-{
-	struct unlink_check *c = arg;
-	struct lm_lease_mark mark;
-	struct stat dir;
-
-	return lm_lease_unlink_behind(c->m, c->parent, c->name, &dir, &mark);
-}
-
 static void lm_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	LM_INTERRUPTIBLE(req);
@@ -273,9 +256,9 @@ static void lm_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	lm_entries_begin(m, parent, 0);
 	/* Under an exclusive lease the name is known to be a file's: answered here, sent behind. */
 	if (lm_lease_unlink_behind(m, parent, name, &dir, &mark)) {
-		struct unlink_check still = { m, parent, name };
+		struct lm_lease_check still = { m, parent, name, true };
 
-		rc = loom_ll_unlink_behind(m->fs, &cr, parent, &dir, name, unlink_lease_still, &still);
+		rc = loom_ll_unlink_behind(m->fs, &cr, parent, &dir, name, lm_lease_still, &still);
 		behind = rc == 0;
 	}
 	if (rc == -EAGAIN)

@@ -133,23 +133,6 @@ static void behind_reply(fuse_req_t req, struct fuse_file_info *fi, loom_behind 
 	}
 }
 
-struct behind_check {
-	struct lmount *m;
-	uint64_t parent;
-	const char *name;
-};
-
-/* The exclusive lease a create sent behind relies on still stands (libloom asks once the create
- * counts as in flight, which a give-back of the lease then waits for). */
-static bool lease_still(void *arg)
-{
-	struct behind_check *c = arg;
-	struct lm_lease_mark mark;
-	struct stat dir;
-
-	return lm_lease_behind(c->m, c->parent, c->name, &dir, &mark);
-}
-
 static void lm_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		      struct fuse_file_info *fi)
 {
@@ -171,10 +154,10 @@ static void lm_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	lm_entries_begin(m, parent, 0);
 	/* Under an exclusive lease the name is known free: answered here, sent behind. */
 	if (lm_lease_behind(m, parent, name, &dir, &mark)) {
-		struct behind_check still = { m, parent, name };
+		struct lm_lease_check still = { m, parent, name, false };
 
 		rc = loom_ll_create_behind(m->fs, &cr, parent, &dir, name, mode, fi->flags & ~O_APPEND,
-					   lease_still, &still, &a, &b);
+					   lm_lease_still, &still, &a, &b);
 	}
 	if (rc == -EAGAIN)
 		rc = loom_ll_create(m->fs, &cr, parent, name, mode, fi->flags & ~O_APPEND, &f, &a);
