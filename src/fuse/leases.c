@@ -157,7 +157,6 @@ static bool behind_ok(struct lmount *m, uint64_t parent, const char *name, bool 
 		ls->dir[i]->used_ns = clock_mono_ns();
 		*dir = ls->dir[i]->st;
 		ok = true;
-		ls->behind++;
 		mark->done = ls->done[bucket(parent)];
 		mark->times_valid = ls->dir[i]->times_valid;
 		mark->gen = ls->dir[i]->gen;
@@ -217,6 +216,7 @@ void lm_lease_behind_done(struct lmount *m, uint64_t parent, const struct lm_lea
 	struct lm_ldir *d;
 
 	pthread_mutex_lock(&ls->lock);
+	ls->behind++;
 	d = excl_dir(m, parent);
 	/* Its own change alone since the mark: the directory's times are the create's. */
 	if (d && mark->times_valid && ls->done[b] == mark->done + 1 && ls->inflight[b] == 0) {

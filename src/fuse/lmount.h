@@ -85,7 +85,7 @@ struct lm_leases {
 	uint64_t lost;         /* losses of every lease */
 	size_t names;          /* kept, over all directories */
 	uint64_t hits, fetches, recalled;
-	uint64_t behind;       /* creates sent behind under exclusive leases */
+	uint64_t behind;       /* creates and unlinks sent behind under exclusive leases */
 	uint32_t links;        /* links made through this mount (lm_lease_linked) */
 };
 
