@@ -147,6 +147,9 @@ struct loom_file {
 	uint64_t size;             /* the file's size as this client knows it */
 	uint64_t pos;
 	bool dirty;                /* written since the last report to the MDS */
+	uint64_t writes;           /* file_modified calls: a report clears dirty only if none came
+	                            * while it was on its way (another descriptor's close, a FLUSH,
+	                            * runs beside this one's writes) */
 	bool mtime_dirty;          /* ... and no explicit mtime was set since: report the write time */
 	bool privs_checked;        /* setuid/setgid dropped (or not there) before the first write */
 	int64_t *obj_blocks;       /* per stripe, blocks the object occupies as last heard (-1:
@@ -165,11 +168,6 @@ struct loom_file {
 	struct lw_attr attr;       /* as of open */
 	uint64_t attr_ns;          /* clock_mono_ns() when attr came from the MDS */
 	uint64_t tag;              /* the caller's (loom_file_set_tag) */
-	/* A file made behind (loom_behind_own): attr and this handle's unreported writes are the
-	 * file's attributes while nothing but its own reports changed it (the caller's own_gen says
-	 * what else changed) and the exclusive lease on own_parent (grant own_lease) stands:
-	 * nobody else can reach it. 0 once a report failed (the MDS may hold anything). */
-	uint64_t own_gen, own_parent, own_lease;
 	/* Write-behind: small writes are answered once their data is copied and on its way; they
 	 * are waited for before anything that must see them (a read, a truncate, fsync, the size
 	 * report at flush and close), and their errors are reported there. wb_lock is held while

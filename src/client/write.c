@@ -233,14 +233,11 @@ int file_drop_privs(loom_file *f)
 	pthread_mutex_lock(&f->lock);
 	mode = f->attr.mode;
 	pthread_mutex_unlock(&f->lock);
-	if (f->cred.uid == 0 || !(mode & (S_ISUID | S_ISGID))) {
+	if (f->cred.uid == 0 || !(mode & (S_ISUID | S_ISGID)))
 		rc = 0;
-	} else {
-		rc = mdc_setattr(f->fs, &f->cred, &sa, &attr);
+	else if ((rc = mdc_setattr(f->fs, &f->cred, &sa, &attr)) == 0) {
 		pthread_mutex_lock(&f->lock);
-		if (rc == 0)
-			f->attr.mode = attr.mode;
-		f->own_gen = 0; /* its mode and ctime moved at the MDS (or may have) */
+		f->attr.mode = attr.mode;
 		pthread_mutex_unlock(&f->lock);
 	}
 	if (rc == 0)
@@ -308,6 +305,7 @@ void file_modified(loom_file *f, uint64_t end)
 	if (end > f->size)
 		f->size = end;
 	f->dirty = true;
+	f->writes++;
 	f->mtime_dirty = true;
 	f->mtime = clock_real();
 	pthread_mutex_unlock(&f->lock);

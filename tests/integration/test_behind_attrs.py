@@ -1,8 +1,8 @@
-"""The attributes of a file made behind (docs/architecture.md, "Attributes of files made
-behind"): while the exclusive lease on its directory stands, nobody else can reach the file, so
-its writer's fstat (np.save's, after the header) is answered by the mount from the create's
-answer and the writes not yet reported. What the writer sees must be what the MDS would say, and
-a change by anyone else, or by another path of this mount, must show at once."""
+"""The attributes of a file made behind (creates sent behind under an exclusive lease): what its
+writer's fstat says must be what the MDS says, also after another program on the same mount or
+another mount changed the file, and a chmod or truncate through its name must show at once. (The
+mount answered that fstat itself for a day, 2026-12-06; a soak found it wrong after another
+descriptor's close raced a write, and it was withdrawn: docs/performance.md.)"""
 import os
 import stat
 import subprocess
