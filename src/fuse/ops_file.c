@@ -159,9 +159,8 @@ static void lm_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		rc = loom_ll_create(m->fs, &cr, parent, name, mode, fi->flags & ~O_APPEND, &f, &a);
 	rc = lm_changed(m, rc);
 	lm_entries_end(m, rc, 0, NULL, parent, name, rc ? 0 : DT_REG | LM_NAME_MADE);
-	if (b) {
+	if (b)
 		lm_lease_behind_done(m, parent, &mark);
-	}
 	if (rc) {
 		lm_reply_err(req, rc);
 		return;

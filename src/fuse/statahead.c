@@ -256,7 +256,6 @@ void lm_sa_changed(struct lmount *m)
 	atomic_fetch_add(&m->sa.gen, 1);
 }
 
-
 void lm_sa_init(struct lmount *m)
 {
 	pthread_mutex_init(&m->sa.lock, NULL);
