@@ -185,6 +185,9 @@ void lm_entries_end(struct lmount *m, int rc, uint64_t from_dir, const char *rem
 		    uint64_t to_dir, const char *added, unsigned added_type);
 /* The names' types are not known any more (a rename that exchanged them). */
 void lm_lease_untype(struct lmount *m, uint64_t dir, const char *name);
+/* A link made through this mount: the inode of a name marked LM_NAME_MADE may have it, and
+ * others may reach that inode through it. */
+void lm_lease_linked(struct lmount *m);
 
 /* Statahead (statahead.c): true when the lookup of name in parent was answered from a listing
  * (*a); false to ask the MDS (names missing from a listing are always asked). */
@@ -194,9 +197,6 @@ bool lm_sa_lookup(struct lmount *m, const struct loom_cred *cr, uint64_t parent,
 void lm_sa_looked_up(struct lmount *m, uint64_t parent, int rc);
 /* Something changed through this mount: listings fetched before are not used again. */
 void lm_sa_changed(struct lmount *m);
-/* A link made through this mount: the inode of a name marked LM_NAME_MADE may have it, and
- * others may reach that inode through it. */
-void lm_lease_linked(struct lmount *m);
 void lm_sa_init(struct lmount *m);
 /* rc, after noting that the request that returned it may have changed something. */
 static inline int lm_changed(struct lmount *m, int rc)
