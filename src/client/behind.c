@@ -63,17 +63,20 @@ struct loom_behind {
 
 void behind_init(loom_fs *fs)
 {
+	u64map_init(&fs->unsettled);
 	pthread_mutex_init(&fs->behind_lock, NULL);
 	pthread_cond_init(&fs->behind_cond, NULL);
 	atomic_init(&fs->behind_inflight, 0);
 	atomic_init(&fs->behind_orphans, 0);
 	atomic_init(&fs->inos_stale, false);
+	atomic_init(&fs->dir_recalls, 0);
 	fs->inos_next = fs->inos_end = 0;
 	fs->inos_refused_ns = 0;
 }
 
 void behind_destroy(loom_fs *fs)
 {
+	u64map_destroy(&fs->unsettled);
 	pthread_cond_destroy(&fs->behind_cond);
 	pthread_mutex_destroy(&fs->behind_lock);
 }
@@ -379,6 +382,11 @@ int loom_ll_create_behind(loom_fs *fs, const struct loom_cred *cr, uint64_t pare
 		free(b);
 		return -EAGAIN;
 	}
+	pthread_mutex_lock(&fs->behind_lock);
+	/* Not watched without memory; the value is never NULL (bit 1 set). */
+	(void)u64map_put(&fs->unsettled, ino,
+			 (void *)(uintptr_t)((atomic_load(&fs->dir_recalls) << 2) | 2));
+	pthread_mutex_unlock(&fs->behind_lock);
 	rpc_submit_detached(conn, &b->call);
 	new_attr(cr, dir, ino, mode, &attr);
 	attr_to_ll(&attr, a);
@@ -406,12 +414,37 @@ bool loom_behind_used(loom_behind *b)
 	return used;
 }
 
+void behind_touch(loom_fs *fs, uint64_t ino)
+{
+	uintptr_t v;
+
+	pthread_mutex_lock(&fs->behind_lock);
+	v = (uintptr_t)u64map_get(&fs->unsettled, ino);
+	if (v)
+		(void)u64map_put(&fs->unsettled, ino, (void *)(v | 1));
+	pthread_mutex_unlock(&fs->behind_lock);
+}
+
+/* Whether the file b made may have been opened or set by anyone else before its first use: an
+ * open or setattr through this client, or a directory lease recalled since (another client may
+ * have reached it). It is not watched any more. */
+static bool untrack(struct loom_behind *b)
+{
+	uintptr_t was;
+
+	pthread_mutex_lock(&b->fs->behind_lock);
+	was = (uintptr_t)u64map_del(&b->fs->unsettled, b->ino);
+	pthread_mutex_unlock(&b->fs->behind_lock);
+	return !was || (was & 1) || (was >> 2) != (uintptr_t)atomic_load(&b->fs->dir_recalls);
+}
+
 /* Under b->lock, the reply in: the file, or the create's error. */
 static int settle(struct loom_behind *b)
 {
 	struct mdc_dom dom = { .known = true }; /* a new file: no Data-on-MDT bytes yet */
 	struct loom_layout *layout = NULL;
 	struct lw_create_rep rep;
+	bool touched = untrack(b);
 	int rc = b->status;
 
 	if (rc == 0)
@@ -428,6 +461,13 @@ static int settle(struct loom_behind *b)
 			"%llu: %s; the file's calls fail with EIO", (unsigned long long)b->ino,
 			(unsigned long long)b->parent, strerror(-rc));
 		b->err = -EIO;
+	} else if (touched) {
+		struct stat st;
+
+		/* Another program wrote or truncated it meanwhile: the size, and with it the
+		 * Data-on-MDT bytes (dropped when the size moved), are the MDS's and this client's
+		 * other handles', not the create's. */
+		(void)loom_fstat(b->file, &st);
 	}
 	free(b->rbody);
 	b->rbody = NULL;
@@ -470,6 +510,7 @@ int loom_behind_close(loom_behind *b)
 		 * not waited for, and its handle is closed behind (behind_orphan_close). */
 		b->released = true;
 		pthread_mutex_unlock(&b->lock);
+		(void)untrack(b);
 		behind_put(b);
 		return 0;
 	}

@@ -122,6 +122,12 @@ struct loom_fs {
 	/* Unlinks sent behind, in flight, counted by a hash of their directory and name (under
 	 * behind_lock): a create of such a name is not sent behind. */
 	uint16_t unlinking[64];
+	/* Files made behind whose open file is not made yet (their first use builds it from the
+	 * create's answer), by inode: the count of directory recalls when made, shifted left, with
+	 * bit 0 set once another open or a setattr of the inode went through this client (under
+	 * behind_lock). A recall since means another client may have reached it too. */
+	struct u64map unsettled;
+	_Atomic uint64_t dir_recalls;
 };
 
 struct loom_file {
@@ -234,6 +240,9 @@ int mdc_inos(loom_fs *fs, uint32_t count, struct lw_inos_rep *out);
 /* behind.c: creates sent behind. */
 void behind_init(loom_fs *fs);
 void behind_destroy(loom_fs *fs);
+/* An open or setattr of ino through this client: a file made behind and not used yet must not
+ * take the create's answer for its size and Data-on-MDT bytes (behind.c). */
+void behind_touch(loom_fs *fs, uint64_t ino);
 /* Waits until every create sent behind was answered (-EINTR: the caller was interrupted). */
 int behind_barrier(loom_fs *fs);
 /* A create sent behind whose caller let go before the answer: its handle is closed (with send; a

@@ -114,6 +114,7 @@ void leases_on_notify(void *arg, uint16_t opcode, const void *body, uint32_t len
 				push(fs, l.ino, l.gen, true);
 			continue;
 		}
+		atomic_fetch_add(&fs->dir_recalls, 1); /* files made behind learn their size anew */
 		fs->leases->fn(fs->leases->arg, l.ino, l.gen);
 		push(fs, l.ino, l.gen, false);
 	}
@@ -123,6 +124,7 @@ void leases_lost(loom_fs *fs, uint64_t upto_gen)
 {
 	if (!fs->leases)
 		return;
+	atomic_fetch_add(&fs->dir_recalls, 1);
 	fs->leases->fn(fs->leases->arg, 0, upto_gen);
 	ileases_lost(fs, upto_gen);
 }

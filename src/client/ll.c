@@ -58,6 +58,7 @@ int loom_ll_setattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino,
 		return -EINVAL;
 	if ((sa->valid & LOOM_SET_SIZE) && sa->size < 0)
 		return -EINVAL;
+	behind_touch(fs, ino);
 	w.mode = sa->mode & 07777;
 	w.uid = sa->uid;
 	w.gid = sa->gid;
@@ -182,6 +183,7 @@ int loom_ll_open(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, int flag
 	int rc;
 
 	memset(a, 0, sizeof(*a));
+	behind_touch(fs, ino);
 	/* Reading a file this client holds an inode lease on: no round trip (ileases.c). O_NOATIME
 	 * is the owner's only: the MDS checks it. */
 	if (fs->ileases && (flags & O_ACCMODE) == O_RDONLY &&

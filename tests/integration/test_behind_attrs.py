@@ -112,3 +112,69 @@ def test_another_handle_on_the_same_mount_shows_in_the_writers_fstat(cluster_fac
             os.close(fd)
         with open(p, "rb") as f:
             assert f.read() == b"a" * 100 + b"b" * 5000 + b"c" * 10
+
+
+# A file made behind gets its open file at its first use, from the create's answer; what others
+# did to it before that (this mount's other programs, or another mount after a recall) counts.
+APPEND = ("import os, sys; f = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND); "
+          "os.write(f, open(sys.argv[2], 'rb').read()); os.close(f)")
+
+
+def test_another_programs_append_before_the_creators_first_write_reads_back(cluster_factory):
+    """The creator's handle is built at its first use from the create's answer (size 0, no
+    Data-on-MDT bytes): another program's append before that must still read back through it
+    (it read zeros: the Data-on-MDT part taken as empty)."""
+    c = configured(cluster_factory)
+    with second_mount(c, opts="nowsync") as a:
+        d = os.path.join(a, "late")
+        os.mkdir(d)
+        x = os.urandom(70000)
+        p = os.path.join(d, "f")
+        fd = os.open(p, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_APPEND, 0o644)
+        try:
+            src = os.path.join(c.dir, "append.bin")
+            with open(src, "wb") as f:
+                f.write(x)
+            subprocess.run(["python3", "-c", APPEND, p, src], check=True)
+            os.write(fd, b"Z" * 7)
+            assert os.pread(fd, 80000, 0) == x + b"Z" * 7
+        finally:
+            os.close(fd)
+        os.stat(p)
+        time.sleep(0.2)   # the kernel sends the RELEASE after close returns: before the unmount
+
+
+def test_a_truncate_through_the_path_before_the_creators_first_read_shows(cluster_factory):
+    """A truncate through the name before the creator's first use: its pread sees the new size
+    (it read nothing: the create's size 0)."""
+    c = configured(cluster_factory)
+    with second_mount(c, opts="nowsync") as a:
+        d = os.path.join(a, "late")
+        os.mkdir(d)
+        p = os.path.join(d, "f")
+        fd = os.open(p, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o644)
+        try:
+            os.truncate(p, 70000)
+            assert os.fstat(fd).st_size == 70000
+            assert os.pread(fd, 70000, 0) == b"\0" * 70000
+        finally:
+            os.close(fd)
+        time.sleep(0.2)   # the kernel sends the RELEASE after close returns: before the unmount
+
+
+def test_another_mounts_append_before_the_creators_first_use_reads_back(cluster_factory):
+    """Another mount appends to a file made behind (its lookup recalled the lease) before the
+    creator's first use: the creator's fstat and pread see the appended bytes."""
+    c = configured(cluster_factory)
+    with second_mount(c, opts="nowsync") as a, second_mount(c, opts="nowsync") as b:
+        d = os.path.join(a, "late2")
+        os.mkdir(d)
+        fd = os.open(os.path.join(d, "k"), os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o644)
+        try:
+            with open(os.path.join(b, "late2", "k"), "ab") as f:
+                f.write(b"z" * 5000)
+            time.sleep(1.1)                      # A's kernel trusts its size for attr_timeout
+            assert os.pread(fd, 10000, 0) == b"z" * 5000
+            assert os.fstat(fd).st_size == 5000
+        finally:
+            os.close(fd)
