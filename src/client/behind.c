@@ -268,6 +268,18 @@ static bool may_create(const struct loom_cred *cr, const struct stat *dir)
 	return (bits & need) == need;
 }
 
+/* One change sent behind less in flight (and, for an unlink, its name's count): a barrier or a
+ * give-back waiting for them looks again. */
+static void inflight_end(loom_fs *fs, const unsigned *slot)
+{
+	pthread_mutex_lock(&fs->behind_lock);
+	if (slot)
+		fs->unlinking[*slot]--;
+	atomic_fetch_sub(&fs->behind_inflight, 1);
+	pthread_cond_broadcast(&fs->behind_cond);
+	pthread_mutex_unlock(&fs->behind_lock);
+}
+
 /* The counter of fs->unlinking for name in parent. */
 static unsigned unlink_slot(uint64_t parent, const char *name)
 {
@@ -373,10 +385,7 @@ int loom_ll_create_behind(loom_fs *fs, const struct loom_cred *cr, uint64_t pare
 	/* The lease may have been recalled before it counted: given back already, the MDS would
 	 * let another client make the name first. Then the MDS is asked instead. */
 	if (still && !still(arg)) {
-		pthread_mutex_lock(&fs->behind_lock);
-		atomic_fetch_sub(&fs->behind_inflight, 1);
-		pthread_cond_broadcast(&fs->behind_cond);
-		pthread_mutex_unlock(&fs->behind_lock);
+		inflight_end(fs, NULL);
 		pthread_cond_destroy(&b->cond);
 		pthread_mutex_destroy(&b->lock);
 		free(b);
@@ -555,11 +564,7 @@ static void unlink_behind_done(struct rpc_call *call)
 	free(call->rbody);
 	call->rbody = NULL;
 	ileases_unlink_end(fs);
-	pthread_mutex_lock(&fs->behind_lock);
-	fs->unlinking[u->slot]--;
-	atomic_fetch_sub(&fs->behind_inflight, 1);
-	pthread_cond_broadcast(&fs->behind_cond);
-	pthread_mutex_unlock(&fs->behind_lock);
+	inflight_end(fs, &u->slot);
 	free(u);
 }
 
@@ -611,11 +616,7 @@ int loom_ll_unlink_behind(loom_fs *fs, const struct loom_cred *cr, uint64_t pare
 	}
 	pthread_mutex_unlock(&fs->behind_lock);
 	if (rc == 0 && still && !still(arg)) {
-		pthread_mutex_lock(&fs->behind_lock);
-		fs->unlinking[u->slot]--;
-		atomic_fetch_sub(&fs->behind_inflight, 1);
-		pthread_cond_broadcast(&fs->behind_cond);
-		pthread_mutex_unlock(&fs->behind_lock);
+		inflight_end(fs, &u->slot);
 		rc = -EAGAIN;
 	}
 	if (rc) {
