@@ -207,6 +207,19 @@ bool loom_behind_used(loom_behind *b);
 int loom_behind_file(loom_behind *b, loom_file **f);
 int loom_behind_close(loom_behind *b);
 /*
+ * Attributes nobody else can change. A file made behind can be reached by nobody else while the
+ * exclusive lease on its directory stands: its attributes are those the MDS answered at its
+ * create, or at the last report of this client's writes, with the writes not yet reported. The
+ * caller tells what else it had changed when the create was made (gen, its own count of changes
+ * through it; 0: nothing kept) and the lease's grant (lease_gen). loom_ll_attr_own answers those
+ * attributes (0) while exactly one handle of ino is open here, made behind, and none of its
+ * reports failed, with the gen, directory and grant the caller must check still hold; -EAGAIN
+ * otherwise (ask the MDS).
+ */
+void loom_behind_own(loom_behind *b, uint64_t gen, uint64_t lease_gen);
+int loom_ll_attr_own(loom_fs *fs, uint64_t ino, struct stat *st, uint64_t *gen, uint64_t *parent,
+		     uint64_t *lease_gen);
+/*
  * An unlink sent behind, under an exclusive lease on directory parent whose owner and mode are
  * dir's and whose list has name as a file that is not a directory: 0 once it is on its way to the
  * MDS. -EAGAIN: not this way (a caller the MDS must judge, a sticky directory, files open here

@@ -55,6 +55,7 @@ struct loom_behind {
 	struct loom_cred cred;
 	int flags;
 	loom_file *file;         /* made from the reply by the first loom_behind_file */
+	uint64_t own_gen, own_lease; /* loom_behind_own: passed to the file */
 	bool released;           /* the caller let go before the answer (loom_behind_close) */
 	int err;                 /* the create's failure, for every later call */
 	struct rpc_call call;
@@ -403,6 +404,21 @@ int loom_ll_create_behind(loom_fs *fs, const struct loom_cred *cr, uint64_t pare
 	return 0;
 }
 
+void loom_behind_own(loom_behind *b, uint64_t gen, uint64_t lease_gen)
+{
+	pthread_mutex_lock(&b->lock);
+	b->own_gen = gen;
+	b->own_lease = lease_gen;
+	if (b->file) {
+		pthread_mutex_lock(&b->file->lock);
+		b->file->own_gen = gen;
+		b->file->own_parent = b->parent;
+		b->file->own_lease = lease_gen;
+		pthread_mutex_unlock(&b->file->lock);
+	}
+	pthread_mutex_unlock(&b->lock);
+}
+
 uint64_t loom_behind_ino(const loom_behind *b)
 {
 	return b->ino;
@@ -465,6 +481,13 @@ static int settle(struct loom_behind *b)
 				      b->mds_gen, &b->file);
 	else
 		free(layout);
+	if (rc == 0 && b->own_gen) {
+		pthread_mutex_lock(&b->file->lock);
+		b->file->own_gen = b->own_gen;
+		b->file->own_parent = b->parent;
+		b->file->own_lease = b->own_lease;
+		pthread_mutex_unlock(&b->file->lock);
+	}
 	if (rc) {
 		log_err("a create answered before the MDS had it failed there: inode %llu in directory "
 			"%llu: %s; the file's calls fail with EIO", (unsigned long long)b->ino,

@@ -418,8 +418,8 @@ static int report(loom_file *f, uint16_t op)
 	struct timespec mtime;
 	uint64_t size, fsize, blocks = 0;
 	uint32_t flags = 0, epoch;
-	uint64_t writes;
 	struct lw_attr attr;
+	uint64_t writes;
 	int rc, wb_rc;
 
 	pthread_mutex_lock(&f->lock);
@@ -439,6 +439,9 @@ static int report(loom_file *f, uint16_t op)
 	/* Data-on-MDT bytes written here (through any handle of the inode) travel with the size. */
 	if (f->dom && file_can_write(f) && (rc = dom_send_excess(f, &dom)) != 0) {
 		report_failed(f, op, rc);
+		pthread_mutex_lock(&f->lock);
+		f->own_gen = 0; /* reports of its excess may have reached the MDS */
+		pthread_mutex_unlock(&f->lock);
 		return wb_rc ? wb_rc : rc;
 	}
 	/* The report is of writes made in this epoch: the MDS grows no size with older ones. */
@@ -479,8 +482,12 @@ static int report(loom_file *f, uint16_t op)
 	    mdc_close_detached(f->fs, &f->cred, f->ino, f->handle) == 0)
 		return 0;
 	rc = mdc_close(f->fs, &f->cred, op, f->ino, f->handle, flags, size, epoch, mtime, blocks, &dom, &attr);
-	if (rc)
+	if (rc) {
 		report_failed(f, op, rc);
+		pthread_mutex_lock(&f->lock);
+		f->own_gen = 0; /* the report may or may not have happened */
+		pthread_mutex_unlock(&f->lock);
+	}
 	if (rc == 0)
 		ino_epoch(f->fs, f->ino, attr.trunc_epoch);
 	if (rc == 0 && dom.n)
@@ -500,6 +507,9 @@ static int report(loom_file *f, uint16_t op)
 		f->reported_version = (flags & LW_CL_DATA) && f->writes == writes ? attr.data_version : 0;
 		f->attr = attr;
 		f->attr_ns = clock_mono_ns();
+		/* setuid/setgid set again since (another client's chmod): the next write drops them. */
+		if (attr.mode & (S_ISUID | S_ISGID))
+			f->privs_checked = false;
 		pthread_mutex_unlock(&f->lock);
 	}
 	return wb_rc ? wb_rc : rc;
@@ -681,6 +691,35 @@ int loom_ll_attr_recent(loom_fs *fs, uint64_t ino, uint64_t max_age_ns, uint64_t
 void loom_file_set_tag(loom_file *f, uint64_t tag)
 {
 	f->tag = tag;
+}
+
+int loom_ll_attr_own(loom_fs *fs, uint64_t ino, struct stat *st, uint64_t *gen, uint64_t *parent,
+		     uint64_t *lease_gen)
+{
+	struct lw_attr attr;
+	loom_file *f;
+	int rc = -EAGAIN;
+
+	pthread_mutex_lock(&fs->files_lock);
+	f = u64map_get(&fs->files, ino);
+	/* One handle: another's reports would change the file behind this one's attributes. */
+	if (f && !f->next_same_ino) {
+		pthread_mutex_lock(&f->lock);
+		if (f->own_gen) {
+			attr = f->attr;
+			*gen = f->own_gen;
+			*parent = f->own_parent;
+			*lease_gen = f->own_lease;
+			rc = 0;
+		}
+		pthread_mutex_unlock(&f->lock);
+	}
+	pthread_mutex_unlock(&fs->files_lock);
+	if (rc)
+		return rc;
+	files_pending_attr(fs, &attr);
+	attr_to_stat(&attr, st);
+	return 0;
 }
 
 uint64_t loom_file_tag(const loom_file *f)

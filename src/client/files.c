@@ -167,6 +167,22 @@ void files_truncated(loom_fs *fs, const struct lw_attr *attr)
 	pthread_mutex_unlock(&fs->files_lock);
 }
 
+void files_mode_set(loom_fs *fs, const struct lw_attr *attr)
+{
+	pthread_mutex_lock(&fs->files_lock);
+	for (loom_file *f = u64map_get(&fs->files, attr->ino); f; f = f->next_same_ino) {
+		pthread_mutex_lock(&f->lock);
+		f->attr.mode = attr->mode;
+		f->attr.uid = attr->uid;
+		f->attr.gid = attr->gid;
+		/* Bits set again after a write: the next write drops them, as locally. */
+		if (attr->mode & (S_ISUID | S_ISGID))
+			f->privs_checked = false;
+		pthread_mutex_unlock(&f->lock);
+	}
+	pthread_mutex_unlock(&fs->files_lock);
+}
+
 void files_dom_forget(loom_fs *fs, uint64_t ino)
 {
 	pthread_mutex_lock(&fs->files_lock);

@@ -157,7 +157,7 @@ struct loom_file {
 	                            * while it was on its way (another descriptor's close, a FLUSH,
 	                            * runs beside this one's writes) */
 	bool mtime_dirty;          /* ... and no explicit mtime was set since: report the write time */
-	bool privs_checked;        /* setuid/setgid dropped (or not there) before the first write */
+	bool privs_checked;        /* setuid/setgid dropped (or not there) since they were last set */
 	int64_t *obj_blocks;       /* per stripe, blocks the object occupies as last heard (-1:
 	                            * unknown); reported as st_blocks with the size */
 	uint64_t reported_version; /* the data version the last report made, when it carried
@@ -174,6 +174,11 @@ struct loom_file {
 	struct lw_attr attr;       /* as of open */
 	uint64_t attr_ns;          /* clock_mono_ns() when attr came from the MDS */
 	uint64_t tag;              /* the caller's (loom_file_set_tag) */
+	/* A file made behind (loom_behind_own): attr and this handle's unreported writes are the
+	 * file's attributes while nothing but its own reports changed it (the caller's own_gen says
+	 * what else changed) and the exclusive lease on own_parent (grant own_lease) stands:
+	 * nobody else can reach it. 0 once a report failed (the MDS may hold anything). */
+	uint64_t own_gen, own_parent, own_lease;
 	/* Write-behind: small writes are answered once their data is copied and on its way; they
 	 * are waited for before anything that must see them (a read, a truncate, fsync, the size
 	 * report at flush and close), and their errors are reported there. wb_lock is held while
@@ -573,6 +578,9 @@ void ino_shared_destroy(loom_fs *fs);
 /* ino was truncated through this client (attr: the MDS's answer): its handles' sizes, their
  * Data-on-MDT cache and the truncation epoch follow. */
 void files_truncated(loom_fs *fs, const struct lw_attr *attr);
+/* A setattr through this client changed ino's mode or owner (attr, the MDS's answer): its
+ * handles know, and a write drops setuid/setgid bits set again. */
+void files_mode_set(loom_fs *fs, const struct lw_attr *attr);
 
 /* locks.c: the locks this client holds, as the MDS granted them, for the replay after an MDS
  * restart. */

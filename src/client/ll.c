@@ -82,6 +82,8 @@ int loom_ll_setattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino,
 		files_forget_mtime(fs, ino);
 	if (rc == 0 && (sa->valid & LOOM_SET_SIZE) && S_ISREG(attr.mode))
 		files_truncated(fs, &attr);
+	if (rc == 0 && (sa->valid & (LW_SA_MODE | LW_SA_UID | LW_SA_GID)) && S_ISREG(attr.mode))
+		files_mode_set(fs, &attr);
 	return stat_reply(fs, rc, &attr, a);
 }
 

@@ -226,22 +226,30 @@ int file_drop_privs(loom_file *f)
 	struct lw_setattr sa = { .ino = f->ino, .valid = LW_SA_KILLPRIV | LW_SA_FH };
 	struct lw_attr attr;
 	uint32_t mode;
+	bool checked;
 	int rc;
 
-	if (f->privs_checked)
-		return 0;
 	pthread_mutex_lock(&f->lock);
+	checked = f->privs_checked;
 	mode = f->attr.mode;
 	pthread_mutex_unlock(&f->lock);
-	if (f->cred.uid == 0 || !(mode & (S_ISUID | S_ISGID)))
+	if (checked)
+		return 0;
+	if (f->cred.uid == 0 || !(mode & (S_ISUID | S_ISGID))) {
 		rc = 0;
-	else if ((rc = mdc_setattr(f->fs, &f->cred, &sa, &attr)) == 0) {
+	} else {
+		rc = mdc_setattr(f->fs, &f->cred, &sa, &attr);
 		pthread_mutex_lock(&f->lock);
-		f->attr.mode = attr.mode;
+		if (rc == 0)
+			f->attr.mode = attr.mode;
+		f->own_gen = 0; /* its mode and ctime moved at the MDS (or may have) */
 		pthread_mutex_unlock(&f->lock);
 	}
-	if (rc == 0)
+	if (rc == 0) {
+		pthread_mutex_lock(&f->lock);
 		f->privs_checked = true;
+		pthread_mutex_unlock(&f->lock);
+	}
 	return rc;
 }
 

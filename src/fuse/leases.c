@@ -159,6 +159,7 @@ static bool behind_ok(struct lmount *m, uint64_t parent, const char *name, bool 
 		ok = true;
 		mark->done = ls->done[bucket(parent)];
 		mark->times_valid = ls->dir[i]->times_valid;
+		mark->gen = ls->dir[i]->gen;
 	}
 	pthread_mutex_unlock(&ls->lock);
 	return ok;
@@ -174,6 +175,21 @@ bool lm_lease_unlink_behind(struct lmount *m, uint64_t parent, const char *name,
 			    struct lm_lease_mark *mark)
 {
 	return behind_ok(m, parent, name, true, dir, mark);
+}
+
+bool lm_lease_excl_held(struct lmount *m, uint64_t dir, uint64_t gen)
+{
+	struct lm_leases *ls = &m->leases;
+	bool held;
+	int i;
+
+	if (!ls->enabled || !loom_ll_leases_fresh(m->fs))
+		return false;
+	pthread_mutex_lock(&ls->lock);
+	i = slot_of(ls, dir);
+	held = i >= 0 && ls->dir[i]->excl && ls->dir[i]->gen == gen;
+	pthread_mutex_unlock(&ls->lock);
+	return held;
 }
 
 bool lm_lease_still(void *arg)

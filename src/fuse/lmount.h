@@ -58,6 +58,7 @@ struct lm_sa_slot {
 struct lm_statahead {
 	pthread_mutex_t lock;
 	_Atomic uint64_t gen;  /* bumped by every change made through this mount */
+	_Atomic uint64_t attr_gen; /* the same, but for writes and their reports (lm_sa_wrote) */
 	struct lm_sa_slot slot[LM_SA_SLOTS];
 	uint64_t hits, fetches;
 };
@@ -141,7 +142,10 @@ bool lm_lease_absent(struct lmount *m, uint64_t parent, const char *name);
 struct lm_lease_mark {
 	uint64_t done;     /* the bucket's changes done when marked */
 	bool times_valid;
+	uint64_t gen;      /* the lease's grant (lm_lease_behind) */
 };
+/* Whether this mount still holds grant gen of an exclusive lease on dir, trusted. */
+bool lm_lease_excl_held(struct lmount *m, uint64_t dir, uint64_t gen);
 bool lm_lease_behind(struct lmount *m, uint64_t parent, const char *name, struct stat *dir,
 		     struct lm_lease_mark *mark);
 /* Whether an unlink of name in parent may be sent behind (loom_ll_unlink_behind): the mount
@@ -197,6 +201,14 @@ bool lm_sa_lookup(struct lmount *m, const struct loom_cred *cr, uint64_t parent,
 void lm_sa_looked_up(struct lmount *m, uint64_t parent, int rc);
 /* Something changed through this mount: listings fetched before are not used again. */
 void lm_sa_changed(struct lmount *m);
+/* Writes through a handle, and their reports (flush, fsync, release): listings fetched before
+ * are not used again, but attributes kept by loom_ll_attr_own stay (their handle's own). */
+void lm_sa_wrote(struct lmount *m);
+/* The count of changes through this mount other than lm_sa_wrote's. */
+uint64_t lm_attr_change_count(struct lmount *m);
+/* An open for writing: another handle's writes and reports may change a file's attributes
+ * behind those loom_ll_attr_own keeps (listings fetched before stay good). */
+void lm_attr_changed(struct lmount *m);
 void lm_sa_init(struct lmount *m);
 /* rc, after noting that the request that returned it may have changed something. */
 static inline int lm_changed(struct lmount *m, int rc)

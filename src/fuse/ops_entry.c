@@ -80,6 +80,17 @@ static int root_getattr(struct lmount *m, const struct loom_cred *cr, struct sta
 	return rc;
 }
 
+/* The attributes of a file made behind, which nobody else can have changed (loom_ll_attr_own):
+ * nothing else changed through this mount since its create, and its directory's exclusive lease
+ * has stood since. */
+static bool own_attr(struct lmount *m, uint64_t ino, struct stat *st)
+{
+	uint64_t gen, parent, lease_gen;
+
+	return loom_ll_attr_own(m->fs, ino, st, &gen, &parent, &lease_gen) == 0 &&
+	       gen == lm_attr_change_count(m) && lm_lease_excl_held(m, parent, lease_gen);
+}
+
 static void lm_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	LM_INTERRUPTIBLE(req);
@@ -100,10 +111,13 @@ static void lm_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		 * nothing changed through this mount since (a program's fstat after its read, which
 		 * the kernel sends because the read made the cached atime stale). */
 		if (rc == 0 && (loom_file_tag(f) != lm_change_count(m) ||
-				loom_file_attr_recent(f, max_age, &st) != 0))
+				loom_file_attr_recent(f, max_age, &st) != 0) && !own_attr(m, ino, &st))
 			rc = loom_fstat(f, &st);
 	} else if (loom_ll_attr_recent(m->fs, ino, max_age, lm_change_count(m), &st) == 0) {
 		/* fstat(2) comes without the handle: any handle open here serves as well. */
+		rc = 0;
+	} else if (own_attr(m, ino, &st)) {
+		/* A file made behind, its writer's fstat (np.save's, after its header). */
 		rc = 0;
 	} else if (lm_lease_dir_attr(m, ino, &st, &mark)) {
 		/* A directory leased exclusively: its attributes change only through this mount. */

@@ -94,6 +94,8 @@ static void lm_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int rc;
 
 	lm_cred(req, &cr);
+	if ((fi->flags & O_ACCMODE) != O_RDONLY)
+		lm_attr_changed(m);
 	/* The kernel reached the inode through names it cached: they must still lead here. */
 	lm_open_expect(m, ino, (uint32_t)fuse_req_ctx(req)->pid, &ex);
 	/* The kernel decides where O_APPEND writes go and passes the offset: the handle must write
@@ -143,10 +145,12 @@ static void lm_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	loom_file *f = NULL;
 	struct lm_lease_mark mark;
 	struct stat dir;
+	uint64_t gen;
 	int rc = -EAGAIN;
 
 	lm_cred(req, &cr);
 	memset(&e, 0, sizeof(e));
+	gen = lm_attr_change_count(m);
 	lm_entries_begin(m, parent, 0);
 	/* Under an exclusive lease the name is known free: answered here, sent behind. */
 	if (lm_lease_behind(m, parent, name, &dir, &mark)) {
@@ -159,8 +163,13 @@ static void lm_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		rc = loom_ll_create(m->fs, &cr, parent, name, mode, fi->flags & ~O_APPEND, &f, &a);
 	rc = lm_changed(m, rc);
 	lm_entries_end(m, rc, 0, NULL, parent, name, rc ? 0 : DT_REG | LM_NAME_MADE);
-	if (b)
+	if (b) {
 		lm_lease_behind_done(m, parent, &mark);
+		/* Nobody else can reach the file while the lease stands: its attributes are known
+		 * here while nothing else changes through this mount (the create's own change is
+		 * the count's next step). */
+		loom_behind_own(b, gen + 1, mark.gen);
+	}
 	if (rc) {
 		lm_reply_err(req, rc);
 		return;
@@ -207,7 +216,7 @@ static void lm_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	int rc = lm_file(req, fi, &f);
 	ssize_t n = rc ? rc : loom_pwrite(f, buf, size, off);
 
-	lm_sa_changed(lm_of(req));
+	lm_sa_wrote(lm_of(req));
 	if (n > 0)
 		lm_wrote(lm_of(req), ino, (uint64_t)off + (uint64_t)n);
 	if (n < 0)
@@ -223,7 +232,7 @@ static void lm_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 static int changed_if_writer(struct lmount *m, loom_file *f, int rc)
 {
 	if ((loom_file_flags(f) & O_ACCMODE) != O_RDONLY)
-		lm_sa_changed(m);
+		lm_sa_wrote(m);
 	return rc;
 }
 
@@ -304,7 +313,7 @@ static void lm_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	}
 	lm_handle_released(lm_of(req), ino);
 	if (writer)
-		lm_sa_changed(lm_of(req));
+		lm_sa_wrote(lm_of(req));
 	lm_unlock_end(lm_of(req));
 	lm_reply_err(req, rc);
 }

@@ -253,13 +253,30 @@ void lm_sa_looked_up(struct lmount *m, uint64_t parent, int rc)
 
 void lm_sa_changed(struct lmount *m)
 {
+	atomic_fetch_add(&m->sa.attr_gen, 1);
 	atomic_fetch_add(&m->sa.gen, 1);
+}
+
+void lm_sa_wrote(struct lmount *m)
+{
+	atomic_fetch_add(&m->sa.gen, 1);
+}
+
+void lm_attr_changed(struct lmount *m)
+{
+	atomic_fetch_add(&m->sa.attr_gen, 1);
+}
+
+uint64_t lm_attr_change_count(struct lmount *m)
+{
+	return atomic_load(&m->sa.attr_gen);
 }
 
 void lm_sa_init(struct lmount *m)
 {
 	pthread_mutex_init(&m->sa.lock, NULL);
 	atomic_init(&m->sa.gen, 0);
+	atomic_init(&m->sa.attr_gen, 0);
 }
 
 void lm_sa_fini(struct lmount *m)

@@ -1,8 +1,8 @@
-"""The attributes of a file made behind (creates sent behind under an exclusive lease): what its
-writer's fstat says must be what the MDS says, also after another program on the same mount or
-another mount changed the file, and a chmod or truncate through its name must show at once. (The
-mount answered that fstat itself for a day, 2026-12-06; a soak found it wrong after another
-descriptor's close raced a write, and it was withdrawn: docs/performance.md.)"""
+"""The attributes of a file made behind (docs/architecture.md, "Attributes of files made
+behind"): while the exclusive lease on its directory stands, nobody else can reach the file, so
+its writer's fstat (np.save's, after the header) is answered by the mount from the create's
+answer and the writes not yet reported. What the writer sees must be what the MDS would say, and
+a change by anyone else, or by another path of this mount, must show at once."""
 import os
 import stat
 import subprocess
@@ -178,3 +178,62 @@ def test_another_mounts_append_before_the_creators_first_use_reads_back(cluster_
             assert os.fstat(fd).st_size == 5000
         finally:
             os.close(fd)
+
+
+def _as_user(uid, fn):
+    """fn() in a child running as uid (its exit status: 0 when fn returned)."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            fn()
+            code = 0
+        except BaseException as e:  # noqa: BLE001 - reported through the exit status
+            print("child:", repr(e), flush=True)
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+def test_setuid_set_again_after_a_write_is_dropped_by_the_next_write(cluster_factory):
+    """A write by someone other than root drops setuid and setgid (with group execute), every
+    time, as a local file system does: also when a chmod or fchmod set them again after the
+    handle's first write, for a file made behind and for one that existed before its open.
+    Another mount sees the mode the writer sees."""
+    c = configured(cluster_factory)
+    with second_mount(c, opts="nowsync") as a, second_mount(c, opts="nowsync") as b:
+        d = os.path.join(a, "suid")
+        os.mkdir(d)
+        os.chown(d, 4321, 4321)
+        old = os.path.join(d, "existing")
+        with open(old, "wb") as f:
+            f.write(b"e")
+        os.chown(old, 4321, 4321)
+
+        def writer():
+            for name, how in (("made-chmod", "chmod"), ("made-fchmod", "fchmod"), ("existing", "chmod")):
+                p = os.path.join(d, name)
+                if name == "existing":
+                    fd = os.open(p, os.O_WRONLY | os.O_APPEND)
+                else:
+                    fd = os.open(p, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o755)
+                try:
+                    modes = []
+                    for bits in (0o4755, 0o2775, 0o6775):
+                        os.write(fd, b"a")
+                        (os.fchmod(fd, bits) if how == "fchmod" else os.chmod(p, bits))
+                        modes.append(stat.S_IMODE(os.fstat(fd).st_mode))
+                        os.write(fd, b"b")
+                        modes.append(stat.S_IMODE(os.fstat(fd).st_mode))
+                finally:
+                    os.close(fd)
+                assert modes == [0o4755, 0o755, 0o2775, 0o775, 0o6775, 0o775], (name, [oct(m) for m in modes])
+
+        assert _as_user(4321, writer) == 0
+        for name in ("made-chmod", "made-fchmod", "existing"):
+            assert stat.S_IMODE(os.stat(os.path.join(b, "suid", name)).st_mode) == 0o775, name
+            assert stat.S_IMODE(os.stat(os.path.join(d, name)).st_mode) == 0o775, name
