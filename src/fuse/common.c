@@ -182,6 +182,7 @@ void lm_stamps_fini(struct lmount *m)
 {
 	u64map_destroy(&m->posix_locked); /* its values are markers, not memory */
 	u64map_destroy(&m->open_handles); /* and counts */
+	u64map_destroy(&m->fhs);          /* closed by lm_handles_close_left */
 	pthread_cond_destroy(&m->handles_done);
 	pthread_cond_destroy(&m->unlocks_done);
 	pthread_mutex_destroy(&m->stamp_lock);
@@ -225,4 +226,53 @@ bool lm_handles_wait(struct lmount *m, uint64_t ino, unsigned ms)
 	none = u64map_get(&m->open_handles, ino) == NULL;
 	pthread_mutex_unlock(&m->stamp_lock);
 	return none;
+}
+
+void lm_fh_held(struct lmount *m, uint64_t fh)
+{
+	pthread_mutex_lock(&m->stamp_lock);
+	if (u64map_put(&m->fhs, fh, (void *)1) < 0)
+		log_warn("no memory to note a handle: left open at the MDS should its release not come");
+	pthread_mutex_unlock(&m->stamp_lock);
+}
+
+void lm_fh_given_back(struct lmount *m, uint64_t fh)
+{
+	pthread_mutex_lock(&m->stamp_lock);
+	u64map_del(&m->fhs, fh);
+	pthread_mutex_unlock(&m->stamp_lock);
+}
+
+struct fh_list {
+	uint64_t *fh;
+	size_t n;
+};
+
+static void collect_fh(uint64_t key, void *val, void *arg)
+{
+	struct fh_list *l = arg;
+
+	(void)val;
+	l->fh[l->n++] = key;
+}
+
+void lm_handles_close_left(struct lmount *m)
+{
+	struct fh_list l = { NULL, 0 };
+
+	pthread_mutex_lock(&m->stamp_lock);
+	l.fh = calloc(m->fhs.count + 1, sizeof(*l.fh));
+	if (l.fh)
+		u64map_each(&m->fhs, collect_fh, &l);
+	pthread_mutex_unlock(&m->stamp_lock);
+	if (l.n)
+		log_info("closing %zu handle(s) whose release did not come before the unmount", l.n);
+	for (size_t i = 0; i < l.n; i++) {
+		lm_fh_given_back(m, l.fh[i]);
+		if (l.fh[i] & LM_FH_BEHIND)
+			(void)loom_behind_close((loom_behind *)(uintptr_t)(l.fh[i] & ~LM_FH_BEHIND));
+		else
+			(void)loom_close((loom_file *)(uintptr_t)l.fh[i]);
+	}
+	free(l.fh);
 }

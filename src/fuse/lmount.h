@@ -128,6 +128,10 @@ struct lmount {
 	 * close here can find the handle still open at the MDS; it waits for these instead. */
 	struct u64map open_handles;
 	pthread_cond_t handles_done;
+	/* Every handle (fi->fh) the kernel holds, files' and directories' (under stamp_lock): a
+	 * release the kernel queued before the unmount may never come, and what it would have
+	 * closed is closed at the end (lm_handles_close_left). */
+	struct u64map fhs;
 	struct lm_statahead sa;
 	struct lm_leases leases;
 };
@@ -252,6 +256,13 @@ void lm_stamps_fini(struct lmount *m);
  * is left (true then). */
 void lm_handle_opened(struct lmount *m, uint64_t ino);
 void lm_handle_released(struct lmount *m, uint64_t ino);
+/* The kernel holds fh from now on / gave it back (a loom_file, or a loom_behind tagged
+ * LM_FH_BEHIND). */
+void lm_fh_held(struct lmount *m, uint64_t fh);
+void lm_fh_given_back(struct lmount *m, uint64_t fh);
+/* After the session: closes the handles whose release never came (a close right before the
+ * unmount), so that their writes are reported and nothing is left open at the MDS. */
+void lm_handles_close_left(struct lmount *m);
 bool lm_handles_wait(struct lmount *m, uint64_t ino, unsigned ms);
 /* cache.c: what the kernel caches of each inode, checked at every open. */
 void lm_cache_init(struct lmount *m);

@@ -404,6 +404,7 @@ int main(int argc, char **argv)
 	m.statfs_known = loom_statfs(m.fs, &m.statfs_st) == 0;
 	u64map_init(&m.posix_locked);
 	u64map_init(&m.open_handles);
+	u64map_init(&m.fhs);
 
 	/* What /proc/mounts and df show: the source as given, type fuse.loom. */
 	{
@@ -460,6 +461,7 @@ out_signals:
 out_session:
 	fuse_session_destroy(se);
 out_fs:
+	lm_handles_close_left(&m);
 	loom_disconnect(m.fs);
 	lm_leases_fini(&m);
 	lm_sa_fini(&m);

@@ -110,8 +110,11 @@ static void lm_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	}
 	fi->fh = (uintptr_t)f;
-	if (fuse_reply_open(req, fi) != 0)
+	lm_fh_held(m, fi->fh);
+	if (fuse_reply_open(req, fi) != 0) {
+		lm_fh_given_back(m, fi->fh);
 		loom_close(f);
+	}
 }
 
 static void lm_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
@@ -133,6 +136,7 @@ static void lm_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 {
 	LM_INTERRUPTIBLE(req);
 	(void)ino;
+	lm_fh_given_back(lm_of(req), fi->fh);
 	lm_reply_err(req, loom_close((loom_file *)(uintptr_t)fi->fh));
 }
 

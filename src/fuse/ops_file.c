@@ -77,7 +77,9 @@ static void open_reply(fuse_req_t req, struct fuse_file_info *fi, loom_file *f,
 	if (fi->flags & O_DIRECT || (fi->flags & O_ACCMODE) == O_WRONLY)
 		fi->direct_io = 1;
 	lm_handle_opened(m, ino);
+	lm_fh_held(m, fi->fh); /* before the reply: its release may come at once */
 	if ((e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi)) != 0) {
+		lm_fh_given_back(m, fi->fh);
 		loom_close(f); /* the opener was interrupted and will never release it */
 		lm_handle_released(m, ino);
 	}
@@ -127,7 +129,9 @@ static void behind_reply(fuse_req_t req, struct fuse_file_info *fi, loom_behind 
 		fi->direct_io = 1;
 	lm_data_current(m, ino, a->data_version);
 	lm_handle_opened(m, ino);
+	lm_fh_held(m, fi->fh);
 	if (fuse_reply_create(req, e, fi) != 0) {
+		lm_fh_given_back(m, fi->fh);
 		loom_behind_close(b);
 		lm_handle_released(m, ino);
 	}
@@ -283,6 +287,7 @@ static void lm_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	bool writer;
 	int rc;
 
+	lm_fh_given_back(lm_of(req), fi->fh);
 	/* A create sent behind: its file, if anything used it (else nothing was written, and its
 	 * answer is not waited for: loom_behind_close). */
 	if (fi->fh & LM_FH_BEHIND) {
