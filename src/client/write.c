@@ -194,6 +194,30 @@ int files_drain_ino(loom_fs *fs, uint64_t ino)
 	return rc;
 }
 
+/* Writes of the inode's other handles here that are in flight over these bytes are answered
+ * first: the objects must end with the newer bytes, and two writes in flight can land in either
+ * order (a write through one descriptor, then another descriptor's write of the same bytes: a
+ * page of an mmap written back, a second open of the file). Not under f's wb_lock: another handle
+ * may be waiting the same way for f's. Writes racing from two handles at once have no order to
+ * keep, as on a local disk. */
+static int drain_others(loom_file *f, uint64_t off, uint64_t len)
+{
+	loom_fs *fs = f->fs;
+	int rc = 0;
+
+	pthread_mutex_lock(&fs->files_lock);
+	for (loom_file *o = u64map_get(&fs->files, f->ino); o && rc == 0; o = o->next_same_ino) {
+		if (o == f)
+			continue;
+		pthread_mutex_lock(&o->wb_lock);
+		if (wb_overlaps(o, off, len) && wb_reap_all(o) == -EINTR)
+			rc = -EINTR; /* they stay in flight; their errors are o's to report */
+		pthread_mutex_unlock(&o->wb_lock);
+	}
+	pthread_mutex_unlock(&fs->files_lock);
+	return rc;
+}
+
 /* The write goes behind: copied, sent, answered later. Under wb_lock. */
 static int wb_write(loom_file *f, const void *buf, size_t len, uint64_t off)
 {
@@ -269,6 +293,8 @@ static int write_data(loom_file *f, const char *buf, size_t len, uint64_t off)
 		len -= n;
 		off += n;
 	}
+	if ((rc = drain_others(f, off, len)) != 0)
+		return rc;
 	pthread_mutex_lock(&f->wb_lock);
 	if (len <= WB_MAX_WRITE) {
 		rc = wb_write(f, buf, len, off);

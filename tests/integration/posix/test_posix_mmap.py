@@ -117,3 +117,27 @@ def test_0507_map_shared_write_of_short_file_keeps_size(root):
         m.close()
     assert read_file(root.p("f")) == b"XYZ"
     assert os.stat(root.p("f")).st_size == 3
+
+
+def test_0508_map_shared_write_after_a_descriptors_write_wins(root):
+    # A write through one descriptor, then a mapping of the file through another changes some of
+    # those bytes: the mapping's bytes are the file's (its pages go out through the other
+    # descriptor, while the first write may still be on its way to the OST).
+    for t in range(10):
+        p = root.p("f%d" % t)
+        fd = os.open(p, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o644)
+        try:
+            body = bytearray(os.urandom(190 * 1024))
+            os.write(fd, body)
+            patch = os.urandom(5000)
+            m = _map(p, len(body), mmap.ACCESS_WRITE)
+            try:
+                m[63613:63613 + len(patch)] = patch
+                m.flush()
+            finally:
+                m.close()
+            body[63613:63613 + len(patch)] = patch
+            assert os.pread(fd, len(body) + 1, 0) == bytes(body), "trial %d" % t
+        finally:
+            os.close(fd)
+        assert read_file(root.q("f%d" % t)) == bytes(body), "trial %d: the other mount" % t
