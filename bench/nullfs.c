@@ -27,6 +27,8 @@
 #include <termios.h>
 #include <time.h>
 
+#include "yardstick.h"
+
 struct node {
 	struct stat st;
 	char *data;              /* a file's bytes (cap of them allocated) */
@@ -534,8 +536,6 @@ int main(int argc, char **argv)
 {
 	char *fargv[] = { argv[0], "-o", "fsname=nullfs,default_permissions", NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(3, fargv);
-	struct fuse_loop_config *cfg;
-	struct fuse_session *se;
 	struct node *root;
 	int rc = 1;
 
@@ -549,24 +549,7 @@ int main(int argc, char **argv)
 	root = node_new(S_IFDIR | 0755, NULL);
 	if (!root || root->st.st_ino != FUSE_ROOT_ID)
 		return 1;
-	se = fuse_session_new(&args, &ops, sizeof(ops), NULL);
-	if (!se)
-		return 1;
-	if (fuse_set_signal_handlers(se) == 0) {
-		if (fuse_session_mount(se, argv[1]) == 0) {
-			/* loom-mount's loop (src/fuse/main.c): the same threads, no cloned descriptors. */
-			cfg = fuse_loop_cfg_create();
-			if (cfg) {
-				fuse_loop_cfg_set_max_threads(cfg, 16);
-				fuse_loop_cfg_set_clone_fd(cfg, 0);
-				rc = fuse_session_loop_mt(se, cfg) ? 1 : 0;
-				fuse_loop_cfg_destroy(cfg);
-			}
-			fuse_session_unmount(se);
-		}
-		fuse_remove_signal_handlers(se);
-	}
-	fuse_session_destroy(se);
+	rc = yardstick_serve(&args, &ops, sizeof(ops), argv[1]);
 	fuse_opt_free_args(&args);
 	return rc;
 }

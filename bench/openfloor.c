@@ -18,6 +18,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "yardstick.h"
+
 static unsigned long nfiles;
 static int no_open, no_flush;
 
@@ -107,8 +109,6 @@ int main(int argc, char **argv)
 {
 	char *fargv[] = { argv[0], "-o", "fsname=openfloor", NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(3, fargv);
-	struct fuse_loop_config *cfg;
-	struct fuse_session *se;
 	int rc = 1;
 
 	if (argc < 3) {
@@ -126,24 +126,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	se = fuse_session_new(&args, &ops, sizeof(ops), NULL);
-	if (!se)
-		return 1;
-	if (fuse_set_signal_handlers(se) == 0) {
-		if (fuse_session_mount(se, argv[1]) == 0) {
-			/* loom-mount's loop (src/fuse/main.c): the same threads, no cloned descriptors. */
-			cfg = fuse_loop_cfg_create();
-			if (cfg) {
-				fuse_loop_cfg_set_max_threads(cfg, 16);
-				fuse_loop_cfg_set_clone_fd(cfg, 0);
-				rc = fuse_session_loop_mt(se, cfg) ? 1 : 0;
-				fuse_loop_cfg_destroy(cfg);
-			}
-			fuse_session_unmount(se);
-		}
-		fuse_remove_signal_handlers(se);
-	}
-	fuse_session_destroy(se);
+	rc = yardstick_serve(&args, &ops, sizeof(ops), argv[1]);
 	fuse_opt_free_args(&args);
 	return rc;
 }
