@@ -220,6 +220,16 @@ void loom_behind_own(loom_behind *b, uint64_t gen, uint64_t lease_gen);
 int loom_ll_attr_own(loom_fs *fs, uint64_t ino, struct stat *st, uint64_t *gen, uint64_t *parent,
 		     uint64_t *lease_gen);
 /*
+ * The attributes of a file made behind, after its last close: what the MDS answered at its create
+ * (a file let go before the answer) or at its last close here, whichever came last (0). Valid
+ * while nobody else can reach the file (the exclusive lease it was made under stands) and
+ * nothing changed it through this client since: the caller checks both. -ENOENT: not kept (not
+ * made here, or forgotten); -EBUSY: a handle of it is open here. loom_ll_made_forget drops what
+ * is kept of ino (an unlink or rename of it).
+ */
+int loom_ll_made_attr(loom_fs *fs, uint64_t ino, struct loom_ll_attr *a);
+void loom_ll_made_forget(loom_fs *fs, uint64_t ino);
+/*
  * An unlink sent behind, under an exclusive lease on directory parent whose owner and mode are
  * dir's and whose list has name as a file that is not a directory: 0 once it is on its way to the
  * MDS. -EAGAIN: not this way (a caller the MDS must judge, a sticky directory, files open here

@@ -185,8 +185,11 @@ void behind_orphan_close(struct loom_behind *b, bool send)
 		/* The session ends soon (disconnect), and its handles with it. */
 	} else if (b->status == 0 && b->rbody_len >= sizeof(rep)) {
 		memcpy(&rep, b->rbody, sizeof(rep));
-		if (rep.handle && rep.attr.ino == b->ino)
-			(void)mdc_close_detached(b->fs, &b->cred, b->ino, rep.handle);
+		if (rep.handle && rep.attr.ino == b->ino) {
+			/* Nothing used it: the create's answer is its attributes (made.c). */
+			if (mdc_close_detached(b->fs, &b->cred, b->ino, rep.handle) == 0)
+				made_put(fs, &rep.attr, true);
+		}
 	} else if (b->status) {
 		log_err("a create answered before the MDS had it failed there: inode %llu in directory "
 			"%llu: %s", (unsigned long long)b->ino, (unsigned long long)b->parent,
@@ -481,6 +484,8 @@ static int settle(struct loom_behind *b)
 				      b->mds_gen, &b->file);
 	else
 		free(layout);
+	if (rc == 0)
+		b->file->made_here = true;
 	if (rc == 0 && b->own_gen) {
 		pthread_mutex_lock(&b->file->lock);
 		b->file->own_gen = b->own_gen;

@@ -745,6 +745,28 @@ static int close_local(loom_file *f)
 	return 0;
 }
 
+/* After the close of f (rc): what made.c keeps of a file made here becomes what the close left,
+ * if this was its last handle here; a failed report leaves nothing known. */
+static void keep_made(loom_file *f, int rc)
+{
+	struct lw_attr attr;
+	bool last;
+
+	pthread_mutex_lock(&f->fs->files_lock);
+	last = u64map_get(&f->fs->files, f->ino) == NULL;
+	pthread_mutex_unlock(&f->fs->files_lock);
+	if (rc) {
+		loom_ll_made_forget(f->fs, f->ino);
+		return;
+	}
+	if (!last)
+		return;
+	pthread_mutex_lock(&f->lock);
+	attr = f->attr;
+	pthread_mutex_unlock(&f->lock);
+	made_put(f->fs, &attr, f->made_here);
+}
+
 int loom_close(loom_file *f)
 {
 	int rc;
@@ -762,6 +784,7 @@ int loom_close(loom_file *f)
 	rc = report(f, LW_OP_MDS_CLOSE);
 	/* Off the list the reconnection opens again: from here an MDS restart leaves it closed. */
 	files_remove(f->fs, f);
+	keep_made(f, rc);
 	if (fs_mds_gen(f->fs) != mds_gen) {
 		/* The MDS restarted while the close was on its way: the close, made before, may have
 		 * named the dead MDS's handle (a no-op to the new one), and the reconnection opened

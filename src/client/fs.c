@@ -465,6 +465,7 @@ int loom_connect_with(const char *mds_addr, const struct loom_connect_opts *opts
 	held_locks_init(fs);
 	kept_changes_init(fs);
 	behind_init(fs);
+	made_init(fs);
 	u64map_init(&fs->files);
 	u64map_init(&fs->bare);
 	cred_of_process(&fs->cred);
@@ -583,6 +584,7 @@ static void disconnect(loom_fs *fs, bool wait)
 	held_locks_destroy(fs);
 	kept_changes_destroy(fs);
 	behind_destroy(fs);
+	made_destroy(fs);
 	leases_destroy(fs);
 	pthread_mutex_destroy(&fs->shared_lock);
 	pthread_mutex_destroy(&fs->bare_lock);

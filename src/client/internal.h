@@ -128,6 +128,9 @@ struct loom_fs {
 	 * behind_lock). A recall since means another client may have reached it too. */
 	struct u64map unsettled;
 	_Atomic uint64_t dir_recalls;
+	/* Attributes of files made behind, after their last close (made.c), by inode. */
+	pthread_mutex_t made_lock;
+	struct u64map made;
 };
 
 struct loom_file {
@@ -142,6 +145,7 @@ struct loom_file {
 	uint64_t handle;           /* the MDS's; 0 while local */
 	bool local;                /* opened under an inode lease, unknown to the MDS (ileases.c);
 	                            * under fs->open_lock and lock */
+	bool made_here;            /* made behind by this client (made.c keeps it after its close) */
 	bool born_local;           /* ... when opened (its close asks nothing of the MDS unless it
 	                            * became real) */
 	int lost_err;              /* made real too late: its file was gone (reads fail) */
@@ -618,5 +622,10 @@ void attr_to_stat(const struct lw_attr *a, struct stat *st);
 /* ll.c */
 struct loom_ll_attr;
 void attr_to_ll(const struct lw_attr *attr, struct loom_ll_attr *a);
+/* made.c: keeps attr as the file's after its last close here; a file not kept yet only if
+ * made_here (made behind by this client). */
+void made_init(loom_fs *fs);
+void made_destroy(loom_fs *fs);
+void made_put(loom_fs *fs, const struct lw_attr *attr, bool made_here);
 
 #endif

@@ -131,6 +131,15 @@ bool lm_lease_absent(struct lmount *m, uint64_t parent, const char *name)
 	return absent;
 }
 
+/* Whether name (type t, marked at links) in list i is a file this mount made under the grant it
+ * holds now: the lease exclusive, and no link made through the mount since it was marked (the
+ * inode may have another name then, by which others reach it). */
+static bool made_under_grant(struct lm_leases *ls, int i, int t, uint32_t links)
+{
+	return i >= 0 && ls->dir[i]->excl && t > 0 && (t & LM_NAME_MADE) && links == ls->links &&
+	       (t & ~LM_NAME_MADE) != DT_UNKNOWN && (t & ~LM_NAME_MADE) != DT_DIR;
+}
+
 /* Whether a change of name in parent may be sent behind: an exclusive lease, trusted, on parent,
  * whose list has name as a file that is not a directory (unlink), or has it not (create). */
 static bool behind_ok(struct lmount *m, uint64_t parent, const char *name, bool unlink,
@@ -150,10 +159,7 @@ static bool behind_ok(struct lmount *m, uint64_t parent, const char *name, bool 
 	 * so no other client's inode lease on it can hold the unlink up at the MDS (where every
 	 * later request of this client would wait for it, and another client's give-back of a
 	 * lease could wait for one of its own unlinks held up by this client's). */
-	if (i >= 0 && ls->dir[i]->excl &&
-	    (unlink ? t > 0 && (t & LM_NAME_MADE) && links == ls->links &&
-			      (t & ~LM_NAME_MADE) != DT_UNKNOWN && (t & ~LM_NAME_MADE) != DT_DIR
-		    : t < 0)) {
+	if (unlink ? made_under_grant(ls, i, t, links) : i >= 0 && ls->dir[i]->excl && t < 0) {
 		ls->dir[i]->used_ns = clock_mono_ns();
 		*dir = ls->dir[i]->st;
 		ok = true;
@@ -175,6 +181,42 @@ bool lm_lease_unlink_behind(struct lmount *m, uint64_t parent, const char *name,
 			    struct lm_lease_mark *mark)
 {
 	return behind_ok(m, parent, name, true, dir, mark);
+}
+
+void lm_lease_made_set(struct lmount *m, uint64_t parent, const char *name, uint64_t ino,
+		       uint64_t attr_gen)
+{
+	struct lm_leases *ls = &m->leases;
+	int i;
+
+	if (!ls->enabled)
+		return;
+	pthread_mutex_lock(&ls->lock);
+	i = slot_of(ls, parent);
+	if (i >= 0)
+		ns_set_made(&ls->dir[i]->names, name, ino, attr_gen);
+	pthread_mutex_unlock(&ls->lock);
+}
+
+bool lm_lease_made(struct lmount *m, uint64_t parent, const char *name, uint64_t *ino,
+		   uint64_t *attr_gen)
+{
+	struct lm_leases *ls = &m->leases;
+	uint32_t links = 0;
+	bool ok = false;
+	int i, t;
+
+	if (!lists_answer(m, name))
+		return false;
+	pthread_mutex_lock(&ls->lock);
+	i = slot_of(ls, parent);
+	t = i >= 0 ? ns_type(&ls->dir[i]->names, name, &links) : -1;
+	if (made_under_grant(ls, i, t, links) && ns_made(&ls->dir[i]->names, name, ino, attr_gen)) {
+		ls->dir[i]->used_ns = clock_mono_ns();
+		ok = true;
+	}
+	pthread_mutex_unlock(&ls->lock);
+	return ok;
 }
 
 bool lm_lease_excl_held(struct lmount *m, uint64_t dir, uint64_t gen)

@@ -148,6 +148,14 @@ struct lm_lease_mark {
 	bool times_valid;
 	uint64_t gen;      /* the lease's grant (lm_lease_behind) */
 };
+/* A file made behind under name in parent (its list has it marked LM_NAME_MADE): its inode, and
+ * lm_attr_change_count when it was made. lm_lease_made: whether name is such a file, made under
+ * the exclusive grant the mount holds now (trusted), and which (loom_ll_made_attr may answer its
+ * lookup while the count has not moved since). */
+void lm_lease_made_set(struct lmount *m, uint64_t parent, const char *name, uint64_t ino,
+		       uint64_t attr_gen);
+bool lm_lease_made(struct lmount *m, uint64_t parent, const char *name, uint64_t *ino,
+		   uint64_t *attr_gen);
 /* Whether this mount still holds grant gen of an exclusive lease on dir, trusted. */
 bool lm_lease_excl_held(struct lmount *m, uint64_t dir, uint64_t gen);
 bool lm_lease_behind(struct lmount *m, uint64_t parent, const char *name, struct stat *dir,

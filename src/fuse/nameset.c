@@ -82,8 +82,10 @@ static int ns_grow(struct nameset *ns)
 }
 
 /* After a name's NUL: its type (DT_*, DT_UNKNOWN when not known, with LM_NAME_MADE), then the
- * count of this mount's links when it was marked (lm_lease_linked), 4 bytes. */
-#define NAME_TAIL 5
+ * count of this mount's links when it was marked (lm_lease_linked), 4 bytes; then, for a file
+ * made here, its inode and the mount's count of attribute changes when it was made (ns_made), 8
+ * bytes each (0 otherwise). */
+#define NAME_TAIL 21
 
 static unsigned char *type_of(char *s)
 {
@@ -96,6 +98,7 @@ static void set_tail(char *s, unsigned char type, uint32_t links)
 
 	t[0] = type;
 	memcpy(t + 1, &links, sizeof(links));
+	memset(t + 5, 0, 16);
 }
 
 int ns_add(struct nameset *ns, const char *name, unsigned char type, uint32_t links)
@@ -150,4 +153,35 @@ void ns_del(struct nameset *ns, const char *name)
 	free(ns->slot[i]);
 	ns->slot[i] = tombstone;
 	ns->n--;
+}
+
+void ns_set_made(struct nameset *ns, const char *name, uint64_t ino, uint64_t attr_gen)
+{
+	bool found = false;
+	size_t i = 0;
+	unsigned char *t;
+
+	if (ns->cap)
+		i = ns_find(ns, name, &found);
+	if (!found)
+		return;
+	t = type_of(ns->slot[i]);
+	memcpy(t + 5, &ino, sizeof(ino));
+	memcpy(t + 13, &attr_gen, sizeof(attr_gen));
+}
+
+bool ns_made(const struct nameset *ns, const char *name, uint64_t *ino, uint64_t *attr_gen)
+{
+	bool found = false;
+	size_t i = 0;
+	unsigned char *t;
+
+	if (ns->cap)
+		i = ns_find(ns, name, &found);
+	if (!found)
+		return false;
+	t = type_of(ns->slot[i]);
+	memcpy(ino, t + 5, sizeof(*ino));
+	memcpy(attr_gen, t + 13, sizeof(*attr_gen));
+	return *ino != 0;
 }

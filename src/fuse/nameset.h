@@ -25,6 +25,10 @@ int ns_add(struct nameset *ns, const char *name, unsigned char type, uint32_t li
  * be NULL). */
 int ns_type(const struct nameset *ns, const char *name, uint32_t *links);
 void ns_del(struct nameset *ns, const char *name);
+/* A file made here under the name: its inode and the mount's count of attribute changes then
+ * (any later ns_add of the name forgets them). ns_made: false if the name has none. */
+void ns_set_made(struct nameset *ns, const char *name, uint64_t ino, uint64_t attr_gen);
+bool ns_made(const struct nameset *ns, const char *name, uint64_t *ino, uint64_t *attr_gen);
 void ns_free(struct nameset *ns);
 
 #endif

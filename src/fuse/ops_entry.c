@@ -8,6 +8,18 @@
 #include "common/log.h"
 #include "fuse/lmount.h"
 
+/* The attributes of name in parent if it is a file made here under the exclusive lease the mount
+ * holds now, closed since, and nothing changed it through this mount since its create (a
+ * rename, chmod, link, open for writing... move the count): loom_ll_made_attr keeps what the MDS
+ * answered at its create or last close. */
+static bool made_attr(struct lmount *m, uint64_t parent, const char *name, struct loom_ll_attr *a)
+{
+	uint64_t ino, gen;
+
+	return lm_lease_made(m, parent, name, &ino, &gen) && gen == lm_attr_change_count(m) &&
+	       loom_ll_made_attr(m->fs, ino, a) == 0;
+}
+
 static void lm_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	LM_INTERRUPTIBLE(req);
@@ -19,6 +31,8 @@ static void lm_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	lm_cred(req, &cr);
 	if (lm_lease_absent(m, parent, name)) {
 		rc = -ENOENT; /* the directory's names are known, under a lease */
+	} else if (made_attr(m, parent, name, &a)) {
+		rc = 0; /* a file made here, which nobody else can have changed */
 	} else if (!lm_sa_lookup(m, &cr, parent, name, &a)) {
 		rc = loom_ll_lookup(m->fs, &cr, parent, name, &a);
 		lm_sa_looked_up(m, parent, rc);
@@ -249,11 +263,14 @@ static void lm_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct lm_lease_mark mark;
 	struct loom_cred cr;
 	struct stat dir;
+	uint64_t ino = 0, gen;
 	bool behind = false;
 	int rc = -EAGAIN;
 
 	lm_cred(req, &cr);
 	lm_entries_begin(m, parent, 0);
+	if (lm_lease_made(m, parent, name, &ino, &gen))
+		loom_ll_made_forget(m->fs, ino);
 	/* Under an exclusive lease the name is known to be a file's: answered here, sent behind. */
 	if (lm_lease_unlink_behind(m, parent, name, &dir, &mark)) {
 		struct lm_lease_check still = { m, parent, name, true };
@@ -263,7 +280,13 @@ static void lm_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	if (rc == -EAGAIN)
 		rc = loom_ll_unlink(m->fs, &cr, parent, name);
-	rc = lm_changed(m, rc);
+	/* Sent behind, the one name of a file made here with no handle open here (whose own
+	 * attributes would still say one link): no other inode's attributes change, and what is
+	 * kept of theirs stays (listings fetched before go stale). */
+	if (behind && ino && lm_handles_wait(m, ino, 0))
+		lm_sa_wrote(m);
+	else
+		rc = lm_changed(m, rc);
 	lm_entries_end(m, rc, parent, name, 0, NULL, 0);
 	if (behind)
 		lm_lease_behind_done(m, parent, &mark);

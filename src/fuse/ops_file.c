@@ -165,14 +165,19 @@ static void lm_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	}
 	if (rc == -EAGAIN)
 		rc = loom_ll_create(m->fs, &cr, parent, name, mode, fi->flags & ~O_APPEND, &f, &a);
-	rc = lm_changed(m, rc);
+	/* A file made behind changes no other inode's attributes: listings fetched before go
+	 * stale, attributes kept of other files (loom_behind_own, loom_ll_made_attr) stay. */
+	if (b)
+		lm_sa_wrote(m);
+	else
+		rc = lm_changed(m, rc);
 	lm_entries_end(m, rc, 0, NULL, parent, name, rc ? 0 : DT_REG | LM_NAME_MADE);
 	if (b) {
 		lm_lease_behind_done(m, parent, &mark);
 		/* Nobody else can reach the file while the lease stands: its attributes are known
-		 * here while nothing else changes through this mount (the create's own change is
-		 * the count's next step). */
-		loom_behind_own(b, gen + 1, mark.gen);
+		 * here while nothing else changes through this mount, now and after its close. */
+		loom_behind_own(b, gen, mark.gen);
+		lm_lease_made_set(m, parent, name, a.st.st_ino, gen);
 	}
 	if (rc) {
 		lm_reply_err(req, rc);

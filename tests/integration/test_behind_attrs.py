@@ -237,3 +237,51 @@ def test_setuid_set_again_after_a_write_is_dropped_by_the_next_write(cluster_fac
         for name in ("made-chmod", "made-fchmod", "existing"):
             assert stat.S_IMODE(os.stat(os.path.join(b, "suid", name)).st_mode) == 0o775, name
             assert stat.S_IMODE(os.stat(os.path.join(d, name)).st_mode) == 0o775, name
+
+
+def test_a_made_files_lookup_after_its_entry_expired_says_what_the_mds_says(cluster_factory):
+    """Files made behind and closed: once the kernel's entries expired, their lookups are
+    answered by the mount (what the MDS said at the create or the last close). What a stat by
+    name shows must be what another mount sees afterwards: after writes, a chmod or truncate
+    through the path, a rename, an unlink and a new file of the same name; and after another
+    mount's append (which recalls the lease)."""
+    c = configured(cluster_factory)
+    with second_mount(c, opts="nowsync") as a, second_mount(c, opts="nowsync") as b:
+        d = os.path.join(a, "made")
+        os.mkdir(d)
+        for i in range(8):      # past the lookups of missing names that take the lease
+            with open(os.path.join(d, "warm%d" % i), "wb"):
+                pass
+        for i in range(6):
+            with open(os.path.join(d, "f%d" % i), "wb") as f:
+                f.write(b"x" * (1000 * i))
+        os.close(os.open(os.path.join(d, "empty"), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o640))
+        got = lambda st: (st.st_ino, st.st_mode, st.st_nlink, st.st_size, st.st_mtime_ns)  # noqa: E731
+        time.sleep(1.3)         # the kernel's entries expired: the stats below look the names up
+        first = {n: got(os.stat(os.path.join(d, n))) for n in ["f%d" % i for i in range(6)] + ["empty"]}
+        assert [first["f%d" % i][3] for i in range(6)] == [1000 * i for i in range(6)]
+        assert stat.S_IMODE(first["empty"][1]) == 0o640
+        # Changes through this mount, by path.
+        os.chmod(os.path.join(d, "f1"), 0o600)
+        os.truncate(os.path.join(d, "f2"), 7)
+        os.rename(os.path.join(d, "f3"), os.path.join(d, "g3"))
+        os.unlink(os.path.join(d, "f4"))
+        with open(os.path.join(d, "f4"), "wb") as f:
+            f.write(b"new")
+        time.sleep(1.3)
+        names = ["f0", "f1", "f2", "g3", "f4", "f5", "empty"]
+        mine = {n: got(os.stat(os.path.join(d, n))) for n in names}
+        assert not os.path.exists(os.path.join(d, "f3"))
+        assert stat.S_IMODE(mine["f1"][1]) == 0o600 and mine["f2"][3] == 7 and mine["g3"][3] == 3000
+        assert mine["f4"][0] != first["f4"][0] and mine["f4"][3] == 3
+        for n in ["f0", "f5", "empty"]:
+            assert mine[n] == first[n], n
+        # Another mount sees the same (its lookups recall this mount's lease).
+        theirs = {n: got(os.stat(os.path.join(b, "made", n))) for n in names}
+        assert mine == theirs
+        with open(os.path.join(b, "made", "f5"), "ab") as f:
+            f.write(b"y" * 11)
+        time.sleep(1.3)
+        assert os.stat(os.path.join(d, "f5")).st_size == 5011
+        with open(os.path.join(d, "f5"), "rb") as f:
+            assert f.read() == b"x" * 5000 + b"y" * 11
