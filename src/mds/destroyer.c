@@ -21,44 +21,149 @@
 #define DESTROY_BATCH   256
 #define DESTROY_BACKOFF_NS (5ull * 1000000000ull)
 
-/* pool: the destroyer's connections to the OSSs (NULL without memory: nothing is done). */
-static void destroy_list(struct mds *m, struct mds_destroy_item *items, uint32_t n,
-			 struct oss_pool *pool)
-{
-	struct rpc_call *calls = calloc(n, sizeof(*calls));
-	struct lw_ost_io *bodies = calloc(n, sizeof(*bodies));
-	struct loom_ostobj *done = calloc(n ? n : 1, sizeof(*done));
-	struct mds_work *report;
-	struct rpc_wait w;
-	uint32_t ndone = 0;
-	bool all_ok = true;
+/* One request for many objects of one OST (OST_DESTROY_MANY), or for one (OST_DESTROY: an OSS
+ * that answered the other -EOPNOTSUPP). */
+struct destroy_req {
+	struct rpc_call call;
+	struct lw_ost_io body;
+	struct iovec bulk;
+	uint64_t *ids;
+	uint32_t first, n; /* items[first..] of this OST, in `order` */
+};
 
-	if (!pool || !calls || !bodies || !done) {
-		all_ok = false;
-		n = 0;
-	}
+/* Sends every request of reqs (n) on its OSS and waits for all. */
+static void send_all(struct mds *m, struct oss_pool *pool, const struct mds_destroy_item *items,
+		     const uint32_t *order, struct destroy_req *reqs, uint32_t n)
+{
+	struct rpc_wait w;
+
 	rpc_wait_init(&w);
 	for (uint32_t i = 0; i < n; i++) {
-		struct rpc_conn *c = oss_pool_conn(m, pool, items[i].host, items[i].port);
+		const struct mds_destroy_item *it = &items[order[reqs[i].first]];
+		struct rpc_conn *c = oss_pool_conn(m, pool, it->host, it->port);
 
-		bodies[i].ost_idx = items[i].obj.ost_idx;
-		bodies[i].objid = items[i].obj.objid;
-		rpc_call_init(&calls[i], LW_OP_OST_DESTROY, &bodies[i], sizeof(bodies[i]));
 		if (!c) {
-			calls[i].status = -EHOSTUNREACH;
+			reqs[i].call.status = -EHOSTUNREACH;
 			continue;
 		}
-		rpc_submit(c, &calls[i], &w);
+		rpc_submit(c, &reqs[i].call, &w);
 	}
 	rpc_wait_all(&w);
 	rpc_wait_destroy(&w);
-	for (uint32_t i = 0; i < n; i++) {
-		if (calls[i].status == 0)
-			done[ndone++] = items[i].obj;
+}
+
+/* The items in an order that puts each OST's together (by OSS address, then OST), so that each
+ * OST's objects go in one request, LW_DESTROY_MANY_MAX at most. */
+static int by_ost(const void *a, const void *b, void *arg)
+{
+	const struct mds_destroy_item *items = arg;
+	const struct mds_destroy_item *x = &items[*(const uint32_t *)a], *y = &items[*(const uint32_t *)b];
+	int c = strcmp(x->host, y->host);
+
+	if (c)
+		return c;
+	if (x->port != y->port)
+		return x->port < y->port ? -1 : 1;
+	if (x->obj.ost_idx != y->obj.ost_idx)
+		return x->obj.ost_idx < y->obj.ost_idx ? -1 : 1;
+	return 0;
+}
+
+static bool same_ost(const struct mds_destroy_item *x, const struct mds_destroy_item *y)
+{
+	return x->port == y->port && x->obj.ost_idx == y->obj.ost_idx && strcmp(x->host, y->host) == 0;
+}
+
+/* pool: the destroyer's connections to the OSSs (NULL without memory: nothing is done). Fills
+ * done with the objects destroyed; false if some were not. */
+static bool destroy_items(struct mds *m, const struct mds_destroy_item *items, uint32_t n,
+			  struct oss_pool *pool, struct loom_ostobj *done, uint32_t *ndone)
+{
+	uint32_t *order = calloc(n ? n : 1, sizeof(*order));
+	uint64_t *ids = calloc(n ? n : 1, sizeof(*ids));
+	struct destroy_req *reqs = calloc(n ? n : 1, sizeof(*reqs));
+	struct destroy_req *one = calloc(n ? n : 1, sizeof(*one));
+	uint32_t nreq = 0, none = 0;
+	bool all_ok = true;
+
+	*ndone = 0;
+	if (!pool || !order || !ids || !reqs || !one) {
+		free(order);
+		free(ids);
+		free(reqs);
+		free(one);
+		return false; /* tried again later */
+	}
+	for (uint32_t i = 0; i < n; i++)
+		order[i] = i;
+	qsort_r(order, n, sizeof(*order), by_ost, (void *)items);
+	for (uint32_t i = 0; i < n; i++)
+		ids[i] = items[order[i]].obj.objid;
+	for (uint32_t i = 0; i < n;) {
+		struct destroy_req *r = &reqs[nreq++];
+		uint32_t k = 1;
+
+		while (i + k < n && k < LW_DESTROY_MANY_MAX && same_ost(&items[order[i]], &items[order[i + k]]))
+			k++;
+		r->first = i;
+		r->n = k;
+		r->body.ost_idx = items[order[i]].obj.ost_idx;
+		r->body.length = (uint64_t)k * sizeof(uint64_t);
+		r->bulk.iov_base = &ids[i];
+		r->bulk.iov_len = r->body.length;
+		rpc_call_init(&r->call, LW_OP_OST_DESTROY_MANY, &r->body, sizeof(r->body));
+		r->call.bulk = &r->bulk;
+		r->call.bulk_cnt = 1;
+		r->call.bulk_len = (uint32_t)r->body.length;
+		i += k;
+	}
+	send_all(m, pool, items, order, reqs, nreq);
+	for (uint32_t i = 0; i < nreq; i++) {
+		struct destroy_req *r = &reqs[i];
+
+		if (r->call.status == 0) {
+			for (uint32_t k = 0; k < r->n; k++)
+				done[(*ndone)++] = items[order[r->first + k]].obj;
+		} else if (r->call.status == -EOPNOTSUPP) {
+			/* An OSS of before OST_DESTROY_MANY: one request per object. */
+			for (uint32_t k = 0; k < r->n; k++) {
+				struct destroy_req *o = &one[none++];
+
+				o->first = r->first + k;
+				o->n = 1;
+				o->body.ost_idx = r->body.ost_idx;
+				o->body.objid = ids[o->first];
+				rpc_call_init(&o->call, LW_OP_OST_DESTROY, &o->body, sizeof(o->body));
+			}
+		} else {
+			all_ok = false;
+		}
+		rpc_call_release(&r->call);
+	}
+	send_all(m, pool, items, order, one, none);
+	for (uint32_t i = 0; i < none; i++) {
+		if (one[i].call.status == 0)
+			done[(*ndone)++] = items[order[one[i].first]].obj;
 		else
 			all_ok = false;
-		rpc_call_release(&calls[i]);
+		rpc_call_release(&one[i].call);
 	}
+	free(order);
+	free(ids);
+	free(reqs);
+	free(one);
+	return all_ok;
+}
+
+static void destroy_list(struct mds *m, struct mds_destroy_item *items, uint32_t n,
+			 struct oss_pool *pool)
+{
+	struct loom_ostobj *done = calloc(n ? n : 1, sizeof(*done));
+	struct mds_work *report;
+	uint32_t ndone = 0;
+	bool all_ok;
+
+	all_ok = done && destroy_items(m, items, n, pool, done, &ndone);
 	if (!all_ok)
 		log_warn("destroyer: %u of %u objects could not be destroyed yet; will retry", n - ndone, n);
 
@@ -69,10 +174,9 @@ static void destroy_list(struct mds *m, struct mds_destroy_item *items, uint32_t
 		sleep(1);
 	}
 	report->all_done = all_ok;
-	memcpy(report->data, done, (size_t)ndone * sizeof(*done));
+	if (ndone)
+		memcpy(report->data, done, (size_t)ndone * sizeof(*done));
 	reqq_push(&m->queue, &report->qitem);
-	free(calls);
-	free(bodies);
 	free(done);
 }
 

@@ -154,6 +154,25 @@ static int oss_op_destroy(struct oss_op *o)
 	return ost_destroy(o->ost, o->io.objid);
 }
 
+/* The codec let through a length of whole ids, at most LW_DESTROY_MANY_MAX. */
+static int oss_op_destroy_many(struct oss_op *o)
+{
+	uint64_t n = o->io.length / sizeof(uint64_t);
+	int rc = 0;
+
+	if (o->io.length != o->req->hdr.bulk_len)
+		return -EPROTO;
+	for (uint64_t i = 0; i < n && rc == 0; i++) {
+		uint64_t objid;
+
+		memcpy(&objid, (const char *)o->req->bulk + i * sizeof(objid), sizeof(objid));
+		rc = objid ? ost_destroy(o->ost, objid) : -EINVAL;
+		if (rc == 0)
+			o->rep.length = i + 1;
+	}
+	return rc;
+}
+
 static int oss_op_statfs(struct oss_op *o)
 {
 	struct lw_statfs sf;

@@ -107,6 +107,18 @@ static void lw_ost_dec_scrub(struct lw_rd *r, struct lw_ost_io *out)
 		r->err = -EINVAL;
 }
 
+/* OST_DESTROY_MANY: the ids come as bulk (the handler checks its length is `length`); no object
+ * in the body. */
+static void lw_ost_dec_destroy_many(struct lw_rd *r, struct lw_ost_io *out)
+{
+	ost_dec_fixed(r, out, flags_reserved, false);
+	if (!r->err && (out->objid != 0 || out->offset != 0))
+		r->err = -EPROTO;
+	if (!r->err && (out->length == 0 || out->length % sizeof(uint64_t) != 0 ||
+			out->length > LW_DESTROY_MANY_MAX * sizeof(uint64_t)))
+		r->err = -EINVAL;
+}
+
 #define DEC_OSS_OSS(name, req)        \
 	case LW_OP_##name:            \
 		lw_ost_dec_##req(&r, out); \

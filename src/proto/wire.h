@@ -34,6 +34,7 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "Loom's wire image ass
 #define LW_MAX_BODY      ((1u << 20) + (64u << 10)) /* largest body accepted: OST table,
                                      * readdir pages, a 1 MiB Data-on-MDT part with its layout */
 #define LW_MAX_BULK      (16u << 20) /* largest bulk accepted in one frame */
+#define LW_DESTROY_MANY_MAX 256u    /* objects in one OST_DESTROY_MANY */
 #define LW_RPC_BULK      (4u << 20)  /* bulk size clients use, as Lustre's 4 MiB RPCs */
 #define LW_DEFAULT_MDS_PORT 9900
 
@@ -910,6 +911,10 @@ _Static_assert(sizeof(struct lw_ost_heartbeat_rep) == 8, "lw_ost_heartbeat_rep")
  *  OST_SYNC     fsync the object (the whole OST when objid is 0).
  *  OST_STATFS   reply lw_statfs in place of lw_ost_io_rep.
  *  OST_DESTROY  remove the object; a missing object is not an error.
+ *  OST_DESTROY_MANY  remove the objects whose ids (uint64_t each) the bulk carries, all of OST
+ *               `ost_idx`: `length` == bulk_len, a multiple of 8, at most LW_DESTROY_MANY_MAX
+ *               ids; `objid` 0. Each as OST_DESTROY; the first failure is the answer (the
+ *               ones before it are gone, the rest not tried). Reply: `length` = the count.
  *  OST_SCRUB    `length` is a command: LW_SCRUB_START starts a background scrub of the OST
  *               (objid 0) or of one object, unless one runs already; LW_SCRUB_STATUS only
  *               asks. Either replies lw_scrub_rep in place of lw_ost_io_rep.

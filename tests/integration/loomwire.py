@@ -92,6 +92,7 @@ OP = {
     "OST_SCRUB": 0x0208,
     "OST_FALLOCATE": 0x0209,
     "OST_SEEK": 0x020A,
+    "OST_DESTROY_MANY": 0x020B,
 }
 
 EPROTO = errno.EPROTO      # 71

@@ -87,3 +87,44 @@ def test_destroy_survives_oss_down_and_mds_kill9(cluster, workdir):
     assert all(os.path.exists(p) for p in paths)
     cluster.restart()
     assert wait_until(all_gone(paths), DESTROY_TIMEOUT), "objects removed while their OSS was down leaked"
+
+
+def test_destroy_many_checks_its_request_and_removes_objects_in_order(cluster, workdir):
+    """OST_DESTROY_MANY on the wire, as the MDS's destroyer sends it: malformed requests are
+    refused with nothing removed; a list removes its objects in order up to an id 0, which is
+    refused; a resend of the rest finds the removed ones gone and is not an error."""
+    import errno
+    import struct
+
+    import loomwire as w
+
+    cluster.loom("setstripe", "-E", "-1", "-c", "1", "-i", "0", "-S", "64k", "/")
+    paths, ids = [], []
+    for i in range(4):
+        p = put_striped(cluster, workdir, "/d%d" % i, 200 * 1024)
+        layout = parse_any_getstripe(cluster.loom("getstripe", "/d%d" % i).stdout)
+        paths += p
+        ids += [objid for _, objid in layout.objects]
+    idx = parse_any_getstripe(cluster.loom("getstripe", "/d0").stdout).objects[0][0]
+    host, port = cluster.oss_addr("oss0")
+    pack = lambda xs: b"".join(struct.pack("<Q", x) for x in xs)  # noqa: E731
+    op = w.OP["OST_DESTROY_MANY"]
+    with w.Conn(host, port) as c:
+        bad = [
+            (w.ost_io(idx, 0, 0, 12), pack(ids)[:12], -errno.EINVAL),         # not whole ids
+            (w.ost_io(idx, 0, 0, 0), b"", -errno.EINVAL),                     # none
+            (w.ost_io(idx, 0, 0, 8 * 257), pack(range(1, 258)), -errno.EINVAL),  # too many
+            (w.ost_io(idx, ids[0], 0, 8), pack(ids[:1]), -errno.EPROTO),      # an object in the body
+            (w.ost_io(idx, 0, 8, 8), pack(ids[:1]), -errno.EPROTO),           # an offset
+            (w.ost_io(idx, 0, 0, 16), pack(ids[:1]), -errno.EPROTO),          # bulk shorter than length
+        ]
+        for body, bulk, want in bad:
+            h, _, _ = c.call(op, body, bulk)
+            assert h.status == want, (body, h.status, want)
+        assert all(os.path.exists(p) for p in paths), "a refused request removed objects"
+        h, rep, _ = c.call(op, w.ost_io(idx, 0, 0, 24), pack(ids[:2] + [0]))
+        assert h.status == -errno.EINVAL
+        assert [os.path.exists(p) for p in paths] == [False, False, True, True]
+        h, rep, _ = c.call(op, w.ost_io(idx, 0, 0, 8 * len(ids)), pack(ids))
+        assert h.status == 0 and w.OST_IO_REP.unpack(rep)[0] == len(ids)
+        assert not any(os.path.exists(p) for p in paths)

@@ -258,6 +258,9 @@ def test_a_node_key_cannot_administer(cluster, files, workdir):
         for op in ("OST_DESTROY", "OST_PUNCH", "OST_SCRUB"):
             h, _, _ = c.call(w.OP[op], w.ost_io(cluster.ost_index_of_dir(0), 0x99))
             assert h.status == -errno.EPERM, (op, h.status)
+        ids = struct.pack("<Q", 0x99)
+        h, _, _ = c.call(w.OP["OST_DESTROY_MANY"], w.ost_io(cluster.ost_index_of_dir(0), 0, 0, len(ids)), bulk=ids)
+        assert h.status == -errno.EPERM, ("OST_DESTROY_MANY", h.status)
 
 
 SA_UID, SA_GID, SA_SIZE, SA_FH = 0x002, 0x004, 0x008, 0x200

@@ -20,6 +20,7 @@ case), so a new opcode cannot land without a tested resend policy.
 import collections
 import itertools
 import os
+import struct
 import re
 
 import pytest
@@ -726,6 +727,37 @@ def destroy_again(b):
     s = b.first("OST_DESTROY", io(), addr=addr)
     rep, _ = b.repeats(s)
     assert rep == s.reply and w.OST_IO_REP.unpack(oss(b, addr, "OST_GETATTR", io())[0]) == (0, 0, 0)
+
+
+def objects_on_one_ost(b, k):
+    """(addr, ost_idx, [io, ...]) of the first objects of k new files that lie on one OST."""
+    seen = {}
+    while True:
+        attr, layout = b.create(ROOT, b"many%d" % next(b.ids))
+        idx, objid = layout["objs"][0]
+        e = b.ost_table()[idx]
+
+        def io(offset=0, length=0, idx=idx, objid=objid, ino=attr["ino"], gen=layout["layout_gen"]):
+            return w.ost_io(idx, objid, offset, length, ino, 0, gen)
+        io.objid = objid
+        group = seen.setdefault(idx, [])
+        group.append(io)
+        if len(group) == k:
+            return (e["host"], e["port"]), idx, group
+
+
+@scenario("OST_DESTROY_MANY", "REPEATS")
+def destroy_many_again(b):
+    addr, idx, ios = objects_on_one_ost(b, 3)
+    for io in ios:
+        oss(b, addr, "OST_WRITE", io(0, 100), bulk=b"x" * 100)
+    ids = b"".join(struct.pack("<Q", io.objid) for io in ios)
+    s = b.first("OST_DESTROY_MANY", w.ost_io(idx, 0, 0, len(ids)), bulk=ids, addr=addr)
+    assert w.OST_IO_REP.unpack(s.reply)[0] == 3
+    rep, _ = b.repeats(s)
+    assert rep == s.reply
+    for io in ios:
+        assert w.OST_IO_REP.unpack(oss(b, addr, "OST_GETATTR", io())[0]) == (0, 0, 0), "an object is left"
 
 
 @scenario("OST_SCRUB", "REPEATS")
