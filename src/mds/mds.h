@@ -97,6 +97,7 @@ struct mds_destroyer {
 	uint64_t next_try_ns; /* metadata thread: back-off after failures */
 	bool more;      /* metadata thread: the queue may hold more */
 	uint32_t next_ost; /* metadata thread: where the next batch starts in the OST table */
+	bool gather;    /* metadata thread: the last pass took all there was (the next waits) */
 };
 
 /*
