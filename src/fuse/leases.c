@@ -140,6 +140,15 @@ static bool made_under_grant(struct lm_leases *ls, int i, int t, uint32_t links)
 	       (t & ~LM_NAME_MADE) != DT_UNKNOWN && (t & ~LM_NAME_MADE) != DT_DIR;
 }
 
+/* Under ls->lock: parent's list (*i, -1 if none kept) and the type of name in it (-1 if absent),
+ * with the links count it was marked at. */
+static int name_in_list(struct lm_leases *ls, uint64_t parent, const char *name, int *i,
+			uint32_t *links)
+{
+	*i = slot_of(ls, parent);
+	return *i >= 0 ? ns_type(&ls->dir[*i]->names, name, links) : -1;
+}
+
 /* Whether a change of name in parent may be sent behind: an exclusive lease, trusted, on parent,
  * whose list has name as a file that is not a directory (unlink), or has it not (create). */
 static bool behind_ok(struct lmount *m, uint64_t parent, const char *name, bool unlink,
@@ -153,8 +162,7 @@ static bool behind_ok(struct lmount *m, uint64_t parent, const char *name, bool 
 	if (!lists_answer(m, name))
 		return false;
 	pthread_mutex_lock(&ls->lock);
-	i = slot_of(ls, parent);
-	t = i >= 0 ? ns_type(&ls->dir[i]->names, name, &links) : -1;
+	t = name_in_list(ls, parent, name, &i, &links);
 	/* An unlink only of a file made here under this grant: nobody else can have reached it,
 	 * so no other client's inode lease on it can hold the unlink up at the MDS (where every
 	 * later request of this client would wait for it, and another client's give-back of a
@@ -209,8 +217,7 @@ bool lm_lease_made(struct lmount *m, uint64_t parent, const char *name, uint64_t
 	if (!lists_answer(m, name))
 		return false;
 	pthread_mutex_lock(&ls->lock);
-	i = slot_of(ls, parent);
-	t = i >= 0 ? ns_type(&ls->dir[i]->names, name, &links) : -1;
+	t = name_in_list(ls, parent, name, &i, &links);
 	if (made_under_grant(ls, i, t, links) && ns_made(&ls->dir[i]->names, name, ino, attr_gen)) {
 		ls->dir[i]->used_ns = clock_mono_ns();
 		ok = true;

@@ -124,20 +124,28 @@ int ns_add(struct nameset *ns, const char *name, unsigned char type, uint32_t li
 	return 0;
 }
 
-/* The type of name in ns (DT_UNKNOWN if not known, -1 if absent), and the links count it was
- * marked at (links: may be NULL). */
-int ns_type(const struct nameset *ns, const char *name, uint32_t *links)
+/* The bytes after name's NUL in ns, or NULL if name is absent. */
+static unsigned char *tail_of(const struct nameset *ns, const char *name)
 {
 	bool found = false;
 	size_t i = 0;
 
 	if (ns->cap)
 		i = ns_find(ns, name, &found);
-	if (!found)
+	return found ? type_of(ns->slot[i]) : NULL;
+}
+
+/* The type of name in ns (DT_UNKNOWN if not known, -1 if absent), and the links count it was
+ * marked at (links: may be NULL). */
+int ns_type(const struct nameset *ns, const char *name, uint32_t *links)
+{
+	unsigned char *t = tail_of(ns, name);
+
+	if (!t)
 		return -1;
 	if (links)
-		memcpy(links, type_of(ns->slot[i]) + 1, sizeof(*links));
-	return *type_of(ns->slot[i]);
+		memcpy(links, t + 1, sizeof(*links));
+	return t[0];
 }
 
 void ns_del(struct nameset *ns, const char *name)
@@ -157,30 +165,20 @@ void ns_del(struct nameset *ns, const char *name)
 
 void ns_set_made(struct nameset *ns, const char *name, uint64_t ino, uint64_t attr_gen)
 {
-	bool found = false;
-	size_t i = 0;
-	unsigned char *t;
+	unsigned char *t = tail_of(ns, name);
 
-	if (ns->cap)
-		i = ns_find(ns, name, &found);
-	if (!found)
+	if (!t)
 		return;
-	t = type_of(ns->slot[i]);
 	memcpy(t + 5, &ino, sizeof(ino));
 	memcpy(t + 13, &attr_gen, sizeof(attr_gen));
 }
 
 bool ns_made(const struct nameset *ns, const char *name, uint64_t *ino, uint64_t *attr_gen)
 {
-	bool found = false;
-	size_t i = 0;
-	unsigned char *t;
+	unsigned char *t = tail_of(ns, name);
 
-	if (ns->cap)
-		i = ns_find(ns, name, &found);
-	if (!found)
+	if (!t)
 		return false;
-	t = type_of(ns->slot[i]);
 	memcpy(ino, t + 5, sizeof(*ino));
 	memcpy(attr_gen, t + 13, sizeof(*attr_gen));
 	return *ino != 0;
