@@ -14,7 +14,9 @@
 #include "client/internal.h"
 #include "loom/loom_ll.h"
 
-/* Beyond this many (about 200 bytes each), new files are not kept: their lookups ask the MDS. */
+/* At this many (about 200 bytes each) all are forgotten and keeping starts again: records of
+ * files unlinked before their create's answer came (kept after the unlink's forget) would
+ * otherwise fill it for good. A lookup of a file forgotten asks the MDS. */
 #define MADE_MAX (1u << 18)
 
 void made_init(loom_fs *fs)
@@ -43,7 +45,12 @@ void made_put(loom_fs *fs, const struct lw_attr *attr, bool made_here)
 
 	pthread_mutex_lock(&fs->made_lock);
 	kept = u64map_get(&fs->made, attr->ino);
-	if (!kept && made_here && fs->made.count < MADE_MAX && (kept = malloc(sizeof(*kept))) != NULL &&
+	if (!kept && made_here && fs->made.count >= MADE_MAX) {
+		u64map_each(&fs->made, free_attr, NULL);
+		u64map_destroy(&fs->made);
+		u64map_init(&fs->made);
+	}
+	if (!kept && made_here && (kept = malloc(sizeof(*kept))) != NULL &&
 	    u64map_put(&fs->made, attr->ino, kept) < 0) {
 		free(kept);
 		kept = NULL;
