@@ -217,7 +217,13 @@ def test_an_mds_that_squashes_root_has_roots_unlinks_judged_there(cluster_factor
         d = os.path.join(a, "rs")
         os.mkdir(d)
         make_files(d, ["f-%d" % i for i in range(3)])
-        os.sync()                                # committed before the MDS is killed
+        # Committed before the MDS is killed: sync(2) does not reach a FUSE file system, and
+        # the unmount's own commit may still be on its way when umount(8) returns.
+        fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
     c.kill9("mds")
     log = open(os.path.join(c.dir, "log", "mds-squash.log"), "w")
     p = subprocess.Popen([loomutil.MDS_BIN, "--mdt", os.path.join(c.dir, "mdt"), "--listen", c.addr,
