@@ -123,7 +123,7 @@ static uint64_t tail_room(const struct space_parts *p)
 
 int mdt_space(struct mdt_store *s, struct mdt_space *out)
 {
-	struct space_parts p;
+	struct space_parts p = { 0 };
 	uint64_t free_bytes;
 	int rc;
 
@@ -226,7 +226,7 @@ void mdt_reserve_hold(struct mdt_store *s)
 	/* The room kept for inode numbers handed ahead is held with the reserve: their creates were
 	 * answered already. */
 	uint64_t hold = s->reserve + kept_bytes(s);
-	struct space_parts p;
+	struct space_parts p = { 0 };
 	uint64_t want, have;
 	int fd;
 
@@ -307,7 +307,7 @@ static int room_for(struct mdt_txn *t, uint64_t bytes, uint64_t keep)
 	if (promised)
 		need = add_sat(add_sat(mine, top->grown), t->s->reserve / 2);
 	if (!top->room_known) {
-		struct space_parts p;
+		struct space_parts p = { 0 };
 
 		rc = space_parts(t->s, &p);
 		if (rc)

@@ -141,7 +141,7 @@ int cmd_ost(struct tool_ctx *ctx, int argc, char **argv)
 	if (!fs)
 		return 1;
 	for (int i = 2; i < argc; i++) {
-		uint32_t idx;
+		uint32_t idx = 0; /* parsed above */
 		int rc;
 
 		parse_ost(argv[i], &idx);
