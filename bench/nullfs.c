@@ -143,6 +143,21 @@ static void unlink_out(struct entry *d)
 	free(d);
 }
 
+/* Room for size bytes of n's data (doubling): 0 or ENOMEM. */
+static int node_reserve(struct node *n, size_t size)
+{
+	size_t cap = size < 2 * n->cap ? 2 * n->cap : size;
+	char *g;
+
+	if (size <= n->cap)
+		return 0;
+	if (!(g = realloc(n->data, cap)))
+		return ENOMEM;
+	n->data = g;
+	n->cap = cap;
+	return 0;
+}
+
 static void entry_of(const struct node *n, struct fuse_entry_param *e)
 {
 	memset(e, 0, sizeof(*e));
@@ -232,14 +247,7 @@ static void nf_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		if (to_set & FUSE_SET_ATTR_GID)
 			n->st.st_gid = attr->st_gid;
 		if (to_set & FUSE_SET_ATTR_SIZE) {
-			if ((size_t)attr->st_size > n->cap) {
-				char *g = realloc(n->data, (size_t)attr->st_size);
-
-				if (!g)
-					rc = ENOMEM;
-				else
-					n->data = g, n->cap = (size_t)attr->st_size;
-			}
+			rc = node_reserve(n, (size_t)attr->st_size);
 			if (!rc && attr->st_size > n->st.st_size)
 				memset(n->data + n->st.st_size, 0, (size_t)(attr->st_size - n->st.st_size));
 			if (!rc)
@@ -397,25 +405,14 @@ static void nf_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	n = node_of(ino);
 	if (!n) {
 		rc = ENOENT;
-	} else {
-		if (end > n->cap) {
-			size_t cap = end < 2 * n->cap ? 2 * n->cap : end;
-			char *g = realloc(n->data, cap);
-
-			if (!g)
-				rc = ENOMEM;
-			else
-				n->data = g, n->cap = cap;
-		}
-		if (!rc) {
-			if ((off_t)off > n->st.st_size)
-				memset(n->data + n->st.st_size, 0, (size_t)(off - n->st.st_size));
-			memcpy(n->data + off, buf, size);
-			if ((off_t)end > n->st.st_size)
-				n->st.st_size = (off_t)end;
-			clock_gettime(CLOCK_REALTIME, &n->st.st_mtim);
-			n->st.st_ctim = n->st.st_mtim;
-		}
+	} else if ((rc = node_reserve(n, end)) == 0) {
+		if ((off_t)off > n->st.st_size)
+			memset(n->data + n->st.st_size, 0, (size_t)(off - n->st.st_size));
+		memcpy(n->data + off, buf, size);
+		if ((off_t)end > n->st.st_size)
+			n->st.st_size = (off_t)end;
+		clock_gettime(CLOCK_REALTIME, &n->st.st_mtim);
+		n->st.st_ctim = n->st.st_mtim;
 	}
 	pthread_mutex_unlock(&lock);
 	if (rc)

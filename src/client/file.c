@@ -507,9 +507,7 @@ static int report(loom_file *f, uint16_t op)
 		f->reported_version = (flags & LW_CL_DATA) && f->writes == writes ? attr.data_version : 0;
 		f->attr = attr;
 		f->attr_ns = clock_mono_ns();
-		/* setuid/setgid set again since (another client's chmod): the next write drops them. */
-		if (attr.mode & (S_ISUID | S_ISGID))
-			f->privs_checked = false;
+		file_privs_follow(f, attr.mode);
 		pthread_mutex_unlock(&f->lock);
 	}
 	return wb_rc ? wb_rc : rc;
@@ -752,13 +750,13 @@ static void keep_made(loom_file *f, int rc)
 	struct lw_attr attr;
 	bool last;
 
-	pthread_mutex_lock(&f->fs->files_lock);
-	last = u64map_get(&f->fs->files, f->ino) == NULL;
-	pthread_mutex_unlock(&f->fs->files_lock);
 	if (rc) {
 		loom_ll_made_forget(f->fs, f->ino);
 		return;
 	}
+	pthread_mutex_lock(&f->fs->files_lock);
+	last = u64map_get(&f->fs->files, f->ino) == NULL;
+	pthread_mutex_unlock(&f->fs->files_lock);
 	if (!last)
 		return;
 	pthread_mutex_lock(&f->lock);

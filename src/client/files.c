@@ -175,9 +175,7 @@ void files_mode_set(loom_fs *fs, const struct lw_attr *attr)
 		f->attr.mode = attr->mode;
 		f->attr.uid = attr->uid;
 		f->attr.gid = attr->gid;
-		/* Bits set again after a write: the next write drops them, as locally. */
-		if (attr->mode & (S_ISUID | S_ISGID))
-			f->privs_checked = false;
+		file_privs_follow(f, attr->mode);
 		pthread_mutex_unlock(&f->lock);
 	}
 	pthread_mutex_unlock(&fs->files_lock);

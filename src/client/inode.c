@@ -103,15 +103,7 @@ void ino_forget(loom_fs *fs, uint64_t ino)
 	pthread_mutex_unlock(&fs->shared_lock);
 }
 
-static void free_one(uint64_t ino, void *val, void *arg)
-{
-	(void)ino;
-	(void)arg;
-	free(val);
-}
-
 void ino_shared_destroy(loom_fs *fs)
 {
-	u64map_each(&fs->shared, free_one, NULL);
-	u64map_destroy(&fs->shared);
+	u64map_destroy_free(&fs->shared);
 }

@@ -582,6 +582,13 @@ void ino_shared_destroy(loom_fs *fs);
 /* ino was truncated through this client (attr: the MDS's answer): its handles' sizes, their
  * Data-on-MDT cache and the truncation epoch follow. */
 void files_truncated(loom_fs *fs, const struct lw_attr *attr);
+/* Under f->lock: the file's mode as last heard; setuid/setgid set again (a chmod since the last
+ * write, here or elsewhere) are dropped by the next write, as locally. */
+static inline void file_privs_follow(loom_file *f, uint32_t mode)
+{
+	if (mode & (S_ISUID | S_ISGID))
+		f->privs_checked = false;
+}
 /* A setattr through this client changed ino's mode or owner (attr, the MDS's answer): its
  * handles know, and a write drops setuid/setgid bits set again. */
 void files_mode_set(loom_fs *fs, const struct lw_attr *attr);

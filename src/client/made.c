@@ -25,17 +25,9 @@ void made_init(loom_fs *fs)
 	u64map_init(&fs->made);
 }
 
-static void free_attr(uint64_t key, void *val, void *arg)
-{
-	(void)key;
-	(void)arg;
-	free(val);
-}
-
 void made_destroy(loom_fs *fs)
 {
-	u64map_each(&fs->made, free_attr, NULL);
-	u64map_destroy(&fs->made);
+	u64map_destroy_free(&fs->made);
 	pthread_mutex_destroy(&fs->made_lock);
 }
 
@@ -46,8 +38,7 @@ void made_put(loom_fs *fs, const struct lw_attr *attr, bool made_here)
 	pthread_mutex_lock(&fs->made_lock);
 	kept = u64map_get(&fs->made, attr->ino);
 	if (!kept && made_here && fs->made.count >= MADE_MAX) {
-		u64map_each(&fs->made, free_attr, NULL);
-		u64map_destroy(&fs->made);
+		u64map_destroy_free(&fs->made);
 		u64map_init(&fs->made);
 	}
 	if (!kept && made_here && (kept = malloc(sizeof(*kept))) != NULL &&

@@ -118,3 +118,11 @@ void u64map_each(const struct u64map *m, void (*fn)(uint64_t key, void *val, voi
 		for (struct u64map_ent *e = m->buckets[i]; e; e = e->next)
 			fn(e->key, e->val, arg);
 }
+
+void u64map_destroy_free(struct u64map *m)
+{
+	for (size_t i = 0; i < m->nbuckets; i++)
+		for (struct u64map_ent *e = m->buckets[i]; e; e = e->next)
+			free(e->val);
+	u64map_destroy(m);
+}

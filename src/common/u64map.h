@@ -20,6 +20,8 @@ struct u64map {
 void u64map_init(struct u64map *m);
 /* Frees the map's own memory; the values are the caller's. */
 void u64map_destroy(struct u64map *m);
+/* As u64map_destroy, after free() of every value (each one malloc'd block). */
+void u64map_destroy_free(struct u64map *m);
 void *u64map_get(const struct u64map *m, uint64_t key);
 /* Inserts or replaces. 0 or -ENOMEM. */
 int u64map_put(struct u64map *m, uint64_t key, void *val);

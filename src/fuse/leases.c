@@ -155,6 +155,7 @@ static bool behind_ok(struct lmount *m, uint64_t parent, const char *name, bool 
 		      struct stat *dir, struct lm_lease_mark *mark)
 {
 	struct lm_leases *ls = &m->leases;
+	uint64_t made_gen;
 	uint32_t links = 0;
 	bool ok = false;
 	int i, t;
@@ -174,6 +175,9 @@ static bool behind_ok(struct lmount *m, uint64_t parent, const char *name, bool 
 		mark->done = ls->done[bucket(parent)];
 		mark->times_valid = ls->dir[i]->times_valid;
 		mark->gen = ls->dir[i]->gen;
+		mark->made_ino = 0;
+		if (unlink)
+			(void)ns_made(&ls->dir[i]->names, name, &mark->made_ino, &made_gen);
 	}
 	pthread_mutex_unlock(&ls->lock);
 	return ok;

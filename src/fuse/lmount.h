@@ -147,6 +147,7 @@ struct lm_lease_mark {
 	uint64_t done;     /* the bucket's changes done when marked */
 	bool times_valid;
 	uint64_t gen;      /* the lease's grant (lm_lease_behind) */
+	uint64_t made_ino; /* lm_lease_unlink_behind: the inode lm_lease_made_set noted, or 0 */
 };
 /* A file made behind under name in parent (its list has it marked LM_NAME_MADE): its inode, and
  * lm_attr_change_count when it was made. lm_lease_made: whether name is such a file, made under

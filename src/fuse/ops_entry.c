@@ -263,18 +263,19 @@ static void lm_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct lm_lease_mark mark;
 	struct loom_cred cr;
 	struct stat dir;
-	uint64_t ino = 0, gen;
+	uint64_t ino = 0;
 	bool behind = false;
 	int rc = -EAGAIN;
 
 	lm_cred(req, &cr);
 	lm_entries_begin(m, parent, 0);
-	if (lm_lease_made(m, parent, name, &ino, &gen))
-		loom_ll_made_forget(m->fs, ino);
 	/* Under an exclusive lease the name is known to be a file's: answered here, sent behind. */
 	if (lm_lease_unlink_behind(m, parent, name, &dir, &mark)) {
 		struct lm_lease_check still = { m, parent, name, true };
 
+		/* What is kept of a file made here goes with its name (made.c). */
+		if ((ino = mark.made_ino) != 0)
+			loom_ll_made_forget(m->fs, ino);
 		rc = loom_ll_unlink_behind(m->fs, &cr, parent, &dir, name, lm_lease_still, &still);
 		behind = rc == 0;
 	}

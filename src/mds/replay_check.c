@@ -87,19 +87,11 @@ int mds_replay_bounds_new(struct mdt_txn *t, uint64_t last_committed, struct mds
 	return 0;
 }
 
-static void free_bits(uint64_t key, void *val, void *arg)
-{
-	(void)key;
-	(void)arg;
-	free(val);
-}
-
 void mds_replay_bounds_free(struct mds_replay_bounds *b)
 {
 	if (!b)
 		return;
-	u64map_each(&b->objs, free_bits, NULL);
-	u64map_destroy(&b->objs);
+	u64map_destroy_free(&b->objs);
 	free(b);
 }
 

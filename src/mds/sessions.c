@@ -36,13 +36,6 @@ void mds_sessions_init(struct mds *m)
 	pthread_mutex_init(&m->sess_lock, NULL);
 }
 
-static void free_handle(uint64_t key, void *val, void *arg)
-{
-	(void)key;
-	(void)arg;
-	free(val);
-}
-
 static void free_holds(uint64_t key, void *val, void *arg)
 {
 	(void)key;
@@ -55,11 +48,9 @@ static void free_holds(uint64_t key, void *val, void *arg)
 
 void mds_sessions_destroy(struct mds *m)
 {
-	u64map_each(&m->handles, free_handle, NULL);
-	u64map_each(&m->sessions, free_handle, NULL); /* sessions hold no other memory */
-	u64map_destroy(&m->handles);
+	u64map_destroy_free(&m->handles);
 	u64map_destroy(&m->open_counts);
-	u64map_destroy(&m->sessions);
+	u64map_destroy_free(&m->sessions); /* sessions hold no other memory */
 	u64map_destroy(&m->conn_sessions);
 	u64map_destroy(&m->releasing);
 	u64map_each(&m->holds, free_holds, NULL);
