@@ -52,6 +52,8 @@ env -i /sbin/mount.loom --help | grep -q "/usr/bin/loom-mount"
 pkg-config --exists loom
 [ -d /etc/loom ]
 /usr/bin/python3 -c 'import loom, sys; assert loom.__file__.startswith("/usr/lib/python3/dist-packages/loom/"), loom.__file__'
+# fsspec finds loom:// by the entry point the package records (loom-VERSION.dist-info).
+/usr/bin/python3 -c 'from importlib.metadata import entry_points; assert [e.value for e in entry_points(group="fsspec.specs") if e.name == "loom"] == ["loom.fsspec:LoomFileSystem"]'
 if command -v systemd-analyze >/dev/null 2>&1; then
 	systemd-analyze verify --man=yes /lib/systemd/system/loom-mds.service /lib/systemd/system/loom-oss@.service
 fi

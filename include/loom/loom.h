@@ -490,6 +490,36 @@ void loom_prefetch_get_stats(loom_prefetch *pf, struct loom_prefetch_stats *st);
 /* Stops the threads (a read in flight finishes first) and frees everything not taken. */
 void loom_prefetch_stop(loom_prefetch *pf);
 
+/* ---- for bindings (ctypes, cffi) ---- */
+
+/*
+ * struct stat and struct statvfs in fixed-width fields of the same layout on every architecture
+ * and C library, for bindings that cannot include <sys/stat.h>: they pass loom_stat and
+ * loom_statfs a buffer of loom_struct_size("stat") (or "statvfs") bytes, and read it through
+ * these. Neither copies libc's layout by hand.
+ */
+struct loom_attr {
+	uint64_t dev, ino, nlink, rdev;
+	uint32_t mode, uid, gid, pad;
+	int64_t size, blksize, blocks;
+	int64_t atime_sec, atime_nsec, mtime_sec, mtime_nsec, ctime_sec, ctime_nsec;
+};
+
+struct loom_fsattr {
+	uint64_t bsize, frsize, blocks, bfree, bavail, files, ffree, favail, fsid, flag, namemax;
+};
+
+void loom_attr_from_stat(const struct stat *st, struct loom_attr *out);
+void loom_fsattr_from_statvfs(const struct statvfs *st, struct loom_fsattr *out);
+
+/*
+ * sizeof the named struct as this library was built: "stat", "statvfs", or a struct of this
+ * header without its "loom_" ("attr", "fsattr", "connect_opts", "dirent", "layout" (without its
+ * objects), "ostobj", "prefetch_item", "prefetch_opts", "prefetch_stats"). 0 for a name it does
+ * not know. A binding that mirrors a struct checks its size against this at load.
+ */
+size_t loom_struct_size(const char *name);
+
 #ifdef __cplusplus
 }
 #endif

@@ -52,9 +52,8 @@ class File(io.BufferedIOBase):
         self._closing = False
         if self._append:
             self._pos = self._size()
-        st = _lib.Stat()
-        lib.loom_file_attr(handle, ctypes.byref(st))
-        self._size_hint = st.st_size  # as the open found it: buffer no more than the file holds
+        _, st = _lib.stat_call(lib.loom_file_attr, handle)
+        self._size_hint = st.size  # as the open found it: buffer no more than the file holds
 
     # -- plumbing --
 
@@ -72,9 +71,9 @@ class File(io.BufferedIOBase):
         return rc
 
     def _size(self):
-        st = _lib.Stat()
-        self._check(lib.loom_fstat(self._handle(), ctypes.byref(st)))
-        return st.st_size
+        rc, st = _lib.stat_call(lib.loom_fstat, self._handle())
+        self._check(rc)
+        return st.size
 
     def _pread_into(self, address, length, offset):
         got = 0
@@ -305,8 +304,8 @@ class File(io.BufferedIOBase):
     def stat(self):
         """os.fstat's counterpart."""
         self._flush_writes()
-        st = _lib.Stat()
-        self._check(lib.loom_fstat(self._handle(), ctypes.byref(st)))
+        rc, st = _lib.stat_call(lib.loom_fstat, self._handle())
+        self._check(rc)
         from ._fs import stat_result
         return stat_result(st)
 

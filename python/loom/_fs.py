@@ -17,27 +17,48 @@ MOUNT_TYPE = "fuse.loom"
 
 
 def stat_result(st):
-    """An os.stat_result from a struct stat."""
-    def ns(ts):
-        return ts.tv_sec * 1_000_000_000 + ts.tv_nsec
-    a, m, c = ns(st.st_atim), ns(st.st_mtim), ns(st.st_ctim)
-    return os.stat_result((st.st_mode, st.st_ino, st.st_dev, st.st_nlink, st.st_uid, st.st_gid,
-                           st.st_size, st.st_atim.tv_sec, st.st_mtim.tv_sec, st.st_ctim.tv_sec,
-                           a / 1e9, m / 1e9, c / 1e9, a, m, c,
-                           st.st_blksize, st.st_blocks, st.st_rdev))
+    """An os.stat_result from a struct loom_attr."""
+    a = st.atime_sec * 1_000_000_000 + st.atime_nsec
+    m = st.mtime_sec * 1_000_000_000 + st.mtime_nsec
+    c = st.ctime_sec * 1_000_000_000 + st.ctime_nsec
+    return os.stat_result((st.mode, st.ino, st.dev, st.nlink, st.uid, st.gid, st.size,
+                           st.atime_sec, st.mtime_sec, st.ctime_sec, a / 1e9, m / 1e9, c / 1e9,
+                           a, m, c, st.blksize, st.blocks, st.rdev))
+
+
+def _key_path(key_file):
+    """The key file loom_connect_with chooses: key_file, $LOOM_KEY_FILE, /etc/loom/loom.key."""
+    path = key_file or os.environ.get("LOOM_KEY_FILE")
+    if path is None and os.path.exists("/etc/loom/loom.key"):
+        path = "/etc/loom/loom.key"
+    return path
 
 
 def _key_refusal(key_file):
     """Why libloom refused the key file it chose (as loom_connect_with chooses it), or None."""
-    path = key_file or os.environ.get("LOOM_KEY_FILE")
-    if path is None and os.path.exists("/etc/loom/loom.key"):
-        path = "/etc/loom/loom.key"
+    path = _key_path(key_file)
     if not path:
         return None
     buf = ctypes.create_string_buffer(2 * 4096 + 160)   # 2 * PATH_MAX + 160, as loom.h says
     if lib.loom_key_refusal(os.fsencode(path), buf, len(buf)) != 0:
         return None
     return os.fsdecode(buf.value)
+
+
+# Errors of a connection refused for want of the key: the caller is told the ways in.
+KEY_ERRNOS = (errno.EACCES, errno.EPERM, errno.ENOKEY, errno.ENOENT, errno.EKEYREJECTED)
+
+
+def _ways_in(mds, mountpoint):
+    """The sentence that follows a refusal for want of the key: both ways in, for this user."""
+    if mountpoint is None:
+        mountpoint = next((m for m, src in loom_mounts() if _mds_of_source(src)[0] == mds), None)
+    way = ("read it through its mount at %s, with open() and the usual tools (loom.torch's "
+           "datasets do so by themselves)" % mountpoint if mountpoint else
+           "mount it (mount -t loom %s:/FSNAME /mnt/loom) and read it there, with open() and the "
+           "usual tools: there is no Loom mount of it here" % mds)
+    return ("The ways in: the file system's key (key_file=, $LOOM_KEY_FILE or /etc/loom/loom.key, "
+            "which only its owner may read: docs/python.md, \"Who may connect\"), or %s" % way)
 
 
 def _unescape(s):
@@ -191,7 +212,17 @@ class FileSystem:
                 # libloom's sentence names the address that said what (a list has several).
                 why = ((_key_refusal(self._key_file) if rc == -errno.EPERM else None)
                        or os.fsdecode(lib.loom_connect_error() or b"") or os.strerror(-rc))
-                raise OSError(-rc, "cannot connect to the Loom MDS at %s: %s" % (self.mds, why))
+                if rc == -errno.ENOKEY:
+                    why = "this user (uid %d) may not read the key file %s" % (
+                        os.getuid(), _key_path(self._key_file))
+                elif rc == -errno.ENOENT:
+                    why = "there is no key file at %s" % _key_path(self._key_file)
+                msg = "cannot connect to the Loom MDS at %s: %s" % (self.mds, why)
+                if -rc in KEY_ERRNOS:
+                    # A permission problem, whatever libloom's errno (ENOKEY, EKEYREJECTED).
+                    cls = FileNotFoundError if rc == -errno.ENOENT else PermissionError
+                    raise cls(-rc, "%s. %s" % (msg, _ways_in(self.mds, self.mountpoint)))
+                raise OSError(-rc, msg)
             self._h, self._pid = out.value, os.getpid()
             return self._h
 
@@ -280,9 +311,9 @@ class FileSystem:
     # -- names and attributes --
 
     def stat(self, path, follow_symlinks=True):
-        st = _lib.Stat()
         fn = lib.loom_stat if follow_symlinks else lib.loom_lstat
-        self._call(fn(self._handle(), self.fspath(path), ctypes.byref(st)), path)
+        rc, st = _lib.stat_call(fn, self._handle(), self.fspath(path))
+        self._call(rc, path)
         return stat_result(st)
 
     def lstat(self, path):
@@ -364,10 +395,10 @@ class FileSystem:
         self._call(lib.loom_truncate(self._handle(), self.fspath(path), length), path)
 
     def statvfs(self, path="/"):
-        sv = _lib.Statvfs()
-        self._call(lib.loom_statfs(self._handle(), ctypes.byref(sv)))
-        return os.statvfs_result((sv.f_bsize, sv.f_frsize, sv.f_blocks, sv.f_bfree, sv.f_bavail,
-                                  sv.f_files, sv.f_ffree, sv.f_favail, sv.f_flag, sv.f_namemax))
+        rc, sv = _lib.statvfs_call(lib.loom_statfs, self._handle())
+        self._call(rc)
+        return os.statvfs_result((sv.bsize, sv.frsize, sv.blocks, sv.bfree, sv.bavail,
+                                  sv.files, sv.ffree, sv.favail, sv.flag, sv.namemax))
 
     # -- directories --
 
@@ -431,9 +462,8 @@ class FileSystem:
         else:
             rc = lib.loom_open(self._handle(), p, flags, 0o666, ctypes.byref(out))
         self._call(rc, path)
-        st = _lib.Stat()
-        lib.loom_file_attr(out.value, ctypes.byref(st))
-        if stat_mod.S_ISDIR(st.st_mode):  # as open(2) of a directory for reading, in Python
+        _, st = _lib.stat_call(lib.loom_file_attr, out.value)
+        if stat_mod.S_ISDIR(st.mode):  # as open(2) of a directory for reading, in Python
             lib.loom_close(out.value)
             raise IsADirectoryError(21, os.strerror(21), os.fsdecode(os.fspath(path)))
         f = File(self, out.value, os.fsdecode(os.fspath(path)), mode, flags)

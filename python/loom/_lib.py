@@ -1,14 +1,14 @@
 """ctypes bindings to libloom (include/loom/loom.h): the C structs and the calls' signatures.
 
 Nothing here is compiled: the package loads libloom.so at import. It looks, in order, at
-$LOOM_LIBRARY, at the build tree beside this source tree (build/src/client/), and then where the
-dynamic linker finds an installed libloom.so.0.
+$LOOM_LIBRARY, at the copy inside the package (`pip install .` puts it there), at the build tree
+beside this source tree (build/src/client/, or $LOOM_BUILD's), and then where the dynamic linker
+finds an installed libloom.so.0 (`meson install`, the Debian package).
 """
 
 import ctypes
 import ctypes.util
 import os
-import platform
 
 c_int, c_uint, c_uint32, c_int32, c_uint64, c_int64, c_size_t, c_ssize_t = (
     ctypes.c_int, ctypes.c_uint, ctypes.c_uint32, ctypes.c_int32, ctypes.c_uint64, ctypes.c_int64,
@@ -27,32 +27,19 @@ class Timespec(ctypes.Structure):
     _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
 
 
-_MACHINE = platform.machine()
-if _MACHINE in ("x86_64", "amd64"):
-    class Stat(ctypes.Structure):
-        _fields_ = [("st_dev", c_uint64), ("st_ino", c_uint64), ("st_nlink", c_uint64),
-                    ("st_mode", c_uint32), ("st_uid", c_uint32), ("st_gid", c_uint32),
-                    ("_pad0", c_int), ("st_rdev", c_uint64), ("st_size", c_int64),
-                    ("st_blksize", c_int64), ("st_blocks", c_int64), ("st_atim", Timespec),
-                    ("st_mtim", Timespec), ("st_ctim", Timespec), ("_reserved", c_int64 * 3)]
-elif _MACHINE in ("aarch64", "arm64", "riscv64"):
-    class Stat(ctypes.Structure):  # the generic layout of asm-generic/stat.h
-        _fields_ = [("st_dev", c_uint64), ("st_ino", c_uint64), ("st_mode", c_uint32),
-                    ("st_nlink", c_uint32), ("st_uid", c_uint32), ("st_gid", c_uint32),
-                    ("st_rdev", c_uint64), ("_pad1", c_uint64), ("st_size", c_int64),
-                    ("st_blksize", c_int32), ("_pad2", c_int32), ("st_blocks", c_int64),
-                    ("st_atim", Timespec), ("st_mtim", Timespec), ("st_ctim", Timespec),
-                    ("_reserved", c_int32 * 2)]
-else:
-    raise ImportError("loom: struct stat of %s is not described here" % _MACHINE)
+class Attr(ctypes.Structure):
+    """struct loom_attr: a struct stat in fixed-width fields (loom_attr_from_stat)."""
+    _fields_ = [("dev", c_uint64), ("ino", c_uint64), ("nlink", c_uint64), ("rdev", c_uint64),
+                ("mode", c_uint32), ("uid", c_uint32), ("gid", c_uint32), ("pad", c_uint32),
+                ("size", c_int64), ("blksize", c_int64), ("blocks", c_int64),
+                ("atime_sec", c_int64), ("atime_nsec", c_int64), ("mtime_sec", c_int64),
+                ("mtime_nsec", c_int64), ("ctime_sec", c_int64), ("ctime_nsec", c_int64)]
 
 
-class Statvfs(ctypes.Structure):
-    _fields_ = [("f_bsize", ctypes.c_ulong), ("f_frsize", ctypes.c_ulong),
-                ("f_blocks", c_uint64), ("f_bfree", c_uint64), ("f_bavail", c_uint64),
-                ("f_files", c_uint64), ("f_ffree", c_uint64), ("f_favail", c_uint64),
-                ("f_fsid", ctypes.c_ulong), ("f_flag", ctypes.c_ulong),
-                ("f_namemax", ctypes.c_ulong), ("_spare", c_int * 6)]
+class FsAttr(ctypes.Structure):
+    """struct loom_fsattr: a struct statvfs in fixed-width fields."""
+    _fields_ = [(n, c_uint64) for n in ("bsize", "frsize", "blocks", "bfree", "bavail", "files",
+                                       "ffree", "favail", "fsid", "flag", "namemax")]
 
 
 class ConnectOpts(ctypes.Structure):
@@ -96,6 +83,7 @@ def _candidates():
     if env:
         yield env
     here = os.path.dirname(os.path.abspath(__file__))
+    yield os.path.join(here, "libloom.so.0")   # the copy `pip install .` puts in the package
     build = os.environ.get("LOOM_BUILD") or os.path.join(here, "..", "..", "build")
     yield os.path.join(build, "src", "client", "libloom.so")
     yield "libloom.so.0"
@@ -126,8 +114,8 @@ _SIGNATURES = {
     "loom_connect_error": (c_char_p, []),
     "loom_key_refusal": (c_int, [c_char_p, c_char_p, c_size_t]),
     "loom_fsname": (c_char_p, [c_void_p]),
-    "loom_stat": (c_int, [c_void_p, c_char_p, POINTER(Stat)]),
-    "loom_lstat": (c_int, [c_void_p, c_char_p, POINTER(Stat)]),
+    "loom_stat": (c_int, [c_void_p, c_char_p, c_void_p]),
+    "loom_lstat": (c_int, [c_void_p, c_char_p, c_void_p]),
     "loom_mkdir": (c_int, [c_void_p, c_char_p, c_uint]),
     "loom_rmdir": (c_int, [c_void_p, c_char_p]),
     "loom_unlink": (c_int, [c_void_p, c_char_p]),
@@ -136,7 +124,7 @@ _SIGNATURES = {
     "loom_readlink": (c_int, [c_void_p, c_char_p, c_char_p, c_size_t, POINTER(c_size_t)]),
     "loom_chmod": (c_int, [c_void_p, c_char_p, c_uint]),
     "loom_truncate": (c_int, [c_void_p, c_char_p, c_int64]),
-    "loom_statfs": (c_int, [c_void_p, POINTER(Statvfs)]),
+    "loom_statfs": (c_int, [c_void_p, c_void_p]),
     "loom_opendir": (c_int, [c_void_p, c_char_p, POINTER(c_void_p)]),
     "loom_readdir": (c_int, [c_void_p, POINTER(Dirent)]),
     "loom_closedir": (None, [c_void_p]),
@@ -149,9 +137,9 @@ _SIGNATURES = {
     "loom_fsync": (c_int, [c_void_p]),
     "loom_sync": (c_int, [c_void_p]),
     "loom_ftruncate": (c_int, [c_void_p, c_int64]),
-    "loom_fstat": (c_int, [c_void_p, POINTER(Stat)]),
+    "loom_fstat": (c_int, [c_void_p, c_void_p]),
     "loom_close": (c_int, [c_void_p]),
-    "loom_file_attr": (None, [c_void_p, POINTER(Stat)]),
+    "loom_file_attr": (None, [c_void_p, c_void_p]),
     "loom_getlayout": (c_int, [c_void_p, c_char_p, POINTER(POINTER(Layout))]),
     "loom_setlayout": (c_int, [c_void_p, c_char_p, POINTER(Layout)]),
     "loom_dellayout": (c_int, [c_void_p, c_char_p]),
@@ -162,9 +150,53 @@ _SIGNATURES = {
     "loom_prefetch_free": (None, [c_void_p]),
     "loom_prefetch_get_stats": (None, [c_void_p, POINTER(PrefetchStats)]),
     "loom_prefetch_stop": (None, [c_void_p]),
+    "loom_attr_from_stat": (None, [c_void_p, POINTER(Attr)]),
+    "loom_fsattr_from_statvfs": (None, [c_void_p, POINTER(FsAttr)]),
+    "loom_struct_size": (c_size_t, [c_char_p]),
 }
 
 for _name, (_restype, _argtypes) in _SIGNATURES.items():
     _fn = getattr(lib, _name)
     _fn.restype = _restype
     _fn.argtypes = _argtypes
+
+
+# The structs mirrored here, checked against the sizes libloom was built with: a package and a
+# library of different versions fail at import, not with a corrupt answer later.
+MIRRORED = {"attr": Attr, "fsattr": FsAttr, "connect_opts": ConnectOpts, "dirent": Dirent,
+            "layout": Layout, "ostobj": OstObj, "prefetch_item": PrefetchItem,
+            "prefetch_opts": PrefetchOpts, "prefetch_stats": PrefetchStats}
+
+
+def check_mirrored(mirrored):
+    for name, cls in mirrored.items():
+        size = lib.loom_struct_size(name.encode())
+        if size != ctypes.sizeof(cls):
+            raise ImportError("loom: struct loom_%s is %d bytes in %s but %d in this package: "
+                              "they are of different versions" % (name, size, lib._name,
+                                                                  ctypes.sizeof(cls)))
+
+
+check_mirrored(MIRRORED)
+STAT_SIZE = lib.loom_struct_size(b"stat")
+STATVFS_SIZE = lib.loom_struct_size(b"statvfs")
+
+
+def stat_call(fn, *args):
+    """fn(*args, struct stat *): its return value, and the struct as an Attr."""
+    buf = ctypes.create_string_buffer(STAT_SIZE)
+    rc = fn(*args, buf)
+    attr = Attr()
+    if rc == 0 or rc is None:
+        lib.loom_attr_from_stat(buf, byref(attr))
+    return rc, attr
+
+
+def statvfs_call(fn, *args):
+    """fn(*args, struct statvfs *): its return value, and the struct as an FsAttr."""
+    buf = ctypes.create_string_buffer(STATVFS_SIZE)
+    rc = fn(*args, buf)
+    attr = FsAttr()
+    if rc == 0:
+        lib.loom_fsattr_from_statvfs(buf, byref(attr))
+    return rc, attr

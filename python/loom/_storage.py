@@ -5,6 +5,7 @@ open, one set per process (a DataLoader worker opens its own)."""
 import builtins
 import fnmatch
 import os
+import warnings
 
 
 def glob_walk(walk, root, pattern, recursive):
@@ -151,10 +152,18 @@ def storage_for(root, native=None, fs=None):
         return LoomStorage(fs)
     if native is False:
         return LocalStorage()
-    from ._fs import connect, mount_of
+    from ._fs import KEY_ERRNOS, connect, mount_of
     root = os.path.abspath(root)
     if mount_of(root) is not None:
-        return LoomStorage(connect(root))
+        try:
+            return LoomStorage(connect(root))
+        except PermissionError as e:
+            if native or e.errno not in KEY_ERRNOS:
+                raise
+            # A user without the key reads through the mount, as any program does.
+            warnings.warn("loom: reading %s through the mount, not natively: %s" % (root, e),
+                          stacklevel=3)
+            return LocalStorage()
     if native:
         raise OSError(19, "not on a Loom mount (give fs= to read through libloom)", root)
     return LocalStorage()
