@@ -1,4 +1,5 @@
-"""PyTorch datasets over Loom: FileDataset (a file per sample) and ShardDataset (record shards).
+"""PyTorch datasets over Loom: FileDataset (a file per sample) and ShardDataset (record shards),
+and DataLoader, torch's with the same arguments, which tells them each epoch's order.
 
 Both read through libloom when their root is on a Loom mount (or fs= is given), and through the
 kernel otherwise (native=False forces that), so the same code runs on a local folder. Both work
@@ -7,24 +8,28 @@ with DistributedSampler and DataLoader(num_workers>0): each worker connects on i
 Epoch-aware prefetch (native only, on by default): the dataset knows the order it will be asked
 for samples in, and has libloom read them ahead, many at once from every server, in bounded
 memory (prefetch_bytes per process). The order comes from, in turn:
-- dataset.plan(indices), called before the epoch's DataLoader iterator starts;
-- the sampler given as sampler=, if it gives the same order each time it is iterated in an
-  epoch (DistributedSampler, SequentialSampler; call its set_epoch as usual);
-- else 0..len-1 (DataLoader's default SequentialSampler).
-In a DataLoader worker, the dataset reads ahead only the batches that worker is given (batch i
-goes to worker i mod num_workers, as DataLoader hands them out), so batch_size= must be the
-DataLoader's. A sample asked for out of that order is read at once, without prefetch; the
-prefetcher then goes on after it. With persistent_workers=True a worker never sees set_epoch
-(it keeps the sampler it started with), so when its plan is used up it plans the next epoch
-itself (epoch + 1), which is right when set_epoch is called once per epoch, in order.
-
-A sampler made from the dataset (DistributedSampler(dataset)) is given after it with
-dataset.set_sampler(sampler, batch_size).
+- loom.torch.DataLoader: at each epoch it draws the batches from the sampler the user gave (or
+  shuffle=True's RandomSampler, a BatchSampler, a seeded generator: anything torch takes) before
+  handing them out, and publishes them in shared memory, where every worker (forked or spawned,
+  persistent or not) finds the batches it will be given: batch i goes to worker i mod
+  num_workers, as torch hands them out;
+- dataset.plan(indices), called before the epoch's iterator starts;
+- the sampler given as sampler= (or set_sampler), if it gives the same order each time it is
+  iterated in an epoch (DistributedSampler, SequentialSampler; call its set_epoch as usual);
+  in a worker, the batches that worker is given (batch_size= must be the DataLoader's);
+- else none: after 4 samples read in a row in 0..len-1's order (for this worker), the rest of
+  that order is read ahead. A single ds[i] never starts an epoch's prefetch.
+A sample asked for out of the order is read at once, without prefetch; the prefetcher then goes
+on after it. A process whose prefetch misses more than half of 32 or more samples says so once
+(a warning naming the fix). With persistent_workers=True and a sampler= given to the dataset, a
+worker never sees set_epoch (it keeps the sampler it started with), so when its plan is used up
+it plans the next epoch itself (epoch + 1); loom.torch.DataLoader needs none of that.
 """
 
 import bisect
 import io
 import os
+import warnings
 
 import torch
 import torch.utils.data as tud
@@ -32,7 +37,11 @@ import torch.utils.data as tud
 from ._storage import storage_for
 from .shard import ShardSet
 
-__all__ = ["FileDataset", "ShardDataset", "decode_npy", "decode_torch"]
+__all__ = ["DataLoader", "FileDataset", "ShardDataset", "decode_npy", "decode_torch"]
+
+SEQUENTIAL_RUN = 4     # samples read in order before prefetch starts without a known order
+WARN_AFTER = 32        # samples looked up before a low hit rate is worth a warning
+MISSES_TO_STOP = 64    # misses in a row after which a plan is given up
 
 
 def decode_npy(data):
@@ -49,10 +58,13 @@ def decode_torch(data):
 class _ProcessPlan:
     """One process's read-ahead: the positions of its plan, and the prefetcher reading them."""
 
-    def __init__(self, order, prefetcher, epoch):
+    def __init__(self, order, prefetcher, epoch, armed=True):
         self.order = order
         self.pf = prefetcher
-        self.epoch = epoch
+        self.base = 0            # the prefetcher's item 0 is order[base]
+        self.epoch = epoch       # what the plan was made for: a sampler's epoch, or a loader's
+        self.armed = armed       # False: no order is known; prefetch starts after a run in order
+        self.run = 0             # samples read in a row in the order (before arming)
         self.cursor = 0
         self.hits = 0            # samples found in the plan
         self.misses = 0          # samples asked for out of it
@@ -75,6 +87,96 @@ class _ProcessPlan:
             self.pf = None
 
 
+class _Sequence:
+    """Learns, without being told, that a process reads 0..len-1 in torch's order for it: in the
+    main process consecutive samples; in worker w of N, batches of B consecutive samples, each
+    N * B after the one before (B learnt at the first jump). After SEQUENTIAL_RUN samples that
+    fit, it predicts what follows."""
+
+    def __init__(self):
+        self.last = None
+        self.batch = None   # B, once learnt
+        self.run = 0        # samples read in the current batch (or run)
+        self.count = 0      # samples that fit, in a row
+
+    def see(self, i, n, workers):
+        """Records sample i; the order that follows it if the reads so far fit, else None.
+        False when i broke the pattern (a miss)."""
+        last, b = self.last, self.batch
+        if last is not None and i == last + 1 and (b is None or self.run < b):
+            self.run += 1
+        elif last is not None and workers > 1 and b is None and i == last + 1 + (workers - 1) * self.run:
+            self.batch, self.run = self.run, 1
+        elif last is not None and b is not None and self.run == b and i == last + 1 + (workers - 1) * b:
+            self.run = 1
+        else:
+            self.last, self.batch, self.run, self.count = i, None, 1, 1
+            return False
+        self.last = i
+        self.count += 1
+        if self.count < SEQUENTIAL_RUN or (workers > 1 and self.batch is None):
+            return None
+        if workers <= 1:
+            return list(range(i + 1, n))
+        b = self.batch
+        start = i - (self.run - 1)
+        order = list(range(i + 1, min(start + b, n)))
+        for s in range(start + workers * b, n, workers * b):
+            order.extend(range(s, min(s + b, n)))
+        return order
+
+
+class _LoaderPlan:
+    """Each epoch's batches as loom.torch.DataLoader drew them in the main process, in shared
+    memory that its workers read: [generation, warned, batches, indices, offsets[batches + 1],
+    indices...]. The main process writes it before it hands out the epoch's first batch; a
+    worker rereads it when the generation changed."""
+
+    GEN, WARNED, NBATCH, NIDX, HEADER = 0, 1, 2, 3, 4
+
+    def __init__(self, capacity):
+        self.t = torch.zeros(self.HEADER + capacity, dtype=torch.int64).share_memory_()
+
+    def publish(self, batches):
+        """False when the epoch does not fit (no prefetch then)."""
+        t, h = self.t, self.HEADER
+        flat = [i for b in batches for i in b]
+        nb = len(batches)
+        fits = nb + 1 + len(flat) <= len(t) - h
+        if fits:
+            offsets = torch.zeros(nb + 1, dtype=torch.int64)
+            if nb:
+                offsets[1:] = torch.cumsum(torch.tensor([len(b) for b in batches]), 0)
+            t[h:h + nb + 1] = offsets
+            t[h + nb + 1:h + nb + 1 + len(flat)] = torch.tensor(flat, dtype=torch.int64)
+        t[self.NBATCH], t[self.NIDX] = (nb, len(flat)) if fits else (-1, 0)
+        t[self.GEN] += 1   # last: a worker that sees it sees the rest
+        return fits
+
+    def generation(self):
+        return int(self.t[self.GEN])
+
+    def order_for(self, worker, workers):
+        """The samples of the batches worker is given, in order (None: not published)."""
+        t, h = self.t, self.HEADER
+        nb = int(t[self.NBATCH])
+        if nb < 0:
+            return None
+        offsets = t[h:h + nb + 1].tolist()
+        idx = t[h + nb + 1:h + nb + 1 + int(t[self.NIDX])].tolist()
+        mine = []
+        for b in range(worker, nb, workers):
+            mine.extend(idx[offsets[b]:offsets[b + 1]])
+        return mine
+
+    def claim_warning(self):
+        """True for the first process that asks (one warning per loader, not per worker)."""
+        if int(self.t[self.WARNED]):
+            return False
+        self.t[self.WARNED] = 1
+        return True
+
+
 class _PlannedDataset(tud.Dataset):
     def __init__(self, storage, decode, prefetch, prefetch_bytes, prefetch_threads, sampler,
                  batch_size):
@@ -90,6 +192,8 @@ class _PlannedDataset(tud.Dataset):
         self._order = None
         self._plan = None
         self._plan_pid = None
+        self._loader_plan = None  # a loom.torch.DataLoader's (_LoaderPlan)
+        self._warned = False
 
     # What a subclass says about item i: what to prefetch, and how to read it without.
     def _item(self, i):
@@ -123,12 +227,13 @@ class _PlannedDataset(tud.Dataset):
         self._plan = None
 
     def _epoch_order(self):
+        """The order this epoch reads in, as the dataset was told it; None if it was not."""
         if self._order is not None:
             return self._order
         if self.sampler is not None and (isinstance(self.sampler, (tud.DistributedSampler, tud.SequentialSampler))
                                          or hasattr(self.sampler, "set_epoch")):
             return [int(i) for i in self.sampler]
-        return list(range(len(self)))
+        return None
 
     def _this_worker(self, order):
         info = tud.get_worker_info()
@@ -139,9 +244,37 @@ class _PlannedDataset(tud.Dataset):
             mine.extend(order[start:start + self.batch_size])
         return mine
 
+    def _start(self, plan, at):
+        """Has the prefetcher read plan.order from position at on."""
+        rest = plan.order[at:]
+        if rest:
+            plan.pf = self.storage.prefetch([self._item(i) for i in rest],
+                                            max_bytes=self.prefetch_bytes,
+                                            threads=self.prefetch_threads)
+            plan.base = at
+        plan.armed = True
+
+    def _new_plan(self, order, epoch):
+        """A plan for order; with None (no order told), one that learns it (_Sequence)."""
+        plan = _ProcessPlan(order if order is not None else [], None, epoch, order is not None)
+        if order is not None:
+            self._start(plan, 0)
+        else:
+            plan.seq = _Sequence()
+        return plan
+
     def _current_plan(self, replan=False):
         if self._plan_pid != os.getpid():
             self._plan, self._plan_pid = None, os.getpid()  # a forked worker: the parent's is not ours
+        lp = self._loader_plan
+        if lp is not None and self._order is None and lp.generation() > 0:
+            key = ("loader", lp.generation())
+            if self._plan is None or self._plan.epoch != key:
+                self._drop_plan()
+                info = tud.get_worker_info()
+                order = lp.order_for(info.id, info.num_workers) if info else lp.order_for(0, 1)
+                self._plan = self._new_plan(order or [], key)
+            return self._plan
         epoch = getattr(self.sampler, "epoch", None)
         if (replan and self._order is None and tud.get_worker_info() is not None and epoch is not None
                 and self._plan is not None and epoch == self._plan.epoch and hasattr(self.sampler, "set_epoch")):
@@ -152,13 +285,31 @@ class _PlannedDataset(tud.Dataset):
         if self._plan is not None and (replan or epoch != self._plan.epoch):
             self._drop_plan()
         if self._plan is None:
-            order = self._this_worker(self._epoch_order())
-            pf = None
-            if order:
-                pf = self.storage.prefetch([self._item(i) for i in order], max_bytes=self.prefetch_bytes,
-                                           threads=self.prefetch_threads)
-            self._plan = _ProcessPlan(order, pf, epoch)
+            order = self._epoch_order()
+            self._plan = self._new_plan(None if order is None else self._this_worker(order), epoch)
         return self._plan
+
+    @staticmethod
+    def _plan_key_is_epoch(plan):
+        """A plan of a sampler's epoch (or of none) is followed by the next; a loader's is
+        replaced when the loader publishes the next."""
+        return not (isinstance(plan.epoch, tuple) and plan.epoch[0] == "loader")
+
+    def _warn_if_missing(self, plan):
+        total = plan.hits + plan.misses
+        if self._warned or total < WARN_AFTER or plan.hits * 2 >= total:
+            return
+        self._warned = True
+        if self._loader_plan is not None and not self._loader_plan.claim_warning():
+            return
+        warnings.warn(
+            "loom.torch: %s's prefetch had only %d of the %d samples it was asked for in this "
+            "process: they are read in an order it was not told. Read it with "
+            "loom.torch.DataLoader (torch's DataLoader, same arguments), or tell it the sampler "
+            "with dataset.set_sampler(sampler, batch_size) or the order with "
+            "dataset.plan(indices), or turn it off with prefetch=False (docs/python.md, "
+            "\"Epoch-aware prefetch\")"
+            % (type(self).__name__, plan.hits, total), RuntimeWarning, stacklevel=4)
 
     def prefetch_stats(self):
         """This process's prefetcher's figures (see loom.Prefetcher.stats), with the samples
@@ -175,19 +326,35 @@ class _PlannedDataset(tud.Dataset):
             return self._read_direct(i)
         plan = self._current_plan()
         pos = plan.find(i)
-        if pos is None and plan.cursor >= len(plan.order):
+        if (pos is None and plan.armed and plan.cursor >= len(plan.order)
+                and self._plan_key_is_epoch(plan)):
             plan = self._current_plan(replan=True)  # the next epoch, in the same process
             pos = plan.find(i)
-        if pos is None or plan.pf is None:
+        if not plan.armed:
+            # No order was told: reads that fit torch's order for this process start reading
+            # ahead what follows; a read that breaks it counts as a miss (for the warning).
+            info = tud.get_worker_info()
+            ahead = plan.seq.see(i, len(self), info.num_workers if info else 1)
+            if ahead is False:
+                plan.misses += 1
+                self._warn_if_missing(plan)
+            elif ahead:
+                learnt = _ProcessPlan(ahead, None, plan.epoch)
+                learnt.hits, learnt.misses = plan.hits, plan.misses
+                self._plan = learnt
+                self._start(learnt, 0)
+            return self._read_direct(i)
+        if pos is None or plan.pf is None or pos < plan.base:
             plan.misses += 1
             plan.misses_in_row += 1
-            if plan.misses_in_row > 64:
+            if plan.misses_in_row > MISSES_TO_STOP:
                 plan.close()  # this order is not the one being read: stop reading ahead
+            self._warn_if_missing(plan)
             return self._read_direct(i)
         plan.hits += 1
         plan.misses_in_row = 0
         plan.cursor = pos + 1
-        return plan.pf.take(pos)
+        return plan.pf.take(pos - plan.base)
 
     def __getitem__(self, i):
         if i < 0:
@@ -251,3 +418,87 @@ class ShardDataset(_PlannedDataset):
 
     def _read_direct(self, i):
         return self.shards.read(i)
+
+
+class _Replay(tud.Sampler):
+    """The sampler (or batch sampler) the user gave, drawn whole when torch starts an epoch's
+    iteration of it (at the moment torch itself would, so a seeded generator gives torch's own
+    order), published to the workers, then replayed to torch exactly: the batches the workers
+    read ahead are the batches they are given. Other attributes are the user's sampler's
+    (loader.sampler.set_epoch(epoch) reaches a DistributedSampler)."""
+
+    def __init__(self, source, batched, batch_size=None, drop_last=False):
+        self.source = source
+        self.batched = batched
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+        self.plan = None      # the loader's _LoaderPlan
+
+    def __iter__(self):
+        if self.batched:
+            drawn = batches = [[int(i) for i in b] for b in self.source]
+        else:
+            drawn = [int(i) for i in self.source]
+            bs = self.batch_size
+            if bs is None:
+                batches = [[i] for i in drawn]
+            else:
+                batches = [drawn[k:k + bs] for k in range(0, len(drawn), bs)]
+                if self.drop_last and batches and len(batches[-1]) < bs:
+                    batches.pop()
+        if self.plan is not None and not self.plan.publish(batches):
+            warnings.warn("loom.torch.DataLoader: this epoch's order is longer than the room kept "
+                          "for it (%d): no prefetch this epoch"
+                          % (len(self.plan.t) - _LoaderPlan.HEADER), RuntimeWarning, stacklevel=2)
+        return iter(drawn)
+
+    def __len__(self):
+        return len(self.source)
+
+    def __getattr__(self, name):
+        if name == "source" or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.source, name)
+
+
+class DataLoader(tud.DataLoader):
+    """torch.utils.data.DataLoader, with the same arguments and behaviour, that tells a loom.torch
+    dataset each epoch's order before its workers read: with shuffle=True, any sampler= (a
+    RandomSampler with or without a seeded generator, DistributedSampler, your own) or
+    batch_sampler=, each worker reads ahead exactly the batches it will be given. For any other
+    dataset it is torch's DataLoader."""
+
+    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
+                 drop_last=False, generator=None, **kwargs):
+        self._replay = None
+        if not (isinstance(dataset, _PlannedDataset) and dataset.prefetch):
+            super().__init__(dataset, batch_size=batch_size, shuffle=shuffle, sampler=sampler,
+                             batch_sampler=batch_sampler, drop_last=drop_last, generator=generator,
+                             **kwargs)
+            return
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError("batch_sampler option is mutually exclusive with batch_size, "
+                                 "shuffle, sampler, and drop_last")
+            replay = _Replay(batch_sampler, batched=True)
+            super().__init__(dataset, batch_sampler=replay, generator=generator, **kwargs)
+        else:
+            if sampler is not None and shuffle:
+                raise ValueError("sampler option is mutually exclusive with shuffle")
+            if sampler is None:
+                sampler = (tud.RandomSampler(dataset, generator=generator) if shuffle
+                           else tud.SequentialSampler(dataset))
+            replay = _Replay(sampler, batched=False, batch_size=batch_size, drop_last=drop_last)
+            super().__init__(dataset, batch_size=batch_size, sampler=replay, drop_last=drop_last,
+                             generator=generator, **kwargs)
+        samples = 0   # a batch sampler's batches are its own: the room is sized by the dataset
+        if batch_sampler is None:
+            try:
+                samples = len(sampler)
+            except TypeError:
+                pass
+        capacity = 2 * max(len(dataset), samples) + 2
+        self._replay = replay
+        replay.plan = _LoaderPlan(capacity)
+        dataset._loader_plan = replay.plan
+        dataset._drop_plan()

@@ -118,3 +118,84 @@ def test_native_needs_loom_and_prefetch_needs_native(cluster, tmp_path):
     with pytest.raises(ValueError):
         lt.FileDataset(str(tmp_path), "*.npy", prefetch=True)
     assert lt.FileDataset(str(tmp_path), "*.npy")[2] == open(os.path.join(tmp_path, "example_002.npy"), "rb").read()
+
+
+# ---- the DataLoader training code already has ---------------------------------------------
+
+LOADER_READ = os.path.join(HERE, "pyprograms", "loader_read.py")
+
+
+def run_loader(cluster, root, *args):
+    p = subprocess.run(["/usr/bin/python3", LOADER_READ, root, *map(str, args)],
+                       capture_output=True, text=True, env=child_env(cluster), timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")], p.stderr
+
+
+@pytest.mark.parametrize("workers,sampler,extra", [
+    (2, "shuffle", ""), (3, "shuffle", "persistent"), (2, "seeded", ""),
+    (2, "distributed", "persistent"), (0, "batches", ""), (2, "batches", "")])
+def test_loom_dataloader_reads_ahead_the_true_order_of_any_sampler(cluster, workers, sampler, extra):
+    mnt = cluster.mount()
+    root = os.path.join(mnt, "tok")
+    make_files(root)
+    bound = 3 * os.path.getsize(os.path.join(root, "example_000.npy"))
+    epochs, _ = run_loader(cluster, root, "loom", workers, sampler, extra, "prefetch_bytes=%d" % bound)
+    assert [e["epoch"] for e in epochs] == [0, 1]
+    n = 25 if sampler == "distributed" else 48 if sampler == "batches" else N
+    for e in epochs:
+        assert len(e["seen"]) == n and len(set(e["seen"])) == n, e["seen"]
+        assert set(e["workers"]) == ({"-1"} if workers == 0 else {str(w) for w in range(workers)})
+        for w, st in e["workers"].items():
+            # Each worker read ahead exactly the samples it was given: every one a hit.
+            assert st["misses"] == 0 and st["hits"] == st["planned"] > 0, (e["epoch"], w, st)
+            assert 0 < st["peak"] <= bound, st
+        assert sum(st["planned"] for st in e["workers"].values()) == n
+    assert epochs[0]["seen"] != epochs[1]["seen"], "the second epoch was not shuffled again"
+    if sampler == "seeded":   # the order torch's own DataLoader gives with the same generator
+        theirs, _ = run_loader(cluster, root, "torch", workers, sampler)
+        assert [e["seen"] for e in theirs] == [e["seen"] for e in epochs]
+
+
+def test_torch_dataloader_in_order_is_learnt_and_shuffled_is_warned_about(cluster):
+    mnt = cluster.mount()
+    root = os.path.join(mnt, "tok")
+    make_files(root, 150)
+    # torch's DataLoader, no sampler: each worker learns its batches (B=4 of N=2) and reads ahead.
+    epochs, _ = run_loader(cluster, root, "torch", 2, "sequential")
+    for e in epochs:
+        assert e["seen"] == list(range(150))
+        for w, st in e["workers"].items():
+            assert st["misses"] == 1 and st["hits"] >= 70 - 6, (w, st)  # learnt in its first batch
+    # torch's DataLoader with shuffle=True: nothing to learn, nothing read ahead, and a warning
+    # that names the fix (once per process: each worker and the main process are one).
+    epochs, err = run_loader(cluster, root, "torch", 0, "shuffle")
+    assert all(st["hits"] == 0 and st["planned"] == 0 for e in epochs for st in e["workers"].values())
+    assert err.count("RuntimeWarning: loom.torch: Probed's prefetch had only 0 of the 32 samples it was "
+                     "asked for in this process") == 1, err
+    assert "Read it with loom.torch.DataLoader (torch's DataLoader, same arguments)" in err
+
+
+def test_a_single_sample_starts_no_prefetch_and_a_run_in_order_does(cluster, monkeypatch):
+    import warnings
+    import loom.torch as lt
+    mnt = cluster.mount()
+    monkeypatch.setenv("LOOM_KEY_FILE", cluster.key)
+    root = os.path.join(mnt, "tok")
+    make_files(root)
+    ds = lt.FileDataset(root, "*.npy", lt.decode_npy)
+    assert ds.prefetch
+    assert int(ds[7][0]) == 7
+    assert ds.prefetch_stats() == {"hits": 0, "misses": 1, "planned": 0}   # nothing read ahead
+    for i in (20, 21, 22, 23):          # four in a row: the rest of the epoch is read ahead
+        assert int(ds[i][0]) == i
+    assert [int(ds[i][0]) for i in range(24, N)] == list(range(24, N))
+    st = ds.prefetch_stats()
+    assert (st["planned"], st["hits"], st["misses"]) == (N - 24, N - 24, 2), st
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ds2 = lt.FileDataset(root, "*.npy", lt.decode_npy)
+        for i in np.random.default_rng(3).permutation(N)[:40]:
+            assert int(ds2[int(i)][0]) == i
+    assert [str(w.message)[:60] for w in caught] == [
+        "loom.torch: FileDataset's prefetch had only 0 of the 32 samp"]
