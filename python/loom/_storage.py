@@ -81,6 +81,14 @@ class LocalStorage:
     def remove(self, path):
         os.remove(path)
 
+    def sync_dir(self, path):
+        """Makes the directory's entries durable (a rename into it), as fsync of it does."""
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
     def close(self):
         if self._pid == os.getpid():
             for fd in self._fds.values():
@@ -134,6 +142,10 @@ class LoomStorage:
 
     def remove(self, path):
         self.fs.remove(path)
+
+    def sync_dir(self, path):
+        """Has the MDS commit every change of this connection (the rename into path too)."""
+        self.fs.sync()
 
     def prefetch(self, items, **kw):
         return self.fs.prefetch(items, **kw)

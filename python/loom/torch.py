@@ -34,10 +34,13 @@ import warnings
 import torch
 import torch.utils.data as tud
 
+from ._checkpoint import PendingSave, save, wait  # noqa: F401
+from ._safetensors import load_safetensors, save_safetensors  # noqa: F401
 from ._storage import storage_for
 from .shard import ShardSet
 
-__all__ = ["DataLoader", "FileDataset", "ShardDataset", "decode_npy", "decode_torch"]
+__all__ = ["DataLoader", "FileDataset", "PendingSave", "ShardDataset", "decode_npy",
+           "decode_torch", "load_safetensors", "save", "save_safetensors", "wait"]
 
 SEQUENTIAL_RUN = 4     # samples read in order before prefetch starts without a known order
 WARN_AFTER = 32        # samples looked up before a low hit rate is worth a warning
