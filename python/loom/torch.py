@@ -38,8 +38,10 @@ from ._checkpoint import PendingSave, save, wait  # noqa: F401
 from ._safetensors import load_safetensors, save_safetensors  # noqa: F401
 from ._storage import storage_for
 from .shard import ShardSet
+from .tarshard import CHUNK as TAR_CHUNK, decode_sample, shard_paths, stream_samples
 
-__all__ = ["DataLoader", "FileDataset", "PendingSave", "ShardDataset", "decode_npy",
+__all__ = ["DataLoader", "FileDataset", "PendingSave", "ShardDataset", "TarShardDataset",
+           "decode_npy", "decode_sample",
            "decode_torch", "load_safetensors", "save", "save_safetensors", "wait"]
 
 SEQUENTIAL_RUN = 4     # samples read in order before prefetch starts without a known order
@@ -505,3 +507,54 @@ class DataLoader(tud.DataLoader):
         replay.plan = _LoaderPlan(capacity)
         dataset._loader_plan = replay.plan
         dataset._drop_plan()
+
+
+class TarShardDataset(tud.IterableDataset):
+    """webdataset's tar shards (loom.tarshard) as an IterableDataset: each sample a dict of its
+    fields, decoded by extension (decode_sample, as webdataset's .decode(); decode=None keeps
+    bytes). shards: a directory (its files matching pattern, sorted), a brace pattern
+    ("shard-{000000..000099}.tar") or a list. The shards are split between the ranks of
+    torch.distributed and the DataLoader's workers (rank r, worker w of W take every
+    (r * W + w)-th); shuffle_shards shuffles them each epoch (set_epoch) with seed. Each shard is
+    read whole, in chunk-byte ranged reads: natively, libloom's prefetcher reads the chunks
+    ahead (prefetch_bytes at most held per process)."""
+
+    def __init__(self, shards, pattern="*.tar", decode=decode_sample, *, shuffle_shards=False,
+                 seed=0, native=None, fs=None, prefetch=None, prefetch_bytes=256 << 20,
+                 prefetch_threads=8, chunk=TAR_CHUNK):
+        first = shards if isinstance(shards, (str, bytes, os.PathLike)) else (
+            shards[0] if shards else ".")
+        root = os.fsdecode(os.fspath(first))
+        if "{" in root:
+            root = os.path.dirname(root)
+        self.storage = storage_for(root, native=native, fs=fs)
+        self.paths = shard_paths(shards, pattern, self.storage)
+        self.decode = decode
+        self.shuffle_shards, self.seed, self.epoch = shuffle_shards, seed, 0
+        self.prefetch = self.storage.native if prefetch is None else bool(prefetch)
+        if self.prefetch and not self.storage.native:
+            raise ValueError("prefetch needs the native path (a root on a Loom mount, or fs=)")
+        self.prefetch_bytes, self.prefetch_threads, self.chunk = prefetch_bytes, prefetch_threads, chunk
+
+    def set_epoch(self, epoch):
+        self.epoch = epoch
+
+    def my_shards(self):
+        """This process's shards for this epoch."""
+        import random
+        import torch.distributed as dist
+        paths = list(self.paths)
+        if self.shuffle_shards:
+            random.Random(self.seed + self.epoch).shuffle(paths)
+        rank, world = 0, 1
+        if dist.is_available() and dist.is_initialized():
+            rank, world = dist.get_rank(), dist.get_world_size()
+        info = tud.get_worker_info()
+        w, nw = (info.id, info.num_workers) if info else (0, 1)
+        return paths[rank * nw + w::world * nw]
+
+    def __iter__(self):
+        for sample in stream_samples(self.storage, self.my_shards(), self.chunk,
+                                     self.prefetch_bytes if self.prefetch else 0,
+                                     self.prefetch_threads):
+            yield self.decode(sample) if self.decode is not None else sample
