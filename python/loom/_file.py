@@ -112,7 +112,15 @@ class File(io.BufferedIOBase):
             self._check(lib.loom_lseek(h, 0, os.SEEK_CUR, ctypes.byref(pos)))
             self._pos = pos.value
         else:
-            n = self._check(lib.loom_pwrite(h, address, len(view), offset))
+            # In pieces libloom sends behind (up to 1 MiB each, 4 MiB in flight per handle), not
+            # one large write it would send and wait for: torch.save writes whole storages.
+            n = 0
+            while n < len(view):
+                piece = min(WRITE_CHUNK, len(view) - n)
+                got = self._check(lib.loom_pwrite(h, address + n, piece, offset + n))
+                n += got
+                if got != piece:
+                    break
         if n != len(view):
             raise OSError(5, "short write", self.name)
 

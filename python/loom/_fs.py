@@ -21,9 +21,12 @@ def stat_result(st):
     a = st.atime_sec * 1_000_000_000 + st.atime_nsec
     m = st.mtime_sec * 1_000_000_000 + st.mtime_nsec
     c = st.ctime_sec * 1_000_000_000 + st.ctime_nsec
+    # The float times as CPython's os.stat computes them (sec + nsec * 1e-9), to the last bit.
     return os.stat_result((st.mode, st.ino, st.dev, st.nlink, st.uid, st.gid, st.size,
-                           st.atime_sec, st.mtime_sec, st.ctime_sec, a / 1e9, m / 1e9, c / 1e9,
-                           a, m, c, st.blksize, st.blocks, st.rdev))
+                           st.atime_sec, st.mtime_sec, st.ctime_sec,
+                           st.atime_sec + st.atime_nsec * 1e-9, st.mtime_sec + st.mtime_nsec * 1e-9,
+                           st.ctime_sec + st.ctime_nsec * 1e-9, a, m, c, st.blksize, st.blocks,
+                           st.rdev))
 
 
 def _key_path(key_file):

@@ -131,7 +131,7 @@ def test_stat_and_statvfs_read_as_os_gives_them_on_the_mount(cluster):
     os.link(p, p + ".2")
     want, got = os.stat(p), fs.stat(p)
     for field in ("st_mode", "st_ino", "st_nlink", "st_uid", "st_gid", "st_size", "st_atime_ns",
-                  "st_mtime_ns", "st_ctime_ns", "st_blocks"):
+                  "st_mtime_ns", "st_ctime_ns", "st_blocks", "st_atime", "st_mtime", "st_ctime"):
         assert getattr(got, field) == getattr(want, field), field
     assert (got.st_mtime_ns, got.st_nlink, stat_mode(got)) == (1_600_000_000_987_654_321, 2, 0o4751)
     want, got = os.statvfs(mnt), fs.statvfs()
