@@ -12,7 +12,6 @@ MiB/s where the save is in the foreground. Writes bench/results/checkpoint.json.
 Needs root (mount). The machine is shared and noisy: compare the rows of one run.
 """
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -136,12 +135,8 @@ def main():
         fs.close()
     finally:
         b.down()
-    out = {"mib": a.mib, "steps": a.steps, "every": a.every, "rows": rows,
-           "machine": run.machine_info(), "git": run.git_info()}
-    os.makedirs(os.path.dirname(a.json), exist_ok=True)
-    with open(a.json, "w") as f:
-        json.dump(out, f, indent=1)
-    print("written: %s" % a.json)
+    out = {"mib": a.mib, "steps": a.steps, "every": a.every, "rows": rows}
+    run.write_results(a.json, out)
 
 
 if __name__ == "__main__":

@@ -6,16 +6,16 @@ Starts a Loom cluster (bench/run.py's Bench: 1 MDS, 4 OSS, mounted) beside a loc
 same disk, writes the same tokenized samples to both (a .npy file each, as the seeds' tokenizing
 script does, and the same as record shards) and 8 MiB images (the seeds' LoRA training set),
 and reads one shuffled epoch of each
-(DistributedSampler, as the seeds' training loop) through a DataLoader with 0 and 2 workers,
+(DistributedSampler, as the seeds' training loop) through loom.torch.DataLoader (torch's, which
+tells Loom's datasets the order) with 0, 2 and 4 workers,
 with the page cache dropped before each epoch. Prints samples/s and the ratio to the local
 folder; writes bench/results/datasets.json.
 
-    python3 bench/datasets.py [--build build] [--files 4000] [--tokens 1024] [--images 64] [--runs 2]
+    python3 bench/datasets.py [--build build] [--files 4000] [--tokens 1024] [--images 64] [--runs 2] [--workers 0,2,4]
 
 Needs root (mount, drop_caches).
 """
 import argparse
-import json
 import os
 import sys
 import time
@@ -55,14 +55,15 @@ def write_images(b, n, size):
 
 
 def epoch(ds_factory, workers, batch, drop):
+    """Samples/s of one shuffled epoch (DistributedSampler) through loom.torch.DataLoader, which
+    is torch's DataLoader for the local folder and tells Loom's datasets the epoch's order."""
     import torch
-    from torch.utils.data import DataLoader, DistributedSampler
+    from torch.utils.data import DistributedSampler
+    import loom.torch as lt
     ds = ds_factory()
     sampler = DistributedSampler(ds, num_replicas=1, rank=0, shuffle=True, seed=0)
     sampler.set_epoch(1)
-    if hasattr(ds, "set_sampler") and ds.prefetch:
-        ds.set_sampler(sampler, batch)
-    loader = DataLoader(ds, batch_size=batch, sampler=sampler, num_workers=workers)
+    loader = lt.DataLoader(ds, batch_size=batch, sampler=sampler, num_workers=workers)
     drop()
     t0 = time.perf_counter()
     n = 0
@@ -84,8 +85,10 @@ def main():
     ap.add_argument("--runs", type=int, default=2, help="epochs per case; the best is kept")
     ap.add_argument("--images", type=int, default=64, help="8 MiB images (0: none)")
     ap.add_argument("--image-mib", type=int, default=8)
+    ap.add_argument("--workers", default="0,2,4", help="DataLoader workers, comma-separated")
     ap.add_argument("--json", default=os.path.join(HERE, "results", "datasets.json"))
     a = ap.parse_args()
+    a.workers = [int(w) for w in a.workers.split(",")]
     os.environ["LOOM_LIBRARY"] = os.path.join(os.path.abspath(a.build), "src", "client", "libloom.so")
 
     b = run.Bench(os.path.abspath(a.build), keep=False)
@@ -114,7 +117,7 @@ def main():
         all_cases = cases("files", "tok", "*.npy") + cases("shards", "shards", None)
         if a.images:
             all_cases += cases("images", "img", "*.npy")
-        for workers in (0, 2):
+        for workers in a.workers:
             local = {}
             for kind, path, factory in all_cases:
                 batch = 4 if kind == "images" else a.batch
@@ -130,12 +133,8 @@ def main():
     finally:
         b.down()
     out = {"files": a.files, "tokens": a.tokens, "batch": a.batch, "images": a.images,
-           "image_mib": a.image_mib, "cold": b.cold, "rows": rows,
-           "machine": run.machine_info(), "git": run.git_info()}
-    os.makedirs(os.path.dirname(a.json), exist_ok=True)
-    with open(a.json, "w") as f:
-        json.dump(out, f, indent=1)
-    print("written: %s" % a.json)
+           "image_mib": a.image_mib, "cold": b.cold, "rows": rows}
+    run.write_results(a.json, out)
 
 
 if __name__ == "__main__":

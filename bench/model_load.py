@@ -11,7 +11,6 @@ Prints GiB/s and the ratio to the local folder; writes bench/results/model_load.
 Needs root (mount, drop_caches).
 """
 import argparse
-import json
 import os
 import sys
 import time
@@ -89,12 +88,8 @@ def main():
         fs.close()
     finally:
         b.down()
-    out = {"gib": a.gib, "threads": a.threads, "cold": b.cold, "rows": rows,
-           "machine": run.machine_info(), "git": run.git_info()}
-    os.makedirs(os.path.dirname(a.json), exist_ok=True)
-    with open(a.json, "w") as f:
-        json.dump(out, f, indent=1)
-    print("written: %s" % a.json)
+    out = {"gib": a.gib, "threads": a.threads, "cold": b.cold, "rows": rows}
+    run.write_results(a.json, out)
 
 
 if __name__ == "__main__":

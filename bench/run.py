@@ -254,6 +254,15 @@ def git_info():
     return {"commit": git("rev-parse", "HEAD"), "dirty": bool(status) if status is not None else None}
 
 
+def write_results(path, out):
+    """out, with the machine and the commit, as JSON at path (a side bench's results)."""
+    out = dict(out, machine=machine_info(), git=git_info())
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(out, f, indent=1)
+    print("written: %s" % path)
+
+
 def build_time(build):
     """When the binaries under test were linked: the build may be older than the git commit."""
     try:
