@@ -515,7 +515,8 @@ class TarShardDataset(tud.IterableDataset):
     bytes). shards: a directory (its files matching pattern, sorted), a brace pattern
     ("shard-{000000..000099}.tar") or a list. The shards are split between the ranks of
     torch.distributed and the DataLoader's workers (rank r, worker w of W take every
-    (r * W + w)-th); shuffle_shards shuffles them each epoch (set_epoch) with seed. Each shard is
+    (r * W + w)-th); shuffle_shards shuffles them each epoch (set_epoch; a persistent worker,
+    which never sees it, takes each iteration for the next epoch) with seed. Each shard is
     read whole, in chunk-byte ranged reads: natively, libloom's prefetcher reads the chunks
     ahead (prefetch_bytes at most held per process)."""
 
@@ -531,6 +532,7 @@ class TarShardDataset(tud.IterableDataset):
         self.paths = shard_paths(shards, pattern, self.storage)
         self.decode = decode
         self.shuffle_shards, self.seed, self.epoch = shuffle_shards, seed, 0
+        self._last = None    # (self.epoch, the epoch this process last read) in this process
         self.prefetch = self.storage.native if prefetch is None else bool(prefetch)
         if self.prefetch and not self.storage.native:
             raise ValueError("prefetch needs the native path (a root on a Loom mount, or fs=)")
@@ -539,13 +541,22 @@ class TarShardDataset(tud.IterableDataset):
     def set_epoch(self, epoch):
         self.epoch = epoch
 
-    def my_shards(self):
-        """This process's shards for this epoch."""
+    def _next_epoch(self):
+        """The epoch this iteration reads: set_epoch's, or, when set_epoch was not called since
+        this process's last iteration (a persistent worker never sees it), the one after."""
+        epoch = self.epoch
+        if self._last is not None and self._last[0] == self.epoch:
+            epoch = self._last[1] + 1
+        self._last = (self.epoch, epoch)
+        return epoch
+
+    def my_shards(self, epoch=None):
+        """This process's shards for an epoch (set_epoch's by default)."""
         import random
         import torch.distributed as dist
         paths = list(self.paths)
         if self.shuffle_shards:
-            random.Random(self.seed + self.epoch).shuffle(paths)
+            random.Random(self.seed + (self.epoch if epoch is None else epoch)).shuffle(paths)
         rank, world = 0, 1
         if dist.is_available() and dist.is_initialized():
             rank, world = dist.get_rank(), dist.get_world_size()
@@ -554,7 +565,7 @@ class TarShardDataset(tud.IterableDataset):
         return paths[rank * nw + w::world * nw]
 
     def __iter__(self):
-        for sample in stream_samples(self.storage, self.my_shards(), self.chunk,
+        for sample in stream_samples(self.storage, self.my_shards(self._next_epoch()), self.chunk,
                                      self.prefetch_bytes if self.prefetch else 0,
                                      self.prefetch_threads):
             yield self.decode(sample) if self.decode is not None else sample

@@ -83,14 +83,19 @@ def test_workers_split_the_shards_and_see_every_sample_once(cluster, monkeypatch
     root = os.path.join(mnt, "wds")
     write_shards(root)
     ds = lt.TarShardDataset(root, shuffle_shards=True, seed=1)
-    seen = []
-    for epoch in (0, 1):
-        ds.set_epoch(epoch)
-        loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2)
-        keys = [s["__key__"] for s in loader]
-        assert sorted(keys) == ["s%05d" % i for i in range(N)]
-        seen.append(keys)
-    assert seen[0] != seen[1]   # the shards came in another order
+    for persistent in (False, True):
+        seen = []
+        loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2,
+                                             persistent_workers=persistent)
+        for epoch in (0, 1, 2):
+            ds.set_epoch(epoch)   # a persistent worker never sees it: it counts epochs itself
+            keys = [s["__key__"] for s in loader]
+            assert sorted(keys) == ["s%05d" % i for i in range(N)]
+            seen.append(keys)
+        assert seen[0] != seen[1] != seen[2]   # the shards came in another order each epoch
+        if persistent:
+            assert seen == orders, "persistent workers read the epochs the others read"
+        orders = seen
 
 
 def test_a_damaged_shard_is_named_in_the_error(cluster, monkeypatch):
