@@ -4,7 +4,7 @@ ASAN_BUILD ?= build-asan
 RELEASE_BUILD ?= build-release
 PYTHON ?= /usr/bin/python3
 
-.PHONY: all test unit integration soak asan asan-unit release bench bench-seal bench-scale clean install
+.PHONY: all test unit integration soak asan asan-unit release bench bench-seal bench-scale bench-ml clean install
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -86,6 +86,15 @@ bench-scale:
 	scripts/deps.sh bench
 	$(MAKE) all
 	$(PYTHON) bench/scale.py --build $(abspath $(BUILD)) $(SCALE_ARGS)
+
+# The ML engineer's benches (docs/performance.md, docs/python.md): the datasets through
+# loom.torch.DataLoader, checkpoint stalls, a 2 GiB model file; each beside a local folder.
+bench-ml:
+	scripts/deps.sh bench
+	$(MAKE) all
+	$(PYTHON) bench/datasets.py --build $(abspath $(BUILD)) $(ML_ARGS)
+	$(PYTHON) bench/checkpoint.py --build $(abspath $(BUILD))
+	$(PYTHON) bench/model_load.py --build $(abspath $(BUILD))
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(RELEASE_BUILD)

@@ -19,7 +19,8 @@ elif [ "${1:-build}" = package ]; then
 elif [ "${1:-build}" = bench ]; then
 	# bench/run.py's peer side for the metadata workloads: a private MooseFS (bench/moosefs.py)
 	# from Debian's packages, with its own ports and directories (none of the packages' services).
-	want="$want fio python3-matplotlib iproute2 util-linux moosefs-master moosefs-chunkserver moosefs-client"
+	# make bench-ml (bench/datasets.py, checkpoint.py, model_load.py) needs PyTorch.
+	want="$want fio python3-matplotlib python3-torch iproute2 util-linux moosefs-master moosefs-chunkserver moosefs-client"
 fi
 
 missing=""
