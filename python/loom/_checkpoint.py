@@ -16,12 +16,12 @@ import threading
 
 import torch
 
-
 from ._storage import storage_for
 
 _lock = threading.Lock()
 _pending = None          # the save in flight, or the last one, not waited for
 _failed = None           # the error of a save nobody has been told of yet
+_kept_storage = None     # the last save's: its connection lives on for the next save
 
 
 def host_copy(obj, memo=None):
@@ -148,13 +148,14 @@ def save(obj, path, *, background=False, fs=None, native=None):
     """torch.save(obj, path), made durable and put in place whole (a temporary name, fsync,
     rename). background=True returns a PendingSave once obj is copied to host memory, and
     writes behind. Raises the error of an earlier background save not yet reported."""
-    global _pending
+    global _pending, _kept_storage
     path = os.fspath(path)
     previous = _pending
     if previous is not None:
         previous._done.wait()             # one in flight: at most two copies of the state
     _raise_unreported()
     storage = storage_for(os.path.dirname(os.path.abspath(path)), native=native, fs=fs)
+    _kept_storage = storage
     if not background:
         _write(storage, obj, path)
         return None

@@ -23,10 +23,6 @@ LOOM_DOM_NONE = 0xFFFFFFFF
 LOOM_DEFAULT_STRIPE_SIZE = 4 << 20
 
 
-class Timespec(ctypes.Structure):
-    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
-
-
 class Attr(ctypes.Structure):
     """struct loom_attr: a struct stat in fixed-width fields (loom_attr_from_stat)."""
     _fields_ = [("dev", c_uint64), ("ino", c_uint64), ("nlink", c_uint64), ("rdev", c_uint64),

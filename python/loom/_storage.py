@@ -6,6 +6,7 @@ import builtins
 import fnmatch
 import os
 import warnings
+import weakref
 
 
 def glob_walk(walk, root, pattern, recursive):
@@ -157,6 +158,10 @@ class LoomStorage:
         self._files = {}
 
 
+# (mountpoint, source) -> the loom.FileSystem storage_for made, while something uses it.
+_connections = weakref.WeakValueDictionary()
+
+
 def storage_for(root, native=None, fs=None):
     """LoomStorage when fs is given, or native is not False and root is on a Loom mount;
     else LocalStorage. native=True insists on Loom."""
@@ -166,9 +171,15 @@ def storage_for(root, native=None, fs=None):
         return LocalStorage()
     from ._fs import KEY_ERRNOS, connect, mount_of
     root = os.path.abspath(root)
-    if mount_of(root) is not None:
+    found = mount_of(root)
+    if found is not None:
         try:
-            return LoomStorage(connect(root))
+            # One connection per mount while one is in use: a checkpoint save each time would
+            # otherwise connect (and authenticate) again, in the training loop's wait.
+            fs = _connections.get(found)
+            if fs is None:
+                fs = _connections[found] = connect(found[0])
+            return LoomStorage(fs)
         except PermissionError as e:
             if native or e.errno not in KEY_ERRNOS:
                 raise

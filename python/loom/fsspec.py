@@ -19,7 +19,7 @@ import stat as stat_mod
 from fsspec import AbstractFileSystem, register_implementation
 from fsspec.utils import infer_storage_options
 
-from ._fs import connect, mount_of
+from ._fs import connect, loom_mounts, mount_of
 
 COPY_CHUNK = 8 << 20
 
@@ -52,9 +52,13 @@ class LoomFileSystem(AbstractFileSystem):
             path = infer_storage_options(path)["path"]
         if not path.startswith("/"):
             path = "/" + path
-        found = mount_of(path)
-        if found is not None:
-            path = path[len(found[0].rstrip("/")):] if os.path.abspath(path) == path else path
+        # A path under a Loom mount point, by its text alone (no realpath: this runs for every
+        # name fsspec hands back; a path through a symlink is mapped by loom.FileSystem.fspath).
+        for mnt, _ in loom_mounts():
+            m = mnt.rstrip("/")
+            if path == m or path.startswith(m + "/"):
+                path = path[len(m):]
+                break
         return path.rstrip("/") or "/"
 
     @staticmethod
@@ -79,7 +83,10 @@ class LoomFileSystem(AbstractFileSystem):
                 "mtime": st.st_mtime, "created": st.st_ctime, "islink": link}
 
     def info(self, path, **kwargs):
-        path = self._strip_protocol(path)
+        return self._info_at(self._strip_protocol(path))
+
+    def _info_at(self, path):
+        """info() of a path already the file system's own."""
         lst = self._lfs.lstat(path)
         if stat_mod.S_ISLNK(lst.st_mode):
             try:
@@ -100,7 +107,7 @@ class LoomFileSystem(AbstractFileSystem):
         out = []
         for name in names:
             try:
-                out.append(self.info(name))
+                out.append(self._info_at(name))
             except FileNotFoundError:
                 continue  # removed since the listing, as os.scandir + stat would skip it
         return out

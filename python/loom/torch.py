@@ -69,7 +69,7 @@ class _ProcessPlan:
         self.base = 0            # the prefetcher's item 0 is order[base]
         self.epoch = epoch       # what the plan was made for: a sampler's epoch, or a loader's
         self.armed = armed       # False: no order is known; prefetch starts after a run in order
-        self.run = 0             # samples read in a row in the order (before arming)
+        self.seq = None          # what learns the order while not armed (_Sequence)
         self.cursor = 0
         self.hits = 0            # samples found in the plan
         self.misses = 0          # samples asked for out of it
@@ -294,12 +294,6 @@ class _PlannedDataset(tud.Dataset):
             self._plan = self._new_plan(None if order is None else self._this_worker(order), epoch)
         return self._plan
 
-    @staticmethod
-    def _plan_key_is_epoch(plan):
-        """A plan of a sampler's epoch (or of none) is followed by the next; a loader's is
-        replaced when the loader publishes the next."""
-        return not (isinstance(plan.epoch, tuple) and plan.epoch[0] == "loader")
-
     def _warn_if_missing(self, plan):
         total = plan.hits + plan.misses
         if self._warned or total < WARN_AFTER or plan.hits * 2 >= total:
@@ -331,8 +325,10 @@ class _PlannedDataset(tud.Dataset):
             return self._read_direct(i)
         plan = self._current_plan()
         pos = plan.find(i)
+        # A plan used up is followed by the next epoch's, but a loader's (keyed by a tuple) is
+        # replaced only when the loader publishes the next.
         if (pos is None and plan.armed and plan.cursor >= len(plan.order)
-                and self._plan_key_is_epoch(plan)):
+                and not isinstance(plan.epoch, tuple)):
             plan = self._current_plan(replan=True)  # the next epoch, in the same process
             pos = plan.find(i)
         if not plan.armed:
