@@ -107,6 +107,21 @@ int loom_connect_with(const char *mds_addr, const struct loom_connect_opts *opts
  */
 int loom_key_refusal(const char *path, char *buf, size_t cap);
 
+/*
+ * Connects through the door of the Loom mount that holds path (a mount point, or any path on
+ * the mount), for a process without the file system key: that node's loom-mount, which holds
+ * it, does each request as this process's user (the kernel tells it who that is), and data
+ * moves through memory both map. The paths given to the calls are the file system's (as for
+ * loom_connect), not the mount's. The calls on files and directories, names, attributes,
+ * extended attributes, layouts and prefetch work as on a keyed connection; the others (targets,
+ * pools, nodemaps, the inode-level API) fail with -EOPNOTSUPP: they need the key.
+ * Errors: -ENOTTY (not a Loom mount, or one without doors), -ENOENT (the mount serves no door),
+ *         -EACCES (the daemon refused this user, or another process answered), -EUSERS (this
+ *         user has too many sessions open there), and the servers' errors. loom_connect_error()
+ *         says which.
+ */
+int loom_connect_mount(const char *path, loom_fs **out);
+
 /* Closes every connection. Files and directories still open are invalid afterwards. First has
  * the MDS commit what it answered this client and not committed yet (only this process could
  * replay it after an MDS crash), waiting for an MDS that is away as any call does (up to the

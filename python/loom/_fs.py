@@ -52,14 +52,21 @@ def _key_refusal(key_file):
 KEY_ERRNOS = (errno.EACCES, errno.EPERM, errno.ENOKEY, errno.ENOENT, errno.EKEYREJECTED)
 
 
+def _mount_of_mds(mds):
+    """The first Loom mount of the file system whose MDS is mds, or None."""
+    return next((m for m, src in loom_mounts() if _mds_of_source(src)[0] == mds), None)
+
+
 def _ways_in(mds, mountpoint):
     """The sentence that follows a refusal for want of the key: both ways in, for this user."""
     if mountpoint is None:
-        mountpoint = next((m for m, src in loom_mounts() if _mds_of_source(src)[0] == mds), None)
-    way = ("read it through its mount at %s, with open() and the usual tools (loom.torch's "
-           "datasets do so by themselves)" % mountpoint if mountpoint else
-           "mount it (mount -t loom %s:/FSNAME /mnt/loom) and read it there, with open() and the "
-           "usual tools: there is no Loom mount of it here" % mds)
+        mountpoint = _mount_of_mds(mds)
+    way = ("the door of its mount at %s, which root's loom-mount serves (the package goes "
+           "through it as this user, natively; a mount made with nodoor has none), or that "
+           "mount itself, with open() and the usual tools" % mountpoint if mountpoint else
+           "a mount of it on this node (mount -t loom %s:/FSNAME /mnt/loom, as root): the "
+           "package then goes through the mount's door, as this user; there is no Loom mount "
+           "of it here" % mds)
     return ("The ways in: the file system's key (key_file=, $LOOM_KEY_FILE or /etc/loom/loom.key, "
             "which only its owner may read: docs/python.md, \"Who may connect\"), or %s" % way)
 
@@ -188,6 +195,7 @@ class FileSystem:
         # finalizer runs, and a file closed after the disconnect would use freed memory. So a
         # finalizer that finds files still open leaves the disconnect to the last one's close.
         self._live = 0
+        self.via_door = False  # connected through a mount's door (no key), as this user
         self._disconnect_at_last = False
         self._fsname = fsname
         self._key_file = key_file
@@ -222,6 +230,15 @@ class FileSystem:
                     why = "there is no key file at %s" % _key_path(self._key_file)
                 msg = "cannot connect to the Loom MDS at %s: %s" % (self.mds, why)
                 if -rc in KEY_ERRNOS:
+                    # Without the key: through the door of this node's mount, as this user.
+                    mnt = self.mountpoint or _mount_of_mds(self.mds)
+                    if mnt is not None:
+                        drc = lib.loom_connect_mount(os.fsencode(mnt), ctypes.byref(out))
+                        if drc == 0:
+                            self._h, self._pid, self.via_door = out.value, os.getpid(), True
+                            return self._h
+                        msg += "; nor through the door of its mount at %s: %s" % (
+                            mnt, os.fsdecode(lib.loom_connect_error() or b"") or os.strerror(-drc))
                     # A permission problem, whatever libloom's errno (ENOKEY, EKEYREJECTED).
                     cls = FileNotFoundError if rc == -errno.ENOENT else PermissionError
                     raise cls(-rc, "%s. %s" % (msg, _ways_in(self.mds, self.mountpoint)))

@@ -109,6 +109,7 @@ _SIGNATURES = {
     "loom_disconnect_nowait": (None, [c_void_p]),
     "loom_connect_error": (c_char_p, []),
     "loom_key_refusal": (c_int, [c_char_p, c_char_p, c_size_t]),
+    "loom_connect_mount": (c_int, [c_char_p, POINTER(c_void_p)]),
     "loom_fsname": (c_char_p, [c_void_p]),
     "loom_stat": (c_int, [c_void_p, c_char_p, c_void_p]),
     "loom_lstat": (c_int, [c_void_p, c_char_p, c_void_p]),

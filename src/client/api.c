@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "client/door.h"
 #include "client/internal.h"
 #include "client/path.h"
 #include "common/util.h"
@@ -47,11 +48,15 @@ static int do_stat(loom_fs *fs, const char *path, bool follow, struct stat *st)
 
 int loom_stat(loom_fs *fs, const char *path, struct stat *st)
 {
+	if (fs->door)
+		return door_stat(fs, path, true, st);
 	return do_stat(fs, path, true, st);
 }
 
 int loom_lstat(loom_fs *fs, const char *path, struct stat *st)
 {
+	if (fs->door)
+		return door_stat(fs, path, false, st);
 	return do_stat(fs, path, false, st);
 }
 
@@ -79,6 +84,8 @@ int loom_mkdir(loom_fs *fs, const char *path, mode_t mode)
 	struct lw_attr attr;
 	int rc = new_entry_at(fs, path, &e);
 
+	if (fs->door)
+		return door_path_op(fs, DOOR_OP_MKDIR, path, NULL, 0, mode, 0);
 	return rc ? rc : mdc_mkdir(fs, &e.cr, e.parent, e.name, e.len, mode & 07777 & ~fs->umask, &attr,
 			      NULL, NULL);
 }
@@ -111,11 +118,15 @@ static int remove_name(loom_fs *fs, const char *path, uint16_t op)
 
 int loom_rmdir(loom_fs *fs, const char *path)
 {
+	if (fs->door)
+		return door_path_op(fs, DOOR_OP_RMDIR, path, NULL, 0, 0, 0);
 	return remove_name(fs, path, LW_OP_MDS_RMDIR);
 }
 
 int loom_unlink(loom_fs *fs, const char *path)
 {
+	if (fs->door)
+		return door_path_op(fs, DOOR_OP_UNLINK, path, NULL, 0, 0, 0);
 	return remove_name(fs, path, LW_OP_MDS_UNLINK);
 }
 
@@ -128,6 +139,8 @@ int loom_rename(loom_fs *fs, const char *from, const char *to, unsigned int flag
 	bool trailing;
 	int rc;
 
+	if (fs->door)
+		return door_path_op(fs, DOOR_OP_RENAME, from, to, flags, 0, 0);
 	if (flags & ~(LOOM_RENAME_NOREPLACE | LOOM_RENAME_EXCHANGE))
 		return -EINVAL;
 	fs_cred(fs, &cr);
@@ -147,6 +160,8 @@ int loom_link(loom_fs *fs, const char *from, const char *to)
 	struct lw_attr src, attr;
 	int rc;
 
+	if (fs->door)
+		return door_path_op(fs, DOOR_OP_LINK, from, to, 0, 0, 0);
 	fs_cred(fs, &e.cr);
 	rc = path_resolve(fs, &e.cr, from, false, &src);
 	if (rc == 0)
@@ -160,6 +175,8 @@ int loom_symlink(loom_fs *fs, const char *target, const char *linkpath)
 	struct lw_attr attr;
 	int rc = new_entry_at(fs, linkpath, &e);
 
+	if (fs->door)
+		return door_path_op(fs, DOOR_OP_SYMLINK, target, linkpath, 0, 0, 0);
 	return rc ? rc : mdc_symlink(fs, &e.cr, e.parent, e.name, e.len, target, strlen(target), &attr);
 }
 
@@ -169,6 +186,8 @@ int loom_readlink(loom_fs *fs, const char *path, char *buf, size_t cap, size_t *
 	struct lw_attr attr;
 	int rc;
 
+	if (fs->door)
+		return door_readlink(fs, path, buf, cap, len);
 	fs_cred(fs, &cr);
 	rc = path_resolve(fs, &cr, path, false, &attr);
 	if (rc)
@@ -203,6 +222,8 @@ int loom_chmod(loom_fs *fs, const char *path, mode_t mode)
 {
 	struct lw_setattr sa = { .valid = LW_SA_MODE, .mode = mode & 07777 };
 
+	if (fs->door)
+		return door_path_op(fs, DOOR_OP_CHMOD, path, NULL, 0, mode, 0);
 	return setattr_path(fs, path, &sa, NULL);
 }
 
@@ -210,6 +231,8 @@ int loom_chown(loom_fs *fs, const char *path, uid_t uid, gid_t gid)
 {
 	struct lw_setattr sa = { 0 };
 
+	if (fs->door)
+		return door_path_op(fs, DOOR_OP_CHOWN, path, NULL, uid, gid, 0);
 	if (uid != (uid_t)-1) {
 		sa.valid |= LW_SA_UID;
 		sa.uid = uid;
@@ -232,6 +255,8 @@ int loom_utimens(loom_fs *fs, const char *path, const struct timespec times[2])
 {
 	struct lw_setattr sa = { 0 };
 
+	if (fs->door)
+		return door_utimens(fs, path, times);
 	if (!times) {
 		sa.valid = LW_SA_ATIME_NOW | LW_SA_MTIME_NOW;
 	} else {
@@ -263,6 +288,8 @@ int loom_truncate(loom_fs *fs, const char *path, off_t size)
 	struct lw_attr attr;
 	int rc;
 
+	if (fs->door)
+		return door_path_op(fs, DOOR_OP_TRUNCATE, path, NULL, 0, 0, size);
 	if (size < 0)
 		return -EINVAL;
 	sa.size = (uint64_t)size;
@@ -279,6 +306,8 @@ int loom_statfs(loom_fs *fs, struct statvfs *st)
 	struct loom_cred cr;
 	int rc;
 
+	if (fs->door)
+		return door_statfs(fs, st);
 	fs_cred(fs, &cr);
 	rc = mdc_statfs(fs, &cr, &rep);
 	if (rc)
@@ -318,6 +347,8 @@ int loom_getxattr(loom_fs *fs, const char *path, const char *name, void *buf, si
 	uint64_t ino;
 	int rc = xattr_target(fs, path, &cr, &ino);
 
+	if (fs->door)
+		return door_getxattr(fs, path, name, buf, cap, len);
 	return rc ? rc : mdc_getxattr(fs, &cr, LW_OP_MDS_GETXATTR, ino, name, buf, cap, len);
 }
 
@@ -328,6 +359,8 @@ int loom_setxattr(loom_fs *fs, const char *path, const char *name, const void *v
 	uint64_t ino;
 	int rc;
 
+	if (fs->door)
+		return door_setxattr(fs, path, name, value, len, flags);
 	if (flags & ~(LOOM_XATTR_CREATE | LOOM_XATTR_REPLACE))
 		return -EINVAL;
 	rc = xattr_target(fs, path, &cr, &ino);
@@ -340,6 +373,8 @@ int loom_listxattr(loom_fs *fs, const char *path, char *buf, size_t cap, size_t 
 	uint64_t ino;
 	int rc = xattr_target(fs, path, &cr, &ino);
 
+	if (fs->door)
+		return door_listxattr(fs, path, buf, cap, len);
 	return rc ? rc : mdc_getxattr(fs, &cr, LW_OP_MDS_LISTXATTR, ino, NULL, buf, cap, len);
 }
 
@@ -349,6 +384,8 @@ int loom_removexattr(loom_fs *fs, const char *path, const char *name)
 	uint64_t ino;
 	int rc = xattr_target(fs, path, &cr, &ino);
 
+	if (fs->door)
+		return door_path_op(fs, DOOR_OP_REMOVEXATTR, path, name, 0, 0, 0);
 	return rc ? rc : mdc_removexattr(fs, &cr, ino, name);
 }
 
@@ -380,6 +417,8 @@ int loom_opendir(loom_fs *fs, const char *path, loom_dir **out)
 	loom_dir *d;
 	int rc;
 
+	if (fs->door)
+		return door_opendir(fs, path, out);
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
@@ -407,6 +446,8 @@ int loom_readdir(loom_dir *d, struct loom_dirent *ent)
 	const char *name;
 	int rc;
 
+	if (d->fs->door)
+		return door_readdir(d, ent);
 	while (d->left == 0) {
 		if (d->eof)
 			return 0;
@@ -429,6 +470,10 @@ int loom_readdir(loom_dir *d, struct loom_dirent *ent)
 
 void loom_closedir(loom_dir *d)
 {
+	if (d && d->fs->door) {
+		door_closedir(d);
+		return;
+	}
 	if (!d)
 		return;
 	free(d->page);
@@ -448,6 +493,8 @@ int loom_getlayout(loom_fs *fs, const char *path, struct loom_layout **out)
 	struct lw_attr attr;
 	int rc;
 
+	if (fs->door)
+		return door_getlayout(fs, path, out);
 	fs_cred(fs, &cr);
 	rc = path_resolve(fs, &cr, path, true, &attr);
 	return rc ? rc : mdc_getlayout(fs, &cr, attr.ino, out);
@@ -539,6 +586,8 @@ int loom_swap_layouts_copy(loom_fs *fs, const char *path, loom_file *copy, const
 
 int loom_setlayout(loom_fs *fs, const char *path, const struct loom_layout *layout)
 {
+	if (fs->door)
+		return door_setlayout(fs, path, layout);
 	struct loom_layout *res = NULL;
 	struct loom_cred cr;
 	struct lw_attr attr;
@@ -577,6 +626,8 @@ int loom_dellayout(loom_fs *fs, const char *path)
 	struct lw_attr attr;
 	int rc;
 
+	if (fs->door)
+		return door_path_op(fs, DOOR_OP_DELLAYOUT, path, NULL, 0, 0, 0);
 	fs_cred(fs, &cr);
 	rc = path_resolve(fs, &cr, path, true, &attr);
 	if (rc)

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "client/door.h"
 #include "client/internal.h"
 #include "common/log.h"
 #include "loom/loom_ll.h"
@@ -243,12 +244,16 @@ int file_open_local(loom_fs *fs, const struct loom_cred *cr, int flags, const st
 
 int loom_open(loom_fs *fs, const char *path, int flags, mode_t mode, loom_file **out)
 {
+	if (fs->door)
+		return door_open(fs, path, flags, mode, NULL, out);
 	return open_common(fs, path, flags, mode, NULL, out);
 }
 
 int loom_create(loom_fs *fs, const char *path, int flags, mode_t mode,
 		const struct loom_layout *layout, loom_file **out)
 {
+	if (fs->door)
+		return door_open(fs, path, flags | O_CREAT, mode, layout, out);
 	return open_common(fs, path, flags | O_CREAT, mode, layout, out);
 }
 
@@ -300,6 +305,8 @@ ssize_t loom_pread(loom_file *f, void *buf, size_t len, off_t off)
 	uint64_t size;
 	int rc;
 
+	if (f->fs->door)
+		return door_rw(f, DOOR_OP_PREAD, buf, len, off);
 	if (off < 0)
 		return -EINVAL;
 	if (!can_read(f))
@@ -338,6 +345,8 @@ ssize_t loom_read(loom_file *f, void *buf, size_t len)
 {
 	ssize_t n = loom_pread(f, buf, len, (off_t)f->pos);
 
+	if (f->fs->door)
+		return door_rw(f, DOOR_OP_READ, buf, len, 0);
 	if (n > 0)
 		f->pos += (uint64_t)n;
 	return n;
@@ -349,6 +358,8 @@ int loom_lseek(loom_file *f, off_t off, int whence, off_t *pos)
 	off_t found;
 	int rc;
 
+	if (f->fs->door)
+		return door_seek(f, DOOR_OP_LSEEK, off, whence, pos);
 	switch (whence) {
 	case SEEK_SET: base = 0; break;
 	case SEEK_CUR: base = (int64_t)f->pos; break;
@@ -530,6 +541,8 @@ int loom_fsync(loom_file *f)
 {
 	int rc, sync_rc = 0;
 
+	if (f->fs->door)
+		return door_file_op(f, DOOR_OP_FSYNC, 0, 0, 0, NULL);
 	/* The objects' data is made durable by the OSSs, the Data-on-MDT bytes by the report (the
 	 * MDS commits before it answers). What did reach the objects is made durable and reported
 	 * even when a write failed; the failure is fsync's error. */
@@ -545,6 +558,8 @@ int loom_fsync(loom_file *f)
 
 int loom_flush(loom_file *f)
 {
+	if (f->fs->door)
+		return 0; /* the daemon writes what it is given before it answers */
 	return report(f, LW_OP_MDS_SIZE_UPDATE);
 }
 
@@ -569,6 +584,8 @@ int loom_ftruncate(loom_file *f, off_t size)
 	struct lw_attr attr;
 	int rc;
 
+	if (f->fs->door)
+		return door_file_op(f, DOOR_OP_FTRUNCATE, size, 0, 0, NULL);
 	if (size < 0)
 		return -EINVAL;
 	if (!file_can_write(f))
@@ -591,6 +608,8 @@ int loom_fstat(loom_file *f, struct stat *st)
 	struct lw_attr attr;
 	int rc;
 
+	if (f->fs->door)
+		return door_fstat(f, DOOR_OP_FSTAT, st);
 	rc = mdc_getattr(f->fs, &f->cred, f->ino, &attr);
 	if (rc == -ENOENT) {
 		attr = f->attr; /* unlinked while open: what we know */
@@ -624,6 +643,11 @@ void loom_file_attr(loom_file *f, struct stat *st)
 	struct lw_attr attr;
 	int rc;
 
+	if (f->fs->door) {
+		if (door_fstat(f, DOOR_OP_FILE_ATTR, st))
+			memset(st, 0, sizeof(*st));
+		return;
+	}
 	file_attr(f, UINT64_MAX, &attr, &rc);
 	attr_to_stat(&attr, st);
 }
@@ -769,6 +793,8 @@ int loom_close(loom_file *f)
 {
 	int rc;
 
+	if (f && f->fs->door)
+		return door_close_file(f);
 	if (!f)
 		return -EBADF;
 	/* The handle goes: its writes behind are answered first, whatever interrupts come. */

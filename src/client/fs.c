@@ -319,6 +319,16 @@ const char *loom_connect_error(void)
 
 static void why_add(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* What loom_connect_error says next: a connect that is not loom_connect_with's (the door's). */
+void fs_connect_why(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(connect_why, sizeof(connect_why), fmt, ap);
+	va_end(ap);
+}
+
 /* Appends one sentence to why, "; " between two. */
 static void why_add(char *why, size_t cap, const char *fmt, ...)
 {
@@ -418,6 +428,33 @@ static int mds_open(loom_fs *fs, struct rpc_conn_opts *o, struct rpc_conn **out,
 	return ret;
 }
 
+/* A loom_fs with its locks and tables, connected to nothing yet. */
+loom_fs *fs_new(void)
+{
+	loom_fs *fs = calloc(1, sizeof(*fs));
+
+	if (!fs)
+		return NULL;
+	pthread_mutex_init(&fs->cred_lock, NULL);
+	pthread_mutex_init(&fs->ost_lock, NULL);
+	pthread_mutex_init(&fs->mds_lock, NULL);
+	pthread_mutex_init(&fs->addr_lock, NULL);
+	pthread_mutex_init(&fs->files_lock, NULL);
+	pthread_mutex_init(&fs->open_lock, NULL);
+	pthread_mutex_init(&fs->bare_lock, NULL);
+	pthread_mutex_init(&fs->shared_lock, NULL);
+	u64map_init(&fs->shared);
+	held_locks_init(fs);
+	kept_changes_init(fs);
+	behind_init(fs);
+	made_init(fs);
+	u64map_init(&fs->files);
+	u64map_init(&fs->bare);
+	cred_of_process(&fs->cred);
+	fs->umask = process_umask();
+	return fs;
+}
+
 int loom_connect_with(const char *mds_addr, const struct loom_connect_opts *opts, loom_fs **out)
 {
 	struct rpc_conn_opts o = { .name = "MDS", .hello = mds_hello,
@@ -450,26 +487,9 @@ int loom_connect_with(const char *mds_addr, const struct loom_connect_opts *opts
 		mds_addr = list;
 	}
 
-	fs = calloc(1, sizeof(*fs));
+	fs = fs_new();
 	if (!fs)
 		return -ENOMEM;
-	pthread_mutex_init(&fs->cred_lock, NULL);
-	pthread_mutex_init(&fs->ost_lock, NULL);
-	pthread_mutex_init(&fs->mds_lock, NULL);
-	pthread_mutex_init(&fs->addr_lock, NULL);
-	pthread_mutex_init(&fs->files_lock, NULL);
-	pthread_mutex_init(&fs->open_lock, NULL);
-	pthread_mutex_init(&fs->bare_lock, NULL);
-	pthread_mutex_init(&fs->shared_lock, NULL);
-	u64map_init(&fs->shared);
-	held_locks_init(fs);
-	kept_changes_init(fs);
-	behind_init(fs);
-	made_init(fs);
-	u64map_init(&fs->files);
-	u64map_init(&fs->bare);
-	cred_of_process(&fs->cred);
-	fs->umask = process_umask();
 	fs->recovery_ms = 1000u * recovery_s;
 	fs->soft_ms = opts ? 1000u * opts->soft_seconds : 0;
 	fs->at_min_ms = 1000u * (opts && opts->at_min_seconds ? opts->at_min_seconds : at_min_seconds_default());
@@ -531,6 +551,7 @@ static void disconnect(loom_fs *fs, bool wait)
 {
 	if (!fs)
 		return;
+	door_close(fs);
 	/* The creates sent behind are answered, and the closes they are owed sent, while the lease
 	 * thread runs; then its MDS_LEASE goes out while the connection still takes calls. */
 	(void)behind_barrier(fs);
@@ -628,6 +649,8 @@ int fs_mds_conn(loom_fs *fs, struct rpc_conn **out)
 	struct rpc_conn *c, *old = NULL;
 	int rc = 0;
 
+	if (fs->door)
+		return -EOPNOTSUPP; /* what the door does not carry needs the key */
 	conn_opts_of(fs, &o);
 	pthread_mutex_lock(&fs->mds_lock);
 	c = fs->mds;

@@ -131,10 +131,14 @@ struct loom_fs {
 	/* Attributes of files made behind, after their last close (made.c), by inode. */
 	pthread_mutex_t made_lock;
 	struct u64map made;
+	/* Connected through a mount's door (door.c), not to the servers: the public calls the door
+	 * carries go through it, and everything else fails with -EOPNOTSUPP. */
+	struct door *door;
 };
 
 struct loom_file {
 	loom_fs *fs;
+	uint64_t door_fh;          /* the door's handle, when fs->door */
 	struct loom_file *next_same_ino; /* under fs->files_lock */
 	struct loom_file *prev_open, *next_open; /* under fs->open_lock */
 	struct loom_cred cred;     /* who opened it: reports go out in that name */
@@ -210,9 +214,13 @@ struct loom_dir {
 	uint32_t page_len;
 	struct lw_rd rd;
 	uint32_t left;   /* entries left in the page */
+	uint64_t door_fh; /* the door's handle, when fs->door (page holds door_dirents) */
+	uint32_t door_pos; /* where the next one is in page */
 };
 
 /* fs.c */
+loom_fs *fs_new(void);
+void fs_connect_why(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void fs_cred(loom_fs *fs, struct loom_cred *out);
 /* An error of a call in a connection's hello that means the connection failed (rather than the
  * server answering): the hello is tried again on the next connection. */
@@ -229,6 +237,30 @@ int fs_mds_conn(loom_fs *fs, struct rpc_conn **out);
  * -ENODEV for an index the MDS does not know; -EIO when the OSS cannot be reached. */
 int fs_ost_conn(loom_fs *fs, uint32_t ost_idx, struct rpc_conn **out);
 int fs_refresh_osts(loom_fs *fs);
+
+/* door.c and door_api.c: the calls a mount's door carries, for a loom_fs connected through one
+ * (loom_connect_mount). Each mirrors the public call of its name. */
+void door_close(loom_fs *fs);
+int door_stat(loom_fs *fs, const char *path, bool follow, struct stat *st);
+int door_path_op(loom_fs *fs, int op, const char *p0, const char *p1, uint32_t flags, uint32_t mode, int64_t off);
+int door_readlink(loom_fs *fs, const char *path, char *buf, size_t cap, size_t *len);
+int door_utimens(loom_fs *fs, const char *path, const struct timespec times[2]);
+int door_statfs(loom_fs *fs, struct statvfs *st);
+int door_getxattr(loom_fs *fs, const char *path, const char *name, void *buf, size_t cap, size_t *len);
+int door_setxattr(loom_fs *fs, const char *path, const char *name, const void *value, size_t len, int flags);
+int door_listxattr(loom_fs *fs, const char *path, char *buf, size_t cap, size_t *len);
+int door_getlayout(loom_fs *fs, const char *path, struct loom_layout **out);
+int door_setlayout(loom_fs *fs, const char *path, const struct loom_layout *layout);
+int door_opendir(loom_fs *fs, const char *path, loom_dir **out);
+int door_readdir(loom_dir *d, struct loom_dirent *ent);
+void door_closedir(loom_dir *d);
+int door_open(loom_fs *fs, const char *path, int flags, mode_t mode, const struct loom_layout *layout,
+	      loom_file **out);
+ssize_t door_rw(loom_file *f, int op, void *buf, size_t len, off_t off);
+int door_file_op(loom_file *f, int op, int64_t off, uint32_t flags, uint64_t arg, int64_t *val);
+int door_seek(loom_file *f, int op, off_t off, int whence, off_t *out);
+int door_fstat(loom_file *f, int op, struct stat *st);
+int door_close_file(loom_file *f);
 
 /* mdc.c: metadata RPCs, by inode. Replies are checked for length before use. */
 int mdc_getattr(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, struct lw_attr *out);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client/door.h"
 #include "client/internal.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -192,6 +193,8 @@ static int sync_call(loom_fs *fs, uint32_t flags)
 
 int loom_sync(loom_fs *fs)
 {
+	if (fs->door)
+		return door_path_op(fs, DOOR_OP_SYNC, NULL, NULL, 0, 0, 0);
 	if (!kept_changes_any(fs))
 		return 0; /* everything this client was told is committed */
 	return sync_call(fs, 0);

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "client/door.h"
 #include "client/internal.h"
 #include "common/util.h"
 
@@ -91,6 +92,8 @@ int loom_fallocate(loom_file *f, int mode, off_t off, off_t len)
 	bool keep = (mode & FALLOC_FL_KEEP_SIZE) != 0;
 	int rc;
 
+	if (f->fs->door)
+		return door_file_op(f, DOOR_OP_FALLOCATE, off, (uint32_t)mode, (uint64_t)len, NULL);
 	rc = falloc_check(f, mode, off, len);
 	if (rc)
 		return rc;
@@ -137,6 +140,8 @@ int loom_seek_data(loom_file *f, off_t off, int whence, off_t *out)
 	uint64_t size, pos = (uint64_t)off, dom_size, data_end, found;
 	int rc;
 
+	if (f->fs->door)
+		return door_seek(f, DOOR_OP_SEEK_DATA, off, whence, out);
 	if (whence != SEEK_DATA && whence != SEEK_HOLE)
 		return -EINVAL;
 	if (off < 0)

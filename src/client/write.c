@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "client/door.h"
 #include "client/internal.h"
 #include "common/util.h"
 
@@ -349,6 +350,8 @@ ssize_t loom_pwrite(loom_file *f, const void *buf, size_t len, off_t off)
 {
 	ssize_t n;
 
+	if (f->fs->door)
+		return door_rw(f, DOOR_OP_PWRITE, (void *)buf, len, off);
 	if (off < 0)
 		return -EINVAL;
 	if (!file_can_write(f))
@@ -372,6 +375,8 @@ ssize_t loom_write(loom_file *f, const void *buf, size_t len)
 {
 	ssize_t n = loom_pwrite(f, buf, len, (off_t)f->pos);
 
+	if (f->fs->door)
+		return door_rw(f, DOOR_OP_WRITE, (void *)buf, len, 0);
 	if (n > 0) {
 		pthread_mutex_lock(&f->lock);
 		/* After an append the position is the end it wrote to (which is the end now). */

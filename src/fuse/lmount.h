@@ -41,6 +41,8 @@ struct lmount_opts {
 	int noleases;          /* noleases: no directory leases (every lookup asks the MDS) */
 	int nowsync;           /* nowsync (the default; wsync: off): creates sent behind under
 	                        * exclusive directory leases */
+	char *door;            /* door=PATH: the socket of the door (door.c) */
+	int nodoor;            /* nodoor: serve none */
 };
 
 /* statahead.c: the listings with attributes of the few directories being scanned, answering
@@ -89,8 +91,12 @@ struct lm_leases {
 	uint32_t links;        /* links made through this mount (lm_lease_linked) */
 };
 
+struct lm_door;
+
 struct lmount {
 	loom_fs *fs;
+	struct loom_connect_opts copts; /* how fs connected: the door's sessions connect alike */
+	struct lm_door *door;    /* NULL: no door */
 	struct fuse_session *se; /* for invalidating cached pages */
 	struct lmount_opts opts;
 	char mds_addr[512];      /* the MDS's addresses: a failover list (common/mdsaddr.h) */
@@ -319,5 +325,10 @@ void lm_ioctl_ops(struct fuse_lowlevel_ops *ops);
 /* The virtual xattr holding a file's layout (as Lustre's lustre.lov). */
 #define LM_LOV_XATTR "loom.lov"
 #define LM_LOV_XATTR_LUSTRE "lustre.lov"
+
+/* door.c: the door for users without the key (src/common/door.h). */
+int lm_door_start(struct lmount *m, const char *path, struct lm_door **out);
+const char *lm_door_path(const struct lm_door *d);
+void lm_door_stop(struct lm_door *d);
 
 #endif

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "common/auth.h"
@@ -32,7 +33,7 @@
 #define EX_USAGE 1
 #define EX_FAIL  32
 
-enum { KEY_HELP, KEY_VERSION, KEY_DROP, KEY_KEYFILE };
+enum { KEY_HELP, KEY_VERSION, KEY_DROP, KEY_KEYFILE, KEY_DOOR };
 
 static const struct fuse_opt lm_opt_spec[] = {
 	LM_OPT("attr_timeout=%lf", attr_timeout),
@@ -56,7 +57,9 @@ static const struct fuse_opt lm_opt_spec[] = {
 	LM_OPT("noleases", noleases),
 	LM_OPT("nowsync", nowsync),
 	{ "wsync", offsetof(struct lmount_opts, nowsync), 0 },
+	LM_OPT("nodoor", nodoor),
 	FUSE_OPT_KEY("key=", KEY_KEYFILE),
+	FUSE_OPT_KEY("door=", KEY_DOOR),
 	FUSE_OPT_KEY("-h", KEY_HELP),
 	FUSE_OPT_KEY("--help", KEY_HELP),
 	FUSE_OPT_KEY("-V", KEY_VERSION),
@@ -116,6 +119,10 @@ static void usage(FILE *f)
 		"                        and unlinks of files it made, itself and tells the MDS\n"
 		"                        behind (see loom-mount(8))\n"
 		"  wsync                 every create and unlink waits for the MDS's answer\n"
+		"  door=PATH             the socket through which users without the key use the file\n"
+		"                        system natively, as themselves (libloom, the Python package;\n"
+		"                        default /run/loom/door.PID.sock when root mounts)\n"
+		"  nodoor                serve no such socket\n"
 		"  -f                    stay in the foreground;  -d  print every request (implies -f)\n"
 		"Mount options handled by the kernel or FUSE:\n"
 		"  ro, rw, noatime, relatime, nosuid, nodev, noexec, allow_other, allow_root,\n"
@@ -145,6 +152,14 @@ static int lm_opt_proc(void *data, const char *arg, int key, struct fuse_args *o
 			fprintf(stderr, "loom-mount: cannot read the key file %s: %s\n", arg + 4, strerror(errno));
 			exit(EX_USAGE);
 		}
+		return 0;
+	case KEY_DOOR:
+		if (arg[5] != '/' || strlen(arg + 5) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+			fprintf(stderr, "loom-mount: door=%s: an absolute path of at most 107 bytes\n", arg + 5);
+			exit(EX_USAGE);
+		}
+		free(o->door);
+		o->door = strdup(arg + 5);
 		return 0;
 	case FUSE_OPT_KEY_NONOPT:
 		if (!o->spec) {
@@ -287,6 +302,31 @@ static uint64_t dir_moves_now(loom_fs *fs)
 	return a.dir_moves;
 }
 
+/* The door for users without the key (door.c): where asked, else root's default place. A mount
+ * without one still works; its users then read through the mount. */
+static void door_start(struct lmount *m)
+{
+	char path[108];
+	int rc;
+
+	if (m->opts.nodoor)
+		return;
+	if (m->opts.door) {
+		snprintf(path, sizeof(path), "%s", m->opts.door);
+	} else if (getuid() == 0) {
+		if (mkdir("/run/loom", 0755) && errno != EEXIST) {
+			log_warn("no door: cannot make /run/loom: %s", strerror(errno));
+			return;
+		}
+		snprintf(path, sizeof(path), "/run/loom/door.%d.sock", (int)getpid());
+	} else {
+		return;
+	}
+	rc = lm_door_start(m, path, &m->door);
+	if (rc)
+		log_warn("no door at %s: %s", path, strerror(-rc));
+}
+
 int main(int argc, char **argv)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
@@ -294,7 +334,6 @@ int main(int argc, char **argv)
 	struct fuse_loop_config *loop_cfg;
 	struct fuse_session *se;
 	struct lmount m = { 0 };
-	struct loom_connect_opts copts = { 0 };
 	const char *key_file;
 	char fsopt[1200], why[LOOM_KEY_REFUSAL_LEN];
 	int rc, ready_fd = -1, ret = EX_FAIL;
@@ -366,19 +405,19 @@ int main(int argc, char **argv)
 	}
 	/* The connection first: it tells the user at once when the file system cannot be
 	 * reached, and nothing is mounted then. */
-	copts.fsname = m.fsname;
-	copts.key_file = m.opts.key_file;
-	copts.recovery_seconds = m.opts.recovery;
-	copts.soft_seconds = m.opts.soft ? (m.opts.timeout ? m.opts.timeout : 30) : 0;
-	copts.at_min_seconds = m.opts.at_min;
-	copts.encrypt = m.opts.encrypt;
-	rc = loom_connect_with(m.mds_addr, &copts, &m.fs);
-	key_file = loom_key_file_choose(copts.key_file);
+	m.copts.fsname = m.fsname;
+	m.copts.key_file = m.opts.key_file;
+	m.copts.recovery_seconds = m.opts.recovery;
+	m.copts.soft_seconds = m.opts.soft ? (m.opts.timeout ? m.opts.timeout : 30) : 0;
+	m.copts.at_min_seconds = m.opts.at_min;
+	m.copts.encrypt = m.opts.encrypt;
+	rc = loom_connect_with(m.mds_addr, &m.copts, &m.fs);
+	key_file = loom_key_file_choose(m.copts.key_file);
 	if (rc == -EPERM && key_file && *key_file && loom_key_refusal(key_file, why, sizeof(why)) == 0) {
 		fprintf(stderr, "loom-mount: %s\n", why);
 		goto out_args;
 	}
-	if (rc == -EACCES || rc == -EKEYREJECTED || rc == -ENOKEY || (rc == -EINVAL && copts.encrypt)) {
+	if (rc == -EACCES || rc == -EKEYREJECTED || rc == -ENOKEY || (rc == -EINVAL && m.copts.encrypt)) {
 		fprintf(stderr, "loom-mount: cannot reach file system %s at %s: %s\n", m.fsname, m.mds_addr,
 			rc == -EACCES ? "the servers refused this node: it must hold the file system key (-o key=PATH, or /etc/loom/loom.key)" :
 			rc == -EKEYREJECTED ? "the key file holds no key" :
@@ -445,6 +484,7 @@ int main(int argc, char **argv)
 		goto out_signals;
 	if (m.opts.readahead_kb)
 		set_readahead(m.opts.mountpoint, m.opts.readahead_kb);
+	door_start(&m);
 	/* Only now: the mount exists when the parent (and so `mount`) returns. */
 	if (ready_fd >= 0) {
 		daemon_ready(ready_fd);
@@ -456,6 +496,7 @@ int main(int argc, char **argv)
 	ret = fuse_session_loop_mt(se, loop_cfg) ? EX_FAIL : 0;
 	fuse_loop_cfg_destroy(loop_cfg);
 	fuse_session_unmount(se);
+	lm_door_stop(m.door);
 out_signals:
 	fuse_remove_signal_handlers(se);
 out_session:
@@ -472,5 +513,6 @@ out_args:
 	free(m.opts.spec);
 	free(m.opts.mountpoint);
 	free(m.opts.key_file);
+	free(m.opts.door);
 	return ret;
 }

@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "common/door.h"
 #include "common/mount_ioctl.h"
 #include "fuse/lmount.h"
 
@@ -138,6 +140,15 @@ static void ioc_pool(fuse_req_t req, const struct loom_ioc_pool *in)
  * argument held, and the reply may be as long. FUSE_IOCTL_DIR (a directory's descriptor) is
  * taken as a file's: every command here is about the file system, not the inode.
  */
+/* Where this mount's door is (src/common/door.h), and who serves it. */
+static void ioc_door(fuse_req_t req)
+{
+	struct loom_ioc_door out = { .pid = (uint32_t)getpid(), .version = DOOR_VERSION };
+
+	snprintf(out.path, sizeof(out.path), "%s", lm_door_path(lm_of(req)->door));
+	fuse_reply_ioctl(req, 0, &out, sizeof(out));
+}
+
 static void lm_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg, struct fuse_file_info *fi,
 		     unsigned flags, const void *in_buf, size_t in_bufsz, size_t out_bufsz)
 {
@@ -156,6 +167,7 @@ static void lm_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 	case LOOM_IOC_TARGETS: want = sizeof(struct loom_ioc_targets); break;
 	case LOOM_IOC_POOLS: want = sizeof(struct loom_ioc_pools); break;
 	case LOOM_IOC_POOL: want = sizeof(struct loom_ioc_pool); break;
+	case LOOM_IOC_DOOR: want = sizeof(struct loom_ioc_door); break;
 	default:
 		/* lsattr's FS_IOC_GETFLAGS and the like: not a Loom file attribute. */
 		fuse_reply_err(req, ENOTTY);
@@ -165,7 +177,9 @@ static void lm_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	if (c == LOOM_IOC_TARGETS)
+	if (c == LOOM_IOC_DOOR)
+		ioc_door(req);
+	else if (c == LOOM_IOC_TARGETS)
 		ioc_targets(req, in_buf);
 	else if (c == LOOM_IOC_POOLS)
 		ioc_pools(req, in_buf);

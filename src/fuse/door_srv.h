@@ -1,0 +1,48 @@
+/* loom-mount's door (src/common/door.h): its sessions and channels (door.c) and what each
+ * request does (door_ops.c). */
+#ifndef LOOM_FUSE_DOOR_SRV_H
+#define LOOM_FUSE_DOOR_SRV_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/door.h"
+#include "common/u64map.h"
+#include "loom/loom.h"
+
+/* An open file or directory of a session. refs: the session's table holds one, and each request
+ * using it one more, so that a CLOSE on another channel never frees it under a read. */
+struct door_handle {
+	enum door_fh_kind kind;
+	unsigned refs;          /* under the session's lock */
+	union {
+		loom_file *file;
+		loom_dir *dir;
+	} u;
+};
+
+struct door_session {
+	uint64_t id;
+	uint8_t token[16];
+	struct loom_cred cred;  /* what the kernel said of the caller (after root_squash) */
+	uint32_t peer_uid, peer_gid; /* ... before it: an ATTACH must come from the same */
+	loom_fs *fs;            /* its own connection, acting as cred */
+	pthread_mutex_t lock;   /* the handles, and channels */
+	struct u64map handles;  /* fh -> struct door_handle * */
+	uint64_t next_fh;
+	unsigned nhandles;
+	unsigned channels;      /* under the server's lock */
+	struct door_session *next;
+};
+
+/* door_ops.c: does one request of the session (slot: the channel's shared memory) and fills
+ * rep. paths: the body's strings, as many as the op's table entry says. */
+void door_do(struct door_session *s, void *slot, const struct door_req *rq, const char *const paths[2],
+	     struct door_rep *rep);
+/* Closes a handle once nothing uses it. */
+void door_handle_put(struct door_session *s, struct door_handle *h);
+/* Closes every handle of a session that is ending. */
+void door_handles_close(struct door_session *s);
+
+#endif
