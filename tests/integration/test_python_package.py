@@ -8,7 +8,6 @@ import pickle
 import shutil
 import subprocess
 import sys
-import tempfile
 
 import pytest
 
@@ -254,75 +253,3 @@ def test_a_loom_url_may_name_the_mount_instead_of_the_mds(cluster, cached_instan
     assert copy.cat_file("%s/m.txt" % mnt, 4, 7) == b"the"
 
 
-# ---- a user without the key ------------------------------------------------------------------
-
-AS_A_USER = r"""
-import os, sys, warnings
-import numpy as np
-import loom, loom.torch as lt
-mnt, key, addr = sys.argv[1:4]
-try:
-    loom.connect(mnt, key_file=key)
-except PermissionError as e:
-    print("unreadable key:", e)
-try:
-    loom.connect(addr, key_file=key + ".gone")
-except FileNotFoundError as e:
-    print("no key file:", e)
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    ds = lt.FileDataset(mnt + "/pub", "*.npy", decode=lt.decode_npy)
-print("warnings:", len(caught), caught[0].message if caught else "")
-print("storage:", type(ds.storage).__name__, [ds[i].tolist() for i in range(len(ds))])
-try:
-    lt.FileDataset(mnt, "secret.npy")[0]
-except PermissionError as e:
-    print("secret:", e.errno)
-"""
-
-
-def test_a_user_without_the_key_is_told_both_ways_in_and_datasets_read_through_the_mount(cluster):
-    import numpy as np
-    if os.path.exists("/etc/loom/loom.key"):
-        pytest.skip("this machine has a key every user's libloom would try (/etc/loom/loom.key)")
-    mnt = cluster.mount()
-    os.chmod(cluster.dir, 0o711)   # the mount under it is reachable; the key (0600) stays not
-    os.mkdir(os.path.join(mnt, "pub"))
-    for i in range(3):
-        np.save(os.path.join(mnt, "pub", "%d.npy" % i), np.arange(3) + i)
-    np.save(os.path.join(mnt, "secret.npy"), np.zeros(2))
-    os.chmod(os.path.join(mnt, "secret.npy"), 0o600)
-    # The package and libloom where user 65534 may read them.
-    pkg = tempfile.mkdtemp(prefix="loom-pkg-", dir="/tmp")
-    try:
-        os.chmod(pkg, 0o755)
-        shutil.copytree(os.path.join(REPO, "python", "loom"), os.path.join(pkg, "loom"),
-                        ignore=shutil.ignore_patterns("__pycache__"))
-        shutil.copy(os.path.realpath(os.path.join(BUILD, "src", "client", "libloom.so")),
-                    os.path.join(pkg, "loom", "libloom.so.0"))
-        subprocess.run(["chmod", "-R", "a+rX", pkg], check=True)
-        env = {"PATH": os.environ["PATH"], "PYTHONPATH": pkg, "HOME": "/"}
-        r = subprocess.run([sys.executable, "-c", AS_A_USER, mnt, cluster.key, cluster.addr],
-                           cwd="/", env=env, capture_output=True, text=True, timeout=120,
-                           user=65534, group=65534, extra_groups=[])
-    finally:
-        shutil.rmtree(pkg)
-    assert r.returncode == 0, r.stdout + r.stderr
-    lines = dict(line.split(": ", 1) for line in r.stdout.splitlines())
-    ways = ("The ways in: the file system's key (key_file=, $LOOM_KEY_FILE or /etc/loom/loom.key, "
-            "which only its owner may read: docs/python.md, \"Who may connect\"), or read it "
-            "through its mount at %s" % mnt)
-    assert lines["unreadable key"].startswith(
-        "[Errno 126] cannot connect to the Loom MDS at %s: this user (uid 65534) may not read "
-        "the key file %s. %s" % (cluster.addr, cluster.key, ways)), lines["unreadable key"]
-    assert lines["no key file"].startswith(
-        "[Errno 2] cannot connect to the Loom MDS at %s: there is no key file at %s.gone. %s"
-        % (cluster.addr, cluster.key, ways)), lines["no key file"]
-    # No key at all here ($LOOM_KEY_FILE unset, no /etc/loom/loom.key): the servers refuse.
-    assert lines["warnings"] == (
-        "1 loom: reading %s/pub through the mount, not natively: [Errno 13] cannot connect to "
-        "the Loom MDS at %s: the MDS at %s refused this client's key (or it has none). %s, with "
-        "open() and the usual tools (loom.torch's datasets do so by themselves)"
-        % (mnt, cluster.addr, cluster.addr, ways)), lines["warnings"]
-    assert lines["storage"] == "LocalStorage [[0, 1, 2], [1, 2, 3], [2, 3, 4]]"
-    assert lines["secret"] == "13"   # another user's 0600 file stays closed

@@ -1,0 +1,105 @@
+"""The mount's door's raw protocol (src/common/door.h), spoken as a hostile local user would:
+the daemon takes who asks from the kernel, not from the caller, and refuses what is malformed
+without harm to itself or to other sessions. No libloom in the test's Python: the sanitized
+build's loom-mount is tried too."""
+
+import errno
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+
+from doorproto import HELLO, REQ, SLOT, ask, door_of, knock, recv_rep, sealed_memfd
+from loomutil import mount_pid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+NOBODY = 65534
+
+
+def run_as(code, *args, uid=NOBODY):
+    """A Python program (which may import doorproto) run as uid; its last line of stdout."""
+    d = tempfile.mkdtemp(prefix="loom-door-", dir="/tmp")
+    try:
+        os.chmod(d, 0o755)
+        shutil.copy(os.path.join(HERE, "doorproto.py"), d)
+        os.chmod(os.path.join(d, "doorproto.py"), 0o644)
+        r = subprocess.run([sys.executable, "-c", code] + [str(a) for a in args], cwd="/",
+                           env={"PATH": os.environ["PATH"], "PYTHONPATH": d, "HOME": "/"},
+                           capture_output=True, text=True, timeout=60, user=uid, group=uid,
+                           extra_groups=[])
+    finally:
+        shutil.rmtree(d)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout.strip().splitlines()[-1]
+
+
+ATTACH_AS_USER = r"""
+import sys, struct
+from doorproto import knock, ask
+path, session, token = sys.argv[1], int(sys.argv[2]), bytes.fromhex(sys.argv[3])
+att = struct.pack("=Q16s", session, token)
+s, m, rc = knock(path, "ATTACH", slot_bytes=att)
+print(rc)
+"""
+
+
+def test_the_door_takes_who_asks_from_the_kernel_and_refuses_what_is_malformed(cluster):
+    mnt = cluster.mount()
+    os.chmod(cluster.dir, 0o711)
+    with open(os.path.join(mnt, "f"), "wb") as f:
+        f.write(b"0123456789")
+    path, pid = door_of(mnt)
+    assert pid == mount_pid(mnt) and path == "/run/loom/door.%d.sock" % pid
+    assert oct(os.stat(path).st_mode & 0o777) == "0o666"
+
+    # Garbage, a short header, an op out of range as the first request: refused, and the
+    # channel closed.
+    for junk in (b"\xff" * 200, b"\x00" * 7, REQ.pack(9999, 0, 0, 0, 0, 0, 0, 1)):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(path)
+        s.sendall(junk)
+        s.shutdown(socket.SHUT_WR)
+        assert recv_rep(s) in ((-errno.EPROTO, 0), None)
+        assert recv_rep(s) is None
+        s.close()
+    # A memory the caller could shrink under the daemon, or too small: refused.
+    s, m, rc = knock(path, "HELLO", memfd=sealed_memfd(seal=False))
+    assert rc == -errno.EINVAL
+    s, m, rc = knock(path, "HELLO", memfd=sealed_memfd(size=4096))
+    assert rc == -errno.EINVAL
+    s, m, rc = knock(path, "HELLO", version=999)
+    assert rc == -errno.EPROTONOSUPPORT
+
+    # A session (root's here) and what it answers.
+    s, m, rc = knock(path, "HELLO")
+    assert rc == 0
+    version, slot_bytes, session, token, fsname = HELLO.unpack_from(m, 0)
+    assert (version, slot_bytes, fsname.rstrip(b"\0")) == (1, SLOT, b"loom")
+    fh, _ = ask(s, "OPEN", b"/f\0", flags=os.O_RDONLY)
+    assert fh > 0
+    assert ask(s, "PREAD", fh=fh, off=2, length=5) == (5, 5) and m[:5] == b"23456"
+    assert ask(s, "PREAD", fh=fh, off=0, length=SLOT + 1)[0] == -errno.EINVAL
+    assert ask(s, "STAT", b"/f")[0] == -errno.EINVAL          # a path without its NUL
+    assert ask(s, "STAT", b"/f\0extra")[0] == -errno.EINVAL   # bytes after the paths
+    assert ask(s, "PREAD", fh=fh + 1000, length=1)[0] == -errno.EBADF
+    # Another session cannot use this one's handle.
+    s2, m2, rc = knock(path, "HELLO")
+    assert rc == 0 and ask(s2, "PREAD", fh=fh, length=1)[0] == -errno.EBADF
+    # Its token, from another user: refused (the kernel says who knocks, not the caller).
+    assert run_as(ATTACH_AS_USER, path, session, token.hex()) == str(-errno.EACCES)
+    # A wrong token from the same user: refused; the right one: a second channel.
+    bad = bytes(b ^ 1 for b in token)
+    assert knock(path, "ATTACH", slot_bytes=struct.pack("=Q16s", session, bad))[2] == -errno.EACCES
+    s3, m3, rc = knock(path, "ATTACH", slot_bytes=struct.pack("=Q16s", session, token))
+    assert rc == 0 and ask(s3, "PREAD", fh=fh, off=8, length=10) == (2, 2) and m3[:2] == b"89"
+    assert ask(s3, "CLOSE", fh=fh) == (0, 0)
+    assert ask(s, "PREAD", fh=fh, length=1)[0] == -errno.EBADF
+    for c in (s, s2, s3):
+        c.close()
+    # The daemon is whole, and the mount answers.
+    assert os.path.exists("/proc/%d" % pid)
+    with open(os.path.join(mnt, "f"), "rb") as f:
+        assert f.read() == b"0123456789"
