@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Samples/s of loom.torch's datasets: a local folder, Loom through the mount, and Loom through the
-native path without and with epoch-aware prefetch, in one run.
+native path without and with epoch-aware prefetch, and with prefetch through the mount's door (the
+path of a user without the key), in one run.
 
 Starts a Loom cluster (bench/run.py's Bench: 1 MDS, 4 OSS, mounted) beside a local folder on the
 same disk, writes the same tokenized samples to both (a .npy file each, as the seeds' tokenizing
@@ -98,6 +99,7 @@ def main():
         import loom
         import loom.torch as lt
         fs = loom.connect(b.mnt)
+        door = loom.connect(b.mnt, door=True)
         write_samples(b, a.files, a.tokens, fs)
         npy = lt.decode_npy
         if a.images:
@@ -113,6 +115,9 @@ def main():
                                                   prefetch=False)),
                 (kind, "loom native + prefetch", lambda: cls(os.path.join(b.mnt, sub), *args, decode=npy,
                                                              fs=fs)),
+                # A user without the key: the same, through the mount's door.
+                (kind, "loom door + prefetch", lambda: cls(os.path.join(b.mnt, sub), *args, decode=npy,
+                                                           fs=door)),
             ]
         all_cases = cases("files", "tok", "*.npy") + cases("shards", "shards", None)
         if a.images:
@@ -130,6 +135,7 @@ def main():
                 print("%-7s %-24s workers=%d  %8.0f samples/s%s  %5.2f x local" %
                       (kind, path, workers, best, extra, best / local[kind]), flush=True)
         fs.close()
+        door.close()
     finally:
         b.down()
     out = {"files": a.files, "tokens": a.tokens, "batch": a.batch, "images": a.images,

@@ -182,8 +182,10 @@ class FileSystem:
     call: a connection's threads do not survive fork. Pickling keeps only how to connect.
     """
 
-    def __init__(self, mds, fsname=None, key_file=None, recovery_seconds=0, mountpoint=None):
+    def __init__(self, mds, fsname=None, key_file=None, recovery_seconds=0, mountpoint=None,
+                 door=None):
         self.mds = mds
+        self._door = door
         self.mountpoint = mountpoint
         self._lock = threading.Lock()
         self._h = None
@@ -203,7 +205,8 @@ class FileSystem:
         self._handle()
 
     def __reduce__(self):
-        return (FileSystem, (self.mds, self._fsname, self._key_file, self._recovery, self.mountpoint))
+        return (FileSystem, (self.mds, self._fsname, self._key_file, self._recovery, self.mountpoint,
+                             self._door))
 
     def _handle(self):
         h = self._h
@@ -218,6 +221,8 @@ class FileSystem:
                                     os.fsencode(self._key_file) if self._key_file else None,
                                     self._recovery)
             out = ctypes.c_void_p()
+            if self._door:
+                return self._through_door(out)
             rc = lib.loom_connect_with(self.mds.encode(), ctypes.byref(opts), ctypes.byref(out))
             if rc < 0:
                 # libloom's sentence names the address that said what (a list has several).
@@ -229,7 +234,7 @@ class FileSystem:
                 elif rc == -errno.ENOENT:
                     why = "there is no key file at %s" % _key_path(self._key_file)
                 msg = "cannot connect to the Loom MDS at %s: %s" % (self.mds, why)
-                if -rc in KEY_ERRNOS:
+                if -rc in KEY_ERRNOS and self._door is None:
                     # Without the key: through the door of this node's mount, as this user.
                     mnt = self.mountpoint or _mount_of_mds(self.mds)
                     if mnt is not None:
@@ -245,6 +250,18 @@ class FileSystem:
                 raise OSError(-rc, msg)
             self._h, self._pid = out.value, os.getpid()
             return self._h
+
+    def _through_door(self, out):
+        """door=True: the mount's door only, key or not (under self._lock)."""
+        if self.mountpoint is None:
+            raise ValueError("door=True needs a path on a Loom mount, not an MDS address")
+        rc = lib.loom_connect_mount(os.fsencode(self.mountpoint), ctypes.byref(out))
+        if rc < 0:
+            why = os.fsdecode(lib.loom_connect_error() or b"") or os.strerror(-rc)
+            raise OSError(-rc, "cannot connect through the door of the mount at %s: %s"
+                          % (self.mountpoint, why))
+        self._h, self._pid, self.via_door = out.value, os.getpid(), True
+        return self._h
 
     @property
     def fsname(self):
@@ -555,7 +572,7 @@ def _request_layout(stripe_count=0, stripe_size=0, stripe_offset=-1, pool="", do
     return lay
 
 
-def connect(target=None, *, fsname=None, key_file=None, recovery_seconds=0):
+def connect(target=None, *, fsname=None, key_file=None, recovery_seconds=0, door=None):
     """Connects to a Loom file system.
 
     target is a path on a Loom mount ("/mnt/loom"; its MDS is found from the mount, and paths
@@ -563,6 +580,10 @@ def connect(target=None, *, fsname=None, key_file=None, recovery_seconds=0):
     ("mds1,mds2:9901", Lustre's "mds1@tcp:mds2@tcp") or a mount source ("HOST:PORT:/FSNAME",
     "mds1@tcp,mds2@tcp:/lfs01"). Without one: $LOOM_MDS, else the first Loom mount. The key is key_file,
     else $LOOM_KEY_FILE, else /etc/loom/loom.key (as for `loom` and `loom-mount`).
+
+    Without a key this user may use, the connection goes through the door of the node's Loom
+    mount (loom-mount does the requests as this user; docs/python.md, "Who may connect").
+    door=True goes through the door only (target must be on a mount), door=False never.
     """
     mountpoint = None
     if target is None:
@@ -585,4 +606,4 @@ def connect(target=None, *, fsname=None, key_file=None, recovery_seconds=0):
         mds, mfs = _mds_of_source(target)
         fsname = fsname or mfs
     return FileSystem(mds, fsname=fsname, key_file=key_file, recovery_seconds=recovery_seconds,
-                      mountpoint=mountpoint)
+                      mountpoint=mountpoint, door=door)
