@@ -6,8 +6,9 @@
  * caller that wants more in flight opens more channels (up to DOOR_MAX_CHANNELS a session).
  * The caller's identity comes from the kernel when the channel connects (SO_PEERCRED and
  * SO_PEERGROUPS); a session's connection to the servers acts as it, so the MDS checks each
- * request as it checks the mount's own. What a stranger can take is bounded: channels in all
- * (DOOR_MAX_CONNS), sessions per uid (DOOR_MAX_SESSIONS_PER_UID), handles per session.
+ * request as it checks the mount's own. What a stranger can take is bounded, and no user can
+ * take it all: channels per uid (DOOR_MAX_CONNS_PER_UID) and in all (DOOR_MAX_CONNS), sessions
+ * per uid (DOOR_MAX_SESSIONS_PER_UID), handles per session.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,7 +27,8 @@
 #include "fuse/door_srv.h"
 #include "fuse/lmount.h"
 
-#define DOOR_MAX_CONNS           1024u
+#define DOOR_MAX_CONNS           4096u
+#define DOOR_MAX_CONNS_PER_UID   256u  /* 8 DataLoader workers and their parent, 16 channels each */
 #define DOOR_MAX_SESSIONS_PER_UID 64u
 #define DOOR_SEND_TIMEOUT_S      30   /* a caller that stops reading its replies is dropped */
 #define DOOR_STOP_WAIT_S         10   /* at unmount, for requests under way */
@@ -370,6 +372,16 @@ static void *chan_main(void *arg)
 	return NULL;
 }
 
+/* Under d->lock. */
+static unsigned chans_of_uid(const struct lm_door *d, uid_t uid)
+{
+	unsigned n = 0;
+
+	for (const struct door_chan *c = d->chans; c; c = c->next)
+		n += c->peer.uid == uid;
+	return n;
+}
+
 static void *acceptor_main(void *arg)
 {
 	struct lm_door *d = arg;
@@ -398,7 +410,7 @@ static void *acceptor_main(void *arg)
 			c->fd = fd;
 			setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 			pthread_mutex_lock(&d->lock);
-			if (!d->stopping && d->nchans < DOOR_MAX_CONNS) {
+			if (!d->stopping && d->nchans < DOOR_MAX_CONNS && chans_of_uid(d, c->peer.uid) < DOOR_MAX_CONNS_PER_UID) {
 				pthread_attr_init(&attr);
 				pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 				c->next = d->chans;
