@@ -67,11 +67,15 @@ asan: asan-unit
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 LOOM_BUILD=$(abspath $(ASAN_BUILD)) \
 		LOOM_POSIX_SIDES=loom LOOM_COHERENCE_SIDES=mounts,procs $(PYTHON) -m pytest -q $(PYTEST_JOBS) --durations=30 -m "not slow and not soak and not pylib" tests/integration
 
-# The benchmark suite (docs/performance.md); e.g. `make bench BENCH_ARGS=--quick`.
+# The benchmark suite (docs/performance.md); e.g. `make bench BENCH_ARGS=--quick`. The datasets
+# through loom.torch.DataLoader (keyed, and through the mount's door) are part of it, as the
+# targets of docs/python.md are measured in the same run; `make bench-ml` adds checkpoints and
+# model loading.
 bench:
 	scripts/deps.sh bench
 	$(MAKE) all
 	$(PYTHON) bench/run.py --build $(abspath $(BUILD)) $(BENCH_ARGS)
+	$(PYTHON) bench/datasets.py --build $(abspath $(BUILD)) $(ML_ARGS)
 
 # What authenticating and encrypting every frame costs the sequential write and read, through a
 # mount and libloom (docs/performance.md); e.g. `make bench-seal SEAL_ARGS="--size 256M --runs 1"`.
