@@ -139,6 +139,9 @@ const char *loom_fsname(const loom_fs *fs);
 /* Sets the identity later calls present to the MDS (root may act for other users; a process
  * that is not root can only present its own identity: -EPERM otherwise). */
 int loom_set_cred(loom_fs *fs, const struct loom_cred *cred);
+/* The umask new files and directories of this connection get (as read from the process at
+ * connect, until set): a daemon acting for callers that applied their own sets 0. */
+int loom_set_umask(loom_fs *fs, mode_t mask);
 
 /* ---- names and attributes ---- */
 

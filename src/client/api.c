@@ -82,10 +82,11 @@ int loom_mkdir(loom_fs *fs, const char *path, mode_t mode)
 {
 	struct new_entry e;
 	struct lw_attr attr;
-	int rc = new_entry_at(fs, path, &e);
+	int rc;
 
 	if (fs->door)
 		return door_path_op(fs, DOOR_OP_MKDIR, path, NULL, 0, mode, 0);
+	rc = new_entry_at(fs, path, &e);
 	return rc ? rc : mdc_mkdir(fs, &e.cr, e.parent, e.name, e.len, mode & 07777 & ~fs->umask, &attr,
 			      NULL, NULL);
 }
@@ -173,10 +174,11 @@ int loom_symlink(loom_fs *fs, const char *target, const char *linkpath)
 {
 	struct new_entry e;
 	struct lw_attr attr;
-	int rc = new_entry_at(fs, linkpath, &e);
+	int rc;
 
 	if (fs->door)
 		return door_path_op(fs, DOOR_OP_SYMLINK, target, linkpath, 0, 0, 0);
+	rc = new_entry_at(fs, linkpath, &e);
 	return rc ? rc : mdc_symlink(fs, &e.cr, e.parent, e.name, e.len, target, strlen(target), &attr);
 }
 
@@ -345,10 +347,11 @@ int loom_getxattr(loom_fs *fs, const char *path, const char *name, void *buf, si
 {
 	struct loom_cred cr;
 	uint64_t ino;
-	int rc = xattr_target(fs, path, &cr, &ino);
+	int rc;
 
 	if (fs->door)
 		return door_getxattr(fs, path, name, buf, cap, len);
+	rc = xattr_target(fs, path, &cr, &ino);
 	return rc ? rc : mdc_getxattr(fs, &cr, LW_OP_MDS_GETXATTR, ino, name, buf, cap, len);
 }
 
@@ -371,10 +374,11 @@ int loom_listxattr(loom_fs *fs, const char *path, char *buf, size_t cap, size_t 
 {
 	struct loom_cred cr;
 	uint64_t ino;
-	int rc = xattr_target(fs, path, &cr, &ino);
+	int rc;
 
 	if (fs->door)
 		return door_listxattr(fs, path, buf, cap, len);
+	rc = xattr_target(fs, path, &cr, &ino);
 	return rc ? rc : mdc_getxattr(fs, &cr, LW_OP_MDS_LISTXATTR, ino, NULL, buf, cap, len);
 }
 
@@ -382,10 +386,11 @@ int loom_removexattr(loom_fs *fs, const char *path, const char *name)
 {
 	struct loom_cred cr;
 	uint64_t ino;
-	int rc = xattr_target(fs, path, &cr, &ino);
+	int rc;
 
 	if (fs->door)
 		return door_path_op(fs, DOOR_OP_REMOVEXATTR, path, name, 0, 0, 0);
+	rc = xattr_target(fs, path, &cr, &ino);
 	return rc ? rc : mdc_removexattr(fs, &cr, ino, name);
 }
 

@@ -70,6 +70,8 @@ int door_path_op(loom_fs *fs, int op, const char *p0, const char *p1, uint32_t f
 {
 	struct door_req rq = { .op = (uint32_t)op, .flags = flags, .mode = mode, .off = off };
 
+	if (op == DOOR_OP_MKDIR)
+		rq.mode &= ~fs->umask; /* this process's, as a local mkdir(2) */
 	return (int)simple_call(fs, &rq, p0, p1, NULL, 0);
 }
 
@@ -266,7 +268,7 @@ void door_closedir(loom_dir *d)
 int door_open(loom_fs *fs, const char *path, int flags, mode_t mode, const struct loom_layout *layout,
 	      loom_file **out)
 {
-	struct door_req rq = { .op = DOOR_OP_OPEN, .flags = (uint32_t)flags, .mode = mode,
+	struct door_req rq = { .op = DOOR_OP_OPEN, .flags = (uint32_t)flags, .mode = mode & ~fs->umask,
 			       .len = layout ? layout_bytes(layout) : 0 };
 	struct door_rep rep;
 	struct loom_attr a;

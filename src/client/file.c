@@ -343,10 +343,11 @@ ssize_t loom_pread(loom_file *f, void *buf, size_t len, off_t off)
 
 ssize_t loom_read(loom_file *f, void *buf, size_t len)
 {
-	ssize_t n = loom_pread(f, buf, len, (off_t)f->pos);
+	ssize_t n;
 
 	if (f->fs->door)
 		return door_rw(f, DOOR_OP_READ, buf, len, 0);
+	n = loom_pread(f, buf, len, (off_t)f->pos);
 	if (n > 0)
 		f->pos += (uint64_t)n;
 	return n;

@@ -53,6 +53,14 @@ int loom_set_cred(loom_fs *fs, const struct loom_cred *cred)
 	return 0;
 }
 
+int loom_set_umask(loom_fs *fs, mode_t mask)
+{
+	if (mask & ~(mode_t)0777)
+		return -EINVAL;
+	fs->umask = mask;
+	return 0;
+}
+
 /* The umask, read without changing it (umask(2) can only read by setting). */
 static mode_t process_umask(void)
 {

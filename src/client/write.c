@@ -373,10 +373,11 @@ ssize_t loom_pwrite(loom_file *f, const void *buf, size_t len, off_t off)
 
 ssize_t loom_write(loom_file *f, const void *buf, size_t len)
 {
-	ssize_t n = loom_pwrite(f, buf, len, (off_t)f->pos);
+	ssize_t n;
 
 	if (f->fs->door)
 		return door_rw(f, DOOR_OP_WRITE, (void *)buf, len, 0);
+	n = loom_pwrite(f, buf, len, (off_t)f->pos);
 	if (n > 0) {
 		pthread_mutex_lock(&f->lock);
 		/* After an append the position is the end it wrote to (which is the end now). */

@@ -30,7 +30,8 @@
                                           * struct loom_layout, loom_attr and loom_fsattr) */
 #define DOOR_SLOT_BYTES    (2u << 20)   /* each channel's shared memory */
 #define DOOR_MAX_CHANNELS  16u          /* per session */
-#define DOOR_MAX_HANDLES   4096u        /* open files and directories per session */
+#define DOOR_MAX_FILES     1024u        /* open files per session */
+#define DOOR_MAX_DIRS      64u          /* open directories per session (each holds a page) */
 #define DOOR_PATH_MAX      4096u
 #define DOOR_BODY_MAX      (2u * DOOR_PATH_MAX + 512u) /* at most two paths, or a path and a name */
 
@@ -45,56 +46,62 @@ struct loom_ioc_door {
 /* What a handle must be. */
 enum door_fh_kind { DOOR_FH_NONE, DOOR_FH_FILE, DOOR_FH_DIR };
 
+/* Whether an op changes the file system: refused with -EROFS on a read-only mount. OPEN does
+ * when it creates, truncates or opens for writing. */
+enum door_change { DOOR_READS, DOOR_CHANGES, DOOR_MAY_CHANGE };
+
 /*
- * Every per-opcode fact: X(NAME, paths in the body, the handle it acts on).
+ * Every per-opcode fact: X(NAME, paths in the body, the handle it acts on, whether it changes
+ * the file system).
  * Request fields each op uses: off, len, flags, mode, arg (as its door.c says); data in the slot
  * for PWRITE, WRITE, SETXATTR (the value), UTIMENS (2 struct timespec), SETLAYOUT and OPEN
  * (a struct loom_layout when len > 0). A reply's len counts bytes the daemon put in the slot.
  */
-#define DOOR_OPS(X)                               \
-	X(HELLO,       0, DOOR_FH_NONE)           \
-	X(ATTACH,      0, DOOR_FH_NONE)           \
-	X(STAT,        1, DOOR_FH_NONE)           \
-	X(LSTAT,       1, DOOR_FH_NONE)           \
-	X(MKDIR,       1, DOOR_FH_NONE)           \
-	X(RMDIR,       1, DOOR_FH_NONE)           \
-	X(UNLINK,      1, DOOR_FH_NONE)           \
-	X(RENAME,      2, DOOR_FH_NONE)           \
-	X(LINK,        2, DOOR_FH_NONE)           \
-	X(SYMLINK,     2, DOOR_FH_NONE)           \
-	X(READLINK,    1, DOOR_FH_NONE)           \
-	X(CHMOD,       1, DOOR_FH_NONE)           \
-	X(CHOWN,       1, DOOR_FH_NONE)           \
-	X(UTIMENS,     1, DOOR_FH_NONE)           \
-	X(TRUNCATE,    1, DOOR_FH_NONE)           \
-	X(STATFS,      0, DOOR_FH_NONE)           \
-	X(GETXATTR,    2, DOOR_FH_NONE)           \
-	X(SETXATTR,    2, DOOR_FH_NONE)           \
-	X(LISTXATTR,   1, DOOR_FH_NONE)           \
-	X(REMOVEXATTR, 2, DOOR_FH_NONE)           \
-	X(GETLAYOUT,   1, DOOR_FH_NONE)           \
-	X(SETLAYOUT,   1, DOOR_FH_NONE)           \
-	X(DELLAYOUT,   1, DOOR_FH_NONE)           \
-	X(SYNC,        0, DOOR_FH_NONE)           \
-	X(OPENDIR,     1, DOOR_FH_NONE)           \
-	X(READDIR,     0, DOOR_FH_DIR)            \
-	X(CLOSEDIR,    0, DOOR_FH_DIR)            \
-	X(OPEN,        1, DOOR_FH_NONE)           \
-	X(PREAD,       0, DOOR_FH_FILE)           \
-	X(PWRITE,      0, DOOR_FH_FILE)           \
-	X(READ,        0, DOOR_FH_FILE)           \
-	X(WRITE,       0, DOOR_FH_FILE)           \
-	X(LSEEK,       0, DOOR_FH_FILE)           \
-	X(SEEK_DATA,   0, DOOR_FH_FILE)           \
-	X(FALLOCATE,   0, DOOR_FH_FILE)           \
-	X(FSYNC,       0, DOOR_FH_FILE)           \
-	X(FTRUNCATE,   0, DOOR_FH_FILE)           \
-	X(FSTAT,       0, DOOR_FH_FILE)           \
-	X(FILE_ATTR,   0, DOOR_FH_FILE)           \
-	X(CLOSE,       0, DOOR_FH_FILE)
+#define DOOR_OPS(X)                                           \
+	X(HELLO,       0, DOOR_FH_NONE, DOOR_READS)                  \
+	X(ATTACH,      0, DOOR_FH_NONE, DOOR_READS)                  \
+	X(STAT,        1, DOOR_FH_NONE, DOOR_READS)                  \
+	X(LSTAT,       1, DOOR_FH_NONE, DOOR_READS)                  \
+	X(MKDIR,       1, DOOR_FH_NONE, DOOR_CHANGES)                \
+	X(RMDIR,       1, DOOR_FH_NONE, DOOR_CHANGES)                \
+	X(UNLINK,      1, DOOR_FH_NONE, DOOR_CHANGES)                \
+	X(RENAME,      2, DOOR_FH_NONE, DOOR_CHANGES)                \
+	X(LINK,        2, DOOR_FH_NONE, DOOR_CHANGES)                \
+	X(SYMLINK,     2, DOOR_FH_NONE, DOOR_CHANGES)                \
+	X(READLINK,    1, DOOR_FH_NONE, DOOR_READS)                  \
+	X(CHMOD,       1, DOOR_FH_NONE, DOOR_CHANGES)                \
+	X(CHOWN,       1, DOOR_FH_NONE, DOOR_CHANGES)                \
+	X(UTIMENS,     1, DOOR_FH_NONE, DOOR_CHANGES)                \
+	X(TRUNCATE,    1, DOOR_FH_NONE, DOOR_CHANGES)                \
+	X(STATFS,      0, DOOR_FH_NONE, DOOR_READS)                  \
+	X(GETXATTR,    2, DOOR_FH_NONE, DOOR_READS)                  \
+	X(SETXATTR,    2, DOOR_FH_NONE, DOOR_CHANGES)                \
+	X(LISTXATTR,   1, DOOR_FH_NONE, DOOR_READS)                  \
+	X(REMOVEXATTR, 2, DOOR_FH_NONE, DOOR_CHANGES)                \
+	X(GETLAYOUT,   1, DOOR_FH_NONE, DOOR_READS)                  \
+	X(SETLAYOUT,   1, DOOR_FH_NONE, DOOR_CHANGES)                \
+	X(DELLAYOUT,   1, DOOR_FH_NONE, DOOR_CHANGES)                \
+	X(SYNC,        0, DOOR_FH_NONE, DOOR_READS)                  \
+	X(OPENDIR,     1, DOOR_FH_NONE, DOOR_READS)                  \
+	X(READDIR,     0, DOOR_FH_DIR,  DOOR_READS)                  \
+	X(CLOSEDIR,    0, DOOR_FH_DIR,  DOOR_READS)                  \
+	X(OPEN,        1, DOOR_FH_NONE, DOOR_MAY_CHANGE)             \
+	X(PREAD,       0, DOOR_FH_FILE, DOOR_READS)                  \
+	X(PWRITE,      0, DOOR_FH_FILE, DOOR_CHANGES)                \
+	X(READ,        0, DOOR_FH_FILE, DOOR_READS)                  \
+	X(WRITE,       0, DOOR_FH_FILE, DOOR_CHANGES)                \
+	X(LSEEK,       0, DOOR_FH_FILE, DOOR_READS)                  \
+	X(SEEK_DATA,   0, DOOR_FH_FILE, DOOR_READS)                  \
+	X(FALLOCATE,   0, DOOR_FH_FILE, DOOR_CHANGES)                \
+	X(FSYNC,       0, DOOR_FH_FILE, DOOR_READS)                  \
+	X(FTRUNCATE,   0, DOOR_FH_FILE, DOOR_CHANGES)                \
+	X(FSTAT,       0, DOOR_FH_FILE, DOOR_READS)                  \
+	X(FILE_ATTR,   0, DOOR_FH_FILE, DOOR_READS)                  \
+	X(CLOSE,       0, DOOR_FH_FILE, DOOR_READS)
+
 
 enum door_op {
-#define DOOR_ENUM(name, paths, fh) DOOR_OP_##name,
+#define DOOR_ENUM(name, paths, fh, change) DOOR_OP_##name,
 	DOOR_OPS(DOOR_ENUM)
 #undef DOOR_ENUM
 	DOOR_OP_COUNT

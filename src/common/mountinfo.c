@@ -39,3 +39,20 @@ bool mountinfo_loom_source(const char *dir, char *source, size_t cap)
 	fclose(f);
 	return found;
 }
+
+bool mountinfo_read_only(const char *dir)
+{
+	char src[1024], mnt[PATH_MAX], type[64], opts[1024];
+	bool ro = false;
+	FILE *f = fopen("/proc/self/mounts", "re");
+
+	if (!f)
+		return false;
+	while (fscanf(f, "%1023s %4095s %63s %1023s %*[^\n]", src, mnt, type, opts) == 4) {
+		mountinfo_unescape(mnt);
+		if (!strcmp(type, "fuse.loom") && !strcmp(mnt, dir))
+			ro = !strcmp(opts, "ro") || !strncmp(opts, "ro,", 3); /* the last stacked there */
+	}
+	fclose(f);
+	return ro;
+}

@@ -12,4 +12,7 @@ void mountinfo_unescape(char *s);
  * stacked there: true and source filled, or false. */
 bool mountinfo_loom_source(const char *dir, char *source, size_t cap);
 
+/* Whether the Loom mount on dir (a real path) is read-only now (its options begin with "ro"). */
+bool mountinfo_read_only(const char *dir);
+
 #endif

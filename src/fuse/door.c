@@ -10,8 +10,11 @@
  * take it all: channels per uid (DOOR_MAX_CONNS_PER_UID) and in all (DOOR_MAX_CONNS), sessions
  * per uid (DOOR_MAX_SESSIONS_PER_UID), handles per session.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +26,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/mountinfo.h"
 #include "common/util.h"
 #include "fuse/door_srv.h"
 #include "fuse/lmount.h"
@@ -30,11 +34,16 @@
 #define DOOR_MAX_CONNS           4096u
 #define DOOR_MAX_CONNS_PER_UID   256u  /* 8 DataLoader workers and their parent, 16 channels each */
 #define DOOR_MAX_SESSIONS_PER_UID 64u
+/* Each session is a client of the servers, with a connection to each: well below what a server
+ * takes from one address (loom-mds --max-conns-per-peer, 256), so that the mount and the jobs
+ * that hold the key keep room. */
+#define DOOR_MAX_SESSIONS        192u
+#define DOOR_WAIT_S              10   /* for the rest of a request begun, and for a HELLO */
 #define DOOR_SEND_TIMEOUT_S      30   /* a caller that stops reading its replies is dropped */
 #define DOOR_STOP_WAIT_S         10   /* at unmount, for requests under way */
 
 static const unsigned char paths_of[DOOR_OP_COUNT] = {
-#define DOOR_PATHS(name, paths, fh) [DOOR_OP_##name] = paths,
+#define DOOR_PATHS(name, paths, fh, change) [DOOR_OP_##name] = paths,
 	DOOR_OPS(DOOR_PATHS)
 #undef DOOR_PATHS
 };
@@ -61,17 +70,34 @@ struct lm_door {
 	struct door_session *sessions;
 	uint64_t next_session;
 	struct log_limit full;        /* the acceptor's */
+	_Atomic uint64_t ro_checked_ns; /* when the mount's read-only flag was read, and what it was */
+	_Atomic bool ro;
 };
 
-static int recv_full(int fd, void *buf, size_t len)
+/*
+ * len bytes. An idle channel may wait for its next request as long as it likes (idle: the first
+ * byte of a header); once a request has begun, the rest must come within DOOR_WAIT_S, so that a
+ * caller cannot hold a thread with half a request.
+ */
+static int recv_full(int fd, void *buf, size_t len, bool idle)
 {
 	size_t got = 0;
 
 	while (got < len) {
-		ssize_t n = recv(fd, (char *)buf + got, len - got, MSG_WAITALL);
+		ssize_t n = recv(fd, (char *)buf + got, len - got, idle && got == 0 ? 0 : MSG_DONTWAIT);
 
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0 && errno == EAGAIN) {
+			struct pollfd p = { .fd = fd, .events = POLLIN };
+			int r = poll(&p, 1, DOOR_WAIT_S * 1000);
+
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0)
+				return r == 0 ? -ETIMEDOUT : -errno;
+			continue;
+		}
 		if (n <= 0)
 			return n == 0 ? -ECONNRESET : -errno;
 		got += (size_t)n;
@@ -101,13 +127,17 @@ static int recv_hello(struct door_chan *c, struct door_req *rq)
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
 			      .msg_controllen = sizeof(u.buf) };
 	struct cmsghdr *cm;
+	struct timeval wait = { .tv_sec = DOOR_WAIT_S }, forever = { 0 };
 	int memfd = -1, rc = 0, seals;
 	struct stat st;
 	ssize_t n;
 
+	/* A caller that connects and says nothing has DOOR_WAIT_S to say HELLO. */
+	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
 	do
 		n = recvmsg(c->fd, &msg, MSG_WAITALL | MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
+	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &forever, sizeof(forever));
 	if (n != (ssize_t)sizeof(*rq))
 		rc = -EPROTO;
 	for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
@@ -189,11 +219,45 @@ static void session_free(struct door_session *s)
 	free(s);
 }
 
+/* Takes a session's place (under the caps) before it connects, so that HELLOs at once cannot
+ * pass them. */
+static int session_enter(struct lm_door *d, struct door_session *s)
+{
+	unsigned same_uid = 0, all = 0;
+	int rc = 0;
+
+	pthread_mutex_lock(&d->lock);
+	for (struct door_session *it = d->sessions; it; it = it->next) {
+		same_uid += it->peer_uid == s->peer_uid;
+		all++;
+	}
+	if (same_uid >= DOOR_MAX_SESSIONS_PER_UID || all >= DOOR_MAX_SESSIONS) {
+		rc = -EUSERS;
+	} else {
+		s->id = ++d->next_session;
+		s->channels = 1;
+		s->next = d->sessions;
+		d->sessions = s;
+	}
+	pthread_mutex_unlock(&d->lock);
+	return rc;
+}
+
+static void session_leave(struct lm_door *d, struct door_session *s)
+{
+	struct door_session **pp;
+
+	pthread_mutex_lock(&d->lock);
+	for (pp = &d->sessions; *pp != s; pp = &(*pp)->next)
+		;
+	*pp = s->next;
+	pthread_mutex_unlock(&d->lock);
+}
+
 static int hello(struct door_chan *c, const struct door_req *rq, struct door_hello *out)
 {
 	struct lm_door *d = c->d;
-	struct door_session *s, *it;
-	unsigned same_uid = 0;
+	struct door_session *s;
 	int rc;
 
 	if (rq->arg != DOOR_VERSION)
@@ -203,32 +267,30 @@ static int hello(struct door_chan *c, const struct door_req *rq, struct door_hel
 		return -ENOMEM;
 	pthread_mutex_init(&s->lock, NULL);
 	u64map_init(&s->handles);
+	s->door = d;
 	s->next_fh = 1;
 	s->peer_uid = c->peer.uid;
 	s->peer_gid = c->peer.gid;
 	rc = peer_cred(c, &s->cred);
 	if (rc == 0)
 		rc = random_bytes(s->token, sizeof(s->token));
-	pthread_mutex_lock(&d->lock);
-	for (it = d->sessions; it; it = it->next)
-		same_uid += it->peer_uid == s->peer_uid;
-	pthread_mutex_unlock(&d->lock);
-	if (rc == 0 && same_uid >= DOOR_MAX_SESSIONS_PER_UID)
-		rc = -EUSERS;
 	if (rc == 0)
-		rc = loom_connect_with(d->m->mds_addr, &d->m->copts, &s->fs);
-	if (rc == 0)
-		rc = loom_set_cred(s->fs, &s->cred);
+		rc = session_enter(d, s);
 	if (rc) {
 		session_free(s);
 		return rc;
 	}
-	pthread_mutex_lock(&d->lock);
-	s->id = ++d->next_session;
-	s->channels = 1;
-	s->next = d->sessions;
-	d->sessions = s;
-	pthread_mutex_unlock(&d->lock);
+	/* Nobody knows the token yet: nothing attaches while it connects. */
+	rc = loom_connect_with(d->m->mds_addr, &d->m->copts, &s->fs);
+	if (rc == 0)
+		rc = loom_set_cred(s->fs, &s->cred);
+	if (rc == 0)
+		rc = loom_set_umask(s->fs, 0); /* the caller's libloom applied its own */
+	if (rc) {
+		session_leave(d, s);
+		session_free(s);
+		return rc;
+	}
 	c->s = s;
 	out->session = s->id;
 	memcpy(out->token, s->token, sizeof(out->token));
@@ -254,7 +316,8 @@ static int attach(struct door_chan *c, const struct door_attach *in, struct door
 	pthread_mutex_lock(&d->lock);
 	for (s = d->sessions; s && s->id != in->session; s = s->next)
 		;
-	if (s && (!token_equal(s->token, in->token) || s->peer_uid != c->peer.uid || s->peer_gid != c->peer.gid))
+	if (s && (!s->fs || !token_equal(s->token, in->token) || s->peer_uid != c->peer.uid ||
+		  s->peer_gid != c->peer.gid))
 		rc = -EACCES;
 	else if (s && s->channels >= DOOR_MAX_CHANNELS)
 		rc = -EMFILE;
@@ -313,13 +376,13 @@ static void serve(struct door_chan *c)
 	if (send_rep(c->fd, &rep) || rc)
 		return;
 	for (;;) {
-		if (recv_full(c->fd, &rq, sizeof(rq)))
+		if (recv_full(c->fd, &rq, sizeof(rq), true))
 			return;
 		if (rq.op >= DOOR_OP_COUNT || rq.op <= DOOR_OP_ATTACH || rq.body_len > sizeof(body)) {
 			log_info("door: dropped pid %d (uid %u): a malformed request", (int)c->peer.pid, c->peer.uid);
 			return;
 		}
-		if (recv_full(c->fd, body, rq.body_len))
+		if (recv_full(c->fd, body, rq.body_len, false))
 			return;
 		if (body_paths(body, rq.body_len, paths_of[rq.op], paths)) {
 			rep = (struct door_rep){ .rc = -EINVAL };
@@ -334,19 +397,17 @@ static void serve(struct door_chan *c)
 static void chan_end(struct door_chan *c)
 {
 	struct lm_door *d = c->d;
-	struct door_session *s = c->s, **pp;
+	struct door_session *s = c->s;
 	bool last = false;
 
 	pthread_mutex_lock(&d->lock);
-	if (s && --s->channels == 0) {
-		for (pp = &d->sessions; *pp != s; pp = &(*pp)->next)
-			;
-		*pp = s->next;
-		last = true;
-	}
+	if (s)
+		last = --s->channels == 0;
 	pthread_mutex_unlock(&d->lock);
-	if (last)
+	if (last) {
+		session_leave(d, s);
 		session_free(s);
+	}
 	if (c->slot)
 		munmap(c->slot, DOOR_SLOT_BYTES);
 	pthread_mutex_lock(&d->lock);
@@ -438,6 +499,39 @@ static void *acceptor_main(void *arg)
 	}
 }
 
+/* The flags of our mount as the kernel has them now (`mount -o remount,ro` changes them without
+ * telling the daemon): read at most once a second. */
+bool lm_door_read_only(struct lm_door *d)
+{
+	uint64_t now = clock_mono_ns();
+
+	if (d->m->opts.readonly)
+		return true;
+	if (now - d->ro_checked_ns > 1000000000ull) {
+		d->ro = mountinfo_read_only(d->m->opts.mountpoint);
+		d->ro_checked_ns = now;
+	}
+	return d->ro;
+}
+
+/* Sockets of daemons that died without removing theirs (door.PID.sock, PID gone). */
+static void sweep_stale(const char *dir)
+{
+	DIR *dp = opendir(dir);
+	struct dirent *e;
+	char path[512];
+	int pid;
+
+	while (dp && (e = readdir(dp))) {
+		if (sscanf(e->d_name, "door.%d.sock", &pid) == 1 && pid > 0 && kill(pid, 0) && errno == ESRCH) {
+			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+			unlink(path);
+		}
+	}
+	if (dp)
+		closedir(dp);
+}
+
 int lm_door_start(struct lmount *m, const char *path, struct lm_door **out)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -461,6 +555,8 @@ int lm_door_start(struct lmount *m, const char *path, struct lm_door **out)
 		free(d);
 		return rc;
 	}
+	if (strncmp(path, "/run/loom/", 10) == 0)
+		sweep_stale("/run/loom");
 	unlink(path); /* a socket left by a daemon of the same pid that died: ours now */
 	if (bind(d->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(d->listen_fd, 128) ||
 	    /* Anyone may knock where anyone may use the mount; the MDS checks each one's rights. */

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -16,9 +17,15 @@
 #include "loom/loom_ll.h"
 
 static const enum door_fh_kind fh_kind_of[DOOR_OP_COUNT] = {
-#define DOOR_FH(name, paths, fh) [DOOR_OP_##name] = fh,
+#define DOOR_FH(name, paths, fh, change) [DOOR_OP_##name] = fh,
 	DOOR_OPS(DOOR_FH)
 #undef DOOR_FH
+};
+
+static const enum door_change change_of[DOOR_OP_COUNT] = {
+#define DOOR_CHANGE(name, paths, fh, change) [DOOR_OP_##name] = change,
+	DOOR_OPS(DOOR_CHANGE)
+#undef DOOR_CHANGE
 };
 
 /* The handle a request names, with a reference, or NULL. */
@@ -44,6 +51,7 @@ static int handle_close(struct door_handle *h)
 		rc = loom_close(h->u.file);
 	else
 		loom_closedir(h->u.dir);
+	pthread_mutex_destroy(&h->lock);
 	free(h);
 	return rc;
 }
@@ -70,7 +78,10 @@ static int handle_remove(struct door_session *s, struct door_handle *h, uint64_t
 	pthread_mutex_lock(&s->lock);
 	if (u64map_get(&s->handles, fh) == h) {
 		u64map_del(&s->handles, fh);
-		s->nhandles--;
+		if (h->kind == DOOR_FH_FILE)
+			s->nfiles--;
+		else
+			s->ndirs--;
 		h->refs--; /* the table's */
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -83,20 +94,24 @@ static int64_t handle_add(struct door_session *s, enum door_fh_kind kind, void *
 	int64_t fh = -ENOMEM;
 
 	if (h) {
+		unsigned *count = kind == DOOR_FH_FILE ? &s->nfiles : &s->ndirs;
+
 		h->kind = kind;
 		h->refs = 1;
+		pthread_mutex_init(&h->lock, NULL);
 		if (kind == DOOR_FH_FILE)
 			h->u.file = obj;
 		else
 			h->u.dir = obj;
 		pthread_mutex_lock(&s->lock);
-		if (s->nhandles >= DOOR_MAX_HANDLES)
+		if (*count >= (kind == DOOR_FH_FILE ? DOOR_MAX_FILES : DOOR_MAX_DIRS))
 			fh = -EMFILE;
 		else if (u64map_put(&s->handles, s->next_fh, h) == 0)
-			fh = (int64_t)s->next_fh++, s->nhandles++;
+			fh = (int64_t)s->next_fh++, (*count)++;
 		pthread_mutex_unlock(&s->lock);
 		if (fh >= 0)
 			return fh;
+		pthread_mutex_destroy(&h->lock);
 		free(h);
 	}
 	if (kind == DOOR_FH_FILE)
@@ -119,7 +134,7 @@ void door_handles_close(struct door_session *s)
 	u64map_each(&s->handles, close_one, NULL);
 	u64map_destroy(&s->handles);
 	u64map_init(&s->handles);
-	s->nhandles = 0;
+	s->nfiles = s->ndirs = 0;
 }
 
 /* The stat in fixed-width fields, in the slot. */
@@ -232,7 +247,7 @@ static int64_t read_reply(ssize_t n, struct door_rep *rep)
 }
 
 /* The requests on an open file or directory. */
-static int64_t do_handle(struct door_session *s, struct door_handle *h, const struct door_req *rq, void *slot,
+static int64_t do_handle_locked(struct door_session *s, struct door_handle *h, const struct door_req *rq, void *slot,
 			 struct door_rep *rep)
 {
 	loom_file *f = h->u.file;
@@ -265,6 +280,66 @@ static int64_t do_handle(struct door_session *s, struct door_handle *h, const st
 	return -EOPNOTSUPP;
 }
 
+static int64_t do_handle(struct door_session *s, struct door_handle *h, const struct door_req *rq, void *slot,
+			 struct door_rep *rep)
+{
+	/* A listing's page and a file's position are one state: one request at a time uses them.
+	 * Reads and writes at an offset go on side by side, as libloom allows. */
+	bool shared = rq->op == DOOR_OP_READDIR || rq->op == DOOR_OP_READ || rq->op == DOOR_OP_WRITE ||
+		      rq->op == DOOR_OP_LSEEK;
+	int64_t rc;
+
+	if (shared)
+		pthread_mutex_lock(&h->lock);
+	rc = do_handle_locked(s, h, rq, slot, rep);
+	if (shared)
+		pthread_mutex_unlock(&h->lock);
+	return rc;
+}
+
+/* The sysctl, as the kernel reads it at each link (1 where it cannot be read: the safe side). */
+static bool protected_hardlinks(void)
+{
+	FILE *f = fopen("/proc/sys/fs/protected_hardlinks", "re");
+	int v = 1;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = 1;
+		fclose(f);
+	}
+	return v != 0;
+}
+
+/* fs.protected_hardlinks, which the kernel applies to links made through the mount (may_linkat):
+ * a user links only a file it owns, or a regular file it may read and write that is neither
+ * setuid nor setgid-executable. */
+static int link_allowed(struct door_session *s, const char *path)
+{
+	const struct loom_cred *cr = &s->cred;
+	struct stat st;
+	bool in_group;
+	int rc;
+
+	if (cr->uid == 0 || !protected_hardlinks())
+		return 0;
+	rc = loom_lstat(s->fs, path, &st);
+	if (rc)
+		return rc;
+	in_group = st.st_gid == cr->gid;
+	if (st.st_uid == cr->uid)
+		return 0;
+	if (!S_ISREG(st.st_mode) || (st.st_mode & S_ISUID) ||
+	    (st.st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
+		return -EPERM;
+	for (uint32_t i = 0; i < cr->ngroups && !in_group; i++)
+		in_group = cr->groups[i] == st.st_gid;
+	/* The owner's bits are not the caller's (it is not the owner): the group's, else the others'. */
+	if (((in_group ? st.st_mode >> 3 : st.st_mode) & 06) != 06)
+		return -EPERM;
+	return 0;
+}
+
 static int64_t do_path(struct door_session *s, const struct door_req *rq, const char *const p[2], void *slot,
 		       struct door_rep *rep)
 {
@@ -284,7 +359,9 @@ static int64_t do_path(struct door_session *s, const struct door_req *rq, const 
 	case DOOR_OP_RMDIR: return loom_rmdir(fs, p[0]);
 	case DOOR_OP_UNLINK: return loom_unlink(fs, p[0]);
 	case DOOR_OP_RENAME: return loom_rename(fs, p[0], p[1], rq->flags);
-	case DOOR_OP_LINK: return loom_link(fs, p[0], p[1]);
+	case DOOR_OP_LINK:
+		rc = link_allowed(s, p[0]);
+		return rc ? rc : loom_link(fs, p[0], p[1]);
 	case DOOR_OP_SYMLINK: return loom_symlink(fs, p[0], p[1]);
 	case DOOR_OP_CHMOD: return loom_chmod(fs, p[0], rq->mode);
 	case DOOR_OP_CHOWN: return loom_chown(fs, p[0], rq->flags, rq->mode);
@@ -324,10 +401,17 @@ static int64_t do_path(struct door_session *s, const struct door_req *rq, const 
 		     rq->op == DOOR_OP_GETXATTR ? loom_getxattr(fs, p[0], p[1], slot, rq->len, &len) :
 						  loom_listxattr(fs, p[0], slot, rq->len, &len);
 		if (rc == 0)
-			rep->len = rq->len ? len : 0;
+			rep->len = len < rq->len ? len : rq->len;
 		return rc ? rc : (int64_t)len;
 	}
 	return -EOPNOTSUPP;
+}
+
+static bool changes(const struct door_req *rq)
+{
+	if (change_of[rq->op] == DOOR_MAY_CHANGE)
+		return (rq->flags & (O_CREAT | O_TRUNC)) || (rq->flags & O_ACCMODE) != O_RDONLY;
+	return change_of[rq->op] == DOOR_CHANGES;
 }
 
 void door_do(struct door_session *s, void *slot, const struct door_req *rq, const char *const paths[2],
@@ -339,6 +423,8 @@ void door_do(struct door_session *s, void *slot, const struct door_req *rq, cons
 	rep->len = 0;
 	if (rq->len > DOOR_SLOT_BYTES) {
 		rep->rc = -EINVAL;
+	} else if (changes(rq) && lm_door_read_only(s->door)) {
+		rep->rc = -EROFS;
 	} else if (kind == DOOR_FH_NONE) {
 		rep->rc = do_path(s, rq, paths, slot, rep);
 	} else if (!(h = handle_get(s, rq->fh, kind))) {

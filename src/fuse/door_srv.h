@@ -16,13 +16,19 @@
 struct door_handle {
 	enum door_fh_kind kind;
 	unsigned refs;          /* under the session's lock */
+	/* Held by the requests that share the handle's state (a directory's page, a file's
+	 * position): two channels of a session may send them at once. */
+	pthread_mutex_t lock;
 	union {
 		loom_file *file;
 		loom_dir *dir;
 	} u;
 };
 
+struct lm_door;
+
 struct door_session {
+	struct lm_door *door;
 	uint64_t id;
 	uint8_t token[16];
 	struct loom_cred cred;  /* what the kernel said of the caller (after root_squash) */
@@ -31,10 +37,13 @@ struct door_session {
 	pthread_mutex_t lock;   /* the handles, and channels */
 	struct u64map handles;  /* fh -> struct door_handle * */
 	uint64_t next_fh;
-	unsigned nhandles;
+	unsigned nfiles, ndirs;
 	unsigned channels;      /* under the server's lock */
 	struct door_session *next;
 };
+
+/* door.c: whether the mount is read-only now (mounted ro, or remounted so since). */
+bool lm_door_read_only(struct lm_door *d);
 
 /* door_ops.c: does one request of the session (slot: the channel's shared memory) and fills
  * rep. paths: the body's strings, as many as the op's table entry says. */

@@ -103,3 +103,97 @@ def test_the_door_takes_who_asks_from_the_kernel_and_refuses_what_is_malformed(c
     assert os.path.exists("/proc/%d" % pid)
     with open(os.path.join(mnt, "f"), "rb") as f:
         assert f.read() == b"0123456789"
+
+
+LINK_AS_USER = r"""
+import os, sys
+from doorproto import knock, ask
+path = sys.argv[1]
+s, m, rc = knock(path, "HELLO")
+print(" ".join(str(ask(s, "LINK", src + b"\0" + dst + b"\0")[0]) for src, dst in
+               ((b"/secret", b"/drop/a"), (b"/public", b"/drop/b"), (b"/drop/own", b"/drop/c"))))
+"""
+
+
+def test_the_door_keeps_the_kernels_rules_read_only_mounts_protected_hardlinks_and_one_listing_at_a_time(cluster):
+    import threading
+    mnt = cluster.mount()
+    os.chmod(cluster.dir, 0o711)
+    for name, mode in (("secret", 0o600), ("public", 0o644)):
+        with open(os.path.join(mnt, name), "w") as f:
+            f.write(name)
+        os.chmod(os.path.join(mnt, name), mode)
+    os.mkdir(os.path.join(mnt, "drop"))
+    os.chmod(os.path.join(mnt, "drop"), 0o1777)
+    with open(os.path.join(mnt, "drop", "own"), "w") as f:
+        f.write("own")
+    os.chown(os.path.join(mnt, "drop", "own"), NOBODY, NOBODY)
+    big = os.path.join(mnt, "big")
+    os.mkdir(big)
+    long_names = ["n%04d" % i + "x" * 200 for i in range(1000)]  # several pages of the MDS's listing
+    for name in long_names:
+        open(os.path.join(big, name), "w").close()
+    path, _ = door_of(mnt)
+
+    # protected_hardlinks, as the kernel keeps it on the mount: another's file the user may not
+    # read and write is not linked; its own is.
+    with open("/proc/sys/fs/protected_hardlinks") as f:
+        protected = f.read().strip() == "1"
+    want = "%d %d 0" % ((-errno.EPERM, -errno.EPERM) if protected else (0, 0))
+    assert run_as(LINK_AS_USER, path) == want
+
+    # A file created through the door gets the mode asked (the caller's libloom applies its
+    # umask, not the daemon's).
+    s, m, rc = knock(path, "HELLO")
+    assert rc == 0
+    _, _, session, token, _ = HELLO.unpack_from(m, 0)
+    fh, _ = ask(s, "OPEN", b"/drop/m666\0", flags=os.O_CREAT | os.O_WRONLY, mode=0o666)
+    assert fh > 0 and ask(s, "CLOSE", fh=fh) == (0, 0)
+    assert os.stat(os.path.join(mnt, "drop", "m666")).st_mode & 0o7777 == 0o666
+
+    # Two channels of a session listing one directory at once: each name comes once.
+    s2, m2, rc = knock(path, "ATTACH", slot_bytes=struct.pack("=Q16s", session, token))
+    assert rc == 0
+    want = sorted([".", ".."] + long_names)
+    for _ in range(20):
+        dh, _ = ask(s, "OPENDIR", b"/big\0")
+        assert dh > 0
+        names, errors = [], []
+
+        def lister(sock, slot):
+            # A page of the MDS's listing's worth a request: both sides cross its pages at once.
+            while True:
+                count, length = ask(sock, "READDIR", fh=dh, length=64 << 10)
+                if count <= 0:
+                    if count < 0:
+                        errors.append(count)
+                    return
+                at = 0
+                for _ in range(count):
+                    ino, namelen, typ = struct.unpack_from("=QHB", slot, at)
+                    names.append(bytes(slot[at + 16:at + 16 + namelen]).decode())
+                    at += (16 + namelen + 7) & ~7
+        threads = [threading.Thread(target=lister, args=(s, m)), threading.Thread(target=lister, args=(s2, m2))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        assert sorted(names) == want
+        assert ask(s, "CLOSEDIR", fh=dh) == (0, 0)
+    s.close()
+    s2.close()
+
+    # A read-only mount's door changes nothing, as the mount itself.
+    from loomutil import second_mount
+    with second_mount(cluster, opts="ro") as ro:
+        rpath, _ = door_of(ro)
+        s, m, rc = knock(rpath, "HELLO")
+        assert rc == 0
+        assert ask(s, "MKDIR", b"/newdir\0", mode=0o755)[0] == -errno.EROFS
+        assert ask(s, "OPEN", b"/public\0", flags=os.O_WRONLY)[0] == -errno.EROFS
+        assert ask(s, "OPEN", b"/drop/new\0", flags=os.O_CREAT | os.O_RDONLY, mode=0o644)[0] == -errno.EROFS
+        fh, _ = ask(s, "OPEN", b"/public\0", flags=os.O_RDONLY)
+        assert fh > 0 and ask(s, "PREAD", fh=fh, length=6) == (6, 6) and m[:6] == b"public"
+        s.close()
+    assert not os.path.exists(os.path.join(mnt, "newdir"))
