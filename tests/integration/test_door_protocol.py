@@ -197,3 +197,44 @@ def test_the_door_keeps_the_kernels_rules_read_only_mounts_protected_hardlinks_a
         assert fh > 0 and ask(s, "PREAD", fh=fh, length=6) == (6, 6) and m[:6] == b"public"
         s.close()
     assert not os.path.exists(os.path.join(mnt, "newdir"))
+
+
+HOG = r"""
+import socket, sys, time
+path, n = sys.argv[1], int(sys.argv[2])
+held, shut = [], 0
+for _ in range(n):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    s.sendall(b"\x01" * 20)      # half a HELLO, and then nothing
+    held.append(s)
+time.sleep(1)
+for s in held:
+    s.settimeout(0.01)
+    try:
+        shut += s.recv(1) == b""
+    except ConnectionResetError:
+        shut += 1
+    except (socket.timeout, BlockingIOError):
+        pass
+print(shut, flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_one_user_cannot_take_the_door_from_the_others(cluster):
+    mnt = cluster.mount()
+    os.chmod(cluster.dir, 0o711)
+    path, _ = door_of(mnt)
+    p = subprocess.Popen([sys.executable, "-c", HOG, path, "300"], cwd="/", text=True,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         user=NOBODY, group=NOBODY, extra_groups=[])
+    try:
+        # The connections past the uid's 256 are closed at once; the others wait for their HELLO.
+        assert p.stdout.readline().strip() == "44", p.stderr.read()
+        # Meanwhile another user (root here) gets in and is served.
+        s, m, rc = knock(path, "HELLO")
+        assert rc == 0 and ask(s, "STAT", b"/\0")[0] == 0
+        s.close()
+    finally:
+        p.communicate("\n", timeout=30)
