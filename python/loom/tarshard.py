@@ -69,8 +69,8 @@ def decode_sample(sample):
             continue
         ext = field.rsplit(".", 1)[-1].lower()
         if ext == "npy":
-            import numpy as np
-            value = np.load(io.BytesIO(value), allow_pickle=False)
+            from ._npy import load_npy_bytes
+            value = load_npy_bytes(value)
         elif ext in ("json", "jsn"):
             value = json.loads(value)
         elif ext in ("txt", "text", "transcript"):

@@ -50,9 +50,10 @@ MISSES_TO_STOP = 64    # misses in a row after which a plan is given up
 
 
 def decode_npy(data):
-    """The numpy array in an .npy file's bytes (np.load)."""
-    import numpy as np
-    return np.load(io.BytesIO(data), allow_pickle=False)
+    """The numpy array in an .npy file's bytes, as np.load gives it (allow_pickle=False); each
+    distinct header is parsed once (loom._npy)."""
+    from ._npy import load_npy_bytes
+    return load_npy_bytes(data)
 
 
 def decode_torch(data):

@@ -9,53 +9,29 @@
  *
  * Item i's life: WAITING -> CLAIMED (a thread reads it) -> READY -> GONE (taken or given up).
  * An item before take_pos that is still CLAIMED is freed by its thread when the read ends.
+ *
+ * Ranged items that share an aligned block of a file with others (prefetch_blocks.c) go another
+ * way: the thread that reaches the first of them reads the block, the others' threads pass them
+ * by, and the reader copies each out of the block when it takes it. They reserve nothing in item
+ * order (next_reserve skips them): the blocks have a share of the memory of their own.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "loom/loom.h"
-#include "loom/loom_ll.h"
+#include "client/prefetch.h"
 
-#define PF_DEFAULT_BYTES   (256u << 20)
-#define PF_DEFAULT_THREADS 16u
-#define PF_MAX_THREADS     256u
-#define PF_DEFAULT_AHEAD   4096u
-#define PF_OPEN_FILES      4 /* files each thread keeps open for ranged items (shards) */
-
-enum { SLOT_WAITING, SLOT_CLAIMED, SLOT_READY, SLOT_GONE };
-
-struct pf_slot {
-	unsigned char state;
-	int err;      /* READY: 0 or the negative errno of the read */
-	size_t len;   /* READY: bytes in buf, all counted in held */
-	void *buf;
-};
-
-struct loom_prefetch {
-	loom_fs *fs;
-	struct loom_prefetch_item *items; /* paths point into names */
-	char *names;
-	size_t n;
-	size_t max_bytes;
-	size_t max_ahead;
-
-	pthread_mutex_t lock;        /* everything below */
-	pthread_cond_t work;         /* threads: an item to claim, or memory freed */
-	pthread_cond_t ready;        /* the reader: an item became READY */
-	struct pf_slot *slots;
-	size_t cursor;               /* the next item a thread claims */
-	size_t next_reserve;         /* the next item that may reserve memory */
-	size_t take_pos;             /* items before it are taken or given up */
-	size_t held;
-	bool stopping;
-	struct loom_prefetch_stats st;
-
-	pthread_t *threads;
-	unsigned nthreads;
-};
+/* Under pf->lock, after anything the threads may wait for changed (take_pos, next_reserve, held):
+ * only threads that wait are woken, so a reader taking items at speed does not wake the idle
+ * ones each time. */
+static void wake(loom_prefetch *pf)
+{
+	if (pf->reserve_waiters)
+		pthread_cond_broadcast(&pf->work);
+	if (pf->window_waiters)
+		pthread_cond_broadcast(&pf->window);
+}
 
 /* The files one thread keeps open, for the ranged items of a few large files. */
 struct pf_open_files {
@@ -186,15 +162,18 @@ static void fetch_item(loom_prefetch *pf, size_t k, struct pf_open_files *of)
 		len = 0;
 	pthread_mutex_lock(&pf->lock);
 	while (!pf->stopping && k >= pf->take_pos &&
-	       !(pf->next_reserve == k && (pf->held == 0 || pf->held + len <= pf->max_bytes)))
+	       !(pf->next_reserve == k && (pf->held == 0 || pf->held + len <= pf->max_bytes - pf->block_budget))) {
+		pf->reserve_waiters++;
 		pthread_cond_wait(&pf->work, &pf->lock);
+		pf->reserve_waiters--;
+	}
 	gone = pf->stopping || k < pf->take_pos;
 	if (!gone) {
 		pf->held += len;
-		if (pf->held > pf->st.peak_bytes)
-			pf->st.peak_bytes = pf->held;
-		pf->next_reserve = k + 1;
-		pthread_cond_broadcast(&pf->work);
+		if (pf->held + pf->block_held > pf->st.peak_bytes)
+			pf->st.peak_bytes = pf->held + pf->block_held;
+		pf->next_reserve = pf_plain_from(pf, k + 1);
+		wake(pf);
 	} else {
 		s->state = SLOT_GONE;
 	}
@@ -231,7 +210,7 @@ static void fetch_item(loom_prefetch *pf, size_t k, struct pf_open_files *of)
 		pf->st.bytes_fetched += s->len;
 		pthread_cond_broadcast(&pf->ready);
 	}
-	pthread_cond_broadcast(&pf->work);
+	wake(pf);
 	pthread_mutex_unlock(&pf->lock);
 }
 
@@ -242,18 +221,36 @@ static void *prefetch_thread(void *arg)
 
 	pthread_mutex_lock(&pf->lock);
 	for (;;) {
+		struct pf_block *b;
 		size_t k;
 
 		if (pf->cursor < pf->take_pos)
 			pf->cursor = pf->take_pos;
-		while (!pf->stopping && (pf->cursor >= pf->n || pf->cursor >= pf->take_pos + pf->max_ahead)) {
-			pthread_cond_wait(&pf->work, &pf->lock);
+		while (!pf->stopping && pf->cursor < pf->n && pf->cursor >= pf->take_pos + pf->max_ahead) {
+			pf->window_waiters++;
+			pthread_cond_wait(&pf->window, &pf->lock);
+			pf->window_waiters--;
 			if (pf->cursor < pf->take_pos)
 				pf->cursor = pf->take_pos;
 		}
-		if (pf->stopping)
+		/* Every item claimed (the cursor never goes back): nothing is left for this thread. */
+		if (pf->stopping || pf->cursor >= pf->n)
 			break;
 		k = pf->cursor++;
+		b = pf_block_of(pf, k);
+		if (b) {
+			/* The first of a block's items to come reads the block; the others pass. */
+			if (pf_block_claim(pf, b)) {
+				loom_file *f = NULL;
+
+				pthread_mutex_unlock(&pf->lock);
+				if (cached_open(&of, pf->fs, b->path, &f))
+					f = NULL;
+				pf_block_fill(pf, b, f);
+				pthread_mutex_lock(&pf->lock);
+			}
+			continue;
+		}
 		pf->slots[k].state = SLOT_CLAIMED;
 		pthread_mutex_unlock(&pf->lock);
 		fetch_item(pf, k, &of);
@@ -310,9 +307,21 @@ int loom_prefetch_start(loom_fs *fs, const struct loom_prefetch_item *items, siz
 		pf->items[i].path = p;
 		p += len;
 	}
+	if (pf_blocks_plan(pf)) {
+		pf_blocks_free(pf);
+		free(pf->items);
+		free(pf->names);
+		free(pf->slots);
+		free(pf->threads);
+		free(pf);
+		return -ENOMEM;
+	}
+	pf->next_reserve = pf_plain_from(pf, 0);
 	pthread_mutex_init(&pf->lock, NULL);
 	pthread_cond_init(&pf->work, NULL);
 	pthread_cond_init(&pf->ready, NULL);
+	pthread_cond_init(&pf->block_done, NULL);
+	pthread_cond_init(&pf->window, NULL);
 	for (unsigned t = 0; t < o.threads; t++) {
 		if (pthread_create(&pf->threads[pf->nthreads], NULL, prefetch_thread, pf) != 0)
 			break;
@@ -341,6 +350,7 @@ ssize_t loom_prefetch_take(loom_prefetch *pf, size_t i, void **buf)
 	}
 	/* Everything between the last item taken and i is given up. */
 	for (size_t j = pf->take_pos; j < i; j++) {
+		pf_block_unref(pf, j);
 		if (pf->slots[j].state == SLOT_READY) {
 			pf->held -= pf->slots[j].len;
 			free(pf->slots[j].buf);
@@ -351,7 +361,23 @@ ssize_t loom_prefetch_take(loom_prefetch *pf, size_t i, void **buf)
 	}
 	pf->take_pos = i;
 	if (pf->next_reserve < i)
-		pf->next_reserve = i;
+		pf->next_reserve = pf_plain_from(pf, i);
+	if (pf_block_of(pf, i)) {
+		/* Copied out of its block here (read here first if no thread has come to it). */
+		pf->take_pos = i + 1;
+		if (pf->next_reserve <= i)
+			pf->next_reserve = pf_plain_from(pf, i + 1);
+		wake(pf);
+		rc = pf_block_take(pf, i, buf);
+		if (rc != -EAGAIN) {
+			pf->st.ready++;
+			pthread_mutex_unlock(&pf->lock);
+			return rc;
+		}
+		pf->st.direct++;
+		pthread_mutex_unlock(&pf->lock);
+		return read_direct(pf->fs, &pf->items[i], buf);
+	}
 	s = &pf->slots[i];
 	if (s->state == SLOT_WAITING) {
 		/* The prefetcher has not reached i: the threads go on after it. */
@@ -359,14 +385,14 @@ ssize_t loom_prefetch_take(loom_prefetch *pf, size_t i, void **buf)
 		if (pf->cursor <= i)
 			pf->cursor = i + 1;
 		if (pf->next_reserve <= i)
-			pf->next_reserve = i + 1;
+			pf->next_reserve = pf_plain_from(pf, i + 1);
 		s->state = SLOT_GONE;
 		pf->st.direct++;
-		pthread_cond_broadcast(&pf->work);
+		wake(pf);
 		pthread_mutex_unlock(&pf->lock);
 		return read_direct(pf->fs, &pf->items[i], buf);
 	}
-	pthread_cond_broadcast(&pf->work);
+	wake(pf);
 	if (s->state == SLOT_CLAIMED) {
 		pf->st.waited++;
 		while (s->state == SLOT_CLAIMED)
@@ -384,7 +410,7 @@ ssize_t loom_prefetch_take(loom_prefetch *pf, size_t i, void **buf)
 	s->buf = NULL;
 	s->state = SLOT_GONE;
 	pf->take_pos = i + 1;
-	pthread_cond_broadcast(&pf->work);
+	wake(pf);
 	pthread_mutex_unlock(&pf->lock);
 	return rc;
 }
@@ -398,7 +424,7 @@ void loom_prefetch_get_stats(loom_prefetch *pf, struct loom_prefetch_stats *st)
 {
 	pthread_mutex_lock(&pf->lock);
 	*st = pf->st;
-	st->bytes_held = pf->held;
+	st->bytes_held = pf->held + pf->block_held;
 	pthread_mutex_unlock(&pf->lock);
 }
 
@@ -408,13 +434,17 @@ void loom_prefetch_stop(loom_prefetch *pf)
 		return;
 	pthread_mutex_lock(&pf->lock);
 	pf->stopping = true;
-	pthread_cond_broadcast(&pf->work);
+	pthread_cond_broadcast(&pf->window);
 	pthread_cond_broadcast(&pf->ready);
+	pthread_cond_broadcast(&pf->work);
 	pthread_mutex_unlock(&pf->lock);
 	for (unsigned t = 0; t < pf->nthreads; t++)
 		pthread_join(pf->threads[t], NULL);
 	for (size_t i = 0; i < pf->n; i++)
 		free(pf->slots[i].buf);
+	pf_blocks_free(pf);
+	pthread_cond_destroy(&pf->block_done);
+	pthread_cond_destroy(&pf->window);
 	pthread_cond_destroy(&pf->ready);
 	pthread_cond_destroy(&pf->work);
 	pthread_mutex_destroy(&pf->lock);

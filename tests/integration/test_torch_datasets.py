@@ -199,3 +199,37 @@ def test_a_single_sample_starts_no_prefetch_and_a_run_in_order_does(cluster, mon
             assert int(ds2[int(i)][0]) == i
     assert [str(w.message)[:60] for w in caught] == [
         "loom.torch: FileDataset's prefetch had only 0 of the 32 samp"]
+
+
+def test_decode_npy_gives_what_np_load_gives_and_refuses_what_it_refuses():
+    """decode_npy parses each distinct header once (loom._npy): the arrays, their flags and the
+    errors must be np.load's, for every layout and version, the second time as the first."""
+    import io
+    import loom.torch as lt
+
+    def npy(a, version=None):
+        b = io.BytesIO()
+        np.lib.format.write_array(b, a, version=version, allow_pickle=True)
+        return b.getvalue()
+
+    cases = [np.arange(12, dtype="<i4").reshape(3, 4), np.asfortranarray(np.arange(12.).reshape(3, 4)),
+             np.array(3.5), np.zeros((0, 5), ">f8"), np.array([True, False]),
+             np.zeros(3, dtype=[("a", "<i2"), ("b", "f4")]), np.arange(5, dtype=np.uint8)]
+    for a in cases:
+        for version in (None, (2, 0)):
+            data = npy(a, version)
+            for _ in range(2):
+                x, y = lt.decode_npy(data), np.load(io.BytesIO(data), allow_pickle=False)
+                assert (x.dtype, x.shape) == (y.dtype, y.shape) and np.array_equal(x, y)
+                assert x.flags.writeable
+                assert (x.flags.c_contiguous, x.flags.f_contiguous) == (y.flags.c_contiguous, y.flags.f_contiguous)
+    for bad in (npy(np.array([1, "x"], dtype=object)), npy(np.arange(10))[:-8],
+                b"\x93NUMPY\x01\x00\xff\xffjunk", b"not an npy file"):
+        said = []
+        for load in (lt.decode_npy, lambda d: np.load(io.BytesIO(d), allow_pickle=False)):
+            try:
+                load(bad)
+                said.append(None)
+            except Exception as e:  # noqa: BLE001 - the two must fail alike, whatever the error
+                said.append((type(e).__name__, str(e)))
+        assert said[0] == said[1] and said[0] is not None
