@@ -268,30 +268,64 @@ void door_closedir(loom_dir *d)
 int door_open(loom_fs *fs, const char *path, int flags, mode_t mode, const struct loom_layout *layout,
 	      loom_file **out)
 {
+	bool reader = (flags & O_ACCMODE) == O_RDONLY && !(flags & (O_CREAT | O_TRUNC));
 	struct door_req rq = { .op = DOOR_OP_OPEN, .flags = (uint32_t)flags, .mode = mode & ~fs->umask,
-			       .len = layout ? layout_bytes(layout) : 0 };
+			       .len = layout ? layout_bytes(layout) : 0, .arg = reader ? DOOR_HEAD_BYTES : 0 };
+	size_t cap = sizeof(struct loom_attr) + (reader ? DOOR_HEAD_BYTES : 0);
 	struct door_rep rep;
-	struct loom_attr a;
 	loom_file *f = calloc(1, sizeof(*f));
+	char *reply = malloc(cap);
 	int rc;
 
-	if (!f)
+	if (!f || !reply) {
+		free(f);
+		free(reply);
 		return -ENOMEM;
+	}
 	if (rq.len > DOOR_SLOT_BYTES)
 		rc = -EINVAL;
 	else
-		rc = door_call(fs, &rq, path, NULL, layout, rq.len, &a, sizeof(a), &rep);
+		rc = door_call(fs, &rq, path, NULL, layout, rq.len, reply, cap, &rep);
 	if (rc == 0 && rep.rc < 0)
 		rc = (int)rep.rc;
+	if (rc == 0 && (rep.len < sizeof(struct loom_attr) || rep.len > cap))
+		rc = -EPROTO;
 	if (rc) {
+		free(reply);
 		free(f);
 		return rc;
 	}
 	f->fs = fs;
 	f->door_fh = (uint64_t)rep.rc;
 	f->flags = flags;
+	if (reader) {
+		/* What a reader sees first, as of the open (close-to-open): kept for its reads. */
+		stat_from_attr((const struct loom_attr *)reply, &f->door_st);
+		f->door_head_len = rep.len - sizeof(struct loom_attr);
+		f->door_head = reply;
+	} else {
+		free(reply);
+	}
 	*out = f;
 	return 0;
+}
+
+/* The part of a read the head kept at open answers: the count (0: none of it). */
+static size_t from_head(loom_file *f, void *buf, size_t len, off_t off, bool *eof)
+{
+	size_t n;
+
+	*eof = false;
+	if (!f->door_head || (uint64_t)off >= f->door_head_len) {
+		/* A head shorter than asked was the whole file: past it is its end. */
+		*eof = f->door_head && f->door_head_len < DOOR_HEAD_BYTES;
+		return 0;
+	}
+	n = f->door_head_len - (size_t)off < len ? f->door_head_len - (size_t)off : len;
+	memcpy(buf, (char *)f->door_head + sizeof(struct loom_attr) + off, n);
+	if (n < len && f->door_head_len < DOOR_HEAD_BYTES)
+		*eof = true;
+	return n;
 }
 
 /* PREAD, PWRITE, READ or WRITE, in slot-sized pieces. */
@@ -302,6 +336,13 @@ ssize_t door_rw(loom_file *f, int op, void *buf, size_t len, off_t off)
 
 	if (off < 0 && (op == DOOR_OP_PREAD || op == DOOR_OP_PWRITE))
 		return -EINVAL;
+	if (op == DOOR_OP_PREAD) {
+		bool eof;
+
+		done = from_head(f, buf, len, off, &eof);
+		if (eof || done == len)
+			return (ssize_t)done;
+	}
 	do {
 		size_t piece = len - done < DOOR_SLOT_BYTES ? len - done : DOOR_SLOT_BYTES;
 		struct door_req rq = { .op = (uint32_t)op, .fh = f->door_fh, .off = off + (off_t)done, .len = piece };
@@ -344,6 +385,10 @@ int door_seek(loom_file *f, int op, off_t off, int whence, off_t *out)
 
 int door_fstat(loom_file *f, int op, struct stat *st)
 {
+	if (op == DOOR_OP_FILE_ATTR && f->door_head) {
+		*st = f->door_st; /* as of the open, as a keyed client's own view of a file it reads */
+		return 0;
+	}
 	struct door_req rq = { .op = (uint32_t)op, .fh = f->door_fh };
 
 	return attr_call(f->fs, &rq, NULL, st, NULL);
@@ -354,6 +399,7 @@ int door_close_file(loom_file *f)
 	struct door_req rq = { .op = DOOR_OP_CLOSE, .fh = f->door_fh };
 	int rc = (int)simple_call(f->fs, &rq, NULL, NULL, NULL, 0);
 
+	free(f->door_head);
 	free(f);
 	return rc;
 }

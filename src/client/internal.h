@@ -139,6 +139,9 @@ struct loom_fs {
 struct loom_file {
 	loom_fs *fs;
 	uint64_t door_fh;          /* the door's handle, when fs->door */
+	struct stat door_st;       /* ... and for a file opened for reading there: its attributes at */
+	void *door_head;           /* open, and its first door_head_len bytes (all of it when fewer */
+	size_t door_head_len;      /* than DOOR_HEAD_BYTES), which reads are served from */
 	struct loom_file *next_same_ino; /* under fs->files_lock */
 	struct loom_file *prev_open, *next_open; /* under fs->open_lock */
 	struct loom_cred cred;     /* who opened it: reports go out in that name */

@@ -32,6 +32,7 @@
 #define DOOR_MAX_CHANNELS  16u          /* per session */
 #define DOOR_MAX_FILES     1024u        /* open files per session */
 #define DOOR_MAX_DIRS      64u          /* open directories per session (each holds a page) */
+#define DOOR_HEAD_BYTES    (64u << 10)  /* what an OPEN for reading asks of the file's start */
 #define DOOR_PATH_MAX      4096u
 #define DOOR_BODY_MAX      (2u * DOOR_PATH_MAX + 512u) /* at most two paths, or a path and a name */
 
@@ -56,6 +57,8 @@ enum door_change { DOOR_READS, DOOR_CHANGES, DOOR_MAY_CHANGE };
  * Request fields each op uses: off, len, flags, mode, arg (as its door.c says); data in the slot
  * for PWRITE, WRITE, SETXATTR (the value), UTIMENS (2 struct timespec), SETLAYOUT and OPEN
  * (a struct loom_layout when len > 0). A reply's len counts bytes the daemon put in the slot.
+ * OPEN answers the file's struct loom_attr, then for a read-only open with arg > 0 up to arg
+ * bytes of the file from its start (fewer: that is the whole file).
  */
 #define DOOR_OPS(X)                                           \
 	X(HELLO,       0, DOOR_FH_NONE, DOOR_READS)                  \

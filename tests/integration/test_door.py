@@ -64,6 +64,16 @@ with fs.open("/pub/big", "rb") as f:
     f.seek((3 << 20) - 7)
     out["ranged"] = f.read(100) == pattern(6 << 20, 1)[(3 << 20) - 7:(3 << 20) + 93]
 out["listing"] = sorted(fs.listdir("/pub"))
+# Reads around the head an open for reading brings (64 KiB): small files, one of exactly that,
+# and larger ones, read across its end and past the file's.
+heads = []
+for size in (0, 100, 65536, 65537, 200000):
+    want = pattern(size, 3)
+    for off, n in ((0, size + 10), (0, 65536), (65530, 20), (size, 5), (size + 100, 5), (1, 3)):
+        with fs.open("/heads/%d" % size, "rb") as f:
+            f.seek(off)
+            heads.append(f.read(n) == want[off:off + n])
+out["heads"] = all(heads)
 def err(fn, *a):
     try:
         fn(*a)
@@ -110,8 +120,14 @@ def test_a_user_without_the_key_reads_and_writes_natively_as_itself(cluster):
     os.mkdir(os.path.join(mnt, "drop"))
     os.chmod(os.path.join(mnt, "drop"), 0o1777)
 
+    os.mkdir(os.path.join(mnt, "heads"))
+    for size in (0, 100, 65536, 65537, 200000):
+        with open(os.path.join(mnt, "heads", str(size)), "wb") as f:
+            f.write(pattern(size, 3))
+
     out = run_as(AS_A_USER, mnt)
     assert out["via_door"] is True and out["fsname"] == "loom"
+    assert out["heads"] is True
     assert out["big"] == [6 << 20, True] and out["ranged"] is True
     assert out["listing"] == ["0.txt", "1.txt", "2.txt", "big"]
     assert out["secret"] == errno.EACCES            # another user's 0600 file stays closed
