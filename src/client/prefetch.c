@@ -261,6 +261,17 @@ static void *prefetch_thread(void *arg)
 	return NULL;
 }
 
+/* A prefetcher whose locks and threads were never made. */
+static void free_unstarted(loom_prefetch *pf)
+{
+	pf_blocks_free(pf);
+	free(pf->items);
+	free(pf->names);
+	free(pf->slots);
+	free(pf->threads);
+	free(pf);
+}
+
 int loom_prefetch_start(loom_fs *fs, const struct loom_prefetch_item *items, size_t n,
 			const struct loom_prefetch_opts *opts, loom_prefetch **out)
 {
@@ -291,11 +302,7 @@ int loom_prefetch_start(loom_fs *fs, const struct loom_prefetch_item *items, siz
 		o.threads = PF_MAX_THREADS;
 	pf->threads = calloc(o.threads, sizeof(*pf->threads));
 	if (!pf->items || !pf->names || !pf->slots || !pf->threads) {
-		free(pf->items);
-		free(pf->names);
-		free(pf->slots);
-		free(pf->threads);
-		free(pf);
+		free_unstarted(pf);
 		return -ENOMEM;
 	}
 	p = pf->names;
@@ -308,12 +315,7 @@ int loom_prefetch_start(loom_fs *fs, const struct loom_prefetch_item *items, siz
 		p += len;
 	}
 	if (pf_blocks_plan(pf)) {
-		pf_blocks_free(pf);
-		free(pf->items);
-		free(pf->names);
-		free(pf->slots);
-		free(pf->threads);
-		free(pf);
+		free_unstarted(pf);
 		return -ENOMEM;
 	}
 	pf->next_reserve = pf_plain_from(pf, 0);

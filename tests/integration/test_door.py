@@ -24,18 +24,25 @@ NOBODY = 65534
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def run_as(code, *args, uid=NOBODY):
-    """A Python program run as uid (its group the same, no others), with the package and this
-    build's libloom copied where that user may read them; its stdout as JSON."""
+def user_package():
+    """A directory holding the package and this build's libloom (and doorproto), where any user
+    may read them: for programs run as another user, as PYTHONPATH. The caller removes it."""
     pkg = tempfile.mkdtemp(prefix="loom-pkg-", dir="/tmp")
+    os.chmod(pkg, 0o755)
+    shutil.copytree(os.path.join(REPO, "python", "loom"), os.path.join(pkg, "loom"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(os.path.realpath(os.path.join(BUILD, "src", "client", "libloom.so")),
+                os.path.join(pkg, "loom", "libloom.so.0"))
+    shutil.copy(os.path.join(HERE, "doorproto.py"), pkg)
+    subprocess.run(["chmod", "-R", "a+rX", pkg], check=True)
+    return pkg
+
+
+def run_as(code, *args, uid=NOBODY):
+    """A Python program run as uid (its group the same, no others) with the package where that
+    user may read it; its stdout as JSON."""
+    pkg = user_package()
     try:
-        os.chmod(pkg, 0o755)
-        shutil.copytree(os.path.join(REPO, "python", "loom"), os.path.join(pkg, "loom"),
-                        ignore=shutil.ignore_patterns("__pycache__"))
-        shutil.copy(os.path.realpath(os.path.join(BUILD, "src", "client", "libloom.so")),
-                    os.path.join(pkg, "loom", "libloom.so.0"))
-        shutil.copy(os.path.join(HERE, "doorproto.py"), pkg)
-        subprocess.run(["chmod", "-R", "a+rX", pkg], check=True)
         env = {"PATH": os.environ["PATH"], "PYTHONPATH": pkg, "HOME": "/"}
         r = subprocess.run([sys.executable, "-c", code] + [str(a) for a in args], cwd="/", env=env,
                            capture_output=True, text=True, timeout=180, user=uid, group=uid,
@@ -44,9 +51,6 @@ def run_as(code, *args, uid=NOBODY):
         shutil.rmtree(pkg)
     assert r.returncode == 0, r.stdout + r.stderr
     return json.loads(r.stdout.strip().splitlines()[-1])
-
-
-
 
 
 AS_A_USER = r"""
@@ -234,14 +238,8 @@ def test_an_unmount_ends_door_sessions_with_eio_and_the_daemon_exits(cluster):
         with open(os.path.join(mnt, "f"), "wb") as f:
             f.write(b"data")
         pid = mount_pid(mnt)
-        pkg = tempfile.mkdtemp(prefix="loom-pkg-", dir="/tmp")
+        pkg = user_package()
         try:
-            os.chmod(pkg, 0o755)
-            shutil.copytree(os.path.join(REPO, "python", "loom"), os.path.join(pkg, "loom"),
-                            ignore=shutil.ignore_patterns("__pycache__"))
-            shutil.copy(os.path.realpath(os.path.join(BUILD, "src", "client", "libloom.so")),
-                        os.path.join(pkg, "loom", "libloom.so.0"))
-            subprocess.run(["chmod", "-R", "a+rX", pkg], check=True)
             p = subprocess.Popen([sys.executable, "-c", HOLD_OPEN, mnt], cwd="/", text=True,
                                  env={"PATH": os.environ["PATH"], "PYTHONPATH": pkg, "HOME": "/"},
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
