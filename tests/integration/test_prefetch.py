@@ -118,3 +118,44 @@ def test_a_missing_file_fails_its_item_only(cluster):
     assert takes[2][1] is None and takes[2][2] in (-21, -22)  # a directory: EISDIR (or EINVAL)
     assert takes[3][1:] == expected(mnt, paths[1], 0, -1)
     assert stats["fetched"] + stats["direct"] == len(items), stats
+
+
+def test_records_of_a_shard_are_read_by_the_block_within_the_bound(cluster):
+    """Ranged items that share an aligned MiB (prefetch_blocks.c) come from one read of it; where
+    the blocks would not fit in half the bound they are read one by one; and a reader that skips
+    most of them leaves nothing held."""
+    import random
+    mnt = cluster.mount()
+    cluster.loom("setstripe", "-c", "-1", "-S", "1M", "/")
+    shard = write_files(mnt, "r", [4 * MiB + 1000])[0]
+    rec = 4 * KiB + 100          # records across block ends too
+    items = [(shard, k * rec, rec) for k in range((4 * MiB + 1000) // rec)]
+    order = list(range(len(items)))
+    random.Random(7).shuffle(order)
+    shuffled = [items[k] for k in order]
+
+    takes, stats = run_check(cluster, shuffled, 64 * MiB, 8)
+    for (i, length, digest), (path, off, ln) in zip(takes, shuffled):
+        assert (length, digest) == expected(mnt, path, off, ln), "item %d" % i
+    # Only the records that cross a block's end were read on their own; the rest came from
+    # 5 blocks (4 MiB and the tail).
+    crossing = sum(1 for _, off, ln in items if off // MiB != (off + ln - 1) // MiB)
+    assert stats["fetched"] == crossing, stats
+    assert stats["ready"] + stats["waited"] + stats["direct"] == len(items), stats
+    assert stats["held"] == 0 and stats["peak"] <= 64 * MiB, stats
+
+    # Half of a 1.5 MiB bound holds no block: every record is read by itself, within the bound.
+    takes, stats = run_check(cluster, shuffled, 3 * MiB // 2, 8)
+    for (i, length, digest), (path, off, ln) in zip(takes, shuffled):
+        assert (length, digest) == expected(mnt, path, off, ln), "item %d" % i
+    assert stats["fetched"] + stats["direct"] == len(items), stats
+    assert stats["peak"] <= 3 * MiB // 2, stats
+
+    # A reader that takes one record in ten, and the last, gives up the others: their blocks go
+    # too, and nothing is held once the last is taken.
+    some = list(range(0, len(items) - 1, 10)) + [len(items) - 1]
+    takes, stats = run_check(cluster, shuffled, 64 * MiB, 8, order=some)
+    assert [t[0] for t in takes] == some
+    for i, length, digest in takes:
+        assert (length, digest) == expected(mnt, *shuffled[i]), "item %d" % i
+    assert stats["held"] == 0, stats
