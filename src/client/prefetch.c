@@ -287,6 +287,8 @@ int loom_prefetch_start(loom_fs *fs, const struct loom_prefetch_item *items, siz
 			return -EINVAL;
 		names_len += strlen(items[i].path) + 1;
 	}
+	if (pf_via_door(fs))
+		return door_prefetch_start(fs, items, n, opts, out);
 	pf = calloc(1, sizeof(*pf));
 	if (!pf)
 		return -ENOMEM;
@@ -344,6 +346,8 @@ ssize_t loom_prefetch_take(loom_prefetch *pf, size_t i, void **buf)
 
 	if (!pf || !buf || i >= pf->n)
 		return -EINVAL;
+	if (pf->door_fh)
+		return door_prefetch_take(pf, i, buf);
 	pthread_mutex_lock(&pf->lock);
 	if (i < pf->take_pos) {
 		pf->st.direct++;
@@ -424,6 +428,10 @@ void loom_prefetch_free(void *buf)
 
 void loom_prefetch_get_stats(loom_prefetch *pf, struct loom_prefetch_stats *st)
 {
+	if (pf->door_fh) {
+		door_prefetch_get_stats(pf, st);
+		return;
+	}
 	pthread_mutex_lock(&pf->lock);
 	*st = pf->st;
 	st->bytes_held = pf->held + pf->block_held;
@@ -434,6 +442,10 @@ void loom_prefetch_stop(loom_prefetch *pf)
 {
 	if (!pf)
 		return;
+	if (pf->door_fh) {
+		door_prefetch_stop(pf);
+		return;
+	}
 	pthread_mutex_lock(&pf->lock);
 	pf->stopping = true;
 	pthread_cond_broadcast(&pf->window);

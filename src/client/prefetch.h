@@ -73,6 +73,8 @@ struct loom_prefetch {
 	size_t block_budget;         /* the most bytes of blocks alive at once, as planned: items
 	                              * reserve within max_bytes less this */
 	size_t block_held;           /* bytes of blocks alive now */
+	uint64_t door_fh;            /* through a mount's door: the daemon runs it (door_prefetch.c)
+	                              * and nothing above but fs and n is used */
 
 	pthread_t *threads;
 	unsigned nthreads;
@@ -98,5 +100,13 @@ void pf_block_unref(loom_prefetch *pf, size_t k);
  * into a malloc'd *buf (the block read here if nobody has), or -EAGAIN when the block could not
  * be read (the item's own range is to be read). Drops the item's reference. */
 ssize_t pf_block_take(loom_prefetch *pf, size_t i, void **buf);
+
+/* door_prefetch.c: the prefetcher of a connection through a mount's door, run by loom-mount. */
+bool pf_via_door(loom_fs *fs);
+int door_prefetch_start(loom_fs *fs, const struct loom_prefetch_item *items, size_t n,
+			const struct loom_prefetch_opts *opts, loom_prefetch **out);
+ssize_t door_prefetch_take(loom_prefetch *pf, size_t i, void **buf);
+void door_prefetch_get_stats(loom_prefetch *pf, struct loom_prefetch_stats *st);
+void door_prefetch_stop(loom_prefetch *pf);
 
 #endif

@@ -45,7 +45,7 @@ struct loom_ioc_door {
 #define LOOM_IOC_DOOR _IOWR(LOOM_IOC_MAGIC, 0xA4, struct loom_ioc_door)
 
 /* What a handle must be. */
-enum door_fh_kind { DOOR_FH_NONE, DOOR_FH_FILE, DOOR_FH_DIR };
+enum door_fh_kind { DOOR_FH_NONE, DOOR_FH_FILE, DOOR_FH_DIR, DOOR_FH_PREFETCH };
 
 /* Whether an op changes the file system: refused with -EROFS on a read-only mount. OPEN does
  * when it creates, truncates or opens for writing. */
@@ -100,7 +100,13 @@ enum door_change { DOOR_READS, DOOR_CHANGES, DOOR_MAY_CHANGE };
 	X(FTRUNCATE,   0, DOOR_FH_FILE, DOOR_CHANGES)                \
 	X(FSTAT,       0, DOOR_FH_FILE, DOOR_READS)                  \
 	X(FILE_ATTR,   0, DOOR_FH_FILE, DOOR_READS)                  \
-	X(CLOSE,       0, DOOR_FH_FILE, DOOR_READS)
+	X(CLOSE,       0, DOOR_FH_FILE, DOOR_READS)                  \
+	X(PF_NEW,      0, DOOR_FH_NONE, DOOR_READS)                  \
+	X(PF_ITEMS,    0, DOOR_FH_PREFETCH, DOOR_READS)              \
+	X(PF_START,    0, DOOR_FH_PREFETCH, DOOR_READS)              \
+	X(PF_TAKE,     0, DOOR_FH_PREFETCH, DOOR_READS)              \
+	X(PF_STATS,    0, DOOR_FH_PREFETCH, DOOR_READS)              \
+	X(PF_STOP,     0, DOOR_FH_PREFETCH, DOOR_READS)
 
 
 enum door_op {
@@ -140,6 +146,25 @@ struct door_attach {
 	uint64_t session;
 	uint8_t token[16];
 };
+
+/*
+ * A prefetcher run by the daemon for the session (loom_prefetch_* of a door connection): PF_NEW
+ * (arg = max_bytes, flags = threads, mode = max_ahead) makes one, PF_ITEMS adds the items in the
+ * slot (len bytes of struct door_pf_item, each followed by its path, 8-byte aligned), PF_START
+ * starts it, PF_TAKE (off = item, arg = bytes of it already had) answers the item's length in
+ * rc and as much of it from arg on as the slot holds, PF_STATS a struct loom_prefetch_stats,
+ * PF_STOP ends it. The daemon bounds what its prefetchers hold (DOOR_PF_BYTES_*).
+ */
+struct door_pf_item {
+	uint64_t offset;
+	int64_t length;
+	uint32_t pathlen;  /* bytes of path that follow, no NUL */
+	uint32_t pad;
+};
+#define DOOR_PF_PER_SESSION  4u              /* prefetchers at once */
+#define DOOR_PF_ITEM_BYTES   (64u << 20)     /* of items (paths included) per prefetcher */
+#define DOOR_PF_BYTES_UID    (1ull << 30)    /* what one uid's prefetchers may hold, in all */
+#define DOOR_PF_BYTES_ALL    (4ull << 30)    /* ... and every uid's */
 
 /* One READDIR entry in the slot, its name (namelen bytes, no NUL) after it, 8-byte aligned. */
 struct door_dirent {

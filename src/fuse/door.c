@@ -514,6 +514,32 @@ bool lm_door_read_only(struct lm_door *d)
 	return d->ro;
 }
 
+int lm_door_pf_charge(struct lm_door *d, struct door_session *s, size_t bytes)
+{
+	uint64_t uid_bytes = 0, all = 0;
+	int rc = 0;
+
+	pthread_mutex_lock(&d->lock);
+	for (struct door_session *it = d->sessions; it; it = it->next) {
+		all += it->pf_bytes;
+		if (it->peer_uid == s->peer_uid)
+			uid_bytes += it->pf_bytes;
+	}
+	if (uid_bytes + bytes > DOOR_PF_BYTES_UID || all + bytes > DOOR_PF_BYTES_ALL)
+		rc = -ENOMEM;
+	else
+		s->pf_bytes += bytes;
+	pthread_mutex_unlock(&d->lock);
+	return rc;
+}
+
+void lm_door_pf_uncharge(struct lm_door *d, struct door_session *s, size_t bytes)
+{
+	pthread_mutex_lock(&d->lock);
+	s->pf_bytes -= bytes;
+	pthread_mutex_unlock(&d->lock);
+}
+
 /* Sockets of daemons that died without removing theirs (door.PID.sock, PID gone). */
 static void sweep_stale(const char *dir)
 {

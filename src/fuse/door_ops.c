@@ -43,14 +43,16 @@ static struct door_handle *handle_get(struct door_session *s, uint64_t fh, enum 
 	return h;
 }
 
-static int handle_close(struct door_handle *h)
+static int handle_close(struct door_session *s, struct door_handle *h)
 {
 	int rc = 0;
 
 	if (h->kind == DOOR_FH_FILE)
 		rc = loom_close(h->u.file);
-	else
+	else if (h->kind == DOOR_FH_DIR)
 		loom_closedir(h->u.dir);
+	else
+		door_pf_free(s, h->u.pf);
 	pthread_mutex_destroy(&h->lock);
 	free(h);
 	return rc;
@@ -64,7 +66,7 @@ static int handle_unref(struct door_session *s, struct door_handle *h)
 	pthread_mutex_lock(&s->lock);
 	last = --h->refs == 0;
 	pthread_mutex_unlock(&s->lock);
-	return last ? handle_close(h) : 0;
+	return last ? handle_close(s, h) : 0;
 }
 
 void door_handle_put(struct door_session *s, struct door_handle *h)
@@ -72,16 +74,21 @@ void door_handle_put(struct door_session *s, struct door_handle *h)
 	(void)handle_unref(s, h);
 }
 
+static unsigned *handle_count(struct door_session *s, enum door_fh_kind kind)
+{
+	return kind == DOOR_FH_FILE ? &s->nfiles : kind == DOOR_FH_DIR ? &s->ndirs : &s->npf;
+}
+
+static const unsigned handle_most[] = { [DOOR_FH_FILE] = DOOR_MAX_FILES, [DOOR_FH_DIR] = DOOR_MAX_DIRS,
+					[DOOR_FH_PREFETCH] = DOOR_PF_PER_SESSION };
+
 /* Takes a handle out of the table: its table reference goes with the caller's. */
 static int handle_remove(struct door_session *s, struct door_handle *h, uint64_t fh)
 {
 	pthread_mutex_lock(&s->lock);
 	if (u64map_get(&s->handles, fh) == h) {
 		u64map_del(&s->handles, fh);
-		if (h->kind == DOOR_FH_FILE)
-			s->nfiles--;
-		else
-			s->ndirs--;
+		(*handle_count(s, h->kind))--;
 		h->refs--; /* the table's */
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -94,17 +101,19 @@ static int64_t handle_add(struct door_session *s, enum door_fh_kind kind, void *
 	int64_t fh = -ENOMEM;
 
 	if (h) {
-		unsigned *count = kind == DOOR_FH_FILE ? &s->nfiles : &s->ndirs;
+		unsigned *count = handle_count(s, kind);
 
 		h->kind = kind;
 		h->refs = 1;
 		pthread_mutex_init(&h->lock, NULL);
 		if (kind == DOOR_FH_FILE)
 			h->u.file = obj;
-		else
+		else if (kind == DOOR_FH_DIR)
 			h->u.dir = obj;
+		else
+			h->u.pf = obj;
 		pthread_mutex_lock(&s->lock);
-		if (*count >= (kind == DOOR_FH_FILE ? DOOR_MAX_FILES : DOOR_MAX_DIRS))
+		if (*count >= handle_most[kind])
 			fh = -EMFILE;
 		else if (u64map_put(&s->handles, s->next_fh, h) == 0)
 			fh = (int64_t)s->next_fh++, (*count)++;
@@ -116,25 +125,26 @@ static int64_t handle_add(struct door_session *s, enum door_fh_kind kind, void *
 	}
 	if (kind == DOOR_FH_FILE)
 		loom_close(obj);
-	else
+	else if (kind == DOOR_FH_DIR)
 		loom_closedir(obj);
+	else
+		door_pf_free(s, obj);
 	return fh;
 }
 
 static void close_one(uint64_t fh, void *val, void *arg)
 {
 	(void)fh;
-	(void)arg;
-	handle_close(val);
+	handle_close(arg, val);
 }
 
 void door_handles_close(struct door_session *s)
 {
 	/* Only the last channel's thread is left: nothing else holds a reference. */
-	u64map_each(&s->handles, close_one, NULL);
+	u64map_each(&s->handles, close_one, s);
 	u64map_destroy(&s->handles);
 	u64map_init(&s->handles);
-	s->nfiles = s->ndirs = 0;
+	s->nfiles = s->ndirs = s->npf = 0;
 }
 
 /* The stat in fixed-width fields, in the slot. */
@@ -270,7 +280,12 @@ static int64_t do_handle_locked(struct door_session *s, struct door_handle *h, c
 	switch (rq->op) {
 	case DOOR_OP_READDIR: return do_readdir(h->u.dir, slot, rq->len, rep);
 	case DOOR_OP_CLOSEDIR:
-	case DOOR_OP_CLOSE: return handle_remove(s, h, rq->fh);
+	case DOOR_OP_CLOSE:
+	case DOOR_OP_PF_STOP: return handle_remove(s, h, rq->fh);
+	case DOOR_OP_PF_ITEMS:
+	case DOOR_OP_PF_START:
+	case DOOR_OP_PF_TAKE:
+	case DOOR_OP_PF_STATS: return door_pf_do(s, h->u.pf, rq, slot, rep);
 	case DOOR_OP_PREAD: return read_reply(loom_pread(f, slot, rq->len, rq->off), rep);
 	case DOOR_OP_PWRITE: return loom_pwrite(f, slot, rq->len, rq->off);
 	case DOOR_OP_READ: return read_reply(loom_read(f, slot, rq->len), rep);
@@ -298,7 +313,8 @@ static int64_t do_handle(struct door_session *s, struct door_handle *h, const st
 	/* A listing's page and a file's position are one state: one request at a time uses them.
 	 * Reads and writes at an offset go on side by side, as libloom allows. */
 	bool shared = rq->op == DOOR_OP_READDIR || rq->op == DOOR_OP_READ || rq->op == DOOR_OP_WRITE ||
-		      rq->op == DOOR_OP_LSEEK;
+		      rq->op == DOOR_OP_LSEEK || rq->op == DOOR_OP_PF_ITEMS || rq->op == DOOR_OP_PF_START ||
+		      rq->op == DOOR_OP_PF_TAKE;
 	int64_t rc;
 
 	if (shared)
@@ -360,6 +376,7 @@ static int64_t do_path(struct door_session *s, const struct door_req *rq, const 
 	struct statvfs sv;
 	struct stat st;
 	struct loom_layout *l;
+	struct door_pf *pf;
 	loom_dir *d;
 	size_t len = 0;
 	int64_t rc;
@@ -406,6 +423,9 @@ static int64_t do_path(struct door_session *s, const struct door_req *rq, const 
 	case DOOR_OP_OPENDIR:
 		rc = loom_opendir(fs, p[0], &d);
 		return rc ? rc : handle_add(s, DOOR_FH_DIR, d);
+	case DOOR_OP_PF_NEW:
+		rc = door_pf_new(s, rq, &pf);
+		return rc ? rc : handle_add(s, DOOR_FH_PREFETCH, pf);
 	case DOOR_OP_READLINK:
 	case DOOR_OP_GETXATTR:
 	case DOOR_OP_LISTXATTR:
@@ -443,7 +463,7 @@ void door_do(struct door_session *s, void *slot, const struct door_req *rq, cons
 		rep->rc = -EBADF;
 	} else {
 		rep->rc = do_handle(s, h, rq, slot, rep);
-		if (rq->op != DOOR_OP_CLOSE && rq->op != DOOR_OP_CLOSEDIR)
+		if (rq->op != DOOR_OP_CLOSE && rq->op != DOOR_OP_CLOSEDIR && rq->op != DOOR_OP_PF_STOP)
 			door_handle_put(s, h);
 	}
 	if (rep->rc >= 0 && rep->len > DOOR_SLOT_BYTES)

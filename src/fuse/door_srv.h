@@ -22,10 +22,12 @@ struct door_handle {
 	union {
 		loom_file *file;
 		loom_dir *dir;
+		struct door_pf *pf;
 	} u;
 };
 
 struct lm_door;
+struct door_pf;
 
 struct door_session {
 	struct lm_door *door;
@@ -37,13 +39,24 @@ struct door_session {
 	pthread_mutex_t lock;   /* the handles, and channels */
 	struct u64map handles;  /* fh -> struct door_handle * */
 	uint64_t next_fh;
-	unsigned nfiles, ndirs;
+	unsigned nfiles, ndirs, npf;
+	size_t pf_bytes;        /* what its prefetchers may hold (under the server's lock) */
 	unsigned channels;      /* under the server's lock */
 	struct door_session *next;
 };
 
 /* door.c: whether the mount is read-only now (mounted ro, or remounted so since). */
 bool lm_door_read_only(struct lm_door *d);
+/* What a session's new prefetcher may hold, charged against its uid's and everyone's bound
+ * (-ENOMEM past them), and given back. */
+int lm_door_pf_charge(struct lm_door *d, struct door_session *s, size_t bytes);
+void lm_door_pf_uncharge(struct lm_door *d, struct door_session *s, size_t bytes);
+
+/* door_pf.c: prefetchers run for a session (PF_*). */
+int door_pf_new(struct door_session *s, const struct door_req *rq, struct door_pf **out);
+int64_t door_pf_do(struct door_session *s, struct door_pf *p, const struct door_req *rq, void *slot,
+		   struct door_rep *rep);
+void door_pf_free(struct door_session *s, struct door_pf *p);
 
 /* door_ops.c: does one request of the session (slot: the channel's shared memory) and fills
  * rep. paths: the body's strings, as many as the op's table entry says. */

@@ -78,6 +78,22 @@ for size in (0, 100, 65536, 65537, 200000):
             f.seek(off)
             heads.append(f.read(n) == want[off:off + n])
 out["heads"] = all(heads)
+# A prefetcher through the door runs in loom-mount: items larger than its 2 MiB slot come in
+# pieces, ranges and small files whole, a skipped item is given up, and a missing one fails alone.
+big = pattern(6 << 20, 1)
+items = [("/pub/big", 0, -1), ("/heads/65537", 0, -1), ("/pub/big", (3 << 20) - 7, 100),
+         ("/pub/nope", 0, -1), ("/heads/100", 0, -1), ("/pub/big", 5 << 20, -1)]
+want = [big, pattern(65537, 3), big[(3 << 20) - 7:(3 << 20) + 93], None, pattern(100, 3), big[5 << 20:]]
+with fs.prefetch(items, max_bytes=32 << 20) as pf:
+    got = []
+    for k in (0, 1, 3, 4, 5):     # 2 given up
+        try:
+            got.append(pf.take(k) == want[k])
+        except FileNotFoundError:
+            got.append("ENOENT")
+    st = pf.stats()
+out["prefetch"] = got
+out["prefetch_stats"] = [st["fetched"] + st["direct"] >= 4, st["peak_bytes"] <= 32 << 20]
 def err(fn, *a):
     try:
         fn(*a)
@@ -132,6 +148,8 @@ def test_a_user_without_the_key_reads_and_writes_natively_as_itself(cluster):
     out = run_as(AS_A_USER, mnt)
     assert out["via_door"] is True and out["fsname"] == "loom"
     assert out["heads"] is True
+    assert out["prefetch"] == [True, True, "ENOENT", True, True]
+    assert out["prefetch_stats"] == [True, True]
     assert out["big"] == [6 << 20, True] and out["ranged"] is True
     assert out["listing"] == ["0.txt", "1.txt", "2.txt", "big"]
     assert out["secret"] == errno.EACCES            # another user's 0600 file stays closed

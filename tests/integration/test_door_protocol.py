@@ -238,3 +238,49 @@ def test_one_user_cannot_take_the_door_from_the_others(cluster):
         s.close()
     finally:
         p.communicate("\n", timeout=30)
+
+
+def pf_items(*items):
+    out = b""
+    for path, off, length in items:
+        p = path.encode()
+        out += struct.pack("=QqII", off, length, len(p), 0) + p + bytes(-len(p) % 8)
+    return out
+
+
+def test_the_daemons_prefetchers_are_bounded_and_check_what_they_are_given(cluster):
+    mnt = cluster.mount()
+    with open(os.path.join(mnt, "f"), "wb") as f:
+        f.write(bytes(range(256)) * 40)
+    path, _ = door_of(mnt)
+    s, m, rc = knock(path, "HELLO")
+    assert rc == 0
+    # What one may ask for: at most 1 GiB held, 256 threads; 4 prefetchers a session.
+    assert ask(s, "PF_NEW", arg=(1 << 30) + 1)[0] == -errno.EINVAL
+    assert ask(s, "PF_NEW", flags=257)[0] == -errno.EINVAL
+    big = [ask(s, "PF_NEW", arg=400 << 20)[0] for _ in range(3)]
+    assert big[:2] > [0, 0] and big[2] == -errno.ENOMEM     # a uid's prefetchers hold 1 GiB at most
+    small = [ask(s, "PF_NEW", arg=1 << 20)[0] for _ in range(3)]
+    assert small[:2] > [0, 0] and small[2] == -errno.EMFILE
+    for fh in big[:2] + small[:1]:
+        assert ask(s, "PF_STOP", fh=fh) == (0, 0)
+    fh = small[1]
+    # Items are checked: an empty path, a NUL in one, a length under -1, a record cut short.
+    for bad in (pf_items(("", 0, -1)), pf_items(("/a\0b", 0, -1)), pf_items(("/f", 0, -2)),
+                pf_items(("/f", 0, -1))[:20]):
+        m[:len(bad)] = bad
+        assert ask(s, "PF_ITEMS", fh=fh, length=len(bad))[0] == -errno.EINVAL
+    assert ask(s, "PF_TAKE", fh=fh, off=0, length=SLOT)[0] == -errno.EINVAL   # not started
+    good = pf_items(("/f", 0, -1), ("/f", 100, 10), ("/nope", 0, -1))
+    m[:len(good)] = good
+    assert ask(s, "PF_ITEMS", fh=fh, length=len(good)) == (0, 0)
+    assert ask(s, "PF_START", fh=fh) == (0, 0)
+    assert ask(s, "PF_ITEMS", fh=fh, length=len(good))[0] == -errno.EBUSY
+    assert ask(s, "PF_TAKE", fh=fh, off=0, length=SLOT) == (10240, 10240)
+    assert bytes(m[:10240]) == bytes(range(256)) * 40
+    assert ask(s, "PF_TAKE", fh=fh, off=1, length=SLOT) == (10, 10) and bytes(m[:10]) == bytes(range(100, 110))
+    assert ask(s, "PF_TAKE", fh=fh, off=2, length=SLOT)[0] == -errno.ENOENT
+    assert ask(s, "PF_TAKE", fh=fh, off=0, arg=5, length=SLOT)[0] == -errno.EINVAL  # not the one in hand
+    assert ask(s, "PF_STOP", fh=fh) == (0, 0)
+    assert ask(s, "PF_TAKE", fh=fh, off=0, length=SLOT)[0] == -errno.EBADF
+    s.close()
