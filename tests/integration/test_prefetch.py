@@ -152,10 +152,11 @@ def test_records_of_a_shard_are_read_by_the_block_within_the_bound(cluster):
     assert stats["peak"] <= 3 * MiB // 2, stats
 
     # A reader that takes one record in ten, and the last, gives up the others: their blocks go
-    # too, and nothing is held once the last is taken.
+    # too, so once the last is taken no block is held (a record still in flight, read alone by
+    # a thread, may be, until its read ends: at most one per thread).
     some = list(range(0, len(items) - 1, 10)) + [len(items) - 1]
     takes, stats = run_check(cluster, shuffled, 64 * MiB, 8, order=some)
     assert [t[0] for t in takes] == some
     for i, length, digest in takes:
         assert (length, digest) == expected(mnt, *shuffled[i]), "item %d" % i
-    assert stats["held"] == 0, stats
+    assert stats["held"] <= 8 * rec, stats
