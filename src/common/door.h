@@ -149,7 +149,8 @@ struct door_attach {
 
 /*
  * A prefetcher run by the daemon for the session (loom_prefetch_* of a door connection): PF_NEW
- * (arg = max_bytes, flags = threads, mode = max_ahead) makes one, PF_ITEMS adds the items in the
+ * (arg = max_bytes, flags = threads, mode = max_ahead) makes one, holding at most what is left
+ * of its uid's share (the bytes granted, a uint64, in the slot), PF_ITEMS adds the items in the
  * slot (len bytes of struct door_pf_item, each followed by its path, 8-byte aligned), PF_START
  * starts it, PF_TAKE (off = item, arg = bytes of it already had) answers the item's length in
  * rc and as much of it from arg on as the slot holds, PF_STATS a struct loom_prefetch_stats,
@@ -163,8 +164,9 @@ struct door_pf_item {
 };
 #define DOOR_PF_PER_SESSION  4u              /* prefetchers at once */
 #define DOOR_PF_ITEM_BYTES   (64u << 20)     /* of items (paths included) per prefetcher */
-#define DOOR_PF_BYTES_UID    (1ull << 30)    /* what one uid's prefetchers may hold, in all */
-#define DOOR_PF_BYTES_ALL    (4ull << 30)    /* ... and every uid's */
+#define DOOR_PF_BYTES_UID    (4ull << 30)    /* what one uid's prefetchers may hold, in all */
+#define DOOR_PF_BYTES_ALL    (16ull << 30)   /* ... and every uid's */
+#define DOOR_PF_BYTES_LEAST  (8u << 20)      /* a prefetcher granted less is refused */
 
 /* One READDIR entry in the slot, its name (namelen bytes, no NUL) after it, 8-byte aligned. */
 struct door_dirent {

@@ -514,10 +514,9 @@ bool lm_door_read_only(struct lm_door *d)
 	return d->ro;
 }
 
-int lm_door_pf_charge(struct lm_door *d, struct door_session *s, size_t bytes)
+size_t lm_door_pf_charge(struct lm_door *d, struct door_session *s, size_t bytes)
 {
-	uint64_t uid_bytes = 0, all = 0;
-	int rc = 0;
+	uint64_t uid_bytes = 0, all = 0, left;
 
 	pthread_mutex_lock(&d->lock);
 	for (struct door_session *it = d->sessions; it; it = it->next) {
@@ -525,12 +524,14 @@ int lm_door_pf_charge(struct lm_door *d, struct door_session *s, size_t bytes)
 		if (it->peer_uid == s->peer_uid)
 			uid_bytes += it->pf_bytes;
 	}
-	if (uid_bytes + bytes > DOOR_PF_BYTES_UID || all + bytes > DOOR_PF_BYTES_ALL)
-		rc = -ENOMEM;
-	else
-		s->pf_bytes += bytes;
+	left = DOOR_PF_BYTES_UID - uid_bytes;
+	if (DOOR_PF_BYTES_ALL - all < left)
+		left = DOOR_PF_BYTES_ALL - all;
+	if (bytes > left) /* what is left of the share: the prefetcher holds less, or nothing */
+		bytes = left < DOOR_PF_BYTES_LEAST ? 0 : (size_t)left;
+	s->pf_bytes += bytes;
 	pthread_mutex_unlock(&d->lock);
-	return rc;
+	return bytes;
 }
 
 void lm_door_pf_uncharge(struct lm_door *d, struct door_session *s, size_t bytes)

@@ -377,6 +377,7 @@ static int64_t do_path(struct door_session *s, const struct door_req *rq, const 
 	struct stat st;
 	struct loom_layout *l;
 	struct door_pf *pf;
+	uint64_t granted;
 	loom_dir *d;
 	size_t len = 0;
 	int64_t rc;
@@ -424,8 +425,12 @@ static int64_t do_path(struct door_session *s, const struct door_req *rq, const 
 		rc = loom_opendir(fs, p[0], &d);
 		return rc ? rc : handle_add(s, DOOR_FH_DIR, d);
 	case DOOR_OP_PF_NEW:
-		rc = door_pf_new(s, rq, &pf);
-		return rc ? rc : handle_add(s, DOOR_FH_PREFETCH, pf);
+		rc = door_pf_new(s, rq, &pf, &granted);
+		if (rc == 0 && (rc = handle_add(s, DOOR_FH_PREFETCH, pf)) >= 0) {
+			memcpy(slot, &granted, sizeof(granted));
+			rep->len = sizeof(granted);
+		}
+		return rc;
 	case DOOR_OP_READLINK:
 	case DOOR_OP_GETXATTR:
 	case DOOR_OP_LISTXATTR:

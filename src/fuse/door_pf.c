@@ -4,9 +4,10 @@
  * connection, and each take is one round trip with the item's bytes in the slot, where a
  * prefetcher in the caller would open, read and close every item through the door.
  *
- * What a prefetcher may hold is charged to its uid before it exists (lm_door_pf_charge), and the
- * items it is given are counted too: a caller cannot make the daemon hold more than
- * DOOR_PF_BYTES_UID, whatever it asks for.
+ * What a prefetcher may hold is charged to its uid before it exists (lm_door_pf_charge: what is
+ * left of the uid's share, if less than asked), and the items it is given are counted too: a
+ * caller cannot make the daemon hold more than DOOR_PF_BYTES_UID, whatever it asks for, and the
+ * last of many workers still reads ahead, with less.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -52,26 +53,24 @@ void door_pf_free(struct door_session *s, struct door_pf *p)
 	free(p);
 }
 
-int door_pf_new(struct door_session *s, const struct door_req *rq, struct door_pf **out)
+int door_pf_new(struct door_session *s, const struct door_req *rq, struct door_pf **out, uint64_t *granted)
 {
-	struct door_pf *p = calloc(1, sizeof(*p));
-	int rc;
+	struct door_pf *p;
 
+	if (rq->arg > DOOR_PF_BYTES_UID || rq->flags > 256)
+		return -EINVAL;
+	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	p->opts.max_bytes = rq->arg ? (size_t)rq->arg : PF_DEFAULT_BYTES;
 	p->opts.threads = rq->flags;
 	p->opts.max_ahead = rq->mode;
-	if (rq->arg > DOOR_PF_BYTES_UID || rq->flags > 256) {
+	p->charged = lm_door_pf_charge(s->door, s, rq->arg ? (size_t)rq->arg : PF_DEFAULT_BYTES);
+	if (!p->charged) {
 		free(p);
-		return -EINVAL;
+		return -ENOMEM; /* this uid's prefetchers hold their share already */
 	}
-	rc = lm_door_pf_charge(s->door, s, p->opts.max_bytes);
-	if (rc) {
-		free(p);
-		return rc;
-	}
-	p->charged = p->opts.max_bytes;
+	p->opts.max_bytes = p->charged;
+	*granted = p->charged;
 	*out = p;
 	return 0;
 }

@@ -47,13 +47,13 @@ struct door_session {
 
 /* door.c: whether the mount is read-only now (mounted ro, or remounted so since). */
 bool lm_door_read_only(struct lm_door *d);
-/* What a session's new prefetcher may hold, charged against its uid's and everyone's bound
- * (-ENOMEM past them), and given back. */
-int lm_door_pf_charge(struct lm_door *d, struct door_session *s, size_t bytes);
+/* What a session's new prefetcher may hold, charged against its uid's and everyone's bound: up
+ * to bytes, what is left of them (0: under DOOR_PF_BYTES_LEAST left); given back at its end. */
+size_t lm_door_pf_charge(struct lm_door *d, struct door_session *s, size_t bytes);
 void lm_door_pf_uncharge(struct lm_door *d, struct door_session *s, size_t bytes);
 
 /* door_pf.c: prefetchers run for a session (PF_*). */
-int door_pf_new(struct door_session *s, const struct door_req *rq, struct door_pf **out);
+int door_pf_new(struct door_session *s, const struct door_req *rq, struct door_pf **out, uint64_t *granted);
 int64_t door_pf_do(struct door_session *s, struct door_pf *p, const struct door_req *rq, void *slot,
 		   struct door_rep *rep);
 void door_pf_free(struct door_session *s, struct door_pf *p);

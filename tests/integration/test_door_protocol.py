@@ -255,14 +255,24 @@ def test_the_daemons_prefetchers_are_bounded_and_check_what_they_are_given(clust
     path, _ = door_of(mnt)
     s, m, rc = knock(path, "HELLO")
     assert rc == 0
-    # What one may ask for: at most 1 GiB held, 256 threads; 4 prefetchers a session.
-    assert ask(s, "PF_NEW", arg=(1 << 30) + 1)[0] == -errno.EINVAL
+    # What one may ask for: at most 4 GiB held, 256 threads; 4 prefetchers a session.
+    assert ask(s, "PF_NEW", arg=(4 << 30) + 1)[0] == -errno.EINVAL
     assert ask(s, "PF_NEW", flags=257)[0] == -errno.EINVAL
-    big = [ask(s, "PF_NEW", arg=400 << 20)[0] for _ in range(3)]
-    assert big[:2] > [0, 0] and big[2] == -errno.ENOMEM     # a uid's prefetchers hold 1 GiB at most
+
+    def granted(sock, slot, asked):
+        fh, n = ask(sock, "PF_NEW", arg=asked)
+        return fh, (struct.unpack_from("=Q", slot, 0)[0] if fh > 0 and n == 8 else None)
+    big = [granted(s, m, 1536 << 20) for _ in range(3)]
+    # A uid's prefetchers hold 4 GiB at most: the third gets what is left.
+    assert [g for _, g in big] == [1536 << 20, 1536 << 20, 1 << 30] and min(f for f, _ in big) > 0
+    s2, m2, rc = knock(path, "HELLO")
+    assert rc == 0 and ask(s2, "PF_NEW", arg=64 << 20)[0] == -errno.ENOMEM   # nothing left
+    assert ask(s, "PF_STOP", fh=big[2][0]) == (0, 0)
+    assert granted(s2, m2, 0)[1] == 256 << 20                       # libloom's default, back
+    s2.close()
     small = [ask(s, "PF_NEW", arg=1 << 20)[0] for _ in range(3)]
-    assert small[:2] > [0, 0] and small[2] == -errno.EMFILE
-    for fh in big[:2] + small[:1]:
+    assert min(small[:2]) > 0 and small[2] == -errno.EMFILE         # 4 a session
+    for fh in [f for f, _ in big[:2]] + small[:1]:
         assert ask(s, "PF_STOP", fh=fh) == (0, 0)
     fh = small[1]
     # Items are checked: an empty path, a NUL in one, a length under -1, a record cut short.
