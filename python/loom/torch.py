@@ -27,6 +27,7 @@ it plans the next epoch itself (epoch + 1); loom.torch.DataLoader needs none of 
 """
 
 import bisect
+import errno
 import io
 import os
 import warnings
@@ -75,6 +76,7 @@ class _ProcessPlan:
         self.hits = 0            # samples found in the plan
         self.misses = 0          # samples asked for out of it
         self.misses_in_row = 0
+        self.no_room = False     # a prefetcher could not be had: read as asked, no misses counted
         self.positions = {}
         for pos, idx in enumerate(order):
             self.positions.setdefault(idx, []).append(pos)
@@ -254,9 +256,18 @@ class _PlannedDataset(tud.Dataset):
         """Has the prefetcher read plan.order from position at on."""
         rest = plan.order[at:]
         if rest:
-            plan.pf = self.storage.prefetch([self._item(i) for i in rest],
-                                            max_bytes=self.prefetch_bytes,
-                                            threads=self.prefetch_threads)
+            try:
+                plan.pf = self.storage.prefetch([self._item(i) for i in rest],
+                                                max_bytes=self.prefetch_bytes,
+                                                threads=self.prefetch_threads)
+            except OSError as e:
+                if e.errno not in (errno.ENOMEM, errno.EMFILE, errno.EAGAIN):
+                    raise
+                # No room for a prefetcher (through a mount's door, the user's share of the
+                # daemon's memory is taken): the samples are read as asked, which is correct.
+                warnings.warn("loom.torch: no prefetch in this process: %s" % e, RuntimeWarning,
+                              stacklevel=4)
+                plan.pf, plan.no_room = None, True
             plan.base = at
         plan.armed = True
 
@@ -345,6 +356,8 @@ class _PlannedDataset(tud.Dataset):
                 learnt.hits, learnt.misses = plan.hits, plan.misses
                 self._plan = learnt
                 self._start(learnt, 0)
+            return self._read_direct(i)
+        if plan.no_room:
             return self._read_direct(i)
         if pos is None or plan.pf is None or pos < plan.base:
             plan.misses += 1

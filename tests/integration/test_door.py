@@ -272,3 +272,42 @@ def test_an_unmount_ends_door_sessions_with_eio_and_the_daemon_exits(cluster):
         res = json.loads(out.strip().splitlines()[-1])
         assert res == {"first": "data", "after": errno.EIO, "via_door": True}, err
         assert not os.path.exists("/run/loom/door.%d.sock" % pid)
+
+
+def test_a_worker_without_room_for_a_prefetcher_reads_as_asked(cluster):
+    """Through the door, a uid's prefetchers share what loom-mount will hold for it: once another
+    session of the same user holds it all, a dataset reads its samples as asked, correctly, and
+    says once why it does not read ahead."""
+    import struct
+    import warnings
+    import numpy as np
+    import loom
+    import loom.torch as lt
+    from doorproto import ask, knock
+    mnt = cluster.mount()
+    os.mkdir(os.path.join(mnt, "tok"))
+    for i in range(40):
+        np.save(os.path.join(mnt, "tok", "%02d.npy" % i), np.full(8, i))
+    path, _ = door_of(mnt)
+    s, m, rc = knock(path, "HELLO")       # this process's uid, holding its whole share
+    assert rc == 0
+    held = []
+    for _ in range(3):
+        fh, n = ask(s, "PF_NEW", arg=1536 << 20)
+        assert fh > 0
+        held.append(struct.unpack_from("=Q", m, 0)[0])
+    assert sum(held) == 4 << 30
+    fs = loom.connect(mnt, door=True)
+    try:
+        ds = lt.FileDataset(os.path.join(mnt, "tok"), "*.npy", decode=lt.decode_npy, fs=fs)
+        order = list(reversed(range(40)))
+        ds.plan(order)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = [int(ds[i][0]) for i in order]
+        assert got == order
+        said = [str(w.message) for w in caught]
+        assert len(said) == 1 and said[0].startswith("loom.torch: no prefetch in this process: [Errno 12]"), said
+    finally:
+        fs.close()
+        s.close()
