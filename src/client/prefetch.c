@@ -277,7 +277,7 @@ int loom_prefetch_start(loom_fs *fs, const struct loom_prefetch_item *items, siz
 {
 	struct loom_prefetch_opts o = opts ? *opts : (struct loom_prefetch_opts){ 0 };
 	loom_prefetch *pf;
-	size_t names_len = 0;
+	size_t names_len = 0, ranged = 0;
 	char *p;
 
 	if (!fs || !items || n == 0 || !out)
@@ -286,8 +286,11 @@ int loom_prefetch_start(loom_fs *fs, const struct loom_prefetch_item *items, siz
 		if (!items[i].path)
 			return -EINVAL;
 		names_len += strlen(items[i].path) + 1;
+		ranged += items[i].length >= 0;
 	}
-	if (pf_via_door(fs))
+	/* Through a mount's door, files are read ahead by loom-mount (a take is then one request,
+	 * where an open, a read and a close would be three); ranges of shards here, by the block. */
+	if (pf_via_door(fs) && ranged * 2 < n)
 		return door_prefetch_start(fs, items, n, opts, out);
 	pf = calloc(1, sizeof(*pf));
 	if (!pf)

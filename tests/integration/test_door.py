@@ -93,6 +93,13 @@ with fs.prefetch(items, max_bytes=32 << 20) as pf:
             got.append("ENOENT")
     st = pf.stats()
 out["prefetch"] = got
+# Records of a shard (ranges, most of the items) are read ahead here, by the block, through
+# the door's reads.
+import random
+ranges = [("/pub/big", k * 5000, 5000) for k in range(300)]
+random.Random(1).shuffle(ranges)
+with fs.prefetch(ranges) as pf:
+    out["records"] = all(pf.take(k) == big[off:off + n] for k, (_, off, n) in enumerate(ranges))
 out["prefetch_stats"] = [st["fetched"] + st["direct"] >= 4, st["peak_bytes"] <= 32 << 20]
 def err(fn, *a):
     try:
@@ -149,6 +156,7 @@ def test_a_user_without_the_key_reads_and_writes_natively_as_itself(cluster):
     assert out["via_door"] is True and out["fsname"] == "loom"
     assert out["heads"] is True
     assert out["prefetch"] == [True, True, "ENOENT", True, True]
+    assert out["records"] is True
     assert out["prefetch_stats"] == [True, True]
     assert out["big"] == [6 << 20, True] and out["ranged"] is True
     assert out["listing"] == ["0.txt", "1.txt", "2.txt", "big"]
