@@ -224,6 +224,7 @@ def test_creates_sent_behind_keep_their_room_on_a_filling_mdt(small_targets):
                     assert f.read() == data, p
 
 
+@pytest.mark.slow  # the plain pass only: the ASan pass keeps the disk-full case without a restart
 def test_full_mdt_serves_deletions_after_a_restart(small_targets):
     c = small_targets
     mnt = c.mount()
