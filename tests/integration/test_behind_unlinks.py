@@ -130,13 +130,16 @@ def test_unlinks_sent_behind_stay_done_after_kill_9_of_the_mds(cluster_factory):
     with second_mount(c, opts="nowsync") as a:
         d = os.path.join(a, "rot")
         os.mkdir(d)
-        out = open(os.path.join(c.dir, "rotator.out"), "w+")
+        out_path = os.path.join(c.dir, "rotator.out")
+        out = open(out_path, "w")
         p = subprocess.Popen(["python3", "-c", ROTATOR, d], stdout=out, stderr=subprocess.PIPE,
                              text=True)
 
         def steps():
-            out.seek(0)
-            return [int(n) for n in out.read().split("\n") if n]
+            # Read through an open of our own: seeking the one the program writes through would
+            # move its offset too (one open file), and its next line could land at the start.
+            with open(out_path) as f:
+                return [int(n) for n in f.read().split("\n") if n]
 
         try:
             wait_until(lambda: len(steps()) >= 200 or p.poll() is not None, timeout=60)
