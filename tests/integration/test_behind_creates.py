@@ -182,12 +182,14 @@ def test_files_made_behind_survive_kill_9_of_the_mds(cluster_factory):
     with second_mount(c, opts="nowsync") as a:
         d = os.path.join(a, "crash")
         os.mkdir(d)
-        out = open(os.path.join(c.dir, "writer.out"), "w+")
+        out_path = os.path.join(c.dir, "writer.out")
+        out = open(out_path, "w")
         p = subprocess.Popen(["python3", "-c", WRITER, d], stdout=out, stderr=subprocess.PIPE, text=True)
 
         def written():
-            out.seek(0)
-            return [n for n in out.read().split("\n") if n]
+            # Through an open of our own: seeking the program's would move its offset too.
+            with open(out_path) as f:
+                return [n for n in f.read().split("\n") if n]
 
         try:
             wait_until(lambda: len(written()) >= 100 or p.poll() is not None, timeout=60)

@@ -206,7 +206,8 @@ class Workload:
         self.root = root
         self.journals = [os.path.join(workdir, "journal%d" % k) for k in range(nworkers)]
         self.stopfile = os.path.join(workdir, "stop")
-        self.errfile = open(os.path.join(workdir, "workload.err"), "w+")
+        self.errpath = os.path.join(workdir, "workload.err")
+        self.errfile = open(self.errpath, "w")
         self.procs = [subprocess.Popen([sys.executable, "-c", WORKLOAD, os.path.join(root, "w%d" % k),
                                         self.journals[k], self.stopfile, str(seed + k)],
                                        stdout=subprocess.DEVNULL, stderr=self.errfile, start_new_session=True)
@@ -271,8 +272,9 @@ class Workload:
         return stuck
 
     def stderr(self):
-        self.errfile.seek(0)
-        return self.errfile.read()[-3000:]
+        # Through an open of our own: seeking the workers' would move their offset too.
+        with open(self.errpath) as f:
+            return f.read()[-3000:]
 
     def ended_cleanly(self):
         return all(self.records_of(j) and self.records_of(j)[-1][0] == "done" for j in self.journals)
