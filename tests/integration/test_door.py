@@ -319,3 +319,27 @@ def test_a_worker_without_room_for_a_prefetcher_reads_as_asked(cluster):
     finally:
         fs.close()
         s.close()
+
+
+def test_a_door_reader_sees_what_another_client_wrote_after_its_open(cluster):
+    """Two clients at once: a file open for reading through the door, rewritten through the
+    mount (another client) meanwhile, reads back the new bytes on its OSTs, as a keyed client's
+    does. (Its first 64 KiB, Data-on-MDT, are what the open saw, for both: close-to-open.)"""
+    import loom
+    mnt = cluster.mount()
+    path = os.path.join(mnt, "f")
+    with open(path, "wb") as f:
+        f.write(b"old " * 100000)       # past Data-on-MDT: on the OSTs
+    keyed = loom.connect(mnt, key_file=cluster.key, door=False)
+    door = loom.connect(mnt, door=True)
+    try:
+        readers = [fs.open("/f", "rb") for fs in (keyed, door)]
+        with open(path, "r+b") as f:
+            f.write(b"new " * 100000)
+        for r in readers:
+            r.seek(200000)
+            assert r.read(8) == b"new new ", "keyed" if r is readers[0] else "door"
+            r.close()
+    finally:
+        keyed.close()
+        door.close()
