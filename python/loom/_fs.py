@@ -238,12 +238,10 @@ class FileSystem:
                     # Without the key: through the door of this node's mount, as this user.
                     mnt = self.mountpoint or _mount_of_mds(self.mds)
                     if mnt is not None:
-                        drc = lib.loom_connect_mount(os.fsencode(mnt), ctypes.byref(out))
+                        drc, dwhy = self._door_connect(mnt, out)
                         if drc == 0:
-                            self._h, self._pid, self.via_door = out.value, os.getpid(), True
                             return self._h
-                        msg += "; nor through the door of its mount at %s: %s" % (
-                            mnt, os.fsdecode(lib.loom_connect_error() or b"") or os.strerror(-drc))
+                        msg += "; nor through the door of its mount at %s: %s" % (mnt, dwhy)
                     # A permission problem, whatever libloom's errno (ENOKEY, EKEYREJECTED).
                     cls = FileNotFoundError if rc == -errno.ENOENT else PermissionError
                     raise cls(-rc, "%s. %s" % (msg, _ways_in(self.mds, self.mountpoint)))
@@ -251,16 +249,23 @@ class FileSystem:
             self._h, self._pid = out.value, os.getpid()
             return self._h
 
+    def _door_connect(self, mnt, out):
+        """Connects through the door of the mount at mnt (under self._lock): (0, None), the
+        handle kept, or (the negative errno, libloom's sentence why)."""
+        rc = lib.loom_connect_mount(os.fsencode(mnt), ctypes.byref(out))
+        if rc < 0:
+            return rc, os.fsdecode(lib.loom_connect_error() or b"") or os.strerror(-rc)
+        self._h, self._pid, self.via_door = out.value, os.getpid(), True
+        return 0, None
+
     def _through_door(self, out):
         """door=True: the mount's door only, key or not (under self._lock)."""
         if self.mountpoint is None:
             raise ValueError("door=True needs a path on a Loom mount, not an MDS address")
-        rc = lib.loom_connect_mount(os.fsencode(self.mountpoint), ctypes.byref(out))
+        rc, why = self._door_connect(self.mountpoint, out)
         if rc < 0:
-            why = os.fsdecode(lib.loom_connect_error() or b"") or os.strerror(-rc)
             raise OSError(-rc, "cannot connect through the door of the mount at %s: %s"
                           % (self.mountpoint, why))
-        self._h, self._pid, self.via_door = out.value, os.getpid(), True
         return self._h
 
     @property

@@ -1,9 +1,11 @@
 /*
  * What bindings need to read libloom's answers without copying libc's layouts: struct stat and
- * struct statvfs in fixed-width fields, and the sizes of the structs a binding mirrors.
+ * struct statvfs in fixed-width fields (and back, for the door's answers), and the sizes of the
+ * structs a binding mirrors.
  */
 #include <string.h>
 
+#include "client/internal.h"
 #include "loom/loom.h"
 
 void loom_attr_from_stat(const struct stat *st, struct loom_attr *out)
@@ -26,6 +28,41 @@ void loom_fsattr_from_statvfs(const struct statvfs *st, struct loom_fsattr *out)
 		.ffree = st->f_ffree, .favail = st->f_favail, .fsid = st->f_fsid, .flag = st->f_flag,
 		.namemax = st->f_namemax,
 	};
+}
+
+/* The inverses, for answers that arrive in the fixed-width form (a mount's door). */
+void abi_stat_from_attr(const struct loom_attr *a, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_dev = a->dev;
+	st->st_ino = a->ino;
+	st->st_nlink = a->nlink;
+	st->st_rdev = a->rdev;
+	st->st_mode = a->mode;
+	st->st_uid = a->uid;
+	st->st_gid = a->gid;
+	st->st_size = a->size;
+	st->st_blksize = a->blksize;
+	st->st_blocks = a->blocks;
+	st->st_atim = (struct timespec){ a->atime_sec, a->atime_nsec };
+	st->st_mtim = (struct timespec){ a->mtime_sec, a->mtime_nsec };
+	st->st_ctim = (struct timespec){ a->ctime_sec, a->ctime_nsec };
+}
+
+void abi_statvfs_from_fsattr(const struct loom_fsattr *a, struct statvfs *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->f_bsize = a->bsize;
+	st->f_frsize = a->frsize;
+	st->f_blocks = a->blocks;
+	st->f_bfree = a->bfree;
+	st->f_bavail = a->bavail;
+	st->f_files = a->files;
+	st->f_ffree = a->ffree;
+	st->f_favail = a->favail;
+	st->f_fsid = a->fsid;
+	st->f_flag = a->flag;
+	st->f_namemax = a->namemax;
 }
 
 static const struct {

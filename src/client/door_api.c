@@ -12,24 +12,6 @@
 
 #include "client/door.h"
 
-static void stat_from_attr(const struct loom_attr *a, struct stat *st)
-{
-	memset(st, 0, sizeof(*st));
-	st->st_dev = a->dev;
-	st->st_ino = a->ino;
-	st->st_nlink = a->nlink;
-	st->st_rdev = a->rdev;
-	st->st_mode = a->mode;
-	st->st_uid = a->uid;
-	st->st_gid = a->gid;
-	st->st_size = a->size;
-	st->st_blksize = a->blksize;
-	st->st_blocks = a->blocks;
-	st->st_atim = (struct timespec){ a->atime_sec, a->atime_nsec };
-	st->st_mtim = (struct timespec){ a->mtime_sec, a->mtime_nsec };
-	st->st_ctim = (struct timespec){ a->ctime_sec, a->ctime_nsec };
-}
-
 /* A request whose answer is a struct loom_attr in the slot. */
 static int attr_call(loom_fs *fs, struct door_req *rq, const char *path, struct stat *st, int64_t *val)
 {
@@ -43,7 +25,7 @@ static int attr_call(loom_fs *fs, struct door_req *rq, const char *path, struct 
 		return rc;
 	if (rep.rc < 0)
 		return (int)rep.rc;
-	stat_from_attr(&a, st);
+	abi_stat_from_attr(&a, st);
 	if (val)
 		*val = rep.rc;
 	return 0;
@@ -142,18 +124,7 @@ int door_statfs(loom_fs *fs, struct statvfs *st)
 		return (int)rep.rc;
 	if (rep.len != sizeof(a))
 		return -EPROTO;
-	memset(st, 0, sizeof(*st));
-	st->f_bsize = a.bsize;
-	st->f_frsize = a.frsize;
-	st->f_blocks = a.blocks;
-	st->f_bfree = a.bfree;
-	st->f_bavail = a.bavail;
-	st->f_files = a.files;
-	st->f_ffree = a.ffree;
-	st->f_favail = a.favail;
-	st->f_fsid = a.fsid;
-	st->f_flag = a.flag;
-	st->f_namemax = a.namemax;
+	abi_statvfs_from_fsattr(&a, st);
 	return 0;
 }
 
@@ -300,9 +271,11 @@ int door_open(loom_fs *fs, const char *path, int flags, mode_t mode, const struc
 	f->flags = flags;
 	if (reader) {
 		/* What a reader sees first, as of the open (close-to-open): kept for its reads. */
-		stat_from_attr((const struct loom_attr *)reply, &f->door_st);
+		char *fit = realloc(reply, rep.len); /* a small file's head: no 64 KiB kept for it */
+
+		f->door_head = fit ? fit : reply;
 		f->door_head_len = rep.len - sizeof(struct loom_attr);
-		f->door_head = reply;
+		abi_stat_from_attr(f->door_head, &f->door_st);
 	} else {
 		free(reply);
 	}

@@ -102,39 +102,42 @@ int door_prefetch_start(loom_fs *fs, const struct loom_prefetch_item *items, siz
 
 ssize_t door_prefetch_take(loom_prefetch *pf, size_t i, void **buf)
 {
-	char *first = malloc(FIRST_PIECE), *data = NULL;
-	size_t got = 0;
-	int64_t total = 0;
-	int rc = first ? 0 : -ENOMEM;
+	/* The first piece lands in a buffer of its size, made the item's size once the answer
+	 * says it (shrunk in place for a small item): no copy beyond the slot's. */
+	char *data = malloc(FIRST_PIECE);
+	size_t got = 0, cap = FIRST_PIECE;
+	int64_t total = -1;
+	int rc = data ? 0 : -ENOMEM;
 
-	do {
+	while (rc == 0 && (total < 0 || got < (uint64_t)total)) {
 		struct door_req rq = { .op = DOOR_OP_PF_TAKE, .fh = pf->door_fh, .off = (int64_t)i, .arg = got,
-				       .len = data ? DOOR_SLOT_BYTES : FIRST_PIECE };
+				       .len = total < 0 ? FIRST_PIECE : DOOR_SLOT_BYTES };
 		struct door_rep rep;
 
-		if (rc == 0)
-			rc = door_call(pf->fs, &rq, NULL, NULL, NULL, 0, data ? data + got : first,
-				       data ? (size_t)total - got : FIRST_PIECE, &rep);
+		rc = door_call(pf->fs, &rq, NULL, NULL, NULL, 0, data + got, cap - got, &rep);
 		if (rc == 0 && rep.rc < 0)
 			rc = (int)rep.rc;
-		if (rc == 0 && !data) {
-			total = rep.rc;
-			data = malloc(total ? (size_t)total : 1);
-			if (!data)
-				rc = -ENOMEM;
-			else
-				memcpy(data, first, rep.len <= (uint64_t)total ? rep.len : 0);
-		}
-		if (rc == 0 && (rep.rc != total || got + rep.len > (uint64_t)total || (rep.len == 0 && got < (uint64_t)total)))
+		if (rc == 0 && ((total >= 0 && rep.rc != total) || got + rep.len > (uint64_t)rep.rc ||
+				(rep.len == 0 && got < (uint64_t)rep.rc)))
 			rc = -EPROTO;
-		if (rc) {
-			free(first);
-			free(data);
-			return rc;
+		if (rc == 0 && total < 0) {
+			char *sized = realloc(data, rep.rc ? (size_t)rep.rc : 1);
+
+			total = rep.rc;
+			if (sized) {
+				data = sized;
+				cap = total ? (size_t)total : 1;
+			} else {
+				rc = -ENOMEM;
+			}
 		}
-		got += rep.len;
-	} while (got < (uint64_t)total);
-	free(first);
+		if (rc == 0)
+			got += rep.len;
+	}
+	if (rc) {
+		free(data);
+		return rc;
+	}
 	*buf = data;
 	return (ssize_t)total;
 }

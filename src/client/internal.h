@@ -241,6 +241,10 @@ int fs_mds_conn(loom_fs *fs, struct rpc_conn **out);
 int fs_ost_conn(loom_fs *fs, uint32_t ost_idx, struct rpc_conn **out);
 int fs_refresh_osts(loom_fs *fs);
 
+/* abi.c: struct stat and statvfs back from their fixed-width forms. */
+void abi_stat_from_attr(const struct loom_attr *a, struct stat *st);
+void abi_statvfs_from_fsattr(const struct loom_fsattr *a, struct statvfs *st);
+
 /* door.c and door_api.c: the calls a mount's door carries, for a loom_fs connected through one
  * (loom_connect_mount). Each mirrors the public call of its name. */
 void door_close(loom_fs *fs);

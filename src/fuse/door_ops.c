@@ -69,11 +69,6 @@ static int handle_unref(struct door_session *s, struct door_handle *h)
 	return last ? handle_close(s, h) : 0;
 }
 
-void door_handle_put(struct door_session *s, struct door_handle *h)
-{
-	(void)handle_unref(s, h);
-}
-
 static unsigned *handle_count(struct door_session *s, enum door_fh_kind kind)
 {
 	return kind == DOOR_FH_FILE ? &s->nfiles : kind == DOOR_FH_DIR ? &s->ndirs : &s->npf;
@@ -469,7 +464,7 @@ void door_do(struct door_session *s, void *slot, const struct door_req *rq, cons
 	} else {
 		rep->rc = do_handle(s, h, rq, slot, rep);
 		if (rq->op != DOOR_OP_CLOSE && rq->op != DOOR_OP_CLOSEDIR && rq->op != DOOR_OP_PF_STOP)
-			door_handle_put(s, h);
+			(void)handle_unref(s, h);
 	}
 	if (rep->rc >= 0 && rep->len > DOOR_SLOT_BYTES)
 		rep->rc = -EPROTO, rep->len = 0; /* never: every answer above is bounded by the slot */

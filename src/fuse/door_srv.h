@@ -62,8 +62,6 @@ void door_pf_free(struct door_session *s, struct door_pf *p);
  * rep. paths: the body's strings, as many as the op's table entry says. */
 void door_do(struct door_session *s, void *slot, const struct door_req *rq, const char *const paths[2],
 	     struct door_rep *rep);
-/* Closes a handle once nothing uses it. */
-void door_handle_put(struct door_session *s, struct door_handle *h);
 /* Closes every handle of a session that is ending. */
 void door_handles_close(struct door_session *s);
 
