@@ -74,16 +74,36 @@ def test_a_leased_directory_answers_missing_names_without_the_mds(cluster_factor
         # The kernel dropped the root's attributes with the mkdir: read again now, or the walk
         # below would ask the stopped MDS for them (the kernel checks search permission).
         os.stat(a)
-        with stopped(mds):
-            # In a process of its own, bounded, so that a lookup that went to the stopped MDS
-            # shows as a timeout, not a hang.
-            script = ("import os\n"
-                      "for d in (%r, %r):\n"
-                      "    for i in range(5):\n"
-                      "        assert not os.path.lexists(d + '/never-made-%%d' %% i)\n"
-                      "print('all absent')\n" % (os.path.join(a, "leased"), os.path.join(a, "fresh")))
-            p = subprocess.run(["timeout", "5", "python3", "-c", script], capture_output=True, text=True)
-            assert p.returncode == 0 and p.stdout == "all absent\n", p
+        # In a process of its own, bounded, so that a lookup that went to the stopped MDS shows as
+        # a timeout, not a hang. It starts before the MDS stops: a loaded machine's slow start of
+        # Python must not count. A lease is trusted only while the MDS was heard from within half
+        # its timeout (7.5 s here), so the mount hears from it (statfs) just before it stops.
+        script = ("import os, sys\n"
+                  "print('ready', flush=True)\n"
+                  "sys.stdin.readline()\n"
+                  "for d in (%r, %r):\n"
+                  "    for i in range(5):\n"
+                  "        try:\n"
+                  "            os.lstat(d + '/never-made-%%d' %% i)\n"
+                  "        except FileNotFoundError:\n"
+                  "            continue\n"
+                  "        raise SystemExit('never-made-%%d is there' %% i)\n"
+                  "print('all absent')\n" % (os.path.join(a, "leased"), os.path.join(a, "fresh")))
+        p = subprocess.Popen(["python3", "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        try:
+            assert p.stdout.readline() == "ready\n"
+            os.statvfs(a)
+            with stopped(mds):
+                try:
+                    out, err = p.communicate("go\n", timeout=5)
+                except subprocess.TimeoutExpired:
+                    raise AssertionError("a lookup in a leased directory waited for the stopped MDS")
+                assert p.returncode == 0 and out == "all absent\n", (p.returncode, out, err)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
         # Another mount's create in the new directory recalls that lease too.
         with second_mount(c) as b:
             open(os.path.join(b, "fresh", "from-b"), "x").close()
