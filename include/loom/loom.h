@@ -335,6 +335,25 @@ int loom_swap_layouts(loom_fs *fs, const char *path, const char *tmp_path, const
 int loom_dellayout(loom_fs *fs, const char *path);
 void loom_layout_free(struct loom_layout *layout);
 
+/* ---- mirrored files (loom mirror) ---- */
+
+/* Asks the MDS to copy path's stale copies again from in-sync ones (it does so in the
+ * background, at its --resync-rate), and waits until none is stale, or timeout_s seconds (0: no
+ * limit; then -ETIMEDOUT, for instance while a stale copy's OST is away). The owner or root only
+ * (-EPERM); -EINVAL for a file that is not mirrored. */
+int loom_mirror_resync(loom_fs *fs, const char *path, unsigned timeout_s);
+/* The first difference loom_mirror_verify found, if any. */
+struct loom_mirror_diff {
+	bool differ;
+	uint32_t mirror_a, mirror_b; /* mirror ids (from 1) that differ */
+	uint64_t offset;             /* the first file offset where they do */
+	uint64_t compared;           /* object bytes of the first copy compared */
+};
+/* Reads every in-sync copy of every stripe of path and compares them (lfs mirror verify); stale
+ * copies are known to differ and are skipped. 0 with diff->differ set if two differ. -EINVAL
+ * for a file that is not mirrored. */
+int loom_mirror_verify(loom_fs *fs, const char *path, struct loom_mirror_diff *diff);
+
 /* ---- targets, for `loom df` ---- */
 
 #define LOOM_TGT_MDT 0

@@ -33,20 +33,28 @@ struct loom_cred {
 };
 
 #define LOOM_PATTERN_RAID0 1u
+#define LOOM_MAX_MIRRORS   16   /* copies of a file, as Lustre's LUSTRE_MIRROR_COUNT_MAX */
+
+#define LOOM_OBJ_STALE 0x1u /* a mirror's object that missed a write: read from another copy
+                             * until it is resynced */
 
 /* One stripe's object: which OST holds it, and its id there. */
 struct loom_ostobj {
 	uint32_t ost_idx;
-	uint32_t pad;
+	uint32_t flags;   /* LOOM_OBJ_* */
 	uint64_t objid;
 };
 
 #define LOOM_LAYOUT_DEFAULT   0x1u /* a directory's default for new entries */
 #define LOOM_LAYOUT_INHERITED 0x2u /* the directory has no default of its own: the fs's */
+#define LOOM_LAYOUT_WRITE_PENDING 0x4u /* a mirrored file open for writing: its copies may
+                                        * differ by what is in flight (Lustre's "wp") */
 
 /*
- * A RAID-0 layout, optionally behind a Data-on-MDT component (dom_size). For a file every
- * field is concrete and nobjs == stripe_count. For a directory's
+ * A RAID-0 layout, optionally behind a Data-on-MDT component (dom_size), in mirror_count copies.
+ * For a file every field is concrete and nobjs == mirror_count * stripe_count: the objects of
+ * mirror m are objs[m * stripe_count, (m + 1) * stripe_count), each mirror striped alike, so
+ * that object k of every mirror holds the same bytes at the same offsets. For a directory's
  * default, nobjs is 0 and stripe_count may be -1 (every OST) and stripe_offset -1 (MDS chooses).
  * As a request, 0 in stripe_size or stripe_count means "inherit", "" in pool means none.
  */
@@ -62,7 +70,12 @@ struct loom_layout {
 	 * most LOOM_DOM_MAX); the stripes hold the rest, at their usual offsets. For a file 0 means
 	 * none. As a request or a directory default, 0 means "inherit" and LOOM_DOM_NONE "none". */
 	uint32_t dom_size;
+	/* Copies of the data (1..LOOM_MAX_MIRRORS; 0 in a request or a default: inherit). The
+	 * Data-on-MDT part is the MDT's, one copy. */
+	uint16_t mirror_count;
+	uint16_t reserved;      /* 0 */
 	uint32_t nobjs;
+	uint32_t pad;           /* 0 */
 	struct loom_ostobj objs[]; /* nobjs entries */
 };
 

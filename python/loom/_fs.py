@@ -130,7 +130,10 @@ class Layout:
     dom_size: int = 0
     is_default: bool = False
     inherited: bool = False
-    objects: list = field(default_factory=list)  # [(ost_idx, objid)] for a file
+    objects: list = field(default_factory=list)  # [(ost_idx, objid)] for a file, mirror by mirror
+    mirror_count: int = 1                         # copies (0 in a default: inherited)
+    stale: list = field(default_factory=list)     # indexes into objects of copies not in sync
+    write_pending: bool = False                   # a mirrored file's writers: copies may differ
 
     def osts(self):
         return [o for o, _ in self.objects]
@@ -542,16 +545,32 @@ class FileSystem:
                           pool=lay.pool.decode(), dom_size=lay.dom_size,
                           is_default=bool(lay.flags & _lib.LOOM_LAYOUT_DEFAULT),
                           inherited=bool(lay.flags & _lib.LOOM_LAYOUT_INHERITED),
-                          objects=[(objs[k].ost_idx, objs[k].objid) for k in range(lay.nobjs)])
+                          objects=[(objs[k].ost_idx, objs[k].objid) for k in range(lay.nobjs)],
+                          mirror_count=lay.mirror_count,
+                          stale=[k for k in range(lay.nobjs) if objs[k].flags & _lib.LOOM_OBJ_STALE],
+                          write_pending=bool(lay.flags & _lib.LOOM_LAYOUT_WRITE_PENDING))
         finally:
             lib.loom_layout_free(out)
 
-    def setstripe(self, path, stripe_count=0, stripe_size=0, stripe_offset=-1, pool="", dom_size=0):
+    def setstripe(self, path, stripe_count=0, stripe_size=0, stripe_offset=-1, pool="", dom_size=0,
+                  mirror_count=0):
         """As `loom setstripe` (lfs setstripe): on a directory, the default for new files in it;
         on a path that does not exist, a new empty file with that layout. stripe_count -1 is
-        every OST; 0 and 0 / -1 / "" inherit."""
-        lay = _request_layout(stripe_count, stripe_size, stripe_offset, pool, dom_size)
+        every OST; 0 and 0 / -1 / "" inherit. mirror_count N keeps N copies (-N)."""
+        lay = _request_layout(stripe_count, stripe_size, stripe_offset, pool, dom_size, mirror_count)
         self._call(lib.loom_setlayout(self._handle(), self.fspath(path), ctypes.byref(lay)), path)
+
+    def mirror_resync(self, path, timeout=0):
+        """As `loom mirror resync`: has the MDS copy path's stale copies again and waits until none
+        is stale (timeout seconds at most; 0: no limit)."""
+        self._call(lib.loom_mirror_resync(self._handle(), self.fspath(path), int(timeout)), path)
+
+    def mirror_verify(self, path):
+        """As `loom mirror verify`: compares every in-sync copy of path. None when they agree, else
+        (mirror_a, mirror_b, offset) of the first difference."""
+        d = _lib.MirrorDiff()
+        self._call(lib.loom_mirror_verify(self._handle(), self.fspath(path), ctypes.byref(d)), path)
+        return (d.mirror_a, d.mirror_b, d.offset) if d.differ else None
 
     def delstripe(self, path):
         """Removes a directory's own default layout (loom setstripe -d)."""
@@ -566,8 +585,9 @@ class FileSystem:
         return Prefetcher(self, items, max_bytes=max_bytes, threads=threads, max_ahead=max_ahead)
 
 
-def _request_layout(stripe_count=0, stripe_size=0, stripe_offset=-1, pool="", dom_size=0):
+def _request_layout(stripe_count=0, stripe_size=0, stripe_offset=-1, pool="", dom_size=0, mirror_count=0):
     lay = _lib.Layout()
+    lay.mirror_count = mirror_count
     lay.pattern = 1
     lay.stripe_count = stripe_count
     lay.stripe_size = stripe_size

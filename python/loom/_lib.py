@@ -19,6 +19,8 @@ LOOM_NAME_MAX = 255
 LOOM_POOL_NAME_MAX = 15
 LOOM_LAYOUT_DEFAULT = 0x1
 LOOM_LAYOUT_INHERITED = 0x2
+LOOM_LAYOUT_WRITE_PENDING = 0x4
+LOOM_OBJ_STALE = 0x1
 LOOM_DOM_NONE = 0xFFFFFFFF
 LOOM_DEFAULT_STRIPE_SIZE = 4 << 20
 
@@ -49,7 +51,7 @@ class Dirent(ctypes.Structure):
 
 
 class OstObj(ctypes.Structure):
-    _fields_ = [("ost_idx", c_uint32), ("pad", c_uint32), ("objid", c_uint64)]
+    _fields_ = [("ost_idx", c_uint32), ("flags", c_uint32), ("objid", c_uint64)]
 
 
 class Layout(ctypes.Structure):
@@ -57,7 +59,8 @@ class Layout(ctypes.Structure):
     _fields_ = [("pattern", c_uint32), ("stripe_size", c_uint32), ("stripe_count", c_int32),
                 ("stripe_offset", c_int32), ("layout_gen", c_uint32), ("flags", c_uint32),
                 ("pool", ctypes.c_char * (LOOM_POOL_NAME_MAX + 1)), ("dom_size", c_uint32),
-                ("nobjs", c_uint32)]
+                ("mirror_count", ctypes.c_uint16), ("reserved", ctypes.c_uint16), ("nobjs", c_uint32),
+                ("pad", c_uint32)]
 
 
 class PrefetchItem(ctypes.Structure):
@@ -66,6 +69,11 @@ class PrefetchItem(ctypes.Structure):
 
 class PrefetchOpts(ctypes.Structure):
     _fields_ = [("max_bytes", c_size_t), ("threads", c_uint), ("max_ahead", c_uint)]
+
+
+class MirrorDiff(ctypes.Structure):
+    _fields_ = [("differ", ctypes.c_bool), ("mirror_a", c_uint32), ("mirror_b", c_uint32),
+                ("offset", c_uint64), ("compared", c_uint64)]
 
 
 class PrefetchStats(ctypes.Structure):
@@ -141,6 +149,8 @@ _SIGNATURES = {
     "loom_setlayout": (c_int, [c_void_p, c_char_p, POINTER(Layout)]),
     "loom_dellayout": (c_int, [c_void_p, c_char_p]),
     "loom_layout_free": (None, [POINTER(Layout)]),
+    "loom_mirror_resync": (c_int, [c_void_p, c_char_p, ctypes.c_uint]),
+    "loom_mirror_verify": (c_int, [c_void_p, c_char_p, POINTER(MirrorDiff)]),
     "loom_prefetch_start": (c_int, [c_void_p, POINTER(PrefetchItem), c_size_t,
                                     POINTER(PrefetchOpts), POINTER(c_void_p)]),
     "loom_prefetch_take": (c_ssize_t, [c_void_p, c_size_t, POINTER(c_void_p)]),
@@ -162,7 +172,7 @@ for _name, (_restype, _argtypes) in _SIGNATURES.items():
 # library of different versions fail at import, not with a corrupt answer later.
 MIRRORED = {"attr": Attr, "fsattr": FsAttr, "connect_opts": ConnectOpts, "dirent": Dirent,
             "layout": Layout, "ostobj": OstObj, "prefetch_item": PrefetchItem,
-            "prefetch_opts": PrefetchOpts, "prefetch_stats": PrefetchStats}
+            "prefetch_opts": PrefetchOpts, "prefetch_stats": PrefetchStats, "mirror_diff": MirrorDiff}
 
 
 def check_mirrored(mirrored):

@@ -80,6 +80,7 @@ static const struct {
 	{ "prefetch_item", sizeof(struct loom_prefetch_item) },
 	{ "prefetch_opts", sizeof(struct loom_prefetch_opts) },
 	{ "prefetch_stats", sizeof(struct loom_prefetch_stats) },
+	{ "mirror_diff", sizeof(struct loom_mirror_diff) },
 };
 
 size_t loom_struct_size(const char *name)

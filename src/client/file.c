@@ -481,7 +481,7 @@ static int report(loom_file *f, uint16_t op)
 		blocks = dom_blocks(f->dom);
 		flags |= LW_CL_BLOCKS;
 	} else if ((flags & LW_CL_SIZE) && f->layout && f->obj_blocks &&
-		   io_blocks(f->fs, f->layout, f->obj_blocks) == 0) {
+		   io_blocks(f->fs, f->ino, f->layout, f->obj_blocks) == 0) {
 		blocks = f->dom ? dom_blocks(f->dom) : 0;
 		for (uint32_t k = 0; k < f->layout->nobjs; k++)
 			blocks += (uint64_t)f->obj_blocks[k];
@@ -550,7 +550,7 @@ int loom_fsync(loom_file *f)
 	if (file_drain(f) == -EINTR)
 		return -EINTR;
 	if (f->layout && uses_objects(f))
-		sync_rc = io_sync(f->fs, f->layout);
+		sync_rc = io_sync(f->fs, f->ino, f->layout);
 	if (sync_rc)
 		return sync_rc; /* nothing is reported that may not be on disk */
 	rc = report(f, LW_OP_MDS_SIZE_UPDATE);

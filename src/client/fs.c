@@ -452,6 +452,8 @@ loom_fs *fs_new(void)
 	pthread_mutex_init(&fs->bare_lock, NULL);
 	pthread_mutex_init(&fs->shared_lock, NULL);
 	u64map_init(&fs->shared);
+	pthread_mutex_init(&fs->stale_lock, NULL);
+	u64map_init(&fs->stale);
 	held_locks_init(fs);
 	kept_changes_init(fs);
 	behind_init(fs);
@@ -616,6 +618,8 @@ static void disconnect(loom_fs *fs, bool wait)
 	made_destroy(fs);
 	leases_destroy(fs);
 	pthread_mutex_destroy(&fs->shared_lock);
+	u64map_destroy(&fs->stale);
+	pthread_mutex_destroy(&fs->stale_lock);
 	pthread_mutex_destroy(&fs->bare_lock);
 	pthread_mutex_destroy(&fs->cred_lock);
 	pthread_mutex_destroy(&fs->ost_lock);

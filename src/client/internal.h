@@ -91,6 +91,10 @@ struct loom_fs {
 	 * (inode.c). Taken inside files_lock and wb_lock, never around another lock. */
 	pthread_mutex_t shared_lock;
 	struct u64map shared;          /* ino -> struct ino_shared */
+	/* Mirrored files' objects this client marked stale (io_mirror.c): no handle here reads them,
+	 * whatever layout it was opened with. Keyed by mirror_obj_key. */
+	pthread_mutex_t stale_lock;
+	struct u64map stale;
 	/* The locks the MDS granted this client, per inode (locks.c): replayed after an MDS
 	 * restart. Taken on the MDS connection's I/O thread, never around another lock. */
 	pthread_mutex_t held_lock;
@@ -387,6 +391,10 @@ struct mdc_body {
  * is in call->rbody (release with rpc_call_release). */
 int mdc_call(loom_fs *fs, const struct loom_cred *cr, uint16_t op, const struct mdc_body *b,
 	     struct rpc_call *call);
+/* MDS_MIRROR LW_MIRROR_STALE: objects of mirrored file ino (by OST and id) are stale, committed
+ * when this returns 0; *gen gets the layout generation that says so. */
+int mdc_mirror_stale(loom_fs *fs, uint64_t ino, const struct loom_ostobj *objs, uint32_t n,
+		     uint32_t *gen);
 int mdc_pool(loom_fs *fs, const struct loom_cred *cr, uint32_t cmd, const char *name, uint32_t idx,
 	     void **reply, uint32_t *len);
 /* GETXATTR / LISTXATTR (name NULL). */
@@ -501,9 +509,9 @@ int io_fallocate(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint32_
  * UINT64_MAX when there is none. Knows nothing of the file's size or Data-on-MDT part. */
 int io_seek(loom_fs *fs, const struct loom_layout *l, uint32_t whence, uint64_t off, uint64_t *found);
 /* Fills the entries of obj_blocks that are < 0 (unknown) by asking those objects' OSSs. */
-int io_blocks(loom_fs *fs, const struct loom_layout *l, int64_t *obj_blocks);
+int io_blocks(loom_fs *fs, uint64_t ino, const struct loom_layout *l, int64_t *obj_blocks);
 /* fsync of every object. */
-int io_sync(loom_fs *fs, const struct loom_layout *l);
+int io_sync(loom_fs *fs, uint64_t ino, const struct loom_layout *l);
 
 /* dom.c: a file's Data-on-MDT bytes, one cache per inode shared by its handles here. */
 struct dom_cache;

@@ -9,17 +9,11 @@
 #include <string.h>
 
 #include "client/internal.h"
+#include "client/io_job.h"
 #include "common/stripe.h"
 #include "common/util.h"
 
 #define IO_WINDOW (256ull << 20) /* bytes mapped at once, bounding the bookkeeping */
-
-struct io_piece {
-	struct rpc_call call;
-	struct lw_ost_io body;
-	struct iovec iov[RPC_MAX_IOV];
-	int iovcnt;
-};
 
 /* How telling a piece's error is; of several, the highest is the request's (the first of equal
  * ones). A write to make again in another truncation epoch (-ESTALE, -EAGAIN) gives way to any
@@ -37,9 +31,16 @@ static int err_rank(int err)
 	}
 }
 
-static int merge_err(int rc, int err)
+int io_merge_err(int rc, int err)
 {
 	return err_rank(err) > err_rank(rc) ? err : rc;
+}
+
+/* What an application is told of a piece's error: a checksum that did not match (on the wire,
+ * or in the OSS's stored data) is an I/O error. */
+int io_app_err(int err)
+{
+	return err == -EBADMSG || err == -EUCLEAN ? -EIO : err;
 }
 
 static void zero_tail(struct io_piece *p, uint64_t from)
@@ -55,9 +56,10 @@ static void zero_tail(struct io_piece *p, uint64_t from)
 	}
 }
 
-/* Cuts one run into RPC-sized pieces appended at pieces[*np]. */
+/* Cuts one run into RPC-sized pieces appended at pieces[*np], to object `obj` of l (the run's
+ * stripe in one copy). */
 static void cut_run(const struct stripe_run *run, const struct stripe_seg *segs, uint8_t *buf,
-		    uint64_t ino, const struct loom_layout *l, bool write, uint32_t epoch,
+		    uint64_t ino, const struct loom_layout *l, uint32_t obj, bool write, uint32_t epoch,
 		    struct io_piece *pieces, uint32_t *np)
 {
 	struct io_piece *p = NULL;
@@ -76,11 +78,11 @@ static void cut_run(const struct stripe_run *run, const struct stripe_seg *segs,
 				p = &pieces[(*np)++];
 				memset(&p->body, 0, sizeof(p->body));
 				p->iovcnt = 0;
-				p->body.ost_idx = l->objs[run->obj].ost_idx;
-				p->body.objid = l->objs[run->obj].objid;
+				p->body.ost_idx = l->objs[obj].ost_idx;
+				p->body.objid = l->objs[obj].objid;
 				p->body.offset = obj_off;
 				p->body.ino = ino;
-				p->body.stripe_idx = run->obj;
+				p->body.stripe_idx = obj; /* the object's tag: its place in the layout */
 				p->body.layout_gen = l->layout_gen;
 				p->body.trunc_epoch = write ? epoch : 0;
 				plen = 0;
@@ -97,22 +99,13 @@ static void cut_run(const struct stripe_run *run, const struct stripe_seg *segs,
 		p->body.length = plen;
 }
 
-/* The pieces of one range of a file, built and in flight. */
-struct io_job {
-	struct io_piece *pieces;
-	uint32_t np;
-	bool write;
-	struct rpc_wait w;
-};
-
-/* Maps [off, off + len) onto RPC-sized pieces and submits them all, every OSS at once. Writes
- * are made in truncation epoch `epoch`. */
-static int io_job_start(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint8_t *buf,
-			uint64_t len, uint64_t off, bool write, uint32_t epoch, struct io_job *job)
+int io_job_start(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const uint32_t *pick,
+		 uint8_t *buf, uint64_t len, uint64_t off, bool write, uint32_t epoch,
+		 uint32_t rpc_flags, struct io_job *job)
 {
-	struct stripe_geom g = { .size = l->stripe_size, .count = l->nobjs };
+	struct stripe_geom g = stripe_geom_of(l);
 	uint64_t maxsegs = stripe_max_segs(&g, off, len);
-	uint32_t nruns, nsegs, np = 0;
+	uint32_t nruns, nsegs, np = 0, copies = pick ? 1 : layout_copies(l);
 	struct stripe_run *runs;
 	struct stripe_seg *segs;
 	uint64_t maxpieces;
@@ -120,8 +113,9 @@ static int io_job_start(loom_fs *fs, uint64_t ino, const struct loom_layout *l, 
 
 	memset(job, 0, sizeof(*job));
 	job->write = write;
-	/* Each segment may open a piece, and each LW_RPC_BULK of data or RPC_MAX_IOV segments too. */
-	maxpieces = maxsegs + len / LW_RPC_BULK + MIN(maxsegs, (uint64_t)g.count) + 1;
+	/* Each segment may open a piece, and each LW_RPC_BULK of data or RPC_MAX_IOV segments too;
+	 * a write goes to every copy. */
+	maxpieces = (maxsegs + len / LW_RPC_BULK + MIN(maxsegs, (uint64_t)g.count) + 1) * copies;
 	runs = calloc(MIN(maxsegs, (uint64_t)g.count), sizeof(*runs));
 	segs = calloc(maxsegs, sizeof(*segs));
 	job->pieces = calloc(maxpieces, sizeof(*job->pieces));
@@ -132,8 +126,19 @@ static int io_job_start(loom_fs *fs, uint64_t ino, const struct loom_layout *l, 
 		goto out;
 	}
 	nruns = stripe_map(&g, off, len, runs, segs, &nsegs);
-	for (uint32_t r = 0; r < nruns; r++)
-		cut_run(&runs[r], segs, buf, ino, l, write, epoch, job->pieces, &np);
+	for (uint32_t r = 0; r < nruns; r++) {
+		if (pick) {
+			cut_run(&runs[r], segs, buf, ino, l, pick[runs[r].obj], write, epoch, job->pieces, &np);
+			continue;
+		}
+		/* Every copy of the stripe that is in sync; a stale one waits for its resync. */
+		for (uint32_t m = 0; m < copies; m++) {
+			uint32_t obj = m * g.count + runs[r].obj;
+
+			if (copies == 1 || !mirror_obj_stale(fs, l, obj))
+				cut_run(&runs[r], segs, buf, ino, l, obj, write, epoch, job->pieces, &np);
+		}
+	}
 	job->np = np;
 
 	rpc_wait_init(&job->w);
@@ -144,6 +149,7 @@ static int io_job_start(loom_fs *fs, uint64_t ino, const struct loom_layout *l, 
 
 		rpc_call_init(&p->call, write ? LW_OP_OST_WRITE : LW_OP_OST_READ, &p->body,
 			      sizeof(p->body));
+		p->call.flags |= rpc_flags;
 		if (write) {
 			p->call.bulk = p->iov;
 			p->call.bulk_cnt = p->iovcnt;
@@ -177,8 +183,7 @@ static bool io_job_done(struct io_job *job)
 	return done;
 }
 
-/* Waits for the job's pieces, checks their answers, frees the pieces. */
-static int io_job_finish(struct io_job *job, int64_t *obj_blocks)
+int io_job_finish(struct io_job *job, int64_t *obj_blocks, int *obj_err)
 {
 	bool write = job->write;
 	int rc = 0;
@@ -205,9 +210,9 @@ static int io_job_finish(struct io_job *job, int64_t *obj_blocks)
 		/* The object ends before the piece does: a hole or the stripe's end, read as zeros. */
 		if (err == 0 && !write && p->call.rbulk_len < p->body.length)
 			zero_tail(p, p->call.rbulk_len);
-		if (err == -EBADMSG)
-			err = -EIO;
-		rc = merge_err(rc, err);
+		if (obj_err)
+			obj_err[p->body.stripe_idx] = io_merge_err(obj_err[p->body.stripe_idx], err);
+		rc = io_merge_err(rc, io_app_err(err));
 		rpc_call_release(&p->call);
 	}
 	free(job->pieces);
@@ -219,9 +224,13 @@ static int io_window(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uin
 		     uint64_t len, uint64_t off, bool write, uint32_t epoch, int64_t *obj_blocks)
 {
 	struct io_job job;
-	int rc = io_job_start(fs, ino, l, buf, len, off, write, epoch, &job);
+	int rc;
 
-	return rc ? rc : io_job_finish(&job, obj_blocks);
+	if (layout_copies(l) > 1)
+		return write ? mirror_write(fs, ino, l, buf, len, off, epoch, obj_blocks) :
+			       mirror_read(fs, ino, l, buf, len, off);
+	rc = io_job_start(fs, ino, l, NULL, buf, len, off, write, epoch, 0, &job);
+	return rc ? rc : io_job_finish(&job, obj_blocks, NULL);
 }
 
 static int io_rw(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint8_t *buf, uint64_t len,
@@ -257,11 +266,15 @@ int io_write(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const void 
 /*
  * Write-behind: a write whose data was copied (data is the batch's own) goes out and is
  * answered later; io_wb_finish waits for it. The caller keeps the batches of a file in order
- * and never lets two overlapping ones be in flight at once.
+ * and never lets two overlapping ones be in flight at once. A mirrored file's batch goes to
+ * every copy at once, and is settled (stale marks, or a second try) when it is waited for.
  */
 struct io_wb {
 	struct io_wb *next;
 	struct io_job job;
+	loom_fs *fs;
+	uint64_t ino;
+	const struct loom_layout *l;
 	uint8_t *data;
 	uint64_t off, len;
 	uint32_t epoch;
@@ -284,10 +297,14 @@ int io_wb_start(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const vo
 		return -ENOMEM;
 	}
 	memcpy(b->data, buf, len);
+	b->fs = fs;
+	b->ino = ino;
+	b->l = l;
 	b->off = off;
 	b->len = len;
 	b->epoch = epoch;
-	rc = io_job_start(fs, ino, l, b->data, len, off, true, epoch, &b->job);
+	rc = io_job_start(fs, ino, l, NULL, b->data, len, off, true, epoch,
+			  layout_copies(l) > 1 ? RPC_NOWAIT : 0, &b->job);
 	if (rc) {
 		free(b->data);
 		free(b);
@@ -338,8 +355,13 @@ uint64_t io_wb_off(const struct io_wb *b)
 int io_wb_wait(struct io_wb *b, int64_t *obj_blocks)
 {
 	struct rpc_intr *in = rpc_intr_swap(NULL);
-	int rc = io_job_finish(&b->job, obj_blocks);
+	int rc;
 
+	if (layout_copies(b->l) > 1)
+		rc = mirror_write_settle(b->fs, b->ino, b->l, &b->job, b->data, b->len, b->off, b->epoch,
+					 obj_blocks);
+	else
+		rc = io_job_finish(&b->job, obj_blocks, NULL);
 	rpc_intr_swap(in);
 	return rc;
 }
@@ -365,13 +387,14 @@ struct obj_req {
 	bool asked;            /* sent; else that object has nothing to be asked */
 };
 
-/* A request for every object of l, each asked, its body addressed to the object. */
-static struct obj_req *obj_reqs_new(const struct loom_layout *l)
+/* A request for every object of l, each asked (but a mirrored file's stale copies), its body
+ * addressed to the object. */
+static struct obj_req *obj_reqs_new(loom_fs *fs, const struct loom_layout *l)
 {
 	struct obj_req *reqs = calloc(l->nobjs, sizeof(*reqs));
 
 	for (uint32_t k = 0; reqs && k < l->nobjs; k++) {
-		reqs[k].asked = true;
+		reqs[k].asked = layout_copies(l) == 1 || !mirror_obj_stale(fs, l, k);
 		reqs[k].body.ost_idx = l->objs[k].ost_idx;
 		reqs[k].body.objid = l->objs[k].objid;
 		reqs[k].body.stripe_idx = k;
@@ -380,8 +403,10 @@ static struct obj_req *obj_reqs_new(const struct loom_layout *l)
 	return reqs;
 }
 
-/* Sends every request asked, then waits for all their answers. */
-static void obj_reqs_run(loom_fs *fs, struct obj_req *reqs, uint32_t n, uint16_t op)
+/* Sends every request asked, then waits for all their answers. A mirrored file's copies do not
+ * wait for a server that is away: another copy answers for it. */
+static void obj_reqs_run(loom_fs *fs, const struct loom_layout *l, struct obj_req *reqs, uint32_t n,
+			 uint16_t op)
 {
 	struct rpc_wait w;
 
@@ -394,6 +419,8 @@ static void obj_reqs_run(loom_fs *fs, struct obj_req *reqs, uint32_t n, uint16_t
 		if (!r->asked)
 			continue;
 		rpc_call_init(&r->call, op, &r->body, sizeof(r->body));
+		if (layout_copies(l) > 1)
+			r->call.flags |= RPC_NOWAIT;
 		err = fs_ost_conn(fs, r->body.ost_idx, &c);
 		if (err) {
 			r->call.status = err == -ENODEV ? -EIO : err; /* as above */
@@ -425,22 +452,73 @@ static void obj_reqs_free(struct obj_req *reqs, uint32_t n)
 	free(reqs);
 }
 
+/* A mirrored file's requests settled: each object's error into err[], then mirror_settle_each
+ * (mark: copies that missed a change are marked stale; else their errors are only forgiven). */
+static int settle_copies(loom_fs *fs, uint64_t ino, const struct loom_layout *l, struct obj_req *reqs,
+			 bool mark)
+{
+	bool *asked = calloc(l->nobjs, sizeof(bool));
+	int *err = calloc(l->nobjs, sizeof(int));
+	int rc;
+
+	if (!asked || !err) {
+		free(asked);
+		free(err);
+		return -ENOMEM;
+	}
+	for (uint32_t k = 0; k < l->nobjs; k++) {
+		struct lw_ost_io_rep rep;
+
+		asked[k] = reqs[k].asked;
+		if (asked[k])
+			err[k] = obj_req_reply(&reqs[k], &rep);
+	}
+	if (mark) {
+		rc = mirror_settle_each(fs, ino, l, asked, err);
+	} else {
+		/* Each stripe needs one copy that answered. */
+		uint32_t per = layout_per_copy(l);
+
+		rc = 0;
+		for (uint32_t k = 0; k < per; k++) {
+			int worst = 0;
+			bool ok = false, any = false;
+
+			for (uint32_t m = 0; m < layout_copies(l); m++) {
+				any |= asked[m * per + k];
+				ok |= asked[m * per + k] && err[m * per + k] == 0;
+				worst = io_merge_err(worst, asked[m * per + k] ? err[m * per + k] : 0);
+			}
+			if (any && !ok)
+				rc = io_merge_err(rc, worst);
+		}
+	}
+	free(asked);
+	free(err);
+	return rc;
+}
+
 /* Sends one small request to every object at once (with obj_blocks and GETATTR: only to those
- * whose figure is unknown, < 0), and records the blocks each one reports. */
-static int io_each_object(loom_fs *fs, const struct loom_layout *l, uint16_t op, int64_t *obj_blocks)
+ * whose figure is unknown, < 0), and records the blocks each one reports. A mirrored file's
+ * sync that a copy missed marks it stale: the other copies hold the bytes on disk. */
+static int io_each_object(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint16_t op,
+			  int64_t *obj_blocks)
 {
 	struct obj_req *reqs;
 	int rc = 0;
 
 	if (l->nobjs == 0)
 		return 0;
-	reqs = obj_reqs_new(l);
+	reqs = obj_reqs_new(fs, l);
 	if (!reqs)
 		return -ENOMEM;
-	for (uint32_t k = 0; k < l->nobjs; k++)
+	for (uint32_t k = 0; k < l->nobjs; k++) {
 		if (op == LW_OP_OST_GETATTR && obj_blocks && obj_blocks[k] >= 0)
 			reqs[k].asked = false; /* known */
-	obj_reqs_run(fs, reqs, l->nobjs, op);
+		if (!reqs[k].asked && obj_blocks && obj_blocks[k] < 0)
+			obj_blocks[k] = 0; /* a stale copy: what it holds is not the file's */
+	}
+	obj_reqs_run(fs, l, reqs, l->nobjs, op);
 	for (uint32_t k = 0; k < l->nobjs; k++) {
 		struct lw_ost_io_rep rep;
 		int err;
@@ -450,8 +528,12 @@ static int io_each_object(loom_fs *fs, const struct loom_layout *l, uint16_t op,
 		err = obj_req_reply(&reqs[k], &rep);
 		if (err == 0 && obj_blocks && op != LW_OP_OST_SYNC)
 			obj_blocks[k] = (int64_t)rep.obj_blocks;
-		rc = merge_err(rc, err);
+		if (err && obj_blocks && op != LW_OP_OST_SYNC && layout_copies(l) > 1)
+			obj_blocks[k] = 0; /* a copy away: counted when it answers */
+		rc = io_merge_err(rc, err);
 	}
+	if (layout_copies(l) > 1)
+		rc = settle_copies(fs, ino, l, reqs, op == LW_OP_OST_SYNC);
 	obj_reqs_free(reqs, l->nobjs);
 	return rc;
 }
@@ -459,27 +541,28 @@ static int io_each_object(loom_fs *fs, const struct loom_layout *l, uint16_t op,
 int io_fallocate(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint32_t mode,
 		 uint32_t epoch, uint64_t off, uint64_t len, int64_t *obj_blocks)
 {
-	struct stripe_geom g = { .size = l->stripe_size, .count = l->nobjs };
+	struct stripe_geom g = stripe_geom_of(l);
 	struct obj_req *reqs;
 	int rc = 0;
 
 	if (l->nobjs == 0 || l->stripe_size == 0)
 		return -EIO;
-	reqs = obj_reqs_new(l);
+	reqs = obj_reqs_new(fs, l);
 	if (!reqs)
 		return -ENOMEM;
-	/* Object k's part of the range is one contiguous object range (stripe.h). */
+	/* Object k's part of the range is one contiguous object range (stripe.h); every copy's
+	 * object k alike. */
 	for (uint32_t k = 0; k < l->nobjs; k++) {
-		uint64_t a = stripe_obj_size(&g, k, off), b = stripe_obj_size(&g, k, off + len);
+		uint64_t a = stripe_obj_size(&g, k % g.count, off), b = stripe_obj_size(&g, k % g.count, off + len);
 
-		reqs[k].asked = b > a;
+		reqs[k].asked = reqs[k].asked && b > a;
 		reqs[k].body.flags = mode;
 		reqs[k].body.offset = a;
 		reqs[k].body.length = b - a;
 		reqs[k].body.ino = ino; /* allocating makes the object, tagged with its file */
 		reqs[k].body.trunc_epoch = epoch;
 	}
-	obj_reqs_run(fs, reqs, l->nobjs, LW_OP_OST_FALLOCATE);
+	obj_reqs_run(fs, l, reqs, l->nobjs, LW_OP_OST_FALLOCATE);
 	for (uint32_t k = 0; k < l->nobjs; k++) {
 		struct lw_ost_io_rep rep;
 		int err;
@@ -490,15 +573,17 @@ int io_fallocate(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint32_
 		/* One request per object: its figure is the latest (a punch lowers it). */
 		if (err == 0 && obj_blocks)
 			obj_blocks[k] = (int64_t)rep.obj_blocks;
-		rc = merge_err(rc, err);
+		rc = io_merge_err(rc, err);
 	}
+	if (layout_copies(l) > 1)
+		rc = settle_copies(fs, ino, l, reqs, true);
 	obj_reqs_free(reqs, l->nobjs);
 	return rc;
 }
 
 int io_seek(loom_fs *fs, const struct loom_layout *l, uint32_t whence, uint64_t off, uint64_t *found)
 {
-	struct stripe_geom g = { .size = l->stripe_size, .count = l->nobjs };
+	struct stripe_geom g = stripe_geom_of(l);
 	struct obj_req *reqs;
 	int rc = 0;
 
@@ -508,32 +593,44 @@ int io_seek(loom_fs *fs, const struct loom_layout *l, uint32_t whence, uint64_t 
 			*found = off; /* no objects: nothing but holes */
 		return 0;
 	}
-	reqs = obj_reqs_new(l);
+	reqs = obj_reqs_new(fs, l);
 	if (!reqs)
 		return -ENOMEM;
 	/* Each object from its first byte at or past off: the file's next data (or hole) is the
-	 * nearest of theirs, since each object's bytes keep their order in the file. */
+	 * nearest of theirs, since each object's bytes keep their order in the file. A mirrored
+	 * file asks one in-sync copy of each stripe. */
 	for (uint32_t k = 0; k < l->nobjs; k++) {
+		if (k >= g.count && reqs[k].asked) {
+			bool taken = false;
+
+			for (uint32_t j = k % g.count; j < k && !taken; j += g.count)
+				taken = reqs[j].asked;
+			reqs[k].asked = !taken;
+		}
 		reqs[k].body.flags = whence;
-		reqs[k].body.offset = stripe_obj_size(&g, k, off);
+		reqs[k].body.offset = stripe_obj_size(&g, k % g.count, off);
 	}
-	obj_reqs_run(fs, reqs, l->nobjs, LW_OP_OST_SEEK);
+	obj_reqs_run(fs, l, reqs, l->nobjs, LW_OP_OST_SEEK);
 	for (uint32_t k = 0; k < l->nobjs; k++) {
-		uint64_t at = reqs[k].body.offset, limit = stripe_obj_size(&g, k, LW_MAX_OFFSET), fo;
+		uint64_t at = reqs[k].body.offset, limit = stripe_obj_size(&g, k % g.count, LW_MAX_OFFSET), fo;
 		struct lw_ost_io_rep rep;
-		int err = obj_req_reply(&reqs[k], &rep);
+		int err;
+
+		if (!reqs[k].asked)
+			continue;
+		err = obj_req_reply(&reqs[k], &rep);
 
 		if (err == -ENXIO && whence == LW_SEEK_DATA)
 			continue; /* no data on this object from there on */
 		if (err == 0 && rep.length < at)
 			err = -EPROTO;
 		if (err) {
-			rc = merge_err(rc, err);
+			rc = io_merge_err(rc, err);
 			continue;
 		}
 		if (rep.length >= limit)
 			continue; /* past any file's end */
-		fo = stripe_file_offset(&g, k, rep.length);
+		fo = stripe_file_offset(&g, k % g.count, rep.length);
 		if (fo < *found)
 			*found = fo;
 	}
@@ -541,12 +638,12 @@ int io_seek(loom_fs *fs, const struct loom_layout *l, uint32_t whence, uint64_t 
 	return rc;
 }
 
-int io_sync(loom_fs *fs, const struct loom_layout *l)
+int io_sync(loom_fs *fs, uint64_t ino, const struct loom_layout *l)
 {
-	return io_each_object(fs, l, LW_OP_OST_SYNC, NULL);
+	return io_each_object(fs, ino, l, LW_OP_OST_SYNC, NULL);
 }
 
-int io_blocks(loom_fs *fs, const struct loom_layout *l, int64_t *obj_blocks)
+int io_blocks(loom_fs *fs, uint64_t ino, const struct loom_layout *l, int64_t *obj_blocks)
 {
-	return io_each_object(fs, l, LW_OP_OST_GETATTR, obj_blocks);
+	return io_each_object(fs, ino, l, LW_OP_OST_GETATTR, obj_blocks);
 }

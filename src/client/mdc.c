@@ -135,7 +135,8 @@ static void layout_req(const struct loom_layout *l, struct lw_layout *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->magic = LW_LAYOUT_MAGIC;
-	out->version = LW_LAYOUT_V2;
+	out->version = l->mirror_count ? LW_LAYOUT_V3 : LW_LAYOUT_V2;
+	out->mirror_count = l->mirror_count;
 	out->pattern = l->pattern ? (uint16_t)l->pattern : LW_PATTERN_RAID0;
 	out->dom_size = l->dom_size;
 	out->stripe_size = l->stripe_size;
@@ -794,6 +795,50 @@ int mdc_setlayout(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_
 			rc = -EPROTO;
 		}
 	}
+	rpc_call_release(&call);
+	return rc;
+}
+
+int mdc_mirror_stale(loom_fs *fs, uint64_t ino, const struct loom_ostobj *objs, uint32_t n,
+		     uint32_t *gen)
+{
+	struct lw_mirror_req req = { .ino = ino, .cmd = LW_MIRROR_STALE, .count = n };
+	struct lw_ostobj *wire = calloc(n ? n : 1, sizeof(*wire));
+	struct mdc_body b = { { &req, wire }, { sizeof(req), n * sizeof(*wire) } };
+	struct loom_layout *l = NULL;
+	struct loom_cred cr;
+	struct rpc_call call;
+	struct lw_rd r;
+	int rc;
+
+	if (!wire)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++) {
+		wire[i].ost_idx = objs[i].ost_idx;
+		wire[i].objid = objs[i].objid;
+	}
+	fs_cred(fs, &cr);
+	rc = mdc_call(fs, &cr, LW_OP_MDS_MIRROR, &b, &call);
+	free(wire);
+	if (rc)
+		return rc;
+	/* The reply is the layout: it must decode, and say those objects are stale now. */
+	lw_rd_init(&r, call.rbody, call.rbody_len);
+	rc = lw_layout_decode(&r, &l);
+	if (rc == 0 && lw_rd_done(&r))
+		rc = -EPROTO;
+	for (uint32_t i = 0; rc == 0 && i < n; i++) {
+		bool stale = false;
+
+		for (uint32_t k = 0; k < l->nobjs; k++)
+			if (l->objs[k].ost_idx == objs[i].ost_idx && l->objs[k].objid == objs[i].objid)
+				stale = l->objs[k].flags & LOOM_OBJ_STALE;
+		if (!stale)
+			rc = -EPROTO;
+	}
+	if (rc == 0)
+		*gen = l->layout_gen;
+	free(l);
 	rpc_call_release(&call);
 	return rc;
 }

@@ -122,7 +122,7 @@ int loom_fallocate(loom_file *f, int mode, off_t off, off_t len)
 		/* st_blocks moved, maybe down: with every object's figure known here, a stat before
 		 * the report shows the file's (files_pending_attr). Best effort. */
 		if (rc == 0)
-			io_blocks(f->fs, f->layout, f->obj_blocks);
+			io_blocks(f->fs, f->ino, f->layout, f->obj_blocks);
 		pthread_mutex_unlock(&f->wb_lock);
 	}
 

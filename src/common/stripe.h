@@ -21,10 +21,30 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "loom/types.h"
+
 struct stripe_geom {
 	uint64_t size;  /* stripe size S, > 0 */
 	uint32_t count; /* stripe count C, > 0 */
 };
+
+/* Copies of a file's data: 1 for a plain layout. */
+static inline uint32_t layout_copies(const struct loom_layout *l)
+{
+	return l->mirror_count > 1 ? l->mirror_count : 1;
+}
+
+/* Objects a copy has: every copy is striped alike, object k of each holding the same bytes. */
+static inline uint32_t layout_per_copy(const struct loom_layout *l)
+{
+	return l->nobjs / layout_copies(l);
+}
+
+/* A file's stripe geometry (one copy's). */
+static inline struct stripe_geom stripe_geom_of(const struct loom_layout *l)
+{
+	return (struct stripe_geom){ .size = l->stripe_size, .count = layout_per_copy(l) };
+}
 
 /* Where file offset `off` lives. */
 static inline void stripe_locate(const struct stripe_geom *g, uint64_t off, uint32_t *obj,

@@ -90,6 +90,7 @@ ENOENT_OF_INO(xattr_list, xattr.f.ino)
 ENOENT_OF_INO(open, open.ino)
 ENOENT_OF_INO(access, access.ino)
 ENOENT_OF_INO(setlayout, setlayout.f.ino)
+ENOENT_OF_INO(mirror, mirror.f.ino)
 ENOENT_OF_INO(lock, lock.ino)
 
 /* A rename names two directories. */
@@ -217,6 +218,10 @@ static int exec_work(struct mds *m, struct mdt_txn *t, const struct mds_work *w,
 		return mds_destroyer_done(m, t, w);
 	case MDS_WORK_TRUNCATED:
 		return mds_truncator_done(m, t, w);
+	case MDS_WORK_RESYNCED:
+		return mds_resync_done(m, t, w);
+	case MDS_WORK_MIRROR_TIDY:
+		return mds_resync_tidy(m, t, w);
 	}
 	return -EINVAL;
 }
@@ -228,6 +233,8 @@ static const char *work_name(uint16_t kind)
 	case MDS_WORK_DROP_HANDLE: return "drop-handle";
 	case MDS_WORK_DESTROYED: return "destroyed";
 	case MDS_WORK_TRUNCATED: return "truncated";
+	case MDS_WORK_RESYNCED: return "resynced";
+	case MDS_WORK_MIRROR_TIDY: return "mirror-tidy";
 	}
 	return "unknown";
 }
@@ -605,6 +612,10 @@ static void run_batch(struct mds *m, struct reqq_item *list, uint32_t n)
 		mds_trunc_release(m);
 	if (m->truncator.more && !m->truncator.busy && mdt_txn_begin(m->store, false, &txn) == 0) {
 		mds_truncator_kick(m, txn);
+		mdt_txn_abort(txn);
+	}
+	if (m->resync.more && !m->resync.busy && mdt_txn_begin(m->store, false, &txn) == 0) {
+		mds_resync_kick(m, txn);
 		mdt_txn_abort(txn);
 	}
 

@@ -115,6 +115,11 @@ int mds_op_create(struct mds_op *o)
 				     &rep.handle);
 		if (rc)
 			goto out;
+		/* A mirrored file's writer: its copies may differ until it closes (mirror.c). */
+		if ((q->u.create.f.open_flags & O_ACCMODE) != O_RDONLY)
+			rc = mdt_mirror_write_begin(t, rep.attr.ino);
+		if (rc)
+			goto out;
 	}
 	rep.has_layout = layout != NULL;
 	rc = reply_with_layout(r, &rep, sizeof(rep), layout);
@@ -148,6 +153,8 @@ int mds_create_resent(struct mds *m, struct mdt_txn *t, const struct srv_req *re
 		return rc == -ENOENT ? -ESTALE : rc;
 	rc = mds_handle_open(m, rep.attr.ino, sid, (q->u.create.f.open_flags & O_ACCMODE) != O_RDONLY,
 			     req->hdr.req_id, &handle);
+	if (rc == 0 && (q->u.create.f.open_flags & O_ACCMODE) != O_RDONLY)
+		rc = mdt_mirror_write_begin(t, rep.attr.ino);
 	if (rc)
 		return rc;
 	rep.handle = handle;
@@ -251,6 +258,9 @@ int mds_op_open(struct mds_op *o)
 			return rc;
 	}
 	rc = mds_open_with_handle(o->m, o->t, q, o->now, handle, found || o->resent_done, o->r);
+	/* A mirrored file's writer: its copies may differ until it closes (mirror.c). */
+	if (rc == 0 && !found && (q->u.open.open_flags & O_ACCMODE) != O_RDONLY)
+		rc = mdt_mirror_write_begin(o->t, q->u.open.ino);
 	if (rc && found)
 		/* The first run's handle, which its client never learned of, goes too. */
 		mds_handle_close(o->m, o->t, handle, q->u.open.ino, sid, &o->bs->released);
@@ -375,6 +385,49 @@ int mds_op_setlayout(struct mds_op *o)
 		rc = reply_with_layout(o->r, NULL, 0, layout);
 		o->bs->released = true; /* old objects may have joined the destroy queue */
 	}
+	free(layout);
+	return rc;
+}
+
+/* MDS_MIRROR: a holder of the file says which copies missed a write or hold bad bytes. */
+int mds_op_mirror(struct mds_op *o)
+{
+	const struct lw_mds_req *q = o->q;
+	uint32_t n = q->u.mirror.f.count;
+	struct loom_layout *layout = NULL;
+	struct loom_ostobj *objs;
+	int rc;
+
+	if (q->u.mirror.f.cmd == LW_MIRROR_RESYNC) {
+		struct lw_attr attr;
+
+		rc = mdt_getattr(o->t, q->u.mirror.f.ino, &attr);
+		if (rc)
+			return rc;
+		if (q->cred.uid != 0 && q->cred.uid != attr.uid)
+			return -EPERM;
+		rc = mdt_getlayout(o->t, q->u.mirror.f.ino, &layout);
+		if (rc == 0 && layout->mirror_count < 2)
+			rc = -EINVAL;
+		if (rc == 0)
+			rc = mds_resync_now(o->m, q->u.mirror.f.ino);
+		if (rc == 0)
+			rc = reply_with_layout(o->r, NULL, 0, layout);
+		free(layout);
+		return rc == -ENODATA ? -EINVAL : rc;
+	}
+	if (!mds_session_holds(o->m, mds_sid_of(o->m, o->req), q->u.mirror.f.ino, 0, false))
+		return -EBADF;
+	objs = malloc(n * sizeof(*objs));
+	if (!objs)
+		return -ENOMEM;
+	memcpy(objs, q->u.mirror.objs, n * sizeof(*objs)); /* lw_ostobj's image */
+	rc = mdt_mirror_stale(o->t, q->u.mirror.f.ino, objs, n, &layout);
+	free(objs);
+	if (rc == 0)
+		mds_resync_now(o->m, 0); /* for when its OSTs answer */
+	if (rc == 0)
+		rc = reply_with_layout(o->r, NULL, 0, layout);
 	free(layout);
 	return rc;
 }

@@ -157,6 +157,7 @@ void mds_periodic(struct mds *m)
 	if (mdt_txn_begin(m->store, false, &t) == 0) {
 		mds_destroyer_kick(m, t);
 		mds_truncator_kick(m, t);
+		mds_resync_kick(m, t);
 		mdt_txn_abort(t);
 	}
 }

@@ -115,6 +115,10 @@ void mds_lease_targets(struct mdt_txn *t, const struct lw_mds_req *q, bool inode
 		if (inodes)
 			add(out, q->u.setlayout.f.ino);
 		break;
+	case LW_OP_MDS_MIRROR:
+		if (inodes)
+			add(out, q->u.mirror.f.ino);
+		break;
 	case LW_OP_MDS_SWAP_LAYOUTS:
 		if (inodes) {
 			add(out, q->u.swap.ino);

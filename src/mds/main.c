@@ -70,6 +70,8 @@ static void usage(FILE *f)
 		"  --lease-timeout SEC   how long a client may take to give back a directory lease the\n"
 		"                        MDS recalls before it loses every lease it holds (default %u,\n"
 		"                        at most 15)\n"
+		"  --resync-rate MIB     how fast the MDS copies stale copies of mirrored files again,\n"
+		"                        in MiB/s (default %u; 0: as fast as the OSSs go)\n"
 		"  --handshake-timeout SEC  a connection that has not proved it holds the key this\n"
 		"                        long after connecting is closed (default 5)\n"
 		"  --frame-timeout SEC  a connection whose frame stops coming this long is closed\n"
@@ -82,7 +84,8 @@ static void usage(FILE *f)
 		"  --config FILE         read settings from FILE first, one `NAME = VALUE` a line,\n"
 		"                        NAME any option above without its -- (flags given override)\n"
 		"  --version             print the release and the protocol versions it speaks\n",
-		LW_DEFAULT_MDS_PORT, LOOM_FSNAME_MAX, MDS_COMMIT_MS_DEFAULT, MDS_LEASE_TIMEOUT_DEFAULT);
+		LW_DEFAULT_MDS_PORT, LOOM_FSNAME_MAX, MDS_COMMIT_MS_DEFAULT, MDS_LEASE_TIMEOUT_DEFAULT,
+		MDS_RESYNC_RATE_DEFAULT);
 }
 
 #define MDT_KEY_NAME "fs.key"
@@ -158,13 +161,14 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },         { "config", required_argument, NULL, 'C' },
 		{ "log-syslog", no_argument, NULL, 'Y' },      { "commit-ms", required_argument, NULL, 'K' },
 		{ "lease-timeout", required_argument, NULL, 'W' },
+		{ "resync-rate", required_argument, NULL, 'G' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *mdt_dir = NULL, *listen_addr = NULL, *port_file = NULL, *fsname = NULL, *key_file = NULL;
 	uint8_t key[LOOM_KEY_MAX];
 	char default_key[PATH_MAX];
 	size_t keylen = 0;
-	struct mds m = { .commit.interval_ms = MDS_COMMIT_MS_DEFAULT };
+	struct mds m = { .commit.interval_ms = MDS_COMMIT_MS_DEFAULT, .resync.rate_mib = MDS_RESYNC_RATE_DEFAULT };
 	struct srv_opts so = { 0 };
 	char listen_host[64];
 	uint16_t listen_port;
@@ -216,6 +220,12 @@ int main(int argc, char **argv)
 		case 'K':
 			if (u32_parse(optarg, 0, 60000, &m.commit.interval_ms)) {
 				fprintf(stderr, "loom-mds: --commit-ms takes 0..60000 milliseconds\n");
+				return 2;
+			}
+			break;
+		case 'G':
+			if (u32_parse(optarg, 0, 1u << 20, &m.resync.rate_mib)) {
+				fprintf(stderr, "loom-mds: --resync-rate takes MiB/s, 0 to 1048576\n");
 				return 2;
 			}
 			break;
@@ -355,6 +365,8 @@ int main(int argc, char **argv)
 	if (rc == 0)
 		rc = mds_truncator_start(&m);
 	if (rc == 0)
+		rc = mds_resync_start(&m);
+	if (rc == 0)
 		rc = -pthread_create(&m.md_thread, NULL, md_thread_main, &m);
 	if (rc) {
 		log_err("cannot start threads: %s", strerror(-rc));
@@ -379,6 +391,7 @@ int main(int argc, char **argv)
 	mds_leases_stop(&m);
 	mds_destroyer_stop(&m);
 	mds_truncator_stop(&m);
+	mds_resync_stop(&m);
 	srv_destroy(m.srv);
 	/* Disconnect items queued by srv_destroy are moot: handles die with the process. */
 	for (struct reqq_item *it; (it = reqq_pop_batch(&m.queue, 1, 0, NULL));) {

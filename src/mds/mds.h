@@ -42,6 +42,8 @@ enum mds_work_kind {
 	MDS_WORK_DROP_HANDLE, /* the handle of an open that failed on the network thread */
 	MDS_WORK_DESTROYED,   /* the destroyer's report: objects destroyed on their OSTs */
 	MDS_WORK_TRUNCATED,   /* the truncator's report: what it cut (truncator.c) */
+	MDS_WORK_RESYNCED,    /* the resyncer's report: mirrored copies made again (resync.c) */
+	MDS_WORK_MIRROR_TIDY, /* mirrored files whose entry in the MDT's table to put right */
 };
 
 struct mds_work {
@@ -213,6 +215,23 @@ struct mds {
 
 	struct mds_destroyer destroyer;
 	struct mds_truncator truncator;
+	/* The resync of mirrored files (resync.c). */
+	struct mds_resync {
+		pthread_t thread;
+		pthread_mutex_t lock;
+		pthread_cond_t cond;
+		struct mds_resync_job *job; /* handed over by the metadata thread */
+		bool stopping;
+		uint32_t rate_mib;          /* --resync-rate: MiB/s the copies may take (0: any) */
+		/* The metadata thread's: */
+		bool busy;                  /* a job is out */
+		bool more;                  /* the table may hold work */
+		bool dirty;                 /* a writer opened the file being resynced */
+		uint64_t ino;               /* that file */
+		uint64_t cursor;            /* where the next look at the table starts */
+		uint64_t next_try_ns;       /* back-off after failures, or a pass without work */
+		uint64_t resynced;          /* objects copied again since the start */
+	} resync;
 	struct reqq *queue_for_destroyer;
 
 	/* Commit behind (commit.c): the metadata thread's, but for what the others read. */
@@ -298,6 +317,7 @@ void mds_replay_expire(struct mds *m, uint64_t now_ns);
 /* leases.c */
 /* --lease-timeout's default: how long a recalled lease may take to come back. */
 #define MDS_LEASE_TIMEOUT_DEFAULT 10u
+#define MDS_RESYNC_RATE_DEFAULT 256u /* MiB/s: a resync takes a share of an OSS, not all of it */
 #define MDS_LEASE_HELD 4 /* not an errno: a change that waits for recalled leases */
 void mds_leases_init(struct mds *m);
 /* At exit: drops the changes waiting, and frees. */
@@ -524,6 +544,20 @@ void mds_trunc_park(struct mds *m, struct srv_req *req, void *body, uint32_t len
 void mds_trunc_release(struct mds *m);
 void mds_trunc_expire(struct mds *m, uint64_t now_ns);
 void mds_trunc_drop_conn(struct mds *m, uint64_t conn_id);
+
+/* resync.c */
+int mds_resync_start(struct mds *m);
+void mds_resync_stop(struct mds *m);
+/* Metadata thread, after a commit and on each tick: hands the resyncer a mirrored file's stale
+ * copies if it is idle, and queues (MDS_WORK_MIRROR_TIDY) the table's entries to put right. */
+void mds_resync_kick(struct mds *m, struct mdt_txn *read_txn);
+/* Metadata thread, in t: the resyncer's report (MDS_WORK_RESYNCED), and the kick's tidying. */
+int mds_resync_done(struct mds *m, struct mdt_txn *t, const struct mds_work *report);
+int mds_resync_tidy(struct mds *m, struct mdt_txn *t, const struct mds_work *w);
+/* Metadata thread: a writer opened ino (a resync of it under way keeps its marks). */
+void mds_resync_writer(struct mds *m, uint64_t ino);
+/* Metadata thread: look at ino first, now (loom mirror resync). */
+int mds_resync_now(struct mds *m, uint64_t ino);
 
 /* destroyer.c */
 int mds_destroyer_start(struct mds *m);

@@ -424,6 +424,8 @@ static int handle_new(struct mds *m, uint64_t ino, uint64_t sid, bool writer, ui
 		free(h);
 		return -ENOMEM;
 	}
+	if (writer)
+		mds_resync_writer(m, ino);
 	if (u64map_put(&m->handles, h->handle, h) < 0 ||
 	    u64map_put(&m->open_counts, ino, (void *)(count + 1)) < 0) {
 		u64map_del(&m->handles, h->handle);
@@ -553,10 +555,18 @@ static void handle_unlink(struct mds *m, struct mds_handle *h)
 
 /* Ends a known handle (the lock held). The inode is released first, and the handle forgotten
  * only if that worked, so that a failure (the request is answered with it) leaves the handle to
- * retry. */
-static int handle_end(struct mds *m, struct mdt_txn *t, struct mds_handle *h, bool *released)
+ * retry. A mirrored file's last writer that closes (clean) ends its write-pending state; one
+ * whose session ends without a close leaves it, for the resync to put the copies right. */
+static int handle_end(struct mds *m, struct mdt_txn *t, struct mds_handle *h, bool clean, bool *released)
 {
 	uintptr_t count = (uintptr_t)u64map_get(&m->open_counts, h->ino);
+
+	if (clean && h->writer && (uintptr_t)u64map_get(&m->writers, h->ino) == 1) {
+		int rc = mdt_mirror_write_end(t, h->ino);
+
+		if (rc)
+			return rc;
+	}
 
 	if (count <= 1) {
 		/* The last handle: a no-op for an inode that still has names. An unlinked one is
@@ -592,7 +602,7 @@ int mds_handle_close(struct mds *m, struct mdt_txn *t, uint64_t handle, uint64_t
 	if (h && (h->ino != ino || h->sid != sid))
 		rc = -EBADF;
 	else if (h)
-		rc = handle_end(m, t, h, released);
+		rc = handle_end(m, t, h, true, released);
 	pthread_mutex_unlock(&m->sess_lock);
 	return rc;
 }
@@ -625,7 +635,7 @@ static int session_end(struct mds *m, struct mdt_txn *t, struct mds_session *s, 
 		s->recorded = false;
 	}
 	while (s->handles) {
-		int r = handle_end(m, t, s->handles, released);
+		int r = handle_end(m, t, s->handles, false, released);
 		if (r) {
 			rc = r;
 			break; /* keep the session: its end is tried again on the next tick */

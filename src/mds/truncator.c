@@ -212,8 +212,7 @@ static int job_of(struct mds *m, struct mdt_txn *t, const struct mdt_trunc *tc, 
 		return -ENOMEM;
 	}
 	table = mdt_ost_table(m->store, &count, &gen);
-	g.size = l->stripe_size;
-	g.count = l->nobjs;
+	g = stripe_geom_of(l);
 	for (uint32_t k = 0; k < l->nobjs && g.size; k++) {
 		struct trunc_item *it = &job->items[job->nitems];
 		bool known = false;
@@ -230,7 +229,7 @@ static int job_of(struct mds *m, struct mdt_txn *t, const struct mdt_trunc *tc, 
 			continue; /* an OST removed (loom ost remove --force): nothing there to cut */
 		it->io.ost_idx = l->objs[k].ost_idx;
 		it->io.objid = l->objs[k].objid;
-		it->io.length = stripe_obj_size(&g, k, tc->cut);
+		it->io.length = stripe_obj_size(&g, k % g.count, tc->cut); /* every copy alike */
 		it->io.ino = tc->ino;
 		it->io.stripe_idx = k;
 		it->io.layout_gen = l->layout_gen;

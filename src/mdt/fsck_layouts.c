@@ -4,6 +4,7 @@
  * objects imply, the destroy queue, then a new layout for a regular file that has none. The
  * objects themselves are fsck_objects.c's.
  */
+#include "common/stripe.h"
 #include "mdt/fsck_impl.h"
 
 #include <errno.h>
@@ -79,7 +80,8 @@ static int layout_rec(struct mdt_fsck *f, const MDB_val *k, const MDB_val *v, vo
 	}
 	if (rc)
 		goto out;
-	if (l->nobjs == 0 || l->stripe_size == 0 || (uint32_t)l->stripe_count != l->nobjs ||
+	if (l->nobjs == 0 || l->stripe_size == 0 ||
+	    (uint64_t)(uint32_t)l->stripe_count * layout_copies(l) != l->nobjs ||
 	    (l->flags & LOOM_LAYOUT_DEFAULT)) {
 		rc = fsck_report(f, MDT_FSCK_LAYOUT, ino, NOFIX, NULL,
 				 "malformed file layout (stripe size %u, count %d, %u objects, flags %#x): "

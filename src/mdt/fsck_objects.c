@@ -51,7 +51,7 @@ int fsck_check_objects(struct mdt_fsck *f, struct acts *q, uint64_t ino,
 {
 	/* A layout without a stripe size (corrupt: reported where layouts are checked) implies
 	 * nothing from its objects' sizes. */
-	const struct stripe_geom g = { .size = l->stripe_size, .count = l->nobjs };
+	const struct stripe_geom g = stripe_geom_of(l);
 	const bool geom = l->stripe_size && l->nobjs;
 	struct mdt_fsck_obj *os;
 	uint64_t end = 0, blocks = 0, size;
@@ -80,7 +80,7 @@ int fsck_check_objects(struct mdt_fsck *f, struct acts *q, uint64_t ino,
 		f->st.objects++;
 		any = true;
 		if (geom)
-			end = MAX(end, stripe_file_end(&g, k, os[k].size));
+			end = MAX(end, stripe_file_end(&g, k % g.count, os[k].size));
 		blocks += os[k].blocks;
 		if (os[k].mtime.tv_sec > newest.tv_sec ||
 		    (os[k].mtime.tv_sec == newest.tv_sec && os[k].mtime.tv_nsec > newest.tv_nsec))
@@ -105,7 +105,8 @@ int fsck_check_objects(struct mdt_fsck *f, struct acts *q, uint64_t ino,
 		const struct loom_ostobj *o = &l->objs[k];
 		/* Bytes below the Data-on-MDT size live on the MDS: a hole on the objects. */
 		uint64_t lost = !geom ? 0 :
-				stripe_obj_size(&g, k, size) - stripe_obj_size(&g, k, MIN(size, l->dom_size));
+				stripe_obj_size(&g, k % g.count, size) -
+				stripe_obj_size(&g, k % g.count, MIN(size, l->dom_size));
 
 		const struct ostnext *on = fsck_ost_find(f, o->ost_idx);
 
@@ -125,6 +126,19 @@ int fsck_check_objects(struct mdt_fsck *f, struct acts *q, uint64_t ino,
 			continue;
 		if (!any && (!(in->flags & MDT_IF_BLOCKS) || in->blocks == 0))
 			continue;
+		if (layout_copies(l) > 1) {
+			/* A copy: a stale one is filled by its resync; an empty object made in an
+			 * in-sync one would read as zeros where the other copies hold the data. */
+			if (o->flags & LOOM_OBJ_STALE)
+				continue;
+			rc = fsck_report(f, MDT_FSCK_MISSING_OBJECT, ino, NOFIX, NULL,
+					 "mirror %u stripe %u: OST %u object %#llx does not exist; `loom mirror "
+					 "resync` copies it from another mirror", k / g.count, k % g.count,
+					 o->ost_idx, (unsigned long long)o->objid);
+			if (rc)
+				goto out;
+			continue;
+		}
 		frc = ost_fix(f, o->ost_idx, o->objid, ino, k);
 		rc = fsck_report(f, MDT_FSCK_MISSING_OBJECT, ino, frc, "created empty",
 				 "stripe %u: OST %u object %#llx does not exist; the file lost data: its "

@@ -70,6 +70,7 @@ enum mdt_db {
 	MDT_DB_CLIENTS,
 	MDT_DB_NODEMAP,
 	MDT_DB_OST_LOST,
+	MDT_DB_MIRRORS,   /* mirrored files with stale copies or writers: ino -> 1 byte */
 	MDT_DB_COUNT
 };
 
@@ -320,6 +321,8 @@ int mdt_space_file_init(struct mdt_store *s);
 
 /* -ENOENT if there is no such inode. */
 int mdt_inode_get(struct mdt_txn *t, uint64_t ino, struct mdt_inode *out);
+/* The inode numbers keying db (big-endian u64 keys) from after + 1 on, max at most. */
+int mdt_ino_keys(struct mdt_txn *t, enum mdt_db db, uint64_t after, uint64_t *inos, size_t max, size_t *n);
 int mdt_inode_put(struct mdt_txn *t, const struct mdt_inode *in);
 /* Takes the next inode number from the counter in `meta`. */
 int mdt_ino_alloc(struct mdt_txn *t, uint64_t *ino);

@@ -19,6 +19,8 @@
  */
 #include "mdt/internal.h"
 
+#include "common/stripe.h"
+
 #include <errno.h>
 #include <stdlib.h>
 
@@ -87,6 +89,7 @@ struct layout_fields {
 	uint32_t stripe_size;
 	int32_t stripe_count;
 	int32_t stripe_offset;
+	uint32_t mirror_count;  /* 0 unset */
 	char pool[LOOM_POOL_NAME_MAX + 1];
 };
 
@@ -98,8 +101,11 @@ static void fields_init(struct layout_fields *f)
 
 /* Takes from one source the fields still unset. */
 static void fields_fill(struct layout_fields *f, uint32_t dom_size, uint32_t stripe_size,
-			int32_t stripe_count, int32_t stripe_offset, const char *pool)
+			int32_t stripe_count, int32_t stripe_offset, uint32_t mirror_count,
+			const char *pool)
 {
+	if (f->mirror_count == 0)
+		f->mirror_count = mirror_count;
 	if (f->dom_size == 0)
 		f->dom_size = dom_size;
 	if (f->stripe_size == 0)
@@ -114,12 +120,14 @@ static void fields_fill(struct layout_fields *f, uint32_t dom_size, uint32_t str
 
 static void fields_fill_req(struct layout_fields *f, const struct lw_layout *req)
 {
-	fields_fill(f, req->dom_size, req->stripe_size, req->stripe_count, req->stripe_offset, req->pool);
+	fields_fill(f, req->dom_size, req->stripe_size, req->stripe_count, req->stripe_offset,
+		    req->mirror_count, req->pool);
 }
 
 static void fields_fill_layout(struct layout_fields *f, const struct loom_layout *l)
 {
-	fields_fill(f, l->dom_size, l->stripe_size, l->stripe_count, l->stripe_offset, l->pool);
+	fields_fill(f, l->dom_size, l->stripe_size, l->stripe_count, l->stripe_offset, l->mirror_count,
+		    l->pool);
 }
 
 /* Fills what is still unset from a directory's stored default, if it has one. */
@@ -144,7 +152,7 @@ static int fields_fill_fs(struct mdt_txn *t, struct layout_fields *f)
 	int rc = fields_fill_dir(t, f, LOOM_ROOT_INO);
 
 	if (rc == 0)
-		fields_fill(f, LOOM_DEFAULT_DOM_SIZE, LOOM_DEFAULT_STRIPE_SIZE, 1, -1, "");
+		fields_fill(f, LOOM_DEFAULT_DOM_SIZE, LOOM_DEFAULT_STRIPE_SIZE, 1, -1, 1, "");
 	return rc;
 }
 
@@ -165,26 +173,30 @@ static int layout_build(struct mdt_txn *t, const struct layout_fields *f, uint32
 			struct loom_layout **out)
 {
 	struct loom_layout *l;
-	uint32_t room = t->s->nosts, n = 0;
+	uint32_t room = t->s->nosts, n = 0, mirrors = f->mirror_count ? f->mirror_count : 1;
 	int rc;
 
 	if (room == 0)
 		return -ENOSPC;
-	if (f->stripe_count > 0 && (uint32_t)f->stripe_count < room)
+	if (mirrors == 1 && f->stripe_count > 0 && (uint32_t)f->stripe_count < room)
 		room = (uint32_t)f->stripe_count;
 	if (t->vers && t->vers->want_objs && t->vers->want_nobjs > room)
 		room = t->vers->want_nobjs; /* a replay's objects, whatever the OSTs are now */
 	l = calloc(1, sizeof(*l) + room * sizeof(l->objs[0]));
 	if (!l)
 		return -ENOMEM;
-	rc = mdt_alloc_stripes(t, f->stripe_count, f->stripe_offset, f->pool, l->objs, &n);
+	rc = mdt_alloc_stripes(t, f->stripe_count, f->stripe_offset, f->pool, mirrors, l->objs, &n);
+	/* A replay's objects say how many copies the first run made. */
+	if (rc == 0 && (n == 0 || n % mirrors))
+		rc = -EIO;
 	if (rc) {
 		free(l);
 		return rc;
 	}
 	l->pattern = LOOM_PATTERN_RAID0;
 	l->stripe_size = f->stripe_size;
-	l->stripe_count = (int32_t)n;
+	l->mirror_count = (uint16_t)mirrors;
+	l->stripe_count = (int32_t)(n / mirrors);
 	l->stripe_offset = (int32_t)l->objs[0].ost_idx;
 	l->layout_gen = gen;
 	l->dom_size = f->dom_size == LOOM_DOM_NONE ? 0 : f->dom_size;
@@ -214,6 +226,8 @@ int mdt_layout_new_file(struct mdt_txn *t, const struct mdt_inode *dir, const st
 		rc = layout_build(t, &f, 0, &l);
 	if (rc == 0)
 		rc = mdt_layout_save(t, MDT_DB_LAYOUTS, in->ino, l);
+	if (rc == 0 && layout_copies(l) > 1)
+		rc = mdt_mirror_note(t, in->ino, l); /* copies made stale for an OSS away */
 	if (rc) {
 		free(l);
 		return rc;
@@ -303,6 +317,7 @@ static int setlayout_dir(struct mdt_txn *t, uint64_t ino, const struct lw_layout
 	def.stripe_count = req->stripe_count;
 	def.stripe_offset = req->stripe_offset;
 	def.dom_size = req->dom_size;
+	def.mirror_count = req->mirror_count;
 	def.flags = LOOM_LAYOUT_DEFAULT;
 	memcpy(def.pool, req->pool, strnlen(req->pool, LOOM_POOL_NAME_MAX));
 	rc = mdt_layout_save(t, MDT_DB_DIRDEFAULTS, ino, &def);
@@ -334,7 +349,7 @@ static int setlayout_file(struct mdt_txn *t, struct mdt_inode *in, const struct 
 	fields_fill_req(&f, req);
 	if (cur)
 		fields_fill(&f, cur->dom_size ? cur->dom_size : LOOM_DOM_NONE, cur->stripe_size,
-			    cur->stripe_count, -1, cur->pool);
+			    cur->stripe_count, -1, cur->mirror_count, cur->pool);
 	rc = fields_fill_fs(t, &f);
 	if (rc == 0)
 		rc = layout_build(t, &f, cur ? cur->layout_gen + 1 : 0, &l);
@@ -344,6 +359,8 @@ static int setlayout_file(struct mdt_txn *t, struct mdt_inode *in, const struct 
 		rc = mdt_dom_cut(t, in->ino, 0); /* nothing should be there at size 0; make sure */
 	if (rc == 0)
 		rc = mdt_layout_save(t, MDT_DB_LAYOUTS, in->ino, l);
+	if (rc == 0)
+		rc = mdt_mirror_note(t, in->ino, l);
 	if (rc == 0) {
 		in->blksize = l->stripe_size;
 		rc = mdt_inode_put(t, in);

@@ -95,7 +95,7 @@ int mdt_inode_release(struct mdt_txn *t, uint64_t ino)
 	return rc;
 }
 
-int mdt_orphan_list(struct mdt_txn *t, uint64_t after, uint64_t *inos, size_t max, size_t *n)
+int mdt_ino_keys(struct mdt_txn *t, enum mdt_db db, uint64_t after, uint64_t *inos, size_t max, size_t *n)
 {
 	uint8_t from[8];
 	MDB_cursor *cur;
@@ -105,7 +105,7 @@ int mdt_orphan_list(struct mdt_txn *t, uint64_t after, uint64_t *inos, size_t ma
 	*n = 0;
 	if (after == UINT64_MAX)
 		return 0;
-	rc = mdt_errno(mdb_cursor_open(t->mdb, t->s->dbi[MDT_DB_ORPHANS], &cur));
+	rc = mdt_errno(mdb_cursor_open(t->mdb, t->s->dbi[db], &cur));
 	if (rc)
 		return rc;
 	mdt_put_be64(from, after + 1);
@@ -121,6 +121,11 @@ int mdt_orphan_list(struct mdt_txn *t, uint64_t after, uint64_t *inos, size_t ma
 	}
 	mdb_cursor_close(cur);
 	return mrc == MDB_SUCCESS || mrc == MDB_NOTFOUND ? 0 : mdt_errno(mrc);
+}
+
+int mdt_orphan_list(struct mdt_txn *t, uint64_t after, uint64_t *inos, size_t max, size_t *n)
+{
+	return mdt_ino_keys(t, MDT_DB_ORPHANS, after, inos, max, n);
 }
 
 int mdt_destroy_list(struct mdt_txn *t, struct loom_ostobj *out, size_t max, size_t *n)
@@ -140,7 +145,7 @@ int mdt_destroy_list(struct mdt_txn *t, struct loom_ostobj *out, size_t max, siz
 			break;
 		}
 		out[*n].ost_idx = mdt_get_be32(k.mv_data);
-		out[*n].pad = 0;
+		out[*n].flags = 0;
 		out[*n].objid = mdt_get_be64((const uint8_t *)k.mv_data + 4);
 		(*n)++;
 	}
@@ -173,7 +178,7 @@ int mdt_destroy_list_ost(struct mdt_txn *t, uint32_t ost_idx, struct loom_ostobj
 		if (mdt_get_be32(k.mv_data) != ost_idx)
 			break;
 		out[*n].ost_idx = ost_idx;
-		out[*n].pad = 0;
+		out[*n].flags = 0;
 		out[*n].objid = mdt_get_be64((const uint8_t *)k.mv_data + 4);
 		(*n)++;
 	}

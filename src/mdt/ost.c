@@ -612,35 +612,109 @@ static int replay_stripes(struct mdt_txn *t, struct loom_ostobj *objs, uint32_t 
 	return rc;
 }
 
+/* Orders chosen[] (n = mirrors * per) so that the copies of one stripe, chosen[k],
+ * chosen[per + k], ..., sit on different OSSs, and on different hosts where there are enough:
+ * grouped by host and OSS, mirror m takes the m-th run of `per`. */
+static void spread_copies(const struct mdt_store *s, uint32_t *chosen, bool *stale, uint32_t n)
+{
+	for (uint32_t i = 1; i < n; i++) {
+		uint32_t v = chosen[i], j = i;
+		bool vs = stale[i];
+		const struct mdt_ost *e = &s->osts[v];
+
+		for (; j > 0; j--) {
+			const struct mdt_ost *p = &s->osts[chosen[j - 1]];
+			int c = strcmp(p->host, e->host);
+
+			if (c < 0 || (c == 0 && p->port <= e->port))
+				break;
+			chosen[j] = chosen[j - 1];
+			stale[j] = stale[j - 1];
+		}
+		chosen[j] = v;
+		stale[j] = vs;
+	}
+}
+
+/* Copies that cannot all go to usable OSTs (an OSS away): the rest go, stale, to OSTs known but
+ * not heard from now, so that a resync fills them when they are back. Adds to chosen[*n] up to
+ * want; false if there are not enough of those either. */
+static bool pad_with_absent(const struct mdt_store *s, const uint32_t *members, uint32_t nmembers,
+			    uint32_t *chosen, uint32_t *n, uint32_t want, bool *stale)
+{
+	for (uint32_t i = 0; i < s->nosts && *n < want; i++) {
+		bool taken = false;
+
+		for (uint32_t j = 0; j < *n && !taken; j++)
+			taken = chosen[j] == i;
+		if (taken || (s->osts[i].state & (LW_TGT_NOCREATE | LW_TGT_READONLY | LW_TGT_DEACTIVATED)) ||
+		    !in_members(s->osts[i].idx, members, nmembers))
+			continue;
+		stale[*n] = true;
+		chosen[(*n)++] = i;
+	}
+	return *n == want;
+}
+
 int mdt_alloc_stripes(struct mdt_txn *t, int32_t count, int32_t offset, const char *pool,
-		      struct loom_ostobj *objs, uint32_t *n_out)
+		      uint32_t mirrors, struct loom_ostobj *objs, uint32_t *n_out)
 {
 	struct mdt_store *s = t->s;
 	struct mdt_ost_rec rec;
 	uint32_t *chosen = NULL, *members = NULL, nmembers = 0, n = 0;
+	bool *stale = NULL;
 	int rc;
 
 	if (t->vers && t->vers->want_objs)
 		return replay_stripes(t, objs, n_out);
-	if (count == 0 || count < -1 || offset < -1)
+	if (count == 0 || count < -1 || offset < -1 || mirrors == 0 || mirrors > LOOM_MAX_MIRRORS)
 		return -EINVAL;
 	if (offset >= 0 && !mdt_ost_known(s, (uint32_t)offset))
 		return -EINVAL;
 	if (s->nosts == 0)
 		return -ENOSPC;
+	/* Each copy of a stripe on an OST of its own: more copies than OSTs cannot be. */
+	if (mirrors > s->nosts)
+		return -EINVAL;
 	/* A pool that is gone (destroyed since the layout named it) leaves every OST, as Lustre. */
 	if (pool && pool[0]) {
 		rc = mdt_pool_members(t, pool, &members, &nmembers);
 		if (rc && rc != -ENOENT)
 			return rc;
+		if (rc == 0 && mirrors > 1 && mirrors > nmembers) {
+			free(members);
+			return -EINVAL;
+		}
 	}
 	chosen = malloc(s->nosts * sizeof(*chosen));
-	if (!chosen) {
-		free(members);
-		return -ENOMEM;
+	stale = calloc(s->nosts, sizeof(*stale));
+	if (!chosen || !stale) {
+		rc = -ENOMEM;
+		goto out;
 	}
-	rc = choose_osts(s, count, offset, members, nmembers, chosen, &n);
-	free(members);
+	if (mirrors == 1) {
+		rc = choose_osts(s, count, offset, members, nmembers, chosen, &n);
+	} else {
+		/* Every copy of every stripe on its own OST: count stripes a copy, fewer if the
+		 * OSTs usable do not hold mirrors * count (as a plain count is capped), -1 as many as
+		 * they hold. */
+		uint32_t usable = 0, per;
+
+		rc = choose_osts(s, -1, offset, members, nmembers, chosen, &usable);
+		if (rc)
+			goto out; /* -ENOSPC: no copy could be written anywhere */
+		per = usable / mirrors ? usable / mirrors : 1;
+		if (count > 0 && (uint32_t)count < per)
+			per = (uint32_t)count;
+		per = MIN(per, (uint32_t)LOOM_MAX_STRIPES / mirrors);
+		n = MIN(usable, per * mirrors);
+		if (!pad_with_absent(s, members, nmembers, chosen, &n, per * mirrors, stale)) {
+			rc = -ENOSPC;
+			goto out;
+		}
+		rc = 0;
+		spread_copies(s, chosen, stale, n);
+	}
 	for (uint32_t i = 0; rc == 0 && i < n; i++) {
 		/* The counter is persisted in the caller's transaction, with the layout that uses
 		 * the id: an aborted request hands its ids out again, but none that any client saw. */
@@ -650,12 +724,15 @@ int mdt_alloc_stripes(struct mdt_txn *t, int32_t count, int32_t offset, const ch
 		if (rc)
 			break;
 		objs[i].ost_idx = rec.idx;
-		objs[i].pad = 0;
+		objs[i].flags = stale[i] ? LOOM_OBJ_STALE : 0;
 		objs[i].objid = rec.next_objid++;
 		rc = mdt_ost_rec_put(t, &rec);
 	}
-	free(chosen);
 	if (rc == 0)
 		*n_out = n;
+out:
+	free(members);
+	free(chosen);
+	free(stale);
 	return rc;
 }

@@ -34,6 +34,7 @@ static const char *const db_names[MDT_DB_COUNT] = {
 	[MDT_DB_CLIENTS] = "clients",
 	[MDT_DB_NODEMAP] = "nodemap",
 	[MDT_DB_OST_LOST] = "ost_lost",
+	[MDT_DB_MIRRORS] = "mirrors",
 };
 
 #define META_VERSION  "version"
@@ -540,13 +541,13 @@ static int store_setup(const char *dir, bool create, struct mdt_store **out)
 	if (rc)
 		goto fail;
 	for (int i = 0; i < MDT_DB_COUNT; i++) {
-		/* The reply cache's, Data-on-MDT, pool, truncation, client, nodemap and lost-object
-		 * tables are made where missing: an MDT formatted before they existed simply has no
-		 * replies, file bytes, pools, truncations under way, clients that may hold locks, node
-		 * keys or replaced OSTs. */
+		/* The reply cache's, Data-on-MDT, pool, truncation, client, nodemap, lost-object and
+		 * mirror tables are made where missing: an MDT formatted before they existed simply
+		 * has no replies, file bytes, pools, truncations under way, clients that may hold
+		 * locks, node keys, replaced OSTs or mirrored files to look after. */
 		bool cache = i == MDT_DB_REPLIES || i == MDT_DB_REPLY_AGES || i == MDT_DB_DOM || i == MDT_DB_POOLS ||
 			     i == MDT_DB_TRUNCS || i == MDT_DB_CLIENTS || i == MDT_DB_NODEMAP ||
-			     i == MDT_DB_OST_LOST;
+			     i == MDT_DB_OST_LOST || i == MDT_DB_MIRRORS;
 
 		rc = mdt_errno(mdb_dbi_open(txn, db_names[i], create || cache ? MDB_CREATE : 0, &s->dbi[i]));
 		if (rc) {

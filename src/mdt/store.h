@@ -313,6 +313,31 @@ int mdt_getlayout(struct mdt_txn *t, uint64_t ino, struct loom_layout **out);
  * Caller frees *out. */
 int mdt_setlayout(struct mdt_txn *t, const struct loom_cred *cr, uint64_t ino,
 		  const struct lw_layout *req, uint32_t flags, struct loom_layout **out);
+
+/*
+ * Mirrored files (mirror.c). The `mirrors` table lists those that need looking after: stale
+ * copies to resync, or LOOM_LAYOUT_WRITE_PENDING. mdt_mirror_note puts ino there or takes it out
+ * as l says (l NULL: out). mdt_mirror_list lists from after + 1 on (max at most).
+ * mdt_mirror_write_begin marks a mirrored file write-pending (a writer opened it; committed
+ * before the open is answered), mdt_mirror_write_end clears it (its last writer closed).
+ * mdt_mirror_abandoned: a write-pending file whose writers went without closing: every stripe's
+ * copies but its first in-sync one become stale (*marked says how many). mdt_mirror_resynced:
+ * objects (indexes) copied from an in-sync copy are in sync again, if the layout is still of
+ * generation gen and not write-pending (-EAGAIN); *out gets the layout. Plain files are left
+ * alone (0). */
+int mdt_mirror_note(struct mdt_txn *t, uint64_t ino, const struct loom_layout *l);
+int mdt_mirror_list(struct mdt_txn *t, uint64_t after, uint64_t *inos, size_t max, size_t *n);
+int mdt_mirror_write_begin(struct mdt_txn *t, uint64_t ino);
+int mdt_mirror_write_end(struct mdt_txn *t, uint64_t ino);
+int mdt_mirror_abandoned(struct mdt_txn *t, uint64_t ino, uint32_t *marked);
+int mdt_mirror_resynced(struct mdt_txn *t, uint64_t ino, uint32_t gen, const uint32_t *objs, uint32_t n,
+			struct loom_layout **out);
+
+/* Marks objects of the mirrored file ino stale (mirror.c): count objects, named by OST and id.
+ * -EINVAL for a file that is not mirrored, an object not in its layout, or the last in-sync
+ * copy of a stripe; objects marked already are left as they are. *out gets the layout. */
+int mdt_mirror_stale(struct mdt_txn *t, uint64_t ino, const struct loom_ostobj *objs, uint32_t count,
+		     struct loom_layout **out);
 /* Migration: regular file ino takes the objects of tmp, a whole copy of it made with the new
  * layout, and tmp the old ones (which go when tmp is released). Layouts must have the same
  * Data-on-MDT size (both keep their bytes, equal after the copy). -EAGAIN when ino's size or mtime
@@ -523,9 +548,15 @@ int mdt_pool_each(struct mdt_txn *t, int (*fn)(const char *name, const uint32_t 
  * is how many were filled. Object ids come from a per-OST counter persisted in t, never reused
  * once t commits. With a pool (not NULL or ""), only its OSTs are used (-ENOSPC when none of them
  * is usable); a pool that does not exist any more does not restrict.
+ *
+ * With mirrors > 1, mirrors copies of count stripes, mirror by mirror, every object on an OST of
+ * its own, the copies of a stripe on different OSSs (hosts) where the OSTs allow: count is capped
+ * to what the usable OSTs hold (-1: as many as they hold); copies for which there are not enough
+ * usable OSTs go to known OSTs not heard from now, marked LOOM_OBJ_STALE. -EINVAL when the file
+ * system (or the pool) has fewer OSTs than copies; objs then needs room for the table size.
  */
 int mdt_alloc_stripes(struct mdt_txn *t, int32_t count, int32_t offset, const char *pool,
-		      struct loom_ostobj *objs, uint32_t *n_out);
+		      uint32_t mirrors, struct loom_ostobj *objs, uint32_t *n_out);
 
 /* ---- space (space.c) ---- */
 

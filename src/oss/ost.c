@@ -256,7 +256,7 @@ static int read_checked(struct ost *o, uint64_t objid, int fd, uint64_t off, uin
 
 			rc = pread_full(fd, buf + done, want, pos, &got);
 			if (rc == 0 && csum_check(o, "read", objid, b, buf + done, got, st, NULL))
-				rc = -EIO;
+				rc = -EUCLEAN; /* stored bytes that do not match their checksum */
 			if (rc)
 				break;
 			done += got;
@@ -270,7 +270,7 @@ static int read_checked(struct ost *o, uint64_t objid, int fd, uint64_t off, uin
 			if (rc || got <= in)
 				break; /* an error, or the object ends before pos */
 			if (csum_check(o, "read", objid, b, scratch, got, st, NULL)) {
-				rc = -EIO;
+				rc = -EUCLEAN; /* stored bytes that do not match their checksum */
 				break;
 			}
 			take = MIN(got - in, len - done);

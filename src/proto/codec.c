@@ -352,10 +352,16 @@ static bool dom_size_ok(uint32_t dom_size)
 
 int lw_layout_req_check(const struct lw_layout *l)
 {
-	if (l->magic != LW_LAYOUT_MAGIC || (l->version != LW_LAYOUT_V1 && l->version != LW_LAYOUT_V2))
+	if (l->magic != LW_LAYOUT_MAGIC || l->version < LW_LAYOUT_V1 || l->version > LW_LAYOUT_V3)
 		return -EPROTO;
-	if (l->pad != 0)
+	if (l->reserved != 0 || (l->version < LW_LAYOUT_V3 && l->mirror_count != 0))
 		return -EPROTO;
+	if (l->mirror_count > LOOM_MAX_MIRRORS)
+		return -EINVAL;
+	/* Every copy's objects count against the one cap: a layout's image stays bounded. */
+	if (l->mirror_count > 1 && l->stripe_count > 0 &&
+	    (uint64_t)l->stripe_count * l->mirror_count > LOOM_MAX_STRIPES)
+		return -EINVAL;
 	if (!dom_size_ok(l->dom_size))
 		return -EINVAL;
 	if (l->pattern != 0 && l->pattern != LW_PATTERN_RAID0)
@@ -414,6 +420,9 @@ int lw_layout_decode(struct lw_rd *r, struct loom_layout **out)
 	/* A file's layout maps bytes to objects: its stripe size divides offsets. */
 	if (l.nobjs && l.stripe_size == 0)
 		return -EPROTO;
+	/* A mirrored file's copies are striped alike: stripe_count objects each. */
+	if (l.nobjs && l.mirror_count > 1 && (uint64_t)l.stripe_count * l.mirror_count != l.nobjs)
+		return -EPROTO;
 	ll = calloc(1, sizeof(*ll) + (size_t)l.nobjs * sizeof(struct loom_ostobj));
 	if (!ll)
 		return -ENOMEM;
@@ -427,9 +436,14 @@ int lw_layout_decode(struct lw_rd *r, struct loom_layout **out)
 	memcpy(ll->pool, l.pool, sizeof(ll->pool));
 	ll->pool[LOOM_POOL_NAME_MAX] = '\0';
 	ll->nobjs = l.nobjs;
+	/* A file has at least one copy; a request or a default may leave it to inherit (0). */
+	ll->mirror_count = l.nobjs && l.mirror_count == 0 ? 1 : l.mirror_count;
 	lw_rd_fixed(r, ll->objs, (size_t)l.nobjs * sizeof(struct lw_ostobj));
 	for (uint32_t i = 0; i < ll->nobjs; i++) {
-		if (ll->objs[i].pad != 0) { /* reserved: one layout, one byte image */
+		/* Only a copy can be stale; a plain layout keeps one byte image. */
+		uint32_t allowed = ll->mirror_count > 1 ? LW_OBJ_STALE : 0;
+
+		if (ll->objs[i].flags & ~allowed) {
 			free(ll);
 			return -EPROTO;
 		}
@@ -445,7 +459,11 @@ void lw_layout_encode(struct lw_wr *w, const struct loom_layout *l)
 	if (!wl)
 		return;
 	wl->magic = LW_LAYOUT_MAGIC;
-	wl->version = LW_LAYOUT_V2;
+	/* Version 3 only where it says something: more than one copy, or a default's explicit one
+	 * (0 there inherits). A plain file's image stays version 2's. */
+	wl->version = l->mirror_count > 1 || (l->mirror_count == 1 && !l->nobjs) ? LW_LAYOUT_V3 : LW_LAYOUT_V2;
+	if (wl->version == LW_LAYOUT_V3)
+		wl->mirror_count = l->mirror_count;
 	wl->pattern = (uint16_t)l->pattern;
 	wl->stripe_size = l->stripe_size;
 	wl->stripe_count = l->stripe_count;
@@ -456,7 +474,8 @@ void lw_layout_encode(struct lw_wr *w, const struct loom_layout *l)
 	wl->flags = l->flags;
 	wl->dom_size = l->dom_size;
 	for (uint32_t i = 0; i < l->nobjs; i++) {
-		struct lw_ostobj o = { .ost_idx = l->objs[i].ost_idx, .objid = l->objs[i].objid };
+		struct lw_ostobj o = { .ost_idx = l->objs[i].ost_idx, .objid = l->objs[i].objid,
+				       .flags = l->mirror_count > 1 ? l->objs[i].flags & LW_OBJ_STALE : 0 };
 		lw_wr_put(w, &o, sizeof(o));
 	}
 }

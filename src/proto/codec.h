@@ -204,6 +204,10 @@ struct lw_mds_req {
 		struct lw_nodemap_req nodemap;
 		struct lw_swap_req swap;
 		struct {
+			struct lw_mirror_req f;
+			const uint8_t *objs; /* f.count struct lw_ostobj (unaligned) */
+		} mirror;
+		struct {
 			struct lw_walk_req f;
 			const char *path; /* f.pathlen bytes, not NUL-terminated, no NUL in them */
 		} walk;

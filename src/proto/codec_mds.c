@@ -133,6 +133,32 @@ static void lw_dec_swap(struct lw_rd *r, struct lw_mds_req *out)
 		r->err = -EINVAL;
 }
 
+static void lw_dec_mirror(struct lw_rd *r, struct lw_mds_req *out)
+{
+	struct lw_mirror_req *f = &out->u.mirror.f;
+
+	lw_rd_fixed(r, f, sizeof(*f));
+	if (r->err)
+		return;
+	if (f->cmd == LW_MIRROR_RESYNC) {
+		if (f->count != 0)
+			r->err = -EINVAL;
+		return;
+	}
+	if (f->cmd != LW_MIRROR_STALE || f->count == 0 || f->count > LW_MIRROR_MAX_OBJS) {
+		r->err = -EINVAL;
+		return;
+	}
+	out->u.mirror.objs = lw_rd_bytes(r, (size_t)f->count * sizeof(struct lw_ostobj));
+	for (uint32_t i = 0; !r->err && i < f->count; i++) {
+		struct lw_ostobj o;
+
+		memcpy(&o, out->u.mirror.objs + i * sizeof(o), sizeof(o));
+		if (o.flags)
+			r->err = -EINVAL;
+	}
+}
+
 static void lw_dec_replay(struct lw_rd *r, struct lw_mds_req *out)
 {
 	const struct lw_replay_req *f = &out->u.replay.f;

@@ -27,10 +27,10 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "Loom's wire image assumes a little-endian host");
 
 #define LW_MAGIC         0x4D4F4F4Cu /* "LOOM" in memory order */
-#define LW_VERSION       8u          /* the version this build speaks */
-#define LW_VERSION_MIN   8u          /* the oldest it still accepts (8: creates sent behind with
-                                      * inode numbers handed out ahead, which a server of 7 would
-                                      * refuse; 7: inode leases) */
+#define LW_VERSION       9u          /* the version this build speaks (9: mirrors) */
+#define LW_VERSION_MIN   9u          /* the oldest it still accepts (9: mirrored layouts, which a
+                                      * peer of 8 cannot read; 8: creates sent behind with inode
+                                      * numbers handed out ahead; 7: inode leases) */
 #define LW_MAX_BODY      ((1u << 20) + (64u << 10)) /* largest body accepted: OST table,
                                      * readdir pages, a 1 MiB Data-on-MDT part with its layout */
 #define LW_MAX_BULK      (16u << 20) /* largest bulk accepted in one frame */
@@ -296,11 +296,14 @@ _Static_assert(sizeof(struct lw_statfs) == 56, "lw_statfs");
 #define LW_LAYOUT_MAGIC    0x0BD10BD0u
 #define LW_LAYOUT_V1       1u /* 48 bytes: no dom_size (read as 0) */
 #define LW_LAYOUT_V2       2u /* 56 bytes: dom_size */
+#define LW_LAYOUT_V3       3u /* 56 bytes: mirror_count; written only for more than one copy, so
+                               * that a plain layout's image stays version 2's */
 #define LW_LAYOUT_V1_SIZE  48u
 #define LW_PATTERN_RAID0   1u
 
 #define LW_LAYOUT_F_DEFAULT   0x1u /* a directory's default layout, not a file's */
 #define LW_LAYOUT_F_INHERITED 0x2u /* the directory has none of its own; this is the fs default */
+#define LW_LAYOUT_F_WRITE_PENDING 0x4u /* LOOM_LAYOUT_WRITE_PENDING: a mirrored file's writers */
 
 struct lw_layout {
 	uint32_t magic;         /* LW_LAYOUT_MAGIC */
@@ -316,14 +319,18 @@ struct lw_layout {
 	/* Version 2 from here. Data-on-MDT: bytes [0, dom_size) live on the MDS (0: none; in a
 	 * request or directory default 0 is "inherit" and LOOM_DOM_NONE is "none"). */
 	uint32_t dom_size;
-	uint32_t pad;
+	/* Version 3: copies (0 or 1: one; in a request or default 0 inherits). nobjs is
+	 * mirror_count * stripe_count for a file, mirror by mirror. */
+	uint16_t mirror_count;
+	uint16_t reserved;
 };
 _Static_assert(sizeof(struct lw_layout) == 56, "lw_layout");
 _Static_assert(offsetof(struct lw_layout, dom_size) == LW_LAYOUT_V1_SIZE, "lw_layout v1 prefix");
 
+#define LW_OBJ_STALE 0x1u /* LOOM_OBJ_STALE */
 struct lw_ostobj {
 	uint32_t ost_idx;
-	uint32_t pad;
+	uint32_t flags;         /* LW_OBJ_*: only in a mirrored layout */
 	uint64_t objid;
 };
 _Static_assert(sizeof(struct lw_ostobj) == 16, "lw_ostobj");
@@ -751,6 +758,24 @@ struct lw_setlayout_req {
 	uint32_t pad;
 };
 _Static_assert(sizeof(struct lw_setlayout_req) == 16, "lw_setlayout_req");
+
+/* MDS_MIRROR (protocol 9): request lw_mirror_req + count lw_ostobj (flags 0), objects of the
+ * mirrored file ino. LW_MIRROR_STALE marks them stale: a writer whose write one copy missed, or
+ * a reader that found a copy's bytes bad, says so before it goes on, and nobody reads them until
+ * a resync. The caller must hold the file open (-EBADF). -EINVAL for a file that is not mirrored,
+ * an object not in its layout, or a stripe whose last in-sync copy it would be. Reply: the
+ * layout. LW_MIRROR_RESYNC (count 0) asks the MDS to resync the file's stale copies now, in the
+ * background; -EPERM unless the caller owns it or is root. */
+#define LW_MIRROR_STALE  1u
+#define LW_MIRROR_RESYNC 2u /* count 0: resync the file now (its owner or root); the reply is the
+                             * layout as it is, the copies are made in the background */
+#define LW_MIRROR_MAX_OBJS LOOM_MAX_STRIPES
+struct lw_mirror_req {
+	uint64_t ino;
+	uint32_t cmd;   /* LW_MIRROR_* */
+	uint32_t count; /* objects that follow, 1..LW_MIRROR_MAX_OBJS */
+};
+_Static_assert(sizeof(struct lw_mirror_req) == 16, "lw_mirror_req");
 
 /* MDS_OST_ADMIN (root only, else -EPERM): request lw_ost_admin_req; sets then clears the
  * administrative state flags of OST idx (only LW_TGT_DEACTIVATED is one; others are -EINVAL).

@@ -14,6 +14,7 @@
 
 #include "common/util.h"
 #include "loom/loom_ll.h"
+#include "common/stripe.h"
 #include "tools/tool.h"
 
 static int parse_int(const char *s, long lo, long hi, long *out)
@@ -82,7 +83,7 @@ struct comp {
 };
 
 #define SETSTRIPE_USAGE \
-	"usage: loom setstripe [-c COUNT] [-S SIZE] [-i IDX] [-p POOL] PATH...\n" \
+	"usage: loom setstripe [-N COPIES] [-c COUNT] [-S SIZE] [-i IDX] [-p POOL] PATH...\n" \
 	"       loom setstripe -E END -L mdt -E -1 [-c COUNT] [-S SIZE] [-i IDX] [-p POOL] PATH...\n" \
 	"       loom setstripe -E -1 [-c COUNT] [-S SIZE] [-i IDX] [-p POOL] PATH...\n" \
 	"       loom setstripe -d DIR...\n"
@@ -212,15 +213,26 @@ static int parse_setstripe(int argc, char **argv, struct loom_layout *l, bool *d
 		{ "stripe-index", required_argument, NULL, 'i' }, { "pool", required_argument, NULL, 'p' },
 		{ "component-end", required_argument, NULL, 'E' }, { "comp-end", required_argument, NULL, 'E' },
 		{ "layout", required_argument, NULL, 'L' },       { "delete", no_argument, NULL, 'd' },
-		{ "help", no_argument, NULL, 'h' },               { NULL, 0, NULL, 0 },
+		{ "mirror-count", required_argument, NULL, 'N' }, { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	struct comp comps[COMPS_MAX + 1] = { { 0 } };
 	int n = 0, c;
 	bool any = false;
+	long copies;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "c:S:i:p:E:L:dh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:S:i:p:E:L:N:dh", opts, NULL)) != -1) {
 		switch (c) {
+		case 'N':
+			if (parse_int(optarg, 1, LOOM_MAX_MIRRORS, &copies)) {
+				fprintf(stderr, "loom setstripe: invalid mirror count '%s' (1 to %d copies)\n", optarg,
+					LOOM_MAX_MIRRORS);
+				return -EINVAL;
+			}
+			l->mirror_count = (uint16_t)copies;
+			any = true;
+			break;
 		case 'c': case 'S': case 'i': case 'p':
 			if (comp_option(&comps[n], c, optarg))
 				return -EINVAL;
@@ -287,7 +299,12 @@ static void setstripe_help(void)
 	       "1 MiB; the options after -E -1 describe the RAID-0 part. New files get 64 KiB on the\n"
 	       "MDT unless a directory says otherwise. `-E -1 [OPTIONS]` alone means no DoM; without\n"
 	       "-E the DoM size is inherited (from the directory, then the file system default).\n"
-	       "Unlike lfs, Loom takes only these two shapes: no PFL with more components.\n");
+	       "Unlike lfs, Loom takes only these two shapes: no PFL with more components.\n"
+	       "\n"
+	       "Mirrors: -N COPIES keeps that many copies of the data, each striped as the other\n"
+	       "options say, every object on an OST of its own (copies of a stripe on different\n"
+	       "OSSs where there are enough). Writes go to every copy at once; a copy that misses one\n"
+	       "is marked stale until `loom mirror resync`. The Data-on-MDT part is the MDT's.\n");
 }
 
 int cmd_setstripe(struct tool_ctx *ctx, int argc, char **argv)
@@ -316,6 +333,11 @@ int cmd_setstripe(struct tool_ctx *ctx, int argc, char **argv)
 		}
 		if (rc == -EEXIST) {
 			fprintf(stderr, "loom setstripe: '%s': stripe already set (the file holds data)\n", argv[i]);
+			ret = 1;
+		} else if (rc == -EINVAL && l.mirror_count > 1) {
+			fprintf(stderr, "loom setstripe: '%s': %u copies need %u OSTs of their own (each copy "
+					"of a stripe on its own OST), and the file system or pool has fewer\n",
+				argv[i], l.mirror_count, l.mirror_count);
 			ret = 1;
 		} else if (rc) {
 			ret = tool_fail("setstripe", argv[i], rc);
@@ -399,11 +421,13 @@ static void print_file_layout(const struct loom_layout *l)
 }
 
 /*
- * Lustre's composite (PFL) format for Loom's two components: the Data-on-MDT part [0, dom_size),
- * then RAID-0 to EOF. A file's components are instantiated ("init", ids 1 and 2); a directory's
- * default has none ("N/A", flags 0) and prints each component's fields on one line, as lfs does.
+ * Lustre's composite format: per copy of the data (a mirror, lcme_mirror_id 1, 2, ...; 0 for a
+ * file with one copy), the Data-on-MDT part [0, dom_size) if any, then RAID-0 to EOF. A file's
+ * components are instantiated ("init", ids as FLR numbers them: mirror << 16 | entry; 1, 2 for one
+ * copy); a directory's default has none ("N/A", flags 0) and prints each component's fields on
+ * one line, as lfs does. A copy with a stale object is "init,stale".
  */
-static void print_comp_header(bool dir, int id, uint64_t start, uint32_t end)
+static void print_comp_header(bool dir, uint32_t mirror_id, int id, bool stale, uint64_t start, uint32_t end)
 {
 	if (dir) {
 		printf("    lcme_id:             N/A\n");
@@ -411,8 +435,8 @@ static void print_comp_header(bool dir, int id, uint64_t start, uint32_t end)
 		printf("    lcme_flags:          0\n");
 	} else {
 		printf("    lcme_id:             %d\n", id);
-		printf("    lcme_mirror_id:      0\n");
-		printf("    lcme_flags:          init\n");
+		printf("    lcme_mirror_id:      %u\n", mirror_id);
+		printf("    lcme_flags:          %s\n", stale ? "init,stale" : "init");
 	}
 	printf("    lcme_extent.e_start: %llu\n", (unsigned long long)start);
 	if (end)
@@ -435,25 +459,29 @@ static void print_comp_object(uint32_t i, const struct loom_ostobj *o)
 	       (unsigned)(o->objid & 0xFFFFFFFFu), (unsigned)(o->objid >> 48));
 }
 
-static void print_composite(const struct loom_layout *l)
+/* One copy's components: m counts from 0; copies 1 prints Lustre's plain composite ids. */
+static void print_copy(const struct loom_layout *l, bool dir, uint32_t copies, uint32_t m)
 {
-	bool dir = l->flags & LOOM_LAYOUT_DEFAULT;
+	uint32_t per = dir ? 0 : layout_per_copy(l), mirror_id = copies > 1 ? m + 1 : 0;
+	int id = copies > 1 ? (int)((m + 1) << 16) + 1 : 1;
+	bool stale = false;
 
-	printf("  lcm_layout_gen:    %u\n", dir ? 0 : l->layout_gen);
-	printf("  lcm_mirror_count:  1\n");
-	printf("  lcm_entry_count:   2\n");
-	print_comp_header(dir, 1, 0, l->dom_size);
-	if (dir) {
-		print_dir_fields("      ", 0, l->dom_size, "mdt", -1, "");
-	} else {
-		printf("      lmm_stripe_count:  0\n");
-		printf("      lmm_stripe_size:   %u\n", l->dom_size);
-		printf("      lmm_pattern:       mdt\n");
-		printf("      lmm_layout_gen:    0\n");
-		printf("      lmm_stripe_offset: 0\n"); /* the MDT's index: Loom has one */
+	for (uint32_t i = 0; i < per; i++)
+		stale |= l->objs[m * per + i].flags & LOOM_OBJ_STALE;
+	if (has_dom(l)) {
+		print_comp_header(dir, mirror_id, id++, false, 0, l->dom_size);
+		if (dir) {
+			print_dir_fields("      ", 0, l->dom_size, "mdt", -1, "");
+		} else {
+			printf("      lmm_stripe_count:  0\n");
+			printf("      lmm_stripe_size:   %u\n", l->dom_size);
+			printf("      lmm_pattern:       mdt\n");
+			printf("      lmm_layout_gen:    0\n");
+			printf("      lmm_stripe_offset: 0\n"); /* the MDT's index: Loom has one */
+		}
+		printf("\n");
 	}
-	printf("\n");
-	print_comp_header(dir, 2, l->dom_size, 0);
+	print_comp_header(dir, mirror_id, id, stale, has_dom(l) ? l->dom_size : 0, 0);
 	if (dir) {
 		print_dir_raid0(l, "      ");
 		return;
@@ -462,12 +490,34 @@ static void print_composite(const struct loom_layout *l)
 	printf("      lmm_stripe_size:   %u\n", l->stripe_size);
 	printf("      lmm_pattern:       raid0\n");
 	printf("      lmm_layout_gen:    0\n");
-	printf("      lmm_stripe_offset: %d\n", l->nobjs ? (int)l->objs[0].ost_idx : l->stripe_offset);
+	printf("      lmm_stripe_offset: %d\n", per ? (int)l->objs[m * per].ost_idx : l->stripe_offset);
 	if (l->pool[0])
 		printf("      lmm_pool:          %s\n", l->pool);
 	printf("      lmm_objects:\n");
-	for (uint32_t i = 0; i < l->nobjs; i++)
-		print_comp_object(i, &l->objs[i]);
+	for (uint32_t i = 0; i < per; i++)
+		print_comp_object(i, &l->objs[m * per + i]);
+}
+
+static void print_composite(const struct loom_layout *l)
+{
+	bool dir = l->flags & LOOM_LAYOUT_DEFAULT;
+	uint32_t copies = dir ? (l->mirror_count > 1 ? l->mirror_count : 1) : layout_copies(l);
+	bool stale = false;
+
+	for (uint32_t i = 0; !dir && i < l->nobjs; i++)
+		stale |= l->objs[i].flags & LOOM_OBJ_STALE;
+	printf("  lcm_layout_gen:    %u\n", dir ? 0 : l->layout_gen);
+	printf("  lcm_mirror_count:  %u\n", copies);
+	printf("  lcm_entry_count:   %u\n", copies * (has_dom(l) ? 2 : 1));
+	/* FLR's file state: ro, all copies in sync; wp, a copy is stale (or writes in flight). */
+	if (copies > 1 && !dir)
+		printf("  lcm_flags:         %s\n",
+		       stale || (l->flags & LOOM_LAYOUT_WRITE_PENDING) ? "wp" : "ro");
+	for (uint32_t m = 0; m < copies; m++) {
+		if (m)
+			printf("\n");
+		print_copy(l, dir, copies, m);
+	}
 }
 
 static int print_one_field(const struct loom_layout *l, enum gs_field field)
@@ -535,7 +585,7 @@ static int show(struct gs_src *src, const char *path, bool mounted, enum gs_fiel
 	} else {
 		printf("%s%s\n", *first ? "" : "\n", path);
 		*first = false;
-		if (has_dom(l))
+		if (has_dom(l) || l->mirror_count > 1)
 			print_composite(l);
 		else if (src->yaml)
 			print_yaml(l);

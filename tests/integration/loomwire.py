@@ -57,7 +57,7 @@ assert crc32c(b"123456789") == 0xE3069283, "crc32c check value"
 # ---- constants from wire.h --------------------------------------------------------------------
 
 MAGIC = 0x4D4F4F4C
-VERSION = 8  # LW_VERSION: what this speaks; replies carry the server's
+VERSION = 9  # LW_VERSION: what this speaks; replies carry the server's
 MAX_BODY = (1 << 20) + (64 << 10)  # LW_MAX_BODY
 MAX_BULK = 16 << 20
 F_REPLY = 0x1
@@ -567,6 +567,7 @@ XATTR_REQ = struct.Struct("<QIIH6x")       # lw_xattr_req: ino size flags namele
 assert XATTR_REQ.size == 24
 CR_EXCL = 0x1
 CR_OPEN = 0x2
+CR_LAYOUT = 0x4            # LW_CR_LAYOUT: a layout request follows the name
 CR_TMPFILE = 0x8           # LW_CR_TMPFILE: nameless (O_TMPFILE), with CR_OPEN and namelen 0
 CR_INO = 0x10              # LW_CR_INO: an inode number MDS_INOS handed ahead follows the name
 INOS_REQ = struct.Struct("<II")            # lw_inos_req: count pad
@@ -630,7 +631,11 @@ WALK_OPEN, WALKR_OPENED = 0x2, 0x1                        # LW_WALK_OPEN, LW_WAL
 TGT_DEACTIVATED = 0x8                                     # LW_TGT_DEACTIVATED
 POOL_NEW, POOL_DESTROY, POOL_ADD, POOL_REMOVE, POOL_LIST = 1, 2, 3, 4, 5
 SCRUB_START, SCRUB_STATUS, SCRUB_DONE = 0, 1, 2
-LAYOUT_MAGIC, LAYOUT_V2 = 0x0BD10BD0, 2
+LAYOUT_MAGIC, LAYOUT_V2, LAYOUT_V3 = 0x0BD10BD0, 2, 3
+OBJ_STALE = 0x1                                # LW_OBJ_STALE
+MIRROR_STALE, MIRROR_RESYNC = 1, 2             # lw_mirror_req.cmd
+MIRROR_REQ = struct.Struct("<QII")             # lw_mirror_req: ino cmd count
+assert MIRROR_REQ.size == 16
 
 INO_REQ = struct.Struct("<Q")                 # lw_ino_req
 assert INO_REQ.size == 8
@@ -642,9 +647,9 @@ OPEN_REP = struct.Struct("<120sQIIQII")       # lw_open_rep: attr handle has_lay
 assert OPEN_REP.size == 152
 CLOSE_REQ = struct.Struct("<QQQqIIQII")       # lw_close_req: ino handle size mtime mtime_ns flags blocks dom_parts trunc_epoch
 assert CLOSE_REQ.size == 56
-LAYOUT = struct.Struct("<IHHIiiI16sIIII")     # lw_layout (version 2)
+LAYOUT = struct.Struct("<IHHIiiI16sIIIHH")    # lw_layout (versions 2 and 3: mirror_count reserved)
 assert LAYOUT.size == 56
-OSTOBJ = struct.Struct("<IIQ")                # lw_ostobj: ost_idx pad objid
+OSTOBJ = struct.Struct("<IIQ")                # lw_ostobj: ost_idx flags objid
 assert OSTOBJ.size == 16
 SETLAYOUT_REQ = struct.Struct("<QII")         # lw_setlayout_req: ino flags pad
 assert SETLAYOUT_REQ.size == 16
@@ -798,10 +803,15 @@ def close_req(ino, handle, flags=0, size=0, mtime=0, mtime_ns=0, trunc_epoch=0, 
     return CLOSE_REQ.pack(ino, handle, size, mtime, mtime_ns, flags, blocks, 0, trunc_epoch)
 
 
-def layout_req(stripe_count=0, stripe_size=0, stripe_offset=-1, pool=b""):
+def layout_req(stripe_count=0, stripe_size=0, stripe_offset=-1, pool=b"", mirror_count=0):
     """A request layout (nobjs 0): zero fields are "inherit"."""
-    return LAYOUT.pack(LAYOUT_MAGIC, LAYOUT_V2, 0, stripe_size, stripe_count, stripe_offset, 0, pool,
-                       0, 0, 0, 0)
+    return LAYOUT.pack(LAYOUT_MAGIC, LAYOUT_V3 if mirror_count else LAYOUT_V2, 0, stripe_size, stripe_count,
+                       stripe_offset, 0, pool, 0, 0, 0, mirror_count, 0)
+
+
+def mirror_req(ino, cmd, objs=()):
+    """MDS_MIRROR: objs a list of (ost_idx, objid)."""
+    return MIRROR_REQ.pack(ino, cmd, len(objs)) + b"".join(OSTOBJ.pack(o, 0, i) for o, i in objs)
 
 
 def setlayout_req(ino, layout, flags=0):
@@ -811,12 +821,14 @@ def setlayout_req(ino, layout, flags=0):
 def parse_layout(body, offset=0):
     """A layout (lw_layout + objects): a dict with "objs", a list of (ost_idx, objid)."""
     (magic, version, pattern, stripe_size, stripe_count, stripe_offset, layout_gen, pool, nobjs,
-     flags, dom_size, _) = LAYOUT.unpack_from(body, offset)
-    assert magic == LAYOUT_MAGIC and version == LAYOUT_V2, (magic, version)
+     flags, dom_size, mirror_count, _) = LAYOUT.unpack_from(body, offset)
+    assert magic == LAYOUT_MAGIC and version in (LAYOUT_V2, LAYOUT_V3), (magic, version)
     objs = [OSTOBJ.unpack_from(body, offset + LAYOUT.size + k * OSTOBJ.size) for k in range(nobjs)]
     return {"stripe_size": stripe_size, "stripe_count": stripe_count, "stripe_offset": stripe_offset,
             "layout_gen": layout_gen, "pool": pool.rstrip(b"\0"), "flags": flags, "dom_size": dom_size,
-            "objs": [(idx, objid) for idx, _, objid in objs]}
+            "mirror_count": max(mirror_count, 1) if nobjs else mirror_count,
+            "objs": [(idx, objid) for idx, _, objid in objs],
+            "stale": [k for k, (_, f, _) in enumerate(objs) if f & OBJ_STALE]}
 
 
 def swap_req(ino, tmp, size, mtime, mtime_ns):

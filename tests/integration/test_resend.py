@@ -584,6 +584,23 @@ def sync_again(b):
         "after MDS_SYNC, last_committed %d is below the create's transno %d" % (b.other.last_header.last_committed, made)
 
 
+@scenario("MDS_MIRROR", "REPEATS")
+def mirror_again(b):
+    """A stale mark sent twice: the second finds it marked and changes nothing (the generation the
+    first gave stays); a resend cannot mark another copy."""
+    rep = b.do("MDS_CREATE", C + w.CREATE_REQ.pack(ROOT, S_IFREG | 0o644, 0, w.CR_EXCL | w.CR_LAYOUT, 0, 2) +
+               b"mf" + w.layout_req(stripe_count=1, mirror_count=2))
+    ino, lay = w.parse_attr(rep)["ino"], w.parse_layout(rep, w.CREATE_REP.size)
+    assert lay["mirror_count"] == 2 and len(lay["objs"]) == 2, lay
+    b.first("MDS_OPEN", C + w.open_req(ino, w.O_RDWR))
+    s = b.first("MDS_MIRROR", C + w.mirror_req(ino, w.MIRROR_STALE, [lay["objs"][1]]))
+    marked = w.parse_layout(s.reply)
+    assert marked["stale"] == [1] and marked["layout_gen"] == lay["layout_gen"] + 1, marked
+    rep, _ = b.repeats(s)
+    assert w.parse_layout(rep) == marked
+    assert b.layout(ino) == marked, "a resent stale mark changed the layout again"
+
+
 @scenario("MDS_LEASE", "REPEATS")
 def lease_again(b):
     """A lease given back twice: the second finds it given back already; another client's create

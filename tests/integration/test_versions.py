@@ -144,7 +144,8 @@ def test_a_client_refused_names_both_sides_versions(cluster, no_key_env, keyed):
 
 def test_a_client_refused_without_a_refusal_body_still_names_the_versions(cluster, no_key_env):
     def bare(h):
-        return w.pack_header(h.opcode, req_id=h.req_id, flags=w.F_REPLY, status=-EPROTONOSUPPORT, version=9)
+        return w.pack_header(h.opcode, req_id=h.req_id, flags=w.F_REPLY, status=-EPROTONOSUPPORT,
+                             version=w.VERSION + 1)
     srv = RefusingServer(bare)
     try:
         r = subprocess.run([LOOM, "--fs", "127.0.0.1:%d" % srv.port, "df"], capture_output=True, text=True,
@@ -152,5 +153,5 @@ def test_a_client_refused_without_a_refusal_body_still_names_the_versions(cluste
     finally:
         srv.close()
     assert r.returncode != 0
-    assert ("MDS (127.0.0.1:%d): the server speaks protocol 9; this client (loom %s) speaks %d to %d"
-            % (srv.port, release(), w.VERSION, w.VERSION)) in r.stderr, r.stderr
+    assert ("MDS (127.0.0.1:%d): the server speaks protocol %d; this client (loom %s) speaks %d to %d"
+            % (srv.port, w.VERSION + 1, release(), w.VERSION, w.VERSION)) in r.stderr, r.stderr

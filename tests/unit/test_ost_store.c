@@ -273,11 +273,11 @@ static void test_corruption_detected(void)
 	REQUIRE_RC(wr(id, 0, data, sizeof(data), 0), 0);
 	flip(id, "", 2 * B + 1000); /* a bit rots in block 2 */
 	/* Any read that touches block 2 fails, and gives nothing. */
-	CHECK_RC(ost_read(ost, id, 0, buf, sizeof(buf), &n, &st), -EIO);
+	CHECK_RC(ost_read(ost, id, 0, buf, sizeof(buf), &n, &st), -EUCLEAN);
 	CHECK_EQ(n, 0);
-	CHECK_RC(ost_read(ost, id, 2 * B + 60000, buf, 1, &n, &st), -EIO); /* far from the byte */
-	CHECK_RC(ost_read(ost, id, 2 * B - 10, buf, 20, &n, &st), -EIO);   /* unaligned, across */
-	CHECK_RC(ost_read(ost, id, B, buf, 2 * B, &n, &st), -EIO);         /* aligned, whole */
+	CHECK_RC(ost_read(ost, id, 2 * B + 60000, buf, 1, &n, &st), -EUCLEAN); /* far from the byte */
+	CHECK_RC(ost_read(ost, id, 2 * B - 10, buf, 20, &n, &st), -EUCLEAN);   /* unaligned, across */
+	CHECK_RC(ost_read(ost, id, B, buf, 2 * B, &n, &st), -EUCLEAN);         /* aligned, whole */
 	/* The blocks around it read fine. */
 	CHECK_RC(ost_read(ost, id, 0, buf, 2 * B, &n, &st), 0);
 	CHECK_EQ(n, 2 * B);
@@ -297,12 +297,12 @@ static void test_corruption_detected(void)
 	check_bytes(id, data, sizeof(data));
 	/* A rotten checksum is a mismatch too. */
 	flip(id, OST_CSUM_SUFFIX, 3 * 4 + 1);
-	CHECK_RC(ost_read(ost, id, 3 * B, buf, 10, &n, &st), -EIO);
+	CHECK_RC(ost_read(ost, id, 3 * B, buf, 10, &n, &st), -EUCLEAN);
 	CHECK_RC(ost_read(ost, id, 0, buf, 3 * B, &n, &st), 0);
 	/* The last block, shorter than a block: its tail counts as zeros, and rot there shows. */
 	REQUIRE_RC(wr(0x334, 0, data, B + 300, 0), 0);
 	flip(0x334, "", B + 299);
-	CHECK_RC(ost_read(ost, 0x334, B, buf, 300, &n, &st), -EIO);
+	CHECK_RC(ost_read(ost, 0x334, B, buf, 300, &n, &st), -EUCLEAN);
 	CHECK_RC(ost_read(ost, 0x334, 0, buf, B, &n, &st), 0);
 	/* What the checksums cannot see: a block without an entry is served as it is. */
 	REQUIRE_RC(wr(0x335, 0, data, 2 * B, 0), 0);
@@ -505,7 +505,7 @@ static void test_intents_repair_after_crash(void)
 	CHECK_EQ(rec[0], 0);
 	close(fd);
 	/* Without an intent the mismatch stays (and is caught). */
-	CHECK_RC(ost_read(ost, 0x778, 0, buf, sizeof(buf), &n, &st), -EIO);
+	CHECK_RC(ost_read(ost, 0x778, 0, buf, sizeof(buf), &n, &st), -EUCLEAN);
 	ost_down();
 }
 

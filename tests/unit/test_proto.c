@@ -296,6 +296,72 @@ static void test_layouts(void)
 		CHECK_RC(lw_layout_req_check(&l), -EINVAL);
 	}
 
+	/* A plain layout stays version 2's image; a stale flag in it is refused. */
+	{
+		struct lw_layout l;
+		struct lw_ostobj o;
+
+		memcpy(&l, buf, sizeof(l));
+		CHECK_EQ(l.version, LW_LAYOUT_V2);
+		CHECK_EQ(l.mirror_count, 0);
+		memcpy(&o, buf + sizeof(l), sizeof(o));
+		o.flags = LW_OBJ_STALE;
+		memcpy(buf + sizeof(l), &o, sizeof(o));
+		lw_rd_init(&r, buf, w.len);
+		CHECK_RC(lw_layout_decode(&r, &out), -EPROTO);
+	}
+	/* Mirrors: version 3, copies x stripes objects, stale flags kept. */
+	{
+		struct loom_layout *m = calloc(1, sizeof(*m) + 4 * sizeof(struct loom_ostobj));
+		struct lw_layout l;
+
+		REQUIRE(m);
+		m->pattern = LOOM_PATTERN_RAID0;
+		m->stripe_size = 1 << 20;
+		m->stripe_count = 2;
+		m->mirror_count = 2;
+		m->nobjs = 4;
+		for (uint32_t i = 0; i < 4; i++) {
+			m->objs[i].ost_idx = i;
+			m->objs[i].objid = 50 + i;
+		}
+		m->objs[3].flags = LOOM_OBJ_STALE;
+		lw_wr_init(&w, buf, sizeof(buf));
+		lw_layout_encode(&w, m);
+		memcpy(&l, buf, sizeof(l));
+		CHECK_EQ(l.version, LW_LAYOUT_V3);
+		CHECK_EQ(l.mirror_count, 2);
+		lw_rd_init(&r, buf, w.len);
+		CHECK_RC(lw_layout_decode(&r, &out), 0);
+		REQUIRE(out);
+		CHECK_EQ(out->mirror_count, 2);
+		CHECK_EQ(out->objs[3].flags, LOOM_OBJ_STALE);
+		CHECK_EQ(out->objs[2].flags, 0);
+		free(out);
+		/* Copies x stripes must be the objects there are; copies at most 16. */
+		l.nobjs = 3;
+		memcpy(buf, &l, sizeof(l));
+		lw_rd_init(&r, buf, w.len);
+		CHECK(lw_layout_decode(&r, &out) < 0);
+		memcpy(&l, buf, sizeof(l));
+		l.nobjs = 4;
+		l.mirror_count = LOOM_MAX_MIRRORS + 1;
+		CHECK_RC(lw_layout_req_check(&l), -EINVAL);
+		l.mirror_count = 2;
+		l.reserved = 1;
+		CHECK_RC(lw_layout_req_check(&l), -EPROTO);
+		/* A version 2 image with copies: malformed. */
+		l.reserved = 0;
+		l.version = LW_LAYOUT_V2;
+		CHECK_RC(lw_layout_req_check(&l), -EPROTO);
+		/* 16 copies of 126 stripes pass the 2000 objects. */
+		l.version = LW_LAYOUT_V3;
+		l.mirror_count = 16;
+		l.stripe_count = 126;
+		CHECK_RC(lw_layout_req_check(&l), -EINVAL);
+		free(m);
+	}
+
 	/* A create request carrying a layout request (nobjs must be 0). */
 	{
 		struct lw_create_req cr = { .parent = 1, .mode = 0100644, .flags = LW_CR_LAYOUT, .namelen = 1 };

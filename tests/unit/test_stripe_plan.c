@@ -13,6 +13,7 @@
 
 #include "check.h"
 #include "client/io.c"
+#include "client/io_mirror.c"
 
 int check_failures;
 const char *check_current = "";
@@ -225,6 +226,23 @@ void rpc_submit(struct rpc_conn *c, struct rpc_call *call, struct rpc_wait *w)
 	call->rbody = malloc(sizeof(rep));
 	REQUIRE(call->rbody);
 	memcpy(call->rbody, &rep, sizeof(rep));
+}
+
+/* The MDS's side of stale marks: what it was told, and the layout generation it answers. */
+static struct loom_ostobj marked[64];
+static int nmarked;
+static int mark_status;
+
+int mdc_mirror_stale(loom_fs *fs, uint64_t ino, const struct loom_ostobj *list, uint32_t n, uint32_t *gen)
+{
+	(void)fs;
+	(void)ino;
+	if (mark_status)
+		return mark_status;
+	for (uint32_t i = 0; i < n && nmarked < 64; i++)
+		marked[nmarked++] = list[i];
+	*gen = 4;
+	return 0;
 }
 
 /* ---- layouts, and where a file byte lives ---- */
@@ -675,14 +693,14 @@ static void test_fallocate_and_blocks(void)
 	blocks[0] = -1;
 	blocks[1] = 5;
 	blocks[2] = -1;
-	CHECK_RC(io_blocks(NULL, l, blocks), 0);
+	CHECK_RC(io_blocks(NULL, 9, l, blocks), 0);
 	CHECK_EQ(nlog, 2);
 	CHECK_EQ(log_[0].body.objid, 0x1000);
 	CHECK_EQ(log_[1].body.objid, 0x1002);
 	CHECK_EQ(blocks[1], 5);
 	CHECK_EQ(blocks[2], 2000);
 	nlog = 0;
-	CHECK_RC(io_sync(NULL, l), 0);
+	CHECK_RC(io_sync(NULL, 9, l), 0);
 	CHECK_EQ(nlog, 3);
 	CHECK_EQ(log_[2].op, LW_OP_OST_SYNC);
 	fake_reset();
@@ -724,6 +742,156 @@ static void test_write_behind(void)
 	free(l);
 }
 
+/* A 2-copy layout of 2 stripes: copy 0 on OSTs 10, 11, copy 1 on OSTs 12, 13. */
+static struct loom_layout *mirrored_new(void)
+{
+	struct loom_layout *l = layout_new(MiB, 4, 0);
+
+	l->stripe_count = 2;
+	l->mirror_count = 2;
+	return l;
+}
+
+static loom_fs *mirror_fs(void)
+{
+	loom_fs *fs = calloc(1, sizeof(*fs));
+
+	REQUIRE(fs);
+	pthread_mutex_init(&fs->stale_lock, NULL);
+	u64map_init(&fs->stale);
+	return fs;
+}
+
+static bool was_marked(uint32_t ost)
+{
+	for (int i = 0; i < nmarked; i++)
+		if (marked[i].ost_idx == ost)
+			return true;
+	return false;
+}
+
+/* Mirrors: a write goes to every copy; a copy that fails is marked stale and the write succeeds;
+ * reads go to the next copy on an error, and a copy whose bytes are bad is marked; a stripe none
+ * of whose copies took a write fails it. */
+static void test_mirrors(void)
+{
+	uint8_t *buf = malloc(8 * MiB), *back = malloc(8 * MiB);
+	loom_fs *fs = mirror_fs();
+	struct loom_layout *l;
+	int64_t blocks[4] = { -1, -1, -1, -1 };
+
+	REQUIRE(buf && back);
+	for (uint64_t i = 0; i < 8 * MiB; i++)
+		buf[i] = (uint8_t)(i * 7 + i / 4096);
+	fake_reset();
+	nmarked = 0;
+	l = mirrored_new();
+	CHECK_RC(io_write(fs, 5, l, buf, 8 * MiB, 0, 0, blocks), 0);
+	/* 2 objects x 4 MiB each, twice: 4 requests, one per object. */
+	CHECK_EQ(nlog, 4);
+	for (uint32_t o = 10; o < 14; o++) {
+		struct fobj *fo = fobj_of(o, 0x1000 + o - 10, false);
+		REQUIRE(fo);
+		CHECK_EQ(fo->size, 4 * MiB);
+	}
+	CHECK_EQ(nmarked, 0);
+	/* Stripe 1's first copy fails: the write succeeds and that object is marked. */
+	fault[11] = F_STATUS;
+	fault_status[11] = -EIO;
+	memset(buf, 0xAB, MiB);
+	memset(buf + MiB, 0xCD, MiB);
+	CHECK_RC(io_write(fs, 5, l, buf, 2 * MiB, 0, 0, blocks), 0);
+	CHECK(nmarked == 1 && marked[0].ost_idx == 11 && marked[0].objid == 0x1001);
+	CHECK(mirror_obj_stale(fs, l, 1));
+	CHECK(!mirror_obj_stale(fs, l, 3));
+	/* Reads now take stripe 1 from its other copy, whatever copy this client starts at, and
+	 * the next write leaves the stale object alone. */
+	for (uint64_t seed = 0; seed < 2; seed++) {
+		fs->uuid[0] = seed;
+		memset(back, 0, 8 * MiB);
+		CHECK_RC(io_read(fs, 5, l, back, 8 * MiB, 0), 0);
+		CHECK(memcmp(back, buf, 8 * MiB) == 0);
+	}
+	nlog = 0;
+	CHECK_RC(io_write(fs, 5, l, buf, 2 * MiB, 0, 0, blocks), 0);
+	for (int i = 0; i < nlog; i++)
+		CHECK(log_[i].body.ost_idx != 11);
+	CHECK_EQ(nmarked, 1);
+	fault[11] = F_NONE;
+	/* A layout read after the resync (a newer generation) trusts its own flags again. */
+	l->layout_gen = 5;
+	CHECK(!mirror_obj_stale(fs, l, 1));
+	l->layout_gen = 3;
+
+	/* A read whose copy fails goes on to the other one, the application sees nothing; a copy
+	 * with bad bytes (the OSS's checksum: EUCLEAN) is marked stale. */
+	fake_reset();
+	nmarked = 0;
+	u64map_destroy(&fs->stale);
+	u64map_init(&fs->stale);
+	CHECK_RC(io_write(fs, 5, l, buf, 8 * MiB, 0, 0, NULL), 0);
+	fault[10] = F_STATUS;
+	fault_status[10] = -EIO;
+	fault[13] = F_STATUS;
+	fault_status[13] = -EUCLEAN;
+	for (uint64_t seed = 0; seed < 2; seed++) {
+		fs->uuid[0] = seed;
+		memset(back, 0, 8 * MiB);
+		CHECK_RC(io_read(fs, 5, l, back, 8 * MiB, 0), 0);
+		CHECK(memcmp(back, buf, 8 * MiB) == 0);
+	}
+	CHECK(was_marked(13) && !was_marked(10));
+
+	/* Both copies of stripe 0 fail: the write fails with the error, and one copy is marked so
+	 * that the two agree after a resync. */
+	fake_reset();
+	nmarked = 0;
+	u64map_destroy(&fs->stale);
+	u64map_init(&fs->stale);
+	fault[10] = fault[12] = F_STATUS;
+	fault_status[10] = fault_status[12] = -EIO;
+	CHECK_RC(io_write(fs, 5, l, buf, MiB, 0, 0, NULL), -EIO);
+	CHECK(nmarked == 1 && marked[0].ost_idx == 12);
+	/* A write to redo in a new truncation epoch is the caller's, before anything is marked. */
+	fake_reset();
+	nmarked = 0;
+	fault[13] = F_STATUS;
+	fault_status[13] = -ESTALE;
+	CHECK_RC(io_write(fs, 5, l, buf, 2 * MiB, 0, 0, NULL), -ESTALE);
+	CHECK_EQ(nmarked, 0);
+	/* A stale mark the MDS did not take: the write is not acknowledged. */
+	fake_reset();
+	fault[11] = F_STATUS;
+	fault_status[11] = -EIO;
+	mark_status = -EIO;
+	CHECK_RC(io_write(fs, 5, l, buf, 2 * MiB, 0, 0, NULL), -EIO);
+	mark_status = 0;
+	/* A sync a copy misses marks it; one no copy of a stripe answers fails. */
+	fake_reset();
+	nmarked = 0;
+	u64map_destroy(&fs->stale);
+	u64map_init(&fs->stale);
+	fault[12] = F_STATUS;
+	fault_status[12] = -EIO;
+	CHECK_RC(io_sync(fs, 5, l), 0);
+	CHECK(nmarked == 1 && marked[0].ost_idx == 12);
+	fault[10] = F_STATUS;
+	fault_status[10] = -EIO;
+	u64map_destroy(&fs->stale);
+	u64map_init(&fs->stale);
+	nmarked = 0;
+	CHECK_RC(io_sync(fs, 5, l), -EIO);
+	CHECK(nmarked == 1 && marked[0].ost_idx == 12); /* stripe 1's copies both answered */
+
+	fake_reset();
+	u64map_destroy(&fs->stale);
+	pthread_mutex_destroy(&fs->stale_lock);
+	free(fs);
+	free(l);
+	free(buf);
+	free(back);
+}
+
 int main(void)
 {
 	RUN(test_plan_exact);
@@ -733,5 +901,6 @@ int main(void)
 	RUN(test_replies);
 	RUN(test_fallocate_and_blocks);
 	RUN(test_write_behind);
+	RUN(test_mirrors);
 	return check_report();
 }

@@ -388,6 +388,116 @@ static void test_rename_victim_release(void)
 	fx_fini(&f);
 }
 
+/* Mirrors in the MDT: a file with copies and a directory default that makes them; stale marks
+ * (never the last in-sync copy of a stripe); the write-pending state of writers; what a writer
+ * that went without closing leaves; a resync that clears marks only in the layout it began from;
+ * the table of files to look after. */
+static uint32_t table_count(struct fx *f)
+{
+	struct mdt_txn *t = fx_read_begin(f);
+	uint64_t inos[16];
+	size_t n = 0;
+
+	REQUIRE_RC(mdt_mirror_list(t, 0, inos, 16, &n), 0);
+	mdt_txn_abort(t);
+	return (uint32_t)n;
+}
+
+static int mark(struct fx *f, uint64_t ino, const struct loom_layout *l, uint32_t o)
+{
+	struct mdt_txn *t = fx_op_begin(f);
+	struct loom_layout *out = NULL;
+	struct loom_ostobj obj = l->objs[o];
+	int rc;
+
+	obj.flags = 0;
+	rc = mdt_mirror_stale(t, ino, &obj, 1, &out);
+	free(out);
+	return fx_op_end(f, t, rc);
+}
+
+static void test_mirrors(void)
+{
+	struct fx f;
+	struct lw_layout req = fx_layout_req(1u << 20, 2, -1, NULL);
+	struct loom_layout *l, *l2, *out;
+	struct mdt_txn *t;
+	uint64_t ino, plain;
+	uint32_t marked, idx[2];
+
+	fx_init(&f);
+	fx_add_osts(&f, 4);
+	req.version = LW_LAYOUT_V3;
+	req.mirror_count = 2;
+	l = create_get(&f, &root_cr, LOOM_ROOT_INO, "m", &req, &ino);
+	CHECK(l->mirror_count == 2 && l->stripe_count == 2 && l->nobjs == 4 && distinct_osts(l));
+	free(create_get(&f, &root_cr, LOOM_ROOT_INO, "plain", NULL, &plain));
+	CHECK_EQ(table_count(&f), 0);
+
+	/* Marks: stripe 1's copy 0, then its copy 1 (the last in sync) is refused. */
+	CHECK_RC(mark(&f, ino, l, 1), 0);
+	CHECK_RC(mark(&f, ino, l, 1), 0); /* again: as it was */
+	CHECK_RC(mark(&f, ino, l, 3), -EINVAL);
+	REQUIRE_RC(fx_getlayout(&f, ino, &l2), 0);
+	CHECK(l2->objs[1].flags == LOOM_OBJ_STALE && l2->objs[3].flags == 0 && l2->objs[0].flags == 0);
+	CHECK_EQ(l2->layout_gen, 1);
+	CHECK_EQ(table_count(&f), 1);
+	CHECK_RC(mark(&f, plain, l, 0), -EINVAL); /* not mirrored */
+
+	/* A resync of another generation clears nothing; of this one, the mark, and the table. */
+	idx[0] = 1;
+	t = fx_op_begin(&f);
+	CHECK_RC(fx_op_end(&f, t, mdt_mirror_resynced(t, ino, 0, idx, 1, &out)), -EAGAIN);
+	t = fx_op_begin(&f);
+	REQUIRE_RC(fx_op_end(&f, t, mdt_mirror_resynced(t, ino, l2->layout_gen, idx, 1, &out)), 0);
+	CHECK(out->objs[1].flags == 0 && out->layout_gen == 2);
+	free(out);
+	free(l2);
+	CHECK_EQ(table_count(&f), 0);
+
+	/* A writer: write-pending until its close; a resync meanwhile is refused. */
+	t = fx_op_begin(&f);
+	REQUIRE_RC(fx_op_end(&f, t, mdt_mirror_write_begin(t, ino)), 0);
+	REQUIRE_RC(fx_getlayout(&f, ino, &l2), 0);
+	CHECK(l2->flags & LOOM_LAYOUT_WRITE_PENDING);
+	CHECK_EQ(table_count(&f), 1);
+	t = fx_op_begin(&f);
+	CHECK_RC(fx_op_end(&f, t, mdt_mirror_resynced(t, ino, l2->layout_gen, idx, 1, &out)), -EAGAIN);
+	free(l2);
+	t = fx_op_begin(&f);
+	REQUIRE_RC(fx_op_end(&f, t, mdt_mirror_write_end(t, ino)), 0);
+	REQUIRE_RC(fx_getlayout(&f, ino, &l2), 0);
+	CHECK(!(l2->flags & LOOM_LAYOUT_WRITE_PENDING));
+	free(l2);
+	CHECK_EQ(table_count(&f), 0);
+	/* Plain files: nothing. */
+	t = fx_op_begin(&f);
+	CHECK_RC(fx_op_end(&f, t, mdt_mirror_write_begin(t, plain)), 0);
+	CHECK_EQ(table_count(&f), 0);
+
+	/* A writer that went without closing: every stripe keeps its first copy; the rest is
+	 * stale, to resync. */
+	t = fx_op_begin(&f);
+	REQUIRE_RC(fx_op_end(&f, t, mdt_mirror_write_begin(t, ino)), 0);
+	t = fx_op_begin(&f);
+	REQUIRE_RC(fx_op_end(&f, t, mdt_mirror_abandoned(t, ino, &marked)), 0);
+	CHECK_EQ(marked, 2);
+	REQUIRE_RC(fx_getlayout(&f, ino, &l2), 0);
+	CHECK(!(l2->flags & LOOM_LAYOUT_WRITE_PENDING));
+	CHECK(l2->objs[0].flags == 0 && l2->objs[1].flags == 0);
+	CHECK(l2->objs[2].flags == LOOM_OBJ_STALE && l2->objs[3].flags == LOOM_OBJ_STALE);
+	CHECK_EQ(table_count(&f), 1);
+	/* And it survives a restart. */
+	fx_reopen(&f);
+	free(l2);
+	REQUIRE_RC(fx_getlayout(&f, ino, &l2), 0);
+	CHECK(l2->objs[2].flags == LOOM_OBJ_STALE);
+	CHECK_EQ(table_count(&f), 1);
+	free(l2);
+	free(l);
+	fx_fini(&f);
+}
+
 int main(void)
 {
 	root_cr = fx_root();
@@ -397,5 +507,6 @@ int main(void)
 	RUN(test_setlayout_file);
 	RUN(test_orphan_release_destroy);
 	RUN(test_rename_victim_release);
+	RUN(test_mirrors);
 	return check_report();
 }

@@ -35,7 +35,7 @@ static int alloc(struct fx *f, int32_t count, int32_t offset, struct loom_ostobj
 {
 	struct mdt_txn *t = fx_op_begin(f);
 
-	return fx_op_end(f, t, mdt_alloc_stripes(t, count, offset, NULL, objs, n));
+	return fx_op_end(f, t, mdt_alloc_stripes(t, count, offset, NULL, 1, objs, n));
 }
 
 static void heartbeat(struct fx *f, uint32_t idx, uint64_t free_kib, uint32_t state, uint64_t now)
@@ -246,6 +246,72 @@ static void test_offset_and_count(void)
 	fx_fini(&f);
 }
 
+static int alloc_mirrored(struct fx *f, int32_t count, uint32_t mirrors, struct loom_ostobj *objs,
+			  uint32_t *n)
+{
+	struct mdt_txn *t = fx_op_begin(f);
+
+	return fx_op_end(f, t, mdt_alloc_stripes(t, count, -1, NULL, mirrors, objs, n));
+}
+
+static bool all_distinct(const struct loom_ostobj *objs, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		for (uint32_t j = i + 1; j < n; j++)
+			if (objs[i].ost_idx == objs[j].ost_idx)
+				return false;
+	return true;
+}
+
+/* Mirrors: every copy of every stripe on an OST of its own; copies the usable OSTs cannot take
+ * go stale to OSTs away; more copies than OSTs are refused. */
+static void test_mirrors(void)
+{
+	struct fx f;
+	struct loom_ostobj objs[8];
+	uint32_t n;
+
+	fx_init(&f);
+	fx_add_osts(&f, 4);
+	REQUIRE_RC(alloc_mirrored(&f, 2, 2, objs, &n), 0);
+	CHECK(n == 4 && all_distinct(objs, n));
+	for (uint32_t i = 0; i < n; i++)
+		CHECK_EQ(objs[i].flags, 0);
+	REQUIRE_RC(alloc_mirrored(&f, -1, 2, objs, &n), 0);
+	CHECK(n == 4 && all_distinct(objs, n));
+	REQUIRE_RC(alloc_mirrored(&f, 3, 2, objs, &n), 0); /* capped: 2 a copy */
+	CHECK(n == 4 && all_distinct(objs, n));
+	REQUIRE_RC(alloc_mirrored(&f, 1, 4, objs, &n), 0);
+	CHECK(n == 4 && all_distinct(objs, n));
+	CHECK_RC(alloc_mirrored(&f, 1, 5, objs, &n), -EINVAL);
+	CHECK_RC(alloc_mirrored(&f, 1, LOOM_MAX_MIRRORS + 1, objs, &n), -EINVAL);
+
+	/* Two OSTs away: a 3-copy file has one copy where it can be written... */
+	heartbeat(&f, 0, 1u << 30, 0, 2000);
+	heartbeat(&f, 1, 1u << 30, 0, 2000);
+	heartbeat(&f, 2, 1u << 30, 0, 1);
+	heartbeat(&f, 3, 1u << 30, 0, 1);
+	CHECK(mdt_ost_expire(f.s, 1000));
+	REQUIRE_RC(alloc_mirrored(&f, 1, 3, objs, &n), 0);
+	REQUIRE(n == 3 && all_distinct(objs, n));
+	{
+		uint32_t stale = 0;
+
+		for (uint32_t i = 0; i < n; i++) {
+			bool away = objs[i].ost_idx >= 2;
+
+			CHECK_EQ(!!(objs[i].flags & LOOM_OBJ_STALE), away);
+			stale += away;
+		}
+		CHECK_EQ(stale, 1);
+	}
+	/* ...and none usable at all: nowhere to write. */
+	heartbeat(&f, 0, 1u << 30, LW_TGT_NOCREATE, 2000);
+	heartbeat(&f, 1, 1u << 30, LW_TGT_NOCREATE, 2000);
+	CHECK_RC(alloc_mirrored(&f, 1, 2, objs, &n), -ENOSPC);
+	fx_fini(&f);
+}
+
 /* Unbalanced free space: chosen at random in proportion to free space. */
 static void test_weighted(void)
 {
@@ -315,7 +381,7 @@ static void test_objids(void)
 	/* ids taken by an aborted request come back (no client ever saw them)... */
 	{
 		struct mdt_txn *t = fx_op_begin(&f);
-		REQUIRE_RC(mdt_alloc_stripes(t, 1, 0, NULL, objs, &n), 0);
+		REQUIRE_RC(mdt_alloc_stripes(t, 1, 0, NULL, 1, objs, &n), 0);
 		CHECK_EQ(objs[0].objid, 31);
 		fx_op_end(&f, t, -EIO);
 	}
@@ -376,7 +442,7 @@ static int alloc_pool(struct fx *f, int32_t count, int32_t offset, const char *p
 {
 	struct mdt_txn *t = fx_op_begin(f);
 
-	return fx_op_end(f, t, mdt_alloc_stripes(t, count, offset, pool, objs, n));
+	return fx_op_end(f, t, mdt_alloc_stripes(t, count, offset, pool, 1, objs, n));
 }
 
 static void test_pools(void)
@@ -557,6 +623,7 @@ int main(void)
 	RUN(test_heartbeat_expire);
 	RUN(test_round_robin);
 	RUN(test_offset_and_count);
+	RUN(test_mirrors);
 	RUN(test_weighted);
 	RUN(test_objids);
 	RUN(test_reopen);

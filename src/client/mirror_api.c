@@ -1,0 +1,177 @@
+/*
+ * Mirrored files, the calls `loom mirror` makes (docs/architecture.md, "Mirrors"): a resync asked
+ * of the MDS, which copies stale copies again in the background, waited for here; and a verify
+ * that reads every in-sync copy of every stripe and compares them, byte for byte.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "client/io_job.h"
+#include "client/path.h"
+#include "common/stripe.h"
+#include "common/util.h"
+
+#define VERIFY_CHUNK (4u << 20)
+
+static int mirror_req(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t cmd)
+{
+	struct lw_mirror_req req = { .ino = ino, .cmd = cmd };
+	struct mdc_body b = { { &req }, { sizeof(req) } };
+	struct rpc_call call;
+	int rc = mdc_call(fs, cr, LW_OP_MDS_MIRROR, &b, &call);
+
+	if (rc == 0)
+		rpc_call_release(&call);
+	return rc;
+}
+
+static bool has_stale(const struct loom_layout *l)
+{
+	for (uint32_t i = 0; i < l->nobjs; i++)
+		if (l->objs[i].flags & LOOM_OBJ_STALE)
+			return true;
+	return false;
+}
+
+int loom_mirror_resync(loom_fs *fs, const char *path, unsigned timeout_s)
+{
+	uint64_t deadline = clock_mono_ns() + (uint64_t)timeout_s * 1000000000ull;
+	struct loom_layout *l = NULL;
+	struct loom_cred cr;
+	struct lw_attr attr;
+	int rc;
+
+	if (fs->door)
+		return -EOPNOTSUPP;
+	fs_cred(fs, &cr);
+	rc = path_resolve(fs, &cr, path, true, &attr);
+	if (rc)
+		return rc;
+	rc = mirror_req(fs, &cr, attr.ino, LW_MIRROR_RESYNC);
+	while (rc == 0) {
+		rc = mdc_getlayout(fs, &cr, attr.ino, &l);
+		if (rc)
+			break;
+		if (!has_stale(l))
+			break;
+		free(l);
+		l = NULL;
+		if (timeout_s && clock_mono_ns() >= deadline) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+		sleep_ms(100);
+	}
+	free(l);
+	return rc;
+}
+
+/* Object o of l alone, as a one-stripe layout: its bytes at file offsets = object offsets. */
+static struct loom_layout *one_object(const struct loom_layout *l, uint32_t o)
+{
+	struct loom_layout *one = calloc(1, sizeof(*one) + sizeof(one->objs[0]));
+
+	if (!one)
+		return NULL;
+	one->pattern = LOOM_PATTERN_RAID0;
+	one->stripe_size = l->stripe_size;
+	one->stripe_count = 1;
+	one->mirror_count = 1;
+	one->layout_gen = l->layout_gen;
+	one->nobjs = 1;
+	one->objs[0] = l->objs[o];
+	one->objs[0].flags = 0;
+	return one;
+}
+
+/* Reads [off, off + len) of object o of l into buf (past its end: zeros). */
+static int read_object(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint32_t o, uint8_t *buf,
+		       uint64_t len, uint64_t off)
+{
+	struct loom_layout *one = one_object(l, o);
+	struct io_job job;
+	int rc;
+
+	if (!one)
+		return -ENOMEM;
+	rc = io_job_start(fs, ino, one, NULL, buf, len, off, false, 0, 0, &job);
+	if (rc == 0)
+		rc = io_job_finish(&job, NULL, NULL);
+	free(one);
+	return rc;
+}
+
+int loom_mirror_verify(loom_fs *fs, const char *path, struct loom_mirror_diff *diff)
+{
+	struct loom_layout *l = NULL;
+	struct loom_cred cr;
+	struct lw_attr attr;
+	uint8_t *a = NULL, *b = NULL;
+	int rc;
+
+	memset(diff, 0, sizeof(*diff));
+	if (fs->door)
+		return -EOPNOTSUPP;
+	fs_cred(fs, &cr);
+	rc = path_resolve(fs, &cr, path, true, &attr);
+	if (rc == 0)
+		rc = mdc_getlayout(fs, &cr, attr.ino, &l);
+	if (rc)
+		return rc;
+	if (layout_copies(l) < 2 || l->nobjs == 0) {
+		free(l);
+		return -EINVAL;
+	}
+	a = malloc(VERIFY_CHUNK);
+	b = malloc(VERIFY_CHUNK);
+	if (!a || !b) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	{
+		struct stripe_geom g = stripe_geom_of(l);
+		uint32_t per = g.count, copies = layout_copies(l);
+
+		for (uint32_t k = 0; rc == 0 && k < per && !diff->differ; k++) {
+			/* The object bytes the file's size reaches (the Data-on-MDT part is a hole). */
+			uint64_t end = stripe_obj_size(&g, k, attr.size);
+			int32_t first = -1;
+
+			for (uint32_t m = 0; m < copies; m++)
+				if (!(l->objs[m * per + k].flags & LOOM_OBJ_STALE)) {
+					first = (int32_t)m;
+					break;
+				}
+			for (uint32_t m = (uint32_t)first + 1; first >= 0 && rc == 0 && m < copies && !diff->differ; m++) {
+				if (l->objs[m * per + k].flags & LOOM_OBJ_STALE)
+					continue;
+				for (uint64_t x = 0; rc == 0 && x < end; x += VERIFY_CHUNK) {
+					uint64_t n = MIN((uint64_t)VERIFY_CHUNK, end - x);
+
+					rc = read_object(fs, attr.ino, l, (uint32_t)first * per + k, a, n, x);
+					if (rc == 0)
+						rc = read_object(fs, attr.ino, l, m * per + k, b, n, x);
+					if (rc || memcmp(a, b, n) == 0)
+						continue;
+					for (uint64_t i = 0; i < n; i++)
+						if (a[i] != b[i]) {
+							diff->differ = true;
+							diff->offset = stripe_file_offset(&g, k, x + i);
+							diff->mirror_a = (uint32_t)first + 1;
+							diff->mirror_b = m + 1;
+							break;
+						}
+					break;
+				}
+			}
+			diff->compared += end;
+		}
+	}
+out:
+	free(a);
+	free(b);
+	free(l);
+	return rc;
+}

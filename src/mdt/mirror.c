@@ -1,0 +1,230 @@
+/*
+ * Mirrored files' copies (docs/architecture.md, "Mirrors"): which objects hold current bytes.
+ *
+ * A mirrored layout keeps mirror_count copies, striped alike; an object with LOOM_OBJ_STALE
+ * missed a write (or was found bad) and is read by nobody until a resync copies it from an
+ * in-sync copy of its stripe. Every stripe always keeps one in-sync copy: a mark that would
+ * take the last is refused, so readers always have somewhere to go.
+ */
+#include "mdt/internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "common/stripe.h"
+
+/* The index of object (ost_idx, objid) in l, or -1. */
+static int64_t obj_index(const struct loom_layout *l, uint32_t ost_idx, uint64_t objid)
+{
+	for (uint32_t i = 0; i < l->nobjs; i++)
+		if (l->objs[i].ost_idx == ost_idx && l->objs[i].objid == objid)
+			return i;
+	return -1;
+}
+
+/* In-sync copies of stripe k. */
+static uint32_t in_sync(const struct loom_layout *l, uint32_t k)
+{
+	uint32_t per = layout_per_copy(l), n = 0;
+
+	for (uint32_t m = 0; m < layout_copies(l); m++)
+		n += !(l->objs[m * per + k].flags & LOOM_OBJ_STALE);
+	return n;
+}
+
+int mdt_mirror_stale(struct mdt_txn *t, uint64_t ino, const struct loom_ostobj *objs, uint32_t count,
+		     struct loom_layout **out)
+{
+	struct loom_layout *l = NULL;
+	bool changed = false;
+	int rc;
+
+	*out = NULL;
+	rc = mdt_layout_load(t, MDT_DB_LAYOUTS, ino, &l);
+	if (rc)
+		return rc == -ENODATA ? -EINVAL : rc;
+	if (layout_copies(l) < 2 || l->nobjs == 0) {
+		free(l);
+		return -EINVAL;
+	}
+	for (uint32_t i = 0; i < count; i++) {
+		int64_t at = obj_index(l, objs[i].ost_idx, objs[i].objid);
+		uint32_t k;
+
+		if (at < 0) {
+			free(l);
+			return -EINVAL;
+		}
+		if (l->objs[at].flags & LOOM_OBJ_STALE)
+			continue; /* marked already: a resend, or another client's report */
+		k = (uint32_t)at % layout_per_copy(l);
+		if (in_sync(l, k) < 2) {
+			free(l);
+			return -EINVAL; /* the last copy of its stripe */
+		}
+		l->objs[at].flags |= LOOM_OBJ_STALE;
+		changed = true;
+	}
+	/* A new generation: a client that marked objects knows a layout read after their resync
+	 * (which bumps it again) from one read before. */
+	if (changed) {
+		l->layout_gen++;
+		rc = mdt_layout_save(t, MDT_DB_LAYOUTS, ino, l);
+		if (rc == 0)
+			rc = mdt_mirror_note(t, ino, l);
+	}
+	if (rc) {
+		free(l);
+		return rc;
+	}
+	*out = l;
+	return 0;
+}
+
+/* ---- the table of mirrored files to look after ---- */
+
+static bool any_stale(const struct loom_layout *l)
+{
+	for (uint32_t i = 0; i < l->nobjs; i++)
+		if (l->objs[i].flags & LOOM_OBJ_STALE)
+			return true;
+	return false;
+}
+
+int mdt_mirror_note(struct mdt_txn *t, uint64_t ino, const struct loom_layout *l)
+{
+	uint8_t key[8], one = 1;
+	int rc;
+
+	mdt_put_be64(key, ino);
+	if (l && layout_copies(l) > 1 && (any_stale(l) || (l->flags & LOOM_LAYOUT_WRITE_PENDING)))
+		return mdt_put(t, MDT_DB_MIRRORS, key, sizeof(key), &one, sizeof(one));
+	rc = mdt_del(t, MDT_DB_MIRRORS, key, sizeof(key));
+	return rc == -ENOENT ? 0 : rc;
+}
+
+int mdt_mirror_list(struct mdt_txn *t, uint64_t after, uint64_t *inos, size_t max, size_t *n)
+{
+	return mdt_ino_keys(t, MDT_DB_MIRRORS, after, inos, max, n);
+}
+
+/* Loads ino's layout when it is a mirrored file's; *l NULL (and 0) when it is not, or gone. */
+static int load_mirrored(struct mdt_txn *t, uint64_t ino, struct loom_layout **l)
+{
+	int rc = mdt_layout_load(t, MDT_DB_LAYOUTS, ino, l);
+
+	if (rc == -ENODATA || rc == -ENOENT) {
+		*l = NULL;
+		return 0;
+	}
+	if (rc == 0 && (layout_copies(*l) < 2 || (*l)->nobjs == 0)) {
+		free(*l);
+		*l = NULL;
+	}
+	return rc;
+}
+
+/* Sets or clears a mirrored file's write-pending mark. */
+static int write_pending(struct mdt_txn *t, uint64_t ino, bool on)
+{
+	struct loom_layout *l;
+	int rc = load_mirrored(t, ino, &l);
+
+	if (rc || !l)
+		return rc;
+	if (!(l->flags & LOOM_LAYOUT_WRITE_PENDING) != !on) {
+		l->flags ^= LOOM_LAYOUT_WRITE_PENDING;
+		rc = mdt_layout_save(t, MDT_DB_LAYOUTS, ino, l);
+		if (rc == 0)
+			rc = mdt_mirror_note(t, ino, l);
+	}
+	free(l);
+	return rc;
+}
+
+int mdt_mirror_write_begin(struct mdt_txn *t, uint64_t ino)
+{
+	return write_pending(t, ino, true);
+}
+
+int mdt_mirror_write_end(struct mdt_txn *t, uint64_t ino)
+{
+	return write_pending(t, ino, false);
+}
+
+int mdt_mirror_abandoned(struct mdt_txn *t, uint64_t ino, uint32_t *marked)
+{
+	struct loom_layout *l;
+	uint32_t per, n = 0;
+	int rc = load_mirrored(t, ino, &l);
+
+	*marked = 0;
+	if (rc || !l)
+		return rc;
+	if (!(l->flags & LOOM_LAYOUT_WRITE_PENDING)) {
+		free(l);
+		return 0;
+	}
+	/* A writer went without closing: its last writes may be in some copies and not others.
+	 * Each stripe's first in-sync copy is the truth from now on; the others are resynced. */
+	per = layout_per_copy(l);
+	for (uint32_t k = 0; k < per; k++) {
+		bool first = true;
+
+		for (uint32_t m = 0; m < layout_copies(l); m++) {
+			struct loom_ostobj *o = &l->objs[m * per + k];
+
+			if (o->flags & LOOM_OBJ_STALE)
+				continue;
+			if (first) {
+				first = false;
+				continue;
+			}
+			o->flags |= LOOM_OBJ_STALE;
+			n++;
+		}
+	}
+	l->flags &= ~LOOM_LAYOUT_WRITE_PENDING;
+	l->layout_gen++;
+	rc = mdt_layout_save(t, MDT_DB_LAYOUTS, ino, l);
+	if (rc == 0)
+		rc = mdt_mirror_note(t, ino, l);
+	free(l);
+	*marked = n;
+	return rc;
+}
+
+int mdt_mirror_resynced(struct mdt_txn *t, uint64_t ino, uint32_t gen, const uint32_t *objs, uint32_t n,
+			struct loom_layout **out)
+{
+	struct loom_layout *l;
+	int rc = load_mirrored(t, ino, &l);
+
+	*out = NULL;
+	if (rc)
+		return rc;
+	if (!l)
+		return -ENOENT;
+	/* Changed since the copy began (a new mark, a relayout): the copy may be out of date. */
+	if (l->layout_gen != gen || (l->flags & LOOM_LAYOUT_WRITE_PENDING)) {
+		free(l);
+		return -EAGAIN;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		if (objs[i] >= l->nobjs) {
+			free(l);
+			return -EINVAL;
+		}
+		l->objs[objs[i]].flags &= ~LOOM_OBJ_STALE;
+	}
+	l->layout_gen++;
+	rc = mdt_layout_save(t, MDT_DB_LAYOUTS, ino, l);
+	if (rc == 0)
+		rc = mdt_mirror_note(t, ino, l);
+	if (rc) {
+		free(l);
+		return rc;
+	}
+	*out = l;
+	return 0;
+}
