@@ -210,6 +210,11 @@ static int exec_ost_replace(struct mds *m, struct mdt_txn *t, struct srv_req *re
 		log_warn("OST%04x replaced: %s at %s:%u takes the index of %s%s; objects below id %llu were "
 			 "on the old OST and are lost", done.idx, a->uuid, a->host, a->port, done.old_uuid,
 			 done.was_removed ? " (removed)" : "", (unsigned long long)done.lost_below);
+	if (done.mirrored) {
+		log_warn("OST%04x: the copies %u mirrored file%s had there are stale, to resync onto the new "
+			 "OST", done.idx, done.mirrored, done.mirrored == 1 ? "" : "s");
+		mds_resync_now(m, 0);
+	}
 	else
 		log_info("OST%04x registered (a replacement): %s at %s:%u", done.idx, a->uuid, a->host, a->port);
 	ost_registered(m, req, done.idx);

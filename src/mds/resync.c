@@ -137,7 +137,7 @@ static int copy_object(struct mds *m, struct oss_pool *pool, const struct mds_re
 	io_of(&it->dst, job, &io);
 	io.stripe_idx = it->dst_index;
 	io.trunc_epoch = job->epoch;
-	io.length = 0;
+	io.flags = LW_PUNCH_ANEW;
 	rc = call(dst, LW_OP_OST_PUNCH, &io, NULL, 0, false, &rep, NULL);
 	while (rc == 0 && off < size) {
 		uint64_t data, hole;

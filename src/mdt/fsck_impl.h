@@ -96,7 +96,7 @@ struct mdt_fsck {
 
 /* What a queued repair (struct act) is; each pass uses the few it queues. */
 enum { ACT_DEL, ACT_INO_FIELD, ACT_DEL_BOTH, ACT_RETYPE, ACT_REINDEX, ACT_RECOOKIE, ACT_DIR2,
-       ACT_SIZE, ACT_STRAY_LAYOUT };
+       ACT_SIZE, ACT_STRAY_LAYOUT, ACT_MIRROR_STALE };
 
 /* ---- fsck.c: small helpers ---- */
 

@@ -158,6 +158,24 @@ static int fix_layouts(struct mdt_fsck *f, struct acts *q)
 					 "objects of a truncate)", (unsigned long long)in.size,
 					 (unsigned long long)a->b);
 			break;
+		case ACT_MIRROR_STALE: {
+			struct loom_layout *l = NULL;
+			uint32_t per;
+
+			if (mdt_layout_load(f->t, MDT_DB_LAYOUTS, a->a, &l) != 0)
+				break;
+			per = layout_per_copy(l);
+			REPAIR(f, frc, mdt_mirror_mark(f->t, a->a, (uint32_t)a->b));
+			rc = fsck_report(f, MDT_FSCK_MISSING_OBJECT, a->a, frc,
+					 frc == -EBUSY ? NULL : "marked stale: the MDS copies it again from another mirror",
+					 "mirror %u stripe %u: OST %u object %#llx does not exist%s; %llu bytes of the "
+					 "file were there", (uint32_t)a->b / per, (uint32_t)a->b % per,
+					 l->objs[a->b].ost_idx, (unsigned long long)l->objs[a->b].objid,
+					 frc == -EBUSY ? ", and no other mirror of the stripe is in sync (the data "
+					 "is lost)" : "", (unsigned long long)a->c);
+			free(l);
+			break;
+		}
 		case ACT_STRAY_LAYOUT:
 			REPAIR(f, frc, stray_layout(f, a->a));
 			rc = fsck_report(f, MDT_FSCK_STRAY, 0, frc,

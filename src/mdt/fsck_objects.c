@@ -44,6 +44,17 @@ static int ost_fix(struct mdt_fsck *f, uint32_t ost, uint64_t objid, uint64_t in
 	return rc == -EIO ? -EREMOTEIO : rc;
 }
 
+/* Whether a copy of object k's stripe other than k is in sync. */
+static bool other_in_sync(const struct loom_layout *l, uint32_t k)
+{
+	uint32_t per = layout_per_copy(l);
+
+	for (uint32_t m = 0; m < layout_copies(l); m++)
+		if (m * per + k % per != k && !(l->objs[m * per + k % per].flags & LOOM_OBJ_STALE))
+			return true;
+	return false;
+}
+
 /* Checks a file's objects: tags, missing ones, and the size their data implies. Queues the
  * size repair (the cursor on layouts is open). */
 int fsck_check_objects(struct mdt_fsck *f, struct acts *q, uint64_t ino,
@@ -66,6 +77,10 @@ int fsck_check_objects(struct mdt_fsck *f, struct acts *q, uint64_t ino,
 	for (uint32_t k = 0; k < l->nobjs; k++) {
 		const struct loom_ostobj *o = &l->objs[k];
 
+		/* A stale copy says nothing of the file (its size, its data): the resync makes it
+		 * again from an in-sync copy, whatever it holds now. */
+		if (layout_copies(l) > 1 && (o->flags & LOOM_OBJ_STALE))
+			continue;
 		rc = f->ops.obj_stat(f->ops.arg, o->ost_idx, o->objid, &os[k]);
 		if (rc == -ENODEV) {
 			f->st.unchecked++;
@@ -126,15 +141,12 @@ int fsck_check_objects(struct mdt_fsck *f, struct acts *q, uint64_t ino,
 			continue;
 		if (!any && (!(in->flags & MDT_IF_BLOCKS) || in->blocks == 0))
 			continue;
-		if (layout_copies(l) > 1) {
-			/* A copy: a stale one is filled by its resync; an empty object made in an
-			 * in-sync one would read as zeros where the other copies hold the data. */
-			if (o->flags & LOOM_OBJ_STALE)
-				continue;
-			rc = fsck_report(f, MDT_FSCK_MISSING_OBJECT, ino, NOFIX, NULL,
-					 "mirror %u stripe %u: OST %u object %#llx does not exist; `loom mirror "
-					 "resync` copies it from another mirror", k / g.count, k % g.count,
-					 o->ost_idx, (unsigned long long)o->objid);
+		if (layout_copies(l) > 1 && other_in_sync(l, k)) {
+			/* An in-sync copy: an empty object made there would read as zeros where the
+			 * other copies hold the data. It becomes stale, for the MDS to copy again. */
+			struct act a = { .op = ACT_MIRROR_STALE, .a = ino, .b = k, .c = lost };
+
+			rc = fsck_acts_push(q, &a);
 			if (rc)
 				goto out;
 			continue;

@@ -228,3 +228,116 @@ int mdt_mirror_resynced(struct mdt_txn *t, uint64_t ino, uint32_t gen, const uin
 	*out = l;
 	return 0;
 }
+
+/* Whether l is a mirrored file's with an in-sync object on OST idx below lost_below. */
+static bool holds_lost(const struct loom_layout *l, uint32_t idx, uint64_t lost_below)
+{
+	if (layout_copies(l) < 2)
+		return false;
+	for (uint32_t i = 0; i < l->nobjs; i++)
+		if (l->objs[i].ost_idx == idx && l->objs[i].objid < lost_below &&
+		    !(l->objs[i].flags & LOOM_OBJ_STALE))
+			return true;
+	return false;
+}
+
+int mdt_mirror_ost_lost(struct mdt_txn *t, uint32_t idx, uint64_t lost_below, uint32_t *files)
+{
+	uint64_t *inos = NULL;
+	size_t n = 0, cap = 0;
+	MDB_cursor *cur;
+	MDB_val k, v;
+	int rc, mrc;
+
+	*files = 0;
+	rc = mdt_errno(mdb_cursor_open(t->mdb, t->s->dbi[MDT_DB_LAYOUTS], &cur));
+	if (rc)
+		return rc;
+	/* The files first, their layouts changed after: no write under the cursor. */
+	for (mrc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); mrc == MDB_SUCCESS;
+	     mrc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		struct loom_layout *l = NULL;
+		struct lw_rd r;
+
+		if (k.mv_size != 8)
+			continue;
+		lw_rd_init(&r, v.mv_data, v.mv_size);
+		if (lw_layout_decode(&r, &l) != 0)
+			continue; /* fsck's to report */
+		if (holds_lost(l, idx, lost_below)) {
+			if (n == cap) {
+				size_t ncap = cap ? cap * 2 : 64;
+				uint64_t *p = realloc(inos, ncap * sizeof(*p));
+
+				if (!p) {
+					free(l);
+					mrc = MDB_PANIC;
+					rc = -ENOMEM;
+					break;
+				}
+				inos = p;
+				cap = ncap;
+			}
+			inos[n++] = mdt_get_be64(k.mv_data);
+		}
+		free(l);
+	}
+	mdb_cursor_close(cur);
+	if (rc == 0 && mrc != MDB_SUCCESS && mrc != MDB_NOTFOUND)
+		rc = mdt_errno(mrc);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		struct loom_layout *l;
+		uint32_t per;
+		bool changed = false;
+
+		rc = load_mirrored(t, inos[i], &l);
+		if (rc || !l)
+			continue;
+		per = layout_per_copy(l);
+		for (uint32_t o = 0; o < l->nobjs; o++) {
+			struct loom_ostobj *ob = &l->objs[o];
+
+			/* A stripe whose only in-sync copy was there is lost with it: its reads give EIO
+			 * (loom fsck says so); nothing to copy it from. */
+			if (ob->ost_idx == idx && ob->objid < lost_below && !(ob->flags & LOOM_OBJ_STALE) &&
+			    in_sync(l, o % per) >= 2) {
+				ob->flags |= LOOM_OBJ_STALE;
+				changed = true;
+			}
+		}
+		if (changed) {
+			l->layout_gen++;
+			rc = mdt_layout_save(t, MDT_DB_LAYOUTS, inos[i], l);
+			if (rc == 0)
+				rc = mdt_mirror_note(t, inos[i], l);
+			(*files)++;
+		}
+		free(l);
+	}
+	free(inos);
+	return rc;
+}
+
+int mdt_mirror_mark(struct mdt_txn *t, uint64_t ino, uint32_t obj)
+{
+	struct loom_layout *l;
+	int rc = load_mirrored(t, ino, &l);
+
+	if (rc || !l)
+		return rc ? rc : -EINVAL;
+	if (obj >= l->nobjs) {
+		rc = -EINVAL;
+	} else if (!(l->objs[obj].flags & LOOM_OBJ_STALE)) {
+		if (in_sync(l, obj % layout_per_copy(l)) < 2) {
+			rc = -EBUSY;
+		} else {
+			l->objs[obj].flags |= LOOM_OBJ_STALE;
+			l->layout_gen++;
+			rc = mdt_layout_save(t, MDT_DB_LAYOUTS, ino, l);
+			if (rc == 0)
+				rc = mdt_mirror_note(t, ino, l);
+		}
+	}
+	free(l);
+	return rc;
+}

@@ -108,6 +108,8 @@ int mdt_ost_replace(struct mdt_txn *t, const struct lw_ost_register_req *req, ui
 	lr.replaced_at = (uint64_t)clock_real().tv_sec;
 	memcpy(lr.old_uuid, rec.uuid, sizeof(lr.old_uuid));
 	rc = mdt_put(t, MDT_DB_OST_LOST, key, sizeof(key), &lr, sizeof(lr));
+	if (rc == 0)
+		rc = mdt_mirror_ost_lost(t, idx, lr.lost_below, &out->mirrored);
 	if (rc)
 		return rc;
 	memset(rec.uuid, 0, sizeof(rec.uuid));

@@ -332,6 +332,13 @@ int mdt_mirror_write_end(struct mdt_txn *t, uint64_t ino);
 int mdt_mirror_abandoned(struct mdt_txn *t, uint64_t ino, uint32_t *marked);
 int mdt_mirror_resynced(struct mdt_txn *t, uint64_t ino, uint32_t gen, const uint32_t *objs, uint32_t n,
 			struct loom_layout **out);
+/* OST idx was replaced: mirrored files' in-sync objects there below lost_below were lost with it
+ * and become stale, for the resync to make again on the new OST (those with another in-sync copy
+ * of their stripe; *files counts the files). A scan of every layout, in t. */
+int mdt_mirror_ost_lost(struct mdt_txn *t, uint32_t idx, uint64_t lost_below, uint32_t *files);
+/* Object obj (its index in the layout) of mirrored file ino becomes stale: -EBUSY where it is
+ * its stripe's last in-sync copy (loom fsck, for a copy's missing object). */
+int mdt_mirror_mark(struct mdt_txn *t, uint64_t ino, uint32_t obj);
 
 /* Marks objects of the mirrored file ino stale (mirror.c): count objects, named by OST and id.
  * -EINVAL for a file that is not mirrored, an object not in its layout, or the last in-sync
@@ -461,6 +468,7 @@ struct mdt_ost_replaced {
 	uint64_t lost_below;  /* objects below it were the old OST's (0: none were) */
 	bool replaced;        /* the index changed hands now (not a resend, not a new index) */
 	bool was_removed;     /* the OST it replaced had been removed */
+	uint32_t mirrored;    /* mirrored files with copies there, now stale, to resync */
 	char old_uuid[40];
 };
 /* A new OST (req->uuid, formatted with --replace) takes index req->want_idx from the OST that held

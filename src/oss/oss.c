@@ -118,6 +118,9 @@ static int oss_op_write(struct oss_op *o)
 
 static int oss_op_punch(struct oss_op *o)
 {
+	if (o->io.flags & LW_PUNCH_ANEW)
+		return ost_make_anew(o->ost, o->io.objid, o->io.ino, o->io.stripe_idx, o->io.trunc_epoch,
+				     &o->os);
 	return ost_punch(o->ost, o->io.objid, o->io.length, o->io.ino, o->io.stripe_idx,
 			 o->io.trunc_epoch, &o->os);
 }

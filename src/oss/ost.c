@@ -447,6 +447,21 @@ static int faccessat_obj(struct ost *o, uint64_t objid)
 	return faccessat(o->odir[ost_obj_dir(objid)], name, F_OK, 0) < 0 ? -errno : 0;
 }
 
+int ost_make_anew(struct ost *o, uint64_t objid, uint64_t ino, uint32_t stripe_idx, uint32_t epoch,
+		  struct ost_objstat *os)
+{
+	struct obj h;
+	int rc;
+
+	memset(os, 0, sizeof(*os));
+	rc = obj_get(o, objid, OBJ_CREATE_LOST, ino, stripe_idx, epoch, &h);
+	if (rc)
+		return rc;
+	rc = fd_stat(h.fd, os);
+	obj_put(o, &h);
+	return rc;
+}
+
 int ost_punch(struct ost *o, uint64_t objid, uint64_t size, uint64_t ino, uint32_t stripe_idx,
 	      uint32_t epoch, struct ost_objstat *os)
 {

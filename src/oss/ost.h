@@ -83,6 +83,10 @@ int ost_write(struct ost *o, uint64_t objid, uint64_t off, const void *buf, size
  * when the block that size cuts is bad. */
 int ost_punch(struct ost *o, uint64_t objid, uint64_t size, uint64_t ino, uint32_t stripe_idx,
 	      uint32_t epoch, struct ost_objstat *st);
+/* A missing object (a lost one too) made, empty, in epoch (0 included), tagged with ino/stripe;
+ * an existing one is left as it is. */
+int ost_make_anew(struct ost *o, uint64_t objid, uint64_t ino, uint32_t stripe_idx, uint32_t epoch,
+		  struct ost_objstat *st);
 int ost_getattr(struct ost *o, uint64_t objid, struct ost_objstat *st);
 /*
  * fallocate(2) on [off, off + len) of an object (OST_FALLOCATE); mode is LW_FALLOC_*, checked by

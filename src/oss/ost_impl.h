@@ -127,6 +127,7 @@ struct ost {
 	 * UINT64_MAX while the replacement awaits the MDS's yes (every missing object is lost). The
 	 * registration thread sets it, workers read it. */
 	_Atomic uint64_t lost_below;
+	atomic_bool gone_told;         /* its directory was found removed (said once) */
 };
 
 /* ost_csum.c: range locks, checksums and write intents. */

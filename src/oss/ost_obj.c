@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -106,6 +107,24 @@ void obj_put(struct ost *o, struct obj *h)
 		close(close_cfd);
 }
 
+/*
+ * Whether object directory d (or the OST's own) was removed under the running OSS, as a disk
+ * that died or a directory deleted by hand: its objects are gone, and a missing one must not read
+ * as a hole (zeros) nor be made again by a write into an empty directory nobody will find.
+ */
+static bool dirs_gone(struct ost *o, int d)
+{
+	struct stat st;
+	bool gone = (fstat(o->odir[d], &st) == 0 && st.st_nlink == 0) ||
+		    (fstat(o->dirfd, &st) == 0 && st.st_nlink == 0);
+
+	if (gone && !atomic_exchange(&o->gone_told, true))
+		log_err("OST%04x: its directory %s is gone (a lost disk?): every object it does not hold "
+			"open answers EIO; replace it (loom-oss --format --index %u --replace)", o->conf.idx,
+			o->dir, o->conf.idx);
+	return gone;
+}
+
 int obj_get(struct ost *o, uint64_t objid, int create, uint64_t ino, uint32_t stripe_idx,
 	    uint32_t epoch, struct obj *h)
 {
@@ -143,6 +162,8 @@ int obj_get(struct ost *o, uint64_t objid, int create, uint64_t ino, uint32_t st
 
 	ost_obj_name(objid, name, sizeof(name));
 	fd = openat(o->odir[d], name, O_RDWR | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT && dirs_gone(o, d))
+		return -EIO;
 	/* Lost, not a hole: neither reads as zeros nor is made again by a write of part of it. */
 	if (fd < 0 && errno == ENOENT && create != OBJ_CREATE_LOST && ost_obj_lost(o, objid))
 		return -EIO;

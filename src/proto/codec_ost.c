@@ -83,6 +83,19 @@ static void lw_ost_dec_epoch(struct lw_rd *r, struct lw_ost_io *out)
 	ost_dec_fixed(r, out, flags_reserved, true);
 }
 
+static int punch_flags(uint32_t flags)
+{
+	return flags & ~LW_PUNCH_ANEW ? -EPROTO : 0;
+}
+
+/* A punch: an epoch, and LW_PUNCH_ANEW only to make an object anew (length 0). */
+static void lw_ost_dec_punch(struct lw_rd *r, struct lw_ost_io *out)
+{
+	ost_dec_fixed(r, out, punch_flags, true);
+	if (!r->err && (out->flags & LW_PUNCH_ANEW) && out->length != 0)
+		r->err = -EINVAL;
+}
+
 /* fallocate(2)'s rules: a mode it knows, an empty range -EINVAL, one past the largest file
  * -EFBIG. */
 static void lw_ost_dec_fallocate(struct lw_rd *r, struct lw_ost_io *out)

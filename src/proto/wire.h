@@ -931,7 +931,10 @@ _Static_assert(sizeof(struct lw_ost_heartbeat_rep) == 8, "lw_ost_heartbeat_rep")
  *  OST_PUNCH    discard everything at and beyond `length` (truncate down; never extends).
  *               Protocol 3: sent by the MDS for a truncation of `trunc_epoch`; an object already
  *               in that epoch or a later one is left alone (its bytes are newer than the cut), a
- *               missing one is made, empty, in that epoch.
+ *               missing one is made, empty, in that epoch. Protocol 9: with flags
+ *               LW_PUNCH_ANEW and `length` 0, a missing object (a lost one too) is made, empty,
+ *               in `trunc_epoch` (0 included), and an existing one left as it is: the MDS's
+ *               resync makes a mirrored file's stale copy anew after destroying it.
  *  OST_GETATTR  reply the object's size.
  *  OST_SYNC     fsync the object (the whole OST when objid is 0).
  *  OST_STATFS   reply lw_statfs in place of lw_ost_io_rep.
@@ -944,6 +947,7 @@ _Static_assert(sizeof(struct lw_ost_heartbeat_rep) == 8, "lw_ost_heartbeat_rep")
  *               (objid 0) or of one object, unless one runs already; LW_SCRUB_STATUS only
  *               asks. Either replies lw_scrub_rep in place of lw_ost_io_rep.
  */
+#define LW_PUNCH_ANEW 0x1u
 struct lw_ost_io {
 	uint32_t ost_idx;
 	uint32_t flags;      /* per opcode: OST_FALLOCATE's mode, OST_SEEK's whence; 0 for the others */

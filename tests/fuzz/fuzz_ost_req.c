@@ -67,6 +67,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(io.length > 0 && io.length <= (1ull << 62) - io.offset);
 	} else if (op == LW_OP_OST_SEEK) {
 		FUZZ_CHECK(io.flags == 3 || io.flags == 4);
+	} else if (op == LW_OP_OST_PUNCH) {
+		FUZZ_CHECK(io.flags == 0 || (io.flags == LW_PUNCH_ANEW && io.length == 0));
 	} else {
 		FUZZ_CHECK(io.flags == 0);
 	}

@@ -133,6 +133,12 @@ def layout(cluster, path):
     return parse_file_getstripe(cluster.loom("getstripe", path).stdout)
 
 
+def layout_any(cluster, path):
+    """[(ost, objid)] of a file in any getstripe format, copy by copy for a mirrored one."""
+    out = cluster.loom("getstripe", path).stdout
+    return [(int(o), int(i, 16)) for o, i in re.findall(r"l_ost_idx: (\d+), l_fid: \[0x[0-9a-f]+:(0x[0-9a-f]+):", out)]
+
+
 def ino_of(cluster, path):
     return int(re.search(r"Inode: (\d+)", cluster.loom("stat", path).stdout).group(1))
 
@@ -397,3 +403,38 @@ def test_disconnected_file_goes_to_lost_found(tools, cluster, workdir):
     assert sha256_file(get(cluster, workdir, "/lost+found/#%d" % ino)) == sha256_file(src)
     assert cluster.loom("ls", "/d").stdout.split() == []
     cluster.loom("rm", "-r", "/d")     # its entry count is right again: rmdir works
+
+
+@pytest.mark.allow_log(r"(WARN|ERROR): .*(OST[0-9a-f]{4}|127\.0\.0\.1:\d+).*(lost|refused|reach|closed)")
+def test_mirrored_files_stale_copies_are_not_problems_and_a_missing_in_sync_copy_is_not_made_empty(cluster, workdir):
+    """fsck knows mirrors: a stale copy (its OSS was away for a write) is the resync's, not a
+    problem, whatever its object holds; a missing object of an in-sync copy is reported, and not
+    made empty, which would read as zeros where the other copy holds the file's bytes."""
+    cluster.loom("mkdir", "/m")
+    cluster.loom("setstripe", "-N", "2", "-E", "-1", "-c", "1", "/m")
+    src = put(cluster, workdir, "/m/clean", 2 * MiB + 5)
+    put(cluster, workdir, "/m/stale", 3 * MiB)
+    lay = layout_any(cluster, "/m/stale")
+    # The second copy's OSS is away for a rewrite: it is stale, and stays so (the OSS never
+    # comes back before fsck).
+    second = lay[1]
+    cluster.kill9(cluster.oss_name(second[0]))
+    put(cluster, workdir, "/m/stale", 3 * MiB + 100)
+    clean = layout_any(cluster, "/m/clean")
+    cluster.down()
+    r = fsck_dir(cluster)
+    assert r.rc == 0 and r.found == 0 and r.lines == [], r
+    # An in-sync copy's object goes missing: reported; --repair marks the copy stale (it makes
+    # nothing empty) and the MDS copies it again from the other mirror.
+    victim = object_path(cluster.ost_dir(clean[0][0]), clean[0][1])
+    os.unlink(victim)
+    (line,) = check_and_repair(cluster, "missing object")
+    assert ("mirror 0 stripe 0: OST %d object %#x does not exist; %d bytes of the file were there"
+            % (clean[0][0], clean[0][1], 2 * MiB + 5)) in line, line
+    assert "marked stale" not in line
+    assert not os.path.exists(victim), "fsck made an in-sync copy's object empty"
+    cluster.up()
+    assert open(get(cluster, workdir, "/m/clean"), "rb").read() == open(src, "rb").read()
+    assert wait_until(lambda: "init,stale" not in cluster.loom("getstripe", "/m/clean").stdout, 60, 0.2)
+    assert os.path.getsize(victim) == 2 * MiB + 5
+    assert cluster.loom("mirror", "verify", "/m/clean").returncode == 0

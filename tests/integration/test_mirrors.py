@@ -9,6 +9,7 @@ that open the file afterwards in processes of their own."""
 import hashlib
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -20,7 +21,7 @@ import signal
 import loomutil
 import loomwire
 import pyloom
-from loomutil import MiB, object_path, wait_until
+from loomutil import OSS_BIN, MiB, object_path, wait_until
 
 pytestmark = pyloom.pylib
 
@@ -363,3 +364,52 @@ def test_a_writer_that_dies_between_its_copies_leaves_no_copy_that_looks_in_sync
     for m in range(2):
         assert copy_bytes(c, lay, m, 2 * MiB) == want
     assert "its writer went without closing" in c.read_log("mds")
+
+
+@pytest.mark.allow_log(LOST_OSS, r"ERROR: OST[0-9a-f]{4}: its directory .* is gone",
+                       r"WARN: OST[0-9a-f]{4} replaced: ", r"WARN: OST[0-9a-f]{4}: the copies \d+ mirrored file",
+                       r"(WARN|ERROR): .*(Input/output error|EIO)")
+def test_a_dead_disk_loses_no_mirrored_byte_and_its_replacement_gets_every_copy_back(cluster):
+    """An OST's directory deleted under its running OSS, as a disk that dies: every mirrored file
+    reads back whole (the OSS answers EIO for what it lost, never zeros, and readers go to the
+    other copy). A new OST formatted with --replace takes the index: the MDS marks the copies the
+    old one held stale and resyncs them onto it, and then the copies that never left can die
+    and every byte still reads back."""
+    fs = pyloom.connect(cluster)
+    cluster.loom("mkdir", "/m")
+    cluster.loom("setstripe", "-N", "2", "-E", "-1", "-c", "1", "/m")
+    files = {}
+    for k, size in enumerate((1, 3 * MiB + 17, 9 * MiB, 64 * 1024)):
+        data = pattern(size, 10 + k)
+        with fs.open("/m/f%d" % k, "wb") as f:
+            f.write(data)
+        files["/m/f%d" % k] = data
+    # The OST that holds the most copies dies, from under its OSS.
+    held = {}
+    for p in files:
+        for ost, _ in layout(fs, p).objects:
+            held[ost] = held.get(ost, 0) + 1
+    dead = max(held, key=held.get)
+    ost_dir = cluster.ost_dir(dead)
+    shutil.rmtree(ost_dir)
+    for p, data in files.items():
+        for _ in range(2):
+            assert read_in_child(cluster, p)[0] == hashlib.sha256(data).hexdigest(), p
+    # The disk is replaced: a new OST takes the index.
+    cluster.kill9("oss%s" % os.path.basename(ost_dir)[3:])
+    p = subprocess.run([OSS_BIN, "--format", "--fsname", "loom", "--ost", ost_dir, "--index", str(dead),
+                        "--replace"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+    cluster.restart()
+    assert wait_until(lambda: re.search(r"OST%04x: the copies %d mirrored files? had there are stale" % (
+        dead, held[dead]), cluster.read_log("mds")), 30, 0.2), cluster.read_log("mds")[-2000:]
+    for p, data in files.items():
+        lay = wait_in_sync(fs, p)
+        assert fs.mirror_verify(p) is None, p
+    # The copies that never left die: the rebuilt ones serve every byte of the files they hold.
+    rebuilt = [p for p in files if dead in [o for o, _ in layout(fs, p).objects]]
+    assert len(rebuilt) == held[dead]
+    for ost in set(o for p in files for o, _ in layout(fs, p).objects) - {dead}:
+        cluster.kill9(cluster.oss_name(ost))
+    for p in rebuilt:
+        assert read_in_child(cluster, p)[0] == hashlib.sha256(files[p]).hexdigest(), p

@@ -613,8 +613,13 @@ static void test_ost_space_requests(void)
 	CHECK_RC(lw_ost_req_decode(LW_OP_OST_SEEK, &io, sizeof(io), &out), -EFBIG);
 	/* The other opcodes keep flags reserved: a fallocate mode is no excuse. */
 	io.offset = 0;
-	io.flags = LW_FALLOC_KEEP_SIZE;
+	io.flags = LW_FALLOC_PUNCH_HOLE;
 	CHECK_RC(lw_ost_req_decode(LW_OP_OST_PUNCH, &io, sizeof(io), &out), -EPROTO);
+	/* A punch's one flag: make an object anew, length 0 only. */
+	io.flags = LW_PUNCH_ANEW;
+	CHECK_RC(lw_ost_req_decode(LW_OP_OST_PUNCH, &io, sizeof(io), &out), io.length ? -EINVAL : 0);
+	io.length = 0;
+	CHECK_RC(lw_ost_req_decode(LW_OP_OST_PUNCH, &io, sizeof(io), &out), 0);
 	io.flags = LW_SEEK_DATA;
 	CHECK_RC(lw_ost_req_decode(LW_OP_OST_GETATTR, &io, sizeof(io), &out), -EPROTO);
 }
