@@ -69,13 +69,14 @@ asan: asan-unit
 
 # The benchmark suite (docs/performance.md); e.g. `make bench BENCH_ARGS=--quick`. The datasets
 # through loom.torch.DataLoader (keyed, and through the mount's door) are part of it, as the
-# targets of docs/python.md are measured in the same run; `make bench-ml` adds checkpoints and
-# model loading.
+# targets of docs/python.md are measured in the same run, and so is the redundancy workload
+# (mirrored layouts against plain ones); `make bench-ml` adds checkpoints and model loading.
 bench:
 	scripts/deps.sh bench
 	$(MAKE) all
 	$(PYTHON) bench/run.py --build $(abspath $(BUILD)) $(BENCH_ARGS)
 	$(PYTHON) bench/datasets.py --build $(abspath $(BUILD)) $(ML_ARGS)
+	$(PYTHON) bench/redundancy.py --build $(abspath $(BUILD)) $(REDUNDANCY_ARGS)
 
 # What authenticating and encrypting every frame costs the sequential write and read, through a
 # mount and libloom (docs/performance.md); e.g. `make bench-seal SEAL_ARGS="--size 256M --runs 1"`.
