@@ -342,6 +342,13 @@ void loom_layout_free(struct loom_layout *layout);
  * limit; then -ETIMEDOUT, for instance while a stale copy's OST is away). The owner or root only
  * (-EPERM); -EINVAL for a file that is not mirrored. */
 int loom_mirror_resync(loom_fs *fs, const char *path, unsigned timeout_s);
+/* lfs mirror extend: one more copy, filled by the MDS's resync in the background; -EINVAL for a
+ * file that is not mirrored, at 16 copies, or without OSTs for another copy. */
+int loom_mirror_extend(loom_fs *fs, const char *path);
+/* lfs mirror split -d: copy mirror_id (from 1) goes and its objects are destroyed; -ENOENT for no
+ * such mirror, -EBUSY while the file is open anywhere, -EINVAL for a file that is not mirrored or
+ * a copy that is some stripe's last in sync. With two copies, the file is plain after it. */
+int loom_mirror_split(loom_fs *fs, const char *path, uint32_t mirror_id);
 /* The first difference loom_mirror_verify found, if any. */
 struct loom_mirror_diff {
 	bool differ;

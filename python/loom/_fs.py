@@ -565,6 +565,14 @@ class FileSystem:
         is stale (timeout seconds at most; 0: no limit)."""
         self._call(lib.loom_mirror_resync(self._handle(), self.fspath(path), int(timeout)), path)
 
+    def mirror_extend(self, path):
+        """As `loom mirror extend`: one more copy of path, filled by the MDS in the background."""
+        self._call(lib.loom_mirror_extend(self._handle(), self.fspath(path)), path)
+
+    def mirror_split(self, path, mirror_id):
+        """As `loom mirror split -d --mirror-id ID`: that copy goes, its objects destroyed."""
+        self._call(lib.loom_mirror_split(self._handle(), self.fspath(path), int(mirror_id)), path)
+
     def mirror_verify(self, path):
         """As `loom mirror verify`: compares every in-sync copy of path. None when they agree, else
         (mirror_a, mirror_b, offset) of the first difference."""

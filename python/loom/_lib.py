@@ -150,6 +150,8 @@ _SIGNATURES = {
     "loom_dellayout": (c_int, [c_void_p, c_char_p]),
     "loom_layout_free": (None, [POINTER(Layout)]),
     "loom_mirror_resync": (c_int, [c_void_p, c_char_p, ctypes.c_uint]),
+    "loom_mirror_extend": (c_int, [c_void_p, c_char_p]),
+    "loom_mirror_split": (c_int, [c_void_p, c_char_p, c_uint32]),
     "loom_mirror_verify": (c_int, [c_void_p, c_char_p, POINTER(MirrorDiff)]),
     "loom_prefetch_start": (c_int, [c_void_p, POINTER(PrefetchItem), c_size_t,
                                     POINTER(PrefetchOpts), POINTER(c_void_p)]),

@@ -15,10 +15,12 @@
 
 #define VERIFY_CHUNK (4u << 20)
 
-static int mirror_req(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t cmd)
+static int mirror_req(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_t cmd,
+		      const struct loom_ostobj *obj)
 {
-	struct lw_mirror_req req = { .ino = ino, .cmd = cmd };
-	struct mdc_body b = { { &req }, { sizeof(req) } };
+	struct lw_mirror_req req = { .ino = ino, .cmd = cmd, .count = obj ? 1 : 0 };
+	struct lw_ostobj o = { .ost_idx = obj ? obj->ost_idx : 0, .objid = obj ? obj->objid : 0 };
+	struct mdc_body b = { { &req, &o }, { sizeof(req), obj ? sizeof(o) : 0 } };
 	struct rpc_call call;
 	int rc = mdc_call(fs, cr, LW_OP_MDS_MIRROR, &b, &call);
 
@@ -49,7 +51,7 @@ int loom_mirror_resync(loom_fs *fs, const char *path, unsigned timeout_s)
 	rc = path_resolve(fs, &cr, path, true, &attr);
 	if (rc)
 		return rc;
-	rc = mirror_req(fs, &cr, attr.ino, LW_MIRROR_RESYNC);
+	rc = mirror_req(fs, &cr, attr.ino, LW_MIRROR_RESYNC, NULL);
 	while (rc == 0) {
 		rc = mdc_getlayout(fs, &cr, attr.ino, &l);
 		if (rc)
@@ -64,6 +66,44 @@ int loom_mirror_resync(loom_fs *fs, const char *path, unsigned timeout_s)
 		}
 		sleep_ms(100);
 	}
+	free(l);
+	return rc;
+}
+
+int loom_mirror_extend(loom_fs *fs, const char *path)
+{
+	struct loom_cred cr;
+	struct lw_attr attr;
+	int rc;
+
+	if (fs->door)
+		return -EOPNOTSUPP;
+	fs_cred(fs, &cr);
+	rc = path_resolve(fs, &cr, path, true, &attr);
+	return rc ? rc : mirror_req(fs, &cr, attr.ino, LW_MIRROR_EXTEND, NULL);
+}
+
+int loom_mirror_split(loom_fs *fs, const char *path, uint32_t mirror_id)
+{
+	struct loom_layout *l = NULL;
+	struct loom_cred cr;
+	struct lw_attr attr;
+	int rc;
+
+	if (fs->door)
+		return -EOPNOTSUPP;
+	fs_cred(fs, &cr);
+	rc = path_resolve(fs, &cr, path, true, &attr);
+	if (rc == 0)
+		rc = mdc_getlayout(fs, &cr, attr.ino, &l);
+	if (rc)
+		return rc;
+	if (layout_copies(l) < 2)
+		rc = -EINVAL;
+	else if (mirror_id < 1 || mirror_id > layout_copies(l))
+		rc = -ENOENT;
+	else
+		rc = mirror_req(fs, &cr, attr.ino, LW_MIRROR_SPLIT, &l->objs[(mirror_id - 1) * layout_per_copy(l)]);
 	free(l);
 	return rc;
 }

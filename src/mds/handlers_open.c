@@ -398,14 +398,32 @@ int mds_op_mirror(struct mds_op *o)
 	struct loom_ostobj *objs;
 	int rc;
 
-	if (q->u.mirror.f.cmd == LW_MIRROR_RESYNC) {
+	if (q->u.mirror.f.cmd != LW_MIRROR_STALE) {
 		struct lw_attr attr;
+		struct lw_ostobj obj = { 0 };
 
 		rc = mdt_getattr(o->t, q->u.mirror.f.ino, &attr);
 		if (rc)
 			return rc;
 		if (q->cred.uid != 0 && q->cred.uid != attr.uid)
 			return -EPERM;
+		if (q->u.mirror.f.cmd == LW_MIRROR_EXTEND || q->u.mirror.f.cmd == LW_MIRROR_SPLIT) {
+			/* A reader holding the old layout would read a split copy's objects after
+			 * their destruction (as holes): not while the file is open anywhere. */
+			if (q->u.mirror.f.cmd == LW_MIRROR_SPLIT && mds_ino_is_open(o->m, q->u.mirror.f.ino))
+				return -EBUSY;
+			memcpy(&obj, q->u.mirror.objs, q->u.mirror.f.count ? sizeof(obj) : 0);
+			rc = q->u.mirror.f.cmd == LW_MIRROR_EXTEND ?
+			     mdt_mirror_extend(o->t, q->u.mirror.f.ino, &layout) :
+			     mdt_mirror_split(o->t, q->u.mirror.f.ino, obj.ost_idx, obj.objid, &layout);
+			if (rc == 0) {
+				mds_resync_now(o->m, q->u.mirror.f.ino);
+				o->bs->released = true; /* a split's objects joined the destroy queue */
+				rc = reply_with_layout(o->r, NULL, 0, layout);
+			}
+			free(layout);
+			return rc;
+		}
 		rc = mdt_getlayout(o->t, q->u.mirror.f.ino, &layout);
 		if (rc == 0 && layout->mirror_count < 2)
 			rc = -EINVAL;

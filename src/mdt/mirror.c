@@ -341,3 +341,105 @@ int mdt_mirror_mark(struct mdt_txn *t, uint64_t ino, uint32_t obj)
 	free(l);
 	return rc;
 }
+
+int mdt_mirror_extend(struct mdt_txn *t, uint64_t ino, struct loom_layout **out)
+{
+	struct loom_layout *l, *n;
+	uint32_t per, copies;
+	int rc;
+
+	*out = NULL;
+	rc = load_mirrored(t, ino, &l);
+	if (rc || !l)
+		return rc ? rc : -EINVAL;
+	per = layout_per_copy(l);
+	copies = layout_copies(l);
+	if (copies >= LOOM_MAX_MIRRORS || (uint64_t)per * (copies + 1) > LOOM_MAX_STRIPES) {
+		free(l);
+		return -EINVAL;
+	}
+	n = realloc(l, sizeof(*l) + (size_t)per * (copies + 1) * sizeof(l->objs[0]));
+	if (!n) {
+		free(l);
+		return -ENOMEM;
+	}
+	l = n;
+	rc = mdt_alloc_copy(t, l, l->objs + l->nobjs);
+	if (rc == 0) {
+		l->nobjs += per;
+		l->mirror_count++;
+		l->layout_gen++;
+		rc = mdt_layout_save(t, MDT_DB_LAYOUTS, ino, l);
+	}
+	if (rc == 0)
+		rc = mdt_mirror_note(t, ino, l);
+	if (rc) {
+		free(l);
+		return rc;
+	}
+	*out = l;
+	return 0;
+}
+
+int mdt_mirror_split(struct mdt_txn *t, uint64_t ino, uint32_t ost, uint64_t objid, struct loom_layout **out)
+{
+	struct loom_layout *l, gone;
+	uint32_t per, copies, m;
+	int64_t at;
+	int rc;
+
+	*out = NULL;
+	rc = load_mirrored(t, ino, &l);
+	if (rc || !l)
+		return rc ? rc : -EINVAL;
+	per = layout_per_copy(l);
+	copies = layout_copies(l);
+	at = obj_index(l, ost, objid);
+	if (at < 0) {
+		free(l);
+		return -EINVAL;
+	}
+	m = (uint32_t)at / per;
+	/* Each stripe keeps an in-sync copy among the others. */
+	for (uint32_t k = 0; k < per; k++)
+		if (!(l->objs[m * per + k].flags & LOOM_OBJ_STALE) && in_sync(l, k) < 2) {
+			free(l);
+			return -EINVAL;
+		}
+	/* Its objects go to the destroyer (a layout of just them). */
+	{
+		struct loom_layout *d = malloc(sizeof(*d) + per * sizeof(d->objs[0]));
+
+		if (!d) {
+			free(l);
+			return -ENOMEM;
+		}
+		gone = *l;
+		*d = gone;
+		d->nobjs = per;
+		memcpy(d->objs, l->objs + (size_t)m * per, per * sizeof(d->objs[0]));
+		rc = mdt_destroy_queue(t, ino, d);
+		free(d);
+	}
+	if (rc == 0) {
+		memmove(l->objs + (size_t)m * per, l->objs + (size_t)(m + 1) * per,
+			(size_t)(copies - m - 1) * per * sizeof(l->objs[0]));
+		l->nobjs -= per;
+		l->mirror_count = (uint16_t)(copies - 1);
+		if (l->mirror_count == 1)
+			for (uint32_t o = 0; o < l->nobjs; o++)
+				l->objs[o].flags = 0; /* one copy: plain, in sync by the check above */
+		if (l->mirror_count == 1)
+			l->flags &= ~LOOM_LAYOUT_WRITE_PENDING;
+		l->layout_gen++;
+		rc = mdt_layout_save(t, MDT_DB_LAYOUTS, ino, l);
+	}
+	if (rc == 0)
+		rc = mdt_mirror_note(t, ino, l);
+	if (rc) {
+		free(l);
+		return rc;
+	}
+	*out = l;
+	return 0;
+}

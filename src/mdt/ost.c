@@ -736,3 +736,55 @@ out:
 	free(stale);
 	return rc;
 }
+
+int mdt_alloc_copy(struct mdt_txn *t, const struct loom_layout *l, struct loom_ostobj *objs)
+{
+	struct mdt_store *s = t->s;
+	uint32_t per = l->nobjs / (l->mirror_count > 1 ? l->mirror_count : 1), n = 0, ncand = 0;
+	uint32_t *cand = malloc(2 * s->nosts * sizeof(*cand)), *members = NULL, nmembers = 0;
+	struct mdt_ost_rec rec;
+	int rc = 0;
+
+	if (!cand)
+		return -ENOMEM;
+	if (l->pool[0]) {
+		rc = mdt_pool_members(t, l->pool, &members, &nmembers);
+		if (rc == -ENOENT)
+			rc = 0;
+	}
+	/* Candidates: the usable OSTs in the allocator's order, then the others known and not
+	 * excluded by an administrator (away now: the copy is stale anyway, the resync fills it
+	 * when they are back). */
+	if (rc == 0 && choose_osts(s, -1, -1, members, nmembers, cand, &ncand) != 0)
+		ncand = 0;
+	for (uint32_t i = 0; rc == 0 && i < s->nosts; i++)
+		if (!(s->osts[i].state & (LW_TGT_NOCREATE | LW_TGT_READONLY | LW_TGT_DEACTIVATED)) &&
+		    in_members(s->osts[i].idx, members, nmembers))
+			cand[ncand++] = i;
+	for (uint32_t c = 0; rc == 0 && c < ncand && n < per; c++) {
+		uint32_t idx = s->osts[cand[c]].idx;
+		bool used = false;
+
+		for (uint32_t o = 0; o < l->nobjs && !used; o++)
+			used = l->objs[o].ost_idx == idx;
+		for (uint32_t o = 0; o < n && !used; o++)
+			used = objs[o].ost_idx == idx;
+		if (used)
+			continue;
+		rc = mdt_ost_rec_get(t, idx, &rec);
+		if (rc == -ENOENT)
+			rc = -EIO;
+		if (rc)
+			break;
+		objs[n].ost_idx = rec.idx;
+		objs[n].flags = LOOM_OBJ_STALE;
+		objs[n].objid = rec.next_objid++;
+		rc = mdt_ost_rec_put(t, &rec);
+		n++;
+	}
+	free(cand);
+	free(members);
+	if (rc == 0 && n < per)
+		rc = -EINVAL; /* not enough OSTs the file is not on already */
+	return rc;
+}

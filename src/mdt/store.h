@@ -339,6 +339,12 @@ int mdt_mirror_ost_lost(struct mdt_txn *t, uint32_t idx, uint64_t lost_below, ui
 /* Object obj (its index in the layout) of mirrored file ino becomes stale: -EBUSY where it is
  * its stripe's last in-sync copy (loom fsck, for a copy's missing object). */
 int mdt_mirror_mark(struct mdt_txn *t, uint64_t ino, uint32_t obj);
+/* loom mirror extend: ino gets one more copy, stale, for the resync to fill; -EINVAL for a file
+ * that is not mirrored or at LOOM_MAX_MIRRORS, or without OSTs for it. loom mirror split: the copy
+ * holding object (ost, objid) goes, its objects queued for destruction; -EINVAL for the last copy,
+ * or where a stripe would be left without an in-sync copy. *out gets the new layout. */
+int mdt_mirror_extend(struct mdt_txn *t, uint64_t ino, struct loom_layout **out);
+int mdt_mirror_split(struct mdt_txn *t, uint64_t ino, uint32_t ost, uint64_t objid, struct loom_layout **out);
 
 /* Marks objects of the mirrored file ino stale (mirror.c): count objects, named by OST and id.
  * -EINVAL for a file that is not mirrored, an object not in its layout, or the last in-sync
@@ -565,6 +571,10 @@ int mdt_pool_each(struct mdt_txn *t, int (*fn)(const char *name, const uint32_t 
  */
 int mdt_alloc_stripes(struct mdt_txn *t, int32_t count, int32_t offset, const char *pool,
 		      uint32_t mirrors, struct loom_ostobj *objs, uint32_t *n_out);
+/* Objects for one more copy of l (loom mirror extend): one a stripe, each on an OST l has no object
+ * on (its pool's, if it names one that exists), usable ones first; all stale. -EINVAL when there
+ * are not that many OSTs left. objs needs room for one copy's objects. */
+int mdt_alloc_copy(struct mdt_txn *t, const struct loom_layout *l, struct loom_ostobj *objs);
 
 /* ---- space (space.c) ---- */
 

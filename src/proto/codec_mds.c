@@ -140,12 +140,13 @@ static void lw_dec_mirror(struct lw_rd *r, struct lw_mds_req *out)
 	lw_rd_fixed(r, f, sizeof(*f));
 	if (r->err)
 		return;
-	if (f->cmd == LW_MIRROR_RESYNC) {
+	if (f->cmd == LW_MIRROR_RESYNC || f->cmd == LW_MIRROR_EXTEND) {
 		if (f->count != 0)
 			r->err = -EINVAL;
 		return;
 	}
-	if (f->cmd != LW_MIRROR_STALE || f->count == 0 || f->count > LW_MIRROR_MAX_OBJS) {
+	if ((f->cmd != LW_MIRROR_STALE && f->cmd != LW_MIRROR_SPLIT) || f->count == 0 ||
+	    f->count > LW_MIRROR_MAX_OBJS || (f->cmd == LW_MIRROR_SPLIT && f->count != 1)) {
 		r->err = -EINVAL;
 		return;
 	}

@@ -769,6 +769,11 @@ _Static_assert(sizeof(struct lw_setlayout_req) == 16, "lw_setlayout_req");
 #define LW_MIRROR_STALE  1u
 #define LW_MIRROR_RESYNC 2u /* count 0: resync the file now (its owner or root); the reply is the
                              * layout as it is, the copies are made in the background */
+#define LW_MIRROR_EXTEND 3u /* count 0: one more copy, stale, for the resync to fill (owner or
+                             * root; -EINVAL at 16 copies or without OSTs for it) */
+#define LW_MIRROR_SPLIT  4u /* count 1, an object of the copy to remove: its objects are
+                             * destroyed (owner or root; -EBUSY while the file is open; -EINVAL
+                             * for the last copy or a stripe's last in-sync one) */
 #define LW_MIRROR_MAX_OBJS LOOM_MAX_STRIPES
 struct lw_mirror_req {
 	uint64_t ino;

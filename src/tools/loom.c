@@ -39,7 +39,7 @@ static const struct command commands[] = {
 	{ "stat", cmd_stat, "PATH...   show attributes" },
 	{ "scrub", cmd_scrub, "[--wait] [--status] [--paths] OST_INDEX... | --all   verify objects against their checksums" },
 	{ "fsck", cmd_fsck, "--dir DIR | ...   check and repair the namespace against the objects" },
-	{ "mirror", cmd_mirror, "create -N COPIES [...] FILE | resync [--timeout SEC] FILE... | verify [-v] FILE...   mirrored files (lfs mirror)" },
+	{ "mirror", cmd_mirror, "create -N COPIES [...] FILE | resync [--timeout SEC] | verify [-v] | extend [-N COUNT] | split -d --mirror-id ID  FILE...   mirrored files (lfs mirror)" },
 	{ "migrate", cmd_migrate, "[-c COUNT] [-S SIZE] [-i IDX | -p POOL] [-r] FILE|DIR...   re-stripe files online" },
 	{ "pool", cmd_pool, "new|destroy NAME | add|remove NAME OST... | list [NAME] [PATH]   OST pools (lctl pool_*)" },
 	{ "ost", cmd_ost, "deactivate|activate IDX... | remove [--force] IDX   no new stripes on an OST, or again; retire it" },

@@ -1,7 +1,8 @@
 /*
  * loom mirror: mirrored files, as `lfs mirror`. `create` makes a new file with copies (as
  * `loom setstripe -N` on a new path); `resync` has the MDS copy stale copies again and waits for
- * it; `verify` reads every in-sync copy and compares them.
+ * it; `verify` reads every in-sync copy and compares them; `extend` adds copies (the MDS fills
+ * them); `split -d` removes one.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -15,7 +16,9 @@
 #define MIRROR_USAGE \
 	"usage: loom mirror create -N COPIES [-c COUNT] [-S SIZE] [-i IDX] [-p POOL] FILE...\n" \
 	"       loom mirror resync [--timeout SEC] FILE...\n" \
-	"       loom mirror verify [-v] FILE...\n"
+	"       loom mirror verify [-v] FILE...\n" \
+	"       loom mirror extend [-N COUNT] FILE...\n" \
+	"       loom mirror split -d --mirror-id ID FILE...\n"
 
 /* Runs one (fs, the file's path in the file system, the path as given) per FILE argument from
  * optind on, connecting once; 1 if any failed (each said why), 2 without a FILE. */
@@ -123,6 +126,103 @@ static int mirror_verify(struct tool_ctx *ctx, int argc, char **argv)
 	return each_file(ctx, argc, argv, &verbose, verify_one);
 }
 
+static int extend_one(loom_fs *fs, const char *path, const char *arg, void *opt)
+{
+	long n = *(long *)opt;
+
+	for (long i = 0; i < n; i++) {
+		int rc = loom_mirror_extend(fs, path);
+
+		if (rc == -EINVAL) {
+			fprintf(stderr, "loom mirror extend: '%s': not a mirrored file, 16 copies already, or "
+					"no OST left that holds none of it\n", arg);
+			return 1;
+		}
+		if (rc) {
+			tool_fail("mirror extend", arg, rc);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int mirror_extend(struct tool_ctx *ctx, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "mirror-count", required_argument, NULL, 'N' }, { NULL, 0, NULL, 0 },
+	};
+	long n = 1;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "N:", opts, NULL)) != -1) {
+		char *end;
+
+		n = c == 'N' ? strtol(optarg, &end, 10) : -1;
+		if (c != 'N' || *end || end == optarg || n < 1 || n > LOOM_MAX_MIRRORS) {
+			fprintf(stderr, c == 'N' ? "loom mirror extend: invalid count '%s' (1 to 15 more copies)\n"
+						 : MIRROR_USAGE, optarg);
+			return 2;
+		}
+	}
+	return each_file(ctx, argc, argv, &n, extend_one);
+}
+
+static int split_one(loom_fs *fs, const char *path, const char *arg, void *opt)
+{
+	uint32_t id = *(uint32_t *)opt;
+	int rc = loom_mirror_split(fs, path, id);
+
+	if (rc == -ENOENT)
+		fprintf(stderr, "loom mirror split: '%s': no mirror %u\n", arg, id);
+	else if (rc == -EBUSY)
+		fprintf(stderr, "loom mirror split: '%s': open somewhere (its readers would read the copy "
+				"that goes); try again once it is closed\n", arg);
+	else if (rc == -EINVAL)
+		fprintf(stderr, "loom mirror split: '%s': not a mirrored file, or mirror %u holds the only "
+				"in-sync copy of a stripe (`loom mirror resync` first)\n", arg, id);
+	else if (rc)
+		tool_fail("mirror split", arg, rc);
+	return rc ? 1 : 0;
+}
+
+static int mirror_split(struct tool_ctx *ctx, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "mirror-id", required_argument, NULL, 'm' }, { "destroy", no_argument, NULL, 'd' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool destroy = false;
+	long id = 0;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "dm:", opts, NULL)) != -1) {
+		char *end;
+
+		if (c == 'd') {
+			destroy = true;
+			continue;
+		}
+		id = c == 'm' ? strtol(optarg, &end, 10) : -1;
+		if (c != 'm' || *end || end == optarg || id < 1 || id > LOOM_MAX_MIRRORS) {
+			fprintf(stderr, c == 'm' ? "loom mirror split: invalid mirror id '%s'\n" : MIRROR_USAGE,
+				optarg);
+			return 2;
+		}
+	}
+	if (!id || !destroy) {
+		fprintf(stderr, "loom mirror split: needs --mirror-id ID and -d (Loom destroys the copy it "
+				"splits off; lfs's -f NEWFILE is not supported)\n" MIRROR_USAGE);
+		return 2;
+	}
+	{
+		uint32_t mid = (uint32_t)id;
+
+		return each_file(ctx, argc, argv, &mid, split_one);
+	}
+}
+
 int cmd_mirror(struct tool_ctx *ctx, int argc, char **argv)
 {
 	if (argc < 2) {
@@ -145,6 +245,10 @@ int cmd_mirror(struct tool_ctx *ctx, int argc, char **argv)
 		return mirror_resync(ctx, argc - 1, argv + 1);
 	if (!strcmp(argv[1], "verify"))
 		return mirror_verify(ctx, argc - 1, argv + 1);
+	if (!strcmp(argv[1], "extend"))
+		return mirror_extend(ctx, argc - 1, argv + 1);
+	if (!strcmp(argv[1], "split"))
+		return mirror_split(ctx, argc - 1, argv + 1);
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		printf(MIRROR_USAGE);
 		return 0;

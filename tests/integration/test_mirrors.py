@@ -413,3 +413,45 @@ def test_a_dead_disk_loses_no_mirrored_byte_and_its_replacement_gets_every_copy_
         cluster.kill9(cluster.oss_name(ost))
     for p in rebuilt:
         assert read_in_child(cluster, p)[0] == hashlib.sha256(files[p]).hexdigest(), p
+
+
+def test_loom_mirror_extend_adds_a_copy_the_mds_fills_and_split_removes_one(cluster):
+    fs = pyloom.connect(cluster)
+    cluster.loom("mkdir", "/m")
+    cluster.loom("setstripe", "-N", "2", "-E", "-1", "-c", "1", "/m")
+    data = pattern(5 * MiB + 3, 20)
+    with fs.open("/m/f", "wb") as f:
+        f.write(data)
+    before = layout(fs, "/m/f")
+    cluster.loom("mirror", "extend", "/m/f")
+    lay = wait_in_sync(fs, "/m/f")
+    assert lay.mirror_count == 3 and lay.objects[:2] == before.objects, lay
+    assert len({o for o, _ in lay.objects}) == 3
+    assert copy_bytes(cluster, lay, 2, len(data)) == data
+    assert fs.mirror_verify("/m/f") is None
+    # No fourth OST left that holds none of it? There is one; a fifth copy has none.
+    cluster.loom("mirror", "extend", "/m/f")
+    p = cluster.loom("mirror", "extend", "/m/f", check=False)
+    assert p.returncode == 1 and "no OST left that holds none of it" in p.stderr, p.stderr
+    wait_in_sync(fs, "/m/f")
+    # Split: refused while open; then copy 1 goes, its objects destroyed; the rest read back.
+    f = fs.open("/m/f", "rb")
+    p = cluster.loom("mirror", "split", "-d", "--mirror-id", "1", "/m/f", check=False)
+    assert p.returncode == 1 and "open somewhere" in p.stderr, p.stderr
+    f.close()
+    first = layout(fs, "/m/f").objects[0]
+    cluster.loom("mirror", "split", "-d", "--mirror-id", "1", "/m/f")
+    lay = layout(fs, "/m/f")
+    assert lay.mirror_count == 3 and first not in lay.objects, lay
+    assert wait_until(lambda: not os.path.exists(object_path(cluster.ost_dir(first[0]), first[1])), 30, 0.2)
+    p = cluster.loom("mirror", "split", "-d", "--mirror-id", "4", "/m/f", check=False)
+    assert p.returncode == 1 and "no mirror 4" in p.stderr, p.stderr
+    p = cluster.loom("mirror", "split", "--mirror-id", "1", "/m/f", check=False)
+    assert p.returncode == 2 and "lfs's -f NEWFILE is not supported" in p.stderr, p.stderr
+    # Down to one copy: a plain file, which reads back whole.
+    cluster.loom("mirror", "split", "-d", "--mirror-id", "1", "/m/f")
+    cluster.loom("mirror", "split", "-d", "--mirror-id", "1", "/m/f")
+    lay = layout(fs, "/m/f")
+    assert lay.mirror_count == 1 and len(lay.objects) == 1
+    assert "lcm_mirror_count" not in cluster.loom("getstripe", "/m/f").stdout
+    assert read_in_child(cluster, "/m/f")[0] == hashlib.sha256(data).hexdigest()
