@@ -131,11 +131,18 @@ int io_job_start(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const u
 			cut_run(&runs[r], segs, buf, ino, l, pick[runs[r].obj], write, epoch, job->pieces, &np);
 			continue;
 		}
-		/* Every copy of the stripe that is in sync; a stale one waits for its resync. */
+		/* Every copy of the stripe that is in sync; a stale one waits for its resync. A handle
+		 * whose view has every copy stale (an old layout and this client's newer marks) is
+		 * behind the MDS, which always keeps one in sync: it writes them all rather than
+		 * none. */
+		bool any_in_sync = copies == 1;
+
+		for (uint32_t m = 0; m < copies && !any_in_sync; m++)
+			any_in_sync = !mirror_obj_stale(fs, l, m * g.count + runs[r].obj);
 		for (uint32_t m = 0; m < copies; m++) {
 			uint32_t obj = m * g.count + runs[r].obj;
 
-			if (copies == 1 || !mirror_obj_stale(fs, l, obj))
+			if (copies == 1 || !any_in_sync || !mirror_obj_stale(fs, l, obj))
 				cut_run(&runs[r], segs, buf, ino, l, obj, write, epoch, job->pieces, &np);
 		}
 	}

@@ -883,6 +883,20 @@ static void test_mirrors(void)
 	CHECK_RC(io_sync(fs, 5, l), -EIO);
 	CHECK(nmarked == 1 && marked[0].ost_idx == 12); /* stripe 1's copies both answered */
 
+	/* A handle whose view has every copy of stripe 0 stale (its layout marks copy 1, this client
+	 * marked copy 0 since): it is behind the MDS, and writes both rather than neither. */
+	fake_reset();
+	nmarked = 0;
+	u64map_destroy(&fs->stale);
+	u64map_init(&fs->stale);
+	REQUIRE(u64map_put(&fs->stale, ((uint64_t)10 << 48) ^ 0x1000, (void *)(uintptr_t)5) == 0);
+	l->objs[2].flags = LOOM_OBJ_STALE;
+	CHECK(mirror_obj_stale(fs, l, 0) && mirror_obj_stale(fs, l, 2));
+	CHECK_RC(io_write(fs, 5, l, buf, MiB, 0, 0, NULL), 0);
+	CHECK_EQ(nlog, 2);
+	CHECK(log_[0].body.ost_idx == 10 && log_[1].body.ost_idx == 12);
+	l->objs[2].flags = 0;
+
 	fake_reset();
 	u64map_destroy(&fs->stale);
 	pthread_mutex_destroy(&fs->stale_lock);
