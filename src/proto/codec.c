@@ -356,6 +356,9 @@ int lw_layout_req_check(const struct lw_layout *l)
 		return -EPROTO;
 	if (l->reserved != 0 || (l->version < LW_LAYOUT_V3 && l->mirror_count != 0))
 		return -EPROTO;
+	/* Version 3 only where it says something (lw_layout_encode): one layout, one byte image. */
+	if (l->version == LW_LAYOUT_V3 && (l->mirror_count == 0 || (l->mirror_count == 1 && l->nobjs)))
+		return -EPROTO;
 	if (l->mirror_count > LOOM_MAX_MIRRORS)
 		return -EINVAL;
 	/* Every copy's objects count against the one cap: a layout's image stays bounded. */

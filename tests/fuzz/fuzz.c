@@ -102,7 +102,7 @@ int ref_hdr_check(const struct ref_hdr *h)
 {
 	if (h->magic != 0x4D4F4F4Cu) /* "LOOM" */
 		return -EPROTO;
-	if (h->version < 8 || h->version > 8) /* LW_VERSION_MIN, LW_VERSION */
+	if (h->version < 9 || h->version > 9) /* LW_VERSION_MIN, LW_VERSION */
 		return -EPROTO;
 	if (h->body_len > (1u << 20) + (64u << 10) || h->bulk_len > (16u << 20))
 		return -EPROTO;

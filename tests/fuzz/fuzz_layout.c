@@ -35,18 +35,23 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 }
 
 /* What wire.h asks of a layout with objects beyond lw_layout_req_check: a stripe size to
- * divide offsets by, and every lw_ostobj's reserved pad 0. The input holds all nobjs objects. */
+ * divide offsets by, a mirrored file's copies x stripes objects, and each lw_ostobj's flags
+ * (stale, in a mirrored layout only). The input holds all nobjs objects. */
 static bool file_layout_sound(const struct lw_layout *fixed, size_t fixed_len, const uint8_t *data)
 {
+	bool mirrored = fixed->mirror_count > 1;
+
 	if (fixed->nobjs && fixed->stripe_size == 0)
 		return false;
 	if (fixed->nobjs && fixed->dom_size == LOOM_DOM_NONE)
 		return false; /* a file's Data-on-MDT part is a size, not "none" */
+	if (fixed->nobjs && mirrored && (uint64_t)fixed->stripe_count * fixed->mirror_count != fixed->nobjs)
+		return false;
 	for (uint32_t i = 0; i < fixed->nobjs; i++) {
 		struct lw_ostobj o;
 
 		memcpy(&o, data + fixed_len + (size_t)i * sizeof(o), sizeof(o));
-		if (o.pad != 0)
+		if (o.flags & ~(mirrored ? LW_OBJ_STALE : 0u))
 			return false;
 	}
 	return true;
@@ -60,7 +65,7 @@ static void check_same_image(const uint8_t *enc, const uint8_t *in, uint32_t nob
 
 static void check_stripe_math(const struct loom_layout *l, uint64_t file_size)
 {
-	struct stripe_geom g = { .size = l->stripe_size, .count = l->nobjs };
+	struct stripe_geom g = stripe_geom_of(l);
 	uint64_t sum = 0;
 
 	if (l->nobjs == 0)
@@ -68,8 +73,8 @@ static void check_stripe_math(const struct loom_layout *l, uint64_t file_size)
 	/* A file's layout is concrete (wire.h): the decoder refuses a stripe size of 0, which
 	 * would divide by zero in stripe_obj_size (io_punch). */
 	FUZZ_CHECK(l->stripe_size != 0);
-	file_size %= (uint64_t)l->stripe_size * l->nobjs * 3 + 1;
-	for (uint32_t k = 0; k < l->nobjs; k++)
+	file_size %= (uint64_t)l->stripe_size * g.count * 3 + 1;
+	for (uint32_t k = 0; k < g.count; k++)
 		sum += stripe_obj_size(&g, k, file_size);
 	FUZZ_CHECK(sum == file_size);
 }
@@ -89,7 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&fixed, 0, sizeof(fixed));
 	if (size >= LW_LAYOUT_V1_SIZE) {
 		memcpy(&fixed, data, LW_LAYOUT_V1_SIZE);
-		fixed_len = fixed.version == LW_LAYOUT_V2 ? sizeof(fixed) : LW_LAYOUT_V1_SIZE;
+		fixed_len = fixed.version >= LW_LAYOUT_V2 ? sizeof(fixed) : LW_LAYOUT_V1_SIZE;
 	}
 	if (fixed_len && size >= fixed_len) {
 		memcpy(&fixed, data, fixed_len);
@@ -115,6 +120,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			   l->stripe_count == fixed.stripe_count && l->stripe_offset == fixed.stripe_offset &&
 			   l->layout_gen == fixed.layout_gen && l->flags == fixed.flags &&
 			   l->dom_size == fixed.dom_size);
+		FUZZ_CHECK(l->mirror_count == (l->nobjs && fixed.mirror_count == 0 ? 1 : fixed.mirror_count));
 		FUZZ_CHECK(memchr(l->pool, '\0', sizeof(l->pool)) != NULL);
 		FUZZ_CHECK(!strncmp(l->pool, fixed.pool, sizeof(l->pool)));
 		for (uint32_t i = 0; i < l->nobjs; i++) {
@@ -122,7 +128,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 			memcpy(&o, data + fixed_len + (size_t)i * sizeof(o), sizeof(o));
 			FUZZ_CHECK(l->objs[i].ost_idx == o.ost_idx && l->objs[i].objid == o.objid &&
-				   l->objs[i].pad == 0);
+				   l->objs[i].flags == o.flags);
 		}
 		enc = malloc(lw_layout_size(l->nobjs));
 		FUZZ_CHECK(enc != NULL);

@@ -89,6 +89,7 @@ static size_t fixed_size(uint16_t op)
 	case LW_OP_MDS_INOS: return sizeof(struct lw_inos_req);
 	case LW_OP_MDS_REPLAY: return sizeof(struct lw_replay_req);
 	case LW_OP_MDS_LEASE: return sizeof(struct lw_lease_req);
+	case LW_OP_MDS_MIRROR: return sizeof(struct lw_mirror_req);
 	default: return 0;
 	}
 }
@@ -118,10 +119,15 @@ static void check_layout_req(const struct lw_layout *l)
 {
 	size_t pn = strnlen(l->pool, sizeof(l->pool));
 
-	FUZZ_CHECK(l->magic == LW_LAYOUT_MAGIC && (l->version == LW_LAYOUT_V1 || l->version == LW_LAYOUT_V2));
+	FUZZ_CHECK(l->magic == LW_LAYOUT_MAGIC && l->version >= LW_LAYOUT_V1 && l->version <= LW_LAYOUT_V3);
 	/* Version 1 has no dom_size: read as 0. Else 0, none, or 64 KiB multiples to 1 MiB. */
-	FUZZ_CHECK(l->version == LW_LAYOUT_V2 || (l->dom_size == 0 && l->pad == 0));
-	FUZZ_CHECK(l->pad == 0);
+	FUZZ_CHECK(l->version >= LW_LAYOUT_V2 || (l->dom_size == 0 && l->mirror_count == 0));
+	FUZZ_CHECK(l->reserved == 0);
+	/* Copies: version 3 only, 1 to 16, and at most 2000 objects in all. */
+	FUZZ_CHECK(l->version == LW_LAYOUT_V3 ? l->mirror_count >= 1 && l->mirror_count <= LOOM_MAX_MIRRORS
+					      : l->mirror_count == 0);
+	FUZZ_CHECK(l->mirror_count <= 1 || l->stripe_count <= 0 ||
+		   (uint64_t)l->stripe_count * l->mirror_count <= LOOM_MAX_STRIPES);
 	FUZZ_CHECK(l->dom_size == LOOM_DOM_NONE ||
 		   (l->dom_size % LOOM_STRIPE_UNIT == 0 && l->dom_size <= LOOM_DOM_MAX));
 	FUZZ_CHECK(l->pattern == 0 || l->pattern == LW_PATTERN_RAID0);
@@ -322,6 +328,21 @@ static void check_contents(const struct lw_mds_req *q, const struct body *b)
 	case LW_OP_MDS_INOS:
 		FUZZ_CHECK(q->u.inos.count >= 1 && q->u.inos.count <= LW_INOS_MAX && q->u.inos.pad == 0);
 		break;
+	case LW_OP_MDS_MIRROR: {
+		uint32_t cmd = q->u.mirror.f.cmd, n = q->u.mirror.f.count;
+
+		FUZZ_CHECK(cmd >= LW_MIRROR_STALE && cmd <= LW_MIRROR_SPLIT);
+		FUZZ_CHECK(cmd == LW_MIRROR_RESYNC || cmd == LW_MIRROR_EXTEND ? n == 0 :
+			   cmd == LW_MIRROR_SPLIT ? n == 1 : n >= 1 && n <= LW_MIRROR_MAX_OBJS);
+		FUZZ_CHECK(!n || inside(b, q->u.mirror.objs, (size_t)n * sizeof(struct lw_ostobj)));
+		for (uint32_t i = 0; i < n; i++) {
+			struct lw_ostobj o;
+
+			memcpy(&o, q->u.mirror.objs + (size_t)i * sizeof(o), sizeof(o));
+			FUZZ_CHECK(o.flags == 0);
+		}
+		break;
+	}
 	case LW_OP_MDS_LEASE:
 		FUZZ_CHECK(q->u.lease.f.flags == LW_LEASE_ALL ? q->u.lease.f.count == 0 :
 			   q->u.lease.f.flags == 0 && q->u.lease.f.count >= 1 &&
@@ -454,6 +475,10 @@ static void encode(const struct lw_mds_req *q, struct lw_wr *w)
 		break;
 	case LW_OP_MDS_SYNC: lw_wr_put(w, &q->u.sync, sizeof(q->u.sync)); break;
 	case LW_OP_MDS_INOS: lw_wr_put(w, &q->u.inos, sizeof(q->u.inos)); break;
+	case LW_OP_MDS_MIRROR:
+		lw_wr_put(w, &q->u.mirror.f, sizeof(q->u.mirror.f));
+		lw_wr_put(w, q->u.mirror.objs, (size_t)q->u.mirror.f.count * sizeof(struct lw_ostobj));
+		break;
 	case LW_OP_MDS_LEASE:
 		lw_wr_put(w, &q->u.lease.f, sizeof(q->u.lease.f));
 		lw_wr_put(w, q->u.lease.leases, (size_t)q->u.lease.f.count * sizeof(struct lw_lease));

@@ -100,9 +100,9 @@ static void ref_parse(const struct cfg *cfg, const uint8_t *s, size_t len, struc
 		if (ref_hdr_check(&fr->h) || (fr->h.flags & (LW_F_REPLY | LW_F_NOTIFY)) ||
 		    (fr->h.bulk_len && !ref_bulk_ok(cfg, fr->h.opcode))) {
 			ref->bad = true;
-			/* A version outside 8..8 with Loom's magic: the server answers with its version
+			/* A version outside 9..9 with Loom's magic: the server answers with its version
 			 * refusal before it closes (wire.h, struct lw_version_refusal). */
-			ref->foreign = fr->h.magic == 0x4D4F4F4Cu && (fr->h.version < 8 || fr->h.version > 8);
+			ref->foreign = fr->h.magic == 0x4D4F4F4Cu && (fr->h.version < 9 || fr->h.version > 9);
 			ref->foreign_hdr = fr->h;
 			return;
 		}
@@ -495,7 +495,7 @@ static bool reply_matches(const struct expect *e, const struct ref_hdr *h, const
 /* The version refusal of wire.h, answering the foreign frame h: the last thing on the wire. */
 static bool is_version_refusal(const struct ref *ref, const struct ref_hdr *h, const uint8_t *body, size_t left)
 {
-	static const uint8_t want[8] = { 8, 0, 8, 0, 0, 0, 0, 0 }; /* version_min, version_max, pad */
+	static const uint8_t want[8] = { 9, 0, 9, 0, 0, 0, 0, 0 }; /* version_min, version_max, pad */
 
 	return ref->foreign && h->req_id == ref->foreign_hdr.req_id && h->opcode == ref->foreign_hdr.opcode &&
 	       h->status == ref_errno_to_wire(-EPROTONOSUPPORT) && h->body_len == 32 && h->bulk_len == 0 &&

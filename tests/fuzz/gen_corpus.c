@@ -665,11 +665,11 @@ static void gen_regressions(void)
 	lw_wr_init(&b, buf, sizeof(buf));
 	lw_layout_encode(&b, l);
 	put_file("fuzz_layout", "regress-layout-zero-stripe-size", buf, b.len);
-	/* a layout whose first object has a non-zero pad */
+	/* a plain layout whose first object has flags (stale is a mirrored layout's only) */
 	l->stripe_size = 1u << 20;
 	lw_wr_init(&b, buf, sizeof(buf));
 	lw_layout_encode(&b, l);
-	buf[sizeof(struct lw_layout) + offsetof(struct lw_ostobj, pad)] = 1;
+	buf[sizeof(struct lw_layout) + offsetof(struct lw_ostobj, flags)] = 1;
 	put_file("fuzz_layout", "regress-layout-ostobj-pad", buf, b.len);
 	/* a header whose status is INT32_MIN */
 	h.status = INT32_MIN;
