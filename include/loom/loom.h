@@ -358,7 +358,10 @@ struct loom_mirror_diff {
 };
 /* Reads every in-sync copy of every stripe of path and compares them (lfs mirror verify); stale
  * copies are known to differ and are skipped. 0 with diff->differ set if two differ. -EINVAL
- * for a file that is not mirrored. */
+ * for a file that is not mirrored. An erasure-coded file: its in-sync objects are checked against
+ * the code (the first stripe_count of them give the others); mirror_a is 0 and mirror_b the first
+ * object (its index in the layout, from 1) that holds something else, offset the file offset of
+ * its row's bytes there. */
 int loom_mirror_verify(loom_fs *fs, const char *path, struct loom_mirror_diff *diff);
 
 /* ---- targets, for `loom df` ---- */

@@ -34,9 +34,12 @@ struct loom_cred {
 
 #define LOOM_PATTERN_RAID0 1u
 #define LOOM_MAX_MIRRORS   16   /* copies of a file, as Lustre's LUSTRE_MIRROR_COUNT_MAX */
+#define LOOM_EC_MAX_PARITY 16   /* parity objects of an erasure-coded file */
+#define LOOM_EC_MAX_WIDTH  255  /* data + parity objects: Reed-Solomon over GF(2^8) */
 
 #define LOOM_OBJ_STALE 0x1u /* a mirror's object that missed a write: read from another copy
-                             * until it is resynced */
+                             * until it is resynced; an erasure-coded file's object whose bytes
+                             * are rebuilt from the others until then */
 
 /* One stripe's object: which OST holds it, and its id there. */
 struct loom_ostobj {
@@ -73,7 +76,10 @@ struct loom_layout {
 	/* Copies of the data (1..LOOM_MAX_MIRRORS; 0 in a request or a default: inherit). The
 	 * Data-on-MDT part is the MDT's, one copy. */
 	uint16_t mirror_count;
-	uint16_t reserved;      /* 0 */
+	/* Erasure coding (ISA-L Reed-Solomon): parity objects after the stripe_count data objects
+	 * (0: none; in a request or a default 0 inherits). A file with parity has one copy and
+	 * nobjs == stripe_count + ec_parity: any stripe_count of its objects give every byte. */
+	uint16_t ec_parity;
 	uint32_t nobjs;
 	uint32_t pad;           /* 0 */
 	struct loom_ostobj objs[]; /* nobjs entries */

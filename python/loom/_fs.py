@@ -134,7 +134,7 @@ class Layout:
     mirror_count: int = 1                         # copies (0 in a default: inherited)
     stale: list = field(default_factory=list)     # indexes into objects of copies not in sync
     write_pending: bool = False                   # a mirrored file's writers: copies may differ
-
+    ec_parity: int = 0                            # erasure coding: parity objects after the data
     def osts(self):
         return [o for o, _ in self.objects]
 
@@ -548,16 +548,23 @@ class FileSystem:
                           objects=[(objs[k].ost_idx, objs[k].objid) for k in range(lay.nobjs)],
                           mirror_count=lay.mirror_count,
                           stale=[k for k in range(lay.nobjs) if objs[k].flags & _lib.LOOM_OBJ_STALE],
-                          write_pending=bool(lay.flags & _lib.LOOM_LAYOUT_WRITE_PENDING))
+                          write_pending=bool(lay.flags & _lib.LOOM_LAYOUT_WRITE_PENDING),
+                          ec_parity=lay.ec_parity)
         finally:
             lib.loom_layout_free(out)
 
     def setstripe(self, path, stripe_count=0, stripe_size=0, stripe_offset=-1, pool="", dom_size=0,
-                  mirror_count=0):
+                  mirror_count=0, ec=None):
         """As `loom setstripe` (lfs setstripe): on a directory, the default for new files in it;
         on a path that does not exist, a new empty file with that layout. stripe_count -1 is
-        every OST; 0 and 0 / -1 / "" inherit. mirror_count N keeps N copies (-N)."""
+        every OST; 0 and 0 / -1 / "" inherit. mirror_count N keeps N copies (-N); ec=(K, M)
+        erasure-codes K data stripes with M parity objects (--ec K+M)."""
         lay = _request_layout(stripe_count, stripe_size, stripe_offset, pool, dom_size, mirror_count)
+        if ec is not None:
+            k, m = ec
+            if mirror_count > 1 or (stripe_count and stripe_count != k) or k < 1 or m < 1:
+                raise ValueError("ec=(K, M): K data stripes, M >= 1 parity objects, one copy")
+            lay.stripe_count, lay.ec_parity, lay.mirror_count = k, m, 1
         self._call(lib.loom_setlayout(self._handle(), self.fspath(path), ctypes.byref(lay)), path)
 
     def mirror_resync(self, path, timeout=0):

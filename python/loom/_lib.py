@@ -59,7 +59,7 @@ class Layout(ctypes.Structure):
     _fields_ = [("pattern", c_uint32), ("stripe_size", c_uint32), ("stripe_count", c_int32),
                 ("stripe_offset", c_int32), ("layout_gen", c_uint32), ("flags", c_uint32),
                 ("pool", ctypes.c_char * (LOOM_POOL_NAME_MAX + 1)), ("dom_size", c_uint32),
-                ("mirror_count", ctypes.c_uint16), ("reserved", ctypes.c_uint16), ("nobjs", c_uint32),
+                ("mirror_count", ctypes.c_uint16), ("ec_parity", ctypes.c_uint16), ("nobjs", c_uint32),
                 ("pad", c_uint32)]
 
 

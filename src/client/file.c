@@ -828,6 +828,7 @@ out:
 	pthread_mutex_destroy(&f->lock);
 	pthread_mutex_destroy(&f->append_lock);
 	pthread_mutex_destroy(&f->wb_lock);
+	free(f->ec_row);
 	free(f->obj_blocks);
 	free(f->layout);
 	free(f);

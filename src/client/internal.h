@@ -203,6 +203,11 @@ struct loom_file {
 	unsigned wb_first, wb_count;
 	uint64_t wb_bytes;
 	int wb_err;                /* the first error of a write already answered */
+	/* An erasure-coded file's row that sequential writes are filling (write.c), under wb_lock:
+	 * sent whole with its parity when full, or when drained. */
+	uint8_t *ec_row;           /* the row's bytes from ec_off, ec_len of them */
+	uint64_t ec_off, ec_len;
+	uint64_t ec_sent;          /* the first ec_sent of them are on the objects already */
 	struct dom_cache *dom;     /* Data-on-MDT bytes (layout->dom_size > 0), shared per inode */
 };
 
@@ -479,6 +484,16 @@ int io_read(loom_fs *fs, uint64_t ino, const struct loom_layout *l, void *buf, u
  * write again), -EAGAIN when the cut of this one has not reached an object yet (again shortly). */
 int io_write(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const void *buf, uint64_t len,
 	     uint64_t off, uint32_t epoch, int64_t *obj_blocks);
+/* What a write to an erasure-coded file knows of the rest of its rows (io_ec.c): with it, more
+ * rows go whole, with their parity, rather than with their parity marked stale. */
+struct ec_span {
+	uint64_t known;  /* buf[-known, 0) holds the file's bytes just before off, on the objects */
+	bool ends_file;  /* the file ends at off + len: its last row has zeros after that */
+};
+/* io_write with what the caller knows of the rows around (span; only for an erasure-coded
+ * file, else as io_write). */
+int io_write_span(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const void *buf, uint64_t len,
+		  uint64_t off, uint32_t epoch, const struct ec_span *span, int64_t *obj_blocks);
 /* Write-behind (io.c): a write of a copy of buf, in flight until io_wb_finish. */
 struct io_wb;
 int io_wb_start(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const void *buf,

@@ -99,57 +99,53 @@ static void cut_run(const struct stripe_run *run, const struct stripe_seg *segs,
 		p->body.length = plen;
 }
 
-int io_job_start(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const uint32_t *pick,
-		 uint8_t *buf, uint64_t len, uint64_t off, bool write, uint32_t epoch,
-		 uint32_t rpc_flags, struct io_job *job)
+uint64_t io_job_max_pieces(const struct stripe_geom *g, uint64_t off, uint64_t len)
 {
-	struct stripe_geom g = stripe_geom_of(l);
-	uint64_t maxsegs = stripe_max_segs(&g, off, len);
-	uint32_t nruns, nsegs, np = 0, copies = pick ? 1 : layout_copies(l);
-	struct stripe_run *runs;
-	struct stripe_seg *segs;
-	uint64_t maxpieces;
-	int rc = 0;
+	uint64_t maxsegs = stripe_max_segs(g, off, len);
 
+	/* Each segment may open a piece, and each LW_RPC_BULK of data or RPC_MAX_IOV segments too. */
+	return maxsegs + len / LW_RPC_BULK + MIN(maxsegs, (uint64_t)g->count) + 1;
+}
+
+int io_job_alloc(struct io_job *job, uint64_t maxpieces, bool write)
+{
 	memset(job, 0, sizeof(*job));
 	job->write = write;
-	/* Each segment may open a piece, and each LW_RPC_BULK of data or RPC_MAX_IOV segments too;
-	 * a write goes to every copy. */
-	maxpieces = (maxsegs + len / LW_RPC_BULK + MIN(maxsegs, (uint64_t)g.count) + 1) * copies;
-	runs = calloc(MIN(maxsegs, (uint64_t)g.count), sizeof(*runs));
-	segs = calloc(maxsegs, sizeof(*segs));
-	job->pieces = calloc(maxpieces, sizeof(*job->pieces));
-	if (!runs || !segs || !job->pieces) {
-		free(job->pieces);
-		job->pieces = NULL;
-		rc = -ENOMEM;
-		goto out;
-	}
-	nruns = stripe_map(&g, off, len, runs, segs, &nsegs);
-	for (uint32_t r = 0; r < nruns; r++) {
-		if (pick) {
-			cut_run(&runs[r], segs, buf, ino, l, pick[runs[r].obj], write, epoch, job->pieces, &np);
-			continue;
-		}
-		/* Every copy of the stripe that is in sync; a stale one waits for its resync. A handle
-		 * whose view has every copy stale (an old layout and this client's newer marks) is
-		 * behind the MDS, which always keeps one in sync: it writes them all rather than
-		 * none. */
-		bool any_in_sync = copies == 1;
+	job->cap = maxpieces;
+	job->pieces = calloc(maxpieces ? maxpieces : 1, sizeof(*job->pieces));
+	return job->pieces ? 0 : -ENOMEM;
+}
 
-		for (uint32_t m = 0; m < copies && !any_in_sync; m++)
-			any_in_sync = !mirror_obj_stale(fs, l, m * g.count + runs[r].obj);
-		for (uint32_t m = 0; m < copies; m++) {
-			uint32_t obj = m * g.count + runs[r].obj;
+int io_job_add(struct io_job *job, uint64_t ino, const struct loom_layout *l,
+	       const struct stripe_geom *g, const uint32_t *objmap, uint8_t *buf, uint64_t len,
+	       uint64_t off, uint32_t epoch)
+{
+	uint64_t maxsegs = stripe_max_segs(g, off, len);
+	struct stripe_run *runs = calloc(MIN(maxsegs, (uint64_t)g->count) + 1, sizeof(*runs));
+	struct stripe_seg *segs = calloc(maxsegs + 1, sizeof(*segs));
+	uint32_t nruns, nsegs;
 
-			if (copies == 1 || !any_in_sync || !mirror_obj_stale(fs, l, obj))
-				cut_run(&runs[r], segs, buf, ino, l, obj, write, epoch, job->pieces, &np);
-		}
+	if (!runs || !segs || job->np + io_job_max_pieces(g, off, len) > job->cap) {
+		free(runs);
+		free(segs);
+		return runs && segs ? -EOVERFLOW : -ENOMEM;
 	}
-	job->np = np;
+	nruns = stripe_map(g, off, len, runs, segs, &nsegs);
+	for (uint32_t r = 0; r < nruns; r++)
+		if (objmap[runs[r].obj] != UINT32_MAX)
+			cut_run(&runs[r], segs, buf, ino, l, objmap[runs[r].obj], job->write, epoch, job->pieces,
+				&job->np);
+	free(runs);
+	free(segs);
+	return 0;
+}
+
+void io_job_submit(loom_fs *fs, struct io_job *job, uint32_t rpc_flags)
+{
+	bool write = job->write;
 
 	rpc_wait_init(&job->w);
-	for (uint32_t i = 0; i < np; i++) {
+	for (uint32_t i = 0; i < job->np; i++) {
 		struct io_piece *p = &job->pieces[i];
 		struct rpc_conn *c;
 		int err;
@@ -173,10 +169,46 @@ int io_job_start(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const u
 		}
 		rpc_submit(c, &p->call, &job->w);
 	}
-out:
-	free(runs);
-	free(segs);
-	return rc;
+}
+
+int io_job_start(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const uint32_t *pick,
+		 uint8_t *buf, uint64_t len, uint64_t off, bool write, uint32_t epoch,
+		 uint32_t rpc_flags, struct io_job *job)
+{
+	struct stripe_geom g = stripe_geom_of(l);
+	uint32_t copies = pick ? 1 : layout_copies(l);
+	uint32_t *objmap = calloc(g.count, sizeof(uint32_t));
+	int rc;
+
+	/* A write goes to every copy. */
+	rc = objmap ? io_job_alloc(job, io_job_max_pieces(&g, off, len) * copies, write) : -ENOMEM;
+	for (uint32_t m = 0; rc == 0 && m < copies; m++) {
+		for (uint32_t k = 0; k < g.count; k++) {
+			/* Every copy of the stripe that is in sync; a stale one waits for its resync. A
+			 * handle whose view has every copy stale (an old layout and this client's newer
+			 * marks) is behind the MDS, which always keeps one in sync: it writes them all
+			 * rather than none. */
+			bool any_in_sync = copies == 1;
+
+			for (uint32_t c = 0; c < copies && !any_in_sync; c++)
+				any_in_sync = !mirror_obj_stale(fs, l, c * g.count + k);
+			if (pick)
+				objmap[k] = pick[k];
+			else if (copies == 1 || !any_in_sync || !mirror_obj_stale(fs, l, m * g.count + k))
+				objmap[k] = m * g.count + k;
+			else
+				objmap[k] = UINT32_MAX;
+		}
+		rc = io_job_add(job, ino, l, &g, objmap, buf, len, off, epoch);
+	}
+	free(objmap);
+	if (rc) {
+		free(job->pieces);
+		job->pieces = NULL;
+		return rc;
+	}
+	io_job_submit(fs, job, rpc_flags);
+	return 0;
 }
 
 /* true when every piece of the job has its answer. */
@@ -224,6 +256,8 @@ int io_job_finish(struct io_job *job, int64_t *obj_blocks, int *obj_err)
 	}
 	free(job->pieces);
 	job->pieces = NULL;
+	free(job->owned);
+	job->owned = NULL;
 	return rc;
 }
 
@@ -233,6 +267,9 @@ static int io_window(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uin
 	struct io_job job;
 	int rc;
 
+	if (l->ec_parity)
+		return write ? ec_write(fs, ino, l, buf, len, off, epoch, NULL, obj_blocks) :
+			       ec_read(fs, ino, l, buf, len, off);
 	if (layout_copies(l) > 1)
 		return write ? mirror_write(fs, ino, l, buf, len, off, epoch, obj_blocks) :
 			       mirror_read(fs, ino, l, buf, len, off);
@@ -243,10 +280,14 @@ static int io_window(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uin
 static int io_rw(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint8_t *buf, uint64_t len,
 		 uint64_t off, bool write, uint32_t epoch, int64_t *obj_blocks)
 {
+	/* An erasure-coded file's windows end at row boundaries: whole rows keep their parity. */
+	uint64_t row = l && l->ec_parity ? (uint64_t)l->stripe_size * layout_per_copy(l) : 1;
+	uint64_t window = MAX(row, IO_WINDOW / row * row);
+
 	if (!l || l->nobjs == 0 || l->stripe_size == 0)
 		return -EIO;
 	while (len > 0) {
-		uint64_t n = MIN(len, IO_WINDOW);
+		uint64_t n = MIN(len, window - off % row);
 		int rc = io_window(fs, ino, l, buf, n, off, write, epoch, obj_blocks);
 		if (rc)
 			return rc;
@@ -268,6 +309,15 @@ int io_write(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const void 
 {
 	/* The buffer is only read: the cast serves the shared walker. */
 	return io_rw(fs, ino, l, (uint8_t *)buf, len, off, true, epoch, obj_blocks);
+}
+
+int io_write_span(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const void *buf, uint64_t len,
+		  uint64_t off, uint32_t epoch, const struct ec_span *span, int64_t *obj_blocks)
+{
+	if (!l || !l->ec_parity || l->nobjs == 0 || l->stripe_size == 0)
+		return io_write(fs, ino, l, buf, len, off, epoch, obj_blocks);
+	/* One row at most: the caller's (a row gathered by write.c), not cut into windows. */
+	return ec_write(fs, ino, l, (uint8_t *)buf, len, off, epoch, span, obj_blocks);
 }
 
 /*
@@ -310,8 +360,11 @@ int io_wb_start(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const vo
 	b->off = off;
 	b->len = len;
 	b->epoch = epoch;
-	rc = io_job_start(fs, ino, l, NULL, b->data, len, off, true, epoch,
-			  layout_copies(l) > 1 ? RPC_NOWAIT : 0, &b->job);
+	if (l->ec_parity)
+		rc = ec_write_start(fs, ino, l, b->data, len, off, epoch, NULL, RPC_NOWAIT, &b->job);
+	else
+		rc = io_job_start(fs, ino, l, NULL, b->data, len, off, true, epoch,
+				  layout_copies(l) > 1 ? RPC_NOWAIT : 0, &b->job);
 	if (rc) {
 		free(b->data);
 		free(b);
@@ -364,7 +417,10 @@ int io_wb_wait(struct io_wb *b, int64_t *obj_blocks)
 	struct rpc_intr *in = rpc_intr_swap(NULL);
 	int rc;
 
-	if (layout_copies(b->l) > 1)
+	if (b->l->ec_parity)
+		rc = ec_write_settle(b->fs, b->ino, b->l, &b->job, b->data, b->len, b->off, b->epoch, NULL,
+				     obj_blocks);
+	else if (layout_copies(b->l) > 1)
 		rc = mirror_write_settle(b->fs, b->ino, b->l, &b->job, b->data, b->len, b->off, b->epoch,
 					 obj_blocks);
 	else
@@ -401,7 +457,7 @@ static struct obj_req *obj_reqs_new(loom_fs *fs, const struct loom_layout *l)
 	struct obj_req *reqs = calloc(l->nobjs, sizeof(*reqs));
 
 	for (uint32_t k = 0; reqs && k < l->nobjs; k++) {
-		reqs[k].asked = layout_copies(l) == 1 || !mirror_obj_stale(fs, l, k);
+		reqs[k].asked = !layout_redundant(l) || !mirror_obj_stale(fs, l, k);
 		reqs[k].body.ost_idx = l->objs[k].ost_idx;
 		reqs[k].body.objid = l->objs[k].objid;
 		reqs[k].body.stripe_idx = k;
@@ -426,7 +482,7 @@ static void obj_reqs_run(loom_fs *fs, const struct loom_layout *l, struct obj_re
 		if (!r->asked)
 			continue;
 		rpc_call_init(&r->call, op, &r->body, sizeof(r->body));
-		if (layout_copies(l) > 1)
+		if (layout_redundant(l))
 			r->call.flags |= RPC_NOWAIT;
 		err = fs_ost_conn(fs, r->body.ost_idx, &c);
 		if (err) {
@@ -480,7 +536,9 @@ static int settle_copies(loom_fs *fs, uint64_t ino, const struct loom_layout *l,
 		if (asked[k])
 			err[k] = obj_req_reply(&reqs[k], &rep);
 	}
-	if (mark) {
+	if (l->ec_parity) {
+		rc = ec_settle_each(fs, ino, l, asked, err, mark);
+	} else if (mark) {
 		rc = mirror_settle_each(fs, ino, l, asked, err);
 	} else {
 		/* Each stripe needs one copy that answered. */
@@ -535,11 +593,11 @@ static int io_each_object(loom_fs *fs, uint64_t ino, const struct loom_layout *l
 		err = obj_req_reply(&reqs[k], &rep);
 		if (err == 0 && obj_blocks && op != LW_OP_OST_SYNC)
 			obj_blocks[k] = (int64_t)rep.obj_blocks;
-		if (err && obj_blocks && op != LW_OP_OST_SYNC && layout_copies(l) > 1)
+		if (err && obj_blocks && op != LW_OP_OST_SYNC && layout_redundant(l))
 			obj_blocks[k] = 0; /* a copy away: counted when it answers */
 		rc = io_merge_err(rc, err);
 	}
-	if (layout_copies(l) > 1)
+	if (layout_redundant(l))
 		rc = settle_copies(fs, ino, l, reqs, op == LW_OP_OST_SYNC);
 	obj_reqs_free(reqs, l->nobjs);
 	return rc;
@@ -548,19 +606,23 @@ static int io_each_object(loom_fs *fs, uint64_t ino, const struct loom_layout *l
 int io_fallocate(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint32_t mode,
 		 uint32_t epoch, uint64_t off, uint64_t len, int64_t *obj_blocks)
 {
-	struct stripe_geom g = stripe_geom_of(l);
 	struct obj_req *reqs;
 	int rc = 0;
 
 	if (l->nobjs == 0 || l->stripe_size == 0)
 		return -EIO;
+	/* A hole punched or a range zeroed changes an erasure-coded file's data: its parity goes
+	 * stale first, as for a write to part of a row. */
+	if (l->ec_parity && (mode & (LW_FALLOC_PUNCH_HOLE | LW_FALLOC_ZERO_RANGE)) &&
+	    (rc = ec_parity_stale(fs, ino, l)) != 0)
+		return rc;
 	reqs = obj_reqs_new(fs, l);
 	if (!reqs)
 		return -ENOMEM;
 	/* Object k's part of the range is one contiguous object range (stripe.h); every copy's
-	 * object k alike. */
+	 * object k alike, a parity object's as data object 0's. */
 	for (uint32_t k = 0; k < l->nobjs; k++) {
-		uint64_t a = stripe_obj_size(&g, k % g.count, off), b = stripe_obj_size(&g, k % g.count, off + len);
+		uint64_t a = layout_obj_size(l, k, off), b = layout_obj_size(l, k, off + len);
 
 		reqs[k].asked = reqs[k].asked && b > a;
 		reqs[k].body.flags = mode;
@@ -582,7 +644,7 @@ int io_fallocate(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint32_
 			obj_blocks[k] = (int64_t)rep.obj_blocks;
 		rc = io_merge_err(rc, err);
 	}
-	if (layout_copies(l) > 1)
+	if (layout_redundant(l))
 		rc = settle_copies(fs, ino, l, reqs, true);
 	obj_reqs_free(reqs, l->nobjs);
 	return rc;
@@ -600,13 +662,23 @@ int io_seek(loom_fs *fs, const struct loom_layout *l, uint32_t whence, uint64_t 
 			*found = off; /* no objects: nothing but holes */
 		return 0;
 	}
+	/* An erasure-coded file's data object that is stale says nothing of where its data is:
+	 * all of the file is data, as far as a seek can tell. */
+	for (uint32_t k = 0; l->ec_parity && k < g.count; k++)
+		if (mirror_obj_stale(fs, l, k)) {
+			if (whence == LW_SEEK_DATA)
+				*found = off;
+			return 0;
+		}
 	reqs = obj_reqs_new(fs, l);
 	if (!reqs)
 		return -ENOMEM;
 	/* Each object from its first byte at or past off: the file's next data (or hole) is the
 	 * nearest of theirs, since each object's bytes keep their order in the file. A mirrored
-	 * file asks one in-sync copy of each stripe. */
+	 * file asks one in-sync copy of each stripe, an erasure-coded one its data objects. */
 	for (uint32_t k = 0; k < l->nobjs; k++) {
+		if (l->ec_parity && k >= g.count)
+			reqs[k].asked = false;
 		if (k >= g.count && reqs[k].asked) {
 			bool taken = false;
 

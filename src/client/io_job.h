@@ -17,10 +17,26 @@ struct io_piece {
 /* The pieces of one range of a file, built and in flight. */
 struct io_job {
 	struct io_piece *pieces;
-	uint32_t np;
+	uint32_t np, cap;
 	bool write;
 	struct rpc_wait w;
+	uint8_t *owned;         /* a buffer the pieces point into, freed with them (parity) */
+	bool bare;              /* an erasure-coded write with bytes no parity covers: a data
+	                         * object that misses them loses them */
 };
+
+struct stripe_geom;
+
+/* A job built piece by piece: io_job_alloc room for maxpieces (io_job_max_pieces of each range
+ * to add), io_job_add each range, io_job_submit. io_job_add maps file range [off, off + len) of
+ * geometry g onto pieces, stripe k going to object objmap[k] of l (UINT32_MAX: not sent);
+ * -EOVERFLOW past the room. */
+uint64_t io_job_max_pieces(const struct stripe_geom *g, uint64_t off, uint64_t len);
+int io_job_alloc(struct io_job *job, uint64_t maxpieces, bool write);
+int io_job_add(struct io_job *job, uint64_t ino, const struct loom_layout *l,
+	       const struct stripe_geom *g, const uint32_t *objmap, uint8_t *buf, uint64_t len,
+	       uint64_t off, uint32_t epoch);
+void io_job_submit(loom_fs *fs, struct io_job *job, uint32_t rpc_flags);
 
 /* Maps [off, off + len) onto pieces and submits them all, every OSS at once, each call with
  * rpc_flags. pick (one entry per stripe of a copy) names the object that serves each stripe;
@@ -43,6 +59,13 @@ int io_app_err(int err);
 /* Whether object obj of l is not to be read or written: stale in l, or marked by this client
  * since l was read. */
 bool mirror_obj_stale(loom_fs *fs, const struct loom_layout *l, uint32_t obj);
+/* Marks objects objs[0..n) (indexes in l) stale on the MDS (why: for the log), and in this
+ * client's registry. */
+int mirror_mark_stale(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const uint32_t *objs,
+		      uint32_t n, const char *why);
+/* Puts what a layout read from the MDS says is stale into this client's registry: no handle
+ * of it reads those objects until it holds a layout newer than that one. */
+void mirror_learn(loom_fs *fs, const struct loom_layout *l);
 int mirror_write(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint8_t *buf, uint64_t len,
 		 uint64_t off, uint32_t epoch, int64_t *obj_blocks);
 int mirror_read(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint8_t *buf, uint64_t len,
@@ -55,5 +78,35 @@ int mirror_write_settle(loom_fs *fs, uint64_t ino, const struct loom_layout *l, 
  * none of whose copies answered gives the error. */
 int mirror_settle_each(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const bool *asked,
 		       const int *obj_err);
+
+/* ---- erasure-coded files (io_ec.c) ---- */
+
+/* A write of [off, off + len) of an erasure-coded file: whole rows go with their parity; a part
+ * of a row goes with the parity marked stale first, or, while a data object is stale (its bytes
+ * live only in the parity), read, merged and written with the row's new parity. What the caller
+ * knows of the rest of the rows (span, may be NULL; internal.h) makes more of them whole: the
+ * bytes just before off, the file's end at off + len (zeros after it). Started with rpc_flags;
+ * ec_write_settle waits and marks objects that missed the write (or tries again waiting for the
+ * servers), as mirror_write_settle does. */
+int ec_write_start(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint8_t *buf,
+		   uint64_t len, uint64_t off, uint32_t epoch, const struct ec_span *span,
+		   uint32_t rpc_flags, struct io_job *job);
+int ec_write_settle(loom_fs *fs, uint64_t ino, const struct loom_layout *l, struct io_job *job,
+		    uint8_t *buf, uint64_t len, uint64_t off, uint32_t epoch, const struct ec_span *span,
+		    int64_t *obj_blocks);
+int ec_write(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint8_t *buf, uint64_t len,
+	     uint64_t off, uint32_t epoch, const struct ec_span *span, int64_t *obj_blocks);
+/* Marks the parity stale before a change of data that brings no new parity (a hole punched):
+ * -EBUSY while a data object is stale (the parity is what holds its bytes). */
+int ec_parity_stale(loom_fs *fs, uint64_t ino, const struct loom_layout *l);
+/* A read: the data objects, or, for rows whose data object is stale or fails, any stripe_count
+ * objects and the code. */
+int ec_read(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint8_t *buf, uint64_t len,
+	    uint64_t off);
+/* After one request to each object (sync, getattr, fallocate) with obj_err: objects that failed
+ * are marked stale (mark) while the others still give every byte, and the result is 0; else the
+ * error. */
+int ec_settle_each(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const bool *asked,
+		   const int *obj_err, bool mark);
 
 #endif

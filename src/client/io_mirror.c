@@ -24,6 +24,18 @@ static uint64_t obj_key(const struct loom_ostobj *o)
 	return ((uint64_t)o->ost_idx << 48) ^ o->objid;
 }
 
+void mirror_learn(loom_fs *fs, const struct loom_layout *l)
+{
+	pthread_mutex_lock(&fs->stale_lock);
+	for (uint32_t i = 0; i < l->nobjs; i++) {
+		uintptr_t gen = (uintptr_t)u64map_get(&fs->stale, obj_key(&l->objs[i]));
+
+		if ((l->objs[i].flags & LOOM_OBJ_STALE) && gen < (uintptr_t)l->layout_gen + 1)
+			(void)u64map_put(&fs->stale, obj_key(&l->objs[i]), (void *)((uintptr_t)l->layout_gen + 1));
+	}
+	pthread_mutex_unlock(&fs->stale_lock);
+}
+
 bool mirror_obj_stale(loom_fs *fs, const struct loom_layout *l, uint32_t obj)
 {
 	uintptr_t gen;
@@ -38,7 +50,7 @@ bool mirror_obj_stale(loom_fs *fs, const struct loom_layout *l, uint32_t obj)
 }
 
 /* Marks objects objs[0..n) of l stale on the MDS, and in this client's registry. */
-static int mark_stale(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const uint32_t *objs,
+int mirror_mark_stale(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const uint32_t *objs,
 		      uint32_t n, const char *why)
 {
 	struct loom_ostobj *list;
@@ -60,11 +72,16 @@ static int mark_stale(loom_fs *fs, uint64_t ino, const struct loom_layout *l, co
 				rc = -ENOMEM;
 		pthread_mutex_unlock(&fs->stale_lock);
 	}
-	for (uint32_t i = 0; i < n; i++)
+	for (uint32_t i = 0; i < n && !l->ec_parity; i++)
 		log_warn("mirrored file %llu: mirror %u stripe %u (OST%04x object %#llx) %s: %s",
 			 (unsigned long long)ino, objs[i] / layout_per_copy(l), objs[i] % layout_per_copy(l),
 			 list[i].ost_idx, (unsigned long long)list[i].objid, why,
 			 rc ? "could not be marked stale" : "marked stale until its resync");
+	for (uint32_t i = 0; i < n && l->ec_parity; i++)
+		log_warn("erasure-coded file %llu: %s object %u (OST%04x object %#llx) %s: %s",
+			 (unsigned long long)ino, objs[i] < layout_per_copy(l) ? "data" : "parity", objs[i],
+			 list[i].ost_idx, (unsigned long long)list[i].objid, why,
+			 rc ? "could not be marked stale" : "marked stale until its rebuild");
 	free(list);
 	return rc;
 }
@@ -191,7 +208,7 @@ int mirror_write_settle(loom_fs *fs, uint64_t ino, const struct loom_layout *l, 
 	}
 	if (v.lost)
 		stale_all_but_first(l, touched, err, &v);
-	rc = mark_stale(fs, ino, l, v.stale, v.nstale, "missed a write");
+	rc = mirror_mark_stale(fs, ino, l, v.stale, v.nstale, "missed a write");
 	if (v.lost)
 		rc = v.worst;
 out:
@@ -280,7 +297,7 @@ static int read_part(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uin
 			break; /* an error that is no object's (memory): as it is */
 	}
 	if (rc == 0 && nbad)
-		mark_stale(fs, ino, l, bad, nbad, "read back bad bytes");
+		mirror_mark_stale(fs, ino, l, bad, nbad, "read back bad bytes");
 out:
 	free(pick);
 	free(bad);
@@ -363,7 +380,7 @@ int mirror_settle_each(loom_fs *fs, uint64_t ino, const struct loom_layout *l, c
 	}
 	if (v.lost)
 		stale_all_but_first(l, asked, obj_err, &v);
-	rc = mark_stale(fs, ino, l, v.stale, v.nstale, "missed a change");
+	rc = mirror_mark_stale(fs, ino, l, v.stale, v.nstale, "missed a change");
 	free(v.stale);
 	return v.lost ? v.worst : rc;
 }

@@ -135,8 +135,9 @@ static void layout_req(const struct loom_layout *l, struct lw_layout *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->magic = LW_LAYOUT_MAGIC;
-	out->version = l->mirror_count ? LW_LAYOUT_V3 : LW_LAYOUT_V2;
+	out->version = l->mirror_count || l->ec_parity ? LW_LAYOUT_V3 : LW_LAYOUT_V2;
 	out->mirror_count = l->mirror_count;
+	out->ec_parity = l->ec_parity;
 	out->pattern = l->pattern ? (uint16_t)l->pattern : LW_PATTERN_RAID0;
 	out->dom_size = l->dom_size;
 	out->stripe_size = l->stripe_size;

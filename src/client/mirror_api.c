@@ -10,6 +10,7 @@
 
 #include "client/io_job.h"
 #include "client/path.h"
+#include "common/ec.h"
 #include "common/stripe.h"
 #include "common/util.h"
 
@@ -143,6 +144,65 @@ static int read_object(loom_fs *fs, uint64_t ino, const struct loom_layout *l, u
 	return rc;
 }
 
+/* An erasure-coded file: the first stripe_count in-sync objects give the others, which must
+ * hold what the code makes of them; diff->mirror_b names the first object (from 1) that does
+ * not, diff->offset the file offset of its row's byte there. */
+static int ec_verify(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint64_t size,
+		     struct loom_mirror_diff *diff)
+{
+	uint32_t k = layout_per_copy(l), n = l->nobjs, nh = 0, nw = 0;
+	uint64_t chunk = VERIFY_CHUNK / l->stripe_size * l->stripe_size, end = layout_obj_size(l, 0, size);
+	uint32_t *have = calloc(n, sizeof(uint32_t)), *want = calloc(n, sizeof(uint32_t));
+	uint8_t **src = calloc(n, sizeof(uint8_t *)), **dst = calloc(n, sizeof(uint8_t *));
+	uint8_t *held = malloc((size_t)n * chunk), *made = malloc((size_t)n * chunk);
+	struct ec_codec *c = NULL;
+	int rc = have && want && src && dst && held && made ? ec_codec_new(k, l->ec_parity, &c) : -ENOMEM;
+
+	for (uint32_t o = 0; rc == 0 && o < n; o++) {
+		if (l->objs[o].flags & LOOM_OBJ_STALE)
+			continue;
+		if (nh < k) {
+			have[nh] = o;
+			src[nh++] = held + (size_t)o * chunk;
+		} else {
+			want[nw] = o;
+			dst[nw] = made + (size_t)nw * chunk;
+			nw++;
+		}
+	}
+	for (uint64_t x = 0; rc == 0 && nh == k && nw && x < end && !diff->differ; x += chunk) {
+		uint64_t len = MIN(chunk, end - x);
+
+		for (uint32_t o = 0; rc == 0 && o < n; o++)
+			if (!(l->objs[o].flags & LOOM_OBJ_STALE))
+				rc = read_object(fs, ino, l, o, held + (size_t)o * chunk, len, x);
+		if (rc == 0)
+			rc = ec_decode(c, len, have, src, want, nw, dst);
+		for (uint32_t w = 0; rc == 0 && w < nw && !diff->differ; w++) {
+			const uint8_t *got = held + (size_t)want[w] * chunk;
+
+			for (uint64_t i = 0; i < len; i++)
+				if (got[i] != dst[w][i]) {
+					uint64_t at = x + i;
+
+					diff->differ = true;
+					diff->mirror_b = want[w] + 1;
+					diff->offset = at / l->stripe_size * l->stripe_size * k + at % l->stripe_size;
+					break;
+				}
+		}
+		diff->compared += len;
+	}
+	ec_codec_free(c);
+	free(have);
+	free(want);
+	free(src);
+	free(dst);
+	free(held);
+	free(made);
+	return rc;
+}
+
 int loom_mirror_verify(loom_fs *fs, const char *path, struct loom_mirror_diff *diff)
 {
 	struct loom_layout *l = NULL;
@@ -160,6 +220,11 @@ int loom_mirror_verify(loom_fs *fs, const char *path, struct loom_mirror_diff *d
 		rc = mdc_getlayout(fs, &cr, attr.ino, &l);
 	if (rc)
 		return rc;
+	if (l->ec_parity && l->nobjs) {
+		rc = ec_verify(fs, attr.ino, l, attr.size, diff);
+		free(l);
+		return rc;
+	}
 	if (layout_copies(l) < 2 || l->nobjs == 0) {
 		free(l);
 		return -EINVAL;

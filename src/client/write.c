@@ -1,6 +1,8 @@
 /*
  * Writes: write(2) and pwrite(2) on a handle. A write of up to 1 MiB goes behind (copied, sent,
  * answered later, at most 4 MiB in flight per handle); a larger one is answered once written.
+ * An erasure-coded file's sequential writes are gathered into whole rows, which go behind with
+ * their parity (io_ec.c); what is left of a row goes when the handle is drained.
  * Only what reached the objects is reported as part of the file, and a write an OSS refuses as
  * made in another truncation epoch is sent again in the right one (architecture.md, Truncation).
  */
@@ -13,12 +15,31 @@
 
 #include "client/door.h"
 #include "client/internal.h"
+#include "common/log.h"
+#include "common/stripe.h"
 #include "common/util.h"
 
 #define WB_MAX_WRITE    (1u << 20) /* writes up to this size go behind (FUSE's are 1 MiB) */
 #define WB_MAX_INFLIGHT (4u << 20) /* bytes behind per handle: every stripe of a 4-wide file at
                                     * 1 MiB busy, and little written past a full OST */
 #define WB_SLOTS        (sizeof(((loom_file *)0)->wb) / sizeof(((loom_file *)0)->wb[0]))
+#define EC_ROW_MAX      (64u << 20) /* rows gathered up to this size; larger ones as they come */
+
+/* An erasure-coded file's row (the data of one row of units), or 0. */
+static uint64_t ec_row_size(const loom_file *f)
+{
+	const struct loom_layout *l = f->layout;
+
+	return l && l->ec_parity && l->nobjs ? (uint64_t)l->stripe_size * layout_per_copy(l) : 0;
+}
+
+/* Bytes behind per handle: an erasure-coded file keeps two of its rows in flight. */
+static uint64_t wb_limit(const loom_file *f)
+{
+	return MAX((uint64_t)WB_MAX_INFLIGHT, 2 * ec_row_size(f));
+}
+
+static int ec_row_send(loom_file *f);
 
 uint32_t file_epoch(loom_file *f)
 {
@@ -148,17 +169,21 @@ static int wb_reap_one(loom_file *f, bool wait)
 
 static bool wb_overlaps(loom_file *f, uint64_t off, uint64_t len)
 {
+	if (f->ec_len > f->ec_sent && off < f->ec_off + f->ec_len && f->ec_off + f->ec_sent < off + len)
+		return true; /* the part of the gathered row not sent yet */
 	for (unsigned i = 0; i < f->wb_count; i++)
 		if (io_wb_overlaps(f->wb[(f->wb_first + i) % WB_SLOTS], off, len))
 			return true;
 	return false;
 }
 
-/* Every write behind answered, or -EINTR. */
+/* Every write behind answered (a row being gathered sent first), or -EINTR. */
 static int wb_reap_all(loom_file *f)
 {
-	int rc;
+	int rc = ec_row_send(f);
 
+	if (rc)
+		return rc;
 	while ((rc = wb_reap_one(f, true)) > 0)
 		;
 	return rc;
@@ -230,7 +255,7 @@ static int wb_write(loom_file *f, const void *buf, size_t len, uint64_t off)
 	/* Two writes of the same bytes in flight could be applied in either order: wait. */
 	if (wb_overlaps(f, off, len) && (rc = wb_reap_all(f)))
 		return rc;
-	while (f->wb_count == WB_SLOTS || (f->wb_count && f->wb_bytes + len > WB_MAX_INFLIGHT))
+	while (f->wb_count == WB_SLOTS || (f->wb_count && f->wb_bytes + len > wb_limit(f)))
 		if ((rc = wb_reap_one(f, true)) < 0)
 			return rc;
 	if (f->wb_err)
@@ -278,6 +303,146 @@ int file_drop_privs(loom_file *f)
 	return rc;
 }
 
+/* Under wb_lock: written before the answer, after every write behind. A failure is this write's
+ * error (nothing of it is reported as part of the file), not one for later. */
+static int write_now(loom_file *f, const void *buf, uint64_t len, uint64_t off)
+{
+	uint32_t epoch;
+	int rc = wb_reap_all(f);
+
+	if (rc)
+		return rc;
+	epoch = file_epoch(f);
+	rc = f->wb_err ? f->wb_err : io_write(f->fs, f->obj_owner, f->layout, buf, len, off, epoch,
+					      f->obj_blocks);
+	if (rc == -ESTALE || rc == -EAGAIN)
+		rc = write_again(f, buf, len, off, rc, epoch);
+	if (rc == 0)
+		file_wrote(f, off, len, 0);
+	return rc;
+}
+
+struct span_args {
+	const uint8_t *buf;
+	uint64_t len, off;
+	struct ec_span span;
+};
+
+static int send_span(loom_file *f, uint32_t epoch, void *arg)
+{
+	const struct span_args *a = arg;
+
+	return io_write_span(f->fs, f->obj_owner, f->layout, a->buf, a->len, a->off, epoch, &a->span,
+			     f->obj_blocks);
+}
+
+/* Where a gathered row may begin: a row's start, or where the Data-on-MDT part of the first
+ * row ends (the objects hold zeros below it). */
+static bool ec_row_start(const loom_file *f, uint64_t off)
+{
+	uint64_t row = ec_row_size(f);
+
+	return off % row == 0 || (off < row && off == f->layout->dom_size);
+}
+
+/*
+ * Under wb_lock: the row being gathered goes, what of it was not sent yet. A whole row goes
+ * behind with its parity. Part of a row that ends the file (as this handle knows it) goes the
+ * same way, zeros after the end, written before the answer; the row stays gathered, so that
+ * writes that go on from there (after a read, an fsync) make it whole again, writing only their
+ * own bytes and the row's new parity. Any other part goes at once, its row's parity marked stale
+ * (io_ec.c). A failure is the handle's to report, as a write behind's; -EINTR keeps the row.
+ */
+static int ec_row_send(loom_file *f)
+{
+	uint64_t off = f->ec_off, len = f->ec_len, sent = f->ec_sent, size;
+	struct span_args a = { .buf = f->ec_row + sent, .len = len - sent, .off = off + sent,
+			       .span = { .known = sent } };
+	bool whole;
+	int rc;
+
+	if (len == 0)
+		return 0; /* nothing gathered (and not an erasure-coded file's handle) */
+	whole = (off + len) % ec_row_size(f) == 0;
+	if (len == sent) {
+		if (whole)
+			f->ec_len = f->ec_sent = 0;
+		return 0;
+	}
+	pthread_mutex_lock(&f->lock);
+	size = f->size;
+	pthread_mutex_unlock(&f->lock);
+	f->ec_len = f->ec_sent = 0;
+	if (whole && sent == 0) {
+		rc = wb_write(f, f->ec_row, len, off);
+	} else if (whole || off + len >= size) {
+		/* Written before the answer: wb_write's copy would be a third one of these bytes. */
+		a.span.ends_file = !whole;
+		rc = wb_reap_all(f);
+		if (rc == 0)
+			rc = f->wb_err ? f->wb_err : file_send_in_epoch(f, send_span, &a);
+		if (rc != -EINTR)
+			file_wrote(f, a.off, a.len, rc);
+		if (rc == 0 && !whole) {
+			f->ec_off = off;
+			f->ec_len = f->ec_sent = len;
+		}
+	} else {
+		rc = write_now(f, a.buf, a.len, a.off);
+		if (rc && rc != -EINTR)
+			file_wrote(f, a.off, a.len, rc);
+	}
+	if (rc == -EINTR) {
+		f->ec_off = off; /* still to go */
+		f->ec_len = len;
+		f->ec_sent = sent;
+	}
+	return rc == -EINTR ? rc : 0;
+}
+
+/* Under wb_lock: an erasure-coded file's write. Sequential writes fill a row, which goes whole
+ * when full; whole rows in the write go behind at once; a part of a row that starts none goes at
+ * once. */
+static int ec_write_data(loom_file *f, const char *buf, size_t len, uint64_t off)
+{
+	uint64_t row = ec_row_size(f);
+	int rc = 0;
+
+	if (f->wb_err)
+		return f->wb_err; /* an earlier write failed: so do the next ones, until reported */
+	if (f->ec_len && off != f->ec_off + f->ec_len) {
+		rc = ec_row_send(f);
+		f->ec_len = f->ec_sent = 0; /* a row sent and kept ends here */
+		if (rc)
+			return rc;
+	}
+	while (len > 0 && rc == 0) {
+		uint64_t n, row_end = (off / row + 1) * row;
+
+		if (f->ec_len || (ec_row_start(f, off) && off + len < row_end)) {
+			if (!f->ec_row && !(f->ec_row = malloc(row)))
+				return -ENOMEM;
+			if (!f->ec_len)
+				f->ec_off = off;
+			n = MIN(len, row_end - off);
+			memcpy(f->ec_row + (off - f->ec_off), buf, n);
+			f->ec_len += n;
+			if (off + n == row_end)
+				rc = ec_row_send(f);
+		} else if (ec_row_start(f, off)) {
+			n = (off + len) / row * row - off;
+			rc = n <= wb_limit(f) ? wb_write(f, buf, n, off) : write_now(f, buf, n, off);
+		} else {
+			n = MIN(len, row_end - off);
+			rc = write_now(f, buf, n, off);
+		}
+		buf += n;
+		off += n;
+		len -= n;
+	}
+	return rc;
+}
+
 /* The bytes below dom_size go to the MDS's part (sent with the next size report), the rest to
  * the objects. */
 static int write_data(loom_file *f, const char *buf, size_t len, uint64_t off)
@@ -297,20 +462,12 @@ static int write_data(loom_file *f, const char *buf, size_t len, uint64_t off)
 	if ((rc = drain_others(f, off, len)) != 0)
 		return rc;
 	pthread_mutex_lock(&f->wb_lock);
-	if (len <= WB_MAX_WRITE) {
+	if (ec_row_size(f) && ec_row_size(f) <= EC_ROW_MAX)
+		rc = ec_write_data(f, buf, len, off);
+	else if (len <= WB_MAX_WRITE)
 		rc = wb_write(f, buf, len, off);
-	} else if ((rc = wb_reap_all(f)) == 0) {
-		/* Answered once written: a failure is this write's error (nothing of it is
-		 * reported as part of the file), not one for later. */
-		uint32_t epoch = file_epoch(f);
-
-		rc = f->wb_err ? f->wb_err : io_write(f->fs, f->obj_owner, f->layout, buf, len, off, epoch,
-						      f->obj_blocks);
-		if (rc == -ESTALE || rc == -EAGAIN)
-			rc = write_again(f, buf, len, off, rc, epoch);
-		if (rc == 0)
-			file_wrote(f, off, len, 0);
-	}
+	else
+		rc = write_now(f, buf, len, off);
 	pthread_mutex_unlock(&f->wb_lock);
 	return rc;
 }

@@ -18,6 +18,7 @@
 #ifndef LOOM_COMMON_STRIPE_H
 #define LOOM_COMMON_STRIPE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,16 +35,60 @@ static inline uint32_t layout_copies(const struct loom_layout *l)
 	return l->mirror_count > 1 ? l->mirror_count : 1;
 }
 
-/* Objects a copy has: every copy is striped alike, object k of each holding the same bytes. */
+/* Data objects a copy has: every copy is striped alike, object k of each holding the same bytes.
+ * An erasure-coded file's parity objects follow its data objects. */
 static inline uint32_t layout_per_copy(const struct loom_layout *l)
 {
-	return l->nobjs / layout_copies(l);
+	return l->nobjs / layout_copies(l) - l->ec_parity;
 }
 
-/* A file's stripe geometry (one copy's). */
+/* Whether a file's bytes survive the loss of an object: copies, or parity. */
+static inline bool layout_redundant(const struct loom_layout *l)
+{
+	return layout_copies(l) > 1 || l->ec_parity > 0;
+}
+
+/* Whether object obj of a redundant layout, in sync now, may be marked stale: its bytes stay
+ * readable from the others. A mirrored file keeps an in-sync copy of every stripe; an
+ * erasure-coded one at most ec_parity stale objects (any stripe_count of its objects give every
+ * byte). */
+static inline bool layout_can_stale(const struct loom_layout *l, uint32_t obj)
+{
+	uint32_t n = 0;
+
+	if (l->ec_parity) {
+		for (uint32_t i = 0; i < l->nobjs; i++)
+			n += (l->objs[i].flags & LOOM_OBJ_STALE) != 0;
+		return n < l->ec_parity;
+	}
+	for (uint32_t m = 0, per = layout_per_copy(l); m < layout_copies(l); m++)
+		n += !(l->objs[m * per + obj % per].flags & LOOM_OBJ_STALE);
+	return layout_copies(l) > 1 && n >= 2;
+}
+
+/* A file's stripe geometry (one copy's, or an erasure-coded file's data objects). */
 static inline struct stripe_geom stripe_geom_of(const struct loom_layout *l)
 {
 	return (struct stripe_geom){ .size = l->stripe_size, .count = layout_per_copy(l) };
+}
+
+/*
+ * Erasure coding: a row is the stripe_count data units at one object offset (S bytes each, in
+ * file order) and the ec_parity parity units computed from them, at that same object offset of
+ * the parity objects. Parity unit bytes past the data are computed with zeros there; a parity
+ * object is as long as data object 0 (the first of every row).
+ */
+uint64_t stripe_obj_size(const struct stripe_geom *g, uint32_t k, uint64_t file_size);
+
+/* The size object k of l (any copy's, data or parity) has when the file is file_size long. */
+static inline uint64_t layout_obj_size(const struct loom_layout *l, uint32_t k, uint64_t file_size)
+{
+	struct stripe_geom g = stripe_geom_of(l);
+	uint32_t per = layout_per_copy(l);
+
+	if (l->ec_parity && k >= per)
+		return stripe_obj_size(&g, 0, file_size);
+	return stripe_obj_size(&g, k % per, file_size);
 }
 
 /* Where file offset `off` lives. */

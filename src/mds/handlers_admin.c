@@ -211,8 +211,9 @@ static int exec_ost_replace(struct mds *m, struct mdt_txn *t, struct srv_req *re
 			 "on the old OST and are lost", done.idx, a->uuid, a->host, a->port, done.old_uuid,
 			 done.was_removed ? " (removed)" : "", (unsigned long long)done.lost_below);
 	if (done.mirrored) {
-		log_warn("OST%04x: the copies %u mirrored file%s had there are stale, to resync onto the new "
-			 "OST", done.idx, done.mirrored, done.mirrored == 1 ? "" : "s");
+		log_warn("OST%04x: the copies (or erasure-coded objects) %u redundant file%s had there are "
+			 "stale, to make again onto the new OST", done.idx, done.mirrored,
+			 done.mirrored == 1 ? "" : "s");
 		mds_resync_now(m, 0);
 	}
 	else

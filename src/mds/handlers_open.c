@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/stripe.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "mds/dispatch.h"
@@ -425,7 +426,7 @@ int mds_op_mirror(struct mds_op *o)
 			return rc;
 		}
 		rc = mdt_getlayout(o->t, q->u.mirror.f.ino, &layout);
-		if (rc == 0 && layout->mirror_count < 2)
+		if (rc == 0 && !layout_redundant(layout))
 			rc = -EINVAL;
 		if (rc == 0)
 			rc = mds_resync_now(o->m, q->u.mirror.f.ino);

@@ -13,6 +13,11 @@
  * It reports through the request queue; the metadata thread then clears the marks, in the file's
  * layout of the generation the copy began from, only if no writer opened the file meanwhile
  * (a writer writes only in-sync copies: what it wrote the copy may have missed).
+ *
+ * An erasure-coded file's stale objects are made again from stripe_count in-sync objects of it:
+ * each row's units read, the missing ones decoded (ISA-L, common/ec.h) and written, row batch by
+ * row batch up to the file's size (rows of zeros left as holes), then synced. The marks are
+ * cleared as for a copy.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -20,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/ec.h"
 #include "common/log.h"
 #include "common/stripe.h"
 #include "common/util.h"
@@ -48,6 +54,12 @@ struct mds_resync_job {
 	uint32_t epoch;            /* the file's truncation epoch */
 	uint32_t nitems;
 	struct resync_item *items;
+	/* An erasure-coded file's rebuild: items' dst are made from the k objects srcs[] (their
+	 * indexes in src_index[]); the file is size bytes long. */
+	struct loom_layout *ec;
+	uint64_t size;
+	struct resync_end *srcs;
+	uint32_t *src_index;
 };
 
 /* One object's outcome, as the resyncer reports it. */
@@ -193,17 +205,162 @@ static int copy_object(struct mds *m, struct oss_pool *pool, const struct mds_re
 	return rc;
 }
 
+/* Reads object range [at, at + len) of e into buf, zeros past its end. */
+static int read_range(struct rpc_conn *c, const struct resync_end *e, const struct mds_resync_job *job,
+		      uint8_t *buf, uint64_t len, uint64_t at)
+{
+	for (uint64_t done = 0; done < len;) {
+		uint32_t n = (uint32_t)MIN(len - done, (uint64_t)LW_RPC_BULK), got = 0;
+		struct iovec iov = { buf + done, n };
+		struct lw_ost_io_rep rep;
+		struct lw_ost_io io;
+		int rc;
+
+		io_of(e, job, &io);
+		io.offset = at + done;
+		io.length = n;
+		rc = call(c, LW_OP_OST_READ, &io, &iov, 1, false, &rep, &got);
+		if (rc == -ENOENT)
+			rc = 0, got = 0; /* never written: zeros */
+		if (rc)
+			return rc;
+		if (got < n)
+			memset(buf + done + got, 0, n - got); /* a hole, or the object's end */
+		done += n;
+	}
+	return 0;
+}
+
+static bool all_zero(const uint8_t *b, uint64_t n)
+{
+	return n == 0 || (b[0] == 0 && memcmp(b, b + 1, n - 1) == 0);
+}
+
+/* An erasure-coded file's stale objects made again: each made anew, then every row batch's
+ * missing units decoded from the k sources and written (up to the object's size for the file,
+ * rows of zeros left as holes), then synced. status[i] gets item i's outcome. */
+static void rebuild_ec(struct mds *m, struct oss_pool *pool, const struct mds_resync_job *job,
+		       uint64_t start_ns, uint64_t *bytes, int32_t *status)
+{
+	const struct loom_layout *l = job->ec;
+	uint32_t k = layout_per_copy(l), nd = job->nitems;
+	uint64_t unit = l->stripe_size, batch = MAX(1, (4ull << 20) / unit) * unit;
+	uint64_t end = layout_obj_size(l, 0, job->size); /* the longest object's bytes */
+	uint8_t *src = malloc(k * batch), *dst = malloc(nd * batch);
+	uint8_t **sp = calloc(k, sizeof(uint8_t *)), **dp = calloc(nd ? nd : 1, sizeof(uint8_t *));
+	uint32_t *want = calloc(nd ? nd : 1, sizeof(uint32_t));
+	struct ec_codec *c = NULL;
+	int rc = src && dst && sp && dp && want ? ec_codec_new(k, l->ec_parity, &c) : -ENOMEM;
+
+	for (uint32_t i = 0; i < nd; i++)
+		status[i] = rc;
+	for (uint32_t i = 0; rc == 0 && i < nd; i++) {
+		const struct resync_item *it = &job->items[i];
+		struct rpc_conn *dc = oss_pool_conn(m, pool, it->dst.host, it->dst.port);
+		struct lw_ost_io_rep rep;
+		struct lw_ost_io io;
+
+		want[i] = it->dst_index;
+		dp[i] = dst + i * batch;
+		if (!dc) {
+			status[i] = -EHOSTUNREACH;
+			continue;
+		}
+		io_of(&it->dst, job, &io);
+		status[i] = call(dc, LW_OP_OST_DESTROY, &io, NULL, 0, false, &rep, NULL);
+		if (status[i] == -ENOENT)
+			status[i] = 0;
+		io_of(&it->dst, job, &io);
+		io.stripe_idx = it->dst_index;
+		io.trunc_epoch = job->epoch;
+		io.flags = LW_PUNCH_ANEW;
+		if (status[i] == 0)
+			status[i] = call(dc, LW_OP_OST_PUNCH, &io, NULL, 0, false, &rep, NULL);
+	}
+	for (uint64_t at = 0; rc == 0 && at < end; at += batch) {
+		uint64_t span = MIN(batch, end - at);
+
+		for (uint32_t s = 0; rc == 0 && s < k; s++) {
+			struct rpc_conn *sc = oss_pool_conn(m, pool, job->srcs[s].host, job->srcs[s].port);
+
+			sp[s] = src + s * batch;
+			rc = sc ? read_range(sc, &job->srcs[s], job, sp[s], span, at) : -EHOSTUNREACH;
+		}
+		if (rc == 0)
+			rc = ec_decode(c, span, job->src_index, sp, want, nd, dp);
+		for (uint32_t i = 0; i < nd; i++) {
+			const struct resync_item *it = &job->items[i];
+			uint64_t size = layout_obj_size(l, it->dst_index, job->size);
+			uint64_t n = at < size ? MIN(span, size - at) : 0;
+			struct rpc_conn *dc;
+
+			if (rc) {
+				status[i] = status[i] ? status[i] : rc;
+				continue;
+			}
+			if (status[i] || all_zero(dp[i], n))
+				continue; /* a hole stays one */
+			dc = oss_pool_conn(m, pool, it->dst.host, it->dst.port);
+			for (uint64_t done = 0; dc && status[i] == 0 && done < n;) {
+				uint32_t len = (uint32_t)MIN(n - done, (uint64_t)LW_RPC_BULK);
+				struct iovec iov = { dp[i] + done, len };
+				struct lw_ost_io_rep rep;
+				struct lw_ost_io io;
+
+				io_of(&it->dst, job, &io);
+				io.offset = at + done;
+				io.length = len;
+				io.stripe_idx = it->dst_index;
+				io.trunc_epoch = job->epoch;
+				status[i] = call(dc, LW_OP_OST_WRITE, &io, &iov, 1, true, &rep, NULL);
+				if (status[i] == 0 && rep.length != len)
+					status[i] = -EIO;
+				done += len;
+			}
+			if (!dc)
+				status[i] = -EHOSTUNREACH;
+			*bytes += n;
+		}
+		*bytes += k * span;
+		pace(m->resync.rate_mib, start_ns, *bytes);
+	}
+	for (uint32_t i = 0; i < nd; i++) {
+		const struct resync_item *it = &job->items[i];
+		struct rpc_conn *dc = oss_pool_conn(m, pool, it->dst.host, it->dst.port);
+		struct lw_ost_io_rep rep;
+		struct lw_ost_io io;
+
+		io_of(&it->dst, job, &io);
+		if (status[i] == 0)
+			status[i] = dc ? call(dc, LW_OP_OST_SYNC, &io, NULL, 0, false, &rep, NULL) : -EHOSTUNREACH;
+	}
+	ec_codec_free(c);
+	free(src);
+	free(dst);
+	free(sp);
+	free(dp);
+	free(want);
+}
+
 static void run_job(struct mds *m, struct mds_resync_job *job, struct oss_pool *pool, uint8_t *buf)
 {
 	struct mds_work *report;
 	uint64_t start = clock_mono_ns();
 
+	int32_t *ec_status = job->ec ? calloc(job->nitems, sizeof(int32_t)) : NULL;
+	uint64_t ec_bytes = 0;
+
 	while (!(report = mds_work_new(MDS_WORK_RESYNCED, job->nitems, sizeof(struct resync_done))))
 		sleep_ms(100);
+	if (ec_status && pool)
+		rebuild_ec(m, pool, job, start, &ec_bytes, ec_status);
 	for (uint32_t i = 0; i < job->nitems; i++) {
 		struct resync_done d = { .ino = job->ino, .gen = job->gen, .index = job->items[i].dst_index };
 
-		d.status = buf ? copy_object(m, pool, job, &job->items[i], buf, start, &d.bytes) : -ENOMEM;
+		if (job->ec)
+			d.status = ec_status && pool ? ec_status[i] : -ENOMEM, d.bytes = i ? 0 : ec_bytes;
+		else
+			d.status = buf ? copy_object(m, pool, job, &job->items[i], buf, start, &d.bytes) : -ENOMEM;
 		if (d.status)
 			log_warn("resync: inode %llu: OST%04x object %#llx from OST%04x object %#llx: %s; "
 				 "will retry", (unsigned long long)job->ino, job->items[i].dst.ost,
@@ -211,13 +368,18 @@ static void run_job(struct mds *m, struct mds_resync_job *job, struct oss_pool *
 				 (unsigned long long)job->items[i].src.objid, strerror(-d.status));
 		memcpy(report->data + (size_t)i * sizeof(d), &d, sizeof(d));
 	}
+	free(ec_status);
 	reqq_push(&m->queue, &report->qitem);
 }
 
 static void job_free(struct mds_resync_job *job)
 {
-	if (job)
+	if (job) {
 		free(job->items);
+		free(job->ec);
+		free(job->srcs);
+		free(job->src_index);
+	}
 	free(job);
 }
 
@@ -295,6 +457,39 @@ static bool ost_end(const struct mdt_ost *table, uint32_t count, uint32_t idx, u
 	return false;
 }
 
+/* An erasure-coded file's rebuild: its stale objects whose OSTs answer, from the first
+ * stripe_count in-sync objects whose OSTs answer (none if there are not that many). */
+static int ec_job_of(const struct mdt_ost *table, uint32_t count, const struct loom_layout *l,
+		     uint64_t size, struct mds_resync_job *job, struct mds_resync_job **out)
+{
+	uint32_t k = layout_per_copy(l), ns = 0;
+
+	job->size = size;
+	job->srcs = calloc(k, sizeof(*job->srcs));
+	job->src_index = calloc(k, sizeof(uint32_t));
+	job->ec = malloc(sizeof(*l) + l->nobjs * sizeof(l->objs[0]));
+	if (!job->srcs || !job->src_index || !job->ec) {
+		job_free(job);
+		return -ENOMEM;
+	}
+	memcpy(job->ec, l, sizeof(*l) + l->nobjs * sizeof(l->objs[0]));
+	for (uint32_t o = 0; o < l->nobjs; o++) {
+		const struct loom_ostobj *ob = &l->objs[o];
+
+		if (!(ob->flags & LOOM_OBJ_STALE)) {
+			if (ns < k && ost_end(table, count, ob->ost_idx, ob->objid, &job->srcs[ns]))
+				job->src_index[ns++] = o;
+		} else if (ost_end(table, count, ob->ost_idx, ob->objid, &job->items[job->nitems].dst)) {
+			job->items[job->nitems++].dst_index = o;
+		}
+	}
+	if (ns < k || job->nitems == 0)
+		job_free(job);
+	else
+		*out = job;
+	return 0;
+}
+
 /* The copies to make now for ino: each stale object whose OST answers, from an in-sync copy of
  * its stripe whose OST answers. *job NULL when there is none. */
 static int job_of(struct mds *m, struct mdt_txn *t, uint64_t ino, const struct loom_layout *l,
@@ -321,6 +516,8 @@ static int job_of(struct mds *m, struct mdt_txn *t, uint64_t ino, const struct l
 	job->gen = l->layout_gen;
 	job->epoch = in.trunc_epoch;
 	table = mdt_ost_table(m->store, &count, &tgen);
+	if (l->ec_parity)
+		return ec_job_of(table, count, l, in.size, job, out);
 	for (uint32_t o = 0; o < l->nobjs; o++) {
 		struct resync_item *it = &job->items[job->nitems];
 		uint32_t k = o % per;
@@ -384,7 +581,7 @@ void mds_resync_kick(struct mds *m, struct mdt_txn *t)
 		}
 		if (rc)
 			continue;
-		if (layout_copies(l) < 2) {
+		if (!layout_redundant(l)) {
 			tidy[ntidy++] = inos[i];
 		} else if (l->flags & LOOM_LAYOUT_WRITE_PENDING) {
 			/* Its writers went without closing. During the recovery window after a start
@@ -436,9 +633,8 @@ int mds_resync_tidy(struct mds *m, struct mdt_txn *t, const struct mds_work *w)
 		if (m->orphans_released) {
 			rc = mdt_mirror_abandoned(t, ino, &marked);
 			if (rc == 0 && marked)
-				log_warn("mirrored file %llu: its writer went without closing; %u cop%s of its "
-					 "stripes to resync from the first", (unsigned long long)ino, marked,
-					 marked == 1 ? "y" : "ies");
+				log_warn("file %llu: its writer went without closing; %u of its objects to make "
+					 "again from its others (copies or parity)", (unsigned long long)ino, marked);
 		}
 		if (rc)
 			break;

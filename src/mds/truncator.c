@@ -229,7 +229,7 @@ static int job_of(struct mds *m, struct mdt_txn *t, const struct mdt_trunc *tc, 
 			continue; /* an OST removed (loom ost remove --force): nothing there to cut */
 		it->io.ost_idx = l->objs[k].ost_idx;
 		it->io.objid = l->objs[k].objid;
-		it->io.length = stripe_obj_size(&g, k % g.count, tc->cut); /* every copy alike */
+		it->io.length = layout_obj_size(l, k, tc->cut); /* every copy alike; parity as data object 0 */
 		it->io.ino = tc->ino;
 		it->io.stripe_idx = k;
 		it->io.layout_gen = l->layout_gen;

@@ -39,7 +39,10 @@ static int cut_objects(struct mdt_txn *t, struct mdt_inode *in, uint64_t old)
 	if (rc)
 		return rc;
 	needed = l->nobjs > 0 && !(l->dom_size && old <= l->dom_size);
+	rc = needed ? mdt_ec_cut(t, in->ino, l, cut) : 0;
 	free(l);
+	if (rc)
+		return rc;
 	return needed ? mdt_trunc_queue(t, in, cut) : 0;
 }
 

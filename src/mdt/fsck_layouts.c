@@ -81,7 +81,7 @@ static int layout_rec(struct mdt_fsck *f, const MDB_val *k, const MDB_val *v, vo
 	if (rc)
 		goto out;
 	if (l->nobjs == 0 || l->stripe_size == 0 ||
-	    (uint64_t)(uint32_t)l->stripe_count * layout_copies(l) != l->nobjs ||
+	    (uint64_t)(uint32_t)l->stripe_count * layout_copies(l) + l->ec_parity != l->nobjs ||
 	    (l->flags & LOOM_LAYOUT_DEFAULT)) {
 		rc = fsck_report(f, MDT_FSCK_LAYOUT, ino, NOFIX, NULL,
 				 "malformed file layout (stripe size %u, count %d, %u objects, flags %#x): "
@@ -166,6 +166,17 @@ static int fix_layouts(struct mdt_fsck *f, struct acts *q)
 				break;
 			per = layout_per_copy(l);
 			REPAIR(f, frc, mdt_mirror_mark(f->t, a->a, (uint32_t)a->b));
+			if (l->ec_parity) {
+				rc = fsck_report(f, MDT_FSCK_MISSING_OBJECT, a->a, frc,
+						 frc == -EBUSY ? NULL : "marked stale: the MDS makes it again from the others",
+						 "%s object %u: OST %u object %#llx does not exist%s; %llu bytes of it "
+						 "were there", (uint32_t)a->b < per ? "data" : "parity", (uint32_t)a->b,
+						 l->objs[a->b].ost_idx, (unsigned long long)l->objs[a->b].objid,
+						 frc == -EBUSY ? ", and more objects than the parity covers are stale "
+						 "(the data is lost)" : "", (unsigned long long)a->c);
+				free(l);
+				break;
+			}
 			rc = fsck_report(f, MDT_FSCK_MISSING_OBJECT, a->a, frc,
 					 frc == -EBUSY ? NULL : "marked stale: the MDS copies it again from another mirror",
 					 "mirror %u stripe %u: OST %u object %#llx does not exist%s; %llu bytes of the "

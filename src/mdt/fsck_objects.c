@@ -44,16 +44,6 @@ static int ost_fix(struct mdt_fsck *f, uint32_t ost, uint64_t objid, uint64_t in
 	return rc == -EIO ? -EREMOTEIO : rc;
 }
 
-/* Whether a copy of object k's stripe other than k is in sync. */
-static bool other_in_sync(const struct loom_layout *l, uint32_t k)
-{
-	uint32_t per = layout_per_copy(l);
-
-	for (uint32_t m = 0; m < layout_copies(l); m++)
-		if (m * per + k % per != k && !(l->objs[m * per + k % per].flags & LOOM_OBJ_STALE))
-			return true;
-	return false;
-}
 
 /* Checks a file's objects: tags, missing ones, and the size their data implies. Queues the
  * size repair (the cursor on layouts is open). */
@@ -79,7 +69,7 @@ int fsck_check_objects(struct mdt_fsck *f, struct acts *q, uint64_t ino,
 
 		/* A stale copy says nothing of the file (its size, its data): the resync makes it
 		 * again from an in-sync copy, whatever it holds now. */
-		if (layout_copies(l) > 1 && (o->flags & LOOM_OBJ_STALE))
+		if (layout_redundant(l) && (o->flags & LOOM_OBJ_STALE))
 			continue;
 		rc = f->ops.obj_stat(f->ops.arg, o->ost_idx, o->objid, &os[k]);
 		if (rc == -ENODEV) {
@@ -94,7 +84,8 @@ int fsck_check_objects(struct mdt_fsck *f, struct acts *q, uint64_t ino,
 			continue;
 		f->st.objects++;
 		any = true;
-		if (geom)
+		/* A parity object says nothing of the file's size. */
+		if (geom && !(l->ec_parity && k >= g.count))
 			end = MAX(end, stripe_file_end(&g, k % g.count, os[k].size));
 		blocks += os[k].blocks;
 		if (os[k].mtime.tv_sec > newest.tv_sec ||
@@ -120,8 +111,7 @@ int fsck_check_objects(struct mdt_fsck *f, struct acts *q, uint64_t ino,
 		const struct loom_ostobj *o = &l->objs[k];
 		/* Bytes below the Data-on-MDT size live on the MDS: a hole on the objects. */
 		uint64_t lost = !geom ? 0 :
-				stripe_obj_size(&g, k % g.count, size) -
-				stripe_obj_size(&g, k % g.count, MIN(size, l->dom_size));
+				layout_obj_size(l, k, size) - layout_obj_size(l, k, MIN(size, l->dom_size));
 
 		const struct ostnext *on = fsck_ost_find(f, o->ost_idx);
 
@@ -141,9 +131,10 @@ int fsck_check_objects(struct mdt_fsck *f, struct acts *q, uint64_t ino,
 			continue;
 		if (!any && (!(in->flags & MDT_IF_BLOCKS) || in->blocks == 0))
 			continue;
-		if (layout_copies(l) > 1 && other_in_sync(l, k)) {
-			/* An in-sync copy: an empty object made there would read as zeros where the
-			 * other copies hold the data. It becomes stale, for the MDS to copy again. */
+		if (layout_redundant(l) && layout_can_stale(l, k)) {
+			/* An in-sync copy (or an erasure-coded object): an empty object made there would
+			 * read as zeros where the others hold the data. It becomes stale, for the MDS to
+			 * make again. */
 			struct act a = { .op = ACT_MIRROR_STALE, .a = ino, .b = k, .c = lost };
 
 			rc = fsck_acts_push(q, &a);

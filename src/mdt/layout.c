@@ -90,6 +90,7 @@ struct layout_fields {
 	int32_t stripe_count;
 	int32_t stripe_offset;
 	uint32_t mirror_count;  /* 0 unset */
+	uint32_t ec_parity;     /* taken with mirror_count: both come from one source */
 	char pool[LOOM_POOL_NAME_MAX + 1];
 };
 
@@ -102,10 +103,14 @@ static void fields_init(struct layout_fields *f)
 /* Takes from one source the fields still unset. */
 static void fields_fill(struct layout_fields *f, uint32_t dom_size, uint32_t stripe_size,
 			int32_t stripe_count, int32_t stripe_offset, uint32_t mirror_count,
-			const char *pool)
+			uint32_t ec_parity, const char *pool)
 {
-	if (f->mirror_count == 0)
+	/* Copies and parity are one choice, the redundancy: "-N 2" under a directory whose
+	 * default is erasure-coded makes a mirrored file, not both. */
+	if (f->mirror_count == 0 && f->ec_parity == 0) {
 		f->mirror_count = mirror_count;
+		f->ec_parity = ec_parity;
+	}
 	if (f->dom_size == 0)
 		f->dom_size = dom_size;
 	if (f->stripe_size == 0)
@@ -121,13 +126,13 @@ static void fields_fill(struct layout_fields *f, uint32_t dom_size, uint32_t str
 static void fields_fill_req(struct layout_fields *f, const struct lw_layout *req)
 {
 	fields_fill(f, req->dom_size, req->stripe_size, req->stripe_count, req->stripe_offset,
-		    req->mirror_count, req->pool);
+		    req->mirror_count, req->ec_parity, req->pool);
 }
 
 static void fields_fill_layout(struct layout_fields *f, const struct loom_layout *l)
 {
 	fields_fill(f, l->dom_size, l->stripe_size, l->stripe_count, l->stripe_offset, l->mirror_count,
-		    l->pool);
+		    l->ec_parity, l->pool);
 }
 
 /* Fills what is still unset from a directory's stored default, if it has one. */
@@ -152,7 +157,7 @@ static int fields_fill_fs(struct mdt_txn *t, struct layout_fields *f)
 	int rc = fields_fill_dir(t, f, LOOM_ROOT_INO);
 
 	if (rc == 0)
-		fields_fill(f, LOOM_DEFAULT_DOM_SIZE, LOOM_DEFAULT_STRIPE_SIZE, 1, -1, 1, "");
+		fields_fill(f, LOOM_DEFAULT_DOM_SIZE, LOOM_DEFAULT_STRIPE_SIZE, 1, -1, 1, 0, "");
 	return rc;
 }
 
@@ -174,20 +179,21 @@ static int layout_build(struct mdt_txn *t, const struct layout_fields *f, uint32
 {
 	struct loom_layout *l;
 	uint32_t room = t->s->nosts, n = 0, mirrors = f->mirror_count ? f->mirror_count : 1;
+	uint32_t parity = mirrors > 1 ? 0 : f->ec_parity;
 	int rc;
 
 	if (room == 0)
 		return -ENOSPC;
-	if (mirrors == 1 && f->stripe_count > 0 && (uint32_t)f->stripe_count < room)
-		room = (uint32_t)f->stripe_count;
+	if (mirrors == 1 && f->stripe_count > 0 && (uint64_t)f->stripe_count + parity < room)
+		room = (uint32_t)f->stripe_count + parity;
 	if (t->vers && t->vers->want_objs && t->vers->want_nobjs > room)
 		room = t->vers->want_nobjs; /* a replay's objects, whatever the OSTs are now */
 	l = calloc(1, sizeof(*l) + room * sizeof(l->objs[0]));
 	if (!l)
 		return -ENOMEM;
-	rc = mdt_alloc_stripes(t, f->stripe_count, f->stripe_offset, f->pool, mirrors, l->objs, &n);
+	rc = mdt_alloc_stripes(t, f->stripe_count, f->stripe_offset, f->pool, mirrors, parity, l->objs, &n);
 	/* A replay's objects say how many copies the first run made. */
-	if (rc == 0 && (n == 0 || n % mirrors))
+	if (rc == 0 && (n == 0 || n % mirrors || n <= parity))
 		rc = -EIO;
 	if (rc) {
 		free(l);
@@ -196,7 +202,8 @@ static int layout_build(struct mdt_txn *t, const struct layout_fields *f, uint32
 	l->pattern = LOOM_PATTERN_RAID0;
 	l->stripe_size = f->stripe_size;
 	l->mirror_count = (uint16_t)mirrors;
-	l->stripe_count = (int32_t)(n / mirrors);
+	l->ec_parity = (uint16_t)parity;
+	l->stripe_count = (int32_t)(n / mirrors - parity);
 	l->stripe_offset = (int32_t)l->objs[0].ost_idx;
 	l->layout_gen = gen;
 	l->dom_size = f->dom_size == LOOM_DOM_NONE ? 0 : f->dom_size;
@@ -226,8 +233,8 @@ int mdt_layout_new_file(struct mdt_txn *t, const struct mdt_inode *dir, const st
 		rc = layout_build(t, &f, 0, &l);
 	if (rc == 0)
 		rc = mdt_layout_save(t, MDT_DB_LAYOUTS, in->ino, l);
-	if (rc == 0 && layout_copies(l) > 1)
-		rc = mdt_mirror_note(t, in->ino, l); /* copies made stale for an OSS away */
+	if (rc == 0 && layout_redundant(l))
+		rc = mdt_mirror_note(t, in->ino, l); /* objects made stale for an OSS away */
 	if (rc) {
 		free(l);
 		return rc;
@@ -318,6 +325,7 @@ static int setlayout_dir(struct mdt_txn *t, uint64_t ino, const struct lw_layout
 	def.stripe_offset = req->stripe_offset;
 	def.dom_size = req->dom_size;
 	def.mirror_count = req->mirror_count;
+	def.ec_parity = req->ec_parity;
 	def.flags = LOOM_LAYOUT_DEFAULT;
 	memcpy(def.pool, req->pool, strnlen(req->pool, LOOM_POOL_NAME_MAX));
 	rc = mdt_layout_save(t, MDT_DB_DIRDEFAULTS, ino, &def);
@@ -349,7 +357,7 @@ static int setlayout_file(struct mdt_txn *t, struct mdt_inode *in, const struct 
 	fields_fill_req(&f, req);
 	if (cur)
 		fields_fill(&f, cur->dom_size ? cur->dom_size : LOOM_DOM_NONE, cur->stripe_size,
-			    cur->stripe_count, -1, cur->mirror_count, cur->pool);
+			    cur->stripe_count, -1, cur->mirror_count, cur->ec_parity, cur->pool);
 	rc = fields_fill_fs(t, &f);
 	if (rc == 0)
 		rc = layout_build(t, &f, cur ? cur->layout_gen + 1 : 0, &l);

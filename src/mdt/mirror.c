@@ -5,6 +5,10 @@
  * missed a write (or was found bad) and is read by nobody until a resync copies it from an
  * in-sync copy of its stripe. Every stripe always keeps one in-sync copy: a mark that would
  * take the last is refused, so readers always have somewhere to go.
+ *
+ * An erasure-coded file (docs/architecture.md, "Erasure coding") is looked after the same way:
+ * a stale object of it is rebuilt from stripe_count in-sync others, and a mark that would leave
+ * fewer than that is refused (layout_can_stale).
  */
 #include "mdt/internal.h"
 
@@ -22,16 +26,6 @@ static int64_t obj_index(const struct loom_layout *l, uint32_t ost_idx, uint64_t
 	return -1;
 }
 
-/* In-sync copies of stripe k. */
-static uint32_t in_sync(const struct loom_layout *l, uint32_t k)
-{
-	uint32_t per = layout_per_copy(l), n = 0;
-
-	for (uint32_t m = 0; m < layout_copies(l); m++)
-		n += !(l->objs[m * per + k].flags & LOOM_OBJ_STALE);
-	return n;
-}
-
 int mdt_mirror_stale(struct mdt_txn *t, uint64_t ino, const struct loom_ostobj *objs, uint32_t count,
 		     struct loom_layout **out)
 {
@@ -43,13 +37,12 @@ int mdt_mirror_stale(struct mdt_txn *t, uint64_t ino, const struct loom_ostobj *
 	rc = mdt_layout_load(t, MDT_DB_LAYOUTS, ino, &l);
 	if (rc)
 		return rc == -ENODATA ? -EINVAL : rc;
-	if (layout_copies(l) < 2 || l->nobjs == 0) {
+	if (!layout_redundant(l) || l->nobjs == 0) {
 		free(l);
 		return -EINVAL;
 	}
 	for (uint32_t i = 0; i < count; i++) {
 		int64_t at = obj_index(l, objs[i].ost_idx, objs[i].objid);
-		uint32_t k;
 
 		if (at < 0) {
 			free(l);
@@ -57,10 +50,9 @@ int mdt_mirror_stale(struct mdt_txn *t, uint64_t ino, const struct loom_ostobj *
 		}
 		if (l->objs[at].flags & LOOM_OBJ_STALE)
 			continue; /* marked already: a resend, or another client's report */
-		k = (uint32_t)at % layout_per_copy(l);
-		if (in_sync(l, k) < 2) {
+		if (!layout_can_stale(l, (uint32_t)at)) {
 			free(l);
-			return -EINVAL; /* the last copy of its stripe */
+			return -EINVAL; /* the last copy of its stripe; one object more than parity */
 		}
 		l->objs[at].flags |= LOOM_OBJ_STALE;
 		changed = true;
@@ -97,7 +89,7 @@ int mdt_mirror_note(struct mdt_txn *t, uint64_t ino, const struct loom_layout *l
 	int rc;
 
 	mdt_put_be64(key, ino);
-	if (l && layout_copies(l) > 1 && (any_stale(l) || (l->flags & LOOM_LAYOUT_WRITE_PENDING)))
+	if (l && layout_redundant(l) && (any_stale(l) || (l->flags & LOOM_LAYOUT_WRITE_PENDING)))
 		return mdt_put(t, MDT_DB_MIRRORS, key, sizeof(key), &one, sizeof(one));
 	rc = mdt_del(t, MDT_DB_MIRRORS, key, sizeof(key));
 	return rc == -ENOENT ? 0 : rc;
@@ -108,7 +100,8 @@ int mdt_mirror_list(struct mdt_txn *t, uint64_t after, uint64_t *inos, size_t ma
 	return mdt_ino_keys(t, MDT_DB_MIRRORS, after, inos, max, n);
 }
 
-/* Loads ino's layout when it is a mirrored file's; *l NULL (and 0) when it is not, or gone. */
+/* Loads ino's layout when it is a mirrored or erasure-coded file's; *l NULL (and 0) when it is
+ * not, or gone. */
 static int load_mirrored(struct mdt_txn *t, uint64_t ino, struct loom_layout **l)
 {
 	int rc = mdt_layout_load(t, MDT_DB_LAYOUTS, ino, l);
@@ -117,7 +110,7 @@ static int load_mirrored(struct mdt_txn *t, uint64_t ino, struct loom_layout **l
 		*l = NULL;
 		return 0;
 	}
-	if (rc == 0 && (layout_copies(*l) < 2 || (*l)->nobjs == 0)) {
+	if (rc == 0 && (!layout_redundant(*l) || (*l)->nobjs == 0)) {
 		free(*l);
 		*l = NULL;
 	}
@@ -166,9 +159,19 @@ int mdt_mirror_abandoned(struct mdt_txn *t, uint64_t ino, uint32_t *marked)
 		return 0;
 	}
 	/* A writer went without closing: its last writes may be in some copies and not others.
-	 * Each stripe's first in-sync copy is the truth from now on; the others are resynced. */
+	 * Each stripe's first in-sync copy is the truth from now on; the others are resynced. An
+	 * erasure-coded file's data objects are its truth, and its parity is made again from them;
+	 * with a data object stale too, the parity is all that can give its bytes back, and stays. */
 	per = layout_per_copy(l);
-	for (uint32_t k = 0; k < per; k++) {
+	for (uint32_t k = 0; l->ec_parity && k < per; k++)
+		if (l->objs[k].flags & LOOM_OBJ_STALE)
+			per = 0;
+	for (uint32_t k = per; l->ec_parity && k < l->nobjs; k++)
+		if (!(l->objs[k].flags & LOOM_OBJ_STALE)) {
+			l->objs[k].flags |= LOOM_OBJ_STALE;
+			n++;
+		}
+	for (uint32_t k = 0; !l->ec_parity && k < per; k++) {
 		bool first = true;
 
 		for (uint32_t m = 0; m < layout_copies(l); m++) {
@@ -192,6 +195,28 @@ int mdt_mirror_abandoned(struct mdt_txn *t, uint64_t ino, uint32_t *marked)
 	free(l);
 	*marked = n;
 	return rc;
+}
+
+int mdt_ec_cut(struct mdt_txn *t, uint64_t ino, struct loom_layout *l, uint64_t cut)
+{
+	uint32_t per = layout_per_copy(l), n = 0;
+	int rc;
+
+	if (!l->ec_parity || l->nobjs == 0 || cut % ((uint64_t)l->stripe_size * per) == 0)
+		return 0;
+	for (uint32_t k = 0; k < per; k++)
+		if (l->objs[k].flags & LOOM_OBJ_STALE)
+			return -EBUSY;
+	for (uint32_t k = per; k < l->nobjs; k++)
+		if (!(l->objs[k].flags & LOOM_OBJ_STALE)) {
+			l->objs[k].flags |= LOOM_OBJ_STALE;
+			n++;
+		}
+	if (n == 0)
+		return 0;
+	l->layout_gen++;
+	rc = mdt_layout_save(t, MDT_DB_LAYOUTS, ino, l);
+	return rc ? rc : mdt_mirror_note(t, ino, l);
 }
 
 int mdt_mirror_resynced(struct mdt_txn *t, uint64_t ino, uint32_t gen, const uint32_t *objs, uint32_t n,
@@ -229,10 +254,10 @@ int mdt_mirror_resynced(struct mdt_txn *t, uint64_t ino, uint32_t gen, const uin
 	return 0;
 }
 
-/* Whether l is a mirrored file's with an in-sync object on OST idx below lost_below. */
+/* Whether l is a redundant file's with an in-sync object on OST idx below lost_below. */
 static bool holds_lost(const struct loom_layout *l, uint32_t idx, uint64_t lost_below)
 {
-	if (layout_copies(l) < 2)
+	if (!layout_redundant(l))
 		return false;
 	for (uint32_t i = 0; i < l->nobjs; i++)
 		if (l->objs[i].ost_idx == idx && l->objs[i].objid < lost_below &&
@@ -287,20 +312,18 @@ int mdt_mirror_ost_lost(struct mdt_txn *t, uint32_t idx, uint64_t lost_below, ui
 		rc = mdt_errno(mrc);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		struct loom_layout *l;
-		uint32_t per;
 		bool changed = false;
 
 		rc = load_mirrored(t, inos[i], &l);
 		if (rc || !l)
 			continue;
-		per = layout_per_copy(l);
 		for (uint32_t o = 0; o < l->nobjs; o++) {
 			struct loom_ostobj *ob = &l->objs[o];
 
 			/* A stripe whose only in-sync copy was there is lost with it: its reads give EIO
 			 * (loom fsck says so); nothing to copy it from. */
 			if (ob->ost_idx == idx && ob->objid < lost_below && !(ob->flags & LOOM_OBJ_STALE) &&
-			    in_sync(l, o % per) >= 2) {
+			    layout_can_stale(l, o)) {
 				ob->flags |= LOOM_OBJ_STALE;
 				changed = true;
 			}
@@ -328,7 +351,7 @@ int mdt_mirror_mark(struct mdt_txn *t, uint64_t ino, uint32_t obj)
 	if (obj >= l->nobjs) {
 		rc = -EINVAL;
 	} else if (!(l->objs[obj].flags & LOOM_OBJ_STALE)) {
-		if (in_sync(l, obj % layout_per_copy(l)) < 2) {
+		if (!layout_can_stale(l, obj)) {
 			rc = -EBUSY;
 		} else {
 			l->objs[obj].flags |= LOOM_OBJ_STALE;
@@ -354,7 +377,7 @@ int mdt_mirror_extend(struct mdt_txn *t, uint64_t ino, struct loom_layout **out)
 		return rc ? rc : -EINVAL;
 	per = layout_per_copy(l);
 	copies = layout_copies(l);
-	if (copies >= LOOM_MAX_MIRRORS || (uint64_t)per * (copies + 1) > LOOM_MAX_STRIPES) {
+	if (l->ec_parity || copies >= LOOM_MAX_MIRRORS || (uint64_t)per * (copies + 1) > LOOM_MAX_STRIPES) {
 		free(l);
 		return -EINVAL;
 	}
@@ -395,14 +418,14 @@ int mdt_mirror_split(struct mdt_txn *t, uint64_t ino, uint32_t ost, uint64_t obj
 	per = layout_per_copy(l);
 	copies = layout_copies(l);
 	at = obj_index(l, ost, objid);
-	if (at < 0) {
+	if (at < 0 || l->ec_parity) {
 		free(l);
 		return -EINVAL;
 	}
 	m = (uint32_t)at / per;
 	/* Each stripe keeps an in-sync copy among the others. */
 	for (uint32_t k = 0; k < per; k++)
-		if (!(l->objs[m * per + k].flags & LOOM_OBJ_STALE) && in_sync(l, k) < 2) {
+		if (!(l->objs[m * per + k].flags & LOOM_OBJ_STALE) && !layout_can_stale(l, m * per + k)) {
 			free(l);
 			return -EINVAL;
 		}

@@ -656,8 +656,77 @@ static bool pad_with_absent(const struct mdt_store *s, const uint32_t *members, 
 	return *n == want;
 }
 
+/* Orders chosen[0..n) so that consecutive objects sit on different hosts (and OSSs): grouped by
+ * host as spread_copies does, then dealt one from each group in turn. An erasure-coded file then
+ * loses as few objects as it can with one host. */
+static int deal_over_hosts(const struct mdt_store *s, uint32_t *chosen, bool *stale, uint32_t n)
+{
+	uint32_t *out = malloc(n * sizeof(*out)), *start = malloc((n + 1) * sizeof(*start));
+	bool *ostale = malloc(n * sizeof(*ostale));
+	uint32_t ngroups = 0, done = 0;
+
+	if (!out || !start || !ostale) {
+		free(out);
+		free(start);
+		free(ostale);
+		return -ENOMEM;
+	}
+	spread_copies(s, chosen, stale, n);
+	for (uint32_t i = 0; i < n; i++)
+		if (i == 0 || strcmp(s->osts[chosen[i]].host, s->osts[chosen[i - 1]].host) != 0 ||
+		    s->osts[chosen[i]].port != s->osts[chosen[i - 1]].port)
+			start[ngroups++] = i;
+	start[ngroups] = n;
+	for (uint32_t round = 0; done < n; round++)
+		for (uint32_t g = 0; g < ngroups; g++)
+			if (start[g] + round < start[g + 1]) {
+				out[done] = chosen[start[g] + round];
+				ostale[done++] = stale[start[g] + round];
+			}
+	memcpy(chosen, out, n * sizeof(*out));
+	memcpy(stale, ostale, n * sizeof(*ostale));
+	free(out);
+	free(start);
+	free(ostale);
+	return 0;
+}
+
+/* OSTs an allocation may use at all: in the pool (if any), not excluded by an administrator. */
+static uint32_t osts_allowed(const struct mdt_store *s, const uint32_t *members, uint32_t nmembers)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < s->nosts; i++)
+		n += !(s->osts[i].state & (LW_TGT_NOCREATE | LW_TGT_READONLY | LW_TGT_DEACTIVATED)) &&
+		     in_members(s->osts[i].idx, members, nmembers);
+	return n;
+}
+
+/* An erasure-coded file's count data and parity parity objects' OSTs into chosen[], *n of them. */
+static int choose_ec(struct mdt_store *s, int32_t count, int32_t offset, uint32_t parity,
+		     const uint32_t *members, uint32_t nmembers, uint32_t *chosen, bool *stale,
+		     uint32_t *n)
+{
+	uint32_t allowed = osts_allowed(s, members, nmembers), usable = 0, width;
+	int rc;
+
+	if (count > 0 && (uint64_t)count + parity > allowed)
+		return -EINVAL;
+	if (count == -1 && allowed <= parity)
+		return -EINVAL;
+	rc = choose_osts(s, -1, offset, members, nmembers, chosen, &usable);
+	if (rc)
+		return rc;
+	width = count > 0 ? (uint32_t)count + parity : MAX(usable, parity + 1);
+	width = MIN(width, (uint32_t)LOOM_EC_MAX_WIDTH);
+	*n = MIN(usable, width);
+	if (width - *n > parity || !pad_with_absent(s, members, nmembers, chosen, n, width, stale))
+		return -ENOSPC;
+	return deal_over_hosts(s, chosen, stale, *n);
+}
+
 int mdt_alloc_stripes(struct mdt_txn *t, int32_t count, int32_t offset, const char *pool,
-		      uint32_t mirrors, struct loom_ostobj *objs, uint32_t *n_out)
+		      uint32_t mirrors, uint32_t parity, struct loom_ostobj *objs, uint32_t *n_out)
 {
 	struct mdt_store *s = t->s;
 	struct mdt_ost_rec rec;
@@ -667,7 +736,8 @@ int mdt_alloc_stripes(struct mdt_txn *t, int32_t count, int32_t offset, const ch
 
 	if (t->vers && t->vers->want_objs)
 		return replay_stripes(t, objs, n_out);
-	if (count == 0 || count < -1 || offset < -1 || mirrors == 0 || mirrors > LOOM_MAX_MIRRORS)
+	if (count == 0 || count < -1 || offset < -1 || mirrors == 0 || mirrors > LOOM_MAX_MIRRORS ||
+	    parity > LOOM_EC_MAX_PARITY || (parity && mirrors > 1))
 		return -EINVAL;
 	if (offset >= 0 && !mdt_ost_known(s, (uint32_t)offset))
 		return -EINVAL;
@@ -692,7 +762,9 @@ int mdt_alloc_stripes(struct mdt_txn *t, int32_t count, int32_t offset, const ch
 		rc = -ENOMEM;
 		goto out;
 	}
-	if (mirrors == 1) {
+	if (parity) {
+		rc = choose_ec(s, count, offset, parity, members, nmembers, chosen, stale, &n);
+	} else if (mirrors == 1) {
 		rc = choose_osts(s, count, offset, members, nmembers, chosen, &n);
 	} else {
 		/* Every copy of every stripe on its own OST: count stripes a copy, fewer if the

@@ -345,6 +345,10 @@ int mdt_mirror_mark(struct mdt_txn *t, uint64_t ino, uint32_t obj);
  * or where a stripe would be left without an in-sync copy. *out gets the new layout. */
 int mdt_mirror_extend(struct mdt_txn *t, uint64_t ino, struct loom_layout **out);
 int mdt_mirror_split(struct mdt_txn *t, uint64_t ino, uint32_t ost, uint64_t objid, struct loom_layout **out);
+/* An erasure-coded file l (ino's) is cut at `cut` in t: a cut inside a row changes that row's
+ * data, so its parity becomes stale, for the resync to make again; -EBUSY while a data object is
+ * stale (the parity is what gives its bytes back: rebuild it first). Other files: 0. */
+int mdt_ec_cut(struct mdt_txn *t, uint64_t ino, struct loom_layout *l, uint64_t cut);
 
 /* Marks objects of the mirrored file ino stale (mirror.c): count objects, named by OST and id.
  * -EINVAL for a file that is not mirrored, an object not in its layout, or the last in-sync
@@ -568,9 +572,16 @@ int mdt_pool_each(struct mdt_txn *t, int (*fn)(const char *name, const uint32_t 
  * to what the usable OSTs hold (-1: as many as they hold); copies for which there are not enough
  * usable OSTs go to known OSTs not heard from now, marked LOOM_OBJ_STALE. -EINVAL when the file
  * system (or the pool) has fewer OSTs than copies; objs then needs room for the table size.
+ *
+ * With parity > 0 (erasure coding, mirrors 1), count data objects then parity parity objects,
+ * every one on an OST of its own, dealt over the hosts (and OSSs) in turn so that a host holds
+ * as few of them as there can be; count -1: as many data objects as the usable OSTs leave room
+ * for. -EINVAL when the file system (or the pool) has fewer OSTs than count + parity; objects
+ * for which no usable OST is left go, stale, to OSTs not heard from now (at most parity of them,
+ * else -ENOSPC).
  */
 int mdt_alloc_stripes(struct mdt_txn *t, int32_t count, int32_t offset, const char *pool,
-		      uint32_t mirrors, struct loom_ostobj *objs, uint32_t *n_out);
+		      uint32_t mirrors, uint32_t parity, struct loom_ostobj *objs, uint32_t *n_out);
 /* Objects for one more copy of l (loom mirror extend): one a stripe, each on an OST l has no object
  * on (its pool's, if it names one that exists), usable ones first; all stale. -EINVAL when there
  * are not that many OSTs left. objs needs room for one copy's objects. */

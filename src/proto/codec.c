@@ -354,12 +354,19 @@ int lw_layout_req_check(const struct lw_layout *l)
 {
 	if (l->magic != LW_LAYOUT_MAGIC || l->version < LW_LAYOUT_V1 || l->version > LW_LAYOUT_V3)
 		return -EPROTO;
-	if (l->reserved != 0 || (l->version < LW_LAYOUT_V3 && l->mirror_count != 0))
+	if (l->version < LW_LAYOUT_V3 && (l->mirror_count != 0 || l->ec_parity != 0))
 		return -EPROTO;
 	/* Version 3 only where it says something (lw_layout_encode): one layout, one byte image. */
-	if (l->version == LW_LAYOUT_V3 && (l->mirror_count == 0 || (l->mirror_count == 1 && l->nobjs)))
+	if (l->version == LW_LAYOUT_V3 && l->ec_parity == 0 &&
+	    (l->mirror_count == 0 || (l->mirror_count == 1 && l->nobjs)))
 		return -EPROTO;
-	if (l->mirror_count > LOOM_MAX_MIRRORS)
+	if (l->mirror_count > LOOM_MAX_MIRRORS || l->ec_parity > LOOM_EC_MAX_PARITY)
+		return -EINVAL;
+	/* Copies or parity, not both. */
+	if (l->ec_parity && l->mirror_count > 1)
+		return -EINVAL;
+	if (l->ec_parity && l->stripe_count > 0 &&
+	    (uint64_t)l->stripe_count + l->ec_parity > LOOM_EC_MAX_WIDTH)
 		return -EINVAL;
 	/* Every copy's objects count against the one cap: a layout's image stays bounded. */
 	if (l->mirror_count > 1 && l->stripe_count > 0 &&
@@ -426,6 +433,9 @@ int lw_layout_decode(struct lw_rd *r, struct loom_layout **out)
 	/* A mirrored file's copies are striped alike: stripe_count objects each. */
 	if (l.nobjs && l.mirror_count > 1 && (uint64_t)l.stripe_count * l.mirror_count != l.nobjs)
 		return -EPROTO;
+	/* An erasure-coded file's data objects, then its parity objects. */
+	if (l.nobjs && l.ec_parity && ((uint64_t)l.stripe_count + l.ec_parity != l.nobjs || l.stripe_count < 1))
+		return -EPROTO;
 	ll = calloc(1, sizeof(*ll) + (size_t)l.nobjs * sizeof(struct loom_ostobj));
 	if (!ll)
 		return -ENOMEM;
@@ -441,10 +451,12 @@ int lw_layout_decode(struct lw_rd *r, struct loom_layout **out)
 	ll->nobjs = l.nobjs;
 	/* A file has at least one copy; a request or a default may leave it to inherit (0). */
 	ll->mirror_count = l.nobjs && l.mirror_count == 0 ? 1 : l.mirror_count;
+	ll->ec_parity = l.ec_parity;
 	lw_rd_fixed(r, ll->objs, (size_t)l.nobjs * sizeof(struct lw_ostobj));
 	for (uint32_t i = 0; i < ll->nobjs; i++) {
-		/* Only a copy can be stale; a plain layout keeps one byte image. */
-		uint32_t allowed = ll->mirror_count > 1 ? LW_OBJ_STALE : 0;
+		/* Only a copy or an erasure-coded object can be stale; a plain layout keeps one
+		 * byte image. */
+		uint32_t allowed = ll->mirror_count > 1 || ll->ec_parity ? LW_OBJ_STALE : 0;
 
 		if (ll->objs[i].flags & ~allowed) {
 			free(ll);
@@ -464,9 +476,12 @@ void lw_layout_encode(struct lw_wr *w, const struct loom_layout *l)
 	wl->magic = LW_LAYOUT_MAGIC;
 	/* Version 3 only where it says something: more than one copy, or a default's explicit one
 	 * (0 there inherits). A plain file's image stays version 2's. */
-	wl->version = l->mirror_count > 1 || (l->mirror_count == 1 && !l->nobjs) ? LW_LAYOUT_V3 : LW_LAYOUT_V2;
-	if (wl->version == LW_LAYOUT_V3)
+	wl->version = l->mirror_count > 1 || l->ec_parity || (l->mirror_count == 1 && !l->nobjs) ?
+			      LW_LAYOUT_V3 : LW_LAYOUT_V2;
+	if (wl->version == LW_LAYOUT_V3) {
 		wl->mirror_count = l->mirror_count;
+		wl->ec_parity = l->ec_parity;
+	}
 	wl->pattern = (uint16_t)l->pattern;
 	wl->stripe_size = l->stripe_size;
 	wl->stripe_count = l->stripe_count;
@@ -478,7 +493,8 @@ void lw_layout_encode(struct lw_wr *w, const struct loom_layout *l)
 	wl->dom_size = l->dom_size;
 	for (uint32_t i = 0; i < l->nobjs; i++) {
 		struct lw_ostobj o = { .ost_idx = l->objs[i].ost_idx, .objid = l->objs[i].objid,
-				       .flags = l->mirror_count > 1 ? l->objs[i].flags & LW_OBJ_STALE : 0 };
+				       .flags = l->mirror_count > 1 || l->ec_parity ?
+							l->objs[i].flags & LW_OBJ_STALE : 0 };
 		lw_wr_put(w, &o, sizeof(o));
 	}
 }

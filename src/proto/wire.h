@@ -322,7 +322,9 @@ struct lw_layout {
 	/* Version 3: copies (0 or 1: one; in a request or default 0 inherits). nobjs is
 	 * mirror_count * stripe_count for a file, mirror by mirror. */
 	uint16_t mirror_count;
-	uint16_t reserved;
+	/* Version 3: erasure coding's parity objects (0: none; in a request or default 0
+	 * inherits). A file with parity has one copy and nobjs == stripe_count + ec_parity. */
+	uint16_t ec_parity;
 };
 _Static_assert(sizeof(struct lw_layout) == 56, "lw_layout");
 _Static_assert(offsetof(struct lw_layout, dom_size) == LW_LAYOUT_V1_SIZE, "lw_layout v1 prefix");

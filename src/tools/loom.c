@@ -24,7 +24,7 @@ struct command {
 };
 
 static const struct command commands[] = {
-	{ "setstripe", cmd_setstripe, "[-N COPIES] [-E END -L mdt] [-E -1] [-c COUNT] [-S SIZE] [-i IDX] [-p POOL] | -d  PATH   set a layout" },
+	{ "setstripe", cmd_setstripe, "[-N COPIES | --ec K+M] [-E END -L mdt] [-E -1] [-c COUNT] [-S SIZE] [-i IDX] [-p POOL] | -d  PATH   set a layout" },
 	{ "getstripe", cmd_getstripe, "[-c|-S|-i|-p] [-d] [-r] [-y] PATH...   show layouts (lfs getstripe format)" },
 	{ "find", cmd_find, "PATH... [[!] --type|--name|--size|--mtime|--stripe-count|--stripe-size|--ost|--pool ARG]...   lfs find" },
 	{ "df", cmd_df, "[-h] [-i] [--pool POOL] [PATH]   space (-i: inodes) of the MDT and every OST (lfs df format)" },
@@ -40,6 +40,7 @@ static const struct command commands[] = {
 	{ "scrub", cmd_scrub, "[--wait] [--status] [--paths] OST_INDEX... | --all   verify objects against their checksums" },
 	{ "fsck", cmd_fsck, "--dir DIR | ...   check and repair the namespace against the objects" },
 	{ "mirror", cmd_mirror, "create -N COPIES [...] FILE | resync [--timeout SEC] | verify [-v] | extend [-N COUNT] | split -d --mirror-id ID  FILE...   mirrored files (lfs mirror)" },
+	{ "ec", cmd_ec, "rebuild [--timeout SEC] | verify  FILE...   erasure-coded files: make stale objects again, check parity" },
 	{ "migrate", cmd_migrate, "[-c COUNT] [-S SIZE] [-i IDX | -p POOL] [-r] FILE|DIR...   re-stripe files online" },
 	{ "pool", cmd_pool, "new|destroy NAME | add|remove NAME OST... | list [NAME] [PATH]   OST pools (lctl pool_*)" },
 	{ "ost", cmd_ost, "deactivate|activate IDX... | remove [--force] IDX   no new stripes on an OST, or again; retire it" },

@@ -3,6 +3,9 @@
  * `loom setstripe -N` on a new path); `resync` has the MDS copy stale copies again and waits for
  * it; `verify` reads every in-sync copy and compares them; `extend` adds copies (the MDS fills
  * them); `split -d` removes one.
+ *
+ * loom ec: erasure-coded files. `rebuild` has the MDS make stale objects again (a lost OST's, a
+ * stale parity) and waits, as `mirror resync` does; `verify` checks the objects against the code.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -52,9 +55,9 @@ static int resync_one(loom_fs *fs, const char *path, const char *arg, void *opt)
 	int rc = loom_mirror_resync(fs, path, (unsigned)timeout);
 
 	if (rc == -EINVAL)
-		fprintf(stderr, "loom mirror resync: '%s': not a mirrored file\n", arg);
+		fprintf(stderr, "loom mirror resync: '%s': not a mirrored or erasure-coded file\n", arg);
 	else if (rc == -ETIMEDOUT)
-		fprintf(stderr, "loom mirror resync: '%s': copies still stale after %lu s (is an OST of "
+		fprintf(stderr, "loom mirror resync: '%s': objects still stale after %lu s (is an OST of "
 				"theirs away? `loom df` shows)\n", arg, timeout);
 	else if (rc)
 		tool_fail("mirror resync", arg, rc);
@@ -92,11 +95,16 @@ static int verify_one(loom_fs *fs, const char *path, const char *arg, void *opt)
 	int rc = loom_mirror_verify(fs, path, &d);
 
 	if (rc == -EINVAL) {
-		fprintf(stderr, "loom mirror verify: '%s': not a mirrored file\n", arg);
+		fprintf(stderr, "loom mirror verify: '%s': not a mirrored or erasure-coded file\n", arg);
 		return 1;
 	}
 	if (rc) {
 		tool_fail("mirror verify", arg, rc);
+		return 1;
+	}
+	if (d.differ && d.mirror_a == 0) {
+		printf("%s: object %u does not agree with the others' code at offset %llu\n", arg,
+		       d.mirror_b - 1, (unsigned long long)d.offset);
 		return 1;
 	}
 	if (d.differ) {
@@ -104,9 +112,18 @@ static int verify_one(loom_fs *fs, const char *path, const char *arg, void *opt)
 		       (unsigned long long)d.offset);
 		return 1;
 	}
-	if (*(bool *)opt)
-		printf("%s: in-sync mirrors agree (%llu bytes of each compared)\n", arg,
-		       (unsigned long long)d.compared);
+	if (*(bool *)opt) {
+		struct loom_layout *l = NULL;
+		bool ec = loom_getlayout(fs, path, &l) == 0 && l->ec_parity;
+
+		loom_layout_free(l);
+		if (ec)
+			printf("%s: every object agrees with the code (%llu bytes of each checked)\n", arg,
+			       (unsigned long long)d.compared);
+		else
+			printf("%s: in-sync mirrors agree (%llu bytes of each compared)\n", arg,
+			       (unsigned long long)d.compared);
+	}
 	return 0;
 }
 
@@ -254,5 +271,23 @@ int cmd_mirror(struct tool_ctx *ctx, int argc, char **argv)
 		return 0;
 	}
 	fprintf(stderr, "loom mirror: unknown command '%s'\n" MIRROR_USAGE, argv[1]);
+	return 2;
+}
+
+#define EC_USAGE \
+	"usage: loom ec rebuild [--timeout SEC] FILE...\n" \
+	"       loom ec verify [-v] FILE...\n"
+
+int cmd_ec(struct tool_ctx *ctx, int argc, char **argv)
+{
+	if (argc >= 2 && !strcmp(argv[1], "rebuild"))
+		return mirror_resync(ctx, argc - 1, argv + 1);
+	if (argc >= 2 && !strcmp(argv[1], "verify"))
+		return mirror_verify(ctx, argc - 1, argv + 1);
+	if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		printf(EC_USAGE);
+		return 0;
+	}
+	fprintf(stderr, EC_USAGE);
 	return 2;
 }

@@ -83,7 +83,7 @@ struct comp {
 };
 
 #define SETSTRIPE_USAGE \
-	"usage: loom setstripe [-N COPIES] [-c COUNT] [-S SIZE] [-i IDX] [-p POOL] PATH...\n" \
+	"usage: loom setstripe [-N COPIES | --ec K+M] [-c COUNT] [-S SIZE] [-i IDX] [-p POOL] PATH...\n" \
 	"       loom setstripe -E END -L mdt -E -1 [-c COUNT] [-S SIZE] [-i IDX] [-p POOL] PATH...\n" \
 	"       loom setstripe -E -1 [-c COUNT] [-S SIZE] [-i IDX] [-p POOL] PATH...\n" \
 	"       loom setstripe -d DIR...\n"
@@ -205,6 +205,8 @@ static int comps_to_layout(const struct comp *comps, int n, struct loom_layout *
 	return 0;
 }
 
+static int parse_ec(const char *arg, long *k, long *m);
+
 /* Parses setstripe's options into l (*del: -d, *help: --help); 0 or -EINVAL (message printed). */
 static int parse_setstripe(int argc, char **argv, struct loom_layout *l, bool *del, bool *help)
 {
@@ -214,16 +216,21 @@ static int parse_setstripe(int argc, char **argv, struct loom_layout *l, bool *d
 		{ "component-end", required_argument, NULL, 'E' }, { "comp-end", required_argument, NULL, 'E' },
 		{ "layout", required_argument, NULL, 'L' },       { "delete", no_argument, NULL, 'd' },
 		{ "mirror-count", required_argument, NULL, 'N' }, { "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{ "ec", required_argument, NULL, 'e' }, { NULL, 0, NULL, 0 },
 	};
 	struct comp comps[COMPS_MAX + 1] = { { 0 } };
-	int n = 0, c;
+	int n = 0, c, rc;
 	bool any = false;
-	long copies;
+	long copies, ec_k = 0, ec_m = 0;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "c:S:i:p:E:L:N:dh", opts, NULL)) != -1) {
 		switch (c) {
+		case 'e':
+			if (parse_ec(optarg, &ec_k, &ec_m))
+				return -EINVAL;
+			any = true;
+			break;
 		case 'N':
 			if (parse_int(optarg, 1, LOOM_MAX_MIRRORS, &copies)) {
 				fprintf(stderr, "loom setstripe: invalid mirror count '%s' (1 to %d copies)\n", optarg,
@@ -284,7 +291,42 @@ static int parse_setstripe(int argc, char **argv, struct loom_layout *l, bool *d
 		fprintf(stderr, SETSTRIPE_USAGE);
 		return -EINVAL;
 	}
-	return *del ? 0 : comps_to_layout(comps, n, l);
+	if (*del)
+		return 0;
+	rc = comps_to_layout(comps, n, l);
+	if (rc || !ec_m)
+		return rc;
+	/* K+M: K data stripes and M parity objects; -c says the same K or nothing. */
+	if (l->mirror_count > 1) {
+		fprintf(stderr, "loom setstripe: --ec and -N: a file is mirrored or erasure-coded, not both\n");
+		return -EINVAL;
+	}
+	if (l->stripe_count && l->stripe_count != ec_k) {
+		fprintf(stderr, "loom setstripe: -c %d and --ec %ld+%ld: the data stripes are K\n",
+			l->stripe_count, ec_k, ec_m);
+		return -EINVAL;
+	}
+	l->stripe_count = (int32_t)ec_k;
+	l->ec_parity = (uint16_t)ec_m;
+	l->mirror_count = 1;
+	return 0;
+}
+
+/* --ec K+M: K data stripes, M parity objects (Reed-Solomon: any K of the K + M give the data). */
+static int parse_ec(const char *arg, long *k, long *m)
+{
+	char *plus = strchr(arg, '+'), kbuf[16];
+
+	if (plus && (size_t)(plus - arg) < sizeof(kbuf)) {
+		memcpy(kbuf, arg, (size_t)(plus - arg));
+		kbuf[plus - arg] = '\0';
+		if (parse_int(kbuf, 1, LOOM_EC_MAX_WIDTH - 1, k) == 0 &&
+		    parse_int(plus + 1, 1, LOOM_EC_MAX_PARITY, m) == 0 && *k + *m <= LOOM_EC_MAX_WIDTH)
+			return 0;
+	}
+	fprintf(stderr, "loom setstripe: invalid --ec '%s' (K+M: K data stripes, 1 to %d parity objects, "
+			"K + M at most %d; e.g. 4+2)\n", arg, LOOM_EC_MAX_PARITY, LOOM_EC_MAX_WIDTH);
+	return -EINVAL;
 }
 
 static void setstripe_help(void)
@@ -304,7 +346,12 @@ static void setstripe_help(void)
 	       "Mirrors: -N COPIES keeps that many copies of the data, each striped as the other\n"
 	       "options say, every object on an OST of its own (copies of a stripe on different\n"
 	       "OSSs where there are enough). Writes go to every copy at once; a copy that misses one\n"
-	       "is marked stale until `loom mirror resync`. The Data-on-MDT part is the MDT's.\n");
+	       "is marked stale until `loom mirror resync`. The Data-on-MDT part is the MDT's.\n"
+	       "\n"
+	       "Erasure coding: --ec K+M stripes the data over K objects and keeps M parity objects\n"
+	       "(Reed-Solomon), each object on an OST of its own: any M of them may be lost. Whole\n"
+	       "rows (K stripes) written in order get their parity at once; a write to part of a\n"
+	       "row marks the parity stale until the MDS makes it again (`loom ec rebuild`).\n");
 }
 
 int cmd_setstripe(struct tool_ctx *ctx, int argc, char **argv)
@@ -333,6 +380,15 @@ int cmd_setstripe(struct tool_ctx *ctx, int argc, char **argv)
 		}
 		if (rc == -EEXIST) {
 			fprintf(stderr, "loom setstripe: '%s': stripe already set (the file holds data)\n", argv[i]);
+			ret = 1;
+		} else if (rc == -EINVAL && l.ec_parity) {
+			fprintf(stderr, "loom setstripe: '%s': --ec %d+%u needs %d OSTs of its own (each object "
+					"on its own OST), and the file system or pool has fewer\n",
+				argv[i], l.stripe_count, l.ec_parity, l.stripe_count + l.ec_parity);
+			ret = 1;
+		} else if (rc == -ENOSPC && l.ec_parity) {
+			fprintf(stderr, "loom setstripe: '%s': --ec %d+%u: more than %u of its OSTs are away "
+					"now (`loom df` shows)\n", argv[i], l.stripe_count, l.ec_parity, l.ec_parity);
 			ret = 1;
 		} else if (rc == -EINVAL && l.mirror_count > 1) {
 			fprintf(stderr, "loom setstripe: '%s': %u copies need %u OSTs of their own (each copy "
@@ -498,6 +554,56 @@ static void print_copy(const struct loom_layout *l, bool dir, uint32_t copies, u
 		print_comp_object(i, &l->objs[m * per + i]);
 }
 
+/*
+ * An erasure-coded layout: a data component (raid0, the K data objects) and a parity component
+ * (pattern "parity", the M parity objects, lcme_flags "init,parity"), as Lustre's erasure-coded
+ * files show a parity component beside the data; a component with a stale object is "stale".
+ */
+static void print_ec(const struct loom_layout *l)
+{
+	bool dir = l->flags & LOOM_LAYOUT_DEFAULT;
+	uint32_t k = dir ? 0 : layout_per_copy(l);
+	bool stale[2] = { false, false };
+
+	for (uint32_t i = 0; !dir && i < l->nobjs; i++)
+		stale[i >= k] |= (l->objs[i].flags & LOOM_OBJ_STALE) != 0;
+	printf("  lcm_layout_gen:    %u\n", dir ? 0 : l->layout_gen);
+	printf("  lcm_mirror_count:  1\n");
+	printf("  lcm_entry_count:   2\n");
+	printf("  lcm_ec:            %d+%u\n", dir || !k ? l->stripe_count : (int)k, l->ec_parity);
+	if (!dir)
+		printf("  lcm_flags:         %s\n", stale[0] || stale[1] ? "degraded" : "ok");
+	for (int c = 0; c < 2; c++) {
+		if (c)
+			printf("\n");
+		if (dir) {
+			printf("    lcme_id:             N/A\n");
+			printf("    lcme_flags:          %s\n", c ? "parity" : "0");
+		} else {
+			printf("    lcme_id:             %d\n", c + 1);
+			printf("    lcme_flags:          init%s%s\n", c ? ",parity" : "", stale[c] ? ",stale" : "");
+		}
+		printf("    lcme_extent.e_start: 0\n");
+		printf("    lcme_extent.e_end:   EOF\n");
+		if (dir) {
+			print_dir_fields("      ", c ? (int)l->ec_parity : (l->stripe_count ? l->stripe_count : 1),
+					 l->stripe_size ? l->stripe_size : LOOM_DEFAULT_STRIPE_SIZE,
+					 c ? "parity" : "raid0", c ? -1 : l->stripe_offset, l->pool);
+			continue;
+		}
+		printf("      lmm_stripe_count:  %u\n", c ? (uint32_t)l->ec_parity : k);
+		printf("      lmm_stripe_size:   %u\n", l->stripe_size);
+		printf("      lmm_pattern:       %s\n", c ? "parity" : "raid0");
+		printf("      lmm_layout_gen:    0\n");
+		printf("      lmm_stripe_offset: %d\n", l->nobjs ? (int)l->objs[c ? k : 0].ost_idx : -1);
+		if (l->pool[0])
+			printf("      lmm_pool:          %s\n", l->pool);
+		printf("      lmm_objects:\n");
+		for (uint32_t i = c ? k : 0; i < (c ? l->nobjs : k); i++)
+			print_comp_object(i - (c ? k : 0), &l->objs[i]);
+	}
+}
+
 static void print_composite(const struct loom_layout *l)
 {
 	bool dir = l->flags & LOOM_LAYOUT_DEFAULT;
@@ -585,7 +691,9 @@ static int show(struct gs_src *src, const char *path, bool mounted, enum gs_fiel
 	} else {
 		printf("%s%s\n", *first ? "" : "\n", path);
 		*first = false;
-		if (has_dom(l) || l->mirror_count > 1)
+		if (l->ec_parity)
+			print_ec(l);
+		else if (has_dom(l) || l->mirror_count > 1)
 			print_composite(l);
 		else if (src->yaml)
 			print_yaml(l);

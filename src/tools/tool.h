@@ -81,6 +81,7 @@ int cmd_find(struct tool_ctx *ctx, int argc, char **argv);
 int cmd_pool(struct tool_ctx *ctx, int argc, char **argv);
 int cmd_migrate(struct tool_ctx *ctx, int argc, char **argv);
 int cmd_mirror(struct tool_ctx *ctx, int argc, char **argv);
+int cmd_ec(struct tool_ctx *ctx, int argc, char **argv);
 /* nodemap.c */
 int cmd_key(struct tool_ctx *ctx, int argc, char **argv);
 int cmd_nodemap(struct tool_ctx *ctx, int argc, char **argv);

@@ -260,7 +260,7 @@ def test_a_stale_copy_is_resynced_by_the_mds_when_its_oss_returns(cluster):
         f.write(new[3 * MiB:11 * MiB])
     assert [lay.objects[i][0] for i in layout(fs, "/m/f").stale] == [victim]
     p = cluster.loom("mirror", "resync", "--timeout", "2", "/m/f", check=False)
-    assert p.returncode == 1 and "copies still stale after 2 s" in p.stderr, p.stderr
+    assert p.returncode == 1 and "objects still stale after 2 s" in p.stderr, p.stderr
     cluster.restart()
     lay = wait_in_sync(fs, "/m/f")
     assert lay.layout_gen > 0
@@ -302,14 +302,14 @@ def test_loom_mirror_verify_finds_copies_that_differ_and_mirror_verbs_need_a_mir
     cluster.loom("setstripe", "-N", "1", "/m/one")
     for verb in ("resync", "verify"):
         p = cluster.loom("mirror", verb, "/m/one", check=False)
-        assert p.returncode == 1 and "'/m/one': not a mirrored file" in p.stderr, p.stderr
+        assert p.returncode == 1 and "'/m/one': not a mirrored or erasure-coded file" in p.stderr, p.stderr
     p = cluster.loom("mirror", "create", "/m/new", check=False)
     assert p.returncode == 2 and "-N COPIES is needed" in p.stderr, p.stderr
     cluster.loom("mirror", "create", "-N", "3", "/m/new")
     assert layout(fs, "/m/new").mirror_count == 3
 
 
-@pytest.mark.allow_log(LOST_OSS, r"WARN: mirrored file \d+: its writer went without closing")
+@pytest.mark.allow_log(LOST_OSS, r"WARN: file \d+: its writer went without closing")
 def test_a_writer_that_dies_between_its_copies_leaves_no_copy_that_looks_in_sync(cluster_factory):
     """Power-loss order: a client dies after its write reached one copy and before the other
     copy took it or was marked stale. The MDS knew the file was open for writing (committed at
@@ -367,7 +367,7 @@ def test_a_writer_that_dies_between_its_copies_leaves_no_copy_that_looks_in_sync
 
 
 @pytest.mark.allow_log(LOST_OSS, r"ERROR: OST[0-9a-f]{4}: its directory .* is gone",
-                       r"WARN: OST[0-9a-f]{4} replaced: ", r"WARN: OST[0-9a-f]{4}: the copies \d+ mirrored file",
+                       r"WARN: OST[0-9a-f]{4} replaced: ", r"WARN: OST[0-9a-f]{4}: the copies \(or erasure-coded objects\) \d+ redundant file",
                        r"(WARN|ERROR): .*(Input/output error|EIO)")
 def test_a_dead_disk_loses_no_mirrored_byte_and_its_replacement_gets_every_copy_back(cluster):
     """An OST's directory deleted under its running OSS, as a disk that dies: every mirrored file
@@ -401,7 +401,7 @@ def test_a_dead_disk_loses_no_mirrored_byte_and_its_replacement_gets_every_copy_
                         "--replace"], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stdout + p.stderr
     cluster.restart()
-    assert wait_until(lambda: re.search(r"OST%04x: the copies %d mirrored files? had there are stale" % (
+    assert wait_until(lambda: re.search(r"OST%04x: the copies \(or erasure-coded objects\) %d redundant files? had there are stale" % (
         dead, held[dead]), cluster.read_log("mds")), 30, 0.2), cluster.read_log("mds")[-2000:]
     for p, data in files.items():
         lay = wait_in_sync(fs, p)

@@ -348,10 +348,10 @@ static void test_layouts(void)
 		l.mirror_count = LOOM_MAX_MIRRORS + 1;
 		CHECK_RC(lw_layout_req_check(&l), -EINVAL);
 		l.mirror_count = 2;
-		l.reserved = 1;
-		CHECK_RC(lw_layout_req_check(&l), -EPROTO);
+		l.ec_parity = 1; /* copies and parity: not both */
+		CHECK_RC(lw_layout_req_check(&l), -EINVAL);
 		/* A version 2 image with copies: malformed. */
-		l.reserved = 0;
+		l.ec_parity = 0;
 		l.version = LW_LAYOUT_V2;
 		CHECK_RC(lw_layout_req_check(&l), -EPROTO);
 		/* 16 copies of 126 stripes pass the 2000 objects. */

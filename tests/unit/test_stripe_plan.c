@@ -14,6 +14,7 @@
 #include "check.h"
 #include "client/io.c"
 #include "client/io_mirror.c"
+#include "client/io_ec.c"
 
 int check_failures;
 const char *check_current = "";
@@ -243,6 +244,22 @@ int mdc_mirror_stale(loom_fs *fs, uint64_t ino, const struct loom_ostobj *list, 
 		marked[nmarked++] = list[i];
 	*gen = 4;
 	return 0;
+}
+
+/* The MDS's layout when a mark is refused (io_ec.c reads it again): none here. */
+void fs_cred(loom_fs *fs, struct loom_cred *cr)
+{
+	(void)fs;
+	memset(cr, 0, sizeof(*cr));
+}
+
+int mdc_getlayout(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, struct loom_layout **out)
+{
+	(void)fs;
+	(void)cr;
+	(void)ino;
+	*out = NULL;
+	return -EIO;
 }
 
 /* ---- layouts, and where a file byte lives ---- */
@@ -906,6 +923,204 @@ static void test_mirrors(void)
 	free(back);
 }
 
+/* An erasure-coded 4+2 layout: data on OSTs 10..13, parity on 14 and 15, 64 KiB units. */
+static struct loom_layout *ec_new(void)
+{
+	struct loom_layout *l = layout_new(64 * KiB, 6, 0);
+
+	l->stripe_count = 4;
+	l->ec_parity = 2;
+	return l;
+}
+
+static void fill(uint8_t *b, uint64_t n, uint64_t seed)
+{
+	for (uint64_t i = 0; i < n; i++)
+		b[i] = (uint8_t)(i * 31 + i / 997 + seed);
+}
+
+static void ec_reset(loom_fs *fs)
+{
+	fake_reset();
+	nmarked = 0;
+	u64map_destroy(&fs->stale);
+	u64map_init(&fs->stale);
+}
+
+/* Reads [off, off + len) with each pair of objects failing in turn: every byte comes back while
+ * two are away; three away fail. */
+static void ec_check_reads(loom_fs *fs, struct loom_layout *l, const uint8_t *want, uint64_t len,
+			   uint64_t off)
+{
+	uint8_t *back = malloc(len);
+
+	REQUIRE(back);
+	for (uint32_t a = 10; a < 16; a++)
+		for (uint32_t b = a; b < 16; b++) {
+			memset(back, 0x77, len);
+			fault[a] = fault[b] = F_STATUS;
+			fault_status[a] = fault_status[b] = -EIO;
+			CHECK_RC(io_read(fs, 5, l, back, len, off), 0);
+			CHECK(memcmp(back, want, len) == 0);
+			fault[a] = fault[b] = F_NONE;
+		}
+	fault[10] = fault[12] = fault[15] = F_STATUS;
+	fault_status[10] = fault_status[12] = fault_status[15] = -EIO;
+	CHECK_RC(io_read(fs, 5, l, back, len, off), -EIO);
+	fault[10] = fault[12] = fault[15] = F_NONE;
+	free(back);
+}
+
+/* Erasure coding: whole rows go with their parity, and any two objects away still give every
+ * byte; a part of a row marks the parity stale first; with a data object stale, a part of a row
+ * is merged and written with new parity; the file's last row keeps its parity, zeros past the
+ * end; a full-row write an object misses marks it. */
+static void test_erasure_coding(void)
+{
+	uint64_t row = 256 * KiB, len = 4 * row;
+	uint8_t *file = calloc(1, 2 * len), *part = malloc(len);
+	loom_fs *fs = mirror_fs();
+	struct loom_layout *l = ec_new();
+	struct fobj *fo;
+
+	REQUIRE(file && part);
+	ec_reset(fs);
+	fill(file, len, 1);
+	CHECK_RC(io_write(fs, 5, l, file, len, 0, 0, NULL), 0);
+	CHECK_EQ(nmarked, 0);
+	for (uint32_t o = 10; o < 16; o++) {
+		fo = fobj_of(o, 0x1000 + o - 10, false);
+		REQUIRE(fo);
+		CHECK_EQ(fo->size, 4 * 64 * KiB);
+	}
+	/* Healthy: only the data objects are read. */
+	nlog = 0;
+	CHECK_RC(io_read(fs, 5, l, part, len, 0), 0);
+	CHECK(memcmp(part, file, len) == 0);
+	for (int i = 0; i < nlog; i++)
+		CHECK(log_[i].body.ost_idx < 14);
+	ec_check_reads(fs, l, file, len, 0);
+	ec_check_reads(fs, l, file + 70000, 100000, 70000);
+
+	/* A part of a row: the parity is marked stale before the data goes, and no parity is sent. */
+	nlog = 0;
+	fill(file + 1000, 5000, 9);
+	CHECK_RC(io_write(fs, 5, l, file + 1000, 5000, 1000, 0, NULL), 0);
+	CHECK(nmarked == 2 && was_marked(14) && was_marked(15));
+	for (int i = 0; i < nlog; i++)
+		CHECK(log_[i].body.ost_idx < 14);
+	CHECK(mirror_obj_stale(fs, l, 4) && mirror_obj_stale(fs, l, 5));
+	/* Every byte from the data objects; with one of them away, nothing to rebuild from. */
+	CHECK_RC(io_read(fs, 5, l, part, len, 0), 0);
+	CHECK(memcmp(part, file, len) == 0);
+	fault[11] = F_STATUS;
+	fault_status[11] = -EIO;
+	CHECK_RC(io_read(fs, 5, l, part, len, 0), -EIO);
+	/* A write such a data object misses is not acknowledged: no parity has its bytes. */
+	CHECK_RC(io_write(fs, 5, l, file, len, 0, 0, NULL), -EIO);
+	fault[11] = F_NONE;
+
+	/* Data object 1 stale (its OSS was away), parity in sync: a part of a row is read through
+	 * the code, merged, and written with the row's new parity; object 1 is not written. */
+	ec_reset(fs);
+	fill(file, len, 3);
+	CHECK_RC(io_write(fs, 5, l, file, len, 0, 0, NULL), 0);
+	l->objs[1].flags = LOOM_OBJ_STALE;
+	fobj_of(11, 0x1001, false)->data[0] ^= 0xFF; /* what it holds is not to be trusted */
+	nlog = 0;
+	fill(file + row + 100, 200 * KiB, 4);
+	CHECK_RC(io_write(fs, 5, l, file + row + 100, 200 * KiB, row + 100, 0, NULL), 0);
+	CHECK_EQ(nmarked, 0);
+	for (int i = 0; i < nlog; i++)
+		CHECK(log_[i].op != LW_OP_OST_WRITE || log_[i].body.ost_idx != 11);
+	fault[10] = F_STATUS; /* object 1 stale and object 0 away: parity gives both */
+	fault_status[10] = -EIO;
+	CHECK_RC(io_read(fs, 5, l, part, len, 0), 0);
+	CHECK(memcmp(part, file, len) == 0);
+	fault[10] = F_NONE;
+	/* No hole can be punched in it then: the parity holds object 1's bytes. */
+	CHECK_RC(io_fallocate(fs, 5, l, LW_FALLOC_PUNCH_HOLE | LW_FALLOC_KEEP_SIZE, 0, 0, row, NULL), -EBUSY);
+	l->objs[1].flags = 0;
+
+	/* The file's end: 300 KiB written with ends_file is a whole row 1, zeros past the end; its
+	 * parity is as long as data object 0 (64 KiB + 44 KiB). */
+	ec_reset(fs);
+	memset(file, 0, 2 * len);
+	fill(file, 300 * KiB, 5);
+	struct ec_span end = { .ends_file = true };
+
+	CHECK_RC(io_write_span(fs, 5, l, file, 300 * KiB, 0, 0, &end, NULL), 0);
+	CHECK_EQ(nmarked, 0);
+	fo = fobj_of(14, 0x1004, false);
+	REQUIRE(fo);
+	CHECK_EQ(fo->size, 108 * KiB);
+	ec_check_reads(fs, l, file, 300 * KiB, 0);
+	/* Writes that go on from there, knowing the bytes before them, keep the parity whole. */
+	fill(file + 300 * KiB, 200 * KiB, 8);
+	end.known = 300 * KiB;
+	CHECK_RC(io_write_span(fs, 5, l, file + 300 * KiB, 200 * KiB, 300 * KiB, 0, &end, NULL), 0);
+	CHECK_EQ(nmarked, 0);
+	ec_check_reads(fs, l, file, 500 * KiB, 0);
+	/* Without ends_file the same write is a part of row 1: stale parity. */
+	CHECK_RC(io_write(fs, 5, l, file, 300 * KiB, 0, 0, NULL), 0);
+	CHECK_EQ(nmarked, 2);
+
+	/* Data-on-MDT: the objects' first 64 KiB are a hole (zeros): a write from there to the row's
+	 * end is a whole row. */
+	ec_reset(fs);
+	l->dom_size = 64 * KiB;
+	memset(file, 0, 64 * KiB);
+	fill(file + 64 * KiB, len - 64 * KiB, 10);
+	CHECK_RC(io_write(fs, 5, l, file + 64 * KiB, row - 64 * KiB, 64 * KiB, 0, NULL), 0);
+	CHECK_EQ(nmarked, 0);
+	ec_check_reads(fs, l, file + 64 * KiB, row - 64 * KiB, 64 * KiB);
+	l->dom_size = 0;
+
+	/* A data object misses a whole-row write: it is marked, the write succeeds, and its bytes
+	 * come from the parity (with one more object away). */
+	ec_reset(fs);
+	fill(file, len, 6);
+	fault[12] = F_STATUS;
+	fault_status[12] = -EIO;
+	CHECK_RC(io_write(fs, 5, l, file, len, 0, 0, NULL), 0);
+	CHECK(nmarked == 1 && marked[0].ost_idx == 12);
+	fault[12] = F_NONE;
+	fault[15] = F_STATUS;
+	fault_status[15] = -EIO;
+	CHECK_RC(io_read(fs, 5, l, part, len, 0), 0);
+	CHECK(memcmp(part, file, len) == 0);
+	/* Three objects missing a write (one stale, two failing): more than the parity bears. */
+	fault[10] = F_STATUS;
+	fault_status[10] = -EIO;
+	CHECK_RC(io_write(fs, 5, l, file, len, 0, 0, NULL), -EIO);
+	/* A bad object (the OSS's checksum) is read around and marked. */
+	ec_reset(fs);
+	CHECK_RC(io_write(fs, 5, l, file, len, 0, 0, NULL), 0);
+	fault[13] = F_STATUS;
+	fault_status[13] = -EUCLEAN;
+	CHECK_RC(io_read(fs, 5, l, part, len, 0), 0);
+	CHECK(memcmp(part, file, len) == 0);
+	CHECK(nmarked == 1 && marked[0].ost_idx == 13);
+	/* A sync one object misses marks it; one three miss fails. */
+	ec_reset(fs);
+	fault[14] = F_STATUS;
+	fault_status[14] = -EIO;
+	CHECK_RC(io_sync(fs, 5, l), 0);
+	CHECK(nmarked == 1 && marked[0].ost_idx == 14);
+	ec_reset(fs);
+	fault[10] = fault[11] = fault[12] = F_STATUS;
+	fault_status[10] = fault_status[11] = fault_status[12] = -EIO;
+	CHECK_RC(io_sync(fs, 5, l), -EIO);
+
+	fake_reset();
+	u64map_destroy(&fs->stale);
+	pthread_mutex_destroy(&fs->stale_lock);
+	free(fs);
+	free(l);
+	free(file);
+	free(part);
+}
+
 int main(void)
 {
 	RUN(test_plan_exact);
@@ -916,5 +1131,6 @@ int main(void)
 	RUN(test_fallocate_and_blocks);
 	RUN(test_write_behind);
 	RUN(test_mirrors);
+	RUN(test_erasure_coding);
 	return check_report();
 }

@@ -35,7 +35,7 @@ static int alloc(struct fx *f, int32_t count, int32_t offset, struct loom_ostobj
 {
 	struct mdt_txn *t = fx_op_begin(f);
 
-	return fx_op_end(f, t, mdt_alloc_stripes(t, count, offset, NULL, 1, objs, n));
+	return fx_op_end(f, t, mdt_alloc_stripes(t, count, offset, NULL, 1, 0, objs, n));
 }
 
 static void heartbeat(struct fx *f, uint32_t idx, uint64_t free_kib, uint32_t state, uint64_t now)
@@ -251,7 +251,7 @@ static int alloc_mirrored(struct fx *f, int32_t count, uint32_t mirrors, struct 
 {
 	struct mdt_txn *t = fx_op_begin(f);
 
-	return fx_op_end(f, t, mdt_alloc_stripes(t, count, -1, NULL, mirrors, objs, n));
+	return fx_op_end(f, t, mdt_alloc_stripes(t, count, -1, NULL, mirrors, 0, objs, n));
 }
 
 static bool all_distinct(const struct loom_ostobj *objs, uint32_t n)
@@ -381,7 +381,7 @@ static void test_objids(void)
 	/* ids taken by an aborted request come back (no client ever saw them)... */
 	{
 		struct mdt_txn *t = fx_op_begin(&f);
-		REQUIRE_RC(mdt_alloc_stripes(t, 1, 0, NULL, 1, objs, &n), 0);
+		REQUIRE_RC(mdt_alloc_stripes(t, 1, 0, NULL, 1, 0, objs, &n), 0);
 		CHECK_EQ(objs[0].objid, 31);
 		fx_op_end(&f, t, -EIO);
 	}
@@ -442,7 +442,7 @@ static int alloc_pool(struct fx *f, int32_t count, int32_t offset, const char *p
 {
 	struct mdt_txn *t = fx_op_begin(f);
 
-	return fx_op_end(f, t, mdt_alloc_stripes(t, count, offset, pool, 1, objs, n));
+	return fx_op_end(f, t, mdt_alloc_stripes(t, count, offset, pool, 1, 0, objs, n));
 }
 
 static void test_pools(void)
