@@ -87,19 +87,19 @@ static int read_data(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uin
 	return io_job_finish(&job, NULL, err);
 }
 
-/* Reads object range [at, at + span) of the k objects have[] into bufs (span bytes apart).
- * Objects that fail get lost[] (and bad[] for bytes their OSS found bad); -EAGAIN then. */
-static int read_objects(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const uint32_t *have,
-			uint32_t k, uint8_t *bufs, uint64_t span, uint64_t at, uint32_t flags, bool *lost,
-			bool *bad, int *err)
+/* Reads object range [at, at + span) of the n objects objs[] into dsts[], all at once. Objects
+ * that fail get lost[] (and bad[] for bytes their OSS found bad); -EAGAIN then. */
+static int read_objects(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const uint32_t *objs,
+			uint8_t *const *dsts, uint32_t n, uint64_t span, uint64_t at, uint32_t flags,
+			bool *lost, bool *bad, int *err)
 {
 	struct stripe_geom one = { .size = l->stripe_size, .count = 1 };
 	struct io_job job;
 	int rc, failed = 0;
 
-	rc = io_job_alloc(&job, k * io_job_max_pieces(&one, at, span), false);
-	for (uint32_t i = 0; rc == 0 && i < k; i++)
-		rc = io_job_add(&job, ino, l, &one, &have[i], bufs + i * span, span, at, 0);
+	rc = io_job_alloc(&job, n * io_job_max_pieces(&one, at, span), false);
+	for (uint32_t i = 0; rc == 0 && i < n; i++)
+		rc = io_job_add(&job, ino, l, &one, &objs[i], dsts[i], span, at, 0);
 	if (rc) {
 		free(job.pieces);
 		return rc;
@@ -107,12 +107,12 @@ static int read_objects(loom_fs *fs, uint64_t ino, const struct loom_layout *l, 
 	memset(err, 0, l->nobjs * sizeof(int));
 	io_job_submit(fs, &job, flags);
 	rc = io_job_finish(&job, NULL, err);
-	for (uint32_t i = 0; i < k; i++) {
-		if (!err[have[i]])
+	for (uint32_t i = 0; i < n; i++) {
+		if (!err[objs[i]])
 			continue;
 		failed = -EAGAIN;
-		lost[have[i]] = true;
-		bad[have[i]] |= err[have[i]] == -EUCLEAN;
+		lost[objs[i]] = true;
+		bad[objs[i]] |= err[objs[i]] == -EUCLEAN;
 	}
 	return failed ? failed : rc;
 }
@@ -130,22 +130,34 @@ static void copy_out(const struct ec_geom *e, uint8_t *const *obj_buf, uint64_t 
 	}
 }
 
-/* Reads [off, off + len) through the code: every row from k objects not lost, decoded. */
+/* Data object k's units of rows [r0, r1) (all within the range buf holds, from off) copied out of
+ * buf, back to back. */
+static void copy_in(const struct ec_geom *e, uint32_t k, uint64_t r0, uint64_t r1, const uint8_t *buf,
+		    uint64_t off, uint8_t *obj)
+{
+	for (uint64_t r = r0; r < r1; r++)
+		memcpy(obj + (r - r0) * e->unit, buf + (r * e->row + k * e->unit - off), e->unit);
+}
+
+/* Reads [off, off + len) through the code: every row from k objects not lost, decoded. A data
+ * object whose bytes buf holds already (held[k]: a first read that failed only elsewhere) is not
+ * read again for whole rows. */
 static int read_decoded(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint8_t *buf,
-			uint64_t len, uint64_t off, bool *lost, bool *bad)
+			uint64_t len, uint64_t off, bool *lost, bool *bad, const bool *held)
 {
 	struct ec_geom e = ec_geom_of(l);
 	uint64_t end = off + len, r0 = off / e.row, rend = (end + e.row - 1) / e.row;
 	uint64_t batch = MAX(1, EC_BATCH_BYTES / e.row);
 	uint32_t *have = calloc(e.n, sizeof(uint32_t)), *want = calloc(e.n, sizeof(uint32_t));
 	uint8_t **src = calloc(e.n, sizeof(uint8_t *)), **dst = calloc(e.n, sizeof(uint8_t *));
-	uint8_t **obj_buf = calloc(e.k, sizeof(uint8_t *));
+	uint8_t **obj_buf = calloc(e.k, sizeof(uint8_t *)), **rd_dst = calloc(e.k, sizeof(uint8_t *));
+	uint32_t *rd_obj = calloc(e.k, sizeof(uint32_t)), nread;
 	int *err = calloc(e.n, sizeof(int));
 	uint8_t *bufs = NULL, *made = NULL;
 	struct ec_codec *c = NULL;
 	int rc = ec_codec_new(e.k, e.m, &c);
 
-	if (!have || !want || !src || !dst || !obj_buf || !err)
+	if (!have || !want || !src || !dst || !obj_buf || !err || !rd_dst || !rd_obj)
 		rc = -ENOMEM;
 	for (uint64_t rb = r0; rc == 0 && rb < rend; rb += batch) {
 		uint64_t r1 = MIN(rend, rb + batch), span = (r1 - rb) * e.unit;
@@ -175,8 +187,18 @@ static int read_decoded(loom_fs *fs, uint64_t ino, const struct loom_layout *l, 
 				rc = -EIO;
 				break;
 			}
-			rc = read_objects(fs, ino, l, have, e.k, bufs, span, rb * e.unit, waited ? 0 : RPC_NOWAIT,
-					  lost, bad, err);
+			/* Whole rows of data objects read already come from buf; the others are read. */
+			nread = 0;
+			for (uint32_t i = 0; i < e.k; i++) {
+				if (held && have[i] < e.k && held[have[i]] && rb * e.row >= off && r1 * e.row <= end) {
+					copy_in(&e, have[i], rb, r1, buf, off, bufs + i * span);
+				} else {
+					rd_obj[nread] = have[i];
+					rd_dst[nread++] = bufs + i * span;
+				}
+			}
+			rc = read_objects(fs, ino, l, rd_obj, rd_dst, nread, span, rb * e.unit,
+					  waited ? 0 : RPC_NOWAIT, lost, bad, err);
 			if (rc != -EAGAIN)
 				break;
 		}
@@ -184,14 +206,14 @@ static int read_decoded(loom_fs *fs, uint64_t ino, const struct loom_layout *l, 
 			break;
 		nw = 0;
 		for (uint32_t k = 0; k < e.k; k++) {
-			bool held = false;
+			bool among = false;
 
-			for (uint32_t i = 0; i < e.k && !held; i++)
+			for (uint32_t i = 0; i < e.k && !among; i++)
 				if (have[i] == k) {
 					obj_buf[k] = bufs + i * span;
-					held = true;
+					among = true;
 				}
-			if (!held) {
+			if (!among) {
 				want[nw] = k;
 				obj_buf[k] = dst[nw] = made + nw * span;
 				nw++;
@@ -213,6 +235,8 @@ static int read_decoded(loom_fs *fs, uint64_t ino, const struct loom_layout *l, 
 	free(src);
 	free(dst);
 	free(obj_buf);
+	free(rd_dst);
+	free(rd_obj);
 	free(err);
 	return rc;
 }
@@ -221,12 +245,12 @@ int ec_read(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint8_t *buf
 	    uint64_t off)
 {
 	struct ec_geom e = ec_geom_of(l);
-	bool *lost = calloc(e.n, sizeof(bool)), *bad = calloc(e.n, sizeof(bool));
+	bool *lost = calloc(e.n, sizeof(bool)), *bad = calloc(e.n, sizeof(bool)), *held = calloc(e.n, sizeof(bool));
 	int *err = calloc(e.n, sizeof(int));
 	uint32_t *marks = calloc(e.n, sizeof(uint32_t)), nmarks = 0;
 	int rc;
 
-	if (!lost || !bad || !err || !marks) {
+	if (!lost || !bad || !held || !err || !marks) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -239,7 +263,10 @@ int ec_read(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint8_t *buf
 			bad[k] = err[k] == -EUCLEAN;
 		}
 	}
-	rc = read_decoded(fs, ino, l, buf, len, off, lost, bad);
+	/* The data objects that answered the first read hold their bytes in buf already. */
+	for (uint32_t k = 0; k < e.k; k++)
+		held[k] = !lost[k] && !any_data_stale(fs, l, &e);
+	rc = read_decoded(fs, ino, l, buf, len, off, lost, bad, held);
 	/* Objects whose stored bytes were bad are made again by the MDS (while the others still
 	 * give every byte; else they stay, and fsck or a rebuild is the way). */
 	for (uint32_t i = 0; rc == 0 && i < e.n; i++)
@@ -249,6 +276,7 @@ int ec_read(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint8_t *buf
 		mirror_mark_stale(fs, ino, l, marks, nmarks, "read back bad bytes");
 out:
 	free(lost);
+	free(held);
 	free(bad);
 	free(err);
 	free(marks);
