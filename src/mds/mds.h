@@ -190,6 +190,7 @@ struct mds {
 	 * them to the metadata thread. Emptied after each commit (mds_releases_settled). */
 	struct u64map releasing;
 	struct u64map writers;     /* ino -> (uintptr_t) handles open for writing */
+	struct u64map shared_writes; /* ino -> 1: a second writer opened while one was open */
 	/* Migration: a file's old objects, now tmp's, stay while handles opened before the swap
 	 * (which still read them) remain: holds ino -> struct mds_hold list, held tmp -> ino. */
 	struct u64map holds;

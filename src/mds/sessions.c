@@ -31,6 +31,7 @@ void mds_sessions_init(struct mds *m)
 	u64map_init(&m->open_counts);
 	u64map_init(&m->releasing);
 	u64map_init(&m->writers);
+	u64map_init(&m->shared_writes);
 	u64map_init(&m->holds);
 	u64map_init(&m->held);
 	pthread_mutex_init(&m->sess_lock, NULL);
@@ -57,6 +58,7 @@ void mds_sessions_destroy(struct mds *m)
 	u64map_destroy(&m->holds);
 	u64map_destroy(&m->held);
 	u64map_destroy(&m->writers);
+	u64map_destroy(&m->shared_writes);
 	pthread_mutex_destroy(&m->sess_lock);
 }
 
@@ -420,6 +422,12 @@ static int handle_new(struct mds *m, uint64_t ino, uint64_t sid, bool writer, ui
 	h->sid = sid;
 	h->writer = writer;
 	h->req_id = req_id;
+	/* A second writer while one is open: their writes may cross (see handle_end). */
+	if (writer && u64map_get(&m->writers, ino) &&
+	    u64map_put(&m->shared_writes, ino, (void *)(uintptr_t)1) < 0) {
+		free(h);
+		return -ENOMEM;
+	}
 	if (writer && count_add(&m->writers, ino, 1) < 0) {
 		free(h);
 		return -ENOMEM;
@@ -543,6 +551,8 @@ static void handle_unlink(struct mds *m, struct mds_handle *h)
 	count_add(&m->open_counts, h->ino, -1);
 	if (h->writer)
 		count_add(&m->writers, h->ino, -1);
+	if (h->writer && !u64map_get(&m->writers, h->ino))
+		u64map_del(&m->shared_writes, h->ino);
 	u64map_del(&m->handles, h->handle);
 	if (h->prev)
 		h->prev->next = h->next;
@@ -562,10 +572,20 @@ static int handle_end(struct mds *m, struct mdt_txn *t, struct mds_handle *h, bo
 	uintptr_t count = (uintptr_t)u64map_get(&m->open_counts, h->ino);
 
 	if (clean && h->writer && (uintptr_t)u64map_get(&m->writers, h->ino) == 1) {
-		int rc = mdt_mirror_write_end(t, h->ino);
+		/* Writers that had the file open at once may have written the same stripe or row
+		 * together, each to every copy (or with its parity) in an order of its own: the
+		 * copies, or data and parity, may disagree though each write succeeded. As for a
+		 * writer that went without closing, the first copy (the data) is taken as the file's
+		 * and the others (the parity) made again from it. */
+		uint32_t marked = 0;
+		int rc = u64map_get(&m->shared_writes, h->ino) ? mdt_mirror_abandoned(t, h->ino, &marked) :
+								 mdt_mirror_write_end(t, h->ino);
 
 		if (rc)
 			return rc;
+		if (marked)
+			log_info("file %llu: written through several handles at once; %u of its objects to "
+				 "make again from its others", (unsigned long long)h->ino, marked);
 	}
 
 	if (count <= 1) {

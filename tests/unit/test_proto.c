@@ -504,6 +504,171 @@ static void test_layouts(void)
 	free(in);
 }
 
+/* Erasure-coded layouts: version 3 carries ec_parity, nobjs is stripe_count + ec_parity, stale
+ * flags kept; copies and parity not both; a plain layout's image stays version 2's. */
+static void test_ec_layouts(void)
+{
+	uint8_t buf[4096], again[4096];
+	struct loom_layout *ec = calloc(1, sizeof(*ec) + 6 * sizeof(struct loom_ostobj)), *out = NULL;
+	struct lw_layout l, hdr;
+	struct lw_ostobj o;
+	struct lw_wr w, w2;
+	struct lw_rd r;
+
+	REQUIRE(ec);
+	ec->pattern = LOOM_PATTERN_RAID0;
+	ec->stripe_size = 1 << 20;
+	ec->stripe_count = 4;
+	ec->stripe_offset = 3;
+	ec->mirror_count = 1;
+	ec->ec_parity = 2;
+	ec->layout_gen = 9;
+	ec->nobjs = 6;
+	for (uint32_t i = 0; i < 6; i++) {
+		ec->objs[i].ost_idx = (3 + i) % 6;
+		ec->objs[i].objid = 70 + i;
+	}
+	ec->objs[1].flags = LOOM_OBJ_STALE; /* a data object */
+	ec->objs[5].flags = LOOM_OBJ_STALE; /* a parity object */
+	lw_wr_init(&w, buf, sizeof(buf));
+	lw_layout_encode(&w, ec);
+	REQUIRE(w.err == 0);
+	CHECK_EQ(w.len, lw_layout_size(6));
+	memcpy(&hdr, buf, sizeof(hdr));
+	CHECK_EQ(hdr.version, LW_LAYOUT_V3);
+	CHECK_EQ(hdr.mirror_count, 1);
+	CHECK_EQ(hdr.ec_parity, 2);
+	CHECK_EQ(hdr.stripe_count, 4);
+	CHECK_EQ(hdr.nobjs, 6);
+	lw_rd_init(&r, buf, w.len);
+	CHECK_RC(lw_layout_decode(&r, &out), 0);
+	CHECK_RC(lw_rd_done(&r), 0);
+	REQUIRE(out);
+	CHECK_EQ(out->ec_parity, 2);
+	CHECK_EQ(out->mirror_count, 1);
+	CHECK_EQ(out->stripe_count, 4);
+	CHECK_EQ(out->stripe_offset, 3);
+	CHECK_EQ(out->layout_gen, 9);
+	CHECK_EQ(out->nobjs, 6);
+	for (uint32_t i = 0; i < 6; i++) {
+		CHECK_EQ(out->objs[i].ost_idx, (3 + i) % 6);
+		CHECK_EQ(out->objs[i].objid, 70 + i);
+		CHECK_EQ(out->objs[i].flags, i == 1 || i == 5 ? LOOM_OBJ_STALE : 0);
+	}
+	/* One layout, one byte image: the decoded layout encodes to the same bytes. */
+	lw_wr_init(&w2, again, sizeof(again));
+	lw_layout_encode(&w2, out);
+	CHECK_EQ(w2.len, w.len);
+	CHECK(memcmp(buf, again, w.len) == 0);
+	free(out);
+
+	/* The header's checks: at most 16 parity objects, 255 objects in all; not with copies;
+	 * only in a version 3 image. */
+	memcpy(&l, buf, sizeof(l));
+	CHECK_RC(lw_layout_req_check(&l), 0);
+	l.ec_parity = LOOM_EC_MAX_PARITY + 1;
+	CHECK_RC(lw_layout_req_check(&l), -EINVAL);
+	l.ec_parity = LOOM_EC_MAX_PARITY;
+	CHECK_RC(lw_layout_req_check(&l), 0);
+	l.stripe_count = LOOM_EC_MAX_WIDTH - LOOM_EC_MAX_PARITY + 1; /* 240 + 16 */
+	CHECK_RC(lw_layout_req_check(&l), -EINVAL);
+	l.stripe_count = LOOM_EC_MAX_WIDTH - LOOM_EC_MAX_PARITY; /* 239 + 16 = 255 */
+	CHECK_RC(lw_layout_req_check(&l), 0);
+	memcpy(&l, buf, sizeof(l));
+	l.mirror_count = 2; /* copies and parity: not both */
+	CHECK_RC(lw_layout_req_check(&l), -EINVAL);
+	l.mirror_count = LOOM_MAX_MIRRORS;
+	CHECK_RC(lw_layout_req_check(&l), -EINVAL);
+	l.mirror_count = 0; /* a request's 0 inherits: one copy */
+	CHECK_RC(lw_layout_req_check(&l), 0);
+	l.version = LW_LAYOUT_V2;
+	CHECK_RC(lw_layout_req_check(&l), -EPROTO);
+	l.version = LW_LAYOUT_V1;
+	CHECK_RC(lw_layout_req_check(&l), -EPROTO);
+
+	/* Decoded images: the header's refusals are malformed images; a file's objects are its
+	 * stripe_count data objects and ec_parity parity objects, at least one data object. */
+	{
+		static const struct {
+			uint16_t version, mirror_count, ec_parity;
+			int32_t stripe_count;
+		} bad[] = {
+			{ LW_LAYOUT_V3, 2, 2, 4 },                      /* with copies */
+			{ LW_LAYOUT_V3, 1, LOOM_EC_MAX_PARITY + 1, 4 }, /* too much parity */
+			{ LW_LAYOUT_V2, 0, 2, 4 },                      /* parity in version 2 */
+			{ LW_LAYOUT_V3, 1, 2, 5 },                      /* 5 + 2 != 6 */
+			{ LW_LAYOUT_V3, 1, 2, 3 },                      /* 3 + 2 != 6 */
+			{ LW_LAYOUT_V3, 1, 3, 4 },                      /* 4 + 3 != 6 */
+			{ LW_LAYOUT_V3, 1, 6, 0 },                      /* no data object */
+		};
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			memcpy(again, buf, w.len);
+			memcpy(&l, buf, sizeof(l));
+			l.version = bad[i].version;
+			l.mirror_count = bad[i].mirror_count;
+			l.ec_parity = bad[i].ec_parity;
+			l.stripe_count = bad[i].stripe_count;
+			memcpy(again, &l, sizeof(l));
+			out = NULL;
+			lw_rd_init(&r, again, w.len);
+			CHECK_RC(lw_layout_decode(&r, &out), -EPROTO);
+			CHECK(out == NULL);
+		}
+	}
+	/* A flag other than stale on an erasure-coded object: malformed. */
+	memcpy(again, buf, w.len);
+	memcpy(&o, again + sizeof(l) + 2 * sizeof(o), sizeof(o));
+	o.flags = LW_OBJ_STALE << 1;
+	memcpy(again + sizeof(l) + 2 * sizeof(o), &o, sizeof(o));
+	lw_rd_init(&r, again, w.len);
+	CHECK_RC(lw_layout_decode(&r, &out), -EPROTO);
+
+	/* A default (no objects) with parity and copies left to inherit: version 3, kept. */
+	{
+		struct loom_layout def = { .pattern = LOOM_PATTERN_RAID0, .stripe_size = 1 << 20,
+					   .stripe_count = 4, .stripe_offset = -1, .ec_parity = 2,
+					   .flags = LOOM_LAYOUT_DEFAULT };
+
+		lw_wr_init(&w, buf, sizeof(buf));
+		lw_layout_encode(&w, &def);
+		CHECK_EQ(w.len, lw_layout_size(0));
+		memcpy(&hdr, buf, sizeof(hdr));
+		CHECK_EQ(hdr.version, LW_LAYOUT_V3);
+		CHECK_EQ(hdr.mirror_count, 0);
+		CHECK_EQ(hdr.ec_parity, 2);
+		lw_rd_init(&r, buf, w.len);
+		CHECK_RC(lw_layout_decode(&r, &out), 0);
+		REQUIRE(out);
+		CHECK_EQ(out->ec_parity, 2);
+		CHECK_EQ(out->mirror_count, 0);
+		CHECK_EQ(out->stripe_count, 4);
+		CHECK_EQ(out->nobjs, 0);
+		free(out);
+	}
+
+	/* A plain file (one copy, no parity) stays version 2's image: no copies, no parity, no
+	 * stale flags on the wire. */
+	ec->ec_parity = 0;
+	ec->stripe_count = 6;
+	lw_wr_init(&w, buf, sizeof(buf));
+	lw_layout_encode(&w, ec);
+	memcpy(&hdr, buf, sizeof(hdr));
+	CHECK_EQ(hdr.version, LW_LAYOUT_V2);
+	CHECK_EQ(hdr.mirror_count, 0);
+	CHECK_EQ(hdr.ec_parity, 0);
+	memcpy(&o, buf + sizeof(hdr) + sizeof(o), sizeof(o));
+	CHECK_EQ(o.flags, 0);
+	lw_rd_init(&r, buf, w.len);
+	CHECK_RC(lw_layout_decode(&r, &out), 0);
+	REQUIRE(out);
+	CHECK_EQ(out->ec_parity, 0);
+	CHECK_EQ(out->mirror_count, 1);
+	CHECK_EQ(out->objs[1].flags, 0);
+	free(out);
+	free(ec);
+}
+
 static void test_readdir_pages(void)
 {
 	uint8_t buf[512];
@@ -662,6 +827,7 @@ int main(void)
 	RUN(test_mds_name_requests);
 	RUN(test_mds_rename_symlink_xattr);
 	RUN(test_layouts);
+	RUN(test_ec_layouts);
 	RUN(test_readdir_pages);
 	RUN(test_ost_requests);
 	RUN(test_ost_space_requests);

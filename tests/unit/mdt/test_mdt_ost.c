@@ -312,6 +312,149 @@ static void test_mirrors(void)
 	fx_fini(&f);
 }
 
+static int alloc_ec(struct fx *f, int32_t count, uint32_t parity, struct loom_ostobj *objs, uint32_t *n)
+{
+	struct mdt_txn *t = fx_op_begin(f);
+
+	return fx_op_end(f, t, mdt_alloc_stripes(t, count, -1, NULL, 1, parity, objs, n));
+}
+
+/* The objects of objs[0..n) marked stale; each must be on an OST idx with away[idx]. */
+static uint32_t stale_on_away(const struct loom_ostobj *objs, uint32_t n, const bool *away)
+{
+	uint32_t stale = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		CHECK_EQ(!!(objs[i].flags & LOOM_OBJ_STALE), away[objs[i].ost_idx]);
+		stale += (objs[i].flags & LOOM_OBJ_STALE) != 0;
+	}
+	return stale;
+}
+
+/* Erasure coding: K data and M parity objects, every one on an OST of its own; wider than the
+ * OSTs allowed is refused; objects the usable OSTs cannot take go stale to OSTs away, at most M
+ * of them. */
+static void test_ec(void)
+{
+	struct fx f;
+	struct loom_ostobj objs[8];
+	bool away[6] = { false };
+	uint32_t n;
+
+	fx_init(&f);
+	fx_add_osts(&f, 6);
+	for (int i = 0; i < 6; i++) { /* every start of the round robin */
+		REQUIRE_RC(alloc_ec(&f, 4, 2, objs, &n), 0);
+		CHECK(n == 6 && all_distinct(objs, n));
+		for (uint32_t j = 0; j < n; j++)
+			CHECK_EQ(objs[j].flags, 0);
+	}
+	REQUIRE_RC(alloc_ec(&f, -1, 2, objs, &n), 0); /* -1: as wide as the OSTs */
+	CHECK(n == 6 && all_distinct(objs, n));
+	REQUIRE_RC(alloc_ec(&f, 2, 1, objs, &n), 0);
+	CHECK(n == 3 && all_distinct(objs, n));
+	CHECK_RC(alloc_ec(&f, 5, 2, objs, &n), -EINVAL);
+	CHECK_RC(alloc_ec(&f, 1, 6, objs, &n), -EINVAL);
+	CHECK_RC(alloc_ec(&f, -1, 6, objs, &n), -EINVAL); /* no room for a data object */
+	CHECK_RC(alloc_ec(&f, 1, LOOM_EC_MAX_PARITY + 1, objs, &n), -EINVAL);
+	{
+		struct mdt_txn *t = fx_op_begin(&f);
+
+		CHECK_RC(fx_op_end(&f, t, mdt_alloc_stripes(t, 2, -1, NULL, 2, 1, objs, &n)), -EINVAL);
+	}
+
+	/* An OST its OSS will not create on is not one to count on: 4 + 2 are too wide now. */
+	heartbeat(&f, 5, 1u << 30, LW_TGT_NOCREATE, 2000);
+	CHECK_RC(alloc_ec(&f, 4, 2, objs, &n), -EINVAL);
+	REQUIRE_RC(alloc_ec(&f, 3, 2, objs, &n), 0);
+	CHECK(n == 5 && all_distinct(objs, n));
+	for (uint32_t j = 0; j < n; j++)
+		CHECK(objs[j].ost_idx != 5 && objs[j].flags == 0);
+
+	/* One OSS away: 4 + 2 still, its object stale. */
+	for (uint32_t i = 0; i < 6; i++)
+		heartbeat(&f, i, 1u << 30, 0, 2000);
+	heartbeat(&f, 5, 1u << 30, 0, 1);
+	away[5] = true;
+	CHECK(mdt_ost_expire(f.s, 1000));
+	REQUIRE_RC(alloc_ec(&f, 4, 2, objs, &n), 0);
+	REQUIRE(n == 6 && all_distinct(objs, n));
+	CHECK_EQ(stale_on_away(objs, n, away), 1);
+	/* Two away: as many stale objects as there is parity. */
+	heartbeat(&f, 4, 1u << 30, 0, 1);
+	away[4] = true;
+	CHECK(mdt_ost_expire(f.s, 1000));
+	REQUIRE_RC(alloc_ec(&f, 4, 2, objs, &n), 0);
+	REQUIRE(n == 6 && all_distinct(objs, n));
+	CHECK_EQ(stale_on_away(objs, n, away), 2);
+	/* Three away: one more than the parity could rebuild. A narrower file still fits. */
+	heartbeat(&f, 3, 1u << 30, 0, 1);
+	away[3] = true;
+	CHECK(mdt_ost_expire(f.s, 1000));
+	CHECK_RC(alloc_ec(&f, 4, 2, objs, &n), -ENOSPC);
+	CHECK_RC(alloc_ec(&f, 3, 1, objs, &n), -ENOSPC);
+	REQUIRE_RC(alloc_ec(&f, 2, 1, objs, &n), 0);
+	REQUIRE(n == 3 && all_distinct(objs, n));
+	CHECK_EQ(stale_on_away(objs, n, away), 0);
+	fx_fini(&f);
+}
+
+/* Registers OST idx ("ost<idx>") on host, port 7000: OSTs on one host share its OSS. */
+static void add_ost_on(struct fx *f, uint32_t idx, const char *host)
+{
+	struct lw_ost_register_req req = { .want_idx = idx, .port = 7000 };
+	struct mdt_txn *t = fx_op_begin(f);
+	uint32_t got = UINT32_MAX;
+
+	snprintf(req.host, sizeof(req.host), "%s", host);
+	snprintf(req.uuid, sizeof(req.uuid), "ost%u", idx);
+	strcpy(req.fsname, FX_FSNAME);
+	req.sf = fx_statfs_kib(1ull << 30);
+	REQUIRE_RC(fx_op_end(f, t, mdt_ost_register(t, &req, 1000, &got)), 0);
+	REQUIRE(got == idx);
+}
+
+/* An erasure-coded file's objects are dealt over the hosts in turn: with six OSTs two to a host,
+ * a 4 + 2 file has two objects on each host, and consecutive objects on different hosts. */
+static void test_ec_hosts(void)
+{
+	static const char *const hosts[6] = { "oss-a", "oss-a", "oss-b", "oss-b", "oss-c", "oss-c" };
+	struct loom_ostobj objs[8];
+	bool away[6] = { false };
+	struct fx f;
+	uint32_t n;
+
+	fx_init(&f);
+	for (uint32_t i = 0; i < 6; i++)
+		add_ost_on(&f, i, hosts[i]);
+	for (int round = 0; round < 6; round++) { /* every start of the round robin */
+		REQUIRE_RC(alloc_ec(&f, 4, 2, objs, &n), 0);
+		REQUIRE(n == 6 && all_distinct(objs, n));
+		for (uint32_t i = 0; i < n; i++) {
+			/* a, b, c, a, b, c */
+			CHECK_EQ(hosts[objs[i].ost_idx][4], 'a' + i % 3);
+			CHECK(strcmp(ost(&f, objs[i].ost_idx)->host, hosts[objs[i].ost_idx]) == 0);
+			if (i + 1 < n)
+				CHECK(strcmp(hosts[objs[i].ost_idx], hosts[objs[i + 1].ost_idx]) != 0);
+		}
+	}
+	/* Host c away: its two OSTs' objects are the stale ones, as much as the parity takes. */
+	heartbeat(&f, 0, 1u << 30, 0, 2000);
+	heartbeat(&f, 1, 1u << 30, 0, 2000);
+	heartbeat(&f, 2, 1u << 30, 0, 2000);
+	heartbeat(&f, 3, 1u << 30, 0, 2000);
+	heartbeat(&f, 4, 1u << 30, 0, 1);
+	heartbeat(&f, 5, 1u << 30, 0, 1);
+	away[4] = away[5] = true;
+	CHECK(mdt_ost_expire(f.s, 1000));
+	REQUIRE_RC(alloc_ec(&f, 4, 2, objs, &n), 0);
+	REQUIRE(n == 6 && all_distinct(objs, n));
+	CHECK_EQ(stale_on_away(objs, n, away), 2);
+	for (uint32_t i = 0; i < n; i++)
+		CHECK_EQ(hosts[objs[i].ost_idx][4], 'a' + i % 3);
+	fx_fini(&f);
+}
+
 /* Unbalanced free space: chosen at random in proportion to free space. */
 static void test_weighted(void)
 {
@@ -624,6 +767,8 @@ int main(void)
 	RUN(test_round_robin);
 	RUN(test_offset_and_count);
 	RUN(test_mirrors);
+	RUN(test_ec);
+	RUN(test_ec_hosts);
 	RUN(test_weighted);
 	RUN(test_objids);
 	RUN(test_reopen);
