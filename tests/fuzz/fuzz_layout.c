@@ -35,17 +35,22 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 }
 
 /* What wire.h asks of a layout with objects beyond lw_layout_req_check: a stripe size to
- * divide offsets by, a mirrored file's copies x stripes objects, and each lw_ostobj's flags
- * (stale, in a mirrored layout only). The input holds all nobjs objects. */
+ * divide offsets by, a mirrored file's copies x stripes objects, an erasure-coded file's data
+ * and parity objects, and each lw_ostobj's flags (stale, in a mirrored or erasure-coded layout
+ * only). The input holds all nobjs objects. */
 static bool file_layout_sound(const struct lw_layout *fixed, size_t fixed_len, const uint8_t *data)
 {
-	bool mirrored = fixed->mirror_count > 1;
+	bool mirrored = fixed->mirror_count > 1 || fixed->ec_parity;
 
 	if (fixed->nobjs && fixed->stripe_size == 0)
 		return false;
 	if (fixed->nobjs && fixed->dom_size == LOOM_DOM_NONE)
 		return false; /* a file's Data-on-MDT part is a size, not "none" */
-	if (fixed->nobjs && mirrored && (uint64_t)fixed->stripe_count * fixed->mirror_count != fixed->nobjs)
+	if (fixed->nobjs && fixed->mirror_count > 1 &&
+	    (uint64_t)fixed->stripe_count * fixed->mirror_count != fixed->nobjs)
+		return false;
+	if (fixed->nobjs && fixed->ec_parity &&
+	    (fixed->stripe_count < 1 || (uint64_t)fixed->stripe_count + fixed->ec_parity != fixed->nobjs))
 		return false;
 	for (uint32_t i = 0; i < fixed->nobjs; i++) {
 		struct lw_ostobj o;
@@ -121,6 +126,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			   l->layout_gen == fixed.layout_gen && l->flags == fixed.flags &&
 			   l->dom_size == fixed.dom_size);
 		FUZZ_CHECK(l->mirror_count == (l->nobjs && fixed.mirror_count == 0 ? 1 : fixed.mirror_count));
+		FUZZ_CHECK(l->ec_parity == fixed.ec_parity);
 		FUZZ_CHECK(memchr(l->pool, '\0', sizeof(l->pool)) != NULL);
 		FUZZ_CHECK(!strncmp(l->pool, fixed.pool, sizeof(l->pool)));
 		for (uint32_t i = 0; i < l->nobjs; i++) {

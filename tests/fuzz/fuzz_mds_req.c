@@ -122,10 +122,14 @@ static void check_layout_req(const struct lw_layout *l)
 	FUZZ_CHECK(l->magic == LW_LAYOUT_MAGIC && l->version >= LW_LAYOUT_V1 && l->version <= LW_LAYOUT_V3);
 	/* Version 1 has no dom_size: read as 0. Else 0, none, or 64 KiB multiples to 1 MiB. */
 	FUZZ_CHECK(l->version >= LW_LAYOUT_V2 || (l->dom_size == 0 && l->mirror_count == 0));
-	FUZZ_CHECK(l->reserved == 0);
-	/* Copies: version 3 only, 1 to 16, and at most 2000 objects in all. */
-	FUZZ_CHECK(l->version == LW_LAYOUT_V3 ? l->mirror_count >= 1 && l->mirror_count <= LOOM_MAX_MIRRORS
-					      : l->mirror_count == 0);
+	/* Copies or parity: version 3 only; copies 1 to 16 (or 0 with parity), parity up to 16 and
+	 * never with copies; at most 2000 objects in all, 255 with parity. */
+	FUZZ_CHECK(l->version == LW_LAYOUT_V3 || (l->mirror_count == 0 && l->ec_parity == 0));
+	FUZZ_CHECK(l->version != LW_LAYOUT_V3 || l->ec_parity ||
+		   (l->mirror_count >= 1 && l->mirror_count <= LOOM_MAX_MIRRORS));
+	FUZZ_CHECK(l->ec_parity <= LOOM_EC_MAX_PARITY && (l->ec_parity == 0 || l->mirror_count <= 1));
+	FUZZ_CHECK(l->ec_parity == 0 || l->stripe_count <= 0 ||
+		   (uint64_t)l->stripe_count + l->ec_parity <= LOOM_EC_MAX_WIDTH);
 	FUZZ_CHECK(l->mirror_count <= 1 || l->stripe_count <= 0 ||
 		   (uint64_t)l->stripe_count * l->mirror_count <= LOOM_MAX_STRIPES);
 	FUZZ_CHECK(l->dom_size == LOOM_DOM_NONE ||

@@ -343,6 +343,24 @@ static void gen_layout(void)
 	lw_layout_encode(&w, d);
 	put_file("fuzz_layout", "dir-default", big, w.len);
 	free(l);
+	/* erasure-coded 2+1 with its parity object stale, and a mirrored 2 x 2 with one copy stale */
+	l = file_layout(3);
+	l->stripe_count = 2;
+	l->mirror_count = 1;
+	l->ec_parity = 1;
+	l->objs[2].flags = LOOM_OBJ_STALE;
+	lw_wr_init(&w, big, sizeof(big));
+	lw_layout_encode(&w, l);
+	put_file("fuzz_layout", "file-ec-2-1-stale-parity", big, w.len);
+	free(l);
+	l = file_layout(4);
+	l->stripe_count = 2;
+	l->mirror_count = 2;
+	l->objs[3].flags = LOOM_OBJ_STALE;
+	lw_wr_init(&w, big, sizeof(big));
+	lw_layout_encode(&w, l);
+	put_file("fuzz_layout", "file-mirror-2x2-stale", big, w.len);
+	free(l);
 	free(d);
 }
 
