@@ -165,7 +165,7 @@ int mdt_mirror_abandoned(struct mdt_txn *t, uint64_t ino, uint32_t *marked)
 	per = layout_per_copy(l);
 	for (uint32_t k = 0; l->ec_parity && k < per; k++)
 		if (l->objs[k].flags & LOOM_OBJ_STALE)
-			per = 0;
+			per = l->nobjs; /* the parity holds that object's bytes: it stays */
 	for (uint32_t k = per; l->ec_parity && k < l->nobjs; k++)
 		if (!(l->objs[k].flags & LOOM_OBJ_STALE)) {
 			l->objs[k].flags |= LOOM_OBJ_STALE;

@@ -656,38 +656,44 @@ static bool pad_with_absent(const struct mdt_store *s, const uint32_t *members, 
 	return *n == want;
 }
 
-/* Orders chosen[0..n) so that consecutive objects sit on different hosts (and OSSs): grouped by
- * host as spread_copies does, then dealt one from each group in turn. An erasure-coded file then
- * loses as few objects as it can with one host. */
-static int deal_over_hosts(const struct mdt_store *s, uint32_t *chosen, bool *stale, uint32_t n)
+/* Reorders chosen[0..n) (in the allocator's order) so that its first `take` entries are spread
+ * over the hosts: taken in rounds, each round the next OST (in the allocator's order) of every
+ * host not yet served in it. An erasure-coded file then loses as few objects as it can with one
+ * host. */
+static int spread_over_hosts(const struct mdt_store *s, uint32_t *chosen, uint32_t n, uint32_t take)
 {
-	uint32_t *out = malloc(n * sizeof(*out)), *start = malloc((n + 1) * sizeof(*start));
-	bool *ostale = malloc(n * sizeof(*ostale));
-	uint32_t ngroups = 0, done = 0;
+	uint32_t *out = malloc(n * sizeof(*out)), done = 0;
+	bool *taken = calloc(n, sizeof(bool)), *served = calloc(n, sizeof(bool));
 
-	if (!out || !start || !ostale) {
+	if (!out || !taken || !served) {
 		free(out);
-		free(start);
-		free(ostale);
+		free(taken);
+		free(served);
 		return -ENOMEM;
 	}
-	spread_copies(s, chosen, stale, n);
+	while (done < take) {
+		memset(served, 0, n * sizeof(bool));
+		for (uint32_t i = 0; i < n && done < take; i++) {
+			bool seen = false;
+
+			if (taken[i])
+				continue;
+			/* served[j]: the host of chosen[j] has an OST of this round already. */
+			for (uint32_t j = 0; j < n && !seen; j++)
+				seen = served[j] && !strcmp(s->osts[chosen[j]].host, s->osts[chosen[i]].host);
+			if (seen)
+				continue;
+			served[i] = taken[i] = true;
+			out[done++] = chosen[i];
+		}
+	}
 	for (uint32_t i = 0; i < n; i++)
-		if (i == 0 || strcmp(s->osts[chosen[i]].host, s->osts[chosen[i - 1]].host) != 0 ||
-		    s->osts[chosen[i]].port != s->osts[chosen[i - 1]].port)
-			start[ngroups++] = i;
-	start[ngroups] = n;
-	for (uint32_t round = 0; done < n; round++)
-		for (uint32_t g = 0; g < ngroups; g++)
-			if (start[g] + round < start[g + 1]) {
-				out[done] = chosen[start[g] + round];
-				ostale[done++] = stale[start[g] + round];
-			}
+		if (!taken[i])
+			out[done++] = chosen[i];
 	memcpy(chosen, out, n * sizeof(*out));
-	memcpy(stale, ostale, n * sizeof(*ostale));
 	free(out);
-	free(start);
-	free(ostale);
+	free(taken);
+	free(served);
 	return 0;
 }
 
@@ -720,9 +726,12 @@ static int choose_ec(struct mdt_store *s, int32_t count, int32_t offset, uint32_
 	width = count > 0 ? (uint32_t)count + parity : MAX(usable, parity + 1);
 	width = MIN(width, (uint32_t)LOOM_EC_MAX_WIDTH);
 	*n = MIN(usable, width);
+	rc = spread_over_hosts(s, chosen, usable, *n);
+	if (rc)
+		return rc;
 	if (width - *n > parity || !pad_with_absent(s, members, nmembers, chosen, n, width, stale))
 		return -ENOSPC;
-	return deal_over_hosts(s, chosen, stale, *n);
+	return 0;
 }
 
 int mdt_alloc_stripes(struct mdt_txn *t, int32_t count, int32_t offset, const char *pool,

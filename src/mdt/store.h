@@ -574,8 +574,8 @@ int mdt_pool_each(struct mdt_txn *t, int (*fn)(const char *name, const uint32_t 
  * system (or the pool) has fewer OSTs than copies; objs then needs room for the table size.
  *
  * With parity > 0 (erasure coding, mirrors 1), count data objects then parity parity objects,
- * every one on an OST of its own, dealt over the hosts (and OSSs) in turn so that a host holds
- * as few of them as there can be; count -1: as many data objects as the usable OSTs leave room
+ * every one on an OST of its own, taken over the hosts in turn so that a host holds as few of
+ * them as there can be (within a host, in the allocator's order); count -1: as many data objects as the usable OSTs leave room
  * for. -EINVAL when the file system (or the pool) has fewer OSTs than count + parity; objects
  * for which no usable OST is left go, stale, to OSTs not heard from now (at most parity of them,
  * else -ENOSPC).

@@ -438,3 +438,37 @@ def test_mirrored_files_stale_copies_are_not_problems_and_a_missing_in_sync_copy
     assert wait_until(lambda: "init,stale" not in cluster.loom("getstripe", "/m/clean").stdout, 60, 0.2)
     assert os.path.getsize(victim) == 2 * MiB + 5
     assert cluster.loom("mirror", "verify", "/m/clean").returncode == 0
+
+
+@pytest.mark.allow_log(r"(WARN|ERROR): .*(OST[0-9a-f]{4}|127\.0\.0\.1:\d+).*(lost|refused|reach|reset|closed)",
+                       r"WARN: erasure-coded file \d+: data object \d+ .*missed a write")
+def test_erasure_coded_files_stale_objects_are_not_problems_and_a_missing_one_is_not_made_empty(cluster, workdir):
+    """fsck knows erasure coding: a stale object (its OSS was away for a write) is the rebuild's,
+    not a problem; a missing in-sync object is reported and marked stale (made empty it would be
+    taken for zeros by the code), and the MDS makes it again from the others; the file's size
+    comes from its data objects, not its parity."""
+    cluster.loom("mkdir", "/e")
+    cluster.loom("setstripe", "--ec", "2+2", "-E", "-1", "-S", "1M", "/e")
+    src = put(cluster, workdir, "/e/clean", 5 * MiB + 5)
+    put(cluster, workdir, "/e/stale", 3 * MiB)
+    lay = layout_any(cluster, "/e/stale")
+    cluster.kill9(cluster.oss_name(lay[0][0]))
+    put(cluster, workdir, "/e/stale", 3 * MiB + 100)
+    assert "init,stale" in cluster.loom("getstripe", "/e/stale").stdout
+    clean = layout_any(cluster, "/e/clean")
+    cluster.down()
+    r = fsck_dir(cluster)
+    assert r.rc == 0 and r.found == 0 and r.lines == [], r
+    # A parity object goes missing: reported, marked stale by --repair, not made empty.
+    victim = object_path(cluster.ost_dir(clean[3][0]), clean[3][1])
+    assert os.path.getsize(victim) == 3 * MiB
+    os.unlink(victim)
+    (line,) = check_and_repair(cluster, "missing object")
+    assert ("parity object 3: OST %d object %#x does not exist; %d bytes of it were there"
+            % (clean[3][0], clean[3][1], 3 * MiB)) in line, line
+    assert not os.path.exists(victim), "fsck made an erasure-coded object empty"
+    cluster.up()
+    assert open(get(cluster, workdir, "/e/clean"), "rb").read() == open(src, "rb").read()
+    assert wait_until(lambda: "stale" not in cluster.loom("getstripe", "/e/clean").stdout, 60, 0.2)
+    assert os.path.getsize(victim) == 3 * MiB
+    assert cluster.loom("ec", "verify", "/e/clean").returncode == 0

@@ -498,6 +498,328 @@ static void test_mirrors(void)
 	fx_fini(&f);
 }
 
+/* Erasure coding in the MDT: a request (or a default) for K + M objects; copies and parity are
+ * one choice, taken together from the first source that makes it. */
+static struct lw_layout ec_req(int32_t count, uint16_t parity)
+{
+	struct lw_layout req = fx_layout_req(1u << 20, count, -1, NULL);
+
+	req.version = LW_LAYOUT_V3;
+	req.ec_parity = parity;
+	return req;
+}
+
+static void check_ec(const struct loom_layout *l, int32_t k, uint16_t m)
+{
+	CHECK_EQ(l->ec_parity, m);
+	CHECK_EQ(l->mirror_count, 1);
+	CHECK_EQ(l->stripe_count, k);
+	CHECK_EQ(l->nobjs, (uint32_t)k + m);
+	CHECK_EQ(l->stripe_offset, l->objs[0].ost_idx);
+	CHECK(distinct_osts(l));
+	for (uint32_t i = 0; i < l->nobjs; i++)
+		CHECK_EQ(l->objs[i].flags, 0);
+}
+
+static void test_ec_dir_default(void)
+{
+	struct fx f;
+	struct lw_layout req = ec_req(4, 2);
+	struct loom_layout *l;
+	uint64_t d, sub;
+
+	fx_init(&f);
+	fx_add_osts(&f, 8);
+	REQUIRE_RC(fx_mkdir(&f, &root_cr, LOOM_ROOT_INO, "d", 0755, &d), 0);
+	REQUIRE_RC(fx_setlayout(&f, &root_cr, d, &req, 0, &l), 0);
+	CHECK_EQ(l->flags, LOOM_LAYOUT_DEFAULT);
+	CHECK_EQ(l->ec_parity, 2);
+	CHECK_EQ(l->mirror_count, 0);
+	CHECK_EQ(l->stripe_count, 4);
+	CHECK_EQ(l->nobjs, 0);
+	free(l);
+	fx_reopen(&f);
+	REQUIRE_RC(fx_getlayout(&f, d, &l), 0);
+	CHECK(l->flags == LOOM_LAYOUT_DEFAULT && l->ec_parity == 2 && l->stripe_count == 4);
+	free(l);
+
+	/* The default makes 4 + 2 files; a request's own parity wins. */
+	l = create_get(&f, &root_cr, d, "ec", NULL, NULL);
+	check_ec(l, 4, 2);
+	CHECK_EQ(l->stripe_size, 1u << 20);
+	free(l);
+	req = ec_req(0, 1);
+	l = create_get(&f, &root_cr, d, "ec41", &req, NULL);
+	check_ec(l, 4, 1);
+	free(l);
+	CHECK_EQ(table_count(&f), 0); /* nothing stale, nobody writing */
+
+	/* "-N 2" there: a mirrored file, without parity; the stripes still the default's. */
+	req = fx_layout_req(0, 0, -1, NULL);
+	req.version = LW_LAYOUT_V3;
+	req.mirror_count = 2;
+	l = create_get(&f, &root_cr, d, "m", &req, NULL);
+	CHECK_EQ(l->mirror_count, 2);
+	CHECK_EQ(l->ec_parity, 0);
+	CHECK_EQ(l->stripe_count, 4);
+	CHECK_EQ(l->nobjs, 8);
+	CHECK_EQ(l->stripe_size, 1u << 20);
+	CHECK(distinct_osts(l));
+	free(l);
+	/* "-N 1": one copy, neither mirrored nor coded. */
+	req.mirror_count = 1;
+	l = create_get(&f, &root_cr, d, "plain", &req, NULL);
+	CHECK(l->mirror_count == 1 && l->ec_parity == 0 && l->stripe_count == 4 && l->nobjs == 4);
+	free(l);
+
+	/* Wider than the OSTs: refused. */
+	req = ec_req(7, 2);
+	CHECK_RC(fx_create_full(&f, &root_cr, d, "wide", 0644, 0, true, &req, NULL, NULL, NULL), -EINVAL);
+	/* A subdirectory takes the default with it. */
+	REQUIRE_RC(fx_mkdir(&f, &root_cr, d, "sub", 0755, &sub), 0);
+	l = create_get(&f, &root_cr, sub, "ec", NULL, NULL);
+	check_ec(l, 4, 2);
+	free(l);
+	fx_fini(&f);
+}
+
+/* Stale marks on a 4 + 2 file: at most two objects (data or parity) stale at once. */
+static void test_ec_stale(void)
+{
+	struct fx f;
+	struct lw_layout req = ec_req(4, 2);
+	struct loom_layout *l, *l2, *out = NULL;
+	struct loom_ostobj three[3];
+	struct mdt_txn *t;
+	uint64_t ino;
+
+	fx_init(&f);
+	fx_add_osts(&f, 6);
+	l = create_get(&f, &root_cr, LOOM_ROOT_INO, "ec", &req, &ino);
+	check_ec(l, 4, 2);
+
+	/* Three in one request: refused as a whole. */
+	for (uint32_t i = 0; i < 3; i++) {
+		three[i] = l->objs[i];
+		three[i].flags = 0;
+	}
+	t = fx_op_begin(&f);
+	CHECK_RC(fx_op_end(&f, t, mdt_mirror_stale(t, ino, three, 3, &out)), -EINVAL);
+	CHECK(out == NULL);
+	REQUIRE_RC(fx_getlayout(&f, ino, &l2), 0);
+	CHECK_EQ(l2->layout_gen, 0);
+	for (uint32_t i = 0; i < l2->nobjs; i++)
+		CHECK_EQ(l2->objs[i].flags, 0);
+	free(l2);
+	CHECK_EQ(table_count(&f), 0);
+
+	/* A data object, then a parity object; a third is one more than the parity rebuilds. */
+	CHECK_RC(mark(&f, ino, l, 0), 0);
+	CHECK_RC(mark(&f, ino, l, 4), 0);
+	CHECK_RC(mark(&f, ino, l, 1), -EINVAL);
+	CHECK_RC(mark(&f, ino, l, 5), -EINVAL);
+	CHECK_RC(mark(&f, ino, l, 0), 0); /* a resend: as it was */
+	t = fx_op_begin(&f);
+	CHECK_RC(fx_op_end(&f, t, mdt_mirror_mark(t, ino, 2)), -EBUSY); /* fsck's mark too */
+	REQUIRE_RC(fx_getlayout(&f, ino, &l2), 0);
+	CHECK_EQ(l2->layout_gen, 2);
+	for (uint32_t i = 0; i < l2->nobjs; i++)
+		CHECK_EQ(l2->objs[i].flags, i == 0 || i == 4 ? LOOM_OBJ_STALE : 0);
+	free(l2);
+	CHECK_EQ(table_count(&f), 1);
+	free(l);
+	fx_fini(&f);
+}
+
+/* A writer of a 4 + 2 file that went without closing: the data objects are the truth, the
+ * parity is made again from them. */
+static void test_ec_abandoned(void)
+{
+	struct fx f;
+	struct lw_layout req = ec_req(4, 2);
+	struct loom_layout *l2;
+	struct mdt_txn *t;
+	uint64_t ino;
+	uint32_t marked;
+
+	fx_init(&f);
+	fx_add_osts(&f, 6);
+	free(create_get(&f, &root_cr, LOOM_ROOT_INO, "ec", &req, &ino));
+	t = fx_op_begin(&f);
+	REQUIRE_RC(fx_op_end(&f, t, mdt_mirror_write_begin(t, ino)), 0);
+	REQUIRE_RC(fx_getlayout(&f, ino, &l2), 0);
+	CHECK(l2->flags & LOOM_LAYOUT_WRITE_PENDING);
+	free(l2);
+	CHECK_EQ(table_count(&f), 1);
+	t = fx_op_begin(&f);
+	REQUIRE_RC(fx_op_end(&f, t, mdt_mirror_abandoned(t, ino, &marked)), 0);
+	CHECK_EQ(marked, 2);
+	REQUIRE_RC(fx_getlayout(&f, ino, &l2), 0);
+	CHECK(!(l2->flags & LOOM_LAYOUT_WRITE_PENDING));
+	CHECK_EQ(l2->layout_gen, 1);
+	for (uint32_t i = 0; i < l2->nobjs; i++)
+		CHECK_EQ(l2->objs[i].flags, i >= 4 ? LOOM_OBJ_STALE : 0);
+	free(l2);
+	CHECK_EQ(table_count(&f), 1);
+	/* Not write-pending (any more): nothing to do. */
+	t = fx_op_begin(&f);
+	REQUIRE_RC(fx_op_end(&f, t, mdt_mirror_abandoned(t, ino, &marked)), 0);
+	CHECK_EQ(marked, 0);
+	REQUIRE_RC(fx_getlayout(&f, ino, &l2), 0);
+	CHECK_EQ(l2->layout_gen, 1);
+	free(l2);
+	fx_fini(&f);
+}
+
+/* The same with data object 1 stale already: the parity is all that gives its bytes back, so
+ * nothing more is marked (every other object stays in sync). */
+static void test_ec_abandoned_data_stale(void)
+{
+	struct fx f;
+	struct lw_layout req = ec_req(4, 2);
+	struct loom_layout *l, *l2;
+	struct mdt_txn *t;
+	uint64_t ino;
+	uint32_t marked;
+
+	fx_init(&f);
+	fx_add_osts(&f, 6);
+	l = create_get(&f, &root_cr, LOOM_ROOT_INO, "ec", &req, &ino);
+	REQUIRE_RC(mark(&f, ino, l, 1), 0);
+	t = fx_op_begin(&f);
+	REQUIRE_RC(fx_op_end(&f, t, mdt_mirror_write_begin(t, ino)), 0);
+	t = fx_op_begin(&f);
+	REQUIRE_RC(fx_op_end(&f, t, mdt_mirror_abandoned(t, ino, &marked)), 0);
+	CHECK_EQ(marked, 0);
+	REQUIRE_RC(fx_getlayout(&f, ino, &l2), 0);
+	CHECK(!(l2->flags & LOOM_LAYOUT_WRITE_PENDING));
+	CHECK_EQ(l2->layout_gen, 2);
+	for (uint32_t i = 0; i < l2->nobjs; i++)
+		CHECK_EQ(l2->objs[i].flags, i == 1 ? LOOM_OBJ_STALE : 0);
+	free(l2);
+	CHECK_EQ(table_count(&f), 1);
+	free(l);
+	fx_fini(&f);
+}
+
+static int ec_cut(struct fx *f, uint64_t ino, uint64_t cut, struct loom_layout **l)
+{
+	struct mdt_txn *t;
+
+	REQUIRE_RC(fx_getlayout(f, ino, l), 0);
+	t = fx_op_begin(f);
+	return fx_op_end(f, t, mdt_ec_cut(t, ino, *l, cut));
+}
+
+/* A cut of a 4 + 2 file (1 MiB stripes, 4 MiB rows): inside a row its parity is stale (a new
+ * generation); at a row's boundary nothing changes; with a data object stale, -EBUSY. */
+static void test_ec_cut(void)
+{
+	struct fx f;
+	struct lw_layout req = ec_req(4, 2);
+	struct loom_layout *l, *l2;
+	struct lw_setattr sa;
+	uint64_t ino, ino2;
+
+	fx_init(&f);
+	fx_add_osts(&f, 6);
+	free(create_get(&f, &root_cr, LOOM_ROOT_INO, "ec", &req, &ino));
+	CHECK_RC(ec_cut(&f, ino, 8u << 20, &l), 0);
+	CHECK_EQ(l->layout_gen, 0);
+	free(l);
+	CHECK_RC(ec_cut(&f, ino, 0, &l), 0);
+	free(l);
+	REQUIRE_RC(fx_getlayout(&f, ino, &l2), 0);
+	check_ec(l2, 4, 2);
+	CHECK_EQ(l2->layout_gen, 0);
+	free(l2);
+	CHECK_EQ(table_count(&f), 0);
+
+	CHECK_RC(ec_cut(&f, ino, (5u << 20) + 3, &l), 0);
+	CHECK_EQ(l->layout_gen, 1);
+	free(l);
+	REQUIRE_RC(fx_getlayout(&f, ino, &l2), 0);
+	CHECK_EQ(l2->layout_gen, 1);
+	for (uint32_t i = 0; i < l2->nobjs; i++)
+		CHECK_EQ(l2->objs[i].flags, i >= 4 ? LOOM_OBJ_STALE : 0);
+	free(l2);
+	CHECK_EQ(table_count(&f), 1);
+	/* Again inside a row: the parity is stale already, nothing changes. */
+	CHECK_RC(ec_cut(&f, ino, 1u << 20, &l), 0);
+	CHECK_EQ(l->layout_gen, 1);
+	free(l);
+
+	/* A data object stale: the parity is what gives its bytes back; cut after the rebuild. */
+	l = create_get(&f, &root_cr, LOOM_ROOT_INO, "ec2", &req, &ino2);
+	REQUIRE_RC(mark(&f, ino2, l, 2), 0);
+	free(l);
+	CHECK_RC(ec_cut(&f, ino2, (1u << 20) + 1, &l), -EBUSY);
+	free(l);
+	CHECK_RC(ec_cut(&f, ino2, 4u << 20, &l), 0); /* a boundary: nothing to do */
+	free(l);
+	REQUIRE_RC(fx_getlayout(&f, ino2, &l2), 0);
+	CHECK_EQ(l2->layout_gen, 1);
+	for (uint32_t i = 0; i < l2->nobjs; i++)
+		CHECK_EQ(l2->objs[i].flags, i == 2 ? LOOM_OBJ_STALE : 0);
+	free(l2);
+
+	/* The way the MDS gets there: a truncate. To 10 MiB (from nothing), to 4 MiB (a boundary),
+	 * to 3 MiB (inside row 0); of the second file, refused. */
+	memset(&sa, 0, sizeof(sa));
+	sa.valid = LW_SA_SIZE;
+	sa.ino = ino2;
+	sa.size = 3u << 20;
+	REQUIRE_RC(fx_setattr(&f, &root_cr, &sa, NULL), 0); /* from 0: no objects to cut */
+	sa.size = 1u << 20;
+	CHECK_RC(fx_setattr(&f, &root_cr, &sa, NULL), -EBUSY);
+	free(create_get(&f, &root_cr, LOOM_ROOT_INO, "ec3", &req, &ino));
+	sa.ino = ino;
+	sa.size = 10u << 20;
+	REQUIRE_RC(fx_setattr(&f, &root_cr, &sa, NULL), 0);
+	sa.size = 4u << 20;
+	REQUIRE_RC(fx_setattr(&f, &root_cr, &sa, NULL), 0);
+	REQUIRE_RC(fx_getlayout(&f, ino, &l2), 0);
+	CHECK_EQ(l2->layout_gen, 0);
+	CHECK(l2->objs[4].flags == 0 && l2->objs[5].flags == 0);
+	free(l2);
+	sa.size = 3u << 20;
+	REQUIRE_RC(fx_setattr(&f, &root_cr, &sa, NULL), 0);
+	REQUIRE_RC(fx_getlayout(&f, ino, &l2), 0);
+	CHECK_EQ(l2->layout_gen, 1);
+	for (uint32_t i = 0; i < l2->nobjs; i++)
+		CHECK_EQ(l2->objs[i].flags, i >= 4 ? LOOM_OBJ_STALE : 0);
+	free(l2);
+	fx_fini(&f);
+}
+
+/* Copies are not added to, or split off, an erasure-coded file (OSTs enough for a copy). */
+static void test_ec_extend_split(void)
+{
+	struct fx f;
+	struct lw_layout req = ec_req(4, 2);
+	struct loom_layout *l, *l2, *out = NULL;
+	struct mdt_txn *t;
+	uint64_t ino;
+
+	fx_init(&f);
+	fx_add_osts(&f, 10);
+	l = create_get(&f, &root_cr, LOOM_ROOT_INO, "ec", &req, &ino);
+	t = fx_op_begin(&f);
+	CHECK_RC(fx_op_end(&f, t, mdt_mirror_extend(t, ino, &out)), -EINVAL);
+	CHECK(out == NULL);
+	for (uint32_t i = 0; i < l->nobjs; i++) {
+		t = fx_op_begin(&f);
+		CHECK_RC(fx_op_end(&f, t, mdt_mirror_split(t, ino, l->objs[i].ost_idx, l->objs[i].objid, &out)),
+			 -EINVAL);
+		CHECK(out == NULL);
+	}
+	REQUIRE_RC(fx_getlayout(&f, ino, &l2), 0);
+	CHECK(memcmp(l, l2, sizeof(*l) + l->nobjs * sizeof(l->objs[0])) == 0);
+	free(l2);
+	free(l);
+	fx_fini(&f);
+}
+
 int main(void)
 {
 	root_cr = fx_root();
@@ -508,5 +830,11 @@ int main(void)
 	RUN(test_orphan_release_destroy);
 	RUN(test_rename_victim_release);
 	RUN(test_mirrors);
+	RUN(test_ec_dir_default);
+	RUN(test_ec_stale);
+	RUN(test_ec_abandoned);
+	RUN(test_ec_abandoned_data_stale);
+	RUN(test_ec_cut);
+	RUN(test_ec_extend_split);
 	return check_report();
 }

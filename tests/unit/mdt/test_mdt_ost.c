@@ -392,7 +392,10 @@ static void test_ec(void)
 	away[3] = true;
 	CHECK(mdt_ost_expire(f.s, 1000));
 	CHECK_RC(alloc_ec(&f, 4, 2, objs, &n), -ENOSPC);
-	CHECK_RC(alloc_ec(&f, 3, 1, objs, &n), -ENOSPC);
+	CHECK_RC(alloc_ec(&f, 5, 1, objs, &n), -ENOSPC);
+	REQUIRE_RC(alloc_ec(&f, 3, 1, objs, &n), 0);
+	REQUIRE(n == 4 && all_distinct(objs, n));
+	CHECK_EQ(stale_on_away(objs, n, away), 1);
 	REQUIRE_RC(alloc_ec(&f, 2, 1, objs, &n), 0);
 	REQUIRE(n == 3 && all_distinct(objs, n));
 	CHECK_EQ(stale_on_away(objs, n, away), 0);
@@ -414,8 +417,9 @@ static void add_ost_on(struct fx *f, uint32_t idx, const char *host)
 	REQUIRE(got == idx);
 }
 
-/* An erasure-coded file's objects are dealt over the hosts in turn: with six OSTs two to a host,
- * a 4 + 2 file has two objects on each host, and consecutive objects on different hosts. */
+/* An erasure-coded file's objects are taken over the hosts in turn: with six OSTs two to a host,
+ * a 4 + 2 file has two objects on each host, consecutive objects on different hosts, and a
+ * 2 + 1 file one object on each host, wherever the round robin starts. */
 static void test_ec_hosts(void)
 {
 	static const char *const hosts[6] = { "oss-a", "oss-a", "oss-b", "oss-b", "oss-c", "oss-c" };
@@ -431,12 +435,18 @@ static void test_ec_hosts(void)
 		REQUIRE_RC(alloc_ec(&f, 4, 2, objs, &n), 0);
 		REQUIRE(n == 6 && all_distinct(objs, n));
 		for (uint32_t i = 0; i < n; i++) {
-			/* a, b, c, a, b, c */
-			CHECK_EQ(hosts[objs[i].ost_idx][4], 'a' + i % 3);
+			/* x, y, z, x, y, z: each host once in each three */
 			CHECK(strcmp(ost(&f, objs[i].ost_idx)->host, hosts[objs[i].ost_idx]) == 0);
 			if (i + 1 < n)
 				CHECK(strcmp(hosts[objs[i].ost_idx], hosts[objs[i + 1].ost_idx]) != 0);
+			if (i >= 3)
+				CHECK_EQ(hosts[objs[i].ost_idx][4], hosts[objs[i - 3].ost_idx][4]);
 		}
+		REQUIRE_RC(alloc_ec(&f, 2, 1, objs, &n), 0);
+		REQUIRE(n == 3);
+		CHECK(hosts[objs[0].ost_idx][4] != hosts[objs[1].ost_idx][4] &&
+		      hosts[objs[1].ost_idx][4] != hosts[objs[2].ost_idx][4] &&
+		      hosts[objs[0].ost_idx][4] != hosts[objs[2].ost_idx][4]);
 	}
 	/* Host c away: its two OSTs' objects are the stale ones, as much as the parity takes. */
 	heartbeat(&f, 0, 1u << 30, 0, 2000);
@@ -451,7 +461,7 @@ static void test_ec_hosts(void)
 	REQUIRE(n == 6 && all_distinct(objs, n));
 	CHECK_EQ(stale_on_away(objs, n, away), 2);
 	for (uint32_t i = 0; i < n; i++)
-		CHECK_EQ(hosts[objs[i].ost_idx][4], 'a' + i % 3);
+		CHECK_EQ(hosts[objs[i].ost_idx][4] == 'c', i >= 4); /* the usable first, a and b */
 	fx_fini(&f);
 }
 
@@ -736,6 +746,43 @@ static void test_replace_and_remove(void)
 	fx_fini(&f);
 }
 
+/* A replaced OST's objects of an erasure-coded file become stale, to rebuild, while the parity
+ * can rebuild them: the third of a 4 + 2 file's is left as it was (its reads fail, fsck says). */
+static void test_ec_replaced(void)
+{
+	struct lw_layout req = fx_layout_req(1u << 20, 4, -1, "");
+	struct mdt_ost_replaced r;
+	struct loom_layout *l, *l2;
+	struct fx f;
+	uint64_t ino;
+	static const uint32_t order[3] = { 0, 4, 1 }; /* a data object, a parity one, a data one */
+	char uuid[16];
+
+	fx_init(&f);
+	fx_add_osts(&f, 6);
+	req.version = LW_LAYOUT_V3;
+	req.ec_parity = 2;
+	REQUIRE_RC(fx_create_full(&f, &root_cr, LOOM_ROOT_INO, "ec", 0644, 0, true, &req, NULL, &l, NULL), 0);
+	REQUIRE(l && l->ec_parity == 2 && l->nobjs == 6);
+	ino = fx_ino(&f, LOOM_ROOT_INO, "ec");
+	for (uint32_t step = 0; step < 3; step++) {
+		uint32_t idx = l->objs[order[step]].ost_idx;
+
+		snprintf(uuid, sizeof(uuid), "new-%u", idx);
+		REQUIRE_RC(mdt_ost_lost(f.s, idx), 0);
+		REQUIRE_RC(replace(&f, idx, uuid, &r), 0);
+		CHECK(r.replaced);
+		CHECK_EQ(r.mirrored, step < 2 ? 1 : 0);
+		REQUIRE_RC(fx_getlayout(&f, ino, &l2), 0);
+		CHECK_EQ(l2->layout_gen, step < 2 ? step + 1 : 2);
+		for (uint32_t i = 0; i < l2->nobjs; i++)
+			CHECK_EQ(l2->objs[i].flags, i == 0 || (i == 4 && step >= 1) ? LOOM_OBJ_STALE : 0);
+		free(l2);
+	}
+	free(l);
+	fx_fini(&f);
+}
+
 /* After a restart only OSTs heard from get stripes, once there is one. */
 static void test_heard_after_reopen(void)
 {
@@ -773,6 +820,7 @@ int main(void)
 	RUN(test_objids);
 	RUN(test_reopen);
 	RUN(test_replace_and_remove);
+	RUN(test_ec_replaced);
 	RUN(test_heard_after_reopen);
 	return check_report();
 }
