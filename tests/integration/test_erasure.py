@@ -297,3 +297,27 @@ def test_two_writers_at_once_leave_the_parity_made_again_from_the_data(cluster_f
     with fs.open("/e/f", "r+b") as f:
         f.write(b"C" * (4 << 20))
     assert fs.getstripe("/e/f").layout_gen == gen and fs.getstripe("/e/f").stale == []
+
+
+@pytest.mark.allow_log(LOST_OSS)
+def test_a_truncate_inside_a_row_stales_the_parity_and_one_at_a_row_boundary_does_not(cluster_factory):
+    """A cut inside a row changes that row's data (zeros past the cut): the MDS marks the parity
+    stale in the truncate's own transaction and makes it again; a cut at a row's end keeps it.
+    Either way, two OSSs can then die and the file reads back as cut."""
+    cluster = cluster_factory(osts=6)
+    fs = pyloom.connect(cluster)
+    ec_dir(cluster)
+    data = pattern(10 * MiB + 777, 50)
+    with fs.open("/e/f", "wb") as f:
+        f.write(data)
+    gen = fs.getstripe("/e/f").layout_gen
+    fs.truncate("/e/f", 8 * MiB)                  # two whole rows of 4 MiB
+    assert fs.getstripe("/e/f").stale == [] and fs.getstripe("/e/f").layout_gen == gen
+    fs.truncate("/e/f", 5 * MiB + 3)
+    assert sorted(fs.getstripe("/e/f").stale) == [4, 5]
+    lay = wait_rebuilt(fs, "/e/f")
+    assert cluster.loom("ec", "verify", "/e/f").returncode == 0
+    # The parity objects are as long as data object 0 of a 5 MiB + 3 file: 2 MiB.
+    for ost, objid in lay.objects[4:]:
+        assert os.path.getsize(object_path(cluster.ost_dir(ost), objid)) == 2 * MiB
+    kill_and_read(cluster, lay, "/e/f", sha(data[:5 * MiB + 3]), [1, 2])
