@@ -498,6 +498,9 @@ int io_write_span(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const 
 struct io_wb;
 int io_wb_start(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const void *buf,
 		uint64_t len, uint64_t off, uint32_t epoch, struct io_wb **out);
+/* The same with data (malloc'd) handed over: the batch frees it; on a failure the caller keeps it. */
+int io_wb_start_owned(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint8_t *data,
+		      uint64_t len, uint64_t off, uint32_t epoch, struct io_wb **out);
 /* The write's own copy of the bytes (valid until io_wb_finish), and its truncation epoch. */
 const void *io_wb_data(const struct io_wb *b);
 uint32_t io_wb_epoch(const struct io_wb *b);

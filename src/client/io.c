@@ -340,6 +340,21 @@ struct io_wb {
 int io_wb_start(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const void *buf,
 		uint64_t len, uint64_t off, uint32_t epoch, struct io_wb **out)
 {
+	uint8_t *data = malloc(len ? len : 1);
+	int rc;
+
+	if (!data)
+		return -ENOMEM;
+	memcpy(data, buf, len);
+	rc = io_wb_start_owned(fs, ino, l, data, len, off, epoch, out);
+	if (rc)
+		free(data);
+	return rc;
+}
+
+int io_wb_start_owned(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint8_t *data,
+		      uint64_t len, uint64_t off, uint32_t epoch, struct io_wb **out)
+{
 	struct io_wb *b;
 	int rc;
 
@@ -348,12 +363,7 @@ int io_wb_start(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const vo
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
-	b->data = malloc(len ? len : 1);
-	if (!b->data) {
-		free(b);
-		return -ENOMEM;
-	}
-	memcpy(b->data, buf, len);
+	b->data = data;
 	b->fs = fs;
 	b->ino = ino;
 	b->l = l;
@@ -366,7 +376,6 @@ int io_wb_start(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const vo
 		rc = io_job_start(fs, ino, l, NULL, b->data, len, off, true, epoch,
 				  layout_copies(l) > 1 ? RPC_NOWAIT : 0, &b->job);
 	if (rc) {
-		free(b->data);
 		free(b);
 		return rc;
 	}

@@ -244,8 +244,9 @@ static int drain_others(loom_file *f, uint64_t off, uint64_t len)
 	return rc;
 }
 
-/* The write goes behind: copied, sent, answered later. Under wb_lock. */
-static int wb_write(loom_file *f, const void *buf, size_t len, uint64_t off)
+/* The write goes behind: copied (or, given, buf is a malloc'd buffer the batch takes on
+ * success), sent, answered later. Under wb_lock. */
+static int wb_send(loom_file *f, const void *buf, size_t len, uint64_t off, bool given)
 {
 	struct io_wb *b;
 	int rc;
@@ -260,13 +261,20 @@ static int wb_write(loom_file *f, const void *buf, size_t len, uint64_t off)
 			return rc;
 	if (f->wb_err)
 		return f->wb_err; /* an earlier write failed: so do the next ones, until reported */
-	rc = io_wb_start(f->fs, f->obj_owner, f->layout, buf, len, off, file_epoch(f), &b);
+	rc = given ? io_wb_start_owned(f->fs, f->obj_owner, f->layout, (uint8_t *)buf, len, off,
+				       file_epoch(f), &b) :
+		     io_wb_start(f->fs, f->obj_owner, f->layout, buf, len, off, file_epoch(f), &b);
 	if (rc)
 		return rc;
 	f->wb[(f->wb_first + f->wb_count) % WB_SLOTS] = b;
 	f->wb_count++;
 	f->wb_bytes += len;
 	return 0;
+}
+
+static int wb_write(loom_file *f, const void *buf, size_t len, uint64_t off)
+{
+	return wb_send(f, buf, len, off, false);
 }
 
 /* As the kernel's file_remove_privs(): a write by anyone but root drops setuid, and setgid on a
@@ -374,7 +382,10 @@ static int ec_row_send(loom_file *f)
 	pthread_mutex_unlock(&f->lock);
 	f->ec_len = f->ec_sent = 0;
 	if (whole && sent == 0) {
-		rc = wb_write(f, f->ec_row, len, off);
+		/* The row's buffer goes with the batch (a new one for the next row): no copy. */
+		rc = wb_send(f, f->ec_row, len, off, true);
+		if (rc == 0)
+			f->ec_row = NULL;
 	} else if (whole || off + len >= size) {
 		/* Written before the answer: wb_write's copy would be a third one of these bytes. */
 		a.span.ends_file = !whole;
@@ -431,7 +442,8 @@ static int ec_write_data(loom_file *f, const char *buf, size_t len, uint64_t off
 				rc = ec_row_send(f);
 		} else if (ec_row_start(f, off)) {
 			n = (off + len) / row * row - off;
-			rc = n <= wb_limit(f) ? wb_write(f, buf, n, off) : write_now(f, buf, n, off);
+			/* As a plain file's: a large write is answered once written, not copied. */
+			rc = n <= WB_MAX_WRITE ? wb_write(f, buf, n, off) : write_now(f, buf, n, off);
 		} else {
 			n = MIN(len, row_end - off);
 			rc = write_now(f, buf, n, off);
