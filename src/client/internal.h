@@ -207,7 +207,9 @@ struct loom_file {
 	 * sent whole with its parity when full, or when drained. */
 	uint8_t *ec_row;           /* the row's bytes from ec_off, ec_len of them */
 	uint64_t ec_off, ec_len;
-	uint64_t ec_sent;          /* the first ec_sent of them are on the objects already */
+	uint64_t ec_sent;          /* the first ec_sent of them are on the objects already, */
+	uint32_t ec_epoch;         /* sent in this truncation epoch, */
+	bool ec_trust;             /* and nobody here wrote over them since */
 	struct dom_cache *dom;     /* Data-on-MDT bytes (layout->dom_size > 0), shared per inode */
 };
 

@@ -241,6 +241,21 @@ static int read_decoded(loom_fs *fs, uint64_t ino, const struct loom_layout *l, 
 	return rc;
 }
 
+/* What the MDS says is stale now, learnt: a handle's layout may be older than another client's
+ * marks (a parity it made stale with a write to part of a row), and decoding with such parity
+ * would give wrong bytes. Degraded reads are rare; one MDS request each is cheap. */
+static void learn_marks(loom_fs *fs, uint64_t ino)
+{
+	struct loom_layout *fresh = NULL;
+	struct loom_cred cr;
+
+	fs_cred(fs, &cr);
+	if (mdc_getlayout(fs, &cr, ino, &fresh) == 0) {
+		mirror_learn(fs, fresh);
+		free(fresh);
+	}
+}
+
 int ec_read(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint8_t *buf, uint64_t len,
 	    uint64_t off)
 {
@@ -263,6 +278,7 @@ int ec_read(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint8_t *buf
 			bad[k] = err[k] == -EUCLEAN;
 		}
 	}
+	learn_marks(fs, ino);
 	/* The data objects that answered the first read hold their bytes in buf already. */
 	for (uint32_t k = 0; k < e.k; k++)
 		held[k] = !lost[k] && !any_data_stale(fs, l, &e);
@@ -334,8 +350,6 @@ static int stale_parity(loom_fs *fs, uint64_t ino, const struct loom_layout *l, 
 			bool *data_stale)
 {
 	uint32_t objs[LOOM_EC_MAX_PARITY], n = 0;
-	struct loom_layout *fresh = NULL;
-	struct loom_cred cr;
 	int rc;
 
 	for (uint32_t j = e->k; j < e->n; j++)
@@ -344,11 +358,7 @@ static int stale_parity(loom_fs *fs, uint64_t ino, const struct loom_layout *l, 
 	rc = mirror_mark_stale(fs, ino, l, objs, n, "will miss a write to part of a row");
 	if (rc == 0 || rc == -ENOMEM)
 		return rc;
-	fs_cred(fs, &cr);
-	if (mdc_getlayout(fs, &cr, ino, &fresh) == 0) {
-		mirror_learn(fs, fresh);
-		free(fresh);
-	}
+	learn_marks(fs, ino);
 	*data_stale = any_data_stale(fs, l, e);
 	return *data_stale ? 0 : rc;
 }
@@ -380,7 +390,7 @@ int ec_write_start(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint8
 	bool ends_file = span && span->ends_file;
 	/* The row's bytes before off are known: the caller's, or the Data-on-MDT part (a hole in
 	 * the objects: zeros). */
-	bool head_known = from <= first * e.row || (first == 0 && from <= l->dom_size);
+	bool head_known = from <= MAX(first * e.row, (uint64_t)l->dom_size);
 	bool head_part = off % e.row != 0 && !head_known, tail_ragged = p.end % e.row != 0;
 	bool tail_part = tail_ragged && !ends_file && (last != first || !head_part);
 	bool data_stale = any_data_stale(fs, l, &e), parity = false;

@@ -151,7 +151,8 @@ static int ec_verify(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uin
 		     struct loom_mirror_diff *diff)
 {
 	uint32_t k = layout_per_copy(l), n = l->nobjs, nh = 0, nw = 0;
-	uint64_t chunk = VERIFY_CHUNK / l->stripe_size * l->stripe_size, end = layout_obj_size(l, 0, size);
+	uint64_t chunk = MAX(1u, VERIFY_CHUNK / l->stripe_size) * (uint64_t)l->stripe_size;
+	uint64_t end = layout_obj_size(l, 0, size);
 	uint32_t *have = calloc(n, sizeof(uint32_t)), *want = calloc(n, sizeof(uint32_t));
 	uint8_t **src = calloc(n, sizeof(uint8_t *)), **dst = calloc(n, sizeof(uint8_t *));
 	uint8_t *held = malloc((size_t)n * chunk), *made = malloc((size_t)n * chunk);

@@ -238,6 +238,9 @@ static int drain_others(loom_file *f, uint64_t off, uint64_t len)
 		pthread_mutex_lock(&o->wb_lock);
 		if (wb_overlaps(o, off, len) && wb_reap_all(o) == -EINTR)
 			rc = -EINTR; /* they stay in flight; their errors are o's to report */
+		/* The bytes o kept of an erasure-coded row are not the file's any more. */
+		if (o->ec_sent && off < o->ec_off + o->ec_sent && o->ec_off < off + len)
+			o->ec_trust = false;
 		pthread_mutex_unlock(&o->wb_lock);
 	}
 	pthread_mutex_unlock(&fs->files_lock);
@@ -334,13 +337,18 @@ struct span_args {
 	const uint8_t *buf;
 	uint64_t len, off;
 	struct ec_span span;
+	uint32_t known_epoch;   /* the truncation epoch the known bytes were written in */
 };
 
 static int send_span(loom_file *f, uint32_t epoch, void *arg)
 {
 	const struct span_args *a = arg;
+	struct ec_span span = a->span;
 
-	return io_write_span(f->fs, f->obj_owner, f->layout, a->buf, a->len, a->off, epoch, &a->span,
+	/* Sent again in a newer epoch: a truncation cut what the row held; nothing is known. */
+	if (epoch != a->known_epoch)
+		span.known = 0;
+	return io_write_span(f->fs, f->obj_owner, f->layout, a->buf, a->len, a->off, epoch, &span,
 			     f->obj_blocks);
 }
 
@@ -350,7 +358,7 @@ static bool ec_row_start(const loom_file *f, uint64_t off)
 {
 	uint64_t row = ec_row_size(f);
 
-	return off % row == 0 || (off < row && off == f->layout->dom_size);
+	return off % row == 0 || off == f->layout->dom_size;
 }
 
 /*
@@ -358,14 +366,17 @@ static bool ec_row_start(const loom_file *f, uint64_t off)
  * behind with its parity. Part of a row that ends the file (as this handle knows it) goes the
  * same way, zeros after the end, written before the answer; the row stays gathered, so that
  * writes that go on from there (after a read, an fsync) make it whole again, writing only their
- * own bytes and the row's new parity. Any other part goes at once, its row's parity marked stale
- * (io_ec.c). A failure is the handle's to report, as a write behind's; -EINTR keeps the row.
+ * own bytes and the row's new parity. What was sent is trusted only in the truncation epoch it
+ * was sent in, and while no other handle here wrote over it (ec_trust; another client's writes
+ * over it make the file one of several writers, whose parity the MDS makes again at the last
+ * close). Any other part goes at once, its row's parity marked stale (io_ec.c). A failure is the
+ * handle's to report, as a write behind's; -EINTR keeps the row.
  */
 static int ec_row_send(loom_file *f)
 {
 	uint64_t off = f->ec_off, len = f->ec_len, sent = f->ec_sent, size;
 	struct span_args a = { .buf = f->ec_row + sent, .len = len - sent, .off = off + sent,
-			       .span = { .known = sent } };
+			       .span = { .known = f->ec_trust ? sent : 0 }, .known_epoch = f->ec_epoch };
 	bool whole;
 	int rc;
 
@@ -386,6 +397,8 @@ static int ec_row_send(loom_file *f)
 		rc = wb_send(f, f->ec_row, len, off, true);
 		if (rc == 0)
 			f->ec_row = NULL;
+		else if (rc != -EINTR)
+			file_wrote(f, off, len, rc); /* acknowledged bytes that never went: reported */
 	} else if (whole || off + len >= size) {
 		/* Written before the answer: wb_write's copy would be a third one of these bytes. */
 		a.span.ends_file = !whole;
@@ -397,6 +410,8 @@ static int ec_row_send(loom_file *f)
 		if (rc == 0 && !whole) {
 			f->ec_off = off;
 			f->ec_len = f->ec_sent = len;
+			f->ec_epoch = file_epoch(f);
+			f->ec_trust = true;
 		}
 	} else {
 		rc = write_now(f, a.buf, a.len, a.off);
@@ -423,9 +438,9 @@ static int ec_write_data(loom_file *f, const char *buf, size_t len, uint64_t off
 		return f->wb_err; /* an earlier write failed: so do the next ones, until reported */
 	if (f->ec_len && off != f->ec_off + f->ec_len) {
 		rc = ec_row_send(f);
-		f->ec_len = f->ec_sent = 0; /* a row sent and kept ends here */
 		if (rc)
-			return rc;
+			return rc; /* -EINTR: the row is still to go */
+		f->ec_len = f->ec_sent = 0; /* a row sent and kept ends here */
 	}
 	while (len > 0 && rc == 0) {
 		uint64_t n, row_end = (off / row + 1) * row;

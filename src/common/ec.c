@@ -12,6 +12,9 @@
 
 #include "common/ec.h"
 
+/* ISA-L takes lengths as int: longer units (stripes up to 4 GiB) go in pieces of this. */
+#define EC_PIECE (1u << 30)
+
 struct ec_codec {
 	uint32_t k, m;
 	uint8_t *matrix;   /* (k + m) x k */
@@ -51,10 +54,25 @@ void ec_codec_free(struct ec_codec *c)
 	free(c);
 }
 
+/* rows x k tables applied to len bytes of src into dst, in pieces ISA-L's int lengths take. */
+static void apply(int k, int rows, uint8_t *tables, size_t len, uint8_t *const *src, uint8_t *const *dst)
+{
+	uint8_t *s[255], *d[255];
+
+	for (size_t done = 0; done < len; done += EC_PIECE) {
+		size_t n = len - done < EC_PIECE ? len - done : EC_PIECE;
+
+		for (int i = 0; i < k; i++)
+			s[i] = src[i] + done;
+		for (int i = 0; i < rows; i++)
+			d[i] = dst[i] + done;
+		ec_encode_data((int)n, k, rows, tables, s, d);
+	}
+}
+
 void ec_encode(const struct ec_codec *c, size_t len, uint8_t *const *data, uint8_t *const *parity)
 {
-	/* ISA-L's pointers are not const; it only reads data. */
-	ec_encode_data((int)len, (int)c->k, (int)c->m, c->tables, (uint8_t **)data, (uint8_t **)parity);
+	apply((int)c->k, (int)c->m, c->tables, len, data, parity);
 }
 
 int ec_decode(const struct ec_codec *c, size_t len, const uint32_t *have, uint8_t *const *src,
@@ -105,7 +123,7 @@ int ec_decode(const struct ec_codec *c, size_t len, const uint32_t *have, uint8_
 	}
 	if (nwant) {
 		ec_init_tables((int)k, (int)nwant, rows, tables);
-		ec_encode_data((int)len, (int)k, (int)nwant, tables, (uint8_t **)src, (uint8_t **)dst);
+		apply((int)k, (int)nwant, tables, len, src, dst);
 	}
 out:
 	free(b);

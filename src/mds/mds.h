@@ -232,6 +232,8 @@ struct mds {
 		uint64_t cursor;            /* where the next look at the table starts */
 		uint64_t next_try_ns;       /* back-off after failures, or a pass without work */
 		uint64_t resynced;          /* objects copied again since the start */
+		uint32_t rotate;            /* failed rebuilds: where the next one starts choosing its
+		                             * sources (an object that keeps failing is passed over) */
 	} resync;
 	struct reqq *queue_for_destroyer;
 

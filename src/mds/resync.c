@@ -69,7 +69,7 @@ struct resync_done {
 	uint32_t gen;
 	uint32_t index;
 	int32_t status;
-	uint32_t pad;
+	uint32_t epoch;            /* the truncation epoch it was made in */
 };
 
 /* ---- the resyncer's thread ---- */
@@ -355,7 +355,8 @@ static void run_job(struct mds *m, struct mds_resync_job *job, struct oss_pool *
 	if (ec_status && pool)
 		rebuild_ec(m, pool, job, start, &ec_bytes, ec_status);
 	for (uint32_t i = 0; i < job->nitems; i++) {
-		struct resync_done d = { .ino = job->ino, .gen = job->gen, .index = job->items[i].dst_index };
+		struct resync_done d = { .ino = job->ino, .gen = job->gen, .index = job->items[i].dst_index,
+					 .epoch = job->epoch };
 
 		if (job->ec)
 			d.status = ec_status && pool ? ec_status[i] : -ENOMEM, d.bytes = i ? 0 : ec_bytes;
@@ -457,10 +458,11 @@ static bool ost_end(const struct mdt_ost *table, uint32_t count, uint32_t idx, u
 	return false;
 }
 
-/* An erasure-coded file's rebuild: its stale objects whose OSTs answer, from the first
- * stripe_count in-sync objects whose OSTs answer (none if there are not that many). */
+/* An erasure-coded file's rebuild: its stale objects whose OSTs answer, from stripe_count
+ * in-sync objects whose OSTs answer (none if there are not that many), the first from object
+ * `rotate` on (after failures: a source that keeps failing, a bad block, is passed over). */
 static int ec_job_of(const struct mdt_ost *table, uint32_t count, const struct loom_layout *l,
-		     uint64_t size, struct mds_resync_job *job, struct mds_resync_job **out)
+		     uint64_t size, uint32_t rotate, struct mds_resync_job *job, struct mds_resync_job **out)
 {
 	uint32_t k = layout_per_copy(l), ns = 0;
 
@@ -473,7 +475,8 @@ static int ec_job_of(const struct mdt_ost *table, uint32_t count, const struct l
 		return -ENOMEM;
 	}
 	memcpy(job->ec, l, sizeof(*l) + l->nobjs * sizeof(l->objs[0]));
-	for (uint32_t o = 0; o < l->nobjs; o++) {
+	for (uint32_t i = 0; i < l->nobjs; i++) {
+		uint32_t o = (i + rotate) % l->nobjs;
 		const struct loom_ostobj *ob = &l->objs[o];
 
 		if (!(ob->flags & LOOM_OBJ_STALE)) {
@@ -517,7 +520,7 @@ static int job_of(struct mds *m, struct mdt_txn *t, uint64_t ino, const struct l
 	job->epoch = in.trunc_epoch;
 	table = mdt_ost_table(m->store, &count, &tgen);
 	if (l->ec_parity)
-		return ec_job_of(table, count, l, in.size, job, out);
+		return ec_job_of(table, count, l, in.size, m->resync.rotate, job, out);
 	for (uint32_t o = 0; o < l->nobjs; o++) {
 		struct resync_item *it = &job->items[job->nitems];
 		uint32_t k = o % per;
@@ -633,6 +636,8 @@ int mds_resync_tidy(struct mds *m, struct mdt_txn *t, const struct mds_work *w)
 		if (m->orphans_released) {
 			rc = mdt_mirror_abandoned(t, ino, &marked);
 			if (rc == 0 && marked)
+				m->truncator.more = true; /* an erasure-coded file is cut at its size first */
+			if (rc == 0 && marked)
 				log_warn("file %llu: its writer went without closing; %u of its objects to make "
 					 "again from its others (copies or parity)", (unsigned long long)ino, marked);
 		}
@@ -662,6 +667,8 @@ int mds_resync_done(struct mds *m, struct mdt_txn *t, const struct mds_work *rep
 	uint32_t *ok = calloc(report->n ? report->n : 1, sizeof(uint32_t)), nok = 0, gen = 0;
 	struct loom_layout *l = NULL;
 	uint64_t ino = rs->ino, bytes = 0;
+	uint32_t epoch = 0;
+	struct lw_attr attr;
 	bool failed = false;
 	int rc = 0;
 
@@ -675,6 +682,7 @@ int mds_resync_done(struct mds *m, struct mdt_txn *t, const struct mds_work *rep
 		memcpy(&d, report->data + (size_t)i * sizeof(d), sizeof(d));
 		ino = d.ino;
 		gen = d.gen;
+		epoch = d.epoch;
 		bytes += d.bytes;
 		if (d.status == 0)
 			ok[nok++] = d.index;
@@ -683,6 +691,12 @@ int mds_resync_done(struct mds *m, struct mdt_txn *t, const struct mds_work *rep
 	}
 	if (rs->dirty || mds_ino_has_writer(m, ino)) {
 		/* A writer opened it meanwhile: what it wrote the copies may have missed. */
+		failed = true;
+		nok = 0;
+	}
+	if (nok && mdt_getattr(t, ino, &attr) == 0 && attr.trunc_epoch != epoch) {
+		/* Cut meanwhile (a truncate by path needs no open): the copy may hold bytes the cut
+		 * took from the others. Again, in the new epoch. */
 		failed = true;
 		nok = 0;
 	}
@@ -699,8 +713,10 @@ int mds_resync_done(struct mds *m, struct mdt_txn *t, const struct mds_work *rep
 	}
 	free(l);
 	free(ok);
-	if (failed)
+	if (failed) {
 		rs->next_try_ns = clock_mono_ns() + RESYNC_BACKOFF_NS;
+		rs->rotate++;
+	}
 	return rc;
 }
 

@@ -583,9 +583,11 @@ static int handle_end(struct mds *m, struct mdt_txn *t, struct mds_handle *h, bo
 
 		if (rc)
 			return rc;
-		if (marked)
+		if (marked) {
 			log_info("file %llu: written through several handles at once; %u of its objects to "
 				 "make again from its others", (unsigned long long)h->ino, marked);
+			m->truncator.more = true; /* an erasure-coded file is cut at its size first */
+		}
 	}
 
 	if (count <= 1) {

@@ -12,6 +12,7 @@
  * until then nobody writes to them in the new epoch, and nothing past the size is read).
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -253,7 +254,10 @@ void mds_truncator_kick(struct mds *m, struct mdt_txn *t)
 	if (mdt_trunc_list(t, list, TRUNC_BATCH, &n) != 0)
 		return;
 	if (n == 0) {
-		tr->more = false;
+		/* Nothing yet: unless changes answered wait for their commit (a truncation queued
+		 * by a close, committed behind), which this read would not see. */
+		if (!m->commit.open && !atomic_load(&m->commit.pending))
+			tr->more = false;
 		return;
 	}
 	jobs = calloc(n, sizeof(*jobs));

@@ -192,6 +192,19 @@ int mdt_mirror_abandoned(struct mdt_txn *t, uint64_t ino, uint32_t *marked)
 	rc = mdt_layout_save(t, MDT_DB_LAYOUTS, ino, l);
 	if (rc == 0)
 		rc = mdt_mirror_note(t, ino, l);
+	/* The parity is made from the data objects up to the file's size, zeros past it: what a
+	 * writer left past the size (never reported, so never the file's) is cut first. */
+	if (rc == 0 && l->ec_parity && per != l->nobjs && n) {
+		struct mdt_inode in;
+
+		rc = mdt_inode_get(t, ino, &in);
+		if (rc == 0 && in.size > 0)
+			rc = mdt_trunc_queue(t, &in, in.size);
+		if (rc == 0 && in.size > 0)
+			rc = mdt_inode_put(t, &in);
+		if (rc == -ENOENT)
+			rc = 0;
+	}
 	free(l);
 	*marked = n;
 	return rc;

@@ -321,3 +321,77 @@ def test_a_truncate_inside_a_row_stales_the_parity_and_one_at_a_row_boundary_doe
     for ost, objid in lay.objects[4:]:
         assert os.path.getsize(object_path(cluster.ost_dir(ost), objid)) == 2 * MiB
     kill_and_read(cluster, lay, "/e/f", sha(data[:5 * MiB + 3]), [1, 2])
+
+
+@pytest.mark.allow_log(LOST_OSS, EC_STALE)
+def test_a_row_kept_across_a_truncate_is_not_taken_for_the_file(cluster_factory):
+    """A handle's last row goes with its parity at an fsync and stays gathered, so that the writes
+    that follow make it whole; a truncate in between cut those bytes: the row is then finished
+    as a part of a row (parity stale, made again), not with parity of bytes the file lost."""
+    cluster = cluster_factory(osts=6)
+    fs = pyloom.connect(cluster)
+    ec_dir(cluster)
+    with fs.open("/e/f", "wb") as f:
+        f.write(b"A" * 100000)
+        f.fsync()
+        f.truncate(0)
+        f.seek(100000)
+        f.write(b"B" * (4 * MiB - 100000))
+    want = b"\0" * 100000 + b"B" * (4 * MiB - 100000)
+    lay = wait_rebuilt(fs, "/e/f")
+    assert cluster.loom("ec", "verify", "/e/f").returncode == 0
+    kill_and_read(cluster, lay, "/e/f", sha(want), [1, 4])
+
+
+@pytest.mark.allow_log(LOST_OSS, EC_STALE)
+def test_a_reader_opened_before_another_clients_write_does_not_decode_with_stale_parity(cluster_factory):
+    """Reader R opens; another client writes part of a row (the parity goes stale at the MDS, R's
+    layout still says in sync); a data object's OSS dies. R's read of that object must not decode
+    with the stale parity: it learns the marks from the MDS, waits for the object (its recovery
+    window, 3 s here) and says EIO, as for a plain file whose OSS is gone, rather than hand back
+    bytes nobody wrote."""
+    cluster = cluster_factory(osts=6)
+    fs = pyloom.connect(cluster)
+    ec_dir(cluster)
+    data = bytearray(pattern(8 * MiB, 7))
+    with fs.open("/e/f", "wb") as f:
+        f.write(data)
+    code = ("import hashlib, loom, sys\n"
+            "fs = loom.connect(%r, key_file=%r, recovery_seconds=3)\n"
+            "f = fs.open('/e/f', 'rb')\n"
+            "print('open', flush=True)\n"
+            "sys.stdin.readline()\n"
+            "f.seek(4 << 20)\n"
+            "try:\n"
+            "    print(hashlib.sha256(f.read(1 << 20)).hexdigest(), flush=True)\n"
+            "except OSError as e:\n"
+            "    print('errno', e.errno, flush=True)\n" % (cluster.addr, cluster.key))
+    r = subprocess.Popen([sys.executable, "-c", code], env=pyloom.child_env(cluster), stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert r.stdout.readline() == "open\n"
+        lay = fs.getstripe("/e/f")
+        with fs.open("/e/f", "r+b") as w:
+            w.seek(5 * MiB + 3)
+            w.write(b"Y" * 5000)
+            w.flush()
+            assert sorted(fs.getstripe("/e/f").stale) == [4, 5]
+            cluster.kill9(cluster.oss_name(lay.objects[0][0]))
+            r.stdin.write("go\n")
+            r.stdin.flush()
+            got = r.stdout.readline().strip()
+        assert got == "errno 5", got
+    finally:
+        if r.poll() is None:
+            r.kill()
+        r.wait()
+
+
+def test_loom_ec_verify_takes_stripes_larger_than_its_chunk(cluster):
+    fs = pyloom.connect(cluster)
+    cluster.loom("mkdir", "/e")
+    cluster.loom("setstripe", "--ec", "2+1", "-E", "-1", "-S", "8M", "/e")
+    with fs.open("/e/f", "wb") as f:
+        f.write(pattern(20 * MiB, 3))
+    out = cluster.loom("ec", "verify", "-v", "/e/f", timeout=60).stdout
+    assert out == "/e/f: every object agrees with the code (%d bytes of each checked)\n" % (12 * MiB), out
