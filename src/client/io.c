@@ -31,6 +31,13 @@ static int err_rank(int err)
 	}
 }
 
+bool io_ost_away(loom_fs *fs, uint32_t ost_idx)
+{
+	struct rpc_conn *c;
+
+	return fs_ost_conn(fs, ost_idx, &c) != 0 || rpc_conn_recovering(c);
+}
+
 int io_merge_err(int rc, int err)
 {
 	return err_rank(err) > err_rank(rc) ? err : rc;

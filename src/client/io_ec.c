@@ -263,25 +263,30 @@ int ec_read(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint8_t *buf
 	bool *lost = calloc(e.n, sizeof(bool)), *bad = calloc(e.n, sizeof(bool)), *held = calloc(e.n, sizeof(bool));
 	int *err = calloc(e.n, sizeof(int));
 	uint32_t *marks = calloc(e.n, sizeof(uint32_t)), nmarks = 0;
+	bool away = false;
 	int rc;
 
 	if (!lost || !bad || !held || !err || !marks) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	if (!any_data_stale(fs, l, &e)) {
+	/* An object whose OSS is away is read around from the start. */
+	for (uint32_t i = 0; i < e.n; i++) {
+		lost[i] = io_ost_away(fs, l->objs[i].ost_idx);
+		away |= i < e.k && lost[i];
+	}
+	if (!away && !any_data_stale(fs, l, &e)) {
 		rc = read_data(fs, ino, l, buf, len, off, err);
 		if (rc == 0)
 			goto out;
+		/* The data objects that answered hold their bytes in buf already. */
 		for (uint32_t k = 0; k < e.k; k++) {
 			lost[k] = err[k] != 0;
 			bad[k] = err[k] == -EUCLEAN;
+			held[k] = !lost[k];
 		}
 	}
 	learn_marks(fs, ino);
-	/* The data objects that answered the first read hold their bytes in buf already. */
-	for (uint32_t k = 0; k < e.k; k++)
-		held[k] = !lost[k] && !any_data_stale(fs, l, &e);
 	rc = read_decoded(fs, ino, l, buf, len, off, lost, bad, held);
 	/* Objects whose stored bytes were bad are made again by the MDS (while the others still
 	 * give every byte; else they stay, and fsck or a rebuild is the way). */

@@ -49,6 +49,9 @@ int io_job_start(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const u
  * application sees; obj_err (nobjs entries, 0 to start with, or NULL) gets each object's own. */
 int io_job_finish(struct io_job *job, int64_t *obj_blocks, int *obj_err);
 
+/* Whether OST ost_idx is away now (its connection being recovered): a redundant file's reads
+ * start elsewhere, rather than learn it from a failed request each time. */
+bool io_ost_away(loom_fs *fs, uint32_t ost_idx);
 /* The more telling of two errors (io.c's ranking). */
 int io_merge_err(int rc, int err);
 /* A piece's error as an application sees it. */

@@ -227,20 +227,24 @@ int mirror_write(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint8_t
 	return rc ? rc : mirror_write_settle(fs, ino, l, &job, buf, len, off, epoch, obj_blocks);
 }
 
-/* The first copy of stripe k from copy `first` on that is in sync and not tried yet (its object);
- * UINT32_MAX if none. */
+/* The first copy of stripe k from copy `first` on that is in sync and not tried yet (its object),
+ * one whose OSS is away only if no other is left; UINT32_MAX if none. */
 static uint32_t next_copy(loom_fs *fs, const struct loom_layout *l, uint32_t first, uint32_t k,
 			  const bool *tried)
 {
-	uint32_t per = layout_per_copy(l), copies = layout_copies(l);
+	uint32_t per = layout_per_copy(l), copies = layout_copies(l), away = UINT32_MAX;
 
 	for (uint32_t i = 0; i < copies; i++) {
 		uint32_t o = ((first + i) % copies) * per + k;
 
-		if (!tried[o] && !mirror_obj_stale(fs, l, o))
+		if (tried[o] || mirror_obj_stale(fs, l, o))
+			continue;
+		if (!io_ost_away(fs, l->objs[o].ost_idx))
 			return o;
+		if (away == UINT32_MAX)
+			away = o;
 	}
-	return UINT32_MAX;
+	return away;
 }
 
 /* Reads [off, off + len) starting each stripe at copy `first`, going to its next copies on errors. */
