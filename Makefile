@@ -70,7 +70,7 @@ asan: asan-unit
 # The benchmark suite (docs/performance.md); e.g. `make bench BENCH_ARGS=--quick`. The datasets
 # through loom.torch.DataLoader (keyed, and through the mount's door) are part of it, as the
 # targets of docs/python.md are measured in the same run, and so is the redundancy workload
-# (mirrored layouts against plain ones); `make bench-ml` adds checkpoints and model loading.
+# (mirrored and erasure-coded layouts against plain ones); `make bench-ml` adds checkpoints and model loading.
 bench:
 	scripts/deps.sh bench
 	$(MAKE) all
