@@ -418,9 +418,9 @@ def mount_pid(mnt):
     raise AssertionError("no loom-mount serves " + mnt)
 
 
-def configured(cluster_factory, settings):
-    """A cluster whose MDS starts with settings (mds.conf lines)."""
-    c = cluster_factory(start=False)
+def configured(cluster_factory, settings, osts=4):
+    """A cluster (of osts OSTs) whose MDS starts with settings (mds.conf lines)."""
+    c = cluster_factory(osts=osts, start=False)
     with open(os.path.join(c.dir, "mds.conf"), "w") as f:
         f.write(settings)
     c.up()

@@ -15,6 +15,9 @@ import sys
 
 import pytest
 
+import signal
+
+import loomutil
 import pyloom
 from loomutil import OSS_BIN, MiB, object_path, wait_until
 from test_mirrors import LOST_OSS, pattern, read_in_child
@@ -395,3 +398,81 @@ def test_loom_ec_verify_takes_stripes_larger_than_its_chunk(cluster):
         f.write(pattern(20 * MiB, 3))
     out = cluster.loom("ec", "verify", "-v", "/e/f", timeout=60).stdout
     assert out == "/e/f: every object agrees with the code (%d bytes of each checked)\n" % (12 * MiB), out
+
+
+@pytest.mark.allow_log(LOST_OSS, r"WARN: file \d+: its writer went without closing")
+def test_a_writer_that_dies_between_data_and_parity_leaves_no_parity_taken_for_in_sync(cluster_factory):
+    """Power-loss order: a client dies after a whole row reached the data objects and one parity
+    object but not the other (its OSS stopped). The file was write-pending from the open: when the
+    writer's session ends the MDS takes the data objects as the file's and makes the parity again,
+    so afterwards any two objects can be lost."""
+    c = loomutil.configured(cluster_factory, "recovery-window = 3\n", osts=6)
+    fs = pyloom.connect(c)
+    ec_dir(c)
+    old = pattern(8 * MiB, 60)
+    with fs.open("/e/f", "wb") as f:
+        f.write(old)
+    lay = fs.getstripe("/e/f")
+    assert not lay.stale
+    with open(object_path(c.ost_dir(lay.objects[5][0]), lay.objects[5][1]), "rb") as f:
+        f.seek(MiB)
+        old_parity = f.read(MiB)
+    code = ("import loom, sys\n"
+            "fs = loom.connect(%r, key_file=%r)\n"
+            "f = fs.open('/e/f', 'r+b')\n"
+            "f.write(bytes([5]) * (4 << 20))\n"
+            "f.flush()\n"
+            "print('open', flush=True)\n"
+            "sys.stdin.readline()\n"
+            "f.write(bytes([7]) * (4 << 20))\n"
+            "f.fsync()\n"
+            "print('never', flush=True)\n" % (c.addr, c.key))
+    w = subprocess.Popen([sys.executable, "-c", code], env=pyloom.child_env(c), stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stopped = c.oss_name(lay.objects[4][0])
+    try:
+        assert w.stdout.readline() == "open\n", w.stderr.read()
+        assert fs.getstripe("/e/f").write_pending
+        pid = c.pid(stopped)
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            w.stdin.write("go\n")
+            w.stdin.flush()
+            # Row 1 (the writer's second) reaches data object 0 and parity object 1; parity
+            # object 0's OSS, stopped, holds it unread. The writer dies then.
+            other = object_path(c.ost_dir(lay.objects[5][0]), lay.objects[5][1])
+            first = object_path(c.ost_dir(lay.objects[0][0]), lay.objects[0][1])
+
+            def landed():
+                with open(first, "rb") as a, open(other, "rb") as b:
+                    a.seek(MiB)
+                    b.seek(MiB)
+                    return a.read(1) == b"\x07" and b.read(MiB) != old_parity
+            assert wait_until(landed, 30, 0.02), "the write never reached the data and the other parity"
+            w.kill()
+            w.wait()
+            assert w.stdout.read() == "", "the writer finished: it was to die in the middle"
+            # The stopped OSS dies with the write still unread in its socket: parity object 0
+            # keeps the old row's parity, and nothing has said so.
+            c.kill9(stopped)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.wait()
+    c.restart()
+    assert not fs.getstripe("/e/f").stale
+    with open(object_path(c.ost_dir(lay.objects[4][0]), lay.objects[4][1]), "rb") as f:
+        f.seek(MiB)
+        stale_parity = f.read(MiB)           # row 1's, from before the writer
+    # The writer's session ends (3 s): the parity is marked, cut at the size, made again.
+    lay = wait_rebuilt(fs, "/e/f", timeout=60)
+    assert lay.layout_gen >= 2, lay
+    with open(object_path(c.ost_dir(lay.objects[4][0]), lay.objects[4][1]), "rb") as f:
+        f.seek(MiB)
+        assert f.read(MiB) != stale_parity, "parity object 0 was never made again"
+    assert "its writer went without closing" in c.read_log("mds")
+    assert c.loom("ec", "verify", "/e/f").returncode == 0
+    want = bytes([5]) * (4 * MiB) + bytes([7]) * (4 * MiB)
+    kill_and_read(c, lay, "/e/f", sha(want), [0, 3])
