@@ -581,8 +581,10 @@ class FileSystem:
         self._call(lib.loom_mirror_split(self._handle(), self.fspath(path), int(mirror_id)), path)
 
     def mirror_verify(self, path):
-        """As `loom mirror verify`: compares every in-sync copy of path. None when they agree, else
-        (mirror_a, mirror_b, offset) of the first difference."""
+        """As `loom mirror verify` (`loom ec verify`): compares every in-sync copy of path, or checks
+        an erasure-coded file's objects against the code. None when they agree, else (mirror_a,
+        mirror_b, offset) of the first difference; for an erasure-coded file (0, index + 1 of the
+        object that disagrees, the file offset of its row's bytes there)."""
         d = _lib.MirrorDiff()
         self._call(lib.loom_mirror_verify(self._handle(), self.fspath(path), ctypes.byref(d)), path)
         return (d.mirror_a, d.mirror_b, d.offset) if d.differ else None
