@@ -15,6 +15,7 @@
 #include "common/auth.h"
 #include "common/config.h"
 #include "common/log.h"
+#include "common/mmp.h"
 #include "common/util.h"
 #include "mds/dispatch.h"
 #include "mds/mds.h"
@@ -73,6 +74,12 @@ static void usage(FILE *f)
 		"  --resync-rate MIB     how fast the MDS copies stale copies of mirrored files again\n"
 		"                        and rebuilds erasure-coded ones' stale objects, in MiB/s\n"
 		"                        (default %u; 0: as fast as the OSSs go)\n"
+		"  --mmp-interval MS     multi-mount protection, for an MDT that another host can reach\n"
+		"                        (a failover pair on shared storage): a heartbeat in the MDT\n"
+		"                        every MS milliseconds (100..60000); a start waits about two\n"
+		"                        intervals and is refused while another server's heartbeat\n"
+		"                        is alive; a server whose heartbeat another replaced stops\n"
+		"                        (default: off)\n"
 		"  --handshake-timeout SEC  a connection that has not proved it holds the key this\n"
 		"                        long after connecting is closed (default 5)\n"
 		"  --frame-timeout SEC  a connection whose frame stops coming this long is closed\n"
@@ -163,6 +170,7 @@ int main(int argc, char **argv)
 		{ "log-syslog", no_argument, NULL, 'Y' },      { "commit-ms", required_argument, NULL, 'K' },
 		{ "lease-timeout", required_argument, NULL, 'W' },
 		{ "resync-rate", required_argument, NULL, 'G' },
+		{ "mmp-interval", required_argument, NULL, 'Q' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *mdt_dir = NULL, *listen_addr = NULL, *port_file = NULL, *fsname = NULL, *key_file = NULL;
@@ -177,6 +185,8 @@ int main(int argc, char **argv)
 	bool format = false, reserve_given = false, syslog = false;
 	struct mds_reserve reserve;
 	uint64_t map_size = 0;
+	uint32_t mmp_ms = 0;
+	struct mmp *mmp = NULL;
 	int c, rc;
 
 	if (config_argv("loom-mds", opts, NULL, argc, argv, &argc, &argv))
@@ -227,6 +237,13 @@ int main(int argc, char **argv)
 		case 'G':
 			if (u32_parse(optarg, 0, 1u << 20, &m.resync.rate_mib)) {
 				fprintf(stderr, "loom-mds: --resync-rate takes MiB/s, 0 to 1048576\n");
+				return 2;
+			}
+			break;
+		case 'Q':
+			if (u32_parse(optarg, MMP_INTERVAL_MIN, MMP_INTERVAL_MAX, &mmp_ms)) {
+				fprintf(stderr, "loom-mds: --mmp-interval takes %u..%u milliseconds\n",
+					MMP_INTERVAL_MIN, MMP_INTERVAL_MAX);
 				return 2;
 			}
 			break;
@@ -312,6 +329,10 @@ int main(int argc, char **argv)
 
 		atomic_init(&m.dir_moves, (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec);
 	}
+	/* Multi-mount protection (common/mmp.h) first: not even LMDB opens an MDT another host
+	 * serves. */
+	if (mmp_ms && mmp_take(mdt_dir, "MDT", "loom-mds", mmp_ms, &mmp) != 0)
+		return 1;
 	rc = mdt_store_open(mdt_dir, &m.store);
 	if (rc) {
 		log_err("cannot open the MDT in %s: %s%s", mdt_dir, strerror(-rc),
@@ -406,6 +427,7 @@ int main(int argc, char **argv)
 	u64map_destroy(&m.ost_conns);
 	nodemap_destroy(&m.nodemap);
 	mdt_store_close(m.store);
+	mmp_release(mmp); /* after the last write to the MDT */
 	reqq_destroy(&m.queue);
 	return rc ? 1 : 0;
 }

@@ -17,6 +17,7 @@
 #include "common/config.h"
 #include "common/auth.h"
 #include "common/log.h"
+#include "common/mmp.h"
 #include "common/util.h"
 #include "net/bulk.h"
 #include "net/reqq.h"
@@ -529,6 +530,9 @@ static void usage(FILE *f)
 		"                     (default 256)\n"
 		"  --encrypt          every connection to and from this OSS encrypts its frames\n"
 		"                     (they are authenticated with the key in any case)\n"
+		"  --mmp-interval MS  multi-mount protection, for OSTs another host can reach (a\n"
+		"                     failover pair on shared storage): a heartbeat in each OST\n"
+		"                     every MS milliseconds (100..60000); see loom-mds(8) (off)\n"
 		"  --format           create the OSTs (needs --fsname) and exit\n"
 		"  --fsname NAME      file system name, up to %d characters\n"
 		"  --index N          with --format and one OST: the index it asks the MDS for\n"
@@ -583,6 +587,7 @@ int main(int argc, char **argv)
 		{ "frame-timeout", required_argument, NULL, 'T' },
 		{ "max-conns-per-peer", required_argument, NULL, 'P' },
 		{ "encrypt", no_argument, NULL, 'E' },
+		{ "mmp-interval", required_argument, NULL, 'Q' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *dirs[MAX_OSTS], *mds = NULL, *listen_addr = "0.0.0.0", *port_file = NULL,
@@ -595,6 +600,8 @@ int main(int argc, char **argv)
 	bool format = false, syslog = false, replace = false;
 	uint32_t index = OST_IDX_NONE;
 	struct ost_cache_policy cache = { OST_READCACHE_MAX_IO, OST_WRITEBACK_MIN_IO };
+	struct mmp *mmps[MAX_OSTS] = { NULL };
+	uint32_t mmp_ms = 0;
 	int ndirs = 0, c, rc;
 
 	static const char *const repeatable[] = { "ost", NULL };
@@ -662,6 +669,13 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'F': format = true; break;
+		case 'Q':
+			if (u32_parse(optarg, MMP_INTERVAL_MIN, MMP_INTERVAL_MAX, &mmp_ms)) {
+				fprintf(stderr, "loom-oss: --mmp-interval takes %u..%u milliseconds\n",
+					MMP_INTERVAL_MIN, MMP_INTERVAL_MAX);
+				return 2;
+			}
+			break;
 		case 'X': replace = true; break;
 		case 'n': fsname = optarg; break;
 		case 'i': {
@@ -740,6 +754,10 @@ int main(int argc, char **argv)
 		log_err("--encrypt needs the file system key (--key FILE)");
 		return 2;
 	}
+	/* Multi-mount protection (common/mmp.h): each OST is this server's, or the start is refused. */
+	for (int i = 0; mmp_ms && i < ndirs; i++)
+		if (mmp_take(dirs[i], "OST", "loom-oss", mmp_ms, &mmps[i]) != 0)
+			return 1;
 	for (int i = 0; i < ndirs; i++) {
 		rc = ost_open(dirs[i], &oss.osts[i]);
 		if (rc) {
@@ -817,6 +835,8 @@ int main(int argc, char **argv)
 	srv_destroy(oss.srv);
 	for (int i = 0; i < oss.nosts; i++)
 		ost_close(oss.osts[i]);
+	for (int i = 0; i < ndirs; i++)
+		mmp_release(mmps[i]); /* after the last write to the OSTs */
 	free(oss.workers);
 	reqq_destroy(&oss.queue);
 	nodemap_destroy(&oss.nodemap);

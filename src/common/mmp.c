@@ -1,0 +1,327 @@
+/*
+ * Multi-mount protection (mmp.h): the heartbeat block, its checks at a start, and the thread that
+ * keeps it while a server holds its target.
+ *
+ * The block is one 4 KiB page at the start of the file `mmp`, written with O_DIRECT where the
+ * file system takes it (a shared disk's other host must see it, not this host's page cache) and
+ * synced after each beat.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/crc.h"
+#include "common/log.h"
+#include "common/mmp.h"
+#include "common/util.h"
+
+#define MMP_MAGIC     0x504D4D4Cu /* "LMMP" */
+#define MMP_VERSION   1u
+#define MMP_SEQ_CLEAN UINT64_MAX
+#define MMP_BLOCK     4096u
+
+struct mmp_block {
+	uint32_t magic;
+	uint32_t version;
+	uint64_t seq;          /* bumped every beat; MMP_SEQ_CLEAN after a clean stop */
+	uint64_t id;           /* the holder's, random at its start */
+	uint64_t time_s;       /* wall clock of the last beat (for people) */
+	uint32_t interval_ms;
+	uint32_t crc;          /* crc32c of the block with this field 0 */
+	char node[64];
+	char server[64];
+};
+
+struct mmp {
+	int fd;
+	uint8_t *page;         /* MMP_BLOCK bytes, aligned for O_DIRECT */
+	struct mmp_block mine;
+	uint32_t interval_ms;
+	void (*on_lost)(void *arg, const char *why);
+	void *arg;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool stopping;
+};
+
+static uint32_t block_crc(const struct mmp_block *b)
+{
+	struct mmp_block c = *b;
+
+	c.crc = 0;
+	return crc32c(0, &c, sizeof(c));
+}
+
+/* 1 with *b read, 0 for an empty file (never held), -EINVAL for one that is not a heartbeat. */
+static int read_block(struct mmp *m, struct mmp_block *b)
+{
+	ssize_t n = pread(m->fd, m->page, MMP_BLOCK, 0);
+
+	if (n < 0)
+		return -errno;
+	if (n == 0)
+		return 0;
+	if ((size_t)n < sizeof(*b))
+		return -EINVAL;
+	memcpy(b, m->page, sizeof(*b));
+	if (b->magic != MMP_MAGIC || b->version != MMP_VERSION || b->crc != block_crc(b))
+		return -EINVAL;
+	b->node[sizeof(b->node) - 1] = b->server[sizeof(b->server) - 1] = '\0';
+	return 1;
+}
+
+static int write_block(struct mmp *m, struct mmp_block *b)
+{
+	struct timespec now = clock_real();
+
+	b->time_s = (uint64_t)now.tv_sec;
+	b->crc = block_crc(b);
+	memset(m->page, 0, MMP_BLOCK);
+	memcpy(m->page, b, sizeof(*b));
+	if (pwrite(m->fd, m->page, MMP_BLOCK, 0) != (ssize_t)MMP_BLOCK)
+		return errno ? -errno : -EIO;
+	return fdatasync(m->fd) < 0 ? -errno : 0;
+}
+
+static void holder_of(const struct mmp_block *b, struct mmp_holder *h)
+{
+	if (!h)
+		return;
+	memset(h, 0, sizeof(*h));
+	snprintf(h->node, sizeof(h->node), "%s", b->node);
+	snprintf(h->server, sizeof(h->server), "%s", b->server);
+	h->interval_ms = b->interval_ms;
+	h->clean = b->seq == MMP_SEQ_CLEAN;
+}
+
+static bool same_beat(const struct mmp_block *a, const struct mmp_block *b)
+{
+	return a->id == b->id && a->seq == b->seq;
+}
+
+static int open_file(const char *dir, struct mmp *m, int flags)
+{
+	char path[4096];
+
+	if (snprintf(path, sizeof(path), "%s/%s", dir, MMP_FILE) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	m->fd = open(path, flags | O_CLOEXEC | O_DIRECT, 0600);
+	if (m->fd < 0 && errno == EINVAL) /* a file system without O_DIRECT (tmpfs) */
+		m->fd = open(path, flags | O_CLOEXEC, 0600);
+	return m->fd < 0 ? -errno : 0;
+}
+
+static void mmp_free(struct mmp *m)
+{
+	if (m->fd >= 0)
+		close(m->fd);
+	free(m->page);
+	free(m);
+}
+
+/* Sleeps ms, or less when the holder stops; true if it stops. */
+static bool nap(struct mmp *m, uint32_t ms)
+{
+	struct timespec until;
+	bool stop;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&m->lock);
+	while (!m->stopping && pthread_cond_timedwait(&m->cond, &m->lock, &until) == 0)
+		;
+	stop = m->stopping;
+	pthread_mutex_unlock(&m->lock);
+	return stop;
+}
+
+static void *beat_main(void *arg)
+{
+	struct mmp *m = arg;
+	char why[256];
+
+	while (!nap(m, m->interval_ms)) {
+		struct mmp_block b;
+		int rc = read_block(m, &b);
+
+		if (rc == 1 && !same_beat(&b, &m->mine)) {
+			snprintf(why, sizeof(why), "%s (%s) took the target: its heartbeat replaced ours",
+				 b.node, b.server);
+			m->on_lost(m->arg, why);
+			return NULL;
+		}
+		m->mine.seq++;
+		if (rc != 1 || (rc = write_block(m, &m->mine)) != 0) {
+			snprintf(why, sizeof(why), "the heartbeat cannot be %s: %s", rc == 1 ? "written" : "read",
+				 rc == 1 ? strerror(-rc) : rc == 0 ? "gone" : strerror(-rc));
+			m->on_lost(m->arg, why);
+			return NULL;
+		}
+	}
+	return NULL;
+}
+
+int mmp_acquire(const char *dir, const char *server, uint32_t interval_ms, void (*on_lost)(void *arg, const char *why),
+		void *arg, struct mmp_holder *holder, struct mmp **out)
+{
+	struct mmp *m = calloc(1, sizeof(*m));
+	struct mmp_block b, again;
+	uint32_t wait_ms;
+	int rc, got;
+
+	*out = NULL;
+	if (!m)
+		return -ENOMEM;
+	m->fd = -1;
+	if (interval_ms < MMP_INTERVAL_MIN || interval_ms > MMP_INTERVAL_MAX || !on_lost) {
+		mmp_free(m);
+		return -EINVAL;
+	}
+	m->interval_ms = interval_ms;
+	m->on_lost = on_lost;
+	m->arg = arg;
+	if (posix_memalign((void **)&m->page, MMP_BLOCK, MMP_BLOCK) != 0) {
+		m->page = NULL;
+		mmp_free(m);
+		return -ENOMEM;
+	}
+	rc = open_file(dir, m, O_RDWR | O_CREAT);
+	got = rc ? rc : read_block(m, &b);
+	if (got < 0 && got != -EINVAL) {
+		mmp_free(m);
+		return got;
+	}
+	/* Someone's heartbeat that was not stopped cleanly: alive if it moves within two of its
+	 * intervals (or ours, if longer). */
+	if (got == 1 && b.seq != MMP_SEQ_CLEAN) {
+		wait_ms = 2 * (b.interval_ms > interval_ms && b.interval_ms <= MMP_INTERVAL_MAX ? b.interval_ms :
+										     interval_ms) + 100;
+		sleep_ms(wait_ms);
+		if (read_block(m, &again) == 1 && !same_beat(&again, &b)) {
+			holder_of(&again, holder);
+			mmp_free(m);
+			return -EBUSY;
+		}
+	}
+	/* Ours, then a check that nobody else wrote one while we did. */
+	memset(&m->mine, 0, sizeof(m->mine));
+	m->mine.magic = MMP_MAGIC;
+	m->mine.version = MMP_VERSION;
+	m->mine.seq = 1;
+	m->mine.interval_ms = interval_ms;
+	if (random_bytes(&m->mine.id, sizeof(m->mine.id)) != 0)
+		m->mine.id = clock_mono_ns() ^ (uint64_t)getpid();
+	if (gethostname(m->mine.node, sizeof(m->mine.node) - 1) != 0)
+		snprintf(m->mine.node, sizeof(m->mine.node), "?");
+	snprintf(m->mine.server, sizeof(m->mine.server), "%s", server);
+	rc = write_block(m, &m->mine);
+	if (rc) {
+		mmp_free(m);
+		return rc;
+	}
+	sleep_ms(2 * interval_ms + 100);
+	got = read_block(m, &again);
+	if (got != 1 || !same_beat(&again, &m->mine)) {
+		if (got == 1)
+			holder_of(&again, holder);
+		mmp_free(m);
+		return got == 1 ? -EBUSY : got < 0 ? got : -EIO;
+	}
+	pthread_mutex_init(&m->lock, NULL);
+	pthread_cond_init(&m->cond, NULL);
+	rc = -pthread_create(&m->thread, NULL, beat_main, m);
+	if (rc) {
+		pthread_mutex_destroy(&m->lock);
+		pthread_cond_destroy(&m->cond);
+		mmp_free(m);
+		return rc;
+	}
+	*out = m;
+	return 0;
+}
+
+void mmp_release(struct mmp *m)
+{
+	struct mmp_block b;
+
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	m->stopping = true;
+	pthread_cond_signal(&m->cond);
+	pthread_mutex_unlock(&m->lock);
+	pthread_join(m->thread, NULL);
+	/* Clean only if it is still ours: a target taken from us is not ours to mark. */
+	if (read_block(m, &b) == 1 && same_beat(&b, &m->mine)) {
+		m->mine.seq = MMP_SEQ_CLEAN;
+		write_block(m, &m->mine);
+	}
+	pthread_mutex_destroy(&m->lock);
+	pthread_cond_destroy(&m->cond);
+	mmp_free(m);
+}
+
+int mmp_read_holder(const char *dir, struct mmp_holder *out)
+{
+	struct mmp *m = calloc(1, sizeof(*m));
+	struct mmp_block b;
+	int rc;
+
+	if (!m)
+		return -ENOMEM;
+	m->fd = -1;
+	if (posix_memalign((void **)&m->page, MMP_BLOCK, MMP_BLOCK) != 0) {
+		m->page = NULL;
+		mmp_free(m);
+		return -ENOMEM;
+	}
+	rc = open_file(dir, m, O_RDONLY);
+	if (rc == 0)
+		rc = read_block(m, &b);
+	if (rc == 1)
+		holder_of(&b, out);
+	mmp_free(m);
+	return rc == 1 ? 0 : rc == 0 ? -ENOENT : rc;
+}
+
+/* A server's target taken from it (a failover while it hung) or its heartbeat not kept: not one
+ * more write may reach the target. */
+static void lost_exit(void *arg, const char *why)
+{
+	log_err("%s: multi-mount protection lost: %s; stopping at once", (const char *)arg, why);
+	_exit(3);
+}
+
+int mmp_take(const char *dir, const char *kind, const char *prog, uint32_t interval_ms, struct mmp **out)
+{
+	struct mmp_holder h = { 0 };
+	char who[64], *what;
+	int rc;
+
+	if (asprintf(&what, "%s %s", kind, dir) < 0)
+		return -ENOMEM;
+	snprintf(who, sizeof(who), "%s pid %d", prog, (int)getpid());
+	log_info("%s: multi-mount protection: making sure no other server holds it (%u ms heartbeat)",
+		 what, interval_ms);
+	rc = mmp_acquire(dir, who, interval_ms, lost_exit, what, &h, out);
+	if (rc == -EBUSY)
+		log_err("the %s in %s is in use by %s on %s: its multi-mount protection heartbeat is "
+			"alive; not starting (stop that server first, or wait for its failover)", kind, dir,
+			h.server, h.node);
+	else if (rc)
+		log_err("multi-mount protection on %s: %s", dir, strerror(-rc));
+	if (rc)
+		free(what); /* else the heartbeat's, for the life of the process */
+	return rc;
+}

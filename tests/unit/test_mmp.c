@@ -1,0 +1,154 @@
+/* Multi-mount protection (common/mmp.c): two servers of one target in one process, as two
+ * hosts on a shared disk would be (no lock between them, only the heartbeat). */
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "common/mmp.h"
+#include "common/util.h"
+
+int check_failures;
+const char *check_current = "";
+
+#define IV 100u /* ms */
+
+static atomic_int lost;
+static char lost_why[256];
+
+static void on_lost(void *arg, const char *why)
+{
+	(void)arg;
+	snprintf(lost_why, sizeof(lost_why), "%s", why);
+	atomic_store(&lost, 1);
+}
+
+static void make_dir(char *dir)
+{
+	strcpy(dir, "/tmp/loom-test-mmp-XXXXXX");
+	REQUIRE(mkdtemp(dir) != NULL);
+}
+
+static void rm_dir(const char *dir)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, MMP_FILE);
+	unlink(path);
+	rmdir(dir);
+}
+
+/* A live holder refuses a second server; a clean stop lets the next one in. */
+static void test_live_holder_refuses(void)
+{
+	char dir[64];
+	struct mmp *a = NULL, *b = NULL;
+	struct mmp_holder h;
+
+	make_dir(dir);
+	CHECK_RC(mmp_read_holder(dir, &h), -ENOENT);
+	REQUIRE_RC(mmp_acquire(dir, "server A", IV, on_lost, NULL, NULL, &a), 0);
+	REQUIRE_RC(mmp_read_holder(dir, &h), 0);
+	CHECK(strcmp(h.server, "server A") == 0 && !h.clean && h.interval_ms == IV);
+	memset(&h, 0, sizeof(h));
+	CHECK_RC(mmp_acquire(dir, "server B", IV, on_lost, NULL, &h, &b), -EBUSY);
+	CHECK(b == NULL && strcmp(h.server, "server A") == 0);
+	CHECK(!atomic_load(&lost));
+	mmp_release(a);
+	REQUIRE_RC(mmp_read_holder(dir, &h), 0);
+	CHECK(h.clean);
+	REQUIRE_RC(mmp_acquire(dir, "server B", IV, on_lost, NULL, NULL, &b), 0);
+	mmp_release(b);
+	rm_dir(dir);
+}
+
+/* A holder that stopped beating (a crash, a hang) is taken over after its silence; when it
+ * wakes, its heartbeat thread finds the other's and says it lost the target. */
+static void test_silent_holder_is_taken_over_and_learns_it(void)
+{
+	char dir[64];
+	struct mmp *a = NULL, *b = NULL;
+	pid_t child;
+	int status;
+
+	make_dir(dir);
+	/* A crashed holder: a child that takes the target and is killed. */
+	child = fork();
+	REQUIRE(child >= 0);
+	if (child == 0) {
+		struct mmp *c;
+
+		if (mmp_acquire(dir, "server C", IV, on_lost, NULL, NULL, &c) != 0)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	sleep_ms(4 * IV);
+	REQUIRE(waitpid(child, &status, WNOHANG) == 0);
+	CHECK_RC(mmp_acquire(dir, "server B", IV, on_lost, NULL, NULL, &b), -EBUSY);
+	kill(child, SIGKILL);
+	waitpid(child, &status, 0);
+	REQUIRE_RC(mmp_acquire(dir, "server B", IV, on_lost, NULL, NULL, &b), 0);
+	/* A frozen holder (SIGSTOP): B takes over; A, thawed, learns it has lost. */
+	child = fork();
+	REQUIRE(child >= 0);
+	if (child == 0) {
+		/* The child is A: it waits for the target, then holds it until told it lost. */
+		struct mmp *c = NULL;
+
+		while (mmp_acquire(dir, "server A", IV, on_lost, NULL, NULL, &c) != 0)
+			;
+		while (!atomic_load(&lost))
+			sleep_ms(10);
+		_exit(strstr(lost_why, "server D") ? 42 : 1);
+	}
+	mmp_release(b);                      /* A gets in */
+	sleep_ms(6 * IV);
+	kill(child, SIGSTOP);
+	REQUIRE_RC(mmp_acquire(dir, "server D", IV, on_lost, NULL, NULL, &a), 0);
+	kill(child, SIGCONT);
+	REQUIRE(waitpid(child, &status, 0) == child);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 42);
+	CHECK(!atomic_load(&lost));          /* D kept it */
+	mmp_release(a);
+	rm_dir(dir);
+}
+
+static void test_bad_arguments(void)
+{
+	char dir[64];
+	struct mmp *m = NULL;
+
+	make_dir(dir);
+	CHECK_RC(mmp_acquire(dir, "x", MMP_INTERVAL_MIN - 1, on_lost, NULL, NULL, &m), -EINVAL);
+	CHECK_RC(mmp_acquire(dir, "x", IV, NULL, NULL, NULL, &m), -EINVAL);
+	CHECK_RC(mmp_acquire("/nonexistent/dir", "x", IV, on_lost, NULL, NULL, &m), -ENOENT);
+	/* A file that is not a heartbeat is taken over (it says nobody holds the target). */
+	{
+		char path[128];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, MMP_FILE);
+		f = fopen(path, "w");
+		REQUIRE(f);
+		fputs("not a heartbeat", f);
+		fclose(f);
+		CHECK_RC(mmp_read_holder(dir, &(struct mmp_holder){ 0 }), -EINVAL);
+		REQUIRE_RC(mmp_acquire(dir, "x", IV, on_lost, NULL, NULL, &m), 0);
+		mmp_release(m);
+	}
+	rm_dir(dir);
+}
+
+int main(void)
+{
+	RUN(test_live_holder_refuses);
+	RUN(test_silent_holder_is_taken_over_and_learns_it);
+	RUN(test_bad_arguments);
+	return check_report();
+}
