@@ -52,15 +52,15 @@ def write_foreign_mmp(mdt, node, server, seq=1, interval=200):
 
 @pytest.mark.allow_log(r"ERROR: MDT .*: multi-mount protection lost: host-b \(loom-mds pid 4242\) took the target")
 def test_mmp_refuses_a_second_mds_and_stops_one_whose_target_was_taken(cluster_factory):
-    c = loomutil.configured(cluster_factory, "mmp-interval = 200\n")
+    c = loomutil.configured(cluster_factory, "mmp-interval = 300\n")
     mdt = os.path.join(c.dir, "mdt")
     mds_pid = c.pid("mds")
     first = read_mmp(mdt)
     assert first["server"] == "loom-mds pid %d" % mds_pid and first["node"] == socket.gethostname()
-    assert first["interval"] == 200 and first["seq"] != SEQ_CLEAN
+    assert first["interval"] == 300 and first["seq"] != SEQ_CLEAN
     assert wait_until(lambda: read_mmp(mdt)["seq"] > first["seq"] + 2, 10, 0.1), "the heartbeat does not move"
     # A second MDS on the same MDT (another host's, in a failover pair): refused, saying who holds it.
-    p = subprocess.run([MDS_BIN, "--mdt", mdt, "--listen", "127.0.0.1:0", "--mmp-interval", "200",
+    p = subprocess.run([MDS_BIN, "--mdt", mdt, "--listen", "127.0.0.1:0", "--mmp-interval", "300",
                         "--key", c.key], capture_output=True, text=True, timeout=60)
     assert p.returncode == 1, (p.returncode, p.stderr)
     assert ("the MDT in %s is in use by loom-mds pid %d on %s: its multi-mount protection heartbeat is "
@@ -90,7 +90,7 @@ def test_mmp_refuses_a_second_oss_on_an_ost_another_serves(cluster_factory):
     oss = c.oss_name(0)
     c.kill9(oss)
     p = subprocess.Popen([OSS_BIN, "--ost", ost, "--mds", c.addr, "--listen", "127.0.0.1:0", "--key", c.key,
-                          "--mmp-interval", "200"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                          "--mmp-interval", "300"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         # Its heartbeat moves once its own start's check is over (two servers starting at once:
         # the later heartbeat wins, the earlier server sees it and gives up).
@@ -99,7 +99,7 @@ def test_mmp_refuses_a_second_oss_on_an_ost_another_serves(cluster_factory):
             return h and h["server"] == "loom-oss pid %d" % p.pid and h["seq"] > 2
         assert wait_until(beating, 10, 0.05), read_mmp(ost)
         q = subprocess.run([OSS_BIN, "--ost", ost, "--mds", c.addr, "--listen", "127.0.0.1:0", "--key", c.key,
-                            "--mmp-interval", "200"], capture_output=True, text=True, timeout=60)
+                            "--mmp-interval", "300"], capture_output=True, text=True, timeout=60)
         assert q.returncode == 1, q.stderr
         assert ("the OST in %s is in use by loom-oss pid %d on %s: its multi-mount protection heartbeat is "
                 "alive" % (ost, p.pid, socket.gethostname())) in q.stderr, q.stderr

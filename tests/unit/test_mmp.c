@@ -16,7 +16,7 @@
 int check_failures;
 const char *check_current = "";
 
-#define IV 100u /* ms */
+#define IV 150u /* ms: a beat every IV, a start waits 2 IV + 100 */
 
 static atomic_int lost;
 static char lost_why[256];
@@ -74,41 +74,47 @@ static void test_silent_holder_is_taken_over_and_learns_it(void)
 	char dir[64];
 	struct mmp *a = NULL, *b = NULL;
 	pid_t child;
-	int status;
+	int status, ready[2];
+	char byte;
 
 	make_dir(dir);
 	/* A crashed holder: a child that takes the target and is killed. */
+	REQUIRE(pipe(ready) == 0);
 	child = fork();
 	REQUIRE(child >= 0);
 	if (child == 0) {
 		struct mmp *c;
 
-		if (mmp_acquire(dir, "server C", IV, on_lost, NULL, NULL, &c) != 0)
+		if (mmp_acquire(dir, "server C", IV, on_lost, NULL, NULL, &c) != 0 || write(ready[1], "x", 1) != 1)
 			_exit(1);
 		for (;;)
 			pause();
 	}
-	sleep_ms(4 * IV);
+	REQUIRE(read(ready[0], &byte, 1) == 1);
 	REQUIRE(waitpid(child, &status, WNOHANG) == 0);
 	CHECK_RC(mmp_acquire(dir, "server B", IV, on_lost, NULL, NULL, &b), -EBUSY);
 	kill(child, SIGKILL);
 	waitpid(child, &status, 0);
 	REQUIRE_RC(mmp_acquire(dir, "server B", IV, on_lost, NULL, NULL, &b), 0);
-	/* A frozen holder (SIGSTOP): B takes over; A, thawed, learns it has lost. */
+	/* A frozen holder (SIGSTOP): D takes over; A, thawed, learns it has lost. */
+	mmp_release(b);
+	REQUIRE(pipe(ready) == 0);
 	child = fork();
 	REQUIRE(child >= 0);
 	if (child == 0) {
-		/* The child is A: it waits for the target, then holds it until told it lost. */
+		/* The child is A: it takes the target, says so, and holds it until told it lost. */
 		struct mmp *c = NULL;
 
-		while (mmp_acquire(dir, "server A", IV, on_lost, NULL, NULL, &c) != 0)
-			;
+		if (mmp_acquire(dir, "server A", IV, on_lost, NULL, NULL, &c) != 0)
+			_exit(1);
+		if (write(ready[1], "x", 1) != 1)
+			_exit(1);
 		while (!atomic_load(&lost))
 			sleep_ms(10);
 		_exit(strstr(lost_why, "server D") ? 42 : 1);
 	}
-	mmp_release(b);                      /* A gets in */
-	sleep_ms(6 * IV);
+	REQUIRE(read(ready[0], &byte, 1) == 1);
+	sleep_ms(2 * IV);                    /* a beat or two of A's */
 	kill(child, SIGSTOP);
 	REQUIRE_RC(mmp_acquire(dir, "server D", IV, on_lost, NULL, NULL, &a), 0);
 	kill(child, SIGCONT);
