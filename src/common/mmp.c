@@ -44,6 +44,7 @@ struct mmp {
 	uint32_t interval_ms;
 	void (*on_lost)(void *arg, const char *why);
 	void *arg;
+	bool own_arg;          /* arg is malloc'd, the mmp's to free (mmp_take's) */
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -269,6 +270,8 @@ void mmp_release(struct mmp *m)
 	}
 	pthread_mutex_destroy(&m->lock);
 	pthread_cond_destroy(&m->cond);
+	if (m->own_arg)
+		free(m->arg);
 	mmp_free(m);
 }
 
@@ -322,6 +325,8 @@ int mmp_take(const char *dir, const char *kind, const char *prog, uint32_t inter
 	else if (rc)
 		log_err("multi-mount protection on %s: %s", dir, strerror(-rc));
 	if (rc)
-		free(what); /* else the heartbeat's, for the life of the process */
+		free(what);
+	else
+		(*out)->own_arg = true; /* the heartbeat's until mmp_release */
 	return rc;
 }
