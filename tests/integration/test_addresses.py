@@ -192,6 +192,10 @@ def test_mds_failing_over_to_the_second_address(fs, mnt_dir):
         finally:
             f.close()
             subprocess.run(["umount", mnt_dir], timeout=60)
+            # umount returns when the kernel lets go; the daemon ends its session with the
+            # partner after that. Stopped first, the partner would leave a session the restarted
+            # MDS waits its whole recovery window (100 s) for.
+            assert wait_until(lambda: not mount_daemon_pids(mnt_dir), 60, 0.05)
             partner.terminate()
             partner.wait(timeout=60)
     finally:

@@ -60,7 +60,7 @@ def latency_line(what, took):
 
 
 def test_300_stalled_1mib_frames_do_not_freeze_the_mds(cluster):
-    timeout = 10
+    timeout = 6
     with nofile_at_least(1024), mds_by_hand(cluster, "--frame-timeout", str(timeout)) as mds:
         host, port = cluster.mds_host, cluster.mds_port
         with w.Conn(host, port, timeout=30) as normal:
