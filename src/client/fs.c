@@ -305,8 +305,7 @@ static unsigned at_min_seconds_default(void)
 	return v > 0 && v <= 86400 ? (unsigned)v : 20;
 }
 
-/* What every connection of fs is opened with, beyond its own name, hello and address. */
-static void conn_opts_of(const loom_fs *fs, struct rpc_conn_opts *o)
+void fs_conn_opts(const loom_fs *fs, struct rpc_conn_opts *o)
 {
 	o->key = fs->keylen ? fs->key : NULL;
 	o->keylen = fs->keylen;
@@ -532,7 +531,7 @@ int loom_connect_with(const char *mds_addr, const struct loom_connect_opts *opts
 		rc = -EINVAL;
 		goto fail;
 	}
-	conn_opts_of(fs, &o);
+	fs_conn_opts(fs, &o);
 	/* The first connection must work (else the caller learns at once that nothing is there);
 	 * later losses are recovered. */
 	rc = mds_open(fs, &o, &fs->mds, connect_why, sizeof(connect_why));
@@ -640,18 +639,6 @@ void loom_disconnect_nowait(loom_fs *fs)
 	disconnect(fs, false);
 }
 
-/* Under ost_lock: keeps a failed connection until disconnect, since another thread may still be
- * submitting to it (which fails such calls at once). */
-static void bury(loom_fs *fs, struct rpc_conn *c)
-{
-	struct rpc_conn **g = realloc(fs->graveyard, (fs->ngraveyard + 1) * sizeof(*g));
-
-	if (g) {
-		fs->graveyard = g;
-		fs->graveyard[fs->ngraveyard++] = c;
-	}
-}
-
 int fs_mds_conn(loom_fs *fs, struct rpc_conn **out)
 {
 	struct rpc_conn_opts o = { .name = "MDS", .hello = mds_hello,
@@ -663,7 +650,7 @@ int fs_mds_conn(loom_fs *fs, struct rpc_conn **out)
 
 	if (fs->door)
 		return -EOPNOTSUPP; /* what the door does not carry needs the key */
-	conn_opts_of(fs, &o);
+	fs_conn_opts(fs, &o);
 	pthread_mutex_lock(&fs->mds_lock);
 	c = fs->mds;
 	if (!rpc_conn_alive(c) && !fs->stopping) {
@@ -683,150 +670,9 @@ int fs_mds_conn(loom_fs *fs, struct rpc_conn **out)
 	pthread_mutex_unlock(&fs->mds_lock);
 	if (old) {
 		pthread_mutex_lock(&fs->ost_lock);
-		bury(fs, old);
+		fs_bury(fs, old);
 		pthread_mutex_unlock(&fs->ost_lock);
 	}
 	*out = c;
 	return rc;
-}
-
-/* Under ost_lock: the slot for an index, made when first seen. */
-static struct ost_slot *slot_for(loom_fs *fs, uint32_t idx)
-{
-	if (idx >= fs->nosts) {
-		uint32_t n = idx + 1;
-		struct ost_slot **osts = realloc(fs->osts, n * sizeof(*osts));
-
-		if (!osts)
-			return NULL;
-		memset(osts + fs->nosts, 0, (n - fs->nosts) * sizeof(*osts));
-		fs->osts = osts;
-		fs->nosts = n;
-	}
-	if (!fs->osts[idx]) {
-		struct ost_slot *sl = calloc(1, sizeof(*sl));
-		if (!sl)
-			return NULL;
-		sl->fs = fs;
-		sl->idx = idx;
-		pthread_mutex_init(&sl->lock, NULL);
-		fs->osts[idx] = sl;
-	}
-	return fs->osts[idx];
-}
-
-int fs_refresh_osts(loom_fs *fs)
-{
-	const struct lw_ost_entry *ents;
-	void *body = NULL;
-	uint32_t count, gen;
-	int rc;
-
-	rc = mdc_ost_table(fs, &body, &count, &gen);
-	if (rc)
-		return rc;
-	ents = (const struct lw_ost_entry *)((uint8_t *)body + sizeof(struct lw_ost_table_rep));
-	pthread_mutex_lock(&fs->ost_lock);
-	for (uint32_t i = 0; i < count && rc == 0; i++) {
-		struct lw_ost_entry e;
-		struct ost_slot *sl;
-
-		memcpy(&e, &ents[i], sizeof(e));
-		sl = slot_for(fs, e.idx);
-		if (!sl) {
-			rc = -ENOMEM;
-			break;
-		}
-		pthread_mutex_lock(&sl->lock);
-		sl->known = true;
-		sl->state = e.state;
-		memcpy(sl->uuid, e.uuid, sizeof(sl->uuid));
-		snprintf(sl->host, sizeof(sl->host), "%s", e.host);
-		sl->port = e.port;
-		pthread_mutex_unlock(&sl->lock);
-	}
-	fs->ost_gen = gen;
-	fs->last_refresh_ns = clock_mono_ns();
-	pthread_mutex_unlock(&fs->ost_lock);
-	free(body);
-	return rc;
-}
-
-#define REFRESH_INTERVAL_NS 1000000000ull /* 1 s */
-
-/* Before each reconnection attempt: where the OST is served now (an OSS that restarted may
- * listen on another port), from the MDS's table, asked at most once a second. Runs on the
- * OST connection's thread. */
-static void ost_resolve(void *arg, char *host, size_t cap, uint16_t *port)
-{
-	struct ost_slot *sl = arg;
-	loom_fs *fs = sl->fs;
-	bool refresh;
-
-	pthread_mutex_lock(&fs->ost_lock);
-	refresh = clock_mono_ns() - fs->last_refresh_ns >= REFRESH_INTERVAL_NS && !fs->stopping;
-	pthread_mutex_unlock(&fs->ost_lock);
-	if (refresh)
-		fs_refresh_osts(fs);
-	pthread_mutex_lock(&sl->lock);
-	snprintf(host, cap, "%s", sl->host);
-	*port = sl->port;
-	pthread_mutex_unlock(&sl->lock);
-}
-
-int fs_ost_conn(loom_fs *fs, uint32_t ost_idx, struct rpc_conn **out)
-{
-	struct ost_slot *sl = NULL;
-	struct rpc_conn *stale = NULL, *extra = NULL;
-	int rc = 0;
-
-	for (int attempt = 0; attempt < 2 && !sl; attempt++) {
-		pthread_mutex_lock(&fs->ost_lock);
-		if (ost_idx < fs->nosts && fs->osts[ost_idx] && fs->osts[ost_idx]->known)
-			sl = fs->osts[ost_idx];
-		pthread_mutex_unlock(&fs->ost_lock);
-		/* A layout names an OST we have not heard of: it joined after we connected. */
-		if (!sl && attempt == 0 && (rc = fs_refresh_osts(fs)) != 0)
-			return rc;
-	}
-	if (!sl)
-		return -ENODEV;
-
-	pthread_mutex_lock(&sl->lock);
-	if (sl->conn && !rpc_conn_alive(sl->conn)) {
-		stale = sl->conn; /* away past the recovery window: start a new one */
-		sl->conn = NULL;
-	}
-	if (!sl->conn) {
-		char name[16], host[64];
-		uint16_t port = sl->port;
-		struct rpc_conn_opts o = { .name = name, .lazy = true, .resolve = ost_resolve, .arg = sl };
-
-		conn_opts_of(fs, &o);
-		snprintf(name, sizeof(name), "OST%04x", ost_idx);
-		snprintf(host, sizeof(host), "%s", sl->host);
-		/* lazy: an OSS that is down now is waited for, as one that goes away later is. The
-		 * resolve callback takes sl->lock itself: release it while connecting. */
-		pthread_mutex_unlock(&sl->lock);
-		rc = rpc_conn_open(host, port, &o, out);
-		pthread_mutex_lock(&sl->lock);
-		if (rc == 0 && sl->conn) {
-			/* Another thread connected meanwhile: use theirs (ours is closed below, without
-			 * sl->lock, which its thread may want). */
-			extra = *out;
-		} else if (rc == 0) {
-			sl->conn = *out;
-		} else {
-			rc = rc == -EACCES ? -EACCES : -EIO;
-		}
-	}
-	*out = sl->conn;
-	pthread_mutex_unlock(&sl->lock);
-	rpc_conn_close(extra);
-	if (stale) {
-		pthread_mutex_lock(&fs->ost_lock);
-		bury(fs, stale);
-		pthread_mutex_unlock(&fs->ost_lock);
-	}
-	return sl->conn ? 0 : rc;
 }

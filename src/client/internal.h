@@ -33,6 +33,9 @@ struct ost_slot {
 	char uuid[40];
 	char host[64];
 	uint16_t port;
+	char fo_host[64];      /* its failover partner's address ("": none), from the MDS */
+	uint16_t fo_port;
+	bool dial_fo;          /* the next dial goes to the partner (they alternate) */
 	struct rpc_conn *conn; /* NULL until first use, or after it failed for good */
 };
 
@@ -250,6 +253,11 @@ int fs_mds_conn(loom_fs *fs, struct rpc_conn **out);
 /* The connection for an OST index, refreshing the OST table once if the index is unknown.
  * -ENODEV for an index the MDS does not know; -EIO when the OSS cannot be reached. */
 int fs_ost_conn(loom_fs *fs, uint32_t ost_idx, struct rpc_conn **out);
+/* What every connection of fs is opened with, beyond its own name, hello and address. */
+void fs_conn_opts(const loom_fs *fs, struct rpc_conn_opts *o);
+/* Under ost_lock: keeps a failed connection until disconnect, since another thread may still be
+ * submitting to it (which fails such calls at once). */
+void fs_bury(loom_fs *fs, struct rpc_conn *c);
 int fs_refresh_osts(loom_fs *fs);
 
 /* abi.c: struct stat and statvfs back from their fixed-width forms. */
@@ -475,6 +483,9 @@ int mdc_setlayout(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, uint32_
 		  const struct loom_layout *req, struct loom_layout **out);
 /* Returns the reply body (caller frees) holding lw_ost_table_rep + entries, checked. */
 int mdc_ost_table(loom_fs *fs, void **body, uint32_t *count, uint32_t *gen);
+/* The same for MDS_OST_FAILOVERS: lw_ost_table_rep + count lw_ost_addr, checked (-EOPNOTSUPP
+ * from an MDS without it). */
+int mdc_ost_failovers(loom_fs *fs, void **body, uint32_t *count);
 
 /* io.c: striped data I/O against the OSSs. */
 /* Reads [off, off+len) of a file of file_size bytes; bytes past the objects' ends are zeros.

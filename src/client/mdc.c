@@ -844,6 +844,40 @@ int mdc_mirror_stale(loom_fs *fs, uint64_t ino, const struct loom_ostobj *objs, 
 	return rc;
 }
 
+int mdc_ost_failovers(loom_fs *fs, void **body, uint32_t *count)
+{
+	struct lw_ost_table_rep rep;
+	struct loom_cred cr;
+	struct rpc_call call;
+	int rc;
+
+	fs_cred(fs, &cr);
+	rc = mdc_call(fs, &cr, LW_OP_MDS_OST_FAILOVERS, NULL, &call);
+	if (rc)
+		return rc;
+	if (call.rbody_len < sizeof(rep)) {
+		rpc_call_release(&call);
+		return -EPROTO;
+	}
+	memcpy(&rep, call.rbody, sizeof(rep));
+	if (call.rbody_len != sizeof(rep) + (size_t)rep.count * sizeof(struct lw_ost_addr))
+		rc = -EPROTO;
+	for (uint32_t i = 0; rc == 0 && i < rep.count; i++) {
+		struct lw_ost_addr a;
+
+		memcpy(&a, (uint8_t *)call.rbody + sizeof(rep) + i * sizeof(a), sizeof(a));
+		if (!memchr(a.host, '\0', sizeof(a.host)) || !a.host[0] || !a.port || a.idx >= 65536)
+			rc = -EPROTO;
+	}
+	if (rc) {
+		rpc_call_release(&call);
+		return rc;
+	}
+	*body = call.rbody;
+	*count = rep.count;
+	return 0;
+}
+
 int mdc_ost_table(loom_fs *fs, void **body, uint32_t *count, uint32_t *gen)
 {
 	struct lw_ost_table_rep rep;

@@ -312,6 +312,23 @@ int mmp_take(const char *dir, const char *kind, const char *prog, uint32_t inter
 	char who[64], *what;
 	int rc;
 
+	*out = NULL;
+	if (interval_ms == 0) {
+		/* Protection belongs to the target, as ldiskfs's mmp feature to the disk: a server
+		 * started without it keeps it on a target that has it. */
+		rc = mmp_read_holder(dir, &h);
+		if (rc == -ENOENT)
+			return 0;
+		if (rc) {
+			log_err("the %s in %s has a multi-mount protection file (%s/%s) that cannot be read: "
+				"%s; not starting (if no other server can reach it, remove the file)", kind,
+				dir, dir, MMP_FILE, strerror(-rc));
+			return rc;
+		}
+		interval_ms = h.interval_ms < MMP_INTERVAL_MIN ? MMP_INTERVAL_MIN
+			    : h.interval_ms > MMP_INTERVAL_MAX ? MMP_INTERVAL_MAX : h.interval_ms;
+		memset(&h, 0, sizeof(h));
+	}
 	if (asprintf(&what, "%s %s", kind, dir) < 0)
 		return -ENOMEM;
 	snprintf(who, sizeof(who), "%s pid %d", prog, (int)getpid());

@@ -44,7 +44,9 @@ int mmp_acquire(const char *dir, const char *server, uint32_t interval_ms, void 
 void mmp_release(struct mmp *m);
 /* For a server (prog: "loom-mds"): takes its kind ("MDT", "OST") of target in dir, logging why
  * not (-EBUSY: another server's heartbeat is alive); a server that later loses it logs so and
- * exits at once (status 3). */
+ * exits at once (status 3). interval_ms 0: only if the target has protection on already (it has a
+ * heartbeat file: a server once served it with protection), with the interval the file says;
+ * without, 0 and *out NULL. */
 int mmp_take(const char *dir, const char *kind, const char *prog, uint32_t interval_ms, struct mmp **out);
 /* Who holds the target in dir now (0), -ENOENT without a heartbeat file, -EINVAL for one that is
  * not one. */

@@ -310,6 +310,66 @@ int mds_op_ost_replace(struct mds_op *o)
 	return exec_ost_replace(o->m, o->t, o->req, o->q, o->r);
 }
 
+/* Only the OSS serving an OST names its partner: the connection that registered it. */
+int mds_op_ost_failover(struct mds_op *o)
+{
+	const struct lw_ost_addr *a = &o->q->u.ost_addr;
+	void *holder = u64map_get(&o->m->ost_conns, a->idx);
+	bool changed;
+	int rc;
+
+	if (!holder || (uint64_t)(uintptr_t)holder != o->req->conn_id)
+		return -EPERM;
+	rc = mdt_ost_set_failover(o->m->store, a->idx, a->host, a->port, &changed);
+	if (rc == 0 && changed && a->host[0])
+		log_info("OST%04x: its failover partner is %s:%u", a->idx, a->host, a->port);
+	else if (rc == 0 && changed)
+		log_info("OST%04x: no failover partner any more", a->idx);
+	return rc;
+}
+
+static int exec_ost_failovers(struct mds *m, struct reply *r)
+{
+	struct lw_ost_table_rep rep = { 0 };
+	const struct mdt_ost *table;
+	uint32_t count, gen;
+	struct lw_wr w;
+	size_t len;
+	int rc;
+
+	table = mdt_ost_table(m->store, &count, &gen);
+	for (uint32_t i = 0; i < count; i++)
+		rep.count += table[i].fo_host[0] != '\0';
+	len = sizeof(rep) + (size_t)rep.count * sizeof(struct lw_ost_addr);
+	if (len > LW_MAX_BODY)
+		return -E2BIG;
+	rc = mds_reply_alloc(r, len);
+	if (rc)
+		return rc;
+	rep.gen = gen;
+	lw_wr_init(&w, r->body, len);
+	lw_wr_put(&w, &rep, sizeof(rep));
+	for (uint32_t i = 0; i < count; i++) {
+		struct lw_ost_addr *a;
+
+		if (!table[i].fo_host[0])
+			continue;
+		a = lw_wr_reserve(&w, sizeof(*a));
+		if (!a)
+			break;
+		memset(a, 0, sizeof(*a));
+		a->idx = table[i].idx;
+		a->port = table[i].fo_port;
+		memcpy(a->host, table[i].fo_host, sizeof(a->host));
+	}
+	return w.err;
+}
+
+int mds_op_ost_failovers(struct mds_op *o)
+{
+	return exec_ost_failovers(o->m, o->r);
+}
+
 int mds_op_heartbeat(struct mds_op *o)
 {
 	struct lw_ost_heartbeat_rep rep = { .nodemap_version = nodemap_version(&o->m->nodemap) };

@@ -331,7 +331,7 @@ int main(int argc, char **argv)
 	}
 	/* Multi-mount protection (common/mmp.h) first: not even LMDB opens an MDT another host
 	 * serves. */
-	if (mmp_ms && mmp_take(mdt_dir, "MDT", "loom-mds", mmp_ms, &mmp) != 0)
+	if (mmp_take(mdt_dir, "MDT", "loom-mds", mmp_ms, &mmp) != 0)
 		return 1;
 	rc = mdt_store_open(mdt_dir, &m.store);
 	if (rc) {

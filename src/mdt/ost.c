@@ -15,6 +15,7 @@
 #include "mdt/internal.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "common/log.h"
@@ -256,6 +257,16 @@ void mdt_ost_install(struct mdt_store *s, struct mdt_ost *table, uint32_t count)
 {
 	bool changed = count != s->nosts;
 
+	/* The failover addresses live in memory only: an OST keeps its own (not another that took
+	 * its index). */
+	for (uint32_t i = 0; i < count; i++) {
+		const struct mdt_ost *old = table_find(s->osts, s->nosts, table[i].idx);
+
+		if (old && strcmp(old->uuid, table[i].uuid) == 0) {
+			memcpy(table[i].fo_host, old->fo_host, sizeof(table[i].fo_host));
+			table[i].fo_port = old->fo_port;
+		}
+	}
 	for (uint32_t i = 0; !changed && i < count; i++)
 		changed = ost_differs(&table[i], &s->osts[i]);
 	free(s->osts);
@@ -408,6 +419,25 @@ int mdt_ost_heartbeat(struct mdt_store *s, uint32_t idx, const struct lw_statfs 
 	state = (sf->state & OST_REPORTED_STATE) | (e->state & LW_TGT_ADMIN_STATE);
 	if (state != e->state) {
 		e->state = state;
+		s->ost_gen++;
+	}
+	return 0;
+}
+
+int mdt_ost_set_failover(struct mdt_store *s, uint32_t idx, const char *host, uint16_t port,
+			 bool *changed)
+{
+	struct mdt_ost *e = table_find(s->osts, s->nosts, idx);
+
+	*changed = false;
+	if (!e)
+		return -ENOENT;
+	if (!host[0])
+		port = 0;
+	if (strncmp(e->fo_host, host, sizeof(e->fo_host)) != 0 || e->fo_port != port) {
+		*changed = true;
+		snprintf(e->fo_host, sizeof(e->fo_host), "%s", host);
+		e->fo_port = port;
 		s->ost_gen++;
 	}
 	return 0;

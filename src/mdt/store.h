@@ -462,7 +462,15 @@ struct mdt_ost {
 	struct lw_statfs sf;
 	uint64_t last_heard_ns; /* clock_mono_ns() of the last register/heartbeat; in memory only */
 	bool heard;             /* registered or heartbeat since this MDS opened the MDT */
+	char fo_host[64];       /* where else it may be served (its failover partner; "": none), as */
+	uint16_t fo_port;       /* its OSS said (MDS_OST_FAILOVER); in memory only */
 };
+
+/* Sets where else OST idx may be served (host "" clears it); *changed (and the table generation)
+ * when it did. -ENOENT for an index the table does not hold. Memory only: its OSS says it again after
+ * each registration. */
+int mdt_ost_set_failover(struct mdt_store *s, uint32_t idx, const char *host, uint16_t port,
+			 bool *changed);
 
 /* Registers an OST (persistently): a known uuid keeps its index (its address may change; asking
  * for another index is -EINVAL); a new uuid gets want_idx if free (or the lowest free index when

@@ -23,35 +23,9 @@
 #include "net/reqq.h"
 #include "net/rpc.h"
 #include "net/server.h"
-#include "oss/oss_nodemap.h"
+#include "oss/oss_impl.h"
 #include "oss/ost.h"
 #include "proto/codec.h"
-
-#define MAX_OSTS          64
-#define HEARTBEAT_SECONDS 2
-#define SCRUB_RATE_MIB    128 /* default limit of a scrub, per OST */
-
-struct oss {
-	struct ost *osts[MAX_OSTS];
-	int nosts;
-	struct srv *srv;
-	struct reqq queue;
-	pthread_t *workers;
-	int nworkers;
-	char mds_host[64];
-	uint16_t mds_port;
-	char advertise[64];
-	uint64_t scrub_rate;      /* bytes per second a scrub may read from one OST; 0: no limit */
-	pthread_t mds_thread;
-	pthread_mutex_t stop_lock;
-	pthread_cond_t stop_cond;
-	bool stopping;
-	bool hurry;                /* a heartbeat is wanted now (a node's key the nodemap lacks) */
-	uint8_t key[LOOM_KEY_MAX]; /* the file system key (keylen 0: none) */
-	size_t keylen;
-	bool encrypt;              /* --encrypt: the connection to the MDS encrypts too */
-	struct nodemap nodemap;    /* the nodes whose own keys are good here, from the MDS */
-};
 
 static struct oss *the_oss;
 
@@ -304,196 +278,6 @@ static void oss_deliver(struct srv_req *req, void *arg)
 	reqq_push(&oss->queue, &req->qitem);
 }
 
-/* ---- the MDS side: registration and heartbeats ---- */
-
-static bool oss_sleep(struct oss *oss, int seconds)
-{
-	struct timespec ts;
-	bool stopping;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += seconds;
-	/* A hurry cuts the sleep short, but not below a fifth of a second: claims of unknown keys
-	 * cannot make the OSS hammer the MDS. */
-	usleep(200000);
-	pthread_mutex_lock(&oss->stop_lock);
-	while (!oss->stopping && !oss->hurry &&
-	       pthread_cond_timedwait(&oss->stop_cond, &oss->stop_lock, &ts) == 0)
-		;
-	oss->hurry = false;
-	stopping = oss->stopping;
-	pthread_mutex_unlock(&oss->stop_lock);
-	return stopping;
-}
-
-/* The nodemap's refresh (net/nodemap.h): the next heartbeat now, which brings a changed map. */
-static void oss_hurry(void *arg)
-{
-	struct oss *oss = arg;
-
-	pthread_mutex_lock(&oss->stop_lock);
-	oss->hurry = true;
-	pthread_cond_broadcast(&oss->stop_cond);
-	pthread_mutex_unlock(&oss->stop_lock);
-}
-
-static int oss_register(struct oss *oss, struct rpc_conn *mds, struct ost *ost)
-{
-	struct lw_ost_register_req req = { 0 };
-	struct lw_ost_register_rep rep;
-	struct lw_ost_replace_rep rrep;
-	bool replacing = ost_replacing(ost);
-	struct rpc_call call;
-	int rc;
-
-	req.want_idx = ost_index(ost);
-	req.port = srv_port(oss->srv);
-	if (oss->advertise[0])
-		snprintf(req.host, sizeof(req.host), "%s", oss->advertise);
-	else if (rpc_conn_local_host(mds, req.host, sizeof(req.host)) < 0)
-		snprintf(req.host, sizeof(req.host), "127.0.0.1");
-	snprintf(req.uuid, sizeof(req.uuid), "%s", ost_uuid(ost));
-	snprintf(req.fsname, sizeof(req.fsname), "%s", ost_fsname(ost));
-	rc = ost_statfs(ost, &req.sf);
-	if (rc)
-		return rc;
-	/* Formatted with --replace: the first registration asks to take the lost OST's index. */
-	rpc_call_init(&call, replacing ? LW_OP_MDS_OST_REPLACE : LW_OP_MDS_OST_REGISTER, &req, sizeof(req));
-	rc = rpc_call_sync(mds, &call);
-	if (rc == 0 && call.rbody_len != (replacing ? sizeof(rrep) : sizeof(rep)))
-		rc = -EPROTO;
-	if (rc == 0 && replacing) {
-		memcpy(&rrep, call.rbody, sizeof(rrep));
-		rc = ost_replaced(ost, rrep.idx, rrep.lost_below);
-		if (rc == 0)
-			log_warn("OST%04x (%s, %s) registered with the MDS at %s:%u as the replacement of the "
-				 "lost OST%04x, serving on %s:%u; objects below id %llu were lost with it (EIO)",
-				 rrep.idx, ost_dir(ost), ost_uuid(ost), oss->mds_host, oss->mds_port, rrep.idx,
-				 req.host, req.port, (unsigned long long)rrep.lost_below);
-	} else if (rc == 0) {
-		memcpy(&rep, call.rbody, sizeof(rep));
-		rc = ost_set_index(ost, rep.idx);
-		if (rc == 0)
-			log_info("OST%04x (%s, %s) registered with the MDS at %s:%u, serving on %s:%u",
-				 rep.idx, ost_dir(ost), ost_uuid(ost), oss->mds_host, oss->mds_port,
-				 req.host, req.port);
-	}
-	rpc_call_release(&call);
-	return rc;
-}
-
-/* Why the MDS refused an OST, for good: the OSS exits (0 when the refusal is not for good). */
-static const char *oss_refusal(int rc, bool replacing, uint32_t idx, char *buf, size_t cap)
-{
-	switch (rc) {
-	case -EEXIST:
-		snprintf(buf, cap, "index %u belongs to another OST (if OST%04x is lost for good, format "
-			 "this one with --index %u --replace)", idx, idx, idx);
-		return buf;
-	case -ENODEV:
-		return "this OST was removed from the file system (loom ost remove); format the disk again "
-		       "to use it";
-	case -EBUSY:
-		snprintf(buf, cap, "OST%04x, which this one was to replace, is in service: stop its OSS first "
-			 "(--replace is for an OST lost for good)", idx);
-		return buf;
-	case -EINVAL:
-		return replacing ? "it is another file system's, has another index already, or its record is invalid"
-				 : "it belongs to another file system, or its record is invalid";
-	case -EOPNOTSUPP:
-		return replacing ? "the MDS cannot take replacements (an older loom-mds)" : NULL;
-	default:
-		return NULL;
-	}
-}
-
-static int oss_heartbeat(struct oss *oss, struct rpc_conn *mds)
-{
-	uint8_t body[sizeof(struct lw_ost_heartbeat_req) + MAX_OSTS * sizeof(struct lw_ost_heartbeat_ent)];
-	struct lw_wr w;
-	struct lw_ost_heartbeat_req hb = { .count = (uint32_t)oss->nosts };
-	struct rpc_call call;
-	int rc;
-
-	lw_wr_init(&w, body, sizeof(body));
-	lw_wr_put(&w, &hb, sizeof(hb));
-	for (int i = 0; i < oss->nosts; i++) {
-		struct lw_ost_heartbeat_ent e = { .idx = ost_index(oss->osts[i]) };
-		ost_statfs(oss->osts[i], &e.sf);
-		lw_wr_put(&w, &e, sizeof(e));
-	}
-	rpc_call_init(&call, LW_OP_MDS_OST_HEARTBEAT, body, (uint32_t)w.len);
-	rc = rpc_call_sync(mds, &call);
-	if (rc == 0 && oss->keylen) {
-		int nrc = oss_nodemap_heard(&oss->nodemap, mds, call.rbody, call.rbody_len);
-
-		if (nrc)
-			log_warn("cannot learn the nodemap from the MDS: %s; node keys are judged by the "
-				 "copy held (none: refused for now)", strerror(-nrc));
-	}
-	rpc_call_release(&call);
-	return rc;
-}
-
-static void *mds_thread_main(void *arg)
-{
-	struct oss *oss = arg;
-	struct rpc_conn *mds = NULL;
-	bool warned = false;
-
-	while (!oss->stopping) {
-		int rc = 0;
-
-		if (!mds) {
-			struct rpc_conn_opts o = { .name = "MDS", .key = oss->keylen ? oss->key : NULL,
-						   .keylen = oss->keylen, .encrypt = oss->encrypt };
-			rc = rpc_conn_open(oss->mds_host, oss->mds_port, &o, &mds);
-			if (rc) {
-				if (!warned)
-					log_warn("cannot reach the MDS at %s:%u: %s; retrying", oss->mds_host,
-						 oss->mds_port, strerror(-rc));
-				warned = true;
-				mds = NULL;
-				if (oss_sleep(oss, 1))
-					break;
-				continue;
-			}
-			warned = false;
-			for (int i = 0; i < oss->nosts && rc == 0; i++) {
-				bool replacing = ost_replacing(oss->osts[i]);
-				char buf[256];
-				const char *why;
-
-				rc = oss_register(oss, mds, oss->osts[i]);
-				why = oss_refusal(rc, replacing, ost_index(oss->osts[i]), buf, sizeof(buf));
-				if (why) {
-					log_err("the MDS refused %s%s: %s (%s)", ost_dir(oss->osts[i]),
-						replacing ? " as a replacement" : "", strerror(-rc), why);
-					exit(1);
-				}
-			}
-			/* At once, not a heartbeat later: nodes' keys wait for the nodemap it brings. */
-			if (rc == 0)
-				rc = oss_heartbeat(oss, mds);
-		} else {
-			rc = oss_heartbeat(oss, mds);
-		}
-		if (rc) {
-			log_warn("lost the MDS at %s:%u (%s); reconnecting", oss->mds_host, oss->mds_port,
-				 strerror(-rc));
-			rpc_conn_close(mds);
-			mds = NULL;
-			if (oss_sleep(oss, 1))
-				break;
-			continue;
-		}
-		if (oss_sleep(oss, HEARTBEAT_SECONDS))
-			break;
-	}
-	rpc_conn_close(mds);
-	return NULL;
-}
-
 /* ---- start-up ---- */
 
 static void on_signal(int sig)
@@ -506,13 +290,18 @@ static void on_signal(int sig)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: loom-oss --ost DIR [--ost DIR...] --mds HOST[:PORT] [options]\n"
+		"usage: loom-oss --ost DIR [--ost DIR...] --mds HOST[:PORT][,HOST[:PORT]] [options]\n"
 		"       loom-oss --format --fsname NAME --ost DIR [--ost DIR...]\n"
 		"Serves object storage targets (OSTs) of a Loom file system.\n\n"
 		"  --ost DIR          an OST directory (repeatable)\n"
-		"  --mds HOST[:PORT]  the MDS to register with (port %u by default)\n"
+		"  --mds LIST         the MDS to register with, HOST[:PORT] (port %u by default),\n"
+		"                     or a failover pair's addresses, tried in turn (mds1,mds2 or\n"
+		"                     mds1@tcp:mds2@tcp)\n"
 		"  --listen HOST[:PORT]  address to serve on (default 0.0.0.0, any free port)\n"
 		"  --advertise HOST   address clients should use (default: the one facing the MDS)\n"
+		"  --failover HOST:PORT  where the other server of this one's failover pair serves\n"
+		"                     the same OSTs (Lustre's failnode): clients try it when this\n"
+		"                     one stops answering (use with --mmp-interval)\n"
 		"  --port-file FILE   write the bound HOST:PORT here once serving\n"
 		"  --threads N        I/O worker threads (default 8)\n"
 		"  --scrub-rate MIB   MiB/s a scrub may read from each OST (default %d; 0: no limit)\n"
@@ -588,10 +377,12 @@ int main(int argc, char **argv)
 		{ "max-conns-per-peer", required_argument, NULL, 'P' },
 		{ "encrypt", no_argument, NULL, 'E' },
 		{ "mmp-interval", required_argument, NULL, 'Q' },
+		{ "failover", required_argument, NULL, 'f' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *dirs[MAX_OSTS], *mds = NULL, *listen_addr = "0.0.0.0", *port_file = NULL,
-				     *fsname = NULL, *key_file = NULL;
+				     *fsname = NULL, *key_file = NULL, *failover = NULL;
+	char why[256];
 	struct oss oss = { .nworkers = 8, .scrub_rate = (uint64_t)SCRUB_RATE_MIB << 20 };
 	struct srv_opts so = { 0 };
 	char listen_host[64];
@@ -620,6 +411,7 @@ int main(int argc, char **argv)
 			dirs[ndirs++] = optarg;
 			break;
 		case 'm': mds = optarg; break;
+		case 'f': failover = optarg; break;
 		case 'l': listen_addr = optarg; break;
 		case 'a': snprintf(oss.advertise, sizeof(oss.advertise), "%s", optarg); break;
 		case 'p': port_file = optarg; break;
@@ -733,8 +525,18 @@ int main(int argc, char **argv)
 		}
 		return 0;
 	}
-	if (!mds || addr_parse(mds, oss.mds_host, sizeof(oss.mds_host), &oss.mds_port, LW_DEFAULT_MDS_PORT)) {
+	if (!mds) {
 		fprintf(stderr, "loom-oss: --mds HOST[:PORT] is required\n");
+		return 2;
+	}
+	if (mds_addrs_parse(mds, LW_DEFAULT_MDS_PORT, &oss.mds, why, sizeof(why))) {
+		fprintf(stderr, "loom-oss: --mds: %s\n", why);
+		return 2;
+	}
+	if (failover && (addr_parse(failover, oss.failover.host, sizeof(oss.failover.host),
+				    &oss.failover.port, 0) || !oss.failover.port || !oss.failover.host[0])) {
+		fprintf(stderr, "loom-oss: --failover takes HOST:PORT, the address the other server of "
+			"the pair serves on (its --listen)\n");
 		return 2;
 	}
 	if (addr_parse(listen_addr, listen_host, sizeof(listen_host), &listen_port, 0)) {
@@ -755,7 +557,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	/* Multi-mount protection (common/mmp.h): each OST is this server's, or the start is refused. */
-	for (int i = 0; mmp_ms && i < ndirs; i++)
+	for (int i = 0; i < ndirs; i++)
 		if (mmp_take(dirs[i], "OST", "loom-oss", mmp_ms, &mmps[i]) != 0)
 			return 1;
 	for (int i = 0; i < ndirs; i++) {
@@ -819,7 +621,7 @@ int main(int argc, char **argv)
 	}
 	log_info("serving %d OST(s) on %s:%u with %d workers", oss.nosts, listen_host, srv_port(oss.srv),
 		 oss.nworkers);
-	pthread_create(&oss.mds_thread, NULL, mds_thread_main, &oss);
+	pthread_create(&oss.mds_thread, NULL, oss_mds_thread, &oss);
 
 	rc = srv_run(oss.srv);
 

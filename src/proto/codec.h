@@ -198,6 +198,7 @@ struct lw_mds_req {
 			struct lw_layout layout;
 		} setlayout;
 		struct lw_ost_register_req ost_register;
+		struct lw_ost_addr ost_addr;
 		struct lw_ost_admin_req ost_admin;
 		struct lw_ost_remove_req ost_remove;
 		struct lw_pool_req pool;

@@ -445,6 +445,16 @@ static void lw_dec_ost_register(struct lw_rd *r, struct lw_mds_req *out)
 		r->err = -EPROTO;
 }
 
+static void lw_dec_ost_addr(struct lw_rd *r, struct lw_mds_req *out)
+{
+	struct lw_ost_addr *a = &out->u.ost_addr;
+
+	lw_rd_fixed(r, a, sizeof(*a));
+	if (!r->err && (!memchr(a->host, '\0', sizeof(a->host)) || a->pad != 0 ||
+			(a->host[0] != '\0' && a->port == 0)))
+		r->err = -EPROTO;
+}
+
 static void lw_dec_heartbeat(struct lw_rd *r, struct lw_mds_req *out)
 {
 	lw_rd_fixed(r, &out->u.heartbeat.f, sizeof(out->u.heartbeat.f));

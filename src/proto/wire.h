@@ -871,6 +871,21 @@ struct lw_ost_register_rep {
 };
 _Static_assert(sizeof(struct lw_ost_register_rep) == 24, "lw_ost_register_rep");
 
+/* MDS_OST_FAILOVER (from an OSS, no cred): request lw_ost_addr, where else OST idx may be served
+ * (the other server of its failover pair, Lustre's failnode); an empty host clears it. Only the
+ * connection that registered idx may send it (-EPERM); a host that is not NUL-terminated or a
+ * port 0 with a host: -EPROTO. Kept in the MDS's memory; the table generation changes with it.
+ * Reply empty.
+ * MDS_OST_FAILOVERS (cred): reply lw_ost_table_rep (gen, count) + count lw_ost_addr, every OST
+ * that has a failover address, in index order. */
+struct lw_ost_addr {
+	uint32_t idx;
+	uint16_t port;
+	uint16_t pad;
+	char     host[64]; /* NUL-terminated */
+};
+_Static_assert(sizeof(struct lw_ost_addr) == 72, "lw_ost_addr");
+
 /* MDS_OST_REPLACE (from an OSS whose OST was formatted with --replace, no cred prefix): request
  * lw_ost_register_req with want_idx the index to take over. The new uuid takes the index from the
  * OST that held it (lost for good: not heard from now), and every object of that OST is lost:

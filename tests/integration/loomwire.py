@@ -83,6 +83,8 @@ OP = {
     "MDS_DOM_READ": 0x011D,
     "MDS_OST_REGISTER": 0x0119,
     "MDS_NODEMAP": 0x0122,
+    "MDS_OST_FAILOVER": 0x012B,
+    "MDS_OST_FAILOVERS": 0x012C,
     "OST_READ": 0x0201,
     "OST_WRITE": 0x0202,
     "OST_PUNCH": 0x0203,
@@ -538,6 +540,7 @@ NS_OP = {
 
 ENOENT = errno.ENOENT
 EEXIST = errno.EEXIST
+EPERM = errno.EPERM
 ENODATA = errno.ENODATA
 
 CLIENT_CLIENT = 1          # lw_connect_req.client_kind of a client (LW_CLIENT_CLIENT)
@@ -680,6 +683,8 @@ assert OST_REMOVE_REQ.size == 8
 OST_REMOVE_REP = struct.Struct("<QQ")         # lw_ost_remove_rep: files objects
 assert OST_REMOVE_REP.size == 16
 OSTRM_DRYRUN, OSTRM_FORCE = 0x1, 0x2          # LW_OSTRM_*
+OST_ADDR = struct.Struct("<IHH64s")           # lw_ost_addr: idx port pad host
+assert OST_ADDR.size == 72
 HEARTBEAT_REQ = struct.Struct("<II")          # lw_ost_heartbeat_req: count pad
 assert HEARTBEAT_REQ.size == 8
 HEARTBEAT_ENT = struct.Struct("<II56s")       # lw_ost_heartbeat_ent: idx pad sf
@@ -890,6 +895,25 @@ def walk_req(path, flags=0, open_flags=0):
 def ost_register_req(want_idx, host, port, uuid, fsname, sf):
     """MDS_OST_REGISTER (no cred): host, uuid and fsname are bytes; sf a packed lw_statfs."""
     return OST_REGISTER_REQ.pack(want_idx, port, 0, host, uuid, fsname, sf)
+
+
+def ost_addr(idx, host, port):
+    """MDS_OST_FAILOVER (no cred): OST idx's failover partner, host bytes (b"": none)."""
+    return OST_ADDR.pack(idx, port, 0, host)
+
+
+def ost_failovers_on(conn):
+    """MDS_OST_FAILOVERS: {idx: (host, port)} of every OST with a failover partner."""
+    h, body, _ = conn.call(OP["MDS_OST_FAILOVERS"], cred())
+    if h.status != 0:
+        raise AssertionError("MDS_OST_FAILOVERS failed with status %d" % h.status)
+    gen, count = struct.unpack_from("<II", body, 0)
+    assert len(body) == 8 + count * OST_ADDR.size, len(body)
+    out = {}
+    for i in range(count):
+        idx, port, pad, host = OST_ADDR.unpack_from(body, 8 + i * OST_ADDR.size)
+        out[idx] = (host.split(b"\0", 1)[0].decode(), port)
+    return out
 
 
 def ost_remove_req(idx, flags=0):

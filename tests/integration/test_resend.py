@@ -660,6 +660,27 @@ def ost_replace_again(b):
          expect=-w.EEXIST)
 
 
+@scenario("MDS_OST_FAILOVER", "REPEATS")
+def ost_failover_again(b):
+    # Only the connection that registered an OST names its partner: an OSS registers again on its
+    # new connection before anything else, then resends.
+    idx = fake_ost(b, b"fake-ost-pair")
+    reg = w.ost_register_req(idx, b"127.0.0.9", 9, b"fake-ost-pair", b.other.fsname, b.ost_table()[idx]["sf"])
+    body = w.ost_addr(idx, b"127.0.0.10", 10)
+    req_id = next(b.ids)
+    for flags in (0, w.F_RESENT):
+        with w.Client(b.cluster.mds_host, b.cluster.mds_port, b.uuid, connect=False) as c:
+            st, rep = c.call(OP["MDS_OST_REGISTER"], reg, req_id=next(b.ids))
+            assert st == 0, "the registration answered %d" % st
+            st, rep = c.call(OP["MDS_OST_FAILOVER"], body, req_id=req_id, flags=flags)
+            assert (st, rep) == (0, b""), "MDS_OST_FAILOVER (flags %#x) answered %d, %r" % (flags, st, rep)
+        assert w.ost_failovers_on(b.other.conn) == {idx: ("127.0.0.10", 10)}
+    # Nobody else names it: not a client, nor a connection that did not register the OST.
+    b.do("MDS_OST_FAILOVER", body, expect=-w.EPERM)
+    st, _ = b.other.call(OP["MDS_OST_FAILOVER"], w.ost_addr(idx, b"", 0), req_id=next(b.ids))
+    assert st == -w.EPERM and w.ost_failovers_on(b.other.conn) == {idx: ("127.0.0.10", 10)}
+
+
 @scenario("MDS_OST_HEARTBEAT", "REPEATS")
 def heartbeat_again(b):
     table = b.ost_table()
