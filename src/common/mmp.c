@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,9 @@ struct mmp {
 	void (*on_lost)(void *arg, const char *why);
 	void *arg;
 	bool own_arg;          /* arg is malloc'd, the mmp's to free (mmp_take's) */
+	_Atomic uint64_t ours_ns; /* clock_mono_ns() when the block was last seen to be ours */
+	pthread_mutex_t check_lock; /* check_page, mmp_check's own read */
+	uint8_t *check_page;
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -60,9 +64,9 @@ static uint32_t block_crc(const struct mmp_block *b)
 }
 
 /* 1 with *b read, 0 for an empty file (never held), -EINVAL for one that is not a heartbeat. */
-static int read_block(struct mmp *m, struct mmp_block *b)
+static int read_block_into(struct mmp *m, uint8_t *page, struct mmp_block *b)
 {
-	ssize_t n = pread(m->fd, m->page, MMP_BLOCK, 0);
+	ssize_t n = pread(m->fd, page, MMP_BLOCK, 0);
 
 	if (n < 0)
 		return -errno;
@@ -70,11 +74,16 @@ static int read_block(struct mmp *m, struct mmp_block *b)
 		return 0;
 	if ((size_t)n < sizeof(*b))
 		return -EINVAL;
-	memcpy(b, m->page, sizeof(*b));
+	memcpy(b, page, sizeof(*b));
 	if (b->magic != MMP_MAGIC || b->version != MMP_VERSION || b->crc != block_crc(b))
 		return -EINVAL;
 	b->node[sizeof(b->node) - 1] = b->server[sizeof(b->server) - 1] = '\0';
 	return 1;
+}
+
+static int read_block(struct mmp *m, struct mmp_block *b)
+{
+	return read_block_into(m, m->page, b);
 }
 
 static int write_block(struct mmp *m, struct mmp_block *b)
@@ -123,6 +132,7 @@ static void mmp_free(struct mmp *m)
 	if (m->fd >= 0)
 		close(m->fd);
 	free(m->page);
+	free(m->check_page);
 	free(m);
 }
 
@@ -169,6 +179,7 @@ static void *beat_main(void *arg)
 			m->on_lost(m->arg, why);
 			return NULL;
 		}
+		atomic_store(&m->ours_ns, clock_mono_ns());
 	}
 	return NULL;
 }
@@ -239,6 +250,13 @@ int mmp_acquire(const char *dir, const char *server, uint32_t interval_ms, void 
 		mmp_free(m);
 		return got == 1 ? -EBUSY : got < 0 ? got : -EIO;
 	}
+	if (posix_memalign((void **)&m->check_page, MMP_BLOCK, MMP_BLOCK) != 0) {
+		m->check_page = NULL;
+		mmp_free(m);
+		return -ENOMEM;
+	}
+	atomic_init(&m->ours_ns, clock_mono_ns());
+	pthread_mutex_init(&m->check_lock, NULL);
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_cond_init(&m->cond, NULL);
 	rc = -pthread_create(&m->thread, NULL, beat_main, m);
@@ -269,6 +287,7 @@ void mmp_release(struct mmp *m)
 		write_block(m, &m->mine);
 	}
 	pthread_mutex_destroy(&m->lock);
+	pthread_mutex_destroy(&m->check_lock);
 	pthread_cond_destroy(&m->cond);
 	if (m->own_arg)
 		free(m->arg);
@@ -296,6 +315,30 @@ int mmp_read_holder(const char *dir, struct mmp_holder *out)
 		holder_of(&b, out);
 	mmp_free(m);
 	return rc == 1 ? 0 : rc == 0 ? -ENOENT : rc;
+}
+
+int mmp_check(struct mmp *m)
+{
+	struct mmp_block b;
+	char why[256];
+	int rc;
+
+	if (!m || clock_mono_ns() - atomic_load(&m->ours_ns) < (uint64_t)m->interval_ms * 1000000u)
+		return 0;
+	/* The last beat is older than an interval: this process may have been frozen while the
+	 * partner took the target. Look at the disk before writing. */
+	pthread_mutex_lock(&m->check_lock);
+	rc = read_block_into(m, m->check_page, &b);
+	if (rc == 1 && b.id != m->mine.id) {
+		snprintf(why, sizeof(why), "%s (%s) took the target: its heartbeat replaced ours (seen "
+			 "before a write)", b.node, b.server);
+		m->on_lost(m->arg, why);
+		rc = -EIO; /* an on_lost that returns (tests): still not ours */
+	}
+	if (rc == 1)
+		atomic_store(&m->ours_ns, clock_mono_ns());
+	pthread_mutex_unlock(&m->check_lock);
+	return rc == 1 ? 0 : -EIO;
 }
 
 /* A server's target taken from it (a failover while it hung) or its heartbeat not kept: not one

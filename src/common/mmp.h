@@ -40,6 +40,11 @@ struct mmp_holder {
  * the heartbeat cannot be written (the caller stops serving: it must not return). */
 int mmp_acquire(const char *dir, const char *server, uint32_t interval_ms, void (*on_lost)(void *arg, const char *why),
 		void *arg, struct mmp_holder *holder, struct mmp **out);
+/* Before a write to the target (the MDS's commits, the OSS's writes): 0 while the target is this
+ * server's. When the last beat is older than an interval (the process may have been frozen while
+ * its partner took over), the block is read again first: another server's calls on_lost (which
+ * does not return), one that cannot be read is -EIO. Thread-safe; m NULL: 0. */
+int mmp_check(struct mmp *m);
 /* A clean stop: the heartbeat ends and the file says "clean". */
 void mmp_release(struct mmp *m);
 /* For a server (prog: "loom-mds"): takes its kind ("MDT", "OST") of target in dir, logging why

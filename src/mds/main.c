@@ -153,6 +153,12 @@ static int start_lock_recovery(struct mds *m)
 	return 0;
 }
 
+/* The MDT's write guard (mdt_store_set_write_guard): multi-mount protection's check. */
+static int mmp_guard(void *arg)
+{
+	return mmp_check(arg);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -339,6 +345,8 @@ int main(int argc, char **argv)
 			rc == -ENOENT ? " (format it with --format --fsname NAME)" : "");
 		return 1;
 	}
+	if (mmp)
+		mdt_store_set_write_guard(m.store, mmp_guard, mmp);
 	if (fsname && strcmp(fsname, mdt_store_fsname(m.store))) {
 		log_err("the MDT in %s belongs to file system %s, not %s (--fsname)", mdt_dir,
 			mdt_store_fsname(m.store), fsname);

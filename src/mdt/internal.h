@@ -97,6 +97,8 @@ struct mdt_store {
 	/* Inode numbers handed clients ahead and not taken yet (clients.c), as last committed: the
 	 * room their creates need is kept for them (mdt_txn_grow). */
 	_Atomic int64_t promised;
+	int (*write_guard)(void *arg); /* mdt_store_set_write_guard */
+	void *write_guard_arg;
 };
 
 /* A registration waiting for its transaction's top-level commit to reach the in-memory table. */

@@ -805,11 +805,22 @@ static int commit_child(struct mdt_txn *t)
 	return 0;
 }
 
+void mdt_store_set_write_guard(struct mdt_store *s, int (*guard)(void *arg), void *arg)
+{
+	s->write_guard = guard;
+	s->write_guard_arg = arg;
+}
+
 static int commit_top(struct mdt_txn *t)
 {
 	struct mdt_ost *table = NULL;
 	uint32_t count = 0;
 	int rc;
+
+	if (t->s->write_guard && (rc = t->s->write_guard(t->s->write_guard_arg)) != 0) {
+		mdb_txn_abort(t->mdb);
+		return rc;
+	}
 
 	if (t->ost_dirty || t->n_ost_updates) {
 		rc = mdt_ost_prepare(t, &table, &count);

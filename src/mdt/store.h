@@ -466,6 +466,11 @@ struct mdt_ost {
 	uint16_t fo_port;       /* its OSS said (MDS_OST_FAILOVER); in memory only */
 };
 
+/* Called before every top-level write commit: a non-zero return aborts the transaction with that
+ * error. The MDS's multi-mount protection check (common/mmp.h): a server deposed while it was
+ * frozen writes nothing more to the MDT. */
+void mdt_store_set_write_guard(struct mdt_store *s, int (*guard)(void *arg), void *arg);
+
 /* Sets where else OST idx may be served (host "" clears it); *changed (and the table generation)
  * when it did. -ENOENT for an index the table does not hold. Memory only: its OSS says it again after
  * each registration. */

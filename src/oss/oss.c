@@ -29,12 +29,13 @@
 
 static struct oss *the_oss;
 
-static struct ost *oss_find(struct oss *oss, uint32_t idx)
+/* The position of OST idx in oss->osts, or -1. */
+static int oss_find(struct oss *oss, uint32_t idx)
 {
 	for (int i = 0; i < oss->nosts; i++)
 		if (ost_index(oss->osts[i]) == idx)
-			return oss->osts[i];
-	return NULL;
+			return i;
+	return -1;
 }
 
 /* One request being served: what every handler gets and fills. */
@@ -221,9 +222,16 @@ static void oss_serve(struct oss *oss, struct srv_req *req)
 		return;
 	}
 	if (info->server == LW_SRV_OSS) {
-		o.ost = oss_find(oss, o.io.ost_idx);
-		if (!o.ost) {
+		int at = oss_find(oss, o.io.ost_idx);
+
+		if (at < 0) {
 			srv_reply(req, -ENODEV, NULL, 0, NULL, 0, NULL);
+			return;
+		}
+		o.ost = oss->osts[at];
+		/* A server deposed while it was frozen touches the OST no more (it exits here). */
+		if (mmp_check(oss->mmps[at]) != 0) {
+			srv_reply(req, -EIO, NULL, 0, NULL, 0, NULL);
 			return;
 		}
 		if ((info->flags & LW_OPF_OBJ) && o.io.objid == 0) {
@@ -391,7 +399,6 @@ int main(int argc, char **argv)
 	bool format = false, syslog = false, replace = false;
 	uint32_t index = OST_IDX_NONE;
 	struct ost_cache_policy cache = { OST_READCACHE_MAX_IO, OST_WRITEBACK_MIN_IO };
-	struct mmp *mmps[MAX_OSTS] = { NULL };
 	uint32_t mmp_ms = 0;
 	int ndirs = 0, c, rc;
 
@@ -558,7 +565,7 @@ int main(int argc, char **argv)
 	}
 	/* Multi-mount protection (common/mmp.h): each OST is this server's, or the start is refused. */
 	for (int i = 0; i < ndirs; i++)
-		if (mmp_take(dirs[i], "OST", "loom-oss", mmp_ms, &mmps[i]) != 0)
+		if (mmp_take(dirs[i], "OST", "loom-oss", mmp_ms, &oss.mmps[i]) != 0)
 			return 1;
 	for (int i = 0; i < ndirs; i++) {
 		rc = ost_open(dirs[i], &oss.osts[i]);
@@ -638,7 +645,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < oss.nosts; i++)
 		ost_close(oss.osts[i]);
 	for (int i = 0; i < ndirs; i++)
-		mmp_release(mmps[i]); /* after the last write to the OSTs */
+		mmp_release(oss.mmps[i]); /* after the last write to the OSTs */
 	free(oss.workers);
 	reqq_destroy(&oss.queue);
 	nodemap_destroy(&oss.nodemap);

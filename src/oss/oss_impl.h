@@ -11,6 +11,7 @@
 
 #include "common/auth.h"
 #include "common/mdsaddr.h"
+#include "common/mmp.h"
 #include "net/nodemap.h"
 #include "net/reqq.h"
 #include "net/server.h"
@@ -22,6 +23,7 @@
 
 struct oss {
 	struct ost *osts[MAX_OSTS];
+	struct mmp *mmps[MAX_OSTS]; /* each OST's multi-mount protection (NULL: none) */
 	int nosts;
 	struct srv *srv;
 	struct reqq queue;

@@ -297,10 +297,10 @@ def is_mounted(path, fstype="fuse.loom"):
 
 
 @contextlib.contextmanager
-def second_mount(cluster, key=None, opts=None):
+def second_mount(cluster, key=None, opts=None, source=None):
     """The file system mounted again by another loom-mount (mount -t loom): a client with nothing
     cached, as another node would read it; with key (a node's key file), as that node; opts: more
-    mount options (a comma-separated string)."""
+    mount options (a comma-separated string); source: what to mount (the cluster's MDS:/loom)."""
     import mountpair
     import types
     # The conftest that defined the cluster's class knows the build under test (BUILD); its
@@ -310,7 +310,7 @@ def second_mount(cluster, key=None, opts=None):
     parent = types.SimpleNamespace(**g)
     d = tempfile.mkdtemp(prefix="loom-view-")
     try:
-        cmd = mountpair.mount_command(parent, key or cluster.key, "%s:/loom" % cluster.addr, d, opts)
+        cmd = mountpair.mount_command(parent, key or cluster.key, source or "%s:/loom" % cluster.addr, d, opts)
         # Its log (a file as stderr, which the daemon keeps) beside the cluster's: the teardown
         # checks it for ERROR and sanitizer lines as it checks the daemons'.
         log = os.path.join(cluster.dir, "log", "mount-%s.log" % os.path.basename(d))

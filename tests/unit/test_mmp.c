@@ -19,12 +19,16 @@ const char *check_current = "";
 #define IV 150u /* ms: a beat every IV, a start waits 2 IV + 100 */
 
 static atomic_int lost;
+static atomic_int lost_before_write; /* on_lost calls from mmp_check */
 static char lost_why[256];
 
 static void on_lost(void *arg, const char *why)
 {
 	(void)arg;
-	snprintf(lost_why, sizeof(lost_why), "%s", why);
+	if (strstr(why, "seen before a write"))
+		atomic_fetch_add(&lost_before_write, 1);
+	else
+		snprintf(lost_why, sizeof(lost_why), "%s", why);
 	atomic_store(&lost, 1);
 }
 
@@ -125,6 +129,48 @@ static void test_silent_holder_is_taken_over_and_learns_it(void)
 	rm_dir(dir);
 }
 
+/* A holder frozen while another server took the target looks at the disk before its next write,
+ * whichever of its threads wakes first; a holder that beats writes without reading. */
+static void test_a_frozen_holder_looks_before_it_writes(void)
+{
+	char dir[64], byte;
+	struct mmp *a = NULL;
+	int ready[2], go[2], status;
+	pid_t child;
+
+	make_dir(dir);
+	REQUIRE_RC(mmp_acquire(dir, "server D", IV, on_lost, NULL, NULL, &a), 0);
+	CHECK_RC(mmp_check(a), 0);
+	sleep_ms(3 * IV);                    /* beats go on: still ours */
+	CHECK_RC(mmp_check(a), 0);
+	CHECK_RC(mmp_check(NULL), 0);
+	mmp_release(a);
+	REQUIRE(pipe(ready) == 0 && pipe(go) == 0);
+	child = fork();
+	REQUIRE(child >= 0);
+	if (child == 0) {
+		struct mmp *c = NULL;
+
+		if (mmp_acquire(dir, "server A", IV, on_lost, NULL, NULL, &c) != 0 || write(ready[1], "x", 1) != 1)
+			_exit(1);
+		if (read(go[0], &byte, 1) != 1) /* frozen here; then a write comes */
+			_exit(1);
+		_exit(mmp_check(c) == -EIO && atomic_load(&lost_before_write) == 1 ? 42 : 1);
+	}
+	REQUIRE(read(ready[0], &byte, 1) == 1);
+	sleep_ms(2 * IV);
+	kill(child, SIGSTOP);
+	REQUIRE_RC(mmp_acquire(dir, "server B", IV, on_lost, NULL, NULL, &a), 0);
+	REQUIRE(write(go[1], "x", 1) == 1);
+	kill(child, SIGCONT);
+	REQUIRE(waitpid(child, &status, 0) == child);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 42);
+	CHECK(!atomic_load(&lost));
+	CHECK_RC(mmp_check(a), 0);
+	mmp_release(a);
+	rm_dir(dir);
+}
+
 static void test_bad_arguments(void)
 {
 	char dir[64];
@@ -155,6 +201,7 @@ int main(void)
 {
 	RUN(test_live_holder_refuses);
 	RUN(test_silent_holder_is_taken_over_and_learns_it);
+	RUN(test_a_frozen_holder_looks_before_it_writes);
 	RUN(test_bad_arguments);
 	return check_report();
 }
