@@ -10,8 +10,10 @@ if [ "${1:-build}" = test ]; then
 	# (loomwire.py: HKDF and AES-GCM from python3-cryptography); the multi-host bed needs
 	# ip and tc (iproute2) and nsenter (util-linux); test_man_pages.py renders the manual pages
 	# with groff (groff-base); test_python_package.py installs the package with pip in a venv
-	# (python3-venv, -pip, -setuptools, -wheel, no network) and reads loom:// through fsspec and pandas.
-	want="$want python3-pytest python3-pytest-xdist python3-cryptography python3-torch python3-venv python3-pip python3-setuptools python3-wheel python3-fsspec python3-pandas rsync git sqlite3 attr clang libclang-rt-14-dev iproute2 util-linux systemd groff-base"
+	# (python3-venv, -pip, -setuptools, -wheel, no network) and reads loom:// through fsspec and pandas;
+	# test_ocf_agent.py runs the Pacemaker resource agent with resource-agents' ocf-tester, which
+	# checks its meta-data with xmllint (libxml2-utils, only recommended by resource-agents).
+	want="$want python3-pytest python3-pytest-xdist python3-cryptography python3-torch python3-venv python3-pip python3-setuptools python3-wheel python3-fsspec python3-pandas rsync git sqlite3 attr clang libclang-rt-14-dev iproute2 util-linux systemd groff-base resource-agents libxml2-utils"
 elif [ "${1:-build}" = package ]; then
 	# scripts/package-test.sh: dpkg-buildpackage with debhelper, lintian, and what the
 	# packages depend on (systemd.pc for the unit directory).

@@ -56,6 +56,9 @@ def test_everything_goes_where_an_admin_looks(tree):
         assert os.path.isfile(os.path.join(p, "share", "man", page)), page
     examples = os.path.join(p, "share", "doc", "loom", "examples")
     assert sorted(os.listdir(examples)) == ["loom.conf", "mds.conf", "oss.conf"]
+    # Pacemaker's resource type ocf:loom:loom (docs/pacemaker.md): under PREFIX/lib, not libdir.
+    agent = os.path.join(p, "lib", "ocf", "resource.d", "loom", "loom")
+    assert os.stat(agent).st_mode & 0o777 == 0o755, oct(os.stat(agent).st_mode)
 
 
 def test_the_installed_programs_run_from_their_paths(tree):
