@@ -88,7 +88,7 @@ class Resource:
         if interval_ms is not None:
             env["OCF_RESKEY_CRM_meta_interval"] = str(interval_ms)
         if depth is not None:
-            env["OCF_CHECK_LEVEL"] = str(depth)
+            env["OCF_RESKEY_OCF_CHECK_LEVEL"] = str(depth)   # as Pacemaker passes OCF_CHECK_LEVEL=10
         t = time.monotonic()
         # stdin /dev/null, as Pacemaker runs agents (ocf-shellfuncs logs differently to a terminal)
         p = subprocess.run([self.agent, action], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
