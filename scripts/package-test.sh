@@ -51,6 +51,8 @@ apt-get install -y -qq --no-install-recommends "$work"/loom-server_*.deb "$work"
 env -i /sbin/mount.loom --help | grep -q "/usr/bin/loom-mount"
 pkg-config --exists loom
 [ -d /etc/loom ]
+# Pacemaker's resource agent ocf:loom:loom (docs/pacemaker.md), where Pacemaker looks for agents.
+[ -x /usr/lib/ocf/resource.d/loom/loom ]
 /usr/bin/python3 -c 'import loom, sys; assert loom.__file__.startswith("/usr/lib/python3/dist-packages/loom/"), loom.__file__'
 # fsspec finds loom:// by the entry point the package records (loom-VERSION.dist-info).
 /usr/bin/python3 -c 'from importlib.metadata import entry_points; assert [e.value for e in entry_points(group="fsspec.specs") if e.name == "loom"] == ["loom.fsspec:LoomFileSystem"]'
