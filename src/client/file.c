@@ -538,8 +538,27 @@ static bool uses_objects(loom_file *f)
 	return size > f->layout->dom_size;
 }
 
+/* After the objects were synced: writes made since the last fsync whose OST's server changed
+ * meanwhile for one that may have lost them are this fsync's error, and every handle's of the
+ * inode (errseq), as a writeback error of a local file system. Frees marks. */
+static void lost_writes(loom_file *f, struct ost_loss_mark *marks, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		if (fs_ost_loss_gen(f->fs, marks[i].ost) == marks[i].gen)
+			continue;
+		log_warn("inode %llx: OST%04x's server changed since the file was written: writes it had "
+			 "acknowledged may be lost; fsync reports EIO", (unsigned long long)f->ino,
+			 marks[i].ost);
+		ino_error(f->fs, f->ino, -EIO);
+		break;
+	}
+	free(marks);
+}
+
 int loom_fsync(loom_file *f)
 {
+	struct ost_loss_mark *marks;
+	uint32_t nmarks;
 	int rc, sync_rc = 0;
 
 	if (f->fs->door)
@@ -549,10 +568,15 @@ int loom_fsync(loom_file *f)
 	 * even when a write failed; the failure is fsync's error. */
 	if (file_drain(f) == -EINTR)
 		return -EINTR;
+	marks = ino_unsynced_take(f->fs, f->obj_owner, &nmarks);
 	if (f->layout && uses_objects(f))
 		sync_rc = io_sync(f->fs, f->ino, f->layout);
-	if (sync_rc)
+	if (sync_rc) {
+		if (marks) /* still to be made durable: the next fsync looks */
+			ino_mark_unsynced(f->fs, f->obj_owner, marks, nmarks);
 		return sync_rc; /* nothing is reported that may not be on disk */
+	}
+	lost_writes(f, marks, nmarks);
 	rc = report(f, LW_OP_MDS_SIZE_UPDATE);
 	return rc ? rc : loom_sync(f->fs);
 }

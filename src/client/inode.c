@@ -26,6 +26,10 @@ struct ino_shared {
 	uint64_t err_seq;  /* errors so far */
 	bool err_seen;     /* the last one was reported through some handle */
 	uint32_t trunc_epoch;
+	/* Acknowledged since the last fsync: each OST, with its loss generation (ostconns.c) at
+	 * the oldest acknowledgement (ino_mark_acked). */
+	struct ost_loss_mark *marks;
+	uint32_t nmarks;
 };
 
 /* Under shared_lock: ino's state, made when missing with create (NULL without memory). */
@@ -96,14 +100,96 @@ uint32_t ino_epoch(loom_fs *fs, uint64_t ino, uint32_t learned)
 	return epoch;
 }
 
+/* Under shared_lock: e's mark of ost (created, with gen, when missing; NULL without memory). */
+static struct ost_loss_mark *mark_of(struct ino_shared *e, uint32_t ost, uint32_t gen)
+{
+	struct ost_loss_mark *m;
+
+	for (uint32_t j = 0; j < e->nmarks; j++)
+		if (e->marks[j].ost == ost)
+			return &e->marks[j];
+	m = realloc(e->marks, (e->nmarks + 1) * sizeof(*m));
+	if (!m)
+		return NULL;
+	e->marks = m;
+	m = &e->marks[e->nmarks++];
+	*m = (struct ost_loss_mark){ .ost = ost, .gen = gen };
+	return m;
+}
+
+void ino_mark_acked(loom_fs *fs, uint64_t ino, uint32_t ost, uint32_t gen)
+{
+	struct ino_shared *e;
+	struct ost_loss_mark *m;
+
+	pthread_mutex_lock(&fs->shared_lock);
+	e = shared_of(fs, ino, true);
+	/* The oldest acknowledgement counts: a change of server after it may have lost it. (Out
+	 * of memory, the mark is missing: a loss goes untold, as before marks existed.) */
+	if (e && (m = mark_of(e, ost, gen)) != NULL && gen < m->gen)
+		m->gen = gen;
+	pthread_mutex_unlock(&fs->shared_lock);
+}
+
+void ino_mark_unsynced(loom_fs *fs, uint64_t ino, struct ost_loss_mark *marks, uint32_t n)
+{
+	struct ino_shared *e;
+
+	pthread_mutex_lock(&fs->shared_lock);
+	e = shared_of(fs, ino, true);
+	for (uint32_t i = 0; e && i < n; i++) {
+		struct ost_loss_mark *m = mark_of(e, marks[i].ost, marks[i].gen);
+
+		if (m && marks[i].gen < m->gen)
+			m->gen = marks[i].gen;
+	}
+	pthread_mutex_unlock(&fs->shared_lock);
+	free(marks);
+}
+
+struct ost_loss_mark *ino_unsynced_take(loom_fs *fs, uint64_t ino, uint32_t *n)
+{
+	struct ino_shared *e;
+	struct ost_loss_mark *marks = NULL;
+
+	*n = 0;
+	pthread_mutex_lock(&fs->shared_lock);
+	e = shared_of(fs, ino, false);
+	if (e && e->marks) {
+		marks = e->marks;
+		*n = e->nmarks;
+		e->marks = NULL;
+		e->nmarks = 0;
+	}
+	pthread_mutex_unlock(&fs->shared_lock);
+	return marks;
+}
+
+static void shared_free(void *p)
+{
+	struct ino_shared *e = p;
+
+	if (e)
+		free(e->marks);
+	free(e);
+}
+
 void ino_forget(loom_fs *fs, uint64_t ino)
 {
 	pthread_mutex_lock(&fs->shared_lock);
-	free(u64map_del(&fs->shared, ino));
+	shared_free(u64map_del(&fs->shared, ino));
 	pthread_mutex_unlock(&fs->shared_lock);
+}
+
+static void free_one(uint64_t key, void *val, void *arg)
+{
+	(void)key;
+	(void)arg;
+	shared_free(val);
 }
 
 void ino_shared_destroy(loom_fs *fs)
 {
-	u64map_destroy_free(&fs->shared);
+	u64map_each(&fs->shared, free_one, NULL);
+	u64map_destroy(&fs->shared);
 }

@@ -36,6 +36,9 @@ struct ost_slot {
 	char fo_host[64];      /* its failover partner's address ("": none), from the MDS */
 	uint16_t fo_port;
 	bool dial_fo;          /* the next dial goes to the partner (they alternate) */
+	uint64_t instance;     /* the OST's, as its server said at the last connection (0: none yet) */
+	_Atomic uint32_t loss_gen; /* times it changed: writes acknowledged before may be lost
+	                            * (bumped by the connection's hello, on its I/O thread) */
 	struct rpc_conn *conn; /* NULL until first use, or after it failed for good */
 };
 
@@ -255,6 +258,12 @@ int fs_mds_conn(loom_fs *fs, struct rpc_conn **out);
 int fs_ost_conn(loom_fs *fs, uint32_t ost_idx, struct rpc_conn **out);
 /* What every connection of fs is opened with, beyond its own name, hello and address. */
 void fs_conn_opts(const loom_fs *fs, struct rpc_conn_opts *o);
+/* How many times OST idx's server changed for one that may have lost writes the one before
+ * acknowledged (its instance, OST_CONNECT): 0 for an OST not connected to yet. */
+uint32_t fs_ost_loss_gen(loom_fs *fs, uint32_t idx);
+/* The same counter, to read at a reply's arrival (slots live until disconnect); NULL for an OST
+ * not known. */
+_Atomic uint32_t *fs_ost_loss_ref(loom_fs *fs, uint32_t idx);
 /* Under ost_lock: keeps a failed connection until disconnect, since another thread may still be
  * submitting to it (which fails such calls at once). */
 void fs_bury(loom_fs *fs, struct rpc_conn *c);
@@ -657,6 +666,21 @@ int ino_error_take(loom_fs *fs, uint64_t ino, uint64_t *sample);
 uint32_t ino_epoch(loom_fs *fs, uint64_t ino, uint32_t learned);
 void ino_forget(loom_fs *fs, uint64_t ino);
 void ino_shared_destroy(loom_fs *fs);
+/* Writes acknowledged and not yet fsynced, by the objects' owner (lw_ost_io.ino): each OST that
+ * acknowledged one, with its loss generation (ostconns.c) when the oldest was acknowledged. An
+ * fsync takes them, syncs, and reports EIO when an OST's server changed since for one that may
+ * have lost them (file.c). */
+struct ost_loss_mark {
+	uint32_t ost;
+	uint32_t gen;
+};
+/* A write to ost acknowledged by the server of loss generation gen (io.c). */
+void ino_mark_acked(loom_fs *fs, uint64_t ino, uint32_t ost, uint32_t gen);
+/* Gives back marks taken (malloc'd, n of them) that an fsync could not settle; merged with those
+ * made meanwhile, the older generation winning. */
+void ino_mark_unsynced(loom_fs *fs, uint64_t ino, struct ost_loss_mark *marks, uint32_t n);
+/* The marks, which leave the inode (caller frees; NULL: nothing unsynced). */
+struct ost_loss_mark *ino_unsynced_take(loom_fs *fs, uint64_t ino, uint32_t *n);
 /* ino was truncated through this client (attr: the MDS's answer): its handles' sizes, their
  * Data-on-MDT cache and the truncation epoch follow. */
 void files_truncated(loom_fs *fs, const struct lw_attr *attr);

@@ -5,6 +5,7 @@
  * and the socket.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -147,10 +148,21 @@ int io_job_add(struct io_job *job, uint64_t ino, const struct loom_layout *l,
 	return 0;
 }
 
+/* A write's reply arrived (on its connection's I/O thread, after any hello of a reconnection):
+ * which server acknowledged it, for the fsync that will make it durable. */
+static void piece_acked(struct rpc_call *call, void *arg)
+{
+	struct io_piece *p = arg;
+
+	if (call->status == 0 && p->loss_ref)
+		p->acked_gen = atomic_load(p->loss_ref);
+}
+
 void io_job_submit(loom_fs *fs, struct io_job *job, uint32_t rpc_flags)
 {
 	bool write = job->write;
 
+	job->fs = fs;
 	rpc_wait_init(&job->w);
 	for (uint32_t i = 0; i < job->np; i++) {
 		struct io_piece *p = &job->pieces[i];
@@ -164,6 +176,9 @@ void io_job_submit(loom_fs *fs, struct io_job *job, uint32_t rpc_flags)
 			p->call.bulk = p->iov;
 			p->call.bulk_cnt = p->iovcnt;
 			p->call.bulk_len = (uint32_t)p->body.length;
+			p->loss_ref = fs_ost_loss_ref(fs, p->body.ost_idx);
+			p->call.on_complete = piece_acked;
+			p->call.on_complete_arg = p;
 		} else {
 			p->call.rbulk = p->iov;
 			p->call.rbulk_cnt = p->iovcnt;
@@ -247,6 +262,8 @@ int io_job_finish(struct io_job *job, int64_t *obj_blocks, int *obj_err)
 			memcpy(&rep, p->call.rbody, sizeof(rep));
 			if (write && rep.length != p->body.length)
 				err = -EIO;
+			if (write && err == 0 && p->loss_ref && job->fs)
+				ino_mark_acked(job->fs, p->body.ino, p->body.ost_idx, p->acked_gen);
 			/* Pieces to one object finish in any order: the largest figure is the latest. */
 			if (obj_blocks && (int64_t)rep.obj_blocks > obj_blocks[p->body.stripe_idx])
 				obj_blocks[p->body.stripe_idx] = (int64_t)rep.obj_blocks;

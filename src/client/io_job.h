@@ -12,10 +12,13 @@ struct io_piece {
 	struct lw_ost_io body;  /* body.stripe_idx: the object's index in the layout */
 	struct iovec iov[RPC_MAX_IOV];
 	int iovcnt;
+	_Atomic uint32_t *loss_ref; /* a write's: its OST's loss generation (ostconns.c) ... */
+	uint32_t acked_gen;     /* ... as its reply arrived: the server that acknowledged it */
 };
 
 /* The pieces of one range of a file, built and in flight. */
 struct io_job {
+	loom_fs *fs;            /* set by io_job_submit */
 	struct io_piece *pieces;
 	uint32_t np, cap;
 	bool write;

@@ -4,11 +4,13 @@
  * and dialled again, wherever the OST is served now, after a loss.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "client/internal.h"
+#include "common/log.h"
 #include "common/util.h"
 
 /* Under ost_lock: keeps a failed connection until disconnect, since another thread may still be
@@ -151,6 +153,56 @@ static void ost_resolve(void *arg, char *host, size_t cap, uint16_t *port)
 	pthread_mutex_unlock(&sl->lock);
 }
 
+/* On every connection to an OST, before anything is resent: which instance of it answers. One
+ * that differs from the last means a server that may have lost writes the last one acknowledged
+ * (ost_instance.c): fsyncs of files written there since their last fsync report EIO. */
+static int ost_hello(struct rpc_hs *hs, void *arg)
+{
+	struct ost_slot *sl = arg;
+	struct lw_ost_io io = { .ost_idx = sl->idx };
+	struct lw_ost_connect_rep rep;
+	uint32_t len = 0;
+	int rc = rpc_hs_call(hs, LW_OP_OST_CONNECT, &io, sizeof(io), &rep, sizeof(rep), &len);
+
+	if (rc == -EOPNOTSUPP)
+		return 0; /* an older OSS: nothing to compare */
+	if (rc == -ENODEV || rc == -EACCES)
+		return -EAGAIN; /* not served at this address (yet): dial again, maybe the partner */
+	if (rc)
+		return rc;
+	if (len != sizeof(rep) || rep.instance == 0)
+		return -EPROTO;
+	pthread_mutex_lock(&sl->lock);
+	if (sl->instance && sl->instance != rep.instance) {
+		atomic_fetch_add(&sl->loss_gen, 1);
+		log_warn("OST%04x is served by another instance (%016llx, was %016llx): writes the one "
+			 "before acknowledged and nobody fsynced may be lost; files written there since "
+			 "their last fsync report EIO at their next fsync", sl->idx,
+			 (unsigned long long)rep.instance, (unsigned long long)sl->instance);
+	}
+	sl->instance = rep.instance;
+	pthread_mutex_unlock(&sl->lock);
+	return 0;
+}
+
+_Atomic uint32_t *fs_ost_loss_ref(loom_fs *fs, uint32_t idx)
+{
+	_Atomic uint32_t *ref = NULL;
+
+	pthread_mutex_lock(&fs->ost_lock);
+	if (idx < fs->nosts && fs->osts[idx])
+		ref = &fs->osts[idx]->loss_gen;
+	pthread_mutex_unlock(&fs->ost_lock);
+	return ref;
+}
+
+uint32_t fs_ost_loss_gen(loom_fs *fs, uint32_t idx)
+{
+	_Atomic uint32_t *ref = fs_ost_loss_ref(fs, idx);
+
+	return ref ? atomic_load(ref) : 0;
+}
+
 int fs_ost_conn(loom_fs *fs, uint32_t ost_idx, struct rpc_conn **out)
 {
 	struct ost_slot *sl = NULL;
@@ -177,7 +229,8 @@ int fs_ost_conn(loom_fs *fs, uint32_t ost_idx, struct rpc_conn **out)
 	if (!sl->conn) {
 		char name[16], host[64];
 		uint16_t port = sl->port;
-		struct rpc_conn_opts o = { .name = name, .lazy = true, .resolve = ost_resolve, .arg = sl };
+		struct rpc_conn_opts o = { .name = name, .lazy = true, .resolve = ost_resolve,
+					   .hello = ost_hello, .arg = sl };
 
 		fs_conn_opts(fs, &o);
 		snprintf(name, sizeof(name), "OST%04x", ost_idx);

@@ -515,10 +515,11 @@ int rpc_conn_open(const char *host, uint16_t port, const struct rpc_conn_opts *o
 		c->key_id = *c->opts.key_id;
 	c->opts.key = NULL;
 	c->opts.key_id = NULL;
-	c->opts.name = NULL; /* the caller's string may not live on: the name is kept in peer */
+	snprintf(c->name, sizeof(c->name), "%s", opts && opts->name ? opts->name : "server");
+	c->opts.name = NULL; /* the caller's string may not live on: c->name keeps it */
 	snprintf(c->host, sizeof(c->host), "%s", host);
 	c->port = port;
-	snprintf(c->peer, sizeof(c->peer), "%s (%s:%u)", opts && opts->name ? opts->name : "server", host, port);
+	snprintf(c->peer, sizeof(c->peer), "%s (%s:%u)", c->name, host, port);
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_mutex_init(&c->send_lock, NULL);
 	c->rbuf = malloc(RBUF_SIZE);

@@ -43,6 +43,7 @@ struct rpc_conn {
 	int wake_fd;
 	pthread_t thread;
 	char peer[96];
+	char name[32];        /* opts.name, kept (the caller's string may not live on) */
 	char host[64];
 	uint16_t port;
 	struct rpc_conn_opts opts;

@@ -133,8 +133,7 @@ void conn_reconnect(struct rpc_conn *c)
 		c->rx = rx;
 		c->fd = fd;
 		c->state = CS_CONNECTED;
-		snprintf(c->peer, sizeof(c->peer), "%s (%s:%u)", c->opts.name ? c->opts.name : "server",
-			 c->host, c->port);
+		snprintf(c->peer, sizeof(c->peer), "%s (%s:%u)", c->name, c->host, c->port);
 		log_info("reconnected to %s; resending what was in flight", c->peer);
 	} else if (rpc_fatal_hello_error(rc)) {
 		conn_fail_locked(c, "the server refused this client after it restarted");

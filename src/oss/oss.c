@@ -152,6 +152,16 @@ static int oss_op_destroy_many(struct oss_op *o)
 	return rc;
 }
 
+/* OST_CONNECT: which instance of the OST this is (ost_instance.c). */
+static int oss_op_connect(struct oss_op *o)
+{
+	struct lw_ost_connect_rep rep = { .instance = ost_instance(o->ost) };
+
+	srv_reply(o->req, 0, &rep, sizeof(rep), NULL, 0, NULL);
+	o->replied = true;
+	return 0;
+}
+
 static int oss_op_statfs(struct oss_op *o)
 {
 	struct lw_statfs sf;
@@ -581,6 +591,11 @@ int main(int argc, char **argv)
 		}
 		ost_set_cache_policy(oss.osts[i], &cache);
 		oss.nosts++;
+		rc = ost_instance_start(oss.osts[i]);
+		if (rc) {
+			log_err("cannot record this server in the OST in %s: %s", dirs[i], strerror(-rc));
+			return 1;
+		}
 	}
 	raise_nofile_limit();
 	signal(SIGPIPE, SIG_IGN);
@@ -642,8 +657,10 @@ int main(int argc, char **argv)
 	for (int i = 0; i < oss.nworkers; i++)
 		pthread_join(oss.workers[i], NULL);
 	srv_destroy(oss.srv);
-	for (int i = 0; i < oss.nosts; i++)
+	for (int i = 0; i < oss.nosts; i++) {
+		ost_instance_stop(oss.osts[i]);
 		ost_close(oss.osts[i]);
+	}
 	for (int i = 0; i < ndirs; i++)
 		mmp_release(oss.mmps[i]); /* after the last write to the OSTs */
 	free(oss.workers);

@@ -33,6 +33,13 @@ struct ost_objstat {
 /* Opens an OST; -ENOENT if dir holds none. Repairs the checksums of writes a crash interrupted. */
 int ost_open(const char *dir, struct ost **out);
 void ost_close(struct ost *o);
+/* ost_instance.c: the OST's instance, which changes when writes acknowledged before may have been
+ * lost (a server on another host, or after a reboot, took over from one that did not stop
+ * cleanly); clients compare it across their connections. Start: decides and records it (after
+ * multi-mount protection gave this server the OST). Stop: a clean stop, everything synced first. */
+int ost_instance_start(struct ost *o);
+void ost_instance_stop(struct ost *o);
+uint64_t ost_instance(const struct ost *o);
 
 const char *ost_dir(const struct ost *o);
 const char *ost_uuid(const struct ost *o);

@@ -128,6 +128,7 @@ struct ost {
 	 * registration thread sets it, workers read it. */
 	_Atomic uint64_t lost_below;
 	atomic_bool gone_told;         /* its directory was found removed (said once) */
+	uint64_t instance;             /* ost_instance.c; 0 until ost_instance_start */
 };
 
 /* ost_csum.c: range locks, checksums and write intents. */

@@ -984,6 +984,17 @@ struct lw_ost_io {
 };
 _Static_assert(sizeof(struct lw_ost_io) == 56, "lw_ost_io");
 
+/* OST_CONNECT (a client, on every connection to an OST; lw_ost_io with ost_idx, the rest 0):
+ * reply lw_ost_connect_rep. The instance changes when writes the OST's server acknowledged may
+ * have been lost (a server on another host, or after a reboot, took over from one that had not
+ * synced them): a client that wrote since its last OST_SYNC there and sees another instance
+ * reports EIO at its next fsync. Never 0. */
+struct lw_ost_connect_rep {
+	uint64_t instance;
+	uint64_t pad;
+};
+_Static_assert(sizeof(struct lw_ost_connect_rep) == 16, "lw_ost_connect_rep");
+
 struct lw_ost_io_rep {
 	uint64_t length;     /* bytes read or written */
 	uint64_t obj_size;   /* object size after the operation; 0 for a missing object */

@@ -6,6 +6,7 @@ MDS (and says B is its partner); A dies; B starts on the same OST, takes it once
 has stopped, registers, and the clients' I/O goes on there: what was fsynced reads back whole,
 through both mounts, and nobody saw an error."""
 
+import errno
 import hashlib
 import os
 import signal
@@ -80,15 +81,19 @@ class Pair:
         self.addr = {"a": ("127.0.0.1", free_port("127.0.0.1")), "b": ("127.0.0.2", free_port("127.0.0.2"))}
         self.procs = {}
 
-    def start(self, side):
+    def start(self, side, hostname=None):
+        """Starts side's OSS; with hostname, in a UTS namespace of its own with that host name, as
+        a server on another host sees itself (the OST's record of its last server tells them
+        apart)."""
         other = "b" if side == "a" else "a"
         host, port = self.addr[side]
         log = open(os.path.join(self.c.dir, "log", "oss-pair-%s.log" % side), "a")
-        self.procs[side] = subprocess.Popen(
-            [OSS_BIN, "--ost", self.ost, "--mds", self.c.addr, "--key", self.c.key,
-             "--listen", "%s:%d" % (host, port), "--advertise", host,
-             "--failover", "%s:%d" % self.addr[other], "--mmp-interval", str(MMP_MS)],
-            stdout=log, stderr=log)
+        cmd = [OSS_BIN, "--ost", self.ost, "--mds", self.c.addr, "--key", self.c.key,
+               "--listen", "%s:%d" % (host, port), "--advertise", host,
+               "--failover", "%s:%d" % self.addr[other], "--mmp-interval", str(MMP_MS)]
+        if hostname:
+            cmd = ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', hostname] + cmd
+        self.procs[side] = subprocess.Popen(cmd, stdout=log, stderr=log)
         log.close()
         return self.procs[side]
 
@@ -297,3 +302,89 @@ def test_ost_pair_fails_over_while_the_mds_is_down_too(pair, workdir):
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+# An application on the mount, driven line by line: "open NAME", "write NAME N BYTE", "fsync NAME",
+# "flush NAME", "close NAME"; each answers "ok" or "err ERRNO". (In a process of its own: a file descriptor of
+# the mount open in the test's process would be closed in every child it starts, and that close
+# waits for the writes behind it, to an OST that is down.)
+APP = r"""
+import os, sys
+d, fds = sys.argv[1], {}
+for line in sys.stdin:
+    cmd, name, *rest = line.split()
+    try:
+        if cmd == "open":
+            fds[name] = os.open(os.path.join(d, name), os.O_RDWR | os.O_CREAT, 0o644)
+        elif cmd == "write":
+            os.write(fds[name], rest[1].encode() * int(rest[0]))
+        elif cmd == "fsync":
+            os.fsync(fds[name])
+        elif cmd == "flush":   # a close of a copy: what went behind is answered, nothing synced
+            os.close(os.dup(fds[name]))
+        elif cmd == "close":
+            os.close(fds.pop(name))
+        print("ok", flush=True)
+    except OSError as e:
+        print("err", e.errno, flush=True)
+"""
+
+
+class App:
+    def __init__(self, d):
+        self.p = subprocess.Popen([sys.executable, "-c", APP, d], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  text=True)
+
+    def __call__(self, *words):
+        self.p.stdin.write(" ".join(str(x) for x in words) + "\n")
+        self.p.stdin.flush()
+        return self.p.stdout.readline().strip()
+
+    def end(self):
+        self.p.stdin.close()
+        self.p.wait(timeout=120)
+
+
+@pytest.mark.allow_log(r"WARN: OST .*: the last server \(on \S+\) did not stop cleanly",
+                       r"WARN: OST0001 is served by another instance",
+                       r"WARN: inode \S+: OST0001's server changed since the file was written",
+                       r"OST0001.*(Connection refused|recover|reconnect|away)")
+def test_writes_a_dead_host_may_have_lost_are_the_next_fsyncs_error(pair):
+    # An OSS acknowledges a write once it is in its page cache. When its host dies, a partner on
+    # another host serves the OST without what that cache held: a file written since its last
+    # fsync must hear so at its next fsync (EIO, once), as a local file system reports a lost
+    # writeback. Files fsynced before, or written only after the failover, are fine.
+    c = pair.c
+    pair.start("a")
+    assert wait_until(lambda: served_at(c, *pair.addr["a"]), 30, 0.1), pair.log("a")
+    c.loom("mkdir", "/pair")
+    c.loom("setstripe", "-c", "1", "-i", str(PAIR_IDX), "/pair")
+    app = App(os.path.join(c.dir, "mnt", "pair"))
+    try:
+        for name in ("synced", "unsynced", "later"):
+            assert app("open", name) == "ok"
+        assert app("write", "synced", MiB, "s") == "ok"
+        assert app("fsync", "synced") == "ok"
+        assert app("write", "unsynced", MiB, "u") == "ok"
+        assert app("flush", "unsynced") == "ok"   # A acknowledged it
+        pair.procs["a"].kill()
+        pair.procs["a"].wait()
+        pair.start("b", hostname="oss-b-host")
+        assert wait_until(lambda: served_at(c, *pair.addr["b"]), 60, 0.1), pair.log("b")
+        assert "the last server (on %s) did not stop cleanly on this host" % socket.gethostname() in pair.log("b")
+        assert app("write", "later", MiB, "l") == "ok"
+        assert app("fsync", "later") == "ok"
+        assert app("fsync", "synced") == "ok"
+        assert app("fsync", "unsynced") == "err %d" % errno.EIO
+        assert app("fsync", "unsynced") == "ok"   # reported once
+        # The same host's partner (the OST's pages were the kernel's all along): nothing to tell.
+        assert app("write", "later", MiB, "m") == "ok"
+        pair.procs["b"].kill()
+        pair.procs["b"].wait()
+        pair.start("a", hostname="oss-b-host")
+        assert wait_until(lambda: served_at(c, *pair.addr["a"]), 60, 0.1), pair.log("a")
+        assert app("fsync", "later") == "ok"
+        for name in ("synced", "unsynced", "later"):
+            assert app("close", name) == "ok"
+    finally:
+        app.end()

@@ -99,6 +99,22 @@ int fs_ost_conn(loom_fs *fs, uint32_t ost_idx, struct rpc_conn **out)
 	return 0;
 }
 
+/* The fake OSS never changes instance: no loss generation to note. */
+_Atomic uint32_t *fs_ost_loss_ref(loom_fs *fs, uint32_t idx)
+{
+	(void)fs;
+	(void)idx;
+	return NULL;
+}
+
+void ino_mark_acked(loom_fs *fs, uint64_t ino, uint32_t ost, uint32_t gen)
+{
+	(void)fs;
+	(void)ino;
+	(void)ost;
+	(void)gen;
+}
+
 void rpc_call_init(struct rpc_call *call, uint16_t opcode, const void *body, uint32_t body_len)
 {
 	memset(call, 0, sizeof(*call));
