@@ -287,6 +287,18 @@ static void mds_resolve(void *arg, char *host, size_t cap, uint16_t *port)
 	pthread_mutex_unlock(&fs->addr_lock);
 }
 
+/* The MDS stopped answering with its socket up (its host died with its link, or it hangs): the
+ * next address of the failover list is dialled first, not the silent one again (which costs a
+ * connect timeout when its host is gone). */
+static void mds_silent(void *arg)
+{
+	loom_fs *fs = arg;
+
+	pthread_mutex_lock(&fs->addr_lock);
+	fs->mds_stay = false;
+	pthread_mutex_unlock(&fs->addr_lock);
+}
+
 static unsigned recovery_seconds_default(void)
 {
 	const char *env = getenv("LOOM_RECOVERY_SECONDS");
@@ -409,6 +421,7 @@ static int mds_open(loom_fs *fs, struct rpc_conn_opts *o, struct rpc_conn **out,
 	int rc, ret = 0;
 
 	o->resolve = mds_resolve;
+	o->on_silence = mds_silent;
 	o->arg = fs;
 	for (unsigned k = 0; k < n; k++) {
 		struct mds_addr a;

@@ -10,7 +10,7 @@
  * (mdt_ost_prepare, mdt_ost_install), so an aborted registration leaves no trace in memory either.
  *
  * After an MDS restart every known OST starts active with the free space it last registered with,
- * and has one expiry period (from the open) to be heard from again.
+ * and has one expiry period and a grace (from the open, START_GRACE_NS) to be heard from again.
  */
 #include "mdt/internal.h"
 
@@ -196,9 +196,15 @@ static int build_one(const struct mdt_ost_rec *rec, void *arg)
 	return 0;
 }
 
+/* At a start, OSTs count as heard from this much in the future: their OSSs may still be finding
+ * this MDS (after a failover they notice the old one's silence only after their own timeout,
+ * about 8 s, then dial the next address), and an OST marked inactive meanwhile would leave
+ * creates without any (ENOSPC). */
+#define START_GRACE_NS (10ull * 1000000000ull)
+
 int mdt_ost_load(struct mdt_store *s, struct mdt_txn *t)
 {
-	struct table_build b = { .now_ns = clock_mono_ns() };
+	struct table_build b = { .now_ns = clock_mono_ns() + START_GRACE_NS };
 	int rc;
 
 	rc = mdt_ost_rec_each(t, build_one, &b);

@@ -466,6 +466,8 @@ static void *conn_thread(void *arg)
 		pthread_mutex_unlock(&c->lock);
 		if (hangs) {
 			/* Stopped or wedged, with its socket up: as if it had gone away. */
+			if (c->opts.on_silence)
+				c->opts.on_silence(c->opts.arg);
 			conn_broken(c, hang_why);
 			continue;
 		}

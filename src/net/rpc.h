@@ -196,6 +196,10 @@ struct rpc_conn_opts {
 	void (*on_notify)(void *arg, uint16_t opcode, const void *body, uint32_t len);
 	/* Before each reconnection attempt: may change host/port (a server that moved). */
 	void (*resolve)(void *arg, char *host, size_t cap, uint16_t *port);
+	/* The connection is given up for a server that stopped answering with its socket up (the
+	 * adaptive timeout), before the reconnection: a failover list may try another address
+	 * first. On the I/O thread, no lock of this layer held. */
+	void (*on_silence)(void *arg);
 	void *arg;
 };
 

@@ -12,10 +12,13 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "net/rpc.h"
 #include "oss/oss_impl.h"
 #include "oss/oss_nodemap.h"
 #include "proto/codec.h"
+
+#define MDS_SILENCE_MS 8000
 
 static bool oss_sleep(struct oss *oss, int seconds)
 {
@@ -185,11 +188,17 @@ void *oss_mds_thread(void *arg)
 	char at[96];
 
 	while (!oss->stopping) {
+		bool silent = false;
 		int rc = 0;
 
 		if (!mds) {
+			/* A heartbeat unanswered for 8 s (more after slow replies: the timeout adapts)
+			 * means an MDS gone silent, a host that died with its link: the next address
+			 * is tried before its OSTs expire at the partner (10 s after its start, plus a
+			 * grace). */
 			struct rpc_conn_opts o = { .name = "MDS", .key = oss->keylen ? oss->key : NULL,
-						   .keylen = oss->keylen, .encrypt = oss->encrypt };
+						   .keylen = oss->keylen, .encrypt = oss->encrypt,
+						   .at_min_ms = MDS_SILENCE_MS };
 			const struct mds_addr *a = &oss->mds.addr[oss->mds_cur];
 
 			rc = rpc_conn_open(a->host, a->port, &o, &mds);
@@ -226,12 +235,19 @@ void *oss_mds_thread(void *arg)
 			if (rc == 0)
 				rc = oss_heartbeat(oss, mds);
 		} else {
+			uint64_t sent = clock_mono_ns();
+
 			rc = oss_heartbeat(oss, mds);
+			/* No answer within the timeout (a failed call says -EIO either way). */
+			silent = rc && clock_mono_ns() - sent >= (uint64_t)MDS_SILENCE_MS * 1000000u;
 		}
 		if (rc) {
-			/* The same address first: an MDS that restarts comes back there. */
+			/* The same address first: an MDS that restarts comes back there; one that
+			 * went silent (its host died) is left for the next of a failover list. */
 			log_warn("lost the MDS at %s (%s); reconnecting", mds_now(oss, at, sizeof(at)),
 				 strerror(-rc));
+			if (silent && oss->mds.count > 1)
+				oss->mds_cur = (oss->mds_cur + 1) % oss->mds.count;
 			rpc_conn_close(mds);
 			mds = NULL;
 			if (oss_sleep(oss, 1))

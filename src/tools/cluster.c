@@ -317,21 +317,37 @@ static int start_mds(struct cluster *c)
 	return -ETIMEDOUT;
 }
 
-static int start_oss(const struct cluster *c, int k)
+static int start_oss(const struct cluster *c, int k, pid_t *pid)
 {
 	char name[16], ost[PATH_MAX + 16], mds[32];
 	char *argv[] = { (char *)c->oss_bin, "--ost", ost, "--mds", mds, "--listen", "127.0.0.1:0",
 			 "--key", (char *)c->key, NULL };
-	pid_t pid;
 
 	snprintf(name, sizeof(name), "oss%d", k);
 	snprintf(ost, sizeof(ost), "%s/ost%d", c->dir, k);
 	snprintf(mds, sizeof(mds), "127.0.0.1:%u", c->port);
-	return spawn(c, name, argv, &pid);
+	return spawn(c, name, argv, pid);
 }
 
-/* Waits until the MDS reports `want` OSTs that answer. */
-static int wait_osts(const struct cluster *c, int want)
+/* An OSS started by this run (pids[k], 0: not started now) that exited already: it said why in
+ * its log (the MDS refused its OST, another server holds it): no use waiting for it. */
+static bool an_oss_exited(const struct cluster *c, const pid_t *pids)
+{
+	for (int k = 0; k < c->osts; k++) {
+		int status;
+
+		if (pids[k] > 0 && waitpid(pids[k], &status, WNOHANG) == pids[k]) {
+			fprintf(stderr, "loom cluster: oss%d exited (%s %d) before its OST came up; see "
+				"%s/log/oss%d.log\n", k, WIFEXITED(status) ? "status" : "signal",
+				WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), c->dir, k);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Waits until the MDS reports `want` OSTs that answer, or one of the OSSs started now exits. */
+static int wait_osts(const struct cluster *c, int want, const pid_t *pids)
 {
 	struct loom_connect_opts o = { .key_file = c->key };
 	char addr[32];
@@ -355,6 +371,8 @@ static int wait_osts(const struct cluster *c, int want)
 		}
 		if (active >= want)
 			return 0;
+		if (an_oss_exited(c, pids))
+			return -ECHILD;
 		sleep_ms(100);
 	}
 	fprintf(stderr, "loom cluster: only %d of %d OSTs came up; see %s/log/\n", active, want, c->dir);
@@ -416,6 +434,7 @@ static void unmount_fs(const struct cluster *c)
 static int cluster_up(struct cluster *c)
 {
 	char sub[PATH_MAX + 16], target[PATH_MAX + 16];
+	pid_t *pids;
 	int rc;
 
 	if (find_bin("loom-mds", "mds", c->mds_bin, sizeof(c->mds_bin)) ||
@@ -491,6 +510,9 @@ static int cluster_up(struct cluster *c)
 	rc = conf_save(c);
 	if (rc)
 		return tool_fail("cluster", "cannot save cluster.conf", rc);
+	pids = calloc((size_t)c->osts, sizeof(*pids));
+	if (!pids)
+		return tool_fail("cluster", "cannot start the OSSs", -ENOMEM);
 	for (int k = 0; k < c->osts; k++) {
 		char name[16];
 
@@ -498,11 +520,15 @@ static int cluster_up(struct cluster *c)
 		snprintf(target, sizeof(target), "%s/ost%d", c->dir, k);
 		if (running_pid(c, name, "loom-oss", target))
 			continue;
-		rc = start_oss(c, k);
-		if (rc)
+		rc = start_oss(c, k, &pids[k]);
+		if (rc) {
+			free(pids);
 			return tool_fail("cluster", "cannot start an OSS", rc);
+		}
 	}
-	if (wait_osts(c, c->osts))
+	rc = wait_osts(c, c->osts, pids);
+	free(pids);
+	if (rc)
 		return 1;
 	if (c->mount[0]) {
 		rc = mount_fs(c);

@@ -139,6 +139,21 @@ class HostBed:
         kw.setdefault("timeout", 120)
         return subprocess.run(self.argv_in(h, argv), **kw)
 
+    def kill_host(self, h):
+        """Host h dies: every process in its network killed (SIGKILL), and its link down, so that
+        its peers hear nothing more from it (no reset, no refusal)."""
+        _run(self._in(h.netns, ["ip", "link", "set", "eth0", "down"]))
+        for pid in _pids_in_netns(h.netns):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        _wait_netns_empty(h.netns)
+
+    def revive_host(self, h):
+        """h's link up again (its processes stay dead: start what it should run)."""
+        _run(self._in(h.netns, ["ip", "link", "set", "eth0", "up"]))
+
     def mounted(self, path):
         """Records a mount the bed must take down at close()."""
         self.mounts.append(path)
@@ -195,6 +210,14 @@ def _is_mounted(path):
     path = os.path.realpath(path)
     with open("/proc/self/mounts") as f:
         return any(line.split()[1] == path for line in f)
+
+
+def _wait_netns_empty(ns, timeout=30):
+    deadline = time.monotonic() + timeout
+    while _pids_in_netns(ns):
+        if time.monotonic() > deadline:
+            raise RuntimeError("processes of %s survived SIGKILL: %s" % (ns, _pids_in_netns(ns)))
+        time.sleep(0.05)
 
 
 def _pids_in_netns(ns):

@@ -22,7 +22,10 @@ FSNAME = "loom"
 
 
 class LoomBed(HostBed):
-    def __init__(self, build, osts, oss_rate_mib=None, prefix=None):
+    """mds_pair: the MDT is served by a failover pair, hosts mds and mds2 (one at a time, with
+    multi-mount protection every mmp_ms); OSSs, mounts and the tool list both addresses."""
+
+    def __init__(self, build, osts, oss_rate_mib=None, prefix=None, mds_pair=False, mmp_ms=1000):
         self.build = os.path.abspath(build)
         self.bin = {name: os.path.join(self.build, "src", sub, name) for sub, name in
                     (("mds", "loom-mds"), ("oss", "loom-oss"), ("fuse", "loom-mount"), ("tools", "loom"))}
@@ -33,6 +36,8 @@ class LoomBed(HostBed):
         try:
             super().__init__(prefix)
             self.mds = self.add_host("mds")
+            self.mds2 = self.add_host("mds2") if mds_pair else None
+            self.mmp_ms = mmp_ms if mds_pair else 0
             self._start_mds()
             for i in range(osts):
                 self.add_oss(oss_rate_mib)
@@ -50,9 +55,16 @@ class LoomBed(HostBed):
         mdt = os.path.join(self.dir, "mdt")
         subprocess.run([self.bin["loom-mds"], "--format", "--fsname", FSNAME, "--mdt", mdt, "--key", self.key],
                        check=True, capture_output=True, timeout=60)
-        self.popen(self.mds, [self.bin["loom-mds"], "--mdt", mdt, "--listen", "%s:%d" % (self.mds.addr, MDS_PORT),
-                              "--key", self.key], stdout=self._log("mds"), stderr=subprocess.STDOUT)
-        self.fs = "%s:%d" % (self.mds.addr, MDS_PORT)
+        self.fs = ",".join("%s:%d" % (h.addr, MDS_PORT) for h in (self.mds, self.mds2) if h)
+        self.start_mds(self.mds)
+
+    def start_mds(self, host):
+        """The MDS on host (either of a pair's): its Popen."""
+        argv = [self.bin["loom-mds"], "--mdt", os.path.join(self.dir, "mdt"),
+                "--listen", "%s:%d" % (host.addr, MDS_PORT), "--key", self.key]
+        if self.mmp_ms:
+            argv += ["--mmp-interval", str(self.mmp_ms)]
+        return self.popen(host, argv, stdout=self._log("mds-" + host.name), stderr=subprocess.STDOUT)
 
     def add_oss(self, rate_mib=None):
         """A new OSS host with one OST, started at once (also while clients are mounted)."""

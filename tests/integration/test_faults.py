@@ -398,7 +398,7 @@ def test_mount_workload_survives_kill9_of_any_server(cluster, workdir):
 # ---- 2. a large write or read while an OSS is stopped or killed ------------------------------
 
 BIG = 256 * MiB
-STOP_SECONDS = 20
+STOP_SECONDS = 12   # a stall the application waits through (test_hang.py has those past the timeout)
 
 COPY_IN = r"""
 import os, sys

@@ -151,8 +151,12 @@ def test_failed_disk_replaced(cluster):
         mds.wait(timeout=60)
 
     # A new empty OST claiming the index without --replace is refused, on both sides.
+    name = "oss" + os.path.basename(ost_dir)[3:]   # its directory is gone: named by it
     p = cluster.cluster_cmd("up", "--osts", "4", "--mount", mnt, check=False)
     assert p.returncode != 0
+    # At once, not after waiting for an OST that cannot come.
+    assert "loom cluster: %s exited (status 1) before its OST came up; see %s/log/%s.log" % (
+        name, cluster.dir, name) in p.stderr, p.stderr
     assert wait_until(lambda: "format this one with --index %d --replace" % DEAD in cluster.read_log("oss%d" % DEAD), PROMPT)
     assert re.search(r"refused OST \S+ from \S+ \(wants index %d\): its index belongs to another OST" % DEAD,
                      cluster.read_log("mds")), cluster.read_log("mds")[-2000:]
