@@ -30,7 +30,12 @@ struct ino_shared {
 	 * the oldest acknowledgement (ino_mark_acked). */
 	struct ost_loss_mark *marks;
 	uint32_t nmarks;
+	bool kept;         /* counted in fs->marks_kept: its last handle here closed with marks */
 };
+
+/* Inodes whose last handle closed with writes not fsynced keep their marks, so that an fsync
+ * through a later open (a checkpointer's) still hears of a loss; at most this many. */
+#define MARKS_KEPT_MAX 65536u
 
 /* Under shared_lock: ino's state, made when missing with create (NULL without memory). */
 static struct ino_shared *shared_of(loom_fs *fs, uint64_t ino, bool create)
@@ -176,8 +181,21 @@ static void shared_free(void *p)
 
 void ino_forget(loom_fs *fs, uint64_t ino)
 {
+	struct ino_shared *e;
+
 	pthread_mutex_lock(&fs->shared_lock);
-	shared_free(u64map_del(&fs->shared, ino));
+	e = shared_of(fs, ino, false);
+	if (e && e->marks && (e->kept || fs->marks_kept < MARKS_KEPT_MAX)) {
+		/* Written and not fsynced: a later open's fsync reports a loss (and the error no
+		 * handle reported yet, as Linux does for a new descriptor). */
+		if (!e->kept)
+			fs->marks_kept++;
+		e->kept = true;
+	} else if (e) {
+		if (e->kept)
+			fs->marks_kept--;
+		shared_free(u64map_del(&fs->shared, ino));
+	}
 	pthread_mutex_unlock(&fs->shared_lock);
 }
 

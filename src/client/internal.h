@@ -97,6 +97,8 @@ struct loom_fs {
 	 * (inode.c). Taken inside files_lock and wb_lock, never around another lock. */
 	pthread_mutex_t shared_lock;
 	struct u64map shared;          /* ino -> struct ino_shared */
+	uint32_t marks_kept;           /* entries kept past their inode's last close for their
+	                                * writes' marks (inode.c), under shared_lock */
 	/* Mirrored files' objects this client marked stale (io_mirror.c): no handle here reads them,
 	 * whatever layout it was opened with. Keyed by mirror_obj_key. */
 	pthread_mutex_t stale_lock;

@@ -62,6 +62,16 @@ static void learn_failovers(loom_fs *fs)
 	if (mdc_ost_failovers(fs, &body, &count) != 0)
 		return;
 	pthread_mutex_lock(&fs->ost_lock);
+	/* An OST the MDS names no partner for has none (its OSS said so, or a replacement took
+	 * the index): entries are set again below. */
+	for (uint32_t i = 0; i < fs->nosts; i++) {
+		if (!fs->osts[i])
+			continue;
+		pthread_mutex_lock(&fs->osts[i]->lock);
+		fs->osts[i]->fo_host[0] = '\0';
+		fs->osts[i]->fo_port = 0;
+		pthread_mutex_unlock(&fs->osts[i]->lock);
+	}
 	for (uint32_t i = 0; i < count; i++) {
 		struct lw_ost_addr a;
 		struct ost_slot *sl;
@@ -162,17 +172,31 @@ static int ost_hello(struct rpc_hs *hs, void *arg)
 	struct lw_ost_io io = { .ost_idx = sl->idx };
 	struct lw_ost_connect_rep rep;
 	uint32_t len = 0;
-	int rc = rpc_hs_call(hs, LW_OP_OST_CONNECT, &io, sizeof(io), &rep, sizeof(rep), &len);
+	int rc;
 
+	/* Its answer may queue behind the writes other clients resend after a failover. */
+	rpc_hs_set_timeout(hs, 60000);
+	rc = rpc_hs_call(hs, LW_OP_OST_CONNECT, &io, sizeof(io), &rep, sizeof(rep), &len);
 	if (rc == -EOPNOTSUPP)
 		return 0; /* an older OSS: nothing to compare */
-	if (rc == -ENODEV || rc == -EACCES)
-		return -EAGAIN; /* not served at this address (yet): dial again, maybe the partner */
-	if (rc)
+	if (rc == -EPROTONOSUPPORT)
 		return rc;
-	if (len != sizeof(rep) || rep.instance == 0)
-		return -EPROTO;
+	/* Not served at this address (yet), a node key not known there yet, a frame that came
+	 * damaged: dial again (perhaps the partner). */
+	if (rc)
+		return -EAGAIN;
+	if (len < sizeof(rep) || rep.instance == 0 || !memchr(rep.uuid, '\0', sizeof(rep.uuid)))
+		return -EAGAIN;
 	pthread_mutex_lock(&sl->lock);
+	if (sl->uuid[0] && strncmp(rep.uuid, sl->uuid, sizeof(rep.uuid)) != 0) {
+		/* Another OST with this index: a stale or mistyped failover address, another file
+		 * system's OSS. Nothing may be sent there. */
+		log_warn("OST%04x: the address dialled serves OST %s (file system %.16s), not %s: not "
+			 "this file system's OST%04x; dialling again", sl->idx, rep.uuid, rep.fsname, sl->uuid,
+			 sl->idx);
+		pthread_mutex_unlock(&sl->lock);
+		return -EAGAIN;
+	}
 	if (sl->instance && sl->instance != rep.instance) {
 		atomic_fetch_add(&sl->loss_gen, 1);
 		log_warn("OST%04x is served by another instance (%016llx, was %016llx): writes the one "

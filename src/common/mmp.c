@@ -47,7 +47,7 @@ struct mmp {
 	void *arg;
 	bool own_arg;          /* arg is malloc'd, the mmp's to free (mmp_take's) */
 	_Atomic uint64_t ours_ns; /* clock_mono_ns() when the block was last seen to be ours */
-	pthread_mutex_t check_lock; /* check_page, mmp_check's own read */
+	pthread_mutex_t check_lock; /* the block read or written once held (beats, mmp_check) */
 	uint8_t *check_page;
 	pthread_t thread;
 	pthread_mutex_t lock;
@@ -164,11 +164,16 @@ static void *beat_main(void *arg)
 
 	while (!nap(m, m->interval_ms)) {
 		struct mmp_block b;
-		int rc = read_block(m, &b);
+		int rc;
+
+		/* mmp_check reads the same block: never while it is half written. */
+		pthread_mutex_lock(&m->check_lock);
+		rc = read_block(m, &b);
 
 		if (rc == 1 && !same_beat(&b, &m->mine)) {
 			snprintf(why, sizeof(why), "%s (%s) took the target: its heartbeat replaced ours",
 				 b.node, b.server);
+			pthread_mutex_unlock(&m->check_lock);
 			m->on_lost(m->arg, why);
 			return NULL;
 		}
@@ -176,10 +181,12 @@ static void *beat_main(void *arg)
 		if (rc != 1 || (rc = write_block(m, &m->mine)) != 0) {
 			snprintf(why, sizeof(why), "the heartbeat cannot be %s: %s", rc == 1 ? "written" : "read",
 				 rc == 1 ? strerror(-rc) : rc == 0 ? "gone" : strerror(-rc));
+			pthread_mutex_unlock(&m->check_lock);
 			m->on_lost(m->arg, why);
 			return NULL;
 		}
 		atomic_store(&m->ours_ns, clock_mono_ns());
+		pthread_mutex_unlock(&m->check_lock);
 	}
 	return NULL;
 }
@@ -328,6 +335,10 @@ int mmp_check(struct mmp *m)
 	/* The last beat is older than an interval: this process may have been frozen while the
 	 * partner took the target. Look at the disk before writing. */
 	pthread_mutex_lock(&m->check_lock);
+	if (clock_mono_ns() - atomic_load(&m->ours_ns) < (uint64_t)m->interval_ms * 1000000u) {
+		pthread_mutex_unlock(&m->check_lock); /* another caller, or a beat, looked meanwhile */
+		return 0;
+	}
 	rc = read_block_into(m, m->check_page, &b);
 	if (rc == 1 && b.id != m->mine.id) {
 		snprintf(why, sizeof(why), "%s (%s) took the target: its heartbeat replaced ours (seen "

@@ -14,6 +14,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "common/mmp.h"
 #include "mds/dispatch.h"
 
 #define BATCH_MAX        1024
@@ -539,6 +540,10 @@ static void run_batch(struct mds *m, struct reqq_item *list, uint32_t n)
 	uint32_t answered = m->commit.open ? m->commit.changes : 0;
 	int rc;
 
+	/* A server deposed while it was frozen answers nothing more (it exits here): a change is
+	 * answered before its commit, whose own check would come too late for that answer. */
+	if (write)
+		mmp_check(m->mmp);
 	rc = replies ? batch_txn(m, write, &txn) : -ENOMEM;
 	if (rc == 0) {
 		uint32_t first = 0; /* first request of the open transaction */

@@ -345,6 +345,7 @@ int main(int argc, char **argv)
 			rc == -ENOENT ? " (format it with --format --fsname NAME)" : "");
 		return 1;
 	}
+	m.mmp = mmp;
 	if (mmp)
 		mdt_store_set_write_guard(m.store, mmp_guard, mmp);
 	if (fsname && strcmp(fsname, mdt_store_fsname(m.store))) {

@@ -152,7 +152,10 @@ struct lease_dir {
 	uint64_t excl_sid;
 };
 
+struct mmp;
+
 struct mds {
+	struct mmp *mmp;                /* multi-mount protection of the MDT (NULL: none) */
 	struct mdt_store *store;
 	struct srv *srv;
 	struct reqq queue;

@@ -197,10 +197,10 @@ static int build_one(const struct mdt_ost_rec *rec, void *arg)
 }
 
 /* At a start, OSTs count as heard from this much in the future: their OSSs may still be finding
- * this MDS (after a failover they notice the old one's silence only after their own timeout,
- * about 8 s, then dial the next address), and an OST marked inactive meanwhile would leave
+ * this MDS (after a failover they notice the old one's silence only after their heartbeat's
+ * timeout, 20 s, then dial the next address), and an OST marked inactive meanwhile would leave
  * creates without any (ENOSPC). */
-#define START_GRACE_NS (10ull * 1000000000ull)
+#define START_GRACE_NS (20ull * 1000000000ull)
 
 int mdt_ost_load(struct mdt_store *s, struct mdt_txn *t)
 {

@@ -157,6 +157,9 @@ static int oss_op_connect(struct oss_op *o)
 {
 	struct lw_ost_connect_rep rep = { .instance = ost_instance(o->ost) };
 
+	snprintf(rep.uuid, sizeof(rep.uuid), "%s", ost_uuid(o->ost));
+	snprintf(rep.fsname, sizeof(rep.fsname), "%s", ost_fsname(o->ost));
+
 	srv_reply(o->req, 0, &rep, sizeof(rep), NULL, 0, NULL);
 	o->replied = true;
 	return 0;
@@ -591,11 +594,6 @@ int main(int argc, char **argv)
 		}
 		ost_set_cache_policy(oss.osts[i], &cache);
 		oss.nosts++;
-		rc = ost_instance_start(oss.osts[i]);
-		if (rc) {
-			log_err("cannot record this server in the OST in %s: %s", dirs[i], strerror(-rc));
-			return 1;
-		}
 	}
 	raise_nofile_limit();
 	signal(SIGPIPE, SIG_IGN);
@@ -619,6 +617,15 @@ int main(int argc, char **argv)
 	if (rc) {
 		log_err("cannot listen on %s: %s", listen_addr, strerror(-rc));
 		return 1;
+	}
+	/* This server's record in each OST, once it can serve (a start that fails before leaves the
+	 * last server's record, clean or not, as it was). Requests wait for the workers. */
+	for (int i = 0; i < oss.nosts; i++) {
+		rc = ost_instance_start(oss.osts[i]);
+		if (rc) {
+			log_err("cannot record this server in the OST in %s: %s", dirs[i], strerror(-rc));
+			return 1;
+		}
 	}
 	the_oss = &oss;
 	signal(SIGTERM, on_signal);

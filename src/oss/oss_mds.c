@@ -18,7 +18,7 @@
 #include "oss/oss_nodemap.h"
 #include "proto/codec.h"
 
-#define MDS_SILENCE_MS 8000
+#define MDS_SILENCE_MS 15000 /* a heartbeat this long unanswered: the MDS went silent */
 
 static bool oss_sleep(struct oss *oss, int seconds)
 {
@@ -192,13 +192,12 @@ void *oss_mds_thread(void *arg)
 		int rc = 0;
 
 		if (!mds) {
-			/* A heartbeat unanswered for 8 s (more after slow replies: the timeout adapts)
-			 * means an MDS gone silent, a host that died with its link: the next address
-			 * is tried before its OSTs expire at the partner (10 s after its start, plus a
-			 * grace). */
+			/* A heartbeat unanswered for the adaptive timeout (20 s at least: an MDS slow
+			 * to commit must not see its OSTs flap) means an MDS gone silent, a host that
+			 * died with its link: the next address is tried then, before the OSTs expire at
+			 * the partner (30 s after its start). */
 			struct rpc_conn_opts o = { .name = "MDS", .key = oss->keylen ? oss->key : NULL,
-						   .keylen = oss->keylen, .encrypt = oss->encrypt,
-						   .at_min_ms = MDS_SILENCE_MS };
+						   .keylen = oss->keylen, .encrypt = oss->encrypt };
 			const struct mds_addr *a = &oss->mds.addr[oss->mds_cur];
 
 			rc = rpc_conn_open(a->host, a->port, &o, &mds);
@@ -216,6 +215,7 @@ void *oss_mds_thread(void *arg)
 				continue;
 			}
 			failed = 0;
+			no_failover = false; /* this MDS may know MDS_OST_FAILOVER (another, or upgraded) */
 			for (int i = 0; i < oss->nosts && rc == 0; i++) {
 				bool replacing = ost_replacing(oss->osts[i]);
 				char buf[256];

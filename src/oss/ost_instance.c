@@ -10,8 +10,8 @@
  *
  * The file `server` in the OST says who served it last: host name, the kernel's boot id, the
  * instance, and whether it stopped cleanly (everything synced). A start keeps the instance after
- * a clean stop or when the last server ran on this host since this boot, syncing the file system
- * first; otherwise it takes a new one.
+ * a clean stop or when the last server ran under this kernel since its boot (the boot id says
+ * so, whatever the host name), syncing the file system first; otherwise it takes a new one.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -101,17 +101,19 @@ int ost_instance_start(struct ost *o)
 	int rc = read_served(o, &prev);
 
 	this_host(&now);
-	if (rc == 0 && (prev.clean || (!strcmp(prev.host, now.host) && !strcmp(prev.boot, now.boot)))) {
-		/* Nothing was lost: a clean stop, or a server of this host whose pages the kernel
-		 * kept. Those are made durable now, before anyone is told they are. */
+	if (rc == 0 && (prev.clean || !strcmp(prev.boot, now.boot))) {
+		/* Nothing was lost: a clean stop, or a server under this very kernel (whatever host
+		 * name its container had), whose pages the kernel kept. Those are made durable now,
+		 * before anyone is told they are. */
 		if (!prev.clean && syncfs(o->dirfd) != 0)
 			return -errno;
 		now.instance = prev.instance;
 	} else {
 		if (rc == 0)
-			log_warn("OST %s: the last server (on %s) did not stop cleanly on this host since its "
-				 "boot: writes it acknowledged that nobody fsynced may be lost; the clients "
-				 "that made them are told at their next fsync", o->dir, prev.host);
+			log_warn("OST %s: the last server (on %s) did not stop cleanly, under another kernel "
+				 "than this one (another host, or before a reboot): writes it acknowledged that "
+				 "nobody fsynced may be lost; the clients that made them are told at their next "
+				 "fsync", o->dir, prev.host);
 		do {
 			if (random_bytes(&now.instance, sizeof(now.instance)) != 0)
 				now.instance = clock_mono_ns() ^ ((uint64_t)getpid() << 32);

@@ -988,12 +988,15 @@ _Static_assert(sizeof(struct lw_ost_io) == 56, "lw_ost_io");
  * reply lw_ost_connect_rep. The instance changes when writes the OST's server acknowledged may
  * have been lost (a server on another host, or after a reboot, took over from one that had not
  * synced them): a client that wrote since its last OST_SYNC there and sees another instance
- * reports EIO at its next fsync. Never 0. */
+ * reports EIO at its next fsync. Never 0. The OST's uuid and file system name come with it: an
+ * address that serves another OST (a stale or mistyped failover address, another file system's
+ * OSS) is not dialled on. */
 struct lw_ost_connect_rep {
 	uint64_t instance;
-	uint64_t pad;
+	char     uuid[40];   /* the OST's, NUL-terminated: a client checks it is the OST it wants */
+	char     fsname[16]; /* its file system's, NUL-terminated */
 };
-_Static_assert(sizeof(struct lw_ost_connect_rep) == 16, "lw_ost_connect_rep");
+_Static_assert(sizeof(struct lw_ost_connect_rep) == 64, "lw_ost_connect_rep");
 
 struct lw_ost_io_rep {
 	uint64_t length;     /* bytes read or written */

@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 
 import pytest
 
@@ -81,10 +82,10 @@ class Pair:
         self.addr = {"a": ("127.0.0.1", free_port("127.0.0.1")), "b": ("127.0.0.2", free_port("127.0.0.2"))}
         self.procs = {}
 
-    def start(self, side, hostname=None):
-        """Starts side's OSS; with hostname, in a UTS namespace of its own with that host name, as
-        a server on another host sees itself (the OST's record of its last server tells them
-        apart)."""
+    def start(self, side, hostname=None, boot_id=None):
+        """Starts side's OSS; with hostname, as a server on another host sees itself: in UTS and
+        mount namespaces of its own, with that host name and another kernel boot id (which the
+        OST's record of its last server tells apart)."""
         other = "b" if side == "a" else "a"
         host, port = self.addr[side]
         log = open(os.path.join(self.c.dir, "log", "oss-pair-%s.log" % side), "a")
@@ -92,7 +93,12 @@ class Pair:
                "--listen", "%s:%d" % (host, port), "--advertise", host,
                "--failover", "%s:%d" % self.addr[other], "--mmp-interval", str(MMP_MS)]
         if hostname:
-            cmd = ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', hostname] + cmd
+            # Another host: its own name, and its own kernel boot id (a page cache of its own).
+            self.boot_id = boot_id or str(uuid.uuid4())
+            cmd = ["unshare", "--uts", "--mount", "sh", "-c",
+                   'hostname "$0" && f=$(mktemp) && echo "$1" > "$f" && '
+                   'mount --bind "$f" /proc/sys/kernel/random/boot_id && rm -f "$f" && shift && exec "$@"',
+                   hostname, self.boot_id] + cmd
         self.procs[side] = subprocess.Popen(cmd, stdout=log, stderr=log)
         log.close()
         return self.procs[side]
@@ -345,7 +351,7 @@ class App:
         self.p.wait(timeout=120)
 
 
-@pytest.mark.allow_log(r"WARN: OST .*: the last server \(on \S+\) did not stop cleanly",
+@pytest.mark.allow_log(r"WARN: OST .*: the last server \(on \S+\) did not stop cleanly, under another kernel",
                        r"WARN: OST0001 is served by another instance",
                        r"WARN: inode \S+: OST0001's server changed since the file was written",
                        r"OST0001.*(Connection refused|recover|reconnect|away)")
@@ -361,30 +367,37 @@ def test_writes_a_dead_host_may_have_lost_are_the_next_fsyncs_error(pair):
     c.loom("setstripe", "-c", "1", "-i", str(PAIR_IDX), "/pair")
     app = App(os.path.join(c.dir, "mnt", "pair"))
     try:
-        for name in ("synced", "unsynced", "later"):
+        for name in ("synced", "unsynced", "later", "closed"):
             assert app("open", name) == "ok"
         assert app("write", "synced", MiB, "s") == "ok"
         assert app("fsync", "synced") == "ok"
         assert app("write", "unsynced", MiB, "u") == "ok"
         assert app("flush", "unsynced") == "ok"   # A acknowledged it
+        # Written and closed without fsync: an fsync through a later open hears of it too (a
+        # checkpointer's way).
+        assert app("write", "closed", MiB, "c") == "ok"
+        assert app("close", "closed") == "ok"
         pair.procs["a"].kill()
         pair.procs["a"].wait()
         pair.start("b", hostname="oss-b-host")
         assert wait_until(lambda: served_at(c, *pair.addr["b"]), 60, 0.1), pair.log("b")
-        assert "the last server (on %s) did not stop cleanly on this host" % socket.gethostname() in pair.log("b")
+        assert "the last server (on %s) did not stop cleanly, under another kernel" % socket.gethostname() in pair.log("b")
         assert app("write", "later", MiB, "l") == "ok"
         assert app("fsync", "later") == "ok"
         assert app("fsync", "synced") == "ok"
         assert app("fsync", "unsynced") == "err %d" % errno.EIO
         assert app("fsync", "unsynced") == "ok"   # reported once
-        # The same host's partner (the OST's pages were the kernel's all along): nothing to tell.
+        assert app("open", "closed") == "ok"
+        assert app("fsync", "closed") == "err %d" % errno.EIO
+        # A partner under the same kernel (the OST's pages were the kernel's all along, whatever
+        # its container's host name): nothing to tell.
         assert app("write", "later", MiB, "m") == "ok"
         pair.procs["b"].kill()
         pair.procs["b"].wait()
-        pair.start("a", hostname="oss-b-host")
+        pair.start("a", hostname="another-name", boot_id=pair.boot_id)
         assert wait_until(lambda: served_at(c, *pair.addr["a"]), 60, 0.1), pair.log("a")
         assert app("fsync", "later") == "ok"
-        for name in ("synced", "unsynced", "later"):
+        for name in ("synced", "unsynced", "later", "closed"):
             assert app("close", name) == "ok"
     finally:
         app.end()
