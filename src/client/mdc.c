@@ -844,35 +844,44 @@ int mdc_mirror_stale(loom_fs *fs, uint64_t ino, const struct loom_ostobj *objs, 
 	return rc;
 }
 
-int mdc_ost_failovers(loom_fs *fs, void **body, uint32_t *count)
+/* An OST table's kind of reply (lw_ost_table_rep, then count entries of ent bytes): the call,
+ * held, with its header in *rep once the sizes add up (-EPROTO otherwise). */
+static int ost_table_call(loom_fs *fs, uint16_t op, size_t ent, struct rpc_call *call,
+			  struct lw_ost_table_rep *rep)
 {
-	struct lw_ost_table_rep rep;
 	struct loom_cred cr;
-	struct rpc_call call;
 	int rc;
 
 	fs_cred(fs, &cr);
-	rc = mdc_call(fs, &cr, LW_OP_MDS_OST_FAILOVERS, NULL, &call);
+	rc = mdc_call(fs, &cr, op, NULL, call);
 	if (rc)
 		return rc;
-	if (call.rbody_len < sizeof(rep)) {
-		rpc_call_release(&call);
-		return -EPROTO;
+	if (call->rbody_len >= sizeof(*rep)) {
+		memcpy(rep, call->rbody, sizeof(*rep));
+		if (call->rbody_len == sizeof(*rep) + (size_t)rep->count * ent)
+			return 0;
 	}
-	memcpy(&rep, call.rbody, sizeof(rep));
-	if (call.rbody_len != sizeof(rep) + (size_t)rep.count * sizeof(struct lw_ost_addr))
-		rc = -EPROTO;
+	rpc_call_release(call);
+	return -EPROTO;
+}
+
+int mdc_ost_failovers(loom_fs *fs, void **body, uint32_t *count)
+{
+	struct lw_ost_table_rep rep;
+	struct rpc_call call;
+	int rc = ost_table_call(fs, LW_OP_MDS_OST_FAILOVERS, sizeof(struct lw_ost_addr), &call, &rep);
+
 	for (uint32_t i = 0; rc == 0 && i < rep.count; i++) {
 		struct lw_ost_addr a;
 
 		memcpy(&a, (uint8_t *)call.rbody + sizeof(rep) + i * sizeof(a), sizeof(a));
-		if (!memchr(a.host, '\0', sizeof(a.host)) || !a.host[0] || !a.port || a.idx >= 65536)
+		if (!memchr(a.host, '\0', sizeof(a.host)) || !a.host[0] || !a.port || a.idx >= 65536) {
+			rpc_call_release(&call);
 			rc = -EPROTO;
+		}
 	}
-	if (rc) {
-		rpc_call_release(&call);
+	if (rc)
 		return rc;
-	}
 	*body = call.rbody;
 	*count = rep.count;
 	return 0;
@@ -881,33 +890,21 @@ int mdc_ost_failovers(loom_fs *fs, void **body, uint32_t *count)
 int mdc_ost_table(loom_fs *fs, void **body, uint32_t *count, uint32_t *gen)
 {
 	struct lw_ost_table_rep rep;
-	struct loom_cred cr;
 	struct rpc_call call;
-	int rc;
+	int rc = ost_table_call(fs, LW_OP_MDS_OST_TABLE, sizeof(struct lw_ost_entry), &call, &rep);
 
-	fs_cred(fs, &cr);
-	rc = mdc_call(fs, &cr, LW_OP_MDS_OST_TABLE, NULL, &call);
-
-	if (rc)
-		return rc;
-	if (call.rbody_len < sizeof(rep)) {
-		rpc_call_release(&call);
-		return -EPROTO;
-	}
-	memcpy(&rep, call.rbody, sizeof(rep));
-	if (call.rbody_len != sizeof(rep) + (size_t)rep.count * sizeof(struct lw_ost_entry)) {
-		rpc_call_release(&call);
-		return -EPROTO;
-	}
-	for (uint32_t i = 0; i < rep.count; i++) {
+	for (uint32_t i = 0; rc == 0 && i < rep.count; i++) {
 		struct lw_ost_entry e;
+
 		memcpy(&e, (uint8_t *)call.rbody + sizeof(rep) + i * sizeof(e), sizeof(e));
 		if (!memchr(e.host, '\0', sizeof(e.host)) || !memchr(e.uuid, '\0', sizeof(e.uuid)) ||
 		    e.idx >= 65536) {
 			rpc_call_release(&call);
-			return -EPROTO;
+			rc = -EPROTO;
 		}
 	}
+	if (rc)
+		return rc;
 	*body = call.rbody;
 	*count = rep.count;
 	*gen = rep.gen;

@@ -8,14 +8,13 @@ it is not asserted, as a shared machine's timing is not the product's. The old a
 back: its MDS is refused while the standby serves."""
 
 import os
-import subprocess
 import sys
 import time
 
 import pytest
 
 from loomutil import BUILD, wait_until
-from test_failover_mds import WRITER, check_files, logged
+from test_failover_mds import check_files, logged, writers
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "hosts"))
 import hostbed  # noqa: E402
@@ -28,12 +27,7 @@ pytestmark = pytest.mark.skipif(not hostbed.available(), reason="needs root, ip,
 def test_mds_host_dies_and_its_pair_takes_over_while_two_client_hosts_write(workdir):
     with loombed.LoomBed(BUILD, osts=2, mds_pair=True) as lb:
         mounts = [lb.mount(lb.add_client()) for _ in range(2)]
-        stop = os.path.join(workdir, "stop")
-        logs = [("w%d" % k, os.path.join(workdir, "writer%d.log" % k)) for k in range(2)]
-        procs = [subprocess.Popen([sys.executable, "-c", WRITER, os.path.join(m, d), p, stop, str(k)],
-                                  stderr=subprocess.PIPE, text=True)
-                 for k, (m, (d, p)) in enumerate(zip(mounts, logs))]
-        try:
+        with writers(mounts, workdir) as (procs, logs):
             assert wait_until(lambda: all(len(logged(p)) >= 5 for _, p in logs) or
                               any(p.poll() is not None for p in procs), 120, 0.1), lb.logs()
             before = [len(logged(p)) for _, p in logs]
@@ -49,14 +43,6 @@ def test_mds_host_dies_and_its_pair_takes_over_while_two_client_hosts_write(work
             print("MDS host failover on the host bed (MMP %d ms, default client settings): the two "
                   "clients' first fsync after the host died returned after %.1f s and %.1f s" % (
                       lb.mmp_ms, took[0], took[1]))
-        finally:
-            open(stop, "w").close()
-            for p in procs:
-                try:
-                    p.wait(timeout=240)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
         for p in procs:
             assert p.returncode == 0, p.stderr.read()
         # Every fsynced file, read by a client host that comes afresh.
