@@ -360,6 +360,9 @@ int lw_layout_req_check(const struct lw_layout *l)
 	if (l->version == LW_LAYOUT_V3 && l->ec_parity == 0 &&
 	    (l->mirror_count == 0 || (l->mirror_count == 1 && l->nobjs)))
 		return -EPROTO;
+	/* A file's erasure-coded layout names its one copy (lw_layout_encode writes 1). */
+	if (l->version == LW_LAYOUT_V3 && l->nobjs && l->mirror_count == 0)
+		return -EPROTO;
 	if (l->mirror_count > LOOM_MAX_MIRRORS || l->ec_parity > LOOM_EC_MAX_PARITY)
 		return -EINVAL;
 	/* Copies or parity, not both. */
