@@ -579,7 +579,9 @@ static void test_ec_layouts(void)
 	CHECK_RC(lw_layout_req_check(&l), -EINVAL);
 	l.mirror_count = LOOM_MAX_MIRRORS;
 	CHECK_RC(lw_layout_req_check(&l), -EINVAL);
-	l.mirror_count = 0; /* a request's 0 inherits: one copy */
+	l.mirror_count = 0; /* a file's image names its one copy (one layout, one image) */
+	CHECK_RC(lw_layout_req_check(&l), -EPROTO);
+	l.nobjs = 0; /* a request's 0 inherits: one copy */
 	CHECK_RC(lw_layout_req_check(&l), 0);
 	l.version = LW_LAYOUT_V2;
 	CHECK_RC(lw_layout_req_check(&l), -EPROTO);
