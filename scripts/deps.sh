@@ -4,7 +4,7 @@
 # package what scripts/package-test.sh needs, bench what bench/run.py needs)
 set -eu
 
-want="gcc make meson ninja-build pkg-config liblmdb-dev libisal-dev libfuse3-dev fuse3 libssl-dev python3 python3-numpy"
+want="gcc make meson ninja-build pkg-config liblmdb-dev libisal-dev libfuse3-dev fuse3 libssl-dev libcurl4-openssl-dev libjson-c-dev python3 python3-numpy"
 if [ "${1:-build}" = test ]; then
 	# The integration tests run unmodified applications on the mount, and speak the wire themselves
 	# (loomwire.py: HKDF and AES-GCM from python3-cryptography); the multi-host bed needs
@@ -12,8 +12,10 @@ if [ "${1:-build}" = test ]; then
 	# with groff (groff-base); test_python_package.py installs the package with pip in a venv
 	# (python3-venv, -pip, -setuptools, -wheel, no network) and reads loom:// through fsspec and pandas;
 	# test_ocf_agent.py runs the Pacemaker resource agent with resource-agents' ocf-tester, which
-	# checks its meta-data with xmllint (libxml2-utils, only recommended by resource-agents).
-	want="$want python3-pytest python3-pytest-xdist python3-cryptography python3-torch python3-venv python3-pip python3-setuptools python3-wheel python3-fsspec python3-pandas rsync git sqlite3 attr clang libclang-rt-14-dev iproute2 util-linux systemd groff-base resource-agents libxml2-utils"
+	# checks its meta-data with xmllint (libxml2-utils, only recommended by resource-agents);
+	# the unit test test_etcd runs a private etcd (etcd-server's /usr/bin/etcd; etcdctl, from
+	# etcd-client, to look into it by hand), on free ports of its own, not the packaged service's 2379.
+	want="$want etcd-server etcd-client python3-pytest python3-pytest-xdist python3-cryptography python3-torch python3-venv python3-pip python3-setuptools python3-wheel python3-fsspec python3-pandas rsync git sqlite3 attr clang libclang-rt-14-dev iproute2 util-linux systemd groff-base resource-agents libxml2-utils"
 elif [ "${1:-build}" = package ]; then
 	# scripts/package-test.sh: dpkg-buildpackage with debhelper, lintian, and what the
 	# packages depend on (systemd.pc for the unit directory).
