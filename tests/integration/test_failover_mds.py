@@ -25,14 +25,22 @@ MMP_MS = 1000
 
 # A writer through a mount: new files of 64 KiB..1 MiB, each fsynced, logged with its digest and
 # the time once fsync returned; stops when the stop file appears; any error ends it (traceback).
+# While the file `pause` (beside stop) is there it writes nothing, and says so with LOG.paused.
 WRITER = r"""
 import hashlib, os, random, sys, time
 d, log_path, stop, seed = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+pause = os.path.join(os.path.dirname(stop), "pause")
 rng = random.Random(seed)
 os.makedirs(d, exist_ok=True)
 with open(log_path, "w", buffering=1) as log:
     i = 0
     while not os.path.exists(stop):
+        if os.path.exists(pause):
+            open(log_path + ".paused", "w").close()
+            while os.path.exists(pause) and not os.path.exists(stop):
+                time.sleep(0.02)
+            os.unlink(log_path + ".paused")
+            continue
         data = rng.randbytes(rng.randrange(64 << 10, 1 << 20))
         p = os.path.join(d, "f%04d" % i)
         fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -199,7 +207,16 @@ def test_a_hung_mds_is_deposed_and_writes_nothing_when_it_wakes(mds_pair, workdi
     with second_mount(c, source=spec) as m0, second_mount(c, source=spec) as m1:
         with writers([m0, m1], workdir) as (procs, logs):
             assert wait_until(lambda: all(len(logged(p)) >= 5 for _, p in logs), 120, 0.1)
+            # A freezes between commits: a freeze inside a commit (after its check) finishes that
+            # commit on waking, the window only a fence closes (docs/architecture.md). The
+            # writers pause, A commits what they sent (--commit-ms is 5), A freezes, and the
+            # writers go on, their requests reaching the frozen A.
+            pause = os.path.join(workdir, "pause")
+            open(pause, "w").close()
+            assert wait_until(lambda: all(os.path.exists(p + ".paused") for _, p in logs), 60, 0.05)
+            time.sleep(0.5)
             pair.procs[0].send_signal(signal.SIGSTOP)
+            os.unlink(pause)
             # B's start: A's heartbeat silent for two intervals, then B's own for two more (the
             # writers' next requests reach A meanwhile, which holds them).
             time.sleep(2.2 * MMP_MS / 1000)
