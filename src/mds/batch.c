@@ -68,6 +68,8 @@ ENOENT_IS_ENOENT(close)
 ENOENT_IS_ENOENT(ost_register)
 ENOENT_IS_ENOENT(heartbeat)
 ENOENT_IS_ENOENT(ost_addr)
+ENOENT_IS_ENOENT(repl_pull)
+ENOENT_IS_ENOENT(repl_copy)
 ENOENT_IS_ENOENT(ost_admin)
 ENOENT_IS_ENOENT(ost_remove)
 ENOENT_IS_ENOENT(pool)
@@ -542,8 +544,10 @@ static void run_batch(struct mds *m, struct reqq_item *list, uint32_t n)
 
 	/* A server deposed while it was frozen answers nothing more (it exits here): a change is
 	 * answered before its commit, whose own check would come too late for that answer. */
-	if (write)
+	if (write) {
 		mmp_check(m->mmp);
+		mds_coord_guard(m->repl.coord);
+	}
 	rc = replies ? batch_txn(m, write, &txn) : -ENOMEM;
 	if (rc == 0) {
 		uint32_t first = 0; /* first request of the open transaction */
@@ -653,6 +657,7 @@ void mds_metadata_loop(struct mds *m)
 			mds_periodic(m);
 		else if (clock_mono_ns() - last_tick >= TICK_MS * 1000000ull) {
 			mds_periodic(m);
+			mds_repl_tick(m);
 			last_tick = clock_mono_ns();
 		}
 	}

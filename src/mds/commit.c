@@ -136,6 +136,14 @@ int mds_commit_flush(struct mds *m, uint32_t answered)
 			answered_lost(m, answered, rc);
 		return rc;
 	}
+	/* A replicated MDT: committed once the standby has it too, while it counts (repl.h). */
+	rc = mds_repl_wait(m, mdt_store_repl_seq(m->store));
+	if (rc) {
+		log_err("the standby cannot be struck from the MDSs that hold every commit (%s): "
+			"stopping; the clients replay what was not committed to the MDS that takes over",
+			strerror(-rc));
+		exit(3);
+	}
 	/* The destroyer reads the destroy queue as committed: what this commit queued is its now. */
 	if (m->commit.changes)
 		m->destroyer.more = true;
@@ -212,6 +220,7 @@ void mds_reply_granted(struct mds *m, struct srv_req *req, int status, const voi
 		.lease_ino = lease_gen ? lease_ino : 0,
 		.lease_gen = lease_ino ? lease_gen : 0,
 		.lease_trust_ms = m->leases.timeout_s * 500u,
+		.epoch = (uint32_t)m->repl.epoch,
 	};
 	mds_leases_reply_flags(m, req, status, &p.pre);
 	srv_reply_pre(req, status, &p, (uint32_t)(sizeof(p.pre) + nvers * sizeof(p.vers[0])), body,

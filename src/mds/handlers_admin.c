@@ -469,3 +469,17 @@ int mds_op_lock(struct mds_op *o)
 		s->recorded = false;
 	return rc;
 }
+
+/* A standby's requests never reach the metadata thread: the network thread answers them
+ * (netpath.c, repl.c), since this thread may be waiting for what they acknowledge. */
+int mds_op_repl_pull(struct mds_op *o)
+{
+	(void)o;
+	return -EOPNOTSUPP;
+}
+
+int mds_op_repl_copy(struct mds_op *o)
+{
+	(void)o;
+	return -EOPNOTSUPP;
+}

@@ -80,6 +80,15 @@ static void usage(FILE *f)
 		"                        intervals and is refused while another server's heartbeat\n"
 		"                        is alive; a server whose heartbeat another replaced stops\n"
 		"                        (default: off)\n"
+		"  --etcd URL[,URL]      a replicated MDT: etcd decides which of the MDSs that name\n"
+		"                        it serves; the others follow its commits into their own MDT\n"
+		"                        (needs --listen with a port; see docs/operations.md)\n"
+		"  --advertise HOST:PORT this MDS's address, as clients and the other MDS reach it\n"
+		"                        (default: the --listen address, or the host name and port)\n"
+		"  --etcd-lease SEC      how long etcd waits for a silent active MDS before another\n"
+		"                        takes over (2..60, default %u)\n"
+		"  --repl-timeout MS     how long a commit waits for the standby before the active\n"
+		"                        goes on without it (100..60000, default %u)\n"
 		"  --handshake-timeout SEC  a connection that has not proved it holds the key this\n"
 		"                        long after connecting is closed (default 5)\n"
 		"  --frame-timeout SEC  a connection whose frame stops coming this long is closed\n"
@@ -93,7 +102,7 @@ static void usage(FILE *f)
 		"                        NAME any option above without its -- (flags given override)\n"
 		"  --version             print the release and the protocol versions it speaks\n",
 		LW_DEFAULT_MDS_PORT, LOOM_FSNAME_MAX, MDS_COMMIT_MS_DEFAULT, MDS_LEASE_TIMEOUT_DEFAULT,
-		MDS_RESYNC_RATE_DEFAULT);
+		MDS_RESYNC_RATE_DEFAULT, MDS_ETCD_LEASE_DEFAULT, MDS_REPL_TIMEOUT_MS);
 }
 
 #define MDT_KEY_NAME "fs.key"
@@ -159,6 +168,64 @@ static int mmp_guard(void *arg)
 	return mmp_check(arg);
 }
 
+/* --etcd: waits as a standby until the coordinator makes this MDS active (standby.c). */
+static int replica_wait(struct mds *m, const char *mdt_dir, const char *fsname, const char *etcd,
+			uint32_t lease_s, const char *listen_host, uint16_t listen_port, const char *advertise,
+			const uint8_t *key, size_t keylen, bool encrypt)
+{
+	struct rpc_conn_opts co = { .name = "active MDS", .key = keylen ? key : NULL, .keylen = keylen,
+				    .encrypt = encrypt };
+	struct mds_coord_opts o = { .endpoints = etcd, .lease_s = lease_s };
+	struct mdt_store *s = NULL;
+	char name[MDS_REPL_NAME_MAX + 1], host[64];
+	int rc;
+
+	if (!listen_port) {
+		log_err("--etcd needs --listen with a port: the other MDS and the clients reach this one there");
+		return -EINVAL;
+	}
+	/* The file system names the coordinator's keys: the MDT's, else --fsname (a new standby). */
+	if (mdt_store_open(mdt_dir, &s) == 0) {
+		static char mdt_fsname[LOOM_FSNAME_MAX + 1];
+
+		if (fsname && strcmp(fsname, mdt_store_fsname(s))) {
+			log_err("the MDT in %s belongs to file system %s, not %s (--fsname)", mdt_dir,
+				mdt_store_fsname(s), fsname);
+			mdt_store_close(s);
+			return -EINVAL;
+		}
+		snprintf(mdt_fsname, sizeof(mdt_fsname), "%s", mdt_store_fsname(s));
+		fsname = mdt_fsname;
+		mdt_store_close(s);
+	} else if (!fsname) {
+		log_err("no MDT in %s yet: a standby that takes a copy needs --fsname", mdt_dir);
+		return -EINVAL;
+	}
+	if (advertise)
+		snprintf(name, sizeof(name), "%s", advertise);
+	else if (strcmp(listen_host, "0.0.0.0") && strcmp(listen_host, "::"))
+		snprintf(name, sizeof(name), "%s:%u", listen_host, listen_port);
+	else if (gethostname(host, sizeof(host)) == 0)
+		snprintf(name, sizeof(name), "%.*s:%u", (int)(sizeof(name) - 7), host, listen_port);
+	else
+		return -errno;
+	o.fsname = fsname;
+	o.name = name;
+	rc = mds_coord_open(&o, &m->repl.coord);
+	if (rc) {
+		log_err("--etcd %s: %s", etcd, strerror(-rc));
+		return rc;
+	}
+	snprintf(m->repl.name, sizeof(m->repl.name), "%s", name);
+	log_info("replicated MDT: %s waits for etcd (%s) to make it active", name, etcd);
+	rc = mds_standby_run(m, m->repl.coord, mdt_dir, name, &co);
+	if (rc == 0) {
+		m->repl.on = true;
+		log_info("this MDS is active now, epoch %llu", (unsigned long long)m->repl.epoch);
+	}
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -177,9 +244,14 @@ int main(int argc, char **argv)
 		{ "lease-timeout", required_argument, NULL, 'W' },
 		{ "resync-rate", required_argument, NULL, 'G' },
 		{ "mmp-interval", required_argument, NULL, 'Q' },
+		{ "etcd", required_argument, NULL, 'e' },      { "advertise", required_argument, NULL, 'a' },
+		{ "etcd-lease", required_argument, NULL, 'x' },
+		{ "repl-timeout", required_argument, NULL, 'y' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *mdt_dir = NULL, *listen_addr = NULL, *port_file = NULL, *fsname = NULL, *key_file = NULL;
+	const char *etcd = NULL, *advertise = NULL;
+	uint32_t etcd_lease_s = MDS_ETCD_LEASE_DEFAULT;
 	uint8_t key[LOOM_KEY_MAX];
 	char default_key[PATH_MAX];
 	size_t keylen = 0;
@@ -207,6 +279,20 @@ int main(int argc, char **argv)
 		case 'F': format = true; break;
 		case 'n': fsname = optarg; break;
 		case 'k': key_file = optarg; break;
+		case 'e': etcd = optarg; break;
+		case 'a': advertise = optarg; break;
+		case 'x':
+			if (u32_parse(optarg, 2, 60, &etcd_lease_s)) {
+				fprintf(stderr, "loom-mds: --etcd-lease takes 2..60 seconds\n");
+				return 2;
+			}
+			break;
+		case 'y':
+			if (u32_parse(optarg, 100, 60000, &m.repl.timeout_ms)) {
+				fprintf(stderr, "loom-mds: --repl-timeout takes 100..60000 milliseconds\n");
+				return 2;
+			}
+			break;
 		case 'S': m.root_squash = true; break;
 		case 'E': so.encrypt = m.encrypt = true; break;
 		case 'H':
@@ -335,6 +421,10 @@ int main(int argc, char **argv)
 
 		atomic_init(&m.dir_moves, (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec);
 	}
+	/* A replicated MDT: follow the active MDS until this one is made active (repl.h). */
+	if (etcd && replica_wait(&m, mdt_dir, fsname, etcd, etcd_lease_s, listen_host, listen_port,
+				 advertise, key, keylen, so.encrypt) != 0)
+		return 1;
 	/* Multi-mount protection (common/mmp.h) first: not even LMDB opens an MDT another host
 	 * serves. */
 	if (mmp_take(mdt_dir, "MDT", "loom-mds", mmp_ms, &mmp) != 0)
@@ -359,6 +449,16 @@ int main(int argc, char **argv)
 	if (rc) {
 		log_err("cannot read the MDT's last transaction number: %s", strerror(-rc));
 		return 1;
+	}
+	if (m.repl.on) {
+		m.repl.mdt_dir = mdt_dir;
+		rc = mds_repl_start(&m);
+		if (rc == 0)
+			rc = mds_coord_serve(m.repl.coord, &m);
+		if (rc) {
+			log_err("cannot start replication: %s", strerror(-rc));
+			return 1;
+		}
 	}
 	raise_nofile_limit();
 	signal(SIGPIPE, SIG_IGN);
@@ -423,6 +523,10 @@ int main(int argc, char **argv)
 	mds_destroyer_stop(&m);
 	mds_truncator_stop(&m);
 	mds_resync_stop(&m);
+	/* After the last commit (the metadata thread's, acknowledged by the standby): the leader
+	 * key goes, and the standby takes over at once. */
+	mds_coord_close(m.repl.coord);
+	mds_repl_stop(&m); /* its held pulls answered into the void before their server goes */
 	srv_destroy(m.srv);
 	/* Disconnect items queued by srv_destroy are moot: handles die with the process. */
 	for (struct reqq_item *it; (it = reqq_pop_batch(&m.queue, 1, 0, NULL));) {

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "common/u64map.h"
+#include "mds/repl.h"
 #include "mdt/store.h"
 #include "net/nodemap.h"
 #include "net/reqq.h"
@@ -253,6 +254,7 @@ struct mds {
 		uint64_t first_ns;               /* when its first change was applied */
 		uint32_t interval_ms;            /* --commit-ms: 0 commits every batch before answering */
 	} commit;
+	struct mds_repl repl;           /* a replicated MDT (repl.h) */
 	/* Directory and inode leases (leases.c): the metadata thread's, but for the lost marks. */
 	struct mds_leases {
 		struct u64map dirs;        /* ino -> struct lease_dir (a directory's or a file's) */

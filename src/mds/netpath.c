@@ -15,6 +15,14 @@
 #include "common/util.h"
 #include "mds/dispatch.h"
 
+/* Changes answered but not committed are in the metadata thread's transaction only, and while
+ * replays are awaited the namespace on disk is not yet what clients were told: the namespace's
+ * paths (read, open, walk) leave their requests to the metadata thread until then. */
+static bool settled(struct mds *m)
+{
+	return !atomic_load(&m->commit.pending) && !atomic_load(&m->replay.recovering);
+}
+
 /* NET read: a request that only reads the MDT, and nothing of the MDS's memory (sessions,
  * handles, locks, the OST table), at once in a read transaction of its own. */
 static bool net_read(struct mds *m, struct srv_req *req)
@@ -22,8 +30,11 @@ static bool net_read(struct mds *m, struct srv_req *req)
 	struct batch_state bs = { 0 };
 	struct reply r = { 0 };
 	struct mdt_txn *t;
-	int rc = mdt_txn_begin(m->store, false, &t);
+	int rc;
 
+	if (!settled(m))
+		return false;
+	rc = mdt_txn_begin(m->store, false, &t);
 	if (rc) {
 		mds_reply(m, req, rc, NULL, 0, 0, NULL);
 		return true;
@@ -82,7 +93,7 @@ static bool net_open(struct mds *m, struct srv_req *req)
 	uint64_t sid, handle;
 	int rc;
 
-	if (mds_decode_req(m, req, &q) != 0)
+	if (!settled(m) || mds_decode_req(m, req, &q) != 0)
 		return false; /* answered there, with the same error */
 	/* A lease is granted on the metadata thread only (handlers_open.c). */
 	if ((q.u.open.open_flags & O_ACCMODE) != O_RDONLY || (q.u.open.open_flags & O_TRUNC) ||
@@ -221,6 +232,8 @@ static bool net_walk(struct mds *m, struct srv_req *req)
 	struct lw_mds_req q;
 	int rc;
 
+	if (!settled(m))
+		return false;
 	rc = mds_decode_req(m, req, &q);
 	if (rc == 0)
 		rc = mds_walk(m, req, &q, NULL, &r);
@@ -230,6 +243,16 @@ static bool net_walk(struct mds *m, struct srv_req *req)
 		return false;
 	mds_reply(m, req, rc, r.body, r.len, 0, NULL);
 	free(r.body);
+	return true;
+}
+
+/* NET repl: a standby's pulls, always here (repl.c). */
+static bool net_repl(struct mds *m, struct srv_req *req)
+{
+	if (req->hdr.opcode == LW_OP_MDS_REPL_COPY)
+		mds_repl_copy(m, req);
+	else
+		mds_repl_pull(m, req);
 	return true;
 }
 
@@ -251,10 +274,6 @@ static bool net_none(struct mds *m, struct srv_req *req)
 /* Answers req here if its row's NET path takes it; false: the metadata thread's. */
 static bool answer_here(struct mds *m, struct srv_req *req)
 {
-	/* Changes answered but not committed are in the metadata thread's transaction only, and
-	 * while replays are awaited the namespace on disk is not yet what clients were told. */
-	if (atomic_load(&m->commit.pending) || atomic_load(&m->replay.recovering))
-		return false;
 	switch (req->hdr.opcode) {
 #define LW_OP(name, value, server, resend, flags, rq, rep, handler, net) NET_##server(name, net)
 #include "proto/ops.def"

@@ -98,6 +98,11 @@ struct mdt_store {
 	 * room their creates need is kept for them (mdt_txn_grow). */
 	_Atomic int64_t promised;
 	int (*write_guard)(void *arg); /* mdt_store_set_write_guard */
+	/* Replication (redo.c): capture is on while redo_fn is set. */
+	mdt_redo_fn redo_fn;
+	void *redo_arg;
+	uint64_t repl_seq;      /* of the last commit handed to redo_fn (or found in the MDT) */
+	uint64_t repl_epoch;
 	void *write_guard_arg;
 };
 
@@ -132,6 +137,12 @@ struct mdt_txn {
 	 * in vers (and, for a replay, checked there). */
 	uint64_t transno;
 	struct mdt_vers *vers;
+	/* Its redo (redo.c), while capture is on: records, after a commit header's room for a
+	 * top-level one. */
+	uint8_t *redo;
+	size_t redo_len;
+	size_t redo_cap;
+	uint32_t redo_nrec;
 };
 
 /* ---- records ---- */
@@ -277,6 +288,15 @@ int mdt_put(struct mdt_txn *t, enum mdt_db db, const void *key, size_t klen, con
 int mdt_del(struct mdt_txn *t, enum mdt_db db, const void *key, size_t klen);
 /* Deletes every key that starts with prefix. */
 int mdt_del_prefix(struct mdt_txn *t, enum mdt_db db, const void *prefix, size_t plen);
+
+/* ---- redo.c ---- */
+/* Notes a put (LW_REPL_PUT, with its value) or a delete in t's redo, if capture is on. */
+int mdt_redo_note(struct mdt_txn *t, uint8_t op, enum mdt_db db, const void *key, size_t klen,
+		  const void *val, size_t vlen);
+int mdt_redo_child_reserve(struct mdt_txn *child);
+void mdt_redo_child_join(struct mdt_txn *child);
+int mdt_redo_before_commit(struct mdt_txn *t);
+void mdt_redo_after_commit(struct mdt_txn *t);
 
 /* Makes room for `more` entries in t->ost_updates. */
 int mdt_txn_reserve_updates(struct mdt_txn *t, size_t more);

@@ -102,6 +102,9 @@ int mdt_reply_sweep(struct mdt_txn *t, int64_t older_than_s, size_t max, size_t 
 		MDB_val rv;
 
 		if (k.mv_size != AGE_KEY_LEN) {
+			rc = mdt_redo_note(t, LW_REPL_DEL, MDT_DB_REPLY_AGES, k.mv_data, k.mv_size, NULL, 0);
+			if (rc)
+				break;
 			mrc = mdb_cursor_del(cur, 0);
 			if (mrc)
 				break;
@@ -109,6 +112,10 @@ int mdt_reply_sweep(struct mdt_txn *t, int64_t older_than_s, size_t max, size_t 
 		}
 		time_s = (int64_t)mdt_get_be64(akey);
 		if (time_s >= older_than_s)
+			break;
+		/* Noted before the delete below writes (k points into the map until then). */
+		rc = mdt_redo_note(t, LW_REPL_DEL, MDT_DB_REPLY_AGES, k.mv_data, k.mv_size, NULL, 0);
+		if (rc)
 			break;
 		/* The entry may have been written again since (a request run twice in one batch):
 		 * only the record of this age goes. */

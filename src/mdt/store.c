@@ -84,14 +84,27 @@ int mdt_put(struct mdt_txn *t, enum mdt_db db, const void *key, size_t klen, con
 	MDB_val k = { .mv_size = klen, .mv_data = (void *)key };
 	MDB_val v = { .mv_size = vlen, .mv_data = (void *)val };
 
-	return mdt_errno(mdb_put(t->mdb, t->s->dbi[db], &k, &v, 0));
+	int rc = mdt_errno(mdb_put(t->mdb, t->s->dbi[db], &k, &v, 0));
+
+	return rc ? rc : mdt_redo_note(t, LW_REPL_PUT, db, key, klen, val, vlen);
 }
 
 int mdt_del(struct mdt_txn *t, enum mdt_db db, const void *key, size_t klen)
 {
 	MDB_val k = { .mv_size = klen, .mv_data = (void *)key };
 
-	return mdt_errno(mdb_del(t->mdb, t->s->dbi[db], &k, NULL));
+	size_t redo_len = t->redo_len;
+	uint32_t redo_nrec = t->redo_nrec;
+	/* Noted first: the key may point into a page of the map that the delete moves. */
+	int rc = mdt_redo_note(t, LW_REPL_DEL, db, key, klen, NULL, 0);
+
+	if (rc == 0)
+		rc = mdt_errno(mdb_del(t->mdb, t->s->dbi[db], &k, NULL));
+	if (rc) {
+		t->redo_len = redo_len;
+		t->redo_nrec = redo_nrec;
+	}
+	return rc;
 }
 
 int mdt_del_prefix(struct mdt_txn *t, enum mdt_db db, const void *prefix, size_t plen)
@@ -105,6 +118,12 @@ int mdt_del_prefix(struct mdt_txn *t, enum mdt_db db, const void *prefix, size_t
 		return rc;
 	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
 	while (rc == MDB_SUCCESS && k.mv_size >= plen && memcmp(k.mv_data, prefix, plen) == 0) {
+		int nrc = mdt_redo_note(t, LW_REPL_DEL, db, k.mv_data, k.mv_size, NULL, 0);
+
+		if (nrc) {
+			mdb_cursor_close(cur);
+			return nrc;
+		}
 		rc = mdb_cursor_del(cur, 0);
 		if (rc)
 			break;
@@ -726,6 +745,7 @@ const char *mdt_store_fsname(const struct mdt_store *s)
 static void txn_free(struct mdt_txn *t)
 {
 	free(t->ost_updates);
+	free(t->redo);
 	free(t);
 }
 
@@ -788,6 +808,8 @@ static int commit_child(struct mdt_txn *t)
 	/* A child's pending OST registrations become its parent's. Capacity is reserved before
 	 * the child commits so that nothing can fail once it has. */
 	rc = mdt_txn_reserve_updates(p, t->n_ost_updates);
+	if (rc == 0)
+		rc = mdt_redo_child_reserve(t);
 	if (rc) {
 		mdb_txn_abort(t->mdb);
 		return rc;
@@ -799,6 +821,7 @@ static int commit_child(struct mdt_txn *t)
 		memcpy(p->ost_updates + p->n_ost_updates, t->ost_updates,
 		       t->n_ost_updates * sizeof(*t->ost_updates));
 	p->n_ost_updates += t->n_ost_updates;
+	mdt_redo_child_join(t);
 	p->ost_dirty |= t->ost_dirty;
 	p->grown += t->grown;
 	p->promised += t->promised;
@@ -829,6 +852,12 @@ static int commit_top(struct mdt_txn *t)
 			return rc;
 		}
 	}
+	rc = mdt_redo_before_commit(t);
+	if (rc) {
+		free(table);
+		mdb_txn_abort(t->mdb);
+		return rc;
+	}
 	rc = mdt_errno(mdb_txn_commit(t->mdb));
 	if (rc) {
 		free(table);
@@ -836,6 +865,7 @@ static int commit_top(struct mdt_txn *t)
 	}
 	if (t->ost_dirty || t->n_ost_updates)
 		mdt_ost_install(t->s, table, count);
+	mdt_redo_after_commit(t);
 	atomic_fetch_add(&t->s->promised, t->promised);
 	mdt_reserve_hold(t->s);
 	return 0;

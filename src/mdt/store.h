@@ -469,6 +469,34 @@ struct mdt_ost {
 /* Called before every top-level write commit: a non-zero return aborts the transaction with that
  * error. The MDS's multi-mount protection check (common/mmp.h): a server deposed while it was
  * frozen writes nothing more to the MDT. */
+/* ---- replication (redo.c) ----
+ * With capture on (mdt_store_set_redo), each top-level commit that wrote anything is numbered
+ * (seq from 1, kept in the MDT with the commit, epoch beside it) and its redo, a lw_repl_commit
+ * and its records (wire.h), is handed to fn after the commit is durable: fn owns the malloc'd
+ * buffer. A standby applies commits with mdt_redo_apply and mdt_repl_pos_put in its own
+ * transactions. */
+struct mdt_repl_pos {
+	uint64_t seq;
+	uint64_t epoch;
+};
+typedef void (*mdt_redo_fn)(void *arg, void *commit, size_t len);
+int mdt_store_set_redo(struct mdt_store *s, uint64_t epoch, mdt_redo_fn fn, void *arg);
+uint64_t mdt_store_repl_seq(const struct mdt_store *s);
+/* The last commit this MDT holds (0, 0 for one never replicated). */
+int mdt_repl_pos_get(struct mdt_txn *t, struct mdt_repl_pos *pos);
+int mdt_repl_pos_put(struct mdt_txn *t, const struct mdt_repl_pos *pos);
+/* Where this MDT's epoch began: the epoch before it and the last seq of that one (replicated as
+ * any record, so a standby knows its active's history one epoch back). */
+int mdt_repl_prev_get(struct mdt_txn *t, struct mdt_repl_pos *prev);
+int mdt_repl_prev_put(struct mdt_txn *t, const struct mdt_repl_pos *prev);
+/* Applies one commit's records (nrec of them) in t. -EPROTO for malformed records, -EIO for a
+ * delete of a key t lacks (this MDT is not a copy of the active's). */
+int mdt_redo_apply(struct mdt_txn *t, const void *redo, size_t len, uint32_t nrec);
+/* The MDT's uuid (made at format). */
+int mdt_store_uuid(struct mdt_store *s, uint8_t uuid[16]);
+/* Writes a consistent copy of the MDT's data file to fd (LMDB's mdb_env_copyfd2). */
+int mdt_store_copy_fd(struct mdt_store *s, int fd);
+
 void mdt_store_set_write_guard(struct mdt_store *s, int (*guard)(void *arg), void *arg);
 
 /* Sets where else OST idx may be served (host "" clears it); *changed (and the table generation)

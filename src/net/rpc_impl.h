@@ -83,6 +83,11 @@ struct rpc_conn {
 	uint32_t hgot;
 	struct rpc_call *rcall; /* the call the reply being read belongs to */
 	bool discarding;        /* the reply being read is a cancelled call's: dropped */
+	/* A replicated MDT's fencing (wire.h, lw_mds_rep_prefix.epoch): the highest epoch an MDS
+	 * answered on this connection, across reconnections; a reply with a lower one came from a
+	 * deposed MDS: its call goes back to be resent, and the connection to the next address. */
+	uint32_t epoch_seen;
+	bool deposed;
 	bool notifying;         /* the frame being read is a notification (LW_F_NOTIFY) */
 	uint8_t *rbody;
 	uint32_t got;

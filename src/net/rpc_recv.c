@@ -65,10 +65,43 @@ static void *rbulk_at(struct rpc_call *call, uint32_t off, uint32_t *room)
 	return NULL;
 }
 
+/* Is this reply from an MDS that was deposed (its epoch below one this connection heard)? */
+static bool from_deposed(struct rpc_conn *c)
+{
+	struct lw_mds_rep_prefix pre;
+
+	if (!lw_op_mds_prefixed(c->hdr.opcode) || c->hdr.body_len < sizeof(pre))
+		return false;
+	memcpy(&pre, c->rbody, sizeof(pre));
+	if (pre.epoch && pre.epoch < c->epoch_seen) {
+		log_warn("reply from %s to %s: epoch %u, and epoch %u was heard: a deposed MDS; "
+			 "resending elsewhere", c->peer, lw_op_name(c->hdr.opcode), pre.epoch, c->epoch_seen);
+		return true;
+	}
+	if (pre.epoch > c->epoch_seen)
+		c->epoch_seen = pre.epoch;
+	return false;
+}
+
 static void reply_done(struct rpc_conn *c)
 {
 	struct rpc_call *call = c->rcall;
 	int status = lw_errno_from_wire(c->hdr.status);
+
+	if (call && !c->notifying && !c->discarding && from_deposed(c)) {
+		/* Not an answer: the call goes back in flight, and conn_broken resends it. */
+		pthread_mutex_lock(&c->lock);
+		call->next = c->inflight;
+		c->inflight = call;
+		pthread_mutex_unlock(&c->lock);
+		c->rcall = NULL;
+		c->rstate = RS_HDR;
+		c->hgot = 0;
+		free(c->rbody);
+		c->rbody = NULL;
+		c->deposed = true;
+		return;
+	}
 
 	c->rcall = NULL;
 	c->rstate = RS_HDR;
@@ -362,6 +395,13 @@ int conn_recv(struct rpc_conn *c)
 				c->rpos = 0;
 				c->rlen = (uint32_t)n;
 				err = conn_parse(c);
+				if (!err && c->deposed) {
+					c->deposed = false;
+					if (c->opts.on_silence)
+						c->opts.on_silence(c->opts.arg); /* the next address first */
+					conn_broken(c, "a deposed MDS answered");
+					return -1;
+				}
 				if (err && seal_on(&c->rx)) {
 					/* On a sealed connection, what breaks the protocol may be a relay's
 					 * doing rather than the server's: reconnect and resend, as after a

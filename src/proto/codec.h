@@ -199,6 +199,8 @@ struct lw_mds_req {
 		} setlayout;
 		struct lw_ost_register_req ost_register;
 		struct lw_ost_addr ost_addr;
+		struct lw_repl_pull_req repl_pull;
+		struct lw_repl_copy_req repl_copy;
 		struct lw_ost_admin_req ost_admin;
 		struct lw_ost_remove_req ost_remove;
 		struct lw_pool_req pool;

@@ -455,6 +455,26 @@ static void lw_dec_ost_addr(struct lw_rd *r, struct lw_mds_req *out)
 		r->err = -EPROTO;
 }
 
+static void lw_dec_repl_pull(struct lw_rd *r, struct lw_mds_req *out)
+{
+	struct lw_repl_pull_req *p = &out->u.repl_pull;
+
+	lw_rd_fixed(r, p, sizeof(*p));
+	if (!r->err && (!memchr(p->name, '\0', sizeof(p->name)) || p->name[0] == '\0' ||
+			p->max_bytes == 0 || p->max_bytes > LW_MAX_BULK || p->wait_ms > 10000 ||
+			p->from_seq == 0 || p->applied_seq >= p->from_seq))
+		r->err = -EPROTO;
+}
+
+static void lw_dec_repl_copy(struct lw_rd *r, struct lw_mds_req *out)
+{
+	struct lw_repl_copy_req *p = &out->u.repl_copy;
+
+	lw_rd_fixed(r, p, sizeof(*p));
+	if (!r->err && (p->max_bytes == 0 || p->max_bytes > LW_MAX_BULK || p->pad != 0))
+		r->err = -EPROTO;
+}
+
 static void lw_dec_heartbeat(struct lw_rd *r, struct lw_mds_req *out)
 {
 	lw_rd_fixed(r, &out->u.heartbeat.f, sizeof(out->u.heartbeat.f));

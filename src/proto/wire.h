@@ -107,7 +107,10 @@ struct lw_mds_rep_prefix {
 	 * from the MDS again (half the MDS's --lease-timeout): a recall sent since then may not
 	 * have reached it, and the MDS takes a lease back that long after its recall. */
 	uint32_t lease_trust_ms;
-	uint32_t pad;            /* 0 */
+	/* Protocol 10: the MDS's epoch, its coordinator's fencing token (a replicated MDT, 0
+	 * otherwise): an MDS that took over answers with a higher one than the MDS it deposed, and
+	 * a client that heard a higher one takes no answer of a lower one (a deposed MDS's). */
+	uint32_t epoch;
 };
 _Static_assert(sizeof(struct lw_mds_rep_prefix) == 48, "lw_mds_rep_prefix");
 
@@ -885,6 +888,75 @@ struct lw_ost_addr {
 	char     host[64]; /* NUL-terminated */
 };
 _Static_assert(sizeof(struct lw_ost_addr) == 72, "lw_ost_addr");
+
+/*
+ * Replication of the MDT to a standby MDS (src/mdt/redo.c, src/mds/repl.c). The active MDS
+ * numbers its top-level MDT commits (seq, from 1, kept in the MDT) and keeps the recent ones as
+ * a stream: each commit is a lw_repl_commit, then `len` bytes of records, each a lw_repl_rec,
+ * its key, and for a put its value, in the order the commit made them. `db` is the MDT's
+ * database index (docs/mdt.md); both ends run one MDT format version (checked in the pull).
+ */
+#define LW_REPL_PUT 1u
+#define LW_REPL_DEL 2u
+struct lw_repl_commit {
+	uint64_t seq;
+	uint64_t epoch;    /* the active's epoch (its coordinator's fencing token) when it committed */
+	uint32_t len;      /* bytes of records after this header */
+	uint32_t nrec;
+};
+_Static_assert(sizeof(struct lw_repl_commit) == 24, "lw_repl_commit");
+struct lw_repl_rec {
+	uint8_t  op;       /* LW_REPL_PUT or LW_REPL_DEL */
+	uint8_t  db;
+	uint16_t klen;     /* 1..511: LMDB's key size */
+	uint32_t vlen;     /* 0 for a delete */
+};
+_Static_assert(sizeof(struct lw_repl_rec) == 8, "lw_repl_rec");
+
+/* MDS_REPL_PULL (fs key only): a standby asks for the stream from commit from_seq (from_off bytes
+ * into it: a commit larger than a reply comes in parts) and says what its MDT holds (applied:
+ * every commit up to applied_seq, the last of epoch applied_epoch, durable), which is its
+ * acknowledgement. The reply: lw_repl_pull_rep and, in bulk, up to max_bytes of the stream. With
+ * nothing new the MDS holds the request up to wait_ms (1..10000) first. -ERANGE: from_seq is
+ * no longer kept (take a copy, MDS_REPL_COPY); -ESTALE: the standby's MDT is not a copy of this
+ * MDS's history (it holds commits this MDS never made): take a copy; -EXDEV: its MDT is another
+ * file system's (uuid); -EPROTONOSUPPORT: another MDT format. */
+struct lw_repl_pull_req {
+	uint64_t from_seq;
+	uint64_t applied_seq;
+	uint64_t applied_epoch;
+	uint32_t from_off;
+	uint32_t max_bytes;      /* 1..LW_MAX_BULK */
+	uint32_t wait_ms;
+	uint32_t mdt_version;
+	uint8_t  mdt_uuid[16];   /* all 0: the standby has no MDT yet */
+	char     name[64];       /* the standby's address, as the coordinator names it; NUL-terminated */
+};
+_Static_assert(sizeof(struct lw_repl_pull_req) == 120, "lw_repl_pull_req");
+struct lw_repl_pull_rep {
+	uint64_t last_seq;       /* the newest commit the MDS has made */
+	uint64_t epoch;          /* the MDS's */
+	uint32_t bytes;          /* of stream in the bulk */
+	uint32_t flags;          /* LW_REPL_F_* */
+};
+_Static_assert(sizeof(struct lw_repl_pull_rep) == 24, "lw_repl_pull_rep");
+#define LW_REPL_F_SYNC 0x1u /* the MDS counts this standby in: its commits wait for it */
+
+/* MDS_REPL_COPY (fs key only): a consistent copy of the MDT (LMDB's mdb_env_copy2), in parts.
+ * offset 0 makes a new copy (the request waits while it is made); later offsets read it. The
+ * reply: lw_repl_copy_rep and, in bulk, up to max_bytes of the copy's data.mdb from offset. */
+struct lw_repl_copy_req {
+	uint64_t offset;
+	uint32_t max_bytes;      /* 1..LW_MAX_BULK */
+	uint32_t pad;            /* 0 */
+};
+_Static_assert(sizeof(struct lw_repl_copy_req) == 16, "lw_repl_copy_req");
+struct lw_repl_copy_rep {
+	uint64_t size;           /* of the whole copy */
+	uint32_t bytes;
+	uint32_t pad;
+};
+_Static_assert(sizeof(struct lw_repl_copy_rep) == 16, "lw_repl_copy_rep");
 
 /* MDS_OST_REPLACE (from an OSS whose OST was formatted with --replace, no cred prefix): request
  * lw_ost_register_req with want_idx the index to take over. The new uuid takes the index from the
