@@ -173,8 +173,10 @@ static int replica_wait(struct mds *m, const char *mdt_dir, const char *fsname, 
 			uint32_t lease_s, const char *listen_host, uint16_t listen_port, const char *advertise,
 			const uint8_t *key, size_t keylen, bool encrypt)
 {
+	/* A pull is held 1 s at most: an active silent for 4 s is gone (its host died), and the
+	 * standby looks at etcd again instead of waiting out a client's 20 s. */
 	struct rpc_conn_opts co = { .name = "active MDS", .key = keylen ? key : NULL, .keylen = keylen,
-				    .encrypt = encrypt };
+				    .encrypt = encrypt, .at_min_ms = 4000 };
 	struct mds_coord_opts o = { .endpoints = etcd, .lease_s = lease_s };
 	struct mdt_store *s = NULL;
 	char name[MDS_REPL_NAME_MAX + 1], host[64];

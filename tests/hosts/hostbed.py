@@ -150,6 +150,19 @@ class HostBed:
                 pass
         _wait_netns_empty(h.netns)
 
+    def cut(self, a, b):
+        """The link between hosts a and b fails silently, each way (as a dead switch port: no reset,
+        no refusal; connections stall and dials time out): each sends the other's frames to a
+        MAC address nobody has. Their links to every other host stay."""
+        for x, y in ((a, b), (b, a)):
+            _run(self._in(x.netns, ["ip", "neigh", "replace", y.addr, "lladdr", "02:00:00:00:00:01",
+                                    "dev", "eth0", "nud", "permanent"]))
+
+    def heal(self, a, b):
+        """The link between a and b works again."""
+        for x, y in ((a, b), (b, a)):
+            _run(self._in(x.netns, ["ip", "neigh", "del", y.addr, "dev", "eth0"]), check=False)
+
     def revive_host(self, h):
         """h's link up again (its processes stay dead: start what it should run)."""
         _run(self._in(h.netns, ["ip", "link", "set", "eth0", "up"]))

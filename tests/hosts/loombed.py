@@ -23,9 +23,12 @@ FSNAME = "loom"
 
 class LoomBed(HostBed):
     """mds_pair: the MDT is served by a failover pair, hosts mds and mds2 (one at a time, with
-    multi-mount protection every mmp_ms); OSSs, mounts and the tool list both addresses."""
+    multi-mount protection every mmp_ms); OSSs, mounts and the tool list both addresses.
+    replicated: hosts mds and mds2 each keep an MDT of their own (a replicated MDT), and a host
+    etcd runs etcd, which decides which serves; the MDS on mds starts first (active)."""
 
-    def __init__(self, build, osts, oss_rate_mib=None, prefix=None, mds_pair=False, mmp_ms=1000):
+    def __init__(self, build, osts, oss_rate_mib=None, prefix=None, mds_pair=False, mmp_ms=1000,
+                 replicated=False):
         self.build = os.path.abspath(build)
         self.bin = {name: os.path.join(self.build, "src", sub, name) for sub, name in
                     (("mds", "loom-mds"), ("oss", "loom-oss"), ("fuse", "loom-mount"), ("tools", "loom"))}
@@ -35,8 +38,10 @@ class LoomBed(HostBed):
         self.oss = []
         try:
             super().__init__(prefix)
+            self.replicated = replicated
+            self.etcd = self._start_etcd() if replicated else None
             self.mds = self.add_host("mds")
-            self.mds2 = self.add_host("mds2") if mds_pair else None
+            self.mds2 = self.add_host("mds2") if mds_pair or replicated else None
             self.mmp_ms = mmp_ms if mds_pair else 0
             self._start_mds()
             for i in range(osts):
@@ -51,19 +56,57 @@ class LoomBed(HostBed):
     def _log(self, name):
         return open(os.path.join(self.dir, name + ".log"), "ab")
 
+    def _start_etcd(self):
+        """etcd (Debian's etcd-server) alone on a host of its own."""
+        h = self.add_host("etcd")
+        self.etcd_url = "http://%s:2379" % h.addr
+        self.popen(h, ["/usr/bin/etcd", "--name", "bed", "--data-dir", os.path.join(self.dir, "etcd"),
+                       "--listen-client-urls", self.etcd_url, "--advertise-client-urls", self.etcd_url,
+                       "--listen-peer-urls", "http://%s:2380" % h.addr,
+                       "--initial-advertise-peer-urls", "http://%s:2380" % h.addr,
+                       "--initial-cluster", "bed=http://%s:2380" % h.addr],
+                   stdout=self._log("etcd"), stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while self.etcdctl(h, "endpoint", "health").returncode != 0:
+            if time.monotonic() > deadline:
+                raise RuntimeError("etcd did not come up:\n" + self.logs())
+            time.sleep(0.2)
+        return h
+
+    def etcdctl(self, host, *args):
+        """etcdctl run on host against the bed's etcd."""
+        return self.run(host, ["etcdctl", "--endpoints", self.etcd_url] + list(args),
+                        env=dict(os.environ, ETCDCTL_API="3"))
+
+    def etcd_get(self, key):
+        p = self.etcdctl(self.etcd, "get", "--print-value-only", key)
+        return p.stdout.strip() if p.returncode == 0 else None
+
+    def mdt_of(self, host):
+        return os.path.join(self.dir, "mdt-" + host.name) if self.replicated else os.path.join(self.dir, "mdt")
+
     def _start_mds(self):
-        mdt = os.path.join(self.dir, "mdt")
+        mdt = self.mdt_of(self.mds)
         subprocess.run([self.bin["loom-mds"], "--format", "--fsname", FSNAME, "--mdt", mdt, "--key", self.key],
                        check=True, capture_output=True, timeout=60)
         self.fs = ",".join("%s:%d" % (h.addr, MDS_PORT) for h in (self.mds, self.mds2) if h)
         self.start_mds(self.mds)
+        if self.replicated:
+            deadline = time.monotonic() + 60
+            while not self.etcd_get("/loom/%s/leader" % FSNAME):
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the first MDS did not become active:\n" + self.logs())
+                time.sleep(0.1)
+            self.start_mds(self.mds2)
 
     def start_mds(self, host):
         """The MDS on host (either of a pair's): its Popen."""
-        argv = [self.bin["loom-mds"], "--mdt", os.path.join(self.dir, "mdt"),
+        argv = [self.bin["loom-mds"], "--mdt", self.mdt_of(host),
                 "--listen", "%s:%d" % (host.addr, MDS_PORT), "--key", self.key]
         if self.mmp_ms:
             argv += ["--mmp-interval", str(self.mmp_ms)]
+        if self.replicated:
+            argv += ["--etcd", self.etcd_url, "--fsname", FSNAME]
         return self.popen(host, argv, stdout=self._log("mds-" + host.name), stderr=subprocess.STDOUT)
 
     def add_oss(self, rate_mib=None):
