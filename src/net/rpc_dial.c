@@ -176,6 +176,15 @@ static int hs_call(struct rpc_hs *hs, uint16_t opcode, uint32_t flags, const voi
 
 		if (lw_mds_prefix_take(rbody, &h.body_len, &hs->last_pre, vers))
 			rc = -EPROTO;
+		/* A replicated MDT's fencing, as for every reply (rpc_recv.c): a deposed MDS's hello
+		 * answers (connect, replays) count for nothing; the next address is dialled. */
+		else if (hs->last_pre.epoch && hs->last_pre.epoch < hs->conn->epoch_seen) {
+			log_warn("%s answered %s with epoch %u, and epoch %u was heard: a deposed MDS",
+				 hs->conn->peer, lw_op_name(opcode), hs->last_pre.epoch, hs->conn->epoch_seen);
+			rc = -ESTALE;
+		} else if (hs->last_pre.epoch > hs->conn->epoch_seen) {
+			hs->conn->epoch_seen = hs->last_pre.epoch;
+		}
 	}
 	if (rc == 0) {
 		memcpy(reply, rbody, MIN(cap, h.body_len));

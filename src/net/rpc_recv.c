@@ -352,8 +352,22 @@ static const char *conn_parse(struct rpc_conn *c)
 }
 
 /* Clears the receive state after the socket went away. I/O thread. */
+/* A reply of a deposed MDS came (reply_done put its call back): the connection goes to the next
+ * address and resends there. true when it did (the connection is broken now). */
+static bool deposed_break(struct rpc_conn *c)
+{
+	if (!c->deposed)
+		return false;
+	c->deposed = false;
+	if (c->opts.on_silence)
+		c->opts.on_silence(c->opts.arg); /* the next address first */
+	conn_broken(c, "a deposed MDS answered");
+	return true;
+}
+
 void recv_reset(struct rpc_conn *c)
 {
+	c->deposed = false;
 	c->notifying = false;
 	free(c->rbody);
 	c->rbody = NULL;
@@ -387,6 +401,8 @@ int conn_recv(struct rpc_conn *c)
 				c->got += (uint32_t)n;
 				if (c->got == c->hdr.bulk_len)
 					reply_bulk_done(c);
+				if (deposed_break(c))
+					return -1;
 				continue;
 			}
 		} else {
@@ -395,13 +411,8 @@ int conn_recv(struct rpc_conn *c)
 				c->rpos = 0;
 				c->rlen = (uint32_t)n;
 				err = conn_parse(c);
-				if (!err && c->deposed) {
-					c->deposed = false;
-					if (c->opts.on_silence)
-						c->opts.on_silence(c->opts.arg); /* the next address first */
-					conn_broken(c, "a deposed MDS answered");
+				if (!err && deposed_break(c))
 					return -1;
-				}
 				if (err && seal_on(&c->rx)) {
 					/* On a sealed connection, what breaks the protocol may be a relay's
 					 * doing rather than the server's: reconnect and resend, as after a
