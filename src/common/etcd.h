@@ -2,8 +2,8 @@
  * A small etcd v3 client: what an MDS pair needs to agree which of them is active. The active
  * MDS holds a lease with a TTL and keeps it alive; it owns a leader key created only if absent
  * and attached to the lease, so that the key vanishes when the lease expires (the MDS hung, died
- * or lost etcd). The key's create_revision is the epoch, a fencing token that only grows. Every
- * change is a compare-and-swap transaction on mod_revision.
+ * or lost etcd). Every change is a compare-and-swap transaction on mod_revision (the MDS's use:
+ * src/mds/coord.c, which keeps its epoch, the fencing token, in a key of its own).
  *
  * It speaks etcd's v3 JSON gateway (grpc-gateway in front of the gRPC API, on the client port),
  * HTTP POSTs with libcurl, JSON with json-c: /v3/kv/range, /v3/kv/txn, /v3/lease/grant,

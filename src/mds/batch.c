@@ -544,10 +544,9 @@ static void run_batch(struct mds *m, struct reqq_item *list, uint32_t n)
 
 	/* A server deposed while it was frozen answers nothing more (it exits here): a change is
 	 * answered before its commit, whose own check would come too late for that answer. */
-	if (write) {
+	if (write)
 		mmp_check(m->mmp);
-		mds_coord_guard(m->repl.coord);
-	}
+	mds_coord_guard(m->repl.coord); /* reads too: a deposed MDS's answers are stale */
 	rc = replies ? batch_txn(m, write, &txn) : -ENOMEM;
 	if (rc == 0) {
 		uint32_t first = 0; /* first request of the open transaction */
@@ -657,8 +656,15 @@ void mds_metadata_loop(struct mds *m)
 			mds_periodic(m);
 		else if (clock_mono_ns() - last_tick >= TICK_MS * 1000000ull) {
 			mds_periodic(m);
-			mds_repl_tick(m);
 			last_tick = clock_mono_ns();
+		}
+		mds_repl_tick(m);
+		if (atomic_load(&m->stop_asked) && !m->stop_sent) {
+			/* A replicated MDT's stop: its last commits go to the standby while the server
+			 * still answers its pulls, and only then does the server stop. */
+			mds_commit_flush(m, m->commit.changes);
+			srv_stop(m->srv);
+			m->stop_sent = true;
 		}
 	}
 	/* Stopped (SIGTERM): what was answered goes to disk before the MDS exits. */

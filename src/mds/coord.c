@@ -41,6 +41,7 @@ struct mds_coord {
 	int64_t lease;          /* this MDS's, while it leads (0: none) */
 	int64_t leader_rev;     /* the revision of its leader key */
 	uint64_t epoch;
+	bool said_self;
 	/* When the last keepalive etcd answered was sent: etcd renewed the lease after that, so it
 	 * holds until at least lease_s later. */
 	_Atomic uint64_t renewed_ns;
@@ -117,14 +118,20 @@ static bool sync_lists(const char *list, const char *name)
 	return false;
 }
 
-/* Takes the leader key: epoch + 1, alone in the sync set. -ECANCELED: someone was quicker. */
-static int take_over(struct mds_coord *c, const struct etcd_kv *epoch_kv, int64_t sync_rev)
+/* Takes the leader key: an epoch above etcd's and any this MDT has seen (etcd's keys may have been
+ * lost), alone in the sync set. -ECANCELED: someone was quicker. */
+static int take_over(struct mds_coord *c, const struct etcd_kv *epoch_kv, int64_t sync_rev, uint64_t mdt_epoch)
 {
-	uint64_t epoch = epoch_kv->mod_rev ? strtoull(epoch_kv->value, NULL, 10) + 1 : 1;
+	uint64_t epoch = epoch_kv->mod_rev ? strtoull(epoch_kv->value, NULL, 10) : 0;
 	char epoch_s[24], leader_s[MDS_REPL_NAME_MAX + 24];
 	int64_t lease, rev;
 	uint64_t asked = clock_mono_ns();
-	int rc = etcd_lease_grant(c->etcd, (int)c->lease_s, &lease);
+	int rc;
+
+	epoch = (epoch > mdt_epoch ? epoch : mdt_epoch) + 1;
+	if (epoch > UINT32_MAX)
+		return -EOVERFLOW; /* replies carry 32 bits of it */
+	rc = etcd_lease_grant(c->etcd, (int)c->lease_s, &lease);
 
 	if (rc)
 		return rc;
@@ -154,8 +161,8 @@ static int take_over(struct mds_coord *c, const struct etcd_kv *epoch_kv, int64_
 	return 0;
 }
 
-int mds_coord_campaign(struct mds_coord *c, bool has_mdt, enum mds_coord_role *role, uint64_t *epoch,
-		       char *leader, size_t cap)
+int mds_coord_campaign(struct mds_coord *c, const struct mds_coord_mdt *mdt, enum mds_coord_role *role,
+		       uint64_t *epoch, char *leader, size_t cap)
 {
 	struct etcd_kv kv = { 0 }, epoch_kv = { 0 }, sync_kv = { 0 };
 	int rc;
@@ -167,11 +174,12 @@ int mds_coord_campaign(struct mds_coord *c, bool has_mdt, enum mds_coord_role *r
 
 		rc = leader_parse(&kv, &e, leader, cap);
 		if (rc == 0 && !strcmp(leader, c->name)) {
-			/* This MDS's own key, from a run that ended without giving it up: that run
-			 * serves no more, so the key goes now instead of when its lease expires. */
-			log_info("coordinator: the leader key is this MDS's from an earlier run: giving it up");
-			rc = etcd_lease_revoke(c->etcd, kv.lease);
-			rc = rc == -ENOENT ? 0 : rc;
+			/* An earlier run of this MDS that did not give the key up, or another MDS under
+			 * the same name, alive: which, nobody can tell, so its lease is left to lapse. */
+			if (!c->said_self)
+				log_warn("coordinator: the leader key names this MDS (%s): an earlier run, or "
+					 "another MDS with the same --advertise; waiting for its lease", c->name);
+			c->said_self = true;
 			*role = COORD_WAIT;
 		} else if (rc == 0) {
 			*role = COORD_FOLLOW;
@@ -182,7 +190,8 @@ int mds_coord_campaign(struct mds_coord *c, bool has_mdt, enum mds_coord_role *r
 	if (rc != -ENOENT)
 		goto out;
 	*role = COORD_WAIT;
-	if (!has_mdt) {
+	c->said_self = false;
+	if (!mdt->exists) {
 		rc = 0;
 		goto out;
 	}
@@ -195,15 +204,17 @@ int mds_coord_campaign(struct mds_coord *c, bool has_mdt, enum mds_coord_role *r
 		rc = 0;
 	if (rc)
 		goto out;
-	if (sync_kv.mod_rev && !sync_lists(sync_kv.value, c->name)) {
+	/* Without a sync key only an MDT that never replicated may start (a new file system):
+	 * one that did, finding etcd's keys gone, cannot know it holds every commit. */
+	if (sync_kv.mod_rev ? !sync_lists(sync_kv.value, c->name) : mdt->pos.seq != 0) {
 		if (!c->said_wait)
 			log_warn("coordinator: no MDS serves, and this one may not take over: its MDT may "
 				 "lack commits that were acknowledged (the MDSs that hold them all: %s)",
-				 sync_kv.value);
+				 sync_kv.mod_rev ? sync_kv.value : "unknown: etcd has no sync key");
 		c->said_wait = true;
 		goto out;
 	}
-	rc = take_over(c, &epoch_kv, sync_kv.mod_rev);
+	rc = take_over(c, &epoch_kv, sync_kv.mod_rev, mdt->pos.epoch > mdt->prev.epoch ? mdt->pos.epoch : mdt->prev.epoch);
 	if (rc == -ECANCELED) {
 		rc = 0; /* another MDS was quicker: the next look finds it */
 	} else if (rc == 0) {
@@ -238,32 +249,51 @@ int mds_coord_leader_is(struct mds_coord *c, const char *leader, bool *same)
 	return rc;
 }
 
-/* The sync set, written while this MDS's leader key is its own. */
+/* The sync set, written while this MDS's leader key is its own (c->lock held). */
 static int sync_put(struct mds_coord *c, const char *list)
 {
 	const struct etcd_cmp cmp = { c->key_leader, c->leader_rev };
 	const struct etcd_op op = { c->key_sync, list, strlen(list), 0 };
+
+	return etcd_txn(c->etcd, &cmp, 1, &op, 1, NULL);
+}
+
+/* A pending strike (c->lock held). */
+static int strike_locked(struct mds_coord *c, struct mds *m, const struct mds_repl_view *v)
+{
 	int rc;
 
-	pthread_mutex_lock(&c->lock);
-	rc = etcd_txn(c->etcd, &cmp, 1, &op, 1, NULL);
-	pthread_mutex_unlock(&c->lock);
+	if (!v->strike_pending)
+		return 0;
+	rc = sync_put(c, c->name);
+	if (rc == 0) {
+		mds_repl_struck(m, v->gen);
+		log_info("coordinator: only this MDS holds every commit now (struck %s)", v->standby);
+	}
 	return rc;
 }
 
-int mds_coord_strike(struct mds_coord *c)
+int mds_coord_strike(struct mds_coord *c, struct mds *m)
 {
-	int rc = sync_put(c, c->name);
+	struct mds_repl_view v;
+	int rc;
 
-	if (rc == 0)
-		log_info("coordinator: only this MDS holds every commit now");
+	if (!c)
+		return 0;
+	mds_repl_view(m, &v);
+	if (!v.strike_pending)
+		return 0;
+	pthread_mutex_lock(&c->lock);
+	mds_repl_view(m, &v); /* as it is once any listing under way has landed */
+	rc = strike_locked(c, m, &v);
+	pthread_mutex_unlock(&c->lock);
 	return rc;
 }
 
 static _Noreturn void deposed(const char *why)
 {
 	log_err("coordinator: %s: another MDS may serve now; stopping (a restart follows it)", why);
-	exit(3);
+	_exit(3); /* at once: no other thread answers anything more */
 }
 
 /* The lease may have lapsed at etcd a second from now: this MDS answers nothing more. */
@@ -279,13 +309,43 @@ void mds_coord_guard(struct mds_coord *c)
 		deposed("etcd did not renew its lease in time");
 }
 
+/* The sync set follows the standby's standing: listed once JOINING, struck once fallen. */
+static void sync_follow(struct mds_coord *c)
+{
+	struct mds_repl_view v;
+	int rc = 0;
+
+	pthread_mutex_lock(&c->lock);
+	mds_repl_view(c->m, &v);
+	if (v.silent && !v.strike_pending) {
+		mds_repl_fall_silent(c->m, v.gen);
+		mds_repl_view(c->m, &v);
+	}
+	if (v.strike_pending) {
+		rc = strike_locked(c, c->m, &v);
+	} else if (v.state == REPL_JOINING) {
+		char list[2 * MDS_REPL_NAME_MAX + 2];
+
+		snprintf(list, sizeof(list), "%s,%s", c->name, v.standby);
+		rc = sync_put(c, list);
+		if (rc == 0) {
+			mds_repl_listed(c->m, v.gen);
+			log_info("coordinator: standby %s holds every commit: it may take over", v.standby);
+		}
+		/* An outcome not known (a timeout): it may be listed. It stays JOINING, and should it
+		 * fall, the strike rewrites the list. */
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (rc == -ECANCELED)
+		deposed("its leader key is gone");
+}
+
 static void *serve_main(void *arg)
 {
 	struct mds_coord *c = arg;
 	uint64_t every_ns = (uint64_t)c->lease_s * 1000000000ull / 3, last_try = 0;
 
 	while (!atomic_load(&c->stop)) {
-		char standby[MDS_REPL_NAME_MAX + 1];
 		uint64_t now = clock_mono_ns();
 
 		if (now - last_try >= every_ns) {
@@ -302,19 +362,7 @@ static void *serve_main(void *arg)
 		}
 		/* etcd unreachable: the lease lapses there before this MDS hears of it. */
 		mds_coord_guard(c);
-		if (mds_repl_state(c->m, standby, sizeof(standby)) == REPL_JOINING) {
-			char list[2 * MDS_REPL_NAME_MAX + 2];
-			int rc;
-
-			snprintf(list, sizeof(list), "%s,%s", c->name, standby);
-			rc = sync_put(c, list);
-			if (rc == 0) {
-				mds_repl_set_state(c->m, REPL_JOINING, REPL_SYNC);
-				log_info("coordinator: standby %s holds every commit: it may take over", standby);
-			} else if (rc == -ECANCELED) {
-				deposed("its leader key is gone");
-			}
-		}
+		sync_follow(c);
 		usleep(COORD_TICK_MS * 1000);
 	}
 	return NULL;

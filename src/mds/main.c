@@ -25,7 +25,11 @@ static struct mds *the_mds;
 static void on_signal(int sig)
 {
 	(void)sig;
-	if (the_mds)
+	if (!the_mds)
+		return;
+	if (the_mds->repl.on)
+		atomic_store(&the_mds->stop_asked, true); /* the metadata thread stops the server */
+	else
 		srv_stop(the_mds->srv);
 }
 
@@ -86,7 +90,7 @@ static void usage(FILE *f)
 		"  --advertise HOST:PORT this MDS's address, as clients and the other MDS reach it\n"
 		"                        (default: the --listen address, or the host name and port)\n"
 		"  --etcd-lease SEC      how long etcd waits for a silent active MDS before another\n"
-		"                        takes over (2..60, default %u)\n"
+		"                        takes over (3..60, default %u)\n"
 		"  --repl-timeout MS     how long a commit waits for the standby before the active\n"
 		"                        goes on without it (100..60000, default %u)\n"
 		"  --handshake-timeout SEC  a connection that has not proved it holds the key this\n"
@@ -284,8 +288,10 @@ int main(int argc, char **argv)
 		case 'e': etcd = optarg; break;
 		case 'a': advertise = optarg; break;
 		case 'x':
-			if (u32_parse(optarg, 2, 60, &etcd_lease_s)) {
-				fprintf(stderr, "loom-mds: --etcd-lease takes 2..60 seconds\n");
+			/* An active stops a second before its lease lapses, and one etcd call may take
+			 * two: less than three would depose it on any slow call. */
+			if (u32_parse(optarg, 3, 60, &etcd_lease_s)) {
+				fprintf(stderr, "loom-mds: --etcd-lease takes 3..60 seconds\n");
 				return 2;
 			}
 			break;
@@ -518,6 +524,7 @@ int main(int argc, char **argv)
 	rc = srv_run(m.srv);
 
 	log_info("shutting down");
+	atomic_store(&m.repl.draining, true); /* nothing more is answered or acknowledged */
 	reqq_close(&m.queue);
 	pthread_join(m.md_thread, NULL);
 	mds_replay_stop(&m);

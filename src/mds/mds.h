@@ -168,6 +168,10 @@ struct mds {
 	_Atomic uint64_t dir_moves;
 	uint64_t started_ns;
 	bool root_squash;          /* requests as uid 0 run as nobody (--root-squash) */
+	/* A replicated MDT's SIGTERM: the metadata thread commits to the standby, then stops the
+	 * server (batch.c). */
+	_Atomic bool stop_asked;
+	bool stop_sent;
 	/* Client nodes with keys of their own (nodemap.c): read by the network thread at every
 	 * node's authentication and request; replaced by the metadata thread after a commit that
 	 * changed the MDT's table. */

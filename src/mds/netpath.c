@@ -287,6 +287,7 @@ void mds_deliver(struct srv_req *req, void *arg)
 {
 	struct mds *m = arg;
 
+	mds_coord_guard(m->repl.coord); /* a deposed MDS answers nothing */
 	if (!answer_here(m, req))
 		reqq_push(&m->queue, &req->qitem);
 }

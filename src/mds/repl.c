@@ -20,8 +20,6 @@
 #include "mds/repl.h"
 #include "net/bulk.h"
 
-/* MDT_FORMAT_VERSION (mdt/internal.h): what a standby's MDT must be to take this one's records. */
-#define REPL_MDT_VERSION 1u
 
 struct repl_commit {
 	struct repl_commit *next;
@@ -180,19 +178,28 @@ void mds_repl_stop(struct mds *m)
 		srv_req_drop(r->parked);
 	r->parked = NULL;
 	pthread_mutex_unlock(&r->lock);
+	pthread_mutex_lock(&r->copy_lock);
 	if (r->copy_fd >= 0)
 		close(r->copy_fd);
 	r->copy_fd = -1;
+	pthread_mutex_unlock(&r->copy_lock);
+}
+
+/* The standby falls (r->lock held): commits stop waiting for it once it is struck. */
+static void fall_locked(struct mds_repl *r)
+{
+	if (r->state != REPL_ALONE)
+		r->strike_pending = true;
+	r->state = REPL_ALONE;
+	r->gen++;
 }
 
 int mds_repl_wait(struct mds *m, uint64_t seq)
 {
 	struct mds_repl *r = &m->repl;
 	uint64_t deadline = clock_mono_ns() + (uint64_t)r->timeout_ms * 1000000ull;
-	enum mds_repl_state state;
-	char standby[MDS_REPL_NAME_MAX + 1];
 
-	if (!r->on)
+	if (!r->on || atomic_load(&r->draining))
 		return 0;
 	pthread_mutex_lock(&r->lock);
 	while (r->state != REPL_ALONE && r->acked_seq < seq && clock_mono_ns() < deadline) {
@@ -206,42 +213,61 @@ int mds_repl_wait(struct mds *m, uint64_t seq)
 		}
 		pthread_cond_timedwait(&r->cond, &r->lock, &ts);
 	}
-	state = r->state;
-	memcpy(standby, r->standby, sizeof(standby));
-	if (state == REPL_ALONE || r->acked_seq >= seq) {
-		pthread_mutex_unlock(&r->lock);
-		return 0;
+	if (r->state != REPL_ALONE && r->acked_seq < seq) {
+		log_warn("replication: standby %s did not acknowledge commit %llu within %u ms: going on "
+			 "without it", r->standby, (unsigned long long)seq, r->timeout_ms);
+		fall_locked(r);
 	}
-	/* The standby did not acknowledge in time: on alone, once the coordinator no longer counts
-	 * it among the MDSs that hold everything (a joining one it never counted). */
-	r->state = REPL_ALONE;
 	pthread_mutex_unlock(&r->lock);
-	log_warn("replication: standby %s did not acknowledge commit %llu within %u ms: going on "
-		 "without it", standby, (unsigned long long)seq, r->timeout_ms);
-	if (state == REPL_SYNC)
-		return mds_coord_strike(r->coord);
-	return 0;
+	/* A standby that fell (here, or silent, or behind what it acknowledged) is struck before
+	 * this commit counts: the coordinator must not list an MDS that lacks it. */
+	return mds_coord_strike(r->coord, m);
 }
 
-enum mds_repl_state mds_repl_state(struct mds *m, char *standby, size_t cap)
-{
-	struct mds_repl *r = &m->repl;
-	enum mds_repl_state s;
-
-	pthread_mutex_lock(&r->lock);
-	s = r->state;
-	snprintf(standby, cap, "%s", r->standby);
-	pthread_mutex_unlock(&r->lock);
-	return s;
-}
-
-void mds_repl_set_state(struct mds *m, enum mds_repl_state from, enum mds_repl_state to)
+void mds_repl_view(struct mds *m, struct mds_repl_view *v)
 {
 	struct mds_repl *r = &m->repl;
 
 	pthread_mutex_lock(&r->lock);
-	if (r->state == from)
-		r->state = to;
+	v->state = r->state;
+	v->gen = r->gen;
+	v->strike_pending = r->strike_pending;
+	v->silent = r->state != REPL_ALONE &&
+		    clock_mono_ns() - r->heard_ns > (uint64_t)r->timeout_ms * 1000000ull;
+	snprintf(v->standby, sizeof(v->standby), "%s", r->standby);
+	pthread_mutex_unlock(&r->lock);
+}
+
+void mds_repl_listed(struct mds *m, uint64_t gen)
+{
+	struct mds_repl *r = &m->repl;
+
+	pthread_mutex_lock(&r->lock);
+	if (r->gen == gen && r->state == REPL_JOINING)
+		r->state = REPL_SYNC;
+	pthread_mutex_unlock(&r->lock);
+}
+
+void mds_repl_struck(struct mds *m, uint64_t gen)
+{
+	struct mds_repl *r = &m->repl;
+
+	pthread_mutex_lock(&r->lock);
+	if (r->gen == gen)
+		r->strike_pending = false;
+	pthread_mutex_unlock(&r->lock);
+}
+
+void mds_repl_fall_silent(struct mds *m, uint64_t gen)
+{
+	struct mds_repl *r = &m->repl;
+
+	pthread_mutex_lock(&r->lock);
+	if (r->gen == gen && r->state != REPL_ALONE) {
+		log_warn("replication: standby %s silent for %u ms: going on without it", r->standby,
+			 r->timeout_ms);
+		fall_locked(r);
+	}
 	pthread_mutex_unlock(&r->lock);
 }
 
@@ -283,22 +309,71 @@ static int stream_take(struct mds_repl *r, uint64_t from, uint32_t off, uint32_t
 	return 0;
 }
 
+/* The standby's acknowledgement, in a pull (r->lock held). -EBUSY for another standby while
+ * this one counts: it must be struck first (silent, the coordinator does it). */
+static int take_ack(struct mds_repl *r, const struct lw_repl_pull_req *p)
+{
+	if (strcmp(r->standby, p->name)) {
+		if (r->state != REPL_ALONE || r->strike_pending)
+			return -EBUSY;
+		if (r->standby[0])
+			log_info("replication: standby %s replaces %s", p->name, r->standby);
+		snprintf(r->standby, sizeof(r->standby), "%s", p->name);
+		r->gen++;
+		r->acked_seq = 0;
+	} else if (p->applied_seq < r->acked_seq) {
+		/* It holds less than it acknowledged (its host lost what it had written?). */
+		if (r->state != REPL_ALONE)
+			log_warn("replication: standby %s holds commit %llu, after acknowledging %llu",
+				 r->standby, (unsigned long long)p->applied_seq,
+				 (unsigned long long)r->acked_seq);
+		fall_locked(r);
+		r->acked_seq = p->applied_seq;
+	}
+	if (p->applied_seq > r->acked_seq)
+		r->acked_seq = p->applied_seq;
+	r->heard_ns = clock_mono_ns();
+	if (r->state == REPL_ALONE && !r->strike_pending && r->acked_seq == r->last_seq) {
+		r->state = REPL_JOINING;
+		log_info("replication: standby %s has every commit (%llu): it counts from now on", r->standby,
+			 (unsigned long long)r->last_seq);
+	}
+	pthread_cond_broadcast(&r->cond);
+	return 0;
+}
+
+/* What a pull says of itself that the decoder does not check: a name that can sit in the
+ * coordinator's comma-separated list and is not this MDS's, and a uuid with any position. */
+static int pull_check(const struct mds_repl *r, const struct lw_repl_pull_req *p)
+{
+	static const uint8_t no_uuid[16];
+	bool has_uuid = memcmp(p->mdt_uuid, no_uuid, 16) != 0;
+
+	if (p->mdt_version != MDT_FORMAT_VERSION)
+		return -EPROTONOSUPPORT;
+	if (strchr(p->name, ',') || strchr(p->name, ' ') || (!has_uuid && p->applied_seq))
+		return -EPROTO;
+	if (!strcmp(p->name, r->name)) {
+		log_err("replication: a standby calls itself %s, this MDS's name: two MDSs with one name "
+			"(--advertise)", p->name);
+		return -EADDRINUSE;
+	}
+	return has_uuid && memcmp(p->mdt_uuid, r->uuid, 16) ? -EXDEV : 0;
+}
+
 void mds_repl_pull(struct mds *m, struct srv_req *req)
 {
 	struct mds_repl *r = &m->repl;
 	struct lw_repl_pull_rep rep = { 0 };
 	struct lw_mds_req q;
-	static const uint8_t no_uuid[16];
 	void *bulk = NULL;
 	int rc = mds_decode_req(m, req, &q);
 	const struct lw_repl_pull_req *p = &q.u.repl_pull;
 
 	if (rc == 0 && !r->on)
 		rc = -EOPNOTSUPP; /* not replicating: no standby follows this MDS */
-	if (rc == 0 && p->mdt_version != REPL_MDT_VERSION)
-		rc = -EPROTONOSUPPORT;
-	if (rc == 0 && memcmp(p->mdt_uuid, no_uuid, 16) && memcmp(p->mdt_uuid, r->uuid, 16))
-		rc = -EXDEV;
+	if (rc == 0)
+		rc = pull_check(r, p);
 	if (rc) {
 		repl_reply(m, req, rc, NULL, 0, NULL, 0);
 		return;
@@ -306,45 +381,28 @@ void mds_repl_pull(struct mds *m, struct srv_req *req)
 	pthread_mutex_lock(&r->lock);
 	rep.epoch = r->epoch;
 	rep.last_seq = r->last_seq;
-	if (p->applied_seq && !history_holds(r, p->applied_seq, p->applied_epoch)) {
+	if (p->applied_seq && !history_holds(r, p->applied_seq, p->applied_epoch))
 		rc = -ESTALE;
-	} else if (!p->applied_seq) {
+	else if (!p->applied_seq)
 		rc = -ERANGE; /* an empty standby starts from a copy */
-	} else {
-		if (strcmp(r->standby, p->name)) {
-			/* Another standby: it counts once it has caught up, as the first did. */
-			if (r->standby[0])
-				log_info("replication: standby %s replaces %s", p->name, r->standby);
-			snprintf(r->standby, sizeof(r->standby), "%s", p->name);
-			r->state = REPL_ALONE;
-			r->acked_seq = 0;
-		}
-		if (p->applied_seq > r->acked_seq)
-			r->acked_seq = p->applied_seq;
-		r->heard_ns = clock_mono_ns();
-		if (r->state == REPL_ALONE && r->acked_seq == r->last_seq) {
-			r->state = REPL_JOINING;
-			log_info("replication: standby %s has every commit (%llu): it counts from now on",
-				 r->standby, (unsigned long long)r->last_seq);
-		}
-		pthread_cond_broadcast(&r->cond);
-		if (p->from_seq > r->last_seq) {
-			struct srv_req *old = r->parked;
+	else
+		rc = take_ack(r, p);
+	if (rc == 0 && p->from_seq > r->last_seq) {
+		struct srv_req *old = r->parked;
 
-			/* Nothing new: held until a commit, or the wait it asked for. */
-			r->parked = req;
-			r->parked_from = p->from_seq;
-			r->parked_off = p->from_off;
-			r->parked_max = p->max_bytes;
-			r->parked_until_ns = clock_mono_ns() + (uint64_t)p->wait_ms * 1000000ull;
-			pthread_mutex_unlock(&r->lock);
-			srv_req_park(req);
-			if (old)
-				repl_reply(m, old, 0, &rep, sizeof(rep), NULL, 0);
-			return;
-		}
-		rc = stream_take(r, p->from_seq, p->from_off, p->max_bytes, &bulk, &rep.bytes);
+		/* Nothing new: held until a commit, or the wait it asked for. Parked before anyone
+		 * can take it from r->parked and answer it. */
+		srv_req_park(req);
+		r->parked = req;
+		r->parked_from = p->from_seq;
+		r->parked_until_ns = clock_mono_ns() + (uint64_t)p->wait_ms * 1000000ull;
+		pthread_mutex_unlock(&r->lock);
+		if (old)
+			repl_reply(m, old, 0, &rep, sizeof(rep), NULL, 0);
+		return;
 	}
+	if (rc == 0)
+		rc = stream_take(r, p->from_seq, p->from_off, p->max_bytes, &bulk, &rep.bytes);
 	rep.flags = r->state == REPL_SYNC ? LW_REPL_F_SYNC : 0;
 	pthread_mutex_unlock(&r->lock);
 	if (rc)
@@ -394,6 +452,7 @@ static void copy_answer(struct mds *m, struct srv_req *req, const struct lw_repl
 		rc = -ENOENT; /* no copy made: ask for offset 0 first */
 	} else {
 		rep.size = r->copy_size;
+		rep.gen = r->copy_gen;
 		if (q->offset < r->copy_size) {
 			uint64_t left = r->copy_size - q->offset;
 			size_t want = left < q->max_bytes ? (size_t)left : q->max_bytes;
@@ -404,6 +463,11 @@ static void copy_answer(struct mds *m, struct srv_req *req, const struct lw_repl
 				rc = -ENOMEM;
 			else if (n != (ssize_t)want)
 				rc = n < 0 ? -errno : -EIO;
+		}
+		/* Read to its end: its disk space (as large as the MDT) goes back now. */
+		if (rc == 0 && q->offset + (uint64_t)n >= r->copy_size) {
+			close(r->copy_fd);
+			r->copy_fd = -1;
 		}
 	}
 	pthread_mutex_unlock(&r->copy_lock);
@@ -433,12 +497,12 @@ static void *copy_make(void *arg)
 			close(r->copy_fd);
 		r->copy_fd = fd;
 		r->copy_size = (uint64_t)size;
+		r->copy_gen++;
 		log_info("replication: a copy of the MDT for a standby (%llu bytes)",
 			 (unsigned long long)size);
 	} else if (fd >= 0) {
 		close(fd);
 	}
-	r->copy_busy = false;
 	pthread_mutex_unlock(&r->copy_lock);
 	if (rc) {
 		log_err("replication: cannot copy the MDT for a standby: %s", strerror(-rc));
@@ -446,6 +510,10 @@ static void *copy_make(void *arg)
 	} else {
 		copy_answer(j->m, j->req, &j->q);
 	}
+	/* Only now: the MDS's shutdown waits for this, and its server must outlive the reply. */
+	pthread_mutex_lock(&r->copy_lock);
+	r->copy_busy = false;
+	pthread_mutex_unlock(&r->copy_lock);
 	free(j);
 	return NULL;
 }

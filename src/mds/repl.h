@@ -28,10 +28,28 @@ struct repl_commit;
 #define MDS_ETCD_LEASE_DEFAULT 10u  /* --etcd-lease default, seconds */
 #define MDS_REPL_LOG_BYTES   (256ull << 20) /* commits kept for a standby that lags */
 
+/*
+ * The standby's standing. It rises ALONE -> JOINING (it acknowledged the newest commit: from now
+ * on commits wait for it) -> SYNC (the coordinator listed it, while still JOINING of the same
+ * generation). It falls to ALONE (generation + 1) when it misses an acknowledgement, goes silent,
+ * or says it holds less than it acknowledged; and a fall from JOINING or SYNC leaves a strike
+ * pending: no commit counts as committed, and no standby rises, before the coordinator has
+ * struck it from the list. The coordinator lists and strikes under its own lock, so a strike
+ * always lands after a listing that began before the fall.
+ */
 enum mds_repl_state {
-	REPL_ALONE,   /* commits wait for nobody */
-	REPL_JOINING, /* the standby caught up: commits wait for it, the coordinator lists it next */
-	REPL_SYNC,    /* listed by the coordinator: commits wait for it */
+	REPL_ALONE,
+	REPL_JOINING,
+	REPL_SYNC,
+};
+
+/* A snapshot of the standing, for the coordinator. */
+struct mds_repl_view {
+	enum mds_repl_state state;
+	uint64_t gen;
+	bool strike_pending;
+	bool silent;            /* not heard from for --repl-timeout */
+	char standby[MDS_REPL_NAME_MAX + 1];
 };
 
 struct mds_repl {
@@ -49,19 +67,24 @@ struct mds_repl {
 	uint64_t bytes;
 	uint64_t last_seq;              /* the newest commit */
 	enum mds_repl_state state;
+	uint64_t gen;                   /* of the standing: + 1 at every fall, and a new standby */
+	bool strike_pending;            /* fallen from JOINING or SYNC, not struck yet */
 	char standby[MDS_REPL_NAME_MAX + 1]; /* the standby that pulls ("" none yet) */
 	uint64_t acked_seq;             /* what it has written */
-	uint64_t heard_ns;
+	uint64_t heard_ns;              /* its last pull */
 	struct srv_req *parked;         /* its pull, waiting for a commit */
 	uint64_t parked_from;
-	uint32_t parked_off, parked_max;
 	uint64_t parked_until_ns;
+	/* The MDS stopped serving (its event loop ended): no acknowledgement can come any more,
+	 * and nothing more is answered; the last commits wait for nobody. */
+	_Atomic bool draining;
 
 	/* The copy a new standby starts from (MDS_REPL_COPY). */
 	pthread_mutex_t copy_lock;
 	int copy_fd;                    /* an unnamed file in the MDT directory, or -1 */
 	uint64_t copy_size;
-	bool copy_busy;
+	uint32_t copy_gen;              /* + 1 for each copy made */
+	bool copy_busy;                 /* a copy is being made, or its thread still answers */
 	const char *mdt_dir;
 };
 
@@ -77,9 +100,13 @@ void mds_repl_tick(struct mds *m);
 /* MDS_REPL_PULL and MDS_REPL_COPY, on the network thread. */
 void mds_repl_pull(struct mds *m, struct srv_req *req);
 void mds_repl_copy(struct mds *m, struct srv_req *req);
-/* The coordinator's view (coord.c): the standby to list or strike. */
-enum mds_repl_state mds_repl_state(struct mds *m, char *standby, size_t cap);
-void mds_repl_set_state(struct mds *m, enum mds_repl_state from, enum mds_repl_state to);
+/* The coordinator's side (coord.c, under its lock): the standing as it is; the listing of a
+ * JOINING standby of generation gen (SYNC, unless it fell meanwhile); a pending strike done; a
+ * silent standby made to fall (it leaves a strike pending). */
+void mds_repl_view(struct mds *m, struct mds_repl_view *v);
+void mds_repl_listed(struct mds *m, uint64_t gen);
+void mds_repl_struck(struct mds *m, uint64_t gen);
+void mds_repl_fall_silent(struct mds *m, uint64_t gen);
 
 /* standby.c: follows the active MDS that the coordinator names, applying its commits to the MDT in
  * mdt_dir (taking a copy first where needed), until this MDS wins the leader key: then 0, with
@@ -102,17 +129,24 @@ enum mds_coord_role {
 	COORD_FOLLOW,    /* another does: leader */
 	COORD_WAIT,      /* nobody does, and this MDS may not take it (not in the sync set, no MDT) */
 };
-/* One look at the coordinator: takes the leader key when it is free and this MDS may (has_mdt,
- * and listed in the sync set or there is none yet). */
-int mds_coord_campaign(struct mds_coord *c, bool has_mdt, enum mds_coord_role *role, uint64_t *epoch,
-		       char *leader, size_t cap);
+/* What this MDS's MDT holds, for a campaign. */
+struct mds_coord_mdt {
+	bool exists;
+	struct mdt_repl_pos pos;   /* its last commit */
+	struct mdt_repl_pos prev;  /* where its epoch began */
+};
+/* One look at the coordinator: takes the leader key when it is free and this MDS may (it has an
+ * MDT, listed in the sync set; or there is no sync set and the MDT never replicated). */
+int mds_coord_campaign(struct mds_coord *c, const struct mds_coord_mdt *mdt, enum mds_coord_role *role,
+		       uint64_t *epoch, char *leader, size_t cap);
 /* Whether the leader key still names `leader` (a standby's check). */
 int mds_coord_leader_is(struct mds_coord *c, const char *leader, bool *same);
 /* The active's: keeps its lease alive and the sync set in step with m->repl (a thread). */
 int mds_coord_serve(struct mds_coord *c, struct mds *m);
 /* Exits when the lease may have lapsed at etcd (before the active answers a change). */
 void mds_coord_guard(struct mds_coord *c);
-/* Strikes the standby from the sync set (metadata thread, on a missed acknowledgement). */
-int mds_coord_strike(struct mds_coord *c);
+/* Strikes a fallen standby from the sync set, if one is pending (any thread). 0, or the etcd
+ * error: the MDS must not count anything as committed then. */
+int mds_coord_strike(struct mds_coord *c, struct mds *m);
 
 #endif

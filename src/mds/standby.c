@@ -25,14 +25,16 @@
 #define PULL_BYTES     (8u << 20)
 #define COPY_BYTES     (8u << 20)
 #define LOOK_EVERY_NS  1000000000ull /* how often a follower asks who leads */
-#define REPL_MDT_VERSION 1u
+#define COMMIT_MAX_BYTES (1ull << 30) /* a commit's records: LMDB's dirty pages bound them far below */
 
 struct follower {
 	struct mds *m;
 	const char *mdt_dir;
 	struct mdt_store *store;    /* NULL while it has no MDT */
 	struct mdt_repl_pos pos;
+	struct mdt_repl_pos prev;   /* where the epoch of its last commit began */
 	uint8_t uuid[16];
+	int said;                   /* the failure last logged, said once while it repeats */
 	struct rpc_conn *conn;
 	char unreachable[MDS_REPL_NAME_MAX + 1]; /* the leader last found unreachable */
 	uint8_t *pending;           /* the stream received past pos: a commit that came in part */
@@ -46,7 +48,7 @@ static int follower_open(struct follower *f)
 
 	if (rc == -ENOENT) {
 		f->store = NULL;
-		f->pos = (struct mdt_repl_pos){ 0 };
+		f->pos = f->prev = (struct mdt_repl_pos){ 0 };
 		memset(f->uuid, 0, sizeof(f->uuid));
 		return 0;
 	}
@@ -54,6 +56,8 @@ static int follower_open(struct follower *f)
 		rc = mdt_store_uuid(f->store, f->uuid);
 	if (rc == 0 && (rc = mdt_txn_begin(f->store, false, &t)) == 0) {
 		rc = mdt_repl_pos_get(t, &f->pos);
+		if (rc == 0)
+			rc = mdt_repl_prev_get(t, &f->prev);
 		mdt_txn_abort(t);
 	}
 	if (rc) {
@@ -82,12 +86,16 @@ static int apply_pending(struct follower *f)
 		struct lw_repl_commit head;
 
 		memcpy(&head, f->pending + used, sizeof(head));
-		if (f->have - used - sizeof(head) < head.len)
-			break; /* the rest comes with the next pull */
-		if (head.seq != f->pos.seq + 1) {
-			rc = -EPROTO;
+		if (head.len > COMMIT_MAX_BYTES) {
+			rc = -EPROTO; /* more than one transaction can hold */
 			break;
 		}
+		if (head.seq != f->pos.seq + 1) {
+			rc = -ESTALE; /* not the commit after this MDT's: not a copy of that history */
+			break;
+		}
+		if (f->have - used - sizeof(head) < head.len)
+			break; /* the rest comes with the next pull */
 		if (!t && (rc = mdt_txn_begin(f->store, true, &t)) != 0)
 			break;
 		rc = mdt_redo_apply(t, f->pending + used + sizeof(head), head.len, head.nrec);
@@ -100,6 +108,10 @@ static int apply_pending(struct follower *f)
 		rc = mdt_repl_pos_put(t, &f->pos);
 	if (t)
 		rc = rc ? (mdt_txn_abort(t), rc) : mdt_txn_commit(t);
+	/* Its acknowledgement is the next pull: what it says is on the disk (the MDT's commits
+	 * leave the last meta page to the next sync otherwise). */
+	if (t && rc == 0)
+		rc = mdt_store_sync(f->store);
 	if (rc) {
 		/* Nothing of it was written: this MDT is as before, at the position it had. */
 		struct mdt_txn *rt;
@@ -136,7 +148,7 @@ static int pull_once(struct follower *f, const char *name)
 	struct lw_repl_pull_req q = {
 		.from_seq = f->pos.seq + 1, .applied_seq = f->pos.seq, .applied_epoch = f->pos.epoch,
 		.from_off = (uint32_t)f->have, .max_bytes = PULL_BYTES, .wait_ms = PULL_WAIT_MS,
-		.mdt_version = REPL_MDT_VERSION,
+		.mdt_version = MDT_FORMAT_VERSION,
 	};
 	struct lw_repl_pull_rep rep;
 	struct rpc_call call;
@@ -176,21 +188,24 @@ static int fsync_dir(const char *dir)
 	return rc;
 }
 
-/* Fetches a copy of the active's MDT and puts it in place of this one (kept aside if there was
- * one: data.mdb.diverged, for an admin to look at). */
-static int take_copy(struct follower *f)
+/* Fetches a copy of the active's MDT and puts it in place of this one. One that diverged (it holds
+ * commits the active never made) is kept aside, data.mdb.diverged-EPOCH-SEQ, for an admin to
+ * look at; one that was only behind is simply replaced. */
+static int take_copy(struct follower *f, bool diverged)
 {
 	char tmp[PATH_MAX], data[PATH_MAX], aside[PATH_MAX];
 	uint64_t off = 0, size = UINT64_MAX;
+	uint32_t gen = 0;
 	uint8_t *buf = malloc(COPY_BYTES);
 	int fd = -1, rc;
 
 	if (!buf)
 		return -ENOMEM;
+	snprintf(aside, sizeof(aside), "%s/data.mdb.diverged-%llu-%llu", f->mdt_dir,
+		 (unsigned long long)f->pos.epoch, (unsigned long long)f->pos.seq);
 	follower_close_store(f);
 	snprintf(tmp, sizeof(tmp), "%s/data.mdb.copy", f->mdt_dir);
 	snprintf(data, sizeof(data), "%s/data.mdb", f->mdt_dir);
-	snprintf(aside, sizeof(aside), "%s/data.mdb.diverged", f->mdt_dir);
 	rc = mkdir_p(f->mdt_dir, 0700);
 	if (rc == 0) {
 		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -212,8 +227,9 @@ static int take_copy(struct follower *f)
 			rc = -EPROTO;
 		if (rc == 0) {
 			memcpy(&rep, call.rbody, sizeof(rep));
-			if (rep.bytes != call.rbulk_len || (off && rep.size != size) ||
-			    (rep.bytes == 0 && off < rep.size))
+			/* A copy holds two meta pages at least; one copy, read in order to its end. */
+			if (rep.bytes != call.rbulk_len || rep.size < 8192 || rep.bytes > rep.size - off ||
+			    (off && (rep.size != size || rep.gen != gen)) || (rep.bytes == 0 && off < rep.size))
 				rc = -EPROTO;
 		}
 		rpc_call_release(&call);
@@ -221,6 +237,7 @@ static int take_copy(struct follower *f)
 			rc = -EIO;
 		if (rc == 0) {
 			size = rep.size;
+			gen = rep.gen;
 			off += rep.bytes;
 		}
 	}
@@ -229,7 +246,7 @@ static int take_copy(struct follower *f)
 		rc = -errno;
 	if (fd >= 0)
 		close(fd);
-	if (rc == 0 && access(data, F_OK) == 0 && rename(data, aside) != 0)
+	if (rc == 0 && diverged && access(data, F_OK) == 0 && rename(data, aside) != 0)
 		rc = -errno;
 	if (rc == 0 && rename(tmp, data) != 0)
 		rc = -errno;
@@ -267,6 +284,7 @@ static int follow(struct follower *f, struct mds_coord *coord, const char *leade
 		return 0;
 	}
 	f->unreachable[0] = '\0';
+	f->have = 0; /* a commit begun under another leader, or run, is not this one's */
 	log_info("standby: following %s from commit %llu", leader, (unsigned long long)f->pos.seq);
 	for (;;) {
 		if (!f->store || !f->pos.seq)
@@ -277,7 +295,7 @@ static int follow(struct follower *f, struct mds_coord *coord, const char *leade
 			if (rc == -ESTALE)
 				log_warn("standby: this MDT holds commits the active never made (it served "
 					 "before, and what it did not hand over was replayed by the clients)");
-			rc = take_copy(f);
+			rc = take_copy(f, rc == -ESTALE);
 			if (rc == 0 && (!f->store || !f->pos.seq))
 				rc = -EIO; /* a copy without a position: not a replicating MDS's */
 		}
@@ -291,10 +309,13 @@ static int follow(struct follower *f, struct mds_coord *coord, const char *leade
 			break;
 		}
 		if (rc) {
-			log_warn("standby: following %s: %s", leader, strerror(-rc));
+			if (rc != f->said)
+				log_warn("standby: following %s: %s", leader, strerror(-rc));
+			f->said = rc;
 			rc = 0;
 			break;
 		}
+		f->said = 0;
 		if (clock_mono_ns() - looked >= LOOK_EVERY_NS) {
 			bool same;
 
@@ -320,10 +341,12 @@ int mds_standby_run(struct mds *m, struct mds_coord *coord, const char *mdt_dir,
 		char leader[MDS_REPL_NAME_MAX + 1];
 		uint64_t epoch = 0;
 
-		rc = mds_coord_campaign(coord, f.store != NULL, &role, &epoch, leader, sizeof(leader));
+		struct mds_coord_mdt mdt = { .exists = f.store != NULL, .pos = f.pos, .prev = f.prev };
+
+		rc = mds_coord_campaign(coord, &mdt, &role, &epoch, leader, sizeof(leader));
 		if (rc) {
 			if (!said_etcd)
-				log_warn("standby: cannot reach etcd: %s (trying again)", strerror(-rc));
+				log_warn("standby: asking etcd who serves: %s (trying again)", strerror(-rc));
 			said_etcd = true;
 			rc = 0;
 			sleep(1);

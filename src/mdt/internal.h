@@ -39,7 +39,6 @@
 #include "mdt/perm.h"
 #include "mdt/store.h"
 
-#define MDT_FORMAT_VERSION 1u
 #define MDT_MAP_SIZE       (64ull << 30) /* address space only: the file grows as it fills */
 #define MDT_LINK_MAX       65000u        /* as ext4's EXT4_LINK_MAX */
 #define MDT_MAX_FILE_SIZE  (1ull << 62)
@@ -98,12 +97,12 @@ struct mdt_store {
 	 * room their creates need is kept for them (mdt_txn_grow). */
 	_Atomic int64_t promised;
 	int (*write_guard)(void *arg); /* mdt_store_set_write_guard */
+	void *write_guard_arg;
 	/* Replication (redo.c): capture is on while redo_fn is set. */
 	mdt_redo_fn redo_fn;
 	void *redo_arg;
 	uint64_t repl_seq;      /* of the last commit handed to redo_fn (or found in the MDT) */
 	uint64_t repl_epoch;
-	void *write_guard_arg;
 };
 
 /* A registration waiting for its transaction's top-level commit to reach the in-memory table. */

@@ -230,7 +230,7 @@ int mdt_redo_apply(struct mdt_txn *t, const void *redo, size_t len, uint32_t nre
 			rc = mdt_errno(mdb_del(t->mdb, t->s->dbi[rec.db], &k, NULL));
 		/* A delete of a key this MDT lacks: it is not the active's copy (diverged). */
 		if (rc == -ENOENT)
-			return -EIO;
+			return -ESTALE;
 		if (rc)
 			return rc;
 		n++;
@@ -259,4 +259,9 @@ int mdt_store_copy_fd(struct mdt_store *s, int fd)
 {
 	/* A read transaction of its own: the copy is the MDT as of one commit, its repl_seq with it. */
 	return mdt_errno(mdb_env_copyfd2(s->env, fd, 0));
+}
+
+int mdt_store_sync(struct mdt_store *s)
+{
+	return mdt_errno(mdb_env_sync(s->env, 1));
 }

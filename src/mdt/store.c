@@ -83,10 +83,18 @@ int mdt_put(struct mdt_txn *t, enum mdt_db db, const void *key, size_t klen, con
 {
 	MDB_val k = { .mv_size = klen, .mv_data = (void *)key };
 	MDB_val v = { .mv_size = vlen, .mv_data = (void *)val };
+	size_t redo_len = t->redo_len;
+	uint32_t redo_nrec = t->redo_nrec;
+	/* Noted first, as mdt_del does: key and value may point into the map, which the put moves. */
+	int rc = mdt_redo_note(t, LW_REPL_PUT, db, key, klen, val, vlen);
 
-	int rc = mdt_errno(mdb_put(t->mdb, t->s->dbi[db], &k, &v, 0));
-
-	return rc ? rc : mdt_redo_note(t, LW_REPL_PUT, db, key, klen, val, vlen);
+	if (rc == 0)
+		rc = mdt_errno(mdb_put(t->mdb, t->s->dbi[db], &k, &v, 0));
+	if (rc) {
+		t->redo_len = redo_len;
+		t->redo_nrec = redo_nrec;
+	}
+	return rc;
 }
 
 int mdt_del(struct mdt_txn *t, enum mdt_db db, const void *key, size_t klen)

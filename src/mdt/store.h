@@ -30,6 +30,8 @@
 struct mdt_store;
 struct mdt_txn;
 
+#define MDT_FORMAT_VERSION 1u /* of the records: a standby's must be its active's (repl.c) */
+
 /*
  * Versions of inodes, for replays (Lustre's VBR): each inode records the transno of its last
  * change. While a request runs, the inodes it writes are noted with their versions before it
@@ -466,9 +468,6 @@ struct mdt_ost {
 	uint16_t fo_port;       /* its OSS said (MDS_OST_FAILOVER); in memory only */
 };
 
-/* Called before every top-level write commit: a non-zero return aborts the transaction with that
- * error. The MDS's multi-mount protection check (common/mmp.h): a server deposed while it was
- * frozen writes nothing more to the MDT. */
 /* ---- replication (redo.c) ----
  * With capture on (mdt_store_set_redo), each top-level commit that wrote anything is numbered
  * (seq from 1, kept in the MDT with the commit, epoch beside it) and its redo, a lw_repl_commit
@@ -489,14 +488,20 @@ int mdt_repl_pos_put(struct mdt_txn *t, const struct mdt_repl_pos *pos);
  * any record, so a standby knows its active's history one epoch back). */
 int mdt_repl_prev_get(struct mdt_txn *t, struct mdt_repl_pos *prev);
 int mdt_repl_prev_put(struct mdt_txn *t, const struct mdt_repl_pos *prev);
-/* Applies one commit's records (nrec of them) in t. -EPROTO for malformed records, -EIO for a
+/* Applies one commit's records (nrec of them) in t. -EPROTO for malformed records, -ESTALE for a
  * delete of a key t lacks (this MDT is not a copy of the active's). */
 int mdt_redo_apply(struct mdt_txn *t, const void *redo, size_t len, uint32_t nrec);
+/* Everything committed is on the disk, the last meta page too (the MDT's commits leave it to the
+ * next commit's sync: MDB_NOMETASYNC). */
+int mdt_store_sync(struct mdt_store *s);
 /* The MDT's uuid (made at format). */
 int mdt_store_uuid(struct mdt_store *s, uint8_t uuid[16]);
 /* Writes a consistent copy of the MDT's data file to fd (LMDB's mdb_env_copyfd2). */
 int mdt_store_copy_fd(struct mdt_store *s, int fd);
 
+/* Called before every top-level write commit: a non-zero return aborts the transaction with that
+ * error. The MDS's multi-mount protection check (common/mmp.h): a server deposed while it was
+ * frozen writes nothing more to the MDT. */
 void mdt_store_set_write_guard(struct mdt_store *s, int (*guard)(void *arg), void *arg);
 
 /* Sets where else OST idx may be served (host "" clears it); *changed (and the table generation)

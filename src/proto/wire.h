@@ -917,7 +917,7 @@ _Static_assert(sizeof(struct lw_repl_rec) == 8, "lw_repl_rec");
  * into it: a commit larger than a reply comes in parts) and says what its MDT holds (applied:
  * every commit up to applied_seq, the last of epoch applied_epoch, durable), which is its
  * acknowledgement. The reply: lw_repl_pull_rep and, in bulk, up to max_bytes of the stream. With
- * nothing new the MDS holds the request up to wait_ms (1..10000) first. -ERANGE: from_seq is
+ * nothing new the MDS holds the request up to wait_ms (0..10000) first. -ERANGE: from_seq is
  * no longer kept (take a copy, MDS_REPL_COPY); -ESTALE: the standby's MDT is not a copy of this
  * MDS's history (it holds commits this MDS never made): take a copy; -EXDEV: its MDT is another
  * file system's (uuid); -EPROTONOSUPPORT: another MDT format. */
@@ -943,8 +943,9 @@ _Static_assert(sizeof(struct lw_repl_pull_rep) == 24, "lw_repl_pull_rep");
 #define LW_REPL_F_SYNC 0x1u /* the MDS counts this standby in: its commits wait for it */
 
 /* MDS_REPL_COPY (fs key only): a consistent copy of the MDT (LMDB's mdb_env_copy2), in parts.
- * offset 0 makes a new copy (the request waits while it is made); later offsets read it. The
- * reply: lw_repl_copy_rep and, in bulk, up to max_bytes of the copy's data.mdb from offset. */
+ * offset 0 makes a new copy (the request waits while it is made; -EBUSY while another is made);
+ * later offsets read it (-ENOENT: none, or it was read to its end and dropped). The reply:
+ * lw_repl_copy_rep and, in bulk, up to max_bytes of the copy's data.mdb from offset. */
 struct lw_repl_copy_req {
 	uint64_t offset;
 	uint32_t max_bytes;      /* 1..LW_MAX_BULK */
@@ -954,7 +955,7 @@ _Static_assert(sizeof(struct lw_repl_copy_req) == 16, "lw_repl_copy_req");
 struct lw_repl_copy_rep {
 	uint64_t size;           /* of the whole copy */
 	uint32_t bytes;
-	uint32_t pad;
+	uint32_t gen;            /* which copy: a reader whose copy changed starts again */
 };
 _Static_assert(sizeof(struct lw_repl_copy_rep) == 16, "lw_repl_copy_rep");
 

@@ -8,17 +8,18 @@ and the clients carry on there: no application error, every file whose fsync ret
 takeover time measured. A, back, follows B as its standby.
 """
 
+import errno
 import os
-import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
 
 import pytest
 
-import loomutil
+import loomwire as w
 from loomutil import MDS_BIN, OSS_BIN, pings, read, second_mount, wait_until
 from test_failover_mds import check_files, logged, writers
 
@@ -385,3 +386,61 @@ def test_an_active_cut_off_from_etcd_stops_before_the_standby_serves(cluster_fac
         pair.stop_all()
         link.close()
         etcd.stop()
+
+
+@pytest.mark.allow_log(r"WARN: (lost the MDS|cannot reach the MDS|connection to MDS)")
+def test_a_clean_stop_under_load_hands_over_at_once(repl_pair, workdir):
+    # systemctl stop of the active while two clients write: its last commits reach the standby
+    # before it stops serving, it gives the leader key up, and the standby takes over at once
+    # (well before the lease would have lapsed); nothing waits for an acknowledgement that
+    # cannot come.
+    pair, c = repl_pair, repl_pair.c
+    spec = pair.spec + ":/loom"
+    with second_mount(c, source=spec) as m0, second_mount(c, source=spec) as m1:
+        with writers([m0, m1], workdir) as (procs, logs):
+            assert wait_until(lambda: all(len(logged(p)) >= 5 for _, p in logs), 120, 0.1)
+            n = [len(logged(p)) for _, p in logs]
+            pair.procs[0].terminate()
+            assert pair.procs[0].wait(timeout=60) == 0, pair.log(0)[-2000:]
+            assert wait_until(lambda: pair.leader() == ["2", pair.name(1)], 60, 0.05), pair.log(1)[-2000:]
+            assert wait_until(lambda: all(len(logged(p)) >= k + 3 for (_, p), k in zip(logs, n)) or
+                              any(p.poll() is not None for p in procs), 120, 0.1), pair.log(1)[-2000:]
+            for p in procs:
+                assert p.poll() is None, "a writer failed through the switchover: " + p.stderr.read()
+        for p in procs:
+            assert p.returncode == 0, p.stderr.read()
+        stopped = [ln for ln in pair.log(0).splitlines() if "gave up the leader key" in ln]
+        active = [ln for ln in pair.log(1).splitlines() if "this MDS is active now" in ln]
+        assert stopped and active and log_time(stopped[0]) <= log_time(active[0])
+        assert "did not acknowledge" not in pair.log(0)
+        assert "may not take over" not in pair.log(1)
+        with second_mount(c, source=spec) as fresh:
+            assert check_files(fresh, logs) >= 16
+
+
+def pull(conn, name, applied_seq=0, applied_epoch=0, uuid=bytes(16), from_seq=None, max_bytes=1 << 20, wait_ms=0):
+    body = struct.pack("<QQQIIII16s64s", applied_seq + 1 if from_seq is None else from_seq, applied_seq,
+                       applied_epoch, 0, max_bytes, wait_ms, 1, uuid, name.encode())
+    h, _, _ = conn.call(0x012D, body)  # MDS_REPL_PULL
+    return h.status
+
+
+@pytest.mark.allow_log(r"ERROR: replication: a standby calls itself .*, this MDS's name")
+def test_the_active_refuses_pulls_it_cannot_trust(repl_pair):
+    # What a standby says of itself is checked: a name that cannot sit in etcd's list, this
+    # MDS's own name (two MDSs under one name), a position without an MDT, another file system's
+    # MDT, an empty standby (it starts from a copy), a malformed request.
+    pair = repl_pair
+    with w.Conn("127.0.0.1", pair.port) as conn:
+        assert pull(conn, "a,b") == -errno.EPROTO
+        assert pull(conn, "a b") == -errno.EPROTO
+        assert pull(conn, pair.name(1), applied_seq=5) == -errno.EPROTO
+        assert pull(conn, pair.name(0)) == -errno.EADDRINUSE
+        assert pull(conn, "127.0.0.9:1", applied_seq=1, uuid=b"x" * 16) == -errno.EXDEV
+        assert pull(conn, "127.0.0.9:1") == -errno.ERANGE
+        assert pull(conn, "127.0.0.9:1", max_bytes=0) == -errno.EPROTO
+        assert pull(conn, "127.0.0.9:1", wait_ms=10001) == -errno.EPROTO
+        assert pull(conn, "127.0.0.9:1", from_seq=0) == -errno.EPROTO
+    # B still counts, and A still serves.
+    assert pair.etcd.get("/loom/loom/sync") == pair.name(0) + "," + pair.name(1)
+    assert pings("127.0.0.1", pair.port)

@@ -528,7 +528,7 @@ static const struct bad_rec bad_recs[] = {
 	{ "op 0", 0, MDT_DB_XATTRS, 14, 1, 0, -EPROTO },
 	{ "op 3", 3, MDT_DB_XATTRS, 14, 0, 0, -EPROTO },
 	/* ino 1 + "user": no such xattr. */
-	{ "a delete of a missing key", LW_REPL_DEL, MDT_DB_XATTRS, 12, 0, 0, -EIO },
+	{ "a delete of a missing key", LW_REPL_DEL, MDT_DB_XATTRS, 12, 0, 0, -ESTALE },
 };
 
 /* Applies a bad redo to b and aborts, as the standby does: b stays what a is. */
