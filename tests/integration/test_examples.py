@@ -5,6 +5,7 @@ import glob
 import json
 import os
 import re
+import signal
 import subprocess
 
 import numpy as np
@@ -17,10 +18,25 @@ PYTHON = "/usr/bin/python3"
 
 
 def run_example(cluster, name, *args, timeout=120):
-    p = subprocess.run([PYTHON, os.path.join(EXAMPLES, name)] + [str(a) for a in args],
-                       env=child_env(cluster), timeout=timeout, capture_output=True, text=True)
-    assert p.returncode == 0, "%s exited %d\nstdout:\n%s\nstderr:\n%s" % (name, p.returncode, p.stdout, p.stderr)
-    return p.stdout
+    # A run that hangs is made to say where: every Python process of it (the DDP ranks and their
+    # DataLoader workers too) dumps its threads' stacks on SIGABRT (faulthandler), and the
+    # failure shows what it printed.
+    p = subprocess.Popen([PYTHON, os.path.join(EXAMPLES, name)] + [str(a) for a in args],
+                         env=child_env(cluster, PYTHONFAULTHANDLER=1), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGABRT)
+        try:
+            out, err = p.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            out, err = p.communicate()
+        raise AssertionError("%s did not finish in %d s\nstdout:\n%s\nstderr (stacks):\n%s"
+                             % (name, timeout, out, err[-20000:]))
+    assert p.returncode == 0, "%s exited %d\nstdout:\n%s\nstderr:\n%s" % (name, p.returncode, out, err)
+    return out
 
 
 def test_jsonl_to_training(cluster):
