@@ -198,6 +198,7 @@ int mds_repl_wait(struct mds *m, uint64_t seq)
 {
 	struct mds_repl *r = &m->repl;
 	uint64_t deadline = clock_mono_ns() + (uint64_t)r->timeout_ms * 1000000ull;
+	bool pending;
 
 	if (!r->on || atomic_load(&r->draining))
 		return 0;
@@ -218,10 +219,11 @@ int mds_repl_wait(struct mds *m, uint64_t seq)
 			 "without it", r->standby, (unsigned long long)seq, r->timeout_ms);
 		fall_locked(r);
 	}
+	pending = r->strike_pending;
 	pthread_mutex_unlock(&r->lock);
 	/* A standby that fell (here, or silent, or behind what it acknowledged) is struck before
 	 * this commit counts: the coordinator must not list an MDS that lacks it. */
-	return mds_coord_strike(r->coord, m);
+	return pending ? mds_coord_strike(r->coord, m) : 0;
 }
 
 void mds_repl_view(struct mds *m, struct mds_repl_view *v)

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,6 @@
 #define COMMIT_MAX_BYTES (1ull << 30) /* a commit's records: LMDB's dirty pages bound them far below */
 
 struct follower {
-	struct mds *m;
 	const char *mdt_dir;
 	struct mdt_store *store;    /* NULL while it has no MDT */
 	struct mdt_repl_pos pos;
@@ -143,6 +143,34 @@ static int pending_room(struct follower *f, size_t more)
 	return 0;
 }
 
+/* One request to the active whose reply is a fixed struct (rep, len bytes) and bulk into buf (cap
+ * bytes at most): -EPROTO unless the reply's struct is whole and says, in its first field after
+ * `bytes_at`, as many bulk bytes as came. */
+static int repl_call(struct rpc_conn *conn, uint16_t opcode, uint32_t flags, const void *req, uint32_t req_len,
+		     void *buf, size_t cap, void *rep, size_t len, size_t bytes_at)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = cap };
+	struct rpc_call call;
+	uint32_t bytes;
+	int rc;
+
+	rpc_call_init(&call, opcode, req, req_len);
+	call.flags = flags;
+	call.rbulk = &iov;
+	call.rbulk_cnt = 1;
+	rc = rpc_call_sync(conn, &call);
+	if (rc == 0 && call.rbody_len != len)
+		rc = -EPROTO;
+	if (rc == 0) {
+		memcpy(rep, call.rbody, len);
+		memcpy(&bytes, (const uint8_t *)rep + bytes_at, sizeof(bytes));
+		if (bytes != call.rbulk_len)
+			rc = -EPROTO;
+	}
+	rpc_call_release(&call);
+	return rc;
+}
+
 static int pull_once(struct follower *f, const char *name)
 {
 	struct lw_repl_pull_req q = {
@@ -151,27 +179,14 @@ static int pull_once(struct follower *f, const char *name)
 		.mdt_version = MDT_FORMAT_VERSION,
 	};
 	struct lw_repl_pull_rep rep;
-	struct rpc_call call;
-	struct iovec iov;
 	int rc = pending_room(f, PULL_BYTES);
 
 	if (rc)
 		return rc;
 	memcpy(q.mdt_uuid, f->uuid, sizeof(q.mdt_uuid));
 	snprintf(q.name, sizeof(q.name), "%s", name);
-	iov = (struct iovec){ .iov_base = f->pending + f->have, .iov_len = PULL_BYTES };
-	rpc_call_init(&call, LW_OP_MDS_REPL_PULL, &q, sizeof(q));
-	call.rbulk = &iov;
-	call.rbulk_cnt = 1;
-	rc = rpc_call_sync(f->conn, &call);
-	if (rc == 0 && call.rbody_len != sizeof(rep))
-		rc = -EPROTO;
-	if (rc == 0) {
-		memcpy(&rep, call.rbody, sizeof(rep));
-		if (rep.bytes != call.rbulk_len)
-			rc = -EPROTO;
-	}
-	rpc_call_release(&call);
+	rc = repl_call(f->conn, LW_OP_MDS_REPL_PULL, 0, &q, sizeof(q), f->pending + f->have, PULL_BYTES, &rep,
+		       sizeof(rep), offsetof(struct lw_repl_pull_rep, bytes));
 	if (rc)
 		return rc;
 	f->have += rep.bytes;
@@ -215,24 +230,14 @@ static int take_copy(struct follower *f, bool diverged)
 	while (rc == 0 && off < size) {
 		struct lw_repl_copy_req q = { .offset = off, .max_bytes = COPY_BYTES };
 		struct lw_repl_copy_rep rep;
-		struct rpc_call call;
-		struct iovec iov = { .iov_base = buf, .iov_len = COPY_BYTES };
 
-		rpc_call_init(&call, LW_OP_MDS_REPL_COPY, &q, sizeof(q));
-		call.flags = off ? 0 : RPC_NOTIMEOUT; /* the first waits while the copy is made */
-		call.rbulk = &iov;
-		call.rbulk_cnt = 1;
-		rc = rpc_call_sync(f->conn, &call);
-		if (rc == 0 && call.rbody_len != sizeof(rep))
+		/* The first waits while the copy is made. */
+		rc = repl_call(f->conn, LW_OP_MDS_REPL_COPY, off ? 0 : RPC_NOTIMEOUT, &q, sizeof(q), buf, COPY_BYTES,
+			       &rep, sizeof(rep), offsetof(struct lw_repl_copy_rep, bytes));
+		/* A copy holds two meta pages at least; one copy, read in order to its end. */
+		if (rc == 0 && (rep.size < 8192 || rep.bytes > rep.size - off ||
+				(off && (rep.size != size || rep.gen != gen)) || (rep.bytes == 0 && off < rep.size)))
 			rc = -EPROTO;
-		if (rc == 0) {
-			memcpy(&rep, call.rbody, sizeof(rep));
-			/* A copy holds two meta pages at least; one copy, read in order to its end. */
-			if (rep.bytes != call.rbulk_len || rep.size < 8192 || rep.bytes > rep.size - off ||
-			    (off && (rep.size != size || rep.gen != gen)) || (rep.bytes == 0 && off < rep.size))
-				rc = -EPROTO;
-		}
-		rpc_call_release(&call);
 		if (rc == 0 && rep.bytes && pwrite(fd, buf, rep.bytes, (off_t)off) != (ssize_t)rep.bytes)
 			rc = -EIO;
 		if (rc == 0) {
@@ -332,7 +337,7 @@ static int follow(struct follower *f, struct mds_coord *coord, const char *leade
 int mds_standby_run(struct mds *m, struct mds_coord *coord, const char *mdt_dir, const char *name,
 		    const struct rpc_conn_opts *co)
 {
-	struct follower f = { .m = m, .mdt_dir = mdt_dir };
+	struct follower f = { .mdt_dir = mdt_dir };
 	bool said_etcd = false;
 	int rc = follower_open(&f);
 
