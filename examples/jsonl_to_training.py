@@ -287,6 +287,14 @@ def run_rank(rank, world, init_method, args, vocab, pad, windows, results):
         results.put({"losses": losses, "epochs": report})
     dist.barrier()
     dist.destroy_process_group()
+    # The rank's work is done and its results are handed over. Leave without tearing down the
+    # gloo process group DDP still holds: torch 1.13 (Debian 12's) can deadlock there, its
+    # destructor joining a gloo thread that waits for the interpreter lock the destructor's
+    # caller holds (a tensor with a Python object freed on that thread); seen about once in ten
+    # runs on a loaded machine. Nothing is lost: nothing of this process is left to write.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,12 +5,19 @@
 # stops it again.
 set -eu
 cd "$(dirname "$0")/.."
-scripts/deps.sh test
-make -s
-make -s release
-make -s test
-make -s asan
-make -s fuzz
+began=$(date +%s)
+# Each step, and how long it took (CI has a time budget: see where it goes).
+step() {
+	t0=$(date +%s)
+	"$@"
+	echo "test.sh: '$*' took $(( $(date +%s) - t0 )) s"
+}
+step scripts/deps.sh test
+step make -s
+step make -s release
+step make -s test
+step make -s asan
+step make -s fuzz
 # The Debian packages: built, checked with lintian, installed, run and purged.
-scripts/package-test.sh
-echo "all tests passed"
+step scripts/package-test.sh
+echo "all tests passed in $(( $(date +%s) - began )) s"

@@ -98,10 +98,16 @@ int mdt_ost_replace(struct mdt_txn *t, const struct lw_ost_register_req *req, ui
 		return rc;
 	}
 	e = mdt_ost_entry(t->s, idx);
-	if (e && !(e->state & LW_TGT_INACTIVE))
-		/* In service: its OSS is alive and heard from. Or, not heard from yet since this MDS
-		 * started: it may yet come back within the expiry period; ask again then. */
-		return e->heard ? -EBUSY : -EAGAIN;
+	if (e && !(e->state & LW_TGT_INACTIVE)) {
+		/* In service: its OSS is alive and heard from. */
+		if (e->heard)
+			return -EBUSY;
+		/* Not heard from yet since this MDS started: it may yet come back within the expiry
+		 * period; ask again then. Unless an administrator deactivated it: Lustre's procedure
+		 * (deactivate, then format with --replace) says it is not coming back. */
+		if (!(e->state & LW_TGT_DEACTIVATED))
+			return -EAGAIN;
+	}
 	snprintf(out->old_uuid, sizeof(out->old_uuid), "%.*s", (int)sizeof(rec.uuid) - 1, rec.uuid);
 	out->was_removed = (rec.state & MDT_OST_REMOVED) != 0;
 	lr.lost_below = rec.next_objid;

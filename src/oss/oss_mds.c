@@ -185,6 +185,7 @@ void *oss_mds_thread(void *arg)
 	struct rpc_conn *mds = NULL;
 	unsigned failed = 0; /* dials in a row that failed */
 	bool no_failover = false;
+	bool replace_waits = false; /* the MDS asked a replacement to wait (said once) */
 	char at[96];
 
 	while (!oss->stopping) {
@@ -222,6 +223,16 @@ void *oss_mds_thread(void *arg)
 				const char *why;
 
 				rc = oss_register(oss, mds, oss->osts[i]);
+				if (rc == -EAGAIN && replacing) {
+					if (!replace_waits)
+						log_info("the MDS at %s does not give up OST%04x yet (it started "
+							 "lately, and the OST may come back until its expiry period "
+							 "ends; `loom ost deactivate %u` says it will not): asking "
+							 "again", mds_now(oss, at, sizeof(at)),
+							 ost_index(oss->osts[i]), ost_index(oss->osts[i]));
+					replace_waits = true;
+					break;
+				}
 				why = oss_refusal(rc, replacing, ost_index(oss->osts[i]), buf, sizeof(buf));
 				if (why) {
 					log_err("the MDS refused %s%s: %s (%s)", ost_dir(oss->osts[i]),
@@ -240,6 +251,14 @@ void *oss_mds_thread(void *arg)
 			rc = oss_heartbeat(oss, mds);
 			/* No answer within the timeout (a failed call says -EIO either way). */
 			silent = rc && clock_mono_ns() - sent >= (uint64_t)MDS_SILENCE_MS * 1000000u;
+		}
+		if (rc == -EAGAIN && replace_waits) {
+			/* A replacement the MDS cannot take yet: the same MDS, a second later. */
+			rpc_conn_close(mds);
+			mds = NULL;
+			if (oss_sleep(oss, 1))
+				break;
+			continue;
 		}
 		if (rc) {
 			/* The same address first: an MDS that restarts comes back there; one that

@@ -152,6 +152,7 @@ def test_failed_disk_replaced(cluster):
 
     # A new empty OST claiming the index without --replace is refused, on both sides.
     name = "oss" + os.path.basename(ost_dir)[3:]   # its directory is gone: named by it
+    restarted_at = len(cluster.read_log("mds"))
     p = cluster.cluster_cmd("up", "--osts", "4", "--mount", mnt, check=False)
     assert p.returncode != 0
     # At once, not after waiting for an OST that cannot come.
@@ -162,10 +163,18 @@ def test_failed_disk_replaced(cluster):
                      cluster.read_log("mds")), cluster.read_log("mds")[-2000:]
     shutil.rmtree(ost_dir)
 
-    # With --replace it takes the index.
+    # With --replace it takes the index. The MDS was just started: an OST it has not heard from
+    # yet may still come back, so it would wait out the OST's expiry period, unless the index is
+    # deactivated first (Lustre's procedure); that stays in force until it is activated.
     p = run([OSS_BIN, "--format", "--fsname", "loom", "--ost", ost_dir, "--index", str(DEAD), "--replace"])
     assert p.returncode == 0 and "to replace the lost OST%04x" % DEAD in p.stdout, p.stdout + p.stderr
+    assert cluster.loom("ost", "deactivate", DEAD, timeout=PROMPT).returncode == 0
     cluster.up()
+    assert "does not give up OST%04x yet" % DEAD not in cluster.read_log("oss%d" % DEAD)
+    assert cluster.loom("ost", "activate", DEAD, timeout=PROMPT).returncode == 0
+    # (The living OSSs find the MDS again within a second or so: until then it has no objects
+    # of theirs to hand out, and creates stripe over fewer OSTs.)
+    assert wait_until(lambda: len(OST_REGISTERED.findall(cluster.read_log("mds")[restarted_at:])) >= 3, PROMPT, 0.1)
     assert re.search(r"OST%04x replaced: \S+ at \S+ takes the index of \S+; objects below id \d+ were on "
                      r"the old OST and are lost" % DEAD, cluster.read_log("mds"))
     assert wait_until(lambda: any(x.startswith("loom-OST%04x_UUID" % DEAD) for x in df_lines(cluster)), PROMPT)

@@ -805,6 +805,31 @@ static void test_heard_after_reopen(void)
 	fx_fini(&f);
 }
 
+/* Just after a start an OST not heard from yet may come back: its replacement waits (-EAGAIN),
+ * unless an administrator deactivated it; one heard from is in service (-EBUSY) either way. */
+static void test_replace_after_reopen(void)
+{
+	struct mdt_ost_replaced r;
+	struct mdt_txn *t;
+	struct fx f;
+
+	fx_init(&f);
+	fx_add_osts(&f, 3);
+	fx_reopen(&f);
+	heartbeat(&f, 2, 1000, 0, 1);
+	CHECK_RC(replace(&f, 1, "new-1", &r), -EAGAIN);
+	t = fx_op_begin(&f);
+	REQUIRE_RC(fx_op_end(&f, t, mdt_ost_admin(t, 1, LW_TGT_DEACTIVATED, 0)), 0);
+	t = fx_op_begin(&f);
+	REQUIRE_RC(fx_op_end(&f, t, mdt_ost_admin(t, 2, LW_TGT_DEACTIVATED, 0)), 0);
+	CHECK_RC(replace(&f, 2, "new-2", &r), -EBUSY);
+	REQUIRE_RC(replace(&f, 1, "new-1", &r), 0);
+	CHECK(r.replaced);
+	CHECK(strcmp(ost(&f, 1)->uuid, "new-1") == 0);
+	CHECK(ost(&f, 1)->state & LW_TGT_DEACTIVATED); /* until activated */
+	fx_fini(&f);
+}
+
 int main(void)
 {
 	root_cr = fx_root();
@@ -822,5 +847,6 @@ int main(void)
 	RUN(test_replace_and_remove);
 	RUN(test_ec_replaced);
 	RUN(test_heard_after_reopen);
+	RUN(test_replace_after_reopen);
 	return check_report();
 }
