@@ -4,7 +4,7 @@
 # package what scripts/package-test.sh needs, bench what bench/run.py needs)
 set -eu
 
-want="gcc make meson ninja-build pkg-config liblmdb-dev libisal-dev libfuse3-dev fuse3 libssl-dev libcurl4-openssl-dev libjson-c-dev python3 python3-numpy"
+want="gcc make meson ninja-build pkg-config liblmdb-dev libisal-dev libfuse3-dev fuse3 libssl-dev libcurl4-openssl-dev libjson-c-dev libmicrohttpd-dev python3 python3-numpy"
 if [ "${1:-build}" = test ]; then
 	# The integration tests run unmodified applications on the mount, and speak the wire themselves
 	# (loomwire.py: HKDF and AES-GCM from python3-cryptography); the multi-host bed needs

@@ -50,6 +50,36 @@ void rpc_call_init(struct rpc_call *call, uint16_t opcode, const void *body, uin
 	call->opcode = opcode;
 	call->body = body;
 	call->body_len = body_len;
+	memcpy(call->job, rpc_job_get(), sizeof(call->job));
+}
+
+/*
+ * The header of a call about to go out (nothing of it sent yet): with its job id before the body
+ * (LW_F_JOBID) when it has one and the peer speaks version 10, else without (again: a resend may
+ * go to an older server than the first send did). Under send_lock.
+ */
+static void call_tag(struct rpc_conn *c, struct rpc_call *call)
+{
+	uint32_t flags = call->hdr.flags & LW_F_RESENT;
+	bool tag = call->job[0] && atomic_load_explicit(&c->peer_version, memory_order_relaxed) >= 10 &&
+		   call->body_len <= LW_MAX_BODY - LW_JOBID_LEN;
+	uint32_t crc;
+
+	if (!tag && !(call->hdr.flags & LW_F_JOBID))
+		return; /* filled untagged at submit */
+	if (!tag) {
+		lw_hdr_fill(&call->hdr, call->opcode, flags, 0, call->req_id, call->body, call->body_len,
+			    call->bulk_len, call->hdr.bulk_crc);
+		return;
+	}
+	/* The checksum covers the header, then the body as sent: the job id, then the body. */
+	lw_hdr_fill(&call->hdr, call->opcode, flags | LW_F_JOBID, 0, call->req_id, NULL, 0, call->bulk_len,
+		    call->hdr.bulk_crc);
+	call->hdr.body_len = LW_JOBID_LEN + call->body_len;
+	call->hdr.hdr_crc = 0;
+	crc = crc32c(0, &call->hdr, sizeof(call->hdr));
+	crc = crc32c(crc, call->job, LW_JOBID_LEN);
+	call->hdr.hdr_crc = crc32c(crc, call->body, call->body_len);
 }
 
 void rpc_call_release(struct rpc_call *call)
@@ -236,7 +266,8 @@ int rpc_conn_local_host(const struct rpc_conn *c, char *buf, size_t cap)
  */
 static int call_seal(struct rpc_conn *c, struct rpc_call *call)
 {
-	size_t need = (size_t)call->body_len + call->bulk_len, off = 0;
+	uint32_t job_len = call->hdr.body_len - call->body_len; /* LW_JOBID_LEN when tagged */
+	size_t need = (size_t)call->hdr.body_len + call->bulk_len, off = 0;
 	void *out = NULL;
 	int rc;
 
@@ -250,11 +281,13 @@ static int call_seal(struct rpc_conn *c, struct rpc_call *call)
 	rc = seal_begin(&c->tx, &call->hdr);
 	if (c->tx.encrypt)
 		out = c->sbuf;
+	if (rc == 0 && job_len)
+		rc = seal_update(&c->tx, call->job, out, job_len);
 	if (rc == 0 && call->body_len)
-		rc = seal_update(&c->tx, call->body, out, call->body_len);
-	off = call->body_len;
+		rc = seal_update(&c->tx, call->body, out ? c->sbuf + job_len : NULL, call->body_len);
+	off = call->hdr.body_len;
 	for (int i = 0; rc == 0 && i < call->bulk_cnt; i++) {
-		size_t n = MIN(call->bulk[i].iov_len, (size_t)call->bulk_len - (off - call->body_len));
+		size_t n = MIN(call->bulk[i].iov_len, (size_t)call->bulk_len - (off - call->hdr.body_len));
 
 		rc = seal_update(&c->tx, call->bulk[i].iov_base, out ? c->sbuf + off : NULL, n);
 		off += n;
@@ -273,7 +306,7 @@ static int call_seal(struct rpc_conn *c, struct rpc_call *call)
 static int conn_send(struct rpc_conn *c)
 {
 	for (;;) {
-		struct iovec iov[RPC_MAX_IOV + 3];
+		struct iovec iov[RPC_MAX_IOV + 4];
 		struct rpc_call *call;
 		size_t total, skip;
 		int n = 0, first = 0;
@@ -286,6 +319,8 @@ static int conn_send(struct rpc_conn *c)
 			return 0;
 
 		/* The queue head is stable: only this thread removes from it. */
+		if (!call->sealed && call->sent == 0)
+			call_tag(c, call);
 		if (seal_on(&c->tx) && !call->sealed) {
 			int rc = call_seal(c, call);
 			if (rc)
@@ -294,19 +329,23 @@ static int conn_send(struct rpc_conn *c)
 		iov[n].iov_base = &call->hdr;
 		iov[n++].iov_len = sizeof(call->hdr);
 		if (call->sealed && c->tx.encrypt) {
-			if (call->body_len + call->bulk_len) {
+			if (call->hdr.body_len + call->bulk_len) {
 				iov[n].iov_base = c->sbuf;
-				iov[n++].iov_len = (size_t)call->body_len + call->bulk_len;
+				iov[n++].iov_len = (size_t)call->hdr.body_len + call->bulk_len;
 			}
 		} else {
+			if (call->hdr.body_len > call->body_len) {
+				iov[n].iov_base = call->job;
+				iov[n++].iov_len = call->hdr.body_len - call->body_len;
+			}
 			if (call->body_len) {
 				iov[n].iov_base = (void *)call->body;
 				iov[n++].iov_len = call->body_len;
 			}
-			for (int i = 0; i < call->bulk_cnt && n < RPC_MAX_IOV + 2; i++)
+			for (int i = 0; i < call->bulk_cnt && n < RPC_MAX_IOV + 3; i++)
 				iov[n++] = call->bulk[i];
 		}
-		total = sizeof(call->hdr) + call->body_len + call->bulk_len;
+		total = sizeof(call->hdr) + call->hdr.body_len + call->bulk_len;
 		if (call->sealed) {
 			iov[n].iov_base = call->tag;
 			iov[n++].iov_len = LW_TAG_LEN;

@@ -57,6 +57,10 @@ struct rpc_intr *rpc_intr_swap(struct rpc_intr *in);
 /* While on, the calling thread's calls are RPC_NOWAIT; returns what it was. */
 bool rpc_nowait_swap(bool on);
 bool rpc_nowait_thread(void);
+/* The job id the calling thread's requests are for from now on (NULL or "": none), as libloom
+ * and the mount work it out (common/jobid.h); cut to LW_JOBID_LEN - 1 bytes. */
+void rpc_job_set(const char *job);
+const char *rpc_job_get(void);
 
 #define RPC_MAX_IOV 64
 
@@ -106,6 +110,9 @@ struct rpc_call {
 	 * locks under which nothing calls into this layer, and must not block. */
 	void (*on_complete)(struct rpc_call *call, void *arg);
 	void *on_complete_arg;
+	/* The job the request is for (wire.h, LW_F_JOBID): rpc_call_init copies the calling
+	 * thread's (rpc_job_set); "" sends none. A caller may set it after rpc_call_init. */
+	char job[LW_JOBID_LEN];
 
 	/* Internal. */
 	struct lw_hdr hdr;

@@ -152,6 +152,7 @@ static int hs_call(struct rpc_hs *hs, uint16_t opcode, uint32_t flags, const voi
 		rc = seal_on(&hs->rx) && lw_hdr_check(&h) == 0 ? -EBADMSG : -EPROTO;
 		goto out;
 	}
+	atomic_store_explicit(&hs->conn->peer_version, h.version, memory_order_relaxed);
 	rbody = malloc(h.body_len ? h.body_len : 1);
 	if (!rbody) {
 		rc = -ENOMEM;
@@ -348,6 +349,8 @@ int rpc_dial(struct rpc_conn *c, int *fd_out, struct seal *tx, struct seal *rx)
 	int timeout = c->opts.connect_timeout_ms ? c->opts.connect_timeout_ms : 5000;
 	struct rpc_hs hs = { .conn = c, .timeout_ms = timeout };
 
+	/* Another socket, perhaps another server (a failover partner, an older release). */
+	atomic_store_explicit(&c->peer_version, 0, memory_order_relaxed);
 	if (c->opts.resolve)
 		c->opts.resolve(c->opts.arg, c->host, sizeof(c->host), &c->port);
 	snprintf(portstr, sizeof(portstr), "%u", c->port);

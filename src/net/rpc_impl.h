@@ -8,6 +8,7 @@
 #define LOOM_NET_RPC_IMPL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -88,6 +89,9 @@ struct rpc_conn {
 	 * deposed MDS: its call goes back to be resent, and the connection to the next address. */
 	uint32_t epoch_seen;
 	bool deposed;
+	/* The protocol version the server answers with on the current socket (0 before its first
+	 * answer): requests carry job ids from version 10 on. */
+	_Atomic uint16_t peer_version;
 	bool notifying;         /* the frame being read is a notification (LW_F_NOTIFY) */
 	uint8_t *rbody;
 	uint32_t got;

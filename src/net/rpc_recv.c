@@ -226,6 +226,8 @@ static const char *reply_hdr_done(struct rpc_conn *c)
 		return "malformed reply header";
 	} else {
 		why = reply_match(c);
+		if (!why)
+			atomic_store_explicit(&c->peer_version, h->version, memory_order_relaxed);
 	}
 	if (why && !seal_on(&c->rx))
 		return why;

@@ -6,6 +6,7 @@
  * its buffers are the caller's.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <time.h>
 
@@ -18,6 +19,7 @@
 
 static _Thread_local struct rpc_intr *thread_intr;
 static _Thread_local bool thread_nowait;
+static _Thread_local char thread_job[LW_JOBID_LEN];
 
 bool rpc_nowait_swap(bool on)
 {
@@ -30,6 +32,16 @@ bool rpc_nowait_swap(bool on)
 bool rpc_nowait_thread(void)
 {
 	return thread_nowait;
+}
+
+void rpc_job_set(const char *job)
+{
+	snprintf(thread_job, sizeof(thread_job), "%s", job ? job : "");
+}
+
+const char *rpc_job_get(void)
+{
+	return thread_job;
 }
 
 void rpc_intr_init(struct rpc_intr *in)

@@ -246,6 +246,7 @@ int srv_create(const struct srv_opts *opts, struct srv **out)
 	if (!s)
 		return -ENOMEM;
 	s->opts = *opts;
+	stats_init(&s->stats);
 	if (!s->opts.max_inflight)
 		s->opts.max_inflight = 64;
 	if (!s->opts.max_inflight_bytes)
@@ -440,5 +441,11 @@ void srv_destroy(struct srv *s)
 	pthread_mutex_destroy(&s->resume_lock);
 	pthread_mutex_destroy(&s->peers_lock);
 	u64map_destroy(&s->peers); /* empty: every connection was freed */
+	stats_fini(&s->stats);
 	free(s);
+}
+
+struct srv_stats *srv_stats(struct srv *s)
+{
+	return &s->stats;
 }

@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "net/reqq.h"
+#include "net/stats.h"
 #include "proto/wire.h"
 
 struct srv;
@@ -44,6 +45,13 @@ struct srv_req {
 	struct reqq_item qitem; /* its place in a program's queue (reqq.h); kind REQQ_SRV_REQ */
 	uint64_t recv_ns;       /* clock_mono_ns() when the frame was complete */
 	bool counted;           /* in its connection's in-flight count (see srv_req_park) */
+	char job[LW_JOBID_LEN]; /* the job id it came with (LW_F_JOBID, taken off the body and
+	                         * the flag cleared before delivery), printable; "" without */
+	/* For the statistics (net/stats.h), set by a handler before it answers: the target the
+	 * request was for (STATS_NO_TARGET until said) and the bytes of file data it read or
+	 * wrote (counted when the answer is a success). */
+	uint32_t stat_target;
+	uint64_t stat_read, stat_write;
 };
 
 /* The request a queue item of kind REQQ_SRV_REQ belongs to (NULL for NULL). */
@@ -135,6 +143,9 @@ void srv_req_drop(struct srv_req *req);
 void srv_req_park(struct srv_req *req);
 /* Takes the bulk buffer out of the request (the caller releases it with bulk_free()). */
 void *srv_req_take_bulk(struct srv_req *req);
+
+/* What the server counted (net/stats.h): the program renders it, clears it, turns it off. */
+struct srv_stats *srv_stats(struct srv *s);
 
 /* The peer's "a.b.c.d:port", for log lines. */
 const char *srv_req_peer(const struct srv_req *req);

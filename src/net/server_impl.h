@@ -117,6 +117,7 @@ struct srv_conn {
 
 struct srv {
 	struct srv_opts opts;
+	struct srv_stats stats;
 	char name[16];
 	int epfd;
 	int listen_fd;

@@ -35,6 +35,20 @@ void starved_remove(struct srv *s, struct srv_conn *c)
 	c->starved = false;
 }
 
+/* The job id off the front of the body (lw_hdr_check saw it is there): what a client sent is
+ * kept to its first NUL, and any byte a job id may not hold becomes '_'. */
+static void req_take_job(struct srv_req *req)
+{
+	size_t i;
+
+	for (i = 0; i < LW_JOBID_LEN - 1 && req->body[i]; i++)
+		req->job[i] = req->body[i] > ' ' && req->body[i] < 0x7f ? (char)req->body[i] : '_';
+	req->job[i] = '\0';
+	req->body += LW_JOBID_LEN;
+	req->hdr.body_len -= LW_JOBID_LEN;
+	req->hdr.flags &= ~LW_F_JOBID;
+}
+
 static void conn_deliver(struct srv_conn *c)
 {
 	struct srv *s = c->srv;
@@ -43,6 +57,8 @@ static void conn_deliver(struct srv_conn *c)
 
 	c->req = NULL;
 	req->recv_ns = clock_mono_ns();
+	if (req->hdr.flags & LW_F_JOBID)
+		req_take_job(req);
 	pthread_mutex_lock(&c->lock);
 	c->refs++;
 	c->inflight++;
@@ -146,6 +162,7 @@ static const char *conn_hdr_done(struct srv_conn *c)
 	req = malloc(sizeof(*req) + h->body_len);
 	if (req) {
 		memset(req, 0, sizeof(*req));
+		req->stat_target = STATS_NO_TARGET;
 		req->bulk = h->bulk_len ? bulk_alloc(h->bulk_len) : NULL;
 	}
 	if (!req || (h->bulk_len && !req->bulk)) {

@@ -244,6 +244,22 @@ static void reply(struct srv_req *req, int status, uint32_t flags, const void *p
 		body_len = 0; /* cannot be: bodies are far below the limit */
 		status = -EOVERFLOW;
 	}
+	if (!s->stats.off) {
+		struct stats_req r = {
+			.opcode = req->hdr.opcode,
+			.resent = (req->hdr.flags & LW_F_RESENT) != 0,
+			.status = status,
+			.bytes_in = (uint64_t)req->hdr.body_len + req->hdr.bulk_len,
+			.bytes_out = (uint64_t)pre_len + body_len + (bulk ? bulk_len : 0),
+			.usec = (clock_mono_ns() - req->recv_ns) / 1000,
+			.target = req->stat_target,
+			.read_bytes = status >= 0 ? req->stat_read : 0,
+			.write_bytes = status >= 0 ? req->stat_write : 0,
+			.job = req->job,
+		};
+
+		stats_note(&s->stats, &r);
+	}
 	f = malloc(sizeof(*f) + sizeof(*h) + pre_len + body_len);
 	if (f) {
 		f->next = NULL;

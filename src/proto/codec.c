@@ -5,8 +5,10 @@
  */
 #include "proto/codec.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,11 +20,7 @@
 /* ---- the opcode table (ops.def) ---- */
 
 /* Each row's index in op_table. */
-enum op_row {
-#define LW_OP(name, value, server, resend, flags, req, rep, handler, net) OP_ROW_##name,
-#include "proto/ops.def"
-#undef LW_OP
-};
+#define OP_ROW_(name) LW_OP_ROW_##name
 
 static const struct lw_op_info op_table[] = {
 #define LW_OP(name, value, server, resend, flags, req, rep, handler, net) \
@@ -48,12 +46,47 @@ const struct lw_op_info *lw_op_info(uint16_t opcode)
 	switch (opcode) {
 #define LW_OP(name, value, server, resend, flags, req, rep, handler, net) \
 	case value:                                                       \
-		return &op_table[OP_ROW_##name];
+		return &op_table[OP_ROW_(name)];
 #include "proto/ops.def"
 #undef LW_OP
 	default:
 		return NULL;
 	}
+}
+
+int lw_op_row(uint16_t opcode)
+{
+	const struct lw_op_info *i = lw_op_info(opcode);
+
+	return i ? (int)(i - op_table) : -1;
+}
+
+/* Lower case, without the server's prefix: made once, in the table's order. */
+static char op_stat_names[LW_OP_ROWS][24];
+static pthread_once_t op_stat_once = PTHREAD_ONCE_INIT;
+
+static void op_stat_names_make(void)
+{
+	for (size_t r = 0; r < LW_OP_ROWS; r++) {
+		const char *n = op_table[r].name;
+		size_t k = 0;
+
+		if (!strncmp(n, "MDS_", 4) || !strncmp(n, "OST_", 4))
+			n += 4;
+		for (; *n && k < sizeof(op_stat_names[r]) - 1; n++)
+			op_stat_names[r][k++] = (char)tolower((unsigned char)*n);
+		op_stat_names[r][k] = '\0';
+	}
+}
+
+const char *lw_op_stat_name(uint16_t opcode)
+{
+	int r = lw_op_row(opcode);
+
+	if (r < 0)
+		return "";
+	pthread_once(&op_stat_once, op_stat_names_make);
+	return op_stat_names[r];
 }
 
 const struct lw_op_info *lw_op_table(size_t *n)
@@ -234,7 +267,11 @@ int lw_hdr_check(const struct lw_hdr *h)
 		return -EPROTO;
 	if (h->body_len > LW_MAX_BODY || h->bulk_len > LW_MAX_BULK)
 		return -EPROTO;
-	if (h->flags & ~(LW_F_REPLY | LW_F_RESENT | LW_F_ENCRYPT | LW_F_NOTIFY))
+	if (h->flags & ~(LW_F_REPLY | LW_F_RESENT | LW_F_ENCRYPT | LW_F_NOTIFY | LW_F_JOBID))
+		return -EPROTO;
+	/* A job id prefixes a request's body, from a peer that speaks version 10. */
+	if ((h->flags & LW_F_JOBID) &&
+	    ((h->flags & (LW_F_REPLY | LW_F_NOTIFY)) || h->version < 10 || h->body_len < LW_JOBID_LEN))
 		return -EPROTO;
 	if (!(h->flags & LW_F_REPLY) && h->status != 0)
 		return -EPROTO;

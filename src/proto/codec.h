@@ -46,8 +46,21 @@ struct lw_op_info {
 	const char *reply;    /* the reply's fixed struct without "lw_", or "none" */
 };
 
+/* The number of rows of ops.def: LW_OP_ROWS. */
+enum lw_op_rows {
+#define LW_OP(name, value, server, resend, flags, req, rep, handler, net) LW_OP_ROW_##name,
+#include "proto/ops.def"
+#undef LW_OP
+	LW_OP_ROWS
+};
+
 /* The row of an opcode, or NULL for one that no server knows. */
 const struct lw_op_info *lw_op_info(uint16_t opcode);
+/* Its index in the table (0 .. LW_OP_ROWS - 1; counters per opcode), or -1. */
+int lw_op_row(uint16_t opcode);
+/* Its name for statistics, as Lustre's stats files name operations: "lookup" for MDS_LOOKUP,
+ * "read" for OST_READ ("" for an unknown opcode). */
+const char *lw_op_stat_name(uint16_t opcode);
 /* Every row, in the table's order; *n gets their number. */
 const struct lw_op_info *lw_op_table(size_t *n);
 /* The row's flags (LW_OPF_*), 0 for an unknown opcode. */

@@ -27,7 +27,7 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "Loom's wire image assumes a little-endian host");
 
 #define LW_MAGIC         0x4D4F4F4Cu /* "LOOM" in memory order */
-#define LW_VERSION       9u          /* the version this build speaks (9: mirrors) */
+#define LW_VERSION       10u         /* the version this build speaks (10: job ids) */
 #define LW_VERSION_MIN   9u          /* the oldest it still accepts (9: mirrored layouts, which a
                                       * peer of 8 cannot read; 8: creates sent behind with inode
                                       * numbers handed out ahead; 7: inode leases) */
@@ -65,6 +65,12 @@ const char *lw_op_name(uint16_t opcode);
 #define LW_F_NOTIFY 0x8u  /* a server's frame a client did not ask for (ops.def's CLI rows):
 			   * req_id is the server's own count, and nothing answers it; a server
 			   * closes a connection that sends one */
+#define LW_F_JOBID  0x10u /* (protocol 10) a request whose body starts with the job id of the
+			   * process it is for (LW_JOBID_LEN bytes, NUL-padded, printable ASCII
+			   * without spaces), as Lustre's jobstats: the server takes it off before
+			   * the request is decoded, and counts the request to that job. Sent only
+			   * to a peer that answered with version 10 or later. */
+#define LW_JOBID_LEN 32u  /* with the NUL, as Lustre's LUSTRE_JOBID_SIZE */
 
 struct lw_hdr {
 	uint32_t magic;    /* LW_MAGIC */

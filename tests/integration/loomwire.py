@@ -57,7 +57,7 @@ assert crc32c(b"123456789") == 0xE3069283, "crc32c check value"
 # ---- constants from wire.h --------------------------------------------------------------------
 
 MAGIC = 0x4D4F4F4C
-VERSION = 9  # LW_VERSION: what this speaks; replies carry the server's
+VERSION = 10  # LW_VERSION: what this speaks; replies carry the server's
 MAX_BODY = (1 << 20) + (64 << 10)  # LW_MAX_BODY
 MAX_BULK = 16 << 20
 F_REPLY = 0x1
@@ -136,6 +136,14 @@ assert MDS_PREFIX.size == 48
 RPF_RECOVERING = 0x1                      # LW_RPF_RECOVERING: the MDS awaits clients' replays
 RPF_LEASES_LOST = 0x2                     # LW_RPF_LEASES_LOST: the client's leases were taken back
 F_NOTIFY = 0x8                            # LW_F_NOTIFY: a frame the server sends unasked
+F_JOBID = 0x10                            # LW_F_JOBID: the body starts with a job id (protocol 10)
+JOBID_LEN = 32                            # LW_JOBID_LEN
+
+
+def job_prefix(job):
+    """The LW_JOBID_LEN bytes a request with F_JOBID starts its body with."""
+    job = job.encode() if isinstance(job, str) else bytes(job)
+    return job[:JOBID_LEN].ljust(JOBID_LEN, b"\0")
 RD_PLUS, RD_LEASE, RD_EXCL = 0x1, 0x2, 0x4  # lw_readdir_req.flags
 RPF_LEASE_EXCL = 0x4                      # LW_RPF_LEASE_EXCL: the lease granted is exclusive
 LEASE = struct.Struct("<QQ")              # lw_lease: ino gen
