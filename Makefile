@@ -16,9 +16,10 @@ $(ASAN_BUILD)/build.ninja:
 	meson setup $(ASAN_BUILD) -Db_sanitize=address,undefined -Db_lundef=false -Dpython=$(PYTHON)
 
 # The optimized build (-O3, NDEBUG) compiles with -Werror too: the compiler sees other paths
-# there (a value it thinks may be used uninitialized once the asserts are gone).
+# there (a value it thinks may be used uninitialized once the asserts are gone). Neither it nor the
+# fuzzers build the dashboard's web page (npm): the plain and ASan builds do.
 $(RELEASE_BUILD)/build.ninja:
-	meson setup $(RELEASE_BUILD) --buildtype=release -Dpython=$(PYTHON)
+	meson setup $(RELEASE_BUILD) --buildtype=release -Ddashboard=disabled -Dpython=$(PYTHON)
 
 release: $(RELEASE_BUILD)/build.ninja
 	ninja -C $(RELEASE_BUILD)
@@ -47,7 +48,7 @@ unit: all
 	meson test -C $(BUILD) --suite unit --print-errorlogs
 
 integration: all
-	LOOM_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q $(PYTEST_JOBS) --durations=30 -m "not soak" tests/integration
+	LOOM_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q $(PYTEST_JOBS) --durations=40 -m "not soak" tests/integration
 
 # Cases too long for the suite's time in CI (marked soak): the same checks at full size.
 soak: all
@@ -65,18 +66,20 @@ asan-unit: $(ASAN_BUILD)/build.ninja
 # loaded into: plain only.
 asan: asan-unit
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 LOOM_BUILD=$(abspath $(ASAN_BUILD)) \
-		LOOM_POSIX_SIDES=loom LOOM_COHERENCE_SIDES=mounts,procs $(PYTHON) -m pytest -q $(PYTEST_JOBS) --durations=30 -m "not slow and not soak and not pylib" tests/integration
+		LOOM_POSIX_SIDES=loom LOOM_COHERENCE_SIDES=mounts,procs $(PYTHON) -m pytest -q $(PYTEST_JOBS) --durations=40 -m "not slow and not soak and not pylib" tests/integration
 
 # The benchmark suite (docs/performance.md); e.g. `make bench BENCH_ARGS=--quick`. The datasets
 # through loom.torch.DataLoader (keyed, and through the mount's door) are part of it, as the
 # targets of docs/python.md are measured in the same run, and so is the redundancy workload
-# (mirrored and erasure-coded layouts against plain ones); `make bench-ml` adds checkpoints and model loading.
+# (mirrored and erasure-coded layouts against plain ones), and so is what the servers' counters
+# cost (bench/stats_cost.py: counting against --no-stats); `make bench-ml` adds checkpoints and model loading.
 bench:
 	scripts/deps.sh bench
 	$(MAKE) all
 	$(PYTHON) bench/run.py --build $(abspath $(BUILD)) $(BENCH_ARGS)
 	$(PYTHON) bench/datasets.py --build $(abspath $(BUILD)) $(ML_ARGS)
 	$(PYTHON) bench/redundancy.py --build $(abspath $(BUILD)) $(REDUNDANCY_ARGS)
+	$(PYTHON) bench/stats_cost.py --build $(abspath $(BUILD)) $(STATS_ARGS)
 
 # What authenticating and encrypting every frame costs the sequential write and read, through a
 # mount and libloom (docs/performance.md); e.g. `make bench-seal SEAL_ARGS="--size 256M --runs 1"`.
@@ -115,7 +118,7 @@ FUZZ_JOBS ?= 2
 .PHONY: fuzz
 
 $(FUZZ_BUILD)/build.ninja:
-	CC=clang meson setup $(FUZZ_BUILD) -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false \
+	CC=clang meson setup $(FUZZ_BUILD) -Dfuzz=true -Ddashboard=disabled -Db_sanitize=address,undefined -Db_lundef=false \
 		-Dc_args='-fsanitize=fuzzer-no-link -fno-sanitize-recover=all -Wno-unknown-warning-option'
 
 # Every target for FUZZ_SECONDS, FUZZ_JOBS at a time; fails on any crash, leak or broken property.

@@ -4,7 +4,8 @@
 # package what scripts/package-test.sh needs, bench what bench/run.py needs)
 set -eu
 
-want="gcc make meson ninja-build pkg-config liblmdb-dev libisal-dev libfuse3-dev fuse3 libssl-dev libcurl4-openssl-dev libjson-c-dev libmicrohttpd-dev python3 python3-numpy"
+# nodejs and npm: the web page of `loom dashboard`, bundled at build time (web/meson.build).
+want="gcc make meson ninja-build pkg-config liblmdb-dev libisal-dev libfuse3-dev fuse3 libssl-dev libcurl4-openssl-dev libjson-c-dev libmicrohttpd-dev python3 python3-numpy nodejs npm"
 if [ "${1:-build}" = test ]; then
 	# The integration tests run unmodified applications on the mount, and speak the wire themselves
 	# (loomwire.py: HKDF and AES-GCM from python3-cryptography); the multi-host bed needs
@@ -14,8 +15,9 @@ if [ "${1:-build}" = test ]; then
 	# test_ocf_agent.py runs the Pacemaker resource agent with resource-agents' ocf-tester, which
 	# checks its meta-data with xmllint (libxml2-utils, only recommended by resource-agents);
 	# the unit test test_etcd runs a private etcd (etcd-server's /usr/bin/etcd; etcdctl, from
-	# etcd-client, to look into it by hand), on free ports of its own, not the packaged service's 2379.
-	want="$want etcd-server etcd-client python3-pytest python3-pytest-xdist python3-cryptography python3-torch python3-venv python3-pip python3-setuptools python3-wheel python3-fsspec python3-pandas rsync git sqlite3 attr clang libclang-rt-14-dev iproute2 util-linux systemd groff-base resource-agents libxml2-utils"
+	# etcd-client, to look into it by hand), on free ports of its own, not the packaged service's 2379;
+	# test_dashboard.py loads `loom dashboard`'s page in headless Chromium (chromium).
+	want="$want chromium etcd-server etcd-client python3-prometheus-client python3-yaml python3-pytest python3-pytest-xdist python3-cryptography python3-torch python3-venv python3-pip python3-setuptools python3-wheel python3-fsspec python3-pandas rsync git sqlite3 attr clang libclang-rt-14-dev iproute2 util-linux systemd groff-base resource-agents libxml2-utils"
 elif [ "${1:-build}" = package ]; then
 	# scripts/package-test.sh: dpkg-buildpackage with debhelper, lintian, and what the
 	# packages depend on (systemd.pc for the unit directory).
@@ -29,6 +31,8 @@ fi
 
 missing=""
 for p in $want; do
+	# NodeSource's nodejs brings npm itself (and conflicts with Debian's npm package).
+	[ "$p" = npm ] && command -v npm >/dev/null 2>&1 && continue
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
 [ -z "$missing" ] && exit 0

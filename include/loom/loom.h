@@ -143,6 +143,34 @@ int loom_set_cred(loom_fs *fs, const struct loom_cred *cred);
  * connect, until set): a daemon acting for callers that applied their own sets 0. */
 int loom_set_umask(loom_fs *fs, mode_t mask);
 
+/* ---- job ids (Lustre's jobstats) ---- */
+
+/*
+ * Every request carries the job id of the process it is for, and the servers keep statistics per
+ * job (`loom jobstats`). A connection's requests are this process's: its job id is made as
+ * loom-mount(8) says for the options jobid_var and jobid_name (by default procname_uid and
+ * "%e.%u", the command's name and the uid: "python3.1000"; jobid_var=SLURM_JOB_ID takes that
+ * variable's value when the process has one), once per connection and again in a child after
+ * fork (%p). Writes sent behind and prefetchers' reads carry the job of the thread that wrote or
+ * started them. Through a mount's door (loom_connect_mount) the mount tags the requests itself,
+ * with its own settings.
+ *
+ * loom_jobid_conf: this connection's settings (NULL leaves one as it is). The environment
+ *   variables LOOM_JOBID_VAR and LOOM_JOBID_NAME, when set, win over them. Errors: -EINVAL (a
+ *   value loom-mount refuses: jobid_var is disable, procname_uid, nodelocal or a variable's name;
+ *   jobid_name 1 to 63 printable characters).
+ * loom_jobid_from_mount: the settings of the Loom mount that holds path (its -o jobid_var and
+ *   jobid_name, asked of its loom-mount), so that a program is counted alike whether it reads
+ *   through the mount or through libloom (the Python package does this when it connects through
+ *   a mount). Errors: -ENOTTY (not a Loom mount, or one too old to say), open(2)'s for path.
+ * loom_jobid: the job id the calling thread's requests carry now, NUL-terminated ("": none), cut
+ *   to cap bytes (LOOM_JOBID_LEN hold any).
+ */
+#define LOOM_JOBID_LEN 32
+int loom_jobid_conf(loom_fs *fs, const char *var, const char *name);
+int loom_jobid_from_mount(loom_fs *fs, const char *path);
+void loom_jobid(loom_fs *fs, char *buf, size_t cap);
+
 /* ---- names and attributes ---- */
 
 /* stat follows a final symlink, lstat does not. */
@@ -484,6 +512,25 @@ struct loom_scrub_status {
  *         -EOPNOTSUPP (its OSS cannot scrub).
  */
 int loom_ost_scrub(loom_fs *fs, uint32_t ost_idx, int cmd, struct loom_scrub_status *st);
+
+/* ---- parameters and statistics, for `loom get_param`, `set_param`, `jobstats` ---- */
+
+/*
+ * The parameters of the file system's servers whose names match pattern (fnmatch(3), as
+ * `lctl get_param` takes: "ost.*.job_stats", "mdt.*.recovery_status"), the MDS's first, then each
+ * OST's in index order, as lctl prints them (NAME=VALUE, or NAME= and the value's lines below):
+ * *out malloc'd (NUL-terminated, *len bytes). Needs the file system key. A server that does not
+ * answer is left out; -ENOENT when nothing matched anywhere (or the first server's error when
+ * no server could be asked).
+ */
+int loom_get_param(loom_fs *fs, const char *pattern, char **out, size_t *len);
+/*
+ * Sets value on every parameter that matches pattern, on every server ("*.job_stats" "clear").
+ * *matched (may be NULL) gets how many were set. -ENOENT when none matched; -EINVAL for a value a
+ * parameter does not take, -EACCES for one that cannot be set (neither sets anything on that
+ * server).
+ */
+int loom_set_param(loom_fs *fs, const char *pattern, const char *value, uint32_t *matched);
 
 /* ---- prefetch: reading ahead in an order known in advance ---- */
 

@@ -286,6 +286,14 @@ void loom_intr_free(loom_intr *in);
 /* From now on the calling thread's waits end when `in` fires (NULL: they no longer do). */
 void loom_intr_enter(loom_intr *in);
 void loom_intr_fire(loom_intr *in);
+/*
+ * Job ids (loom.h, "job ids"). A front end's thread that acts for another process (loom-mount,
+ * for the caller of each request) names that process's job id: the thread's requests carry it
+ * until the next loom_job_set, and so does the work they leave for later (writes sent behind and
+ * sent again, Data-on-MDT bytes sent at a close, prefetchers started). "": none; NULL: this
+ * process's own again (the default).
+ */
+void loom_job_set(const char *job);
 /* Whether the MDS is away (its connection reconnecting): a request to it would wait. */
 bool loom_ll_mds_away(loom_fs *fs);
 /* While on, the calling thread's requests do not wait for a server that is away or found hung:

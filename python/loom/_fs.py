@@ -250,7 +250,26 @@ class FileSystem:
                     raise cls(-rc, "%s. %s" % (msg, _ways_in(self.mds, self.mountpoint)))
                 raise OSError(-rc, msg)
             self._h, self._pid = out.value, os.getpid()
+            self._jobid_settings(self._h)
             return self._h
+
+    def _jobid_settings(self, h):
+        """The job id settings of the mount this connection was found from (or of this file
+        system's mount here), so that this process's requests are tagged as its requests through
+        the mount are; without a mount (or one too old to say), libloom's defaults. Either way
+        $LOOM_JOBID_VAR and $LOOM_JOBID_NAME win (docs/operations.md, "Job statistics")."""
+        mnt = self.mountpoint or _mount_of_mds(self.mds)
+        if mnt is not None:
+            lib.loom_jobid_from_mount(h, os.fsencode(mnt))  # an error leaves the defaults
+
+    @property
+    def jobid(self):
+        """The job id this process's requests carry ("" for none), as the servers count them
+        (`loom jobstats`). Through a mount's door, the mount tags them itself, with its settings:
+        this is then what libloom would have sent."""
+        buf = ctypes.create_string_buffer(_lib.LOOM_JOBID_LEN)
+        lib.loom_jobid(self._handle(), buf, len(buf))
+        return buf.value.decode("ascii", "replace")
 
     def _door_connect(self, mnt, out):
         """Connects through the door of the mount at mnt (under self._lock): (0, None), the
@@ -259,6 +278,7 @@ class FileSystem:
         if rc < 0:
             return rc, os.fsdecode(lib.loom_connect_error() or b"") or os.strerror(-rc)
         self._h, self._pid, self.via_door = out.value, os.getpid(), True
+        self._jobid_settings(self._h)  # for .jobid only: the mount tags this session's requests
         return 0, None
 
     def _through_door(self, out):

@@ -23,6 +23,7 @@ LOOM_LAYOUT_WRITE_PENDING = 0x4
 LOOM_OBJ_STALE = 0x1
 LOOM_DOM_NONE = 0xFFFFFFFF
 LOOM_DEFAULT_STRIPE_SIZE = 4 << 20
+LOOM_JOBID_LEN = 32
 
 
 class Attr(ctypes.Structure):
@@ -119,6 +120,9 @@ _SIGNATURES = {
     "loom_key_refusal": (c_int, [c_char_p, c_char_p, c_size_t]),
     "loom_connect_mount": (c_int, [c_char_p, POINTER(c_void_p)]),
     "loom_fsname": (c_char_p, [c_void_p]),
+    "loom_jobid_conf": (c_int, [c_void_p, c_char_p, c_char_p]),
+    "loom_jobid_from_mount": (c_int, [c_void_p, c_char_p]),
+    "loom_jobid": (None, [c_void_p, c_char_p, c_size_t]),
     "loom_stat": (c_int, [c_void_p, c_char_p, c_void_p]),
     "loom_lstat": (c_int, [c_void_p, c_char_p, c_void_p]),
     "loom_mkdir": (c_int, [c_void_p, c_char_p, c_uint]),

@@ -808,7 +808,7 @@ int loom_targets(loom_fs *fs, struct loom_target **out, uint32_t *count)
 		if (e.state & LW_TGT_DEACTIVATED)
 			t[i + 1].flags |= LOOM_TGTF_DEACTIVATED;
 		bodies[i].ost_idx = e.idx;
-		rpc_call_init(&calls[i], LW_OP_OST_STATFS, &bodies[i], sizeof(bodies[i]));
+		fs_call_init(fs, &calls[i], LW_OP_OST_STATFS, &bodies[i], sizeof(bodies[i]));
 		calls[i].flags |= RPC_NOWAIT; /* df reports an OST that is away, not waits for it */
 		if (e.state & LW_TGT_INACTIVE) {
 			/* The MDS has not heard from it (its OSS died, or is cut off): not dialled, which

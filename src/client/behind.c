@@ -378,7 +378,7 @@ int loom_ll_create_behind(loom_fs *fs, const struct loom_cred *cr, uint64_t pare
 	lw_wr_put(&w, &req, sizeof(req));
 	lw_wr_put(&w, name, len);
 	lw_wr_put(&w, &ino, sizeof(ino));
-	rpc_call_init(&b->call, LW_OP_MDS_CREATE, b->body, (uint32_t)w.len);
+	fs_call_init(fs, &b->call, LW_OP_MDS_CREATE, b->body, (uint32_t)w.len);
 	b->call.done = behind_done;
 	/* Counted in flight under behind_lock: a refill of numbers (which waits for none in
 	 * flight) cannot come between the number and its sending, and from here a give-back of the
@@ -633,7 +633,7 @@ int loom_ll_unlink_behind(loom_fs *fs, const struct loom_cred *cr, uint64_t pare
 	u->name_at = w.len;
 	u->namelen = len;
 	lw_wr_put(&w, name, len);
-	rpc_call_init(&u->call, LW_OP_MDS_UNLINK, u->body, (uint32_t)w.len);
+	fs_call_init(fs, &u->call, LW_OP_MDS_UNLINK, u->body, (uint32_t)w.len);
 	u->call.done = unlink_behind_done;
 	pthread_mutex_lock(&fs->behind_lock);
 	rc = wait_inflight(fs, BEHIND_INFLIGHT_MAX - 1, false);

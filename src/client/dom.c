@@ -39,6 +39,9 @@ struct dom_cache {
 	                        * only if nothing changed them while the report was on its way */
 	uint32_t alloc;        /* bytes of data allocated: >= len, and cap once written to */
 	uint8_t *data;
+	/* The job that wrote the oldest dirty bytes (jobtag.h): the report that carries them goes in
+	 * its name, whoever closes. Bytes of several writers travel in one report, charged to it. */
+	char jobid[LOOM_JOBID_LEN];
 };
 
 int dom_new(uint32_t cap, void *data, uint32_t len, bool known, struct dom_cache **out)
@@ -217,11 +220,15 @@ int dom_read(loom_file *f, void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
-/* Under c->lock: bytes [lo, hi) become buf's (zeros when buf is NULL), dirty. */
-static int dom_put_bytes(struct dom_cache *c, const void *buf, uint32_t lo, uint32_t hi)
+/* Under c->lock: bytes [lo, hi) become buf's (zeros when buf is NULL), dirty, written for job
+ * jobid. */
+static int dom_put_bytes(struct dom_cache *c, const void *buf, uint32_t lo, uint32_t hi,
+			 const char *jobid)
 {
 	int rc = dom_grow(c);
 
+	if (rc == 0 && c->ndirty == 0)
+		memcpy(c->jobid, jobid, LOOM_JOBID_LEN);
 	if (rc == 0)
 		rc = dirty_add(c, lo, hi);
 	if (rc == 0) {
@@ -239,12 +246,14 @@ static int dom_put_bytes(struct dom_cache *c, const void *buf, uint32_t lo, uint
 int dom_write(loom_file *f, const void *buf, size_t len, uint64_t off)
 {
 	struct dom_cache *c = f->dom;
+	char jobid[LOOM_JOBID_LEN];
 	int rc;
 
 	if (len == 0)
 		return 0;
+	jobtag_current(f->fs, jobid);
 	pthread_mutex_lock(&c->lock);
-	rc = dom_put_bytes(c, buf, (uint32_t)off, (uint32_t)(off + len));
+	rc = dom_put_bytes(c, buf, (uint32_t)off, (uint32_t)(off + len), jobid);
 	pthread_mutex_unlock(&c->lock);
 	return rc;
 }
@@ -252,15 +261,18 @@ int dom_write(loom_file *f, const void *buf, size_t len, uint64_t off)
 int dom_zero(loom_file *f, uint64_t off, uint64_t len)
 {
 	struct dom_cache *c = f->dom;
+	char jobid[LOOM_JOBID_LEN];
 	int rc = dom_fetch(f);
 
 	if (rc || len == 0)
 		return rc;
+	jobtag_current(f->fs, jobid);
 	pthread_mutex_lock(&c->lock);
 	/* Zeros are written only where data is: past its end the bytes are a hole, zeros already,
 	 * and another client's writes there are not ours to undo. */
 	if (off < c->len)
-		rc = dom_put_bytes(c, NULL, (uint32_t)off, (uint32_t)(off + len < c->len ? off + len : c->len));
+		rc = dom_put_bytes(c, NULL, (uint32_t)off, (uint32_t)(off + len < c->len ? off + len : c->len),
+				   jobid);
 	pthread_mutex_unlock(&c->lock);
 	return rc;
 }
@@ -316,6 +328,7 @@ int dom_take(struct dom_cache *c, size_t budget, struct dom_parts *out)
 	out->n = n;
 	out->end = c->dirty[n - 1].hi;
 	out->more = n < c->ndirty;
+	memcpy(out->jobid, c->jobid, LOOM_JOBID_LEN);
 	pthread_mutex_unlock(&c->lock);
 	return 0;
 }

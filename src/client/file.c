@@ -396,14 +396,17 @@ int loom_lseek(loom_file *f, off_t off, int whence, off_t *pos)
 static int dom_send_excess(loom_file *f, struct dom_parts *last)
 {
 	struct timespec none = { 0 };
+	struct jobtag_scope js;
 	int rc;
 
 	for (;;) {
 		rc = dom_take(f->dom, DOM_REPORT_BUDGET, last);
 		if (rc || !last->more)
 			return rc;
+		jobtag_enter(&js, last->jobid); /* the bytes' writer's, as in report() */
 		rc = mdc_close(f->fs, &f->cred, LW_OP_MDS_SIZE_UPDATE, f->ino, f->handle,
 			       LW_CL_SIZE | LW_CL_DATA, last->end, file_epoch(f), none, 0, last, NULL);
+		jobtag_leave(&js);
 		if (rc == 0)
 			dom_sent(f->dom, last);
 		free(last->buf);
@@ -427,6 +430,7 @@ static void report_failed(loom_file *f, uint16_t op, int rc)
 static int report(loom_file *f, uint16_t op)
 {
 	struct dom_parts dom = { 0 };
+	struct jobtag_scope js;
 	struct timespec mtime;
 	uint64_t size, fsize, blocks = 0;
 	uint32_t flags = 0, epoch;
@@ -493,7 +497,14 @@ static int report(loom_file *f, uint16_t op)
 	if (op == LW_OP_MDS_CLOSE && !file_can_write(f) && !flags && !wb_rc &&
 	    mdc_close_detached(f->fs, &f->cred, f->ino, f->handle) == 0)
 		return 0;
+	/* A report that carries Data-on-MDT bytes is charged to the job that wrote them (dom.c), not
+	 * to whoever closes: another process sharing the descriptor, or a FUSE release, which comes
+	 * from no process at all. */
+	if (dom.n)
+		jobtag_enter(&js, dom.jobid);
 	rc = mdc_close(f->fs, &f->cred, op, f->ino, f->handle, flags, size, epoch, mtime, blocks, &dom, &attr);
+	if (dom.n)
+		jobtag_leave(&js);
 	if (rc) {
 		report_failed(f, op, rc);
 		pthread_mutex_lock(&f->lock);

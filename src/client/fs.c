@@ -470,6 +470,7 @@ loom_fs *fs_new(void)
 	kept_changes_init(fs);
 	behind_init(fs);
 	made_init(fs);
+	jobtag_init(fs);
 	u64map_init(&fs->files);
 	u64map_init(&fs->bare);
 	cred_of_process(&fs->cred);
@@ -629,6 +630,7 @@ static void disconnect(loom_fs *fs, bool wait)
 	behind_destroy(fs);
 	made_destroy(fs);
 	leases_destroy(fs);
+	jobtag_destroy(fs);
 	pthread_mutex_destroy(&fs->shared_lock);
 	u64map_destroy(&fs->stale);
 	pthread_mutex_destroy(&fs->stale_lock);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "loom/loom.h"
+#include "client/jobtag.h"
 #include "common/auth.h"
 #include "common/mdsaddr.h"
 #include "common/u64map.h"
@@ -146,6 +147,13 @@ struct loom_fs {
 	/* Connected through a mount's door (door.c), not to the servers: the public calls the door
 	 * carries go through it, and everything else fails with -EOPNOTSUPP. */
 	struct door *door;
+	/* This process's job id, for the calls of threads that have none of their own (jobtag.c):
+	 * made from job_conf (with the environment's overrides) in the process of fork generation
+	 * job_gen (0: not made yet). */
+	pthread_mutex_t job_lock;
+	struct jobid_conf job_conf;
+	char job[LOOM_JOBID_LEN];
+	unsigned job_gen;
 };
 
 struct loom_file {
@@ -218,6 +226,7 @@ struct loom_file {
 	uint64_t ec_sent;          /* the first ec_sent of them are on the objects already, */
 	uint32_t ec_epoch;         /* sent in this truncation epoch, */
 	bool ec_trust;             /* and nobody here wrote over them since */
+	char ec_jobid[LOOM_JOBID_LEN]; /* the job that wrote the first bytes not sent (jobtag.h) */
 	struct dom_cache *dom;     /* Data-on-MDT bytes (layout->dom_size > 0), shared per inode */
 };
 
@@ -525,9 +534,11 @@ int io_wb_start(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const vo
 /* The same with data (malloc'd) handed over: the batch frees it; on a failure the caller keeps it. */
 int io_wb_start_owned(loom_fs *fs, uint64_t ino, const struct loom_layout *l, uint8_t *data,
 		      uint64_t len, uint64_t off, uint32_t epoch, struct io_wb **out);
-/* The write's own copy of the bytes (valid until io_wb_finish), and its truncation epoch. */
+/* The write's own copy of the bytes (valid until io_wb_finish), its truncation epoch, and the
+ * job it was written for (jobtag.h): settling it and sending it again are that job's. */
 const void *io_wb_data(const struct io_wb *b);
 uint32_t io_wb_epoch(const struct io_wb *b);
+const char *io_wb_jobid(const struct io_wb *b);
 bool io_wb_done(struct io_wb *b);
 /* Waits until it has been answered (0), or until the calling thread is interrupted (-EINTR),
  * when it stays in flight: the one waiting gives up waiting, not the write. */
@@ -577,6 +588,7 @@ struct dom_parts {
 	uint64_t end;  /* the end of the last part: the size it implies */
 	uint64_t gen;  /* the write generation it was taken at */
 	bool more;     /* dirty extents that did not fit in the budget remain */
+	char jobid[LOOM_JOBID_LEN]; /* the job that wrote them: their report goes in its name */
 };
 /* The first dirty extents, as many as fit in budget bytes of parts (at least one). */
 int dom_take(struct dom_cache *c, size_t budget, struct dom_parts *out);

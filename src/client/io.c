@@ -169,8 +169,8 @@ void io_job_submit(loom_fs *fs, struct io_job *job, uint32_t rpc_flags)
 		struct rpc_conn *c;
 		int err;
 
-		rpc_call_init(&p->call, write ? LW_OP_OST_WRITE : LW_OP_OST_READ, &p->body,
-			      sizeof(p->body));
+		fs_call_init(fs, &p->call, write ? LW_OP_OST_WRITE : LW_OP_OST_READ, &p->body,
+			     sizeof(p->body));
 		p->call.flags |= rpc_flags;
 		if (write) {
 			p->call.bulk = p->iov;
@@ -359,6 +359,8 @@ struct io_wb {
 	uint8_t *data;
 	uint64_t off, len;
 	uint32_t epoch;
+	char jobid[LOOM_JOBID_LEN]; /* the writer's (jobtag.h): whoever settles it later sends any
+	                             * second try in its name */
 };
 
 int io_wb_start(loom_fs *fs, uint64_t ino, const struct loom_layout *l, const void *buf,
@@ -394,6 +396,7 @@ int io_wb_start_owned(loom_fs *fs, uint64_t ino, const struct loom_layout *l, ui
 	b->off = off;
 	b->len = len;
 	b->epoch = epoch;
+	jobtag_current(fs, b->jobid);
 	if (l->ec_parity)
 		rc = ec_write_start(fs, ino, l, b->data, len, off, epoch, NULL, RPC_NOWAIT, &b->job);
 	else
@@ -415,6 +418,11 @@ const void *io_wb_data(const struct io_wb *b)
 uint32_t io_wb_epoch(const struct io_wb *b)
 {
 	return b->epoch;
+}
+
+const char *io_wb_jobid(const struct io_wb *b)
+{
+	return b->jobid;
 }
 
 bool io_wb_done(struct io_wb *b)
@@ -514,7 +522,7 @@ static void obj_reqs_run(loom_fs *fs, const struct loom_layout *l, struct obj_re
 
 		if (!r->asked)
 			continue;
-		rpc_call_init(&r->call, op, &r->body, sizeof(r->body));
+		fs_call_init(fs, &r->call, op, &r->body, sizeof(r->body));
 		if (layout_redundant(l))
 			r->call.flags |= RPC_NOWAIT;
 		err = fs_ost_conn(fs, r->body.ost_idx, &c);

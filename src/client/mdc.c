@@ -17,8 +17,9 @@ struct mdc_opts {
  * Sends one MDS request and waits. On success the reply body is in call->rbody (release with
  * rpc_call_release). cred NULL: the request has no cred prefix. opts may be NULL.
  */
-static int mdc_call_on(struct rpc_conn *conn, const struct loom_cred *cr, uint16_t op,
-		       const struct mdc_body *b, const struct mdc_opts *opts, struct rpc_call *call)
+static int mdc_call_on(loom_fs *fs, struct rpc_conn *conn, const struct loom_cred *cr,
+		       uint16_t op, const struct mdc_body *b, const struct mdc_opts *opts,
+		       struct rpc_call *call)
 {
 	size_t total = sizeof(struct lw_cred) + LOOM_MAX_GROUPS * sizeof(uint32_t);
 	uint8_t stackbuf[8192], *buf = stackbuf;
@@ -40,7 +41,7 @@ static int mdc_call_on(struct rpc_conn *conn, const struct loom_cred *cr, uint16
 	for (int i = 0; b && i < 4; i++)
 		if (b->len[i])
 			lw_wr_put(&w, b->part[i], b->len[i]);
-	rpc_call_init(call, op, buf, (uint32_t)w.len);
+	fs_call_init(fs, call, op, buf, (uint32_t)w.len);
 	if (opts) {
 		call->flags = opts->rpc_flags;
 		call->on_complete = opts->on_complete;
@@ -65,7 +66,7 @@ static int mdc_call_opts(loom_fs *fs, const struct loom_cred *cr, uint16_t op,
 	if (rc == 0)
 		rc = fs_mds_conn(fs, &conn);
 
-	return rc ? rc : mdc_call_on(conn, cr, op, b, opts, call);
+	return rc ? rc : mdc_call_on(fs, conn, cr, op, b, opts, call);
 }
 
 int mdc_call(loom_fs *fs, const struct loom_cred *cr, uint16_t op, const struct mdc_body *b,
@@ -742,7 +743,7 @@ int mdc_close_detached(loom_fs *fs, const struct loom_cred *cr, uint64_t ino, ui
 		free(d);
 		return w.err;
 	}
-	rpc_call_init(&d->call, LW_OP_MDS_CLOSE, d->body, (uint32_t)w.len);
+	fs_call_init(fs, &d->call, LW_OP_MDS_CLOSE, d->body, (uint32_t)w.len);
 	d->call.done = detached_done;
 	rpc_submit_detached(conn, &d->call);
 	return 0;

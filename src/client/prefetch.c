@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client/jobtag.h"
 #include "client/prefetch.h"
 
 /* Under pf->lock, after anything the threads may wait for changed (take_pos, next_reserve, held):
@@ -218,7 +219,12 @@ static void *prefetch_thread(void *arg)
 {
 	loom_prefetch *pf = arg;
 	struct pf_open_files of = { 0 };
+	struct jobtag_scope js;
 
+	/* What it reads ahead is for the job that asked for it: its starter's, not the process's
+	 * (loom-mount runs prefetchers for door sessions, each for another process). The thread
+	 * serves this prefetcher only, so the scope spans its life. */
+	jobtag_enter(&js, pf->jobid);
 	pthread_mutex_lock(&pf->lock);
 	for (;;) {
 		struct pf_block *b;
@@ -258,6 +264,7 @@ static void *prefetch_thread(void *arg)
 	}
 	pthread_mutex_unlock(&pf->lock);
 	close_cached(&of);
+	jobtag_leave(&js);
 	return NULL;
 }
 
@@ -297,6 +304,7 @@ int loom_prefetch_start(loom_fs *fs, const struct loom_prefetch_item *items, siz
 		return -ENOMEM;
 	pf->fs = fs;
 	pf->n = n;
+	jobtag_current(fs, pf->jobid);
 	pf->max_bytes = o.max_bytes ? o.max_bytes : PF_DEFAULT_BYTES;
 	pf->max_ahead = o.max_ahead ? o.max_ahead : PF_DEFAULT_AHEAD;
 	pf->items = malloc(n * sizeof(*pf->items));

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "common/jobid.h"
 #include "loom/loom.h"
 #include "loom/loom_ll.h"
 
@@ -75,6 +76,8 @@ struct loom_prefetch {
 	size_t block_held;           /* bytes of blocks alive now */
 	uint64_t door_fh;            /* through a mount's door: the daemon runs it (door_prefetch.c)
 	                              * and nothing above but fs and n is used */
+	char jobid[LOOM_JOBID_LEN];  /* the job of the thread that started it: its threads read
+	                              * ahead in that job's name (jobtag.h) */
 
 	pthread_t *threads;
 	unsigned nthreads;

@@ -39,7 +39,7 @@ int loom_ost_scrub(loom_fs *fs, uint32_t ost_idx, int cmd, struct loom_scrub_sta
 	rc = fs_ost_conn(fs, ost_idx, &c);
 	if (rc)
 		return rc;
-	rpc_call_init(&call, LW_OP_OST_SCRUB, &io, sizeof(io));
+	fs_call_init(fs, &call, LW_OP_OST_SCRUB, &io, sizeof(io));
 	call.flags = RPC_NOWAIT; /* an administrator asking wants an answer, not a wait */
 	rc = rpc_call_sync(c, &call);
 	if (rc == 0 && call.rbody_len != sizeof(rep))

@@ -143,6 +143,7 @@ void file_wrote(loom_file *f, uint64_t off, uint64_t len, int rc)
  * close(2) answer EINTR); the bytes, acknowledged already, are not given up. */
 static int wb_reap_one(loom_file *f, bool wait)
 {
+	struct jobtag_scope js;
 	struct io_wb *b;
 	uint64_t off, len;
 	int rc;
@@ -159,9 +160,13 @@ static int wb_reap_one(loom_file *f, bool wait)
 	f->wb_bytes -= io_wb_len(b);
 	off = io_wb_off(b);
 	len = io_wb_len(b);
+	/* Whoever reaps it (another process's write or close on a shared handle, a FUSE release that
+	 * comes from no process), its second tries are its writer's bytes. */
+	jobtag_enter(&js, io_wb_jobid(b));
 	rc = io_wb_wait(b, f->obj_blocks);
 	if (rc == -ESTALE || rc == -EAGAIN)
 		rc = write_again(f, io_wb_data(b), len, off, rc, io_wb_epoch(b));
+	jobtag_leave(&js);
 	io_wb_free(b);
 	file_wrote(f, off, len, rc);
 	return 1;
@@ -377,6 +382,7 @@ static int ec_row_send(loom_file *f)
 	uint64_t off = f->ec_off, len = f->ec_len, sent = f->ec_sent, size;
 	struct span_args a = { .buf = f->ec_row + sent, .len = len - sent, .off = off + sent,
 			       .span = { .known = f->ec_trust ? sent : 0 }, .known_epoch = f->ec_epoch };
+	struct jobtag_scope js;
 	bool whole;
 	int rc;
 
@@ -392,6 +398,9 @@ static int ec_row_send(loom_file *f)
 	size = f->size;
 	pthread_mutex_unlock(&f->lock);
 	f->ec_len = f->ec_sent = 0;
+	/* Whoever drains it, the row goes in the name of the job that wrote its first unsent bytes
+	 * (ec_jobid). Two processes filling one row share its RPCs: they are charged to that one. */
+	jobtag_enter(&js, f->ec_jobid);
 	if (whole && sent == 0) {
 		/* The row's buffer goes with the batch (a new one for the next row): no copy. */
 		rc = wb_send(f, f->ec_row, len, off, true);
@@ -418,6 +427,7 @@ static int ec_row_send(loom_file *f)
 		if (rc && rc != -EINTR)
 			file_wrote(f, a.off, a.len, rc);
 	}
+	jobtag_leave(&js);
 	if (rc == -EINTR) {
 		f->ec_off = off; /* still to go */
 		f->ec_len = len;
@@ -450,6 +460,8 @@ static int ec_write_data(loom_file *f, const char *buf, size_t len, uint64_t off
 				return -ENOMEM;
 			if (!f->ec_len)
 				f->ec_off = off;
+			if (f->ec_len == f->ec_sent)
+				jobtag_current(f->fs, f->ec_jobid); /* the first of its bytes to send */
 			n = MIN(len, row_end - off);
 			memcpy(f->ec_row + (off - f->ec_off), buf, n);
 			f->ec_len += n;

@@ -64,9 +64,22 @@ struct loom_ioc_pool {
 	uint32_t osts[LOOM_IOC_POOL_PAGE];
 };
 
+/*
+ * The mount's job id settings (its -o jobid_var and jobid_name: common/jobid.h), so that libloom
+ * in a process on this node tags its requests as the mount tags that process's
+ * (loom_jobid_from_mount); and job, the job id the mount gives the caller's own requests now.
+ */
+struct loom_ioc_jobid {
+	char var[64];  /* NUL-terminated */
+	char name[64];
+	char job[32];  /* the caller's, NUL-terminated; "" for none */
+};
+
 #define LOOM_IOC_TARGETS _IOWR(LOOM_IOC_MAGIC, 0xA1, struct loom_ioc_targets)
 #define LOOM_IOC_POOLS   _IOWR(LOOM_IOC_MAGIC, 0xA2, struct loom_ioc_pools)
 #define LOOM_IOC_POOL    _IOWR(LOOM_IOC_MAGIC, 0xA3, struct loom_ioc_pool)
+/* 0xA4 is LOOM_IOC_DOOR (common/door.h). */
+#define LOOM_IOC_JOBID   _IOWR(LOOM_IOC_MAGIC, 0xA5, struct loom_ioc_jobid)
 
 /* _IOC_SIZE has 14 bits. */
 _Static_assert(sizeof(struct loom_ioc_targets) < 16384, "a FUSE ioctl argument is under 16 KiB");

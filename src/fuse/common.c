@@ -1,4 +1,4 @@
-/* What every operation shares: the caller's identity, replies, open handles. */
+/* What every operation shares: the caller's identity and job id, replies, open handles. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -92,12 +92,33 @@ static void on_interrupt(fuse_req_t req, void *data)
 	pthread_mutex_unlock(&s->lock);
 }
 
+void lm_job_enter(struct lmount *m, pid_t pid, uid_t uid, gid_t gid)
+{
+	char job[LOOM_JOBID_LEN];
+
+	if (pid <= 0 || !m->jobs) {
+		loom_job_set(NULL);
+		return;
+	}
+	jobid_cache_get(m->jobs, pid, uid, gid, job);
+	loom_job_set(job);
+}
+
+void lm_job_leave(void)
+{
+	loom_job_set(NULL);
+}
+
 struct lm_intr_scope lm_intr_enter(fuse_req_t req)
 {
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct lm_intr_scope scope = { .slot = intr_slot() };
 	struct lm_intr_slot *s;
 	uint64_t gen;
 
+	/* The kernel names the calling thread (ctx->pid is its thread id, as Lustre's %p), and its
+	 * uid and gid, not squashed: a job is the caller's, whatever the MDS is told. */
+	lm_job_enter(lm_of(req), ctx->pid, ctx->uid, ctx->gid);
 	if (scope.slot < 0)
 		return scope;
 	s = &intr_slots[scope.slot];
@@ -114,6 +135,7 @@ void lm_intr_leave(struct lm_intr_scope *scope)
 {
 	struct lm_intr_slot *s;
 
+	lm_job_leave();
 	if (scope->slot < 0)
 		return;
 	s = &intr_slots[scope->slot];

@@ -284,6 +284,8 @@ static int hello(struct door_chan *c, const struct door_req *rq, struct door_hel
 	rc = loom_connect_with(d->m->mds_addr, &d->m->copts, &s->fs);
 	if (rc == 0)
 		rc = loom_set_cred(s->fs, &s->cred);
+	if (rc == 0) /* the job id of its threads that act for nobody: the mount's, as the mount's */
+		rc = loom_jobid_conf(s->fs, d->m->jobid.var, d->m->jobid.name);
 	if (rc == 0)
 		rc = loom_set_umask(s->fs, 0); /* the caller's libloom applied its own */
 	if (rc) {
@@ -387,7 +389,11 @@ static void serve(struct door_chan *c)
 		if (body_paths(body, rq.body_len, paths_of[rq.op], paths)) {
 			rep = (struct door_rep){ .rc = -EINVAL };
 		} else {
+			/* The caller's job id, as for a FUSE request (read per request: a process that
+			 * execs keeps its channel), also for the prefetchers it starts (door_pf.c). */
+			lm_job_enter(c->d->m, c->peer.pid, c->peer.uid, c->peer.gid);
 			door_do(c->s, c->slot, &rq, paths, &rep);
+			lm_job_leave();
 		}
 		if (send_rep(c->fd, &rep))
 			return;

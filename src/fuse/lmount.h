@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 
+#include "common/jobid.h"
 #include "common/u64map.h"
 #include "loom/loom_ll.h"
 
@@ -43,6 +44,8 @@ struct lmount_opts {
 	                        * exclusive directory leases */
 	char *door;            /* door=PATH: the socket of the door (door.c) */
 	int nodoor;            /* nodoor: serve none */
+	char *jobid_var;       /* jobid_var=NAME, jobid_name=PATTERN: how each caller's job id is */
+	char *jobid_name;      /* made (common/jobid.h), checked into lmount.jobid */
 };
 
 /* statahead.c: the listings with attributes of the few directories being scanned, answering
@@ -140,6 +143,10 @@ struct lmount {
 	struct u64map fhs;
 	struct lm_statahead sa;
 	struct lm_leases leases;
+	/* Job ids: every request goes to the servers tagged with its caller's (common.c and door.c
+	 * set it per request from jobs, which reads /proc/PID/environ and keeps it 10 s). */
+	struct jobid_conf jobid;
+	struct jobid_cache *jobs;
 };
 
 /* Leases (leases.c). */
@@ -250,6 +257,9 @@ void lm_reply_attr(fuse_req_t req, int rc, const struct stat *st);
  * signal; for kill -9 it then waits, in D state, until the request is answered. Every operation
  * that may wait for a server starts with LM_INTERRUPTIBLE(req): an interrupt then ends the
  * thread's waits for the servers, and the request is answered with EINTR at once.
+ * The same scope tags the thread's requests with the caller's job id (libloom's loom_job_set)
+ * until the operation returns, and then takes it back: a serving thread never carries one
+ * caller's job into the next caller's requests.
  */
 struct lm_intr_scope {
 	int slot; /* this thread's slot in common.c's table, or -1 */
@@ -325,6 +335,12 @@ void lm_ioctl_ops(struct fuse_lowlevel_ops *ops);
 /* The virtual xattr holding a file's layout (as Lustre's lustre.lov). */
 #define LM_LOV_XATTR "loom.lov"
 #define LM_LOV_XATTR_LUSTRE "lustre.lov"
+
+/* The job id of process pid (its uid and gid as the kernel gave them) for the calling thread's
+ * requests from now on; pid 0 (the kernel's own requests: a release, pages written back): the
+ * mount's own. lm_job_leave takes it back. */
+void lm_job_enter(struct lmount *m, pid_t pid, uid_t uid, gid_t gid);
+void lm_job_leave(void);
 
 /* door.c: the door for users without the key (src/common/door.h). */
 int lm_door_start(struct lmount *m, const char *path, struct lm_door **out);

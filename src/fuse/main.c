@@ -58,6 +58,8 @@ static const struct fuse_opt lm_opt_spec[] = {
 	LM_OPT("nowsync", nowsync),
 	{ "wsync", offsetof(struct lmount_opts, nowsync), 0 },
 	LM_OPT("nodoor", nodoor),
+	LM_OPT("jobid_var=%s", jobid_var),
+	LM_OPT("jobid_name=%s", jobid_name),
 	FUSE_OPT_KEY("key=", KEY_KEYFILE),
 	FUSE_OPT_KEY("door=", KEY_DOOR),
 	FUSE_OPT_KEY("-h", KEY_HELP),
@@ -123,6 +125,13 @@ static void usage(FILE *f)
 		"                        system natively, as themselves (libloom, the Python package;\n"
 		"                        default /run/loom/door.PID.sock when root mounts)\n"
 		"  nodoor                serve no such socket\n"
+		"  jobid_var=NAME        where each request's job id comes from, as Lustre's: the\n"
+		"                        caller's environment variable NAME (SLURM_JOB_ID, ...) when\n"
+		"                        it has one, else jobid_name; procname_uid (the default) or\n"
+		"                        nodelocal: jobid_name; disable: no job id\n"
+		"  jobid_name=PATTERN    the job id's pattern: %%e command, %%u uid, %%g gid, %%p pid,\n"
+		"                        %%h host, %%H full host name, %%j the jobid_var variable's\n"
+		"                        value (default %%e.%%u)\n"
 		"  -f                    stay in the foreground;  -d  print every request (implies -f)\n"
 		"Mount options handled by the kernel or FUSE:\n"
 		"  ro, rw, noatime, relatime, nosuid, nodev, noexec, allow_other, allow_root,\n"
@@ -274,6 +283,25 @@ static void daemon_ready(int ready_fd)
 	close(ready_fd);
 }
 
+/* jobid_var= and jobid_name= into m->jobid: 0, or -EINVAL once the refused one was named. */
+static int jobid_opts(struct lmount *m)
+{
+	jobid_conf_init(&m->jobid);
+	if (m->opts.jobid_var && jobid_conf_set(&m->jobid, "jobid_var", m->opts.jobid_var)) {
+		fprintf(stderr, "loom-mount: jobid_var=%s: disable, procname_uid, nodelocal, or the name of "
+				"an environment variable ([A-Za-z_][A-Za-z0-9_]*, at most 63 bytes)\n",
+			m->opts.jobid_var);
+		return -EINVAL;
+	}
+	if (m->opts.jobid_name && jobid_conf_set(&m->jobid, "jobid_name", m->opts.jobid_name)) {
+		fprintf(stderr, "loom-mount: jobid_name=%s: a pattern of 1 to 63 printable ASCII characters "
+				"(%%e, %%u, %%g, %%p, %%h, %%H, %%j; no job id at all is jobid_var=disable)\n",
+			m->opts.jobid_name);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* LIST:/FSNAME -> the list and the name, both checked (common/mdsaddr.h); why says what is
  * wrong. The names are resolved when connecting (and at every reconnection: DNS may move). */
 static int parse_spec(const char *spec, char *addr, size_t acap, char *fsname, size_t fcap, char *why,
@@ -394,6 +422,10 @@ int main(int argc, char **argv)
 		ret = EX_USAGE;
 		goto out_args;
 	}
+	if (jobid_opts(&m)) {
+		ret = EX_USAGE;
+		goto out_args;
+	}
 	if (m.opts.timeout && !m.opts.soft)
 		fprintf(stderr, "loom-mount: timeout=%u matters only with soft; a hard mount waits up to "
 				"recovery=SEC\n", m.opts.timeout);
@@ -430,6 +462,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "loom-mount: cannot reach file system %s: %s\n", m.fsname, loom_connect_error());
 		goto out_args;
 	}
+	/* Every caller's requests carry its job id (common.c); the mount's own (a release, which
+	 * comes from no process) the daemon's, made with the same settings. */
+	if (jobid_cache_new(&m.jobid, &m.jobs) != 0) {
+		fprintf(stderr, "loom-mount: out of memory\n");
+		loom_disconnect(m.fs);
+		goto out_args;
+	}
+	(void)loom_jobid_conf(m.fs, m.jobid.var, m.jobid.name); /* checked above: cannot fail */
 	pthread_mutex_init(&m.stamp_lock, NULL);
 	pthread_mutex_init(&m.root_lock, NULL);
 	pthread_cond_init(&m.unlocks_done, NULL);
@@ -508,11 +548,14 @@ out_fs:
 	lm_sa_fini(&m);
 	lm_cache_fini(&m);
 	lm_stamps_fini(&m);
+	jobid_cache_free(m.jobs);
 out_args:
 	fuse_opt_free_args(&args);
 	free(m.opts.spec);
 	free(m.opts.mountpoint);
 	free(m.opts.key_file);
 	free(m.opts.door);
+	free(m.opts.jobid_var);
+	free(m.opts.jobid_name);
 	return ret;
 }

@@ -149,6 +149,20 @@ static void ioc_door(fuse_req_t req)
 	fuse_reply_ioctl(req, 0, &out, sizeof(out));
 }
 
+/* The mount's job id settings, and the job id this very request carries (set at its start from
+ * the caller's process: common.c), which is what the caller's other requests carry too. */
+static void ioc_jobid(fuse_req_t req)
+{
+	struct lmount *m = lm_of(req);
+	struct loom_ioc_jobid out;
+
+	memset(&out, 0, sizeof(out));
+	snprintf(out.var, sizeof(out.var), "%s", m->jobid.var);
+	snprintf(out.name, sizeof(out.name), "%s", m->jobid.name);
+	loom_jobid(m->fs, out.job, sizeof(out.job));
+	fuse_reply_ioctl(req, 0, &out, sizeof(out));
+}
+
 static void lm_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg, struct fuse_file_info *fi,
 		     unsigned flags, const void *in_buf, size_t in_bufsz, size_t out_bufsz)
 {
@@ -168,6 +182,7 @@ static void lm_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 	case LOOM_IOC_POOLS: want = sizeof(struct loom_ioc_pools); break;
 	case LOOM_IOC_POOL: want = sizeof(struct loom_ioc_pool); break;
 	case LOOM_IOC_DOOR: want = sizeof(struct loom_ioc_door); break;
+	case LOOM_IOC_JOBID: want = sizeof(struct loom_ioc_jobid); break;
 	default:
 		/* lsattr's FS_IOC_GETFLAGS and the like: not a Loom file attribute. */
 		fuse_reply_err(req, ENOTTY);
@@ -179,6 +194,8 @@ static void lm_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 	}
 	if (c == LOOM_IOC_DOOR)
 		ioc_door(req);
+	else if (c == LOOM_IOC_JOBID)
+		ioc_jobid(req);
 	else if (c == LOOM_IOC_TARGETS)
 		ioc_targets(req, in_buf);
 	else if (c == LOOM_IOC_POOLS)

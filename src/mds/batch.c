@@ -80,6 +80,7 @@ ENOENT_IS_ENOENT(replay)
 ENOENT_IS_ENOENT(sync)
 ENOENT_IS_ENOENT(lease)
 ENOENT_IS_ENOENT(inos)
+ENOENT_IS_ENOENT(param)
 ENOENT_OF_INO(name, name.f.parent)
 ENOENT_OF_INO(ino, ino.ino)
 ENOENT_OF_INO(setattr, setattr.ino)
@@ -508,9 +509,11 @@ static void answer_batch(struct mds *m, struct reqq_item *list, struct reply *re
 		else if (r->status == 0 && r->park_ino) {
 			mds_trunc_park(m, req, r->body, r->len, r->park_ino, r->park_epoch);
 			r->body = NULL;
-		} else
+		} else {
+			mds_req_note_data(req, r);
 			mds_reply_granted(m, req, r->status, r->body, r->len, r->transno, &r->vers,
 					  r->lease_ino, r->lease_gen, r->lease_excl);
+		}
 		if (r)
 			free(r->body);
 	}

@@ -33,7 +33,16 @@ struct reply {
 	uint64_t lease_gen;
 	bool lease_excl;     /* ... exclusive (LW_RPF_LEASE_EXCL) */
 	uint64_t lease_wait; /* MDS_LEASE_HELD: the lease it waits on (mds_leases_park) */
+	/* Data-on-MDT bytes it read or wrote, for the statistics (net/stats.h) */
+	uint64_t data_read, data_written;
 };
+
+/* The reply's data bytes into the request's statistics, before it is answered. */
+static inline void mds_req_note_data(struct srv_req *req, const struct reply *r)
+{
+	req->stat_read = r->data_read;
+	req->stat_write = r->data_written;
+}
 
 /* A replay's first run, as its client kept it (replay.c): the versions it saw, and the inode
  * and objects it made, which the allocators hand out again. */

@@ -483,3 +483,17 @@ int mds_op_repl_copy(struct mds_op *o)
 	(void)o;
 	return -EOPNOTSUPP;
 }
+
+/* Parameters are the network thread's (netpath.c, status.c): what it shows does not wait for
+ * this thread. */
+int mds_op_get_param(struct mds_op *o)
+{
+	(void)o;
+	return -EOPNOTSUPP;
+}
+
+int mds_op_set_param(struct mds_op *o)
+{
+	(void)o;
+	return -EOPNOTSUPP;
+}

@@ -211,6 +211,7 @@ int mds_open_with_handle(struct mds *m, struct mdt_txn *t, const struct lw_mds_r
 		rep.has_layout = layout != NULL;
 		rep.dom_len = dom_len;
 		rc = mds_reply_with_layout_tail(r, &rep, sizeof(rep), layout, dom, dom_len);
+		r->data_read = dom_len;
 	}
 	free(layout);
 	return rc;
@@ -275,8 +276,9 @@ int mds_op_open(struct mds_op *o)
 	return rc;
 }
 
-/* The Data-on-MDT parts of a size report, written in one go; *end gets where the last ends. */
-static int dom_write_parts(struct mdt_txn *t, const struct lw_mds_req *q, uint64_t *end)
+/* The Data-on-MDT parts of a size report, written in one go; *end gets where the last ends,
+ * *bytes how many they hold. */
+static int dom_write_parts(struct mdt_txn *t, const struct lw_mds_req *q, uint64_t *end, uint64_t *bytes)
 {
 	uint32_t n = q->u.close.dom_parts;
 	struct mdt_dom_extent *ext = calloc(n, sizeof(*ext));
@@ -292,6 +294,7 @@ static int dom_write_parts(struct mdt_txn *t, const struct lw_mds_req *q, uint64
 		ext[i].off = p.offset;
 		ext[i].len = p.len;
 		*end = p.offset + p.len;
+		*bytes += p.len;
 	}
 	rc = mdt_dom_write_parts(t, q->u.close.ino, ext, n);
 	free(ext);
@@ -317,7 +320,7 @@ static int exec_close(struct mds *m, struct mdt_txn *t, struct srv_req *req,
 	 * late report wrote past the size (a truncation came first) is cut again. Bytes written
 	 * are a change of the data, whatever the flags say. */
 	if (c->flags & LW_CL_DOM)
-		rc = dom_write_parts(t, q, &carried);
+		rc = dom_write_parts(t, q, &carried, &r->data_written);
 	if (rc == 0 && (c->flags & ~LW_CL_DOM))
 		rc = mdt_size_update(t, c->ino, (c->flags & ~LW_CL_DOM) | (c->flags & LW_CL_DOM ? LW_CL_DATA : 0),
 				     c->size, c->trunc_epoch, carried, mt, c->blocks, &attr);
@@ -354,6 +357,7 @@ int mds_op_dom_read(struct mds_op *o)
 	const void *data;
 	int rc = mdt_dom_read(o->t, o->q->u.ino.ino, &data, &rep.len);
 
+	o->r->data_read = rc ? 0 : rep.len;
 	return rc ? rc : mds_reply_with_layout_tail(o->r, &rep, sizeof(rep), NULL, data, rep.len);
 }
 

@@ -150,6 +150,7 @@ void mds_periodic(struct mds *m)
 	mds_replay_drain(m);
 	mds_leases_expire(m, now);
 	housekeeping(m, now);
+	mds_status_publish(m);
 	mds_locks_wake(m); /* after sessions that ended, or recovery that did */
 	if (!m->commit.open)
 		mds_releases_settled(m); /* else at the commit of the releases (commit.c) */

@@ -19,6 +19,7 @@
 #include "common/util.h"
 #include "mds/dispatch.h"
 #include "mds/mds.h"
+#include "net/http.h"
 
 static struct mds *the_mds;
 
@@ -99,6 +100,10 @@ static void usage(FILE *f)
 		"                        (default 30)\n"
 		"  --max-conns-per-peer N  authenticated connections one address may keep\n"
 		"                        (default 256)\n"
+		"  --http HOST:PORT      serve statistics over HTTP there: /metrics (Prometheus) and\n"
+		"                        /params?name=PATTERN (default: off; no key is asked)\n"
+		"  --no-stats            count no requests (statistics, job statistics): to measure\n"
+		"                        what counting costs\n"
 		"  --log-level LEVEL     error, warn, info (default) or debug\n"
 		"  --log-syslog          also log to syslog (facility daemon); under systemd, lines\n"
 		"                        on stderr go to the journal with their priority either way\n"
@@ -253,10 +258,12 @@ int main(int argc, char **argv)
 		{ "etcd", required_argument, NULL, 'e' },      { "advertise", required_argument, NULL, 'a' },
 		{ "etcd-lease", required_argument, NULL, 'x' },
 		{ "repl-timeout", required_argument, NULL, 'y' },
+		{ "http", required_argument, NULL, 'g' },
+		{ "no-stats", no_argument, NULL, 'j' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *mdt_dir = NULL, *listen_addr = NULL, *port_file = NULL, *fsname = NULL, *key_file = NULL;
-	const char *etcd = NULL, *advertise = NULL;
+	const char *etcd = NULL, *advertise = NULL, *http_addr = NULL;
 	uint32_t etcd_lease_s = MDS_ETCD_LEASE_DEFAULT;
 	uint8_t key[LOOM_KEY_MAX];
 	char default_key[PATH_MAX];
@@ -266,7 +273,7 @@ int main(int argc, char **argv)
 	char listen_host[64];
 	uint16_t listen_port;
 	enum log_level level = LOG_INFO;
-	bool format = false, reserve_given = false, syslog = false;
+	bool format = false, reserve_given = false, syslog = false, no_stats = false;
 	struct mds_reserve reserve;
 	uint64_t map_size = 0;
 	uint32_t mmp_ms = 0;
@@ -287,6 +294,8 @@ int main(int argc, char **argv)
 		case 'k': key_file = optarg; break;
 		case 'e': etcd = optarg; break;
 		case 'a': advertise = optarg; break;
+		case 'g': http_addr = optarg; break;
+		case 'j': no_stats = true; break;
 		case 'x':
 			/* An active stops a second before its lease lapses, and one etcd call may take
 			 * two: less than three would depose it on any slow call. */
@@ -471,6 +480,7 @@ int main(int argc, char **argv)
 	raise_nofile_limit();
 	signal(SIGPIPE, SIG_IGN);
 	reqq_init(&m.queue);
+	mds_status_init(&m);
 	mds_sessions_init(&m);
 	mds_leases_init(&m);
 	u64map_init(&m.ost_conns);
@@ -497,6 +507,9 @@ int main(int argc, char **argv)
 		log_err("cannot listen on %s:%u: %s", listen_host, listen_port, strerror(-rc));
 		return 1;
 	}
+	srv_stats(m.srv)->off = no_stats;
+	if (http_addr && mds_http_start(&m, http_addr) != 0)
+		return 1;
 	the_mds = &m;
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
@@ -524,6 +537,8 @@ int main(int argc, char **argv)
 	rc = srv_run(m.srv);
 
 	log_info("shutting down");
+	http_stop(m.http);
+	m.http = NULL;
 	atomic_store(&m.repl.draining, true); /* nothing more is answered or acknowledged */
 	reqq_close(&m.queue);
 	pthread_join(m.md_thread, NULL);
@@ -545,6 +560,7 @@ int main(int argc, char **argv)
 			free(mds_work_of(it));
 	}
 	mds_sessions_destroy(&m);
+	mds_status_destroy(&m);
 	mds_locks_destroy(&m);
 	u64map_destroy(&m.ost_conns);
 	nodemap_destroy(&m.nodemap);

@@ -155,8 +155,25 @@ struct lease_dir {
 
 struct mmp;
 
+/* What the metadata thread publishes for other threads to show (status.c). */
+struct mds_status {
+	pthread_mutex_t lock;
+	bool published;           /* once: recovery_needed is known */
+	bool recovery_needed;     /* the start waited for clients' replays or locks */
+	bool recovering;
+	uint64_t recovery_ended_ns;
+	uint32_t replay_clients, replayed, refused;
+	uint32_t sessions, connected;
+	struct lw_statfs mdt;
+	struct mdt_ost *osts;     /* a copy of the OST table */
+	uint32_t nosts;
+};
+
+struct http_srv;
 struct mds {
 	struct mmp *mmp;                /* multi-mount protection of the MDT (NULL: none) */
+	struct mds_status status;
+	struct http_srv *http;          /* --http: /metrics (NULL: off) */
 	struct mdt_store *store;
 	struct srv *srv;
 	struct reqq queue;
@@ -578,5 +595,17 @@ void mds_destroyer_stop(struct mds *m);
 void mds_destroyer_kick(struct mds *m, struct mdt_txn *read_txn);
 /* Metadata thread: the destroyer finished a list (its MDS_WORK_DESTROYED report). */
 int mds_destroyer_done(struct mds *m, struct mdt_txn *t, const struct mds_work *report);
+
+/* status.c: what the MDS shows of itself (parameters, /metrics). */
+struct textbuf;
+void mds_status_init(struct mds *m);
+void mds_status_destroy(struct mds *m);
+/* Metadata thread, on each periodic pass: the copy the others read. */
+void mds_status_publish(struct mds *m);
+/* GET_PARAM / SET_PARAM, on the network thread. */
+void mds_params_answer(struct mds *m, struct srv_req *req);
+void mds_metrics(struct mds *m, struct textbuf *tb);
+/* Serves /metrics and /params on addr ("HOST:PORT"); logs why not. */
+int mds_http_start(struct mds *m, const char *addr);
 
 #endif

@@ -45,6 +45,7 @@ static bool net_read(struct mds *m, struct srv_req *req)
 		free(r.body);
 		return false;
 	}
+	mds_req_note_data(req, &r);
 	mds_reply(m, req, r.status, r.body, r.len, 0, NULL);
 	free(r.body);
 	return true;
@@ -113,6 +114,7 @@ static bool net_open(struct mds *m, struct srv_req *req)
 		drop_handle_later(m, handle, q.u.open.ino, sid);
 	if (rc == MDS_OPEN_STALE)
 		rc = 0; /* answered: nothing was opened */
+	mds_req_note_data(req, &r);
 	mds_reply(m, req, rc, r.body, r.len, 0, NULL);
 	free(r.body);
 	return true;
@@ -215,6 +217,7 @@ int mds_walk(struct mds *m, struct srv_req *req, const struct lw_mds_req *q, str
 		wr.flags |= LW_WALKR_OPENED;
 	if (req->hdr.flags & LW_F_RESENT)
 		drop_first_run_elsewhere(m, req, (wr.flags & LW_WALKR_OPENED) ? wr.attr.ino : 0);
+	r->data_read = opened.data_read;
 	rc = mds_reply_alloc(r, sizeof(wr) + opened.len);
 	if (rc == 0) {
 		memcpy(r->body, &wr, sizeof(wr));
@@ -241,6 +244,7 @@ static bool net_walk(struct mds *m, struct srv_req *req)
 	 * waits for it there (leases.c). */
 	if (rc == -EAGAIN)
 		return false;
+	mds_req_note_data(req, &r);
 	mds_reply(m, req, rc, r.body, r.len, 0, NULL);
 	free(r.body);
 	return true;
@@ -253,6 +257,20 @@ static bool net_repl(struct mds *m, struct srv_req *req)
 		mds_repl_copy(m, req);
 	else
 		mds_repl_pull(m, req);
+	return true;
+}
+
+/* NET params: GET_PARAM and SET_PARAM, from what the metadata thread published (status.c): an
+ * MDS whose metadata thread is busy or stuck still shows its statistics. */
+static bool net_params(struct mds *m, struct srv_req *req)
+{
+	struct lw_mds_req q;
+	int rc = mds_decode_req(m, req, &q); /* well formed, and the file system key's (ADMIN) */
+
+	if (rc)
+		srv_reply(req, rc, NULL, 0, NULL, 0, NULL);
+	else
+		mds_params_answer(m, req);
 	return true;
 }
 
@@ -288,6 +306,7 @@ void mds_deliver(struct srv_req *req, void *arg)
 	struct mds *m = arg;
 
 	mds_coord_guard(m->repl.coord); /* a deposed MDS answers nothing */
+	req->stat_target = 0; /* the statistics' target: MDT0000 */
 	if (!answer_here(m, req))
 		reqq_push(&m->queue, &req->qitem);
 }

@@ -37,7 +37,7 @@ void stats_init(struct srv_stats *s)
 		op_reset(&s->op[r]);
 }
 
-static void jobs_free_locked(struct srv_stats *s, const char *job)
+static void jobs_free_locked(struct srv_stats *s, uint32_t target, const char *job)
 {
 	for (size_t b = 0; b < NJOB_BUCKETS; b++) {
 		struct stats_job **pp = &s->jobs[b];
@@ -45,7 +45,7 @@ static void jobs_free_locked(struct srv_stats *s, const char *job)
 		while (*pp) {
 			struct stats_job *j = *pp;
 
-			if (job && strcmp(j->job, job)) {
+			if ((job && strcmp(j->job, job)) || (target != STATS_NO_TARGET && j->target != target)) {
 				pp = &j->next;
 				continue;
 			}
@@ -58,7 +58,7 @@ static void jobs_free_locked(struct srv_stats *s, const char *job)
 
 void stats_fini(struct srv_stats *s)
 {
-	jobs_free_locked(s, NULL);
+	jobs_free_locked(s, STATS_NO_TARGET, NULL);
 	pthread_mutex_destroy(&s->lock);
 }
 
@@ -190,6 +190,7 @@ void stats_note(struct srv_stats *s, const struct stats_req *r)
 {
 	int row = lw_op_row(r->opcode);
 	bool data = r->read_bytes || r->write_bytes;
+	const char *job = r->job && r->job[0] ? r->job : NULL;
 	uint64_t now;
 
 	if (s->off || row < 0)
@@ -207,7 +208,11 @@ void stats_note(struct srv_stats *s, const struct stats_req *r)
 	atomic_max(&o->usec_max, r->usec);
 	if (r->resent)
 		atomic_fetch_add_explicit(&s->resent, 1, memory_order_relaxed);
-	if (!data && !(r->job && r->job[0]))
+	/* Servers' and administrators' requests (asking for these very statistics, heartbeats)
+	 * are no job's work. */
+	if (r->job && r->job[0] && (lw_op_flags(r->opcode) & LW_OPF_ADMIN))
+		job = NULL;
+	if (!data && !job)
 		return;
 
 	now = now_s();
@@ -220,8 +225,8 @@ void stats_note(struct srv_stats *s, const struct stats_req *r)
 		if (t && r->write_bytes)
 			sample_add(&t->write_bytes, r->write_bytes);
 	}
-	if (r->job && r->job[0]) {
-		struct stats_job *j = job_get_locked(s, r->target == STATS_NO_TARGET ? 0 : r->target, r->job, now);
+	if (job) {
+		struct stats_job *j = job_get_locked(s, r->target == STATS_NO_TARGET ? 0 : r->target, job, now);
 
 		if (j) {
 			j->last_s = now;
@@ -248,14 +253,14 @@ void stats_clear(struct srv_stats *s, bool ops)
 		s->ntargets = 0;
 		s->start_s = now_s();
 	}
-	jobs_free_locked(s, NULL);
+	jobs_free_locked(s, STATS_NO_TARGET, NULL);
 	pthread_mutex_unlock(&s->lock);
 }
 
-void stats_clear_jobs(struct srv_stats *s, const char *job)
+void stats_clear_jobs(struct srv_stats *s, uint32_t target, const char *job)
 {
 	pthread_mutex_lock(&s->lock);
-	jobs_free_locked(s, job);
+	jobs_free_locked(s, target, job);
 	pthread_mutex_unlock(&s->lock);
 }
 

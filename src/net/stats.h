@@ -92,10 +92,11 @@ struct stats_req {
 void stats_init(struct srv_stats *s);
 void stats_fini(struct srv_stats *s);
 void stats_note(struct srv_stats *s, const struct stats_req *r);
-/* Forgets the counters (ops: false keeps the per-opcode ones), or only job `job` (NULL: all
- * jobs), as Lustre's `lctl set_param *.job_stats=clear`. */
+/* Forgets the counters (ops: false keeps the per-opcode ones); or the jobs of target
+ * (STATS_NO_TARGET: every target's), only job `job` of them unless NULL, as Lustre's
+ * `lctl set_param *.job_stats=clear` (or =JOBID). */
 void stats_clear(struct srv_stats *s, bool ops);
-void stats_clear_jobs(struct srv_stats *s, const char *job);
+void stats_clear_jobs(struct srv_stats *s, uint32_t target, const char *job);
 
 /* Drops the jobs idle past the cleanup interval; under s->lock (for the renderers). */
 void stats_expire_jobs_locked(struct srv_stats *s);

@@ -20,6 +20,7 @@
 #include "common/mmp.h"
 #include "common/util.h"
 #include "net/bulk.h"
+#include "net/http.h"
 #include "net/reqq.h"
 #include "net/rpc.h"
 #include "net/server.h"
@@ -74,6 +75,7 @@ static int oss_op_read(struct oss_op *o)
 		return -ENOMEM;
 	rc = ost_read(o->ost, o->io.objid, o->io.offset, o->buf, o->io.length, &o->nread, &o->os);
 	o->rep.length = o->nread;
+	o->req->stat_read = o->nread;
 	return rc;
 }
 
@@ -89,6 +91,7 @@ static int oss_op_write(struct oss_op *o)
 	/* A write of another truncation epoch: its writer knows what to do. */
 	o->quiet = rc == -ESTALE || rc == -EAGAIN;
 	o->rep.length = rc ? 0 : io->length;
+	o->req->stat_write = rc ? 0 : io->length;
 	return rc;
 }
 
@@ -177,6 +180,19 @@ static int oss_op_statfs(struct oss_op *o)
 	return rc;
 }
 
+/* GET_PARAM, SET_PARAM: the OSTs' parameters (oss_status.c). */
+static int oss_op_get_param(struct oss_op *o)
+{
+	oss_params_answer(o->oss, o->req);
+	o->replied = true;
+	return 0;
+}
+
+static int oss_op_set_param(struct oss_op *o)
+{
+	return oss_op_get_param(o);
+}
+
 /* The codec let only the two commands through. */
 static int oss_op_scrub(struct oss_op *o)
 {
@@ -242,6 +258,7 @@ static void oss_serve(struct oss *oss, struct srv_req *req)
 			return;
 		}
 		o.ost = oss->osts[at];
+		req->stat_target = o.io.ost_idx;
 		/* A server deposed while it was frozen touches the OST no more (it exits here). */
 		if (mmp_check(oss->mmps[at]) != 0) {
 			srv_reply(req, -EIO, NULL, 0, NULL, 0, NULL);
@@ -350,6 +367,10 @@ static void usage(FILE *f)
 		"  --replace          with --format and --index N: the new, empty OST takes index N\n"
 		"                     from an OST lost for good (mkfs.lustre --replace); the MDS\n"
 		"                     then counts that OST's objects as lost (reads give EIO)\n"
+		"  --http HOST:PORT   serve statistics over HTTP there: /metrics (Prometheus) and\n"
+		"                     /params?name=PATTERN (default: off; no key is asked)\n"
+		"  --no-stats         count no requests (statistics, job statistics): to measure\n"
+		"                     what counting costs\n"
 		"  --log-level LEVEL  error, warn, info (default) or debug\n"
 		"  --log-syslog       also log to syslog (facility daemon); under systemd, lines on\n"
 		"                     stderr go to the journal with their priority either way\n"
@@ -399,17 +420,19 @@ int main(int argc, char **argv)
 		{ "encrypt", no_argument, NULL, 'E' },
 		{ "mmp-interval", required_argument, NULL, 'Q' },
 		{ "failover", required_argument, NULL, 'f' },
+		{ "http", required_argument, NULL, 'g' },
+		{ "no-stats", no_argument, NULL, 'j' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *dirs[MAX_OSTS], *mds = NULL, *listen_addr = "0.0.0.0", *port_file = NULL,
-				     *fsname = NULL, *key_file = NULL, *failover = NULL;
+				     *fsname = NULL, *key_file = NULL, *failover = NULL, *http_addr = NULL;
 	char why[256];
 	struct oss oss = { .nworkers = 8, .scrub_rate = (uint64_t)SCRUB_RATE_MIB << 20 };
 	struct srv_opts so = { 0 };
 	char listen_host[64];
 	uint16_t listen_port;
 	enum log_level level = LOG_INFO;
-	bool format = false, syslog = false, replace = false;
+	bool format = false, syslog = false, replace = false, no_stats = false;
 	uint32_t index = OST_IDX_NONE;
 	struct ost_cache_policy cache = { OST_READCACHE_MAX_IO, OST_WRITEBACK_MIN_IO };
 	uint32_t mmp_ms = 0;
@@ -432,6 +455,8 @@ int main(int argc, char **argv)
 			break;
 		case 'm': mds = optarg; break;
 		case 'f': failover = optarg; break;
+		case 'g': http_addr = optarg; break;
+		case 'j': no_stats = true; break;
 		case 'l': listen_addr = optarg; break;
 		case 'a': snprintf(oss.advertise, sizeof(oss.advertise), "%s", optarg); break;
 		case 'p': port_file = optarg; break;
@@ -627,6 +652,9 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	srv_stats(oss.srv)->off = no_stats;
+	if (http_addr && oss_http_start(&oss, http_addr) != 0)
+		return 1;
 	the_oss = &oss;
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
@@ -655,6 +683,7 @@ int main(int argc, char **argv)
 	rc = srv_run(oss.srv);
 
 	log_info("shutting down");
+	http_stop(oss.http);
 	pthread_mutex_lock(&oss.stop_lock);
 	oss.stopping = true;
 	pthread_cond_broadcast(&oss.stop_cond);

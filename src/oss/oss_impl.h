@@ -21,6 +21,7 @@
 #define HEARTBEAT_SECONDS 2
 #define SCRUB_RATE_MIB    128 /* default limit of a scrub, per OST */
 
+struct http_srv;
 struct oss {
 	struct ost *osts[MAX_OSTS];
 	struct mmp *mmps[MAX_OSTS]; /* each OST's multi-mount protection (NULL: none) */
@@ -43,7 +44,14 @@ struct oss {
 	size_t keylen;
 	bool encrypt;              /* --encrypt: the connection to the MDS encrypts too */
 	struct nodemap nodemap;    /* the nodes whose own keys are good here, from the MDS */
+	struct http_srv *http;     /* --http: /metrics (NULL: off) */
 };
+
+/* oss_status.c: parameters (GET_PARAM, SET_PARAM) and the HTTP port (/metrics, /params). */
+struct textbuf;
+void oss_params_answer(struct oss *oss, struct srv_req *req);
+void oss_metrics(struct oss *oss, struct textbuf *tb);
+int oss_http_start(struct oss *oss, const char *addr);
 
 /* The thread that registers the OSTs with the MDS and sends heartbeats, reconnecting (to the
  * next address of the list) whenever the MDS goes away; it ends once oss->stopping is set and

@@ -54,6 +54,11 @@ enum lw_op_rows {
 	LW_OP_ROWS
 };
 
+/* GET_PARAM/SET_PARAM's body: its strings terminated, the name not empty, no flags, cap within
+ * LW_MAX_BULK: 0 or -EPROTO. _decode also checks the length and copies it out. */
+int lw_param_req_check(const struct lw_param_req *p);
+int lw_param_req_decode(const void *body, uint32_t len, struct lw_param_req *out);
+
 /* The row of an opcode, or NULL for one that no server knows. */
 const struct lw_op_info *lw_op_info(uint16_t opcode);
 /* Its index in the table (0 .. LW_OP_ROWS - 1; counters per opcode), or -1. */
@@ -214,6 +219,7 @@ struct lw_mds_req {
 		struct lw_ost_addr ost_addr;
 		struct lw_repl_pull_req repl_pull;
 		struct lw_repl_copy_req repl_copy;
+		struct lw_param_req param;
 		struct lw_ost_admin_req ost_admin;
 		struct lw_ost_remove_req ost_remove;
 		struct lw_pool_req pool;

@@ -475,6 +475,13 @@ static void lw_dec_repl_copy(struct lw_rd *r, struct lw_mds_req *out)
 		r->err = -EPROTO;
 }
 
+static void lw_dec_param(struct lw_rd *r, struct lw_mds_req *out)
+{
+	lw_rd_fixed(r, &out->u.param, sizeof(out->u.param));
+	if (!r->err)
+		r->err = lw_param_req_check(&out->u.param);
+}
+
 static void lw_dec_heartbeat(struct lw_rd *r, struct lw_mds_req *out)
 {
 	lw_rd_fixed(r, &out->u.heartbeat.f, sizeof(out->u.heartbeat.f));

@@ -9,6 +9,22 @@
 
 /* ---- OSS requests ---- */
 
+int lw_param_req_check(const struct lw_param_req *p)
+{
+	if (p->cap > LW_MAX_BULK || p->flags || !memchr(p->name, '\0', sizeof(p->name)) || !p->name[0] ||
+	    !memchr(p->value, '\0', sizeof(p->value)))
+		return -EPROTO;
+	return 0;
+}
+
+int lw_param_req_decode(const void *body, uint32_t len, struct lw_param_req *out)
+{
+	if (len != sizeof(*out))
+		return -EPROTO;
+	memcpy(out, body, sizeof(*out));
+	return lw_param_req_check(out);
+}
+
 int lw_falloc_mode_check(uint32_t mode)
 {
 	switch (mode) {
@@ -37,6 +53,17 @@ static void lw_ost_dec_frame(struct lw_rd *r, struct lw_ost_io *out)
 {
 	memset(out, 0, sizeof(*out));
 	r->err = -EOPNOTSUPP;
+}
+
+/* GET_PARAM, SET_PARAM: checked here; the handler takes the body with lw_param_req_decode. */
+static void lw_ost_dec_param(struct lw_rd *r, struct lw_ost_io *out)
+{
+	struct lw_param_req p;
+
+	memset(out, 0, sizeof(*out));
+	lw_rd_fixed(r, &p, sizeof(p));
+	if (!r->err)
+		r->err = lw_param_req_check(&p);
 }
 
 static int flags_reserved(uint32_t flags)

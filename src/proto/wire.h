@@ -965,6 +965,34 @@ struct lw_repl_copy_rep {
 };
 _Static_assert(sizeof(struct lw_repl_copy_rep) == 16, "lw_repl_copy_rep");
 
+/*
+ * GET_PARAM and SET_PARAM (protocol 10; any server, the file system key only): a server's
+ * parameters, named as Lustre's `lctl get_param` names them ("ost.lfs01-OST0002.job_stats",
+ * "mdt.lfs01-MDT0000.recovery_status"). name is a pattern (fnmatch(3): "ost.*.stats").
+ * GET_PARAM's reply bulk is the text of every parameter that matches, as lctl prints it (a value
+ * of one line as "NAME=VALUE", a longer one as "NAME=" then its lines), at most cap bytes of it;
+ * SET_PARAM sets value on each that matches (a value a parameter does not take: -EINVAL, and
+ * none is set; a parameter that cannot be set: -EACCES). Neither matching anything: -ENOENT.
+ * Reply lw_param_rep.
+ */
+#define LW_PARAM_NAME_MAX 128u
+#define LW_PARAM_VALUE_MAX 128u
+struct lw_param_req {
+	uint32_t cap;                       /* GET_PARAM: most bytes of bulk wanted (<= LW_MAX_BULK);
+	                                     * SET_PARAM: 0 */
+	uint32_t flags;                     /* 0 */
+	char     name[LW_PARAM_NAME_MAX];   /* NUL-terminated, not empty */
+	char     value[LW_PARAM_VALUE_MAX]; /* SET_PARAM's, NUL-terminated; GET_PARAM: zeros */
+};
+_Static_assert(sizeof(struct lw_param_req) == 264, "lw_param_req");
+struct lw_param_rep {
+	uint32_t len;     /* bytes of text in the bulk */
+	uint32_t total;   /* of the whole text: more than len when it was cut at cap (ask again) */
+	uint32_t matched; /* parameters the pattern matched */
+	uint32_t pad;
+};
+_Static_assert(sizeof(struct lw_param_rep) == 16, "lw_param_rep");
+
 /* MDS_OST_REPLACE (from an OSS whose OST was formatted with --replace, no cred prefix): request
  * lw_ost_register_req with want_idx the index to take over. The new uuid takes the index from the
  * OST that held it (lost for good: not heard from now), and every object of that OST is lost:

@@ -319,10 +319,16 @@ static int start_mds(struct cluster *c)
 
 static int start_oss(const struct cluster *c, int k, pid_t *pid)
 {
-	char name[16], ost[PATH_MAX + 16], mds[32];
+	char name[16], ost[PATH_MAX + 16], mds[32], conf[PATH_MAX + 32];
 	char *argv[] = { (char *)c->oss_bin, "--ost", ost, "--mds", mds, "--listen", "127.0.0.1:0",
-			 "--key", (char *)c->key, NULL };
+			 "--key", (char *)c->key, NULL, NULL, NULL };
 
+	/* DIR/oss.conf, when there is one: every OSS's own settings (loom.conf(5)), e.g. http. */
+	snprintf(conf, sizeof(conf), "%s/oss.conf", c->dir);
+	if (access(conf, F_OK) == 0) {
+		argv[9] = "--config";
+		argv[10] = conf;
+	}
 	snprintf(name, sizeof(name), "oss%d", k);
 	snprintf(ost, sizeof(ost), "%s/ost%d", c->dir, k);
 	snprintf(mds, sizeof(mds), "127.0.0.1:%u", c->port);

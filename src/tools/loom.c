@@ -45,6 +45,12 @@ static const struct command commands[] = {
 	{ "pool", cmd_pool, "new|destroy NAME | add|remove NAME OST... | list [NAME] [PATH]   OST pools (lctl pool_*)" },
 	{ "ost", cmd_ost, "deactivate|activate IDX... | remove [--force] IDX   no new stripes on an OST, or again; retire it" },
 	{ "key", cmd_key, "new [--node NAME] FILE   a new file system key, or a key of client node NAME's own" },
+	{ "get_param", cmd_get_param, "[-n|-N] PATTERN...   servers' parameters and statistics (lctl get_param)" },
+	{ "set_param", cmd_set_param, "NAME=VALUE...   set servers' parameters (lctl set_param)" },
+	{ "stats", cmd_stats, "[--mdt|--ost] [clear]   requests per operation and data bytes, per target" },
+	{ "jobstats", cmd_stats, "[--mdt|--ost] [-j JOBID] [clear]   per-job statistics (Lustre's job_stats)" },
+	{ "top", cmd_top, "[-i SEC] [-n COUNT] [-t TOP]   live: requests/s, MiB/s, the busiest jobs and targets" },
+	{ "dashboard", cmd_dashboard, "[--http HOST:PORT] [-i SEC]   a web page of it all, live (targets, MiB/s, latency, jobs)" },
 	{ "nodemap", cmd_nodemap, "list [NAME] | add|modify|revoke|del NAME ...   what each node may claim (lctl nodemap_*)" },
 };
 

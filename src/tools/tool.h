@@ -82,6 +82,14 @@ int cmd_pool(struct tool_ctx *ctx, int argc, char **argv);
 int cmd_migrate(struct tool_ctx *ctx, int argc, char **argv);
 int cmd_mirror(struct tool_ctx *ctx, int argc, char **argv);
 int cmd_ec(struct tool_ctx *ctx, int argc, char **argv);
+/* params.c */
+int cmd_get_param(struct tool_ctx *ctx, int argc, char **argv);
+int cmd_set_param(struct tool_ctx *ctx, int argc, char **argv);
+int cmd_stats(struct tool_ctx *ctx, int argc, char **argv);
+/* top.c */
+int cmd_top(struct tool_ctx *ctx, int argc, char **argv);
+/* dashboard.c */
+int cmd_dashboard(struct tool_ctx *ctx, int argc, char **argv);
 /* nodemap.c */
 int cmd_key(struct tool_ctx *ctx, int argc, char **argv);
 int cmd_nodemap(struct tool_ctx *ctx, int argc, char **argv);

@@ -581,6 +581,16 @@ CR_OPEN = 0x2
 CR_LAYOUT = 0x4            # LW_CR_LAYOUT: a layout request follows the name
 CR_TMPFILE = 0x8           # LW_CR_TMPFILE: nameless (O_TMPFILE), with CR_OPEN and namelen 0
 CR_INO = 0x10              # LW_CR_INO: an inode number MDS_INOS handed ahead follows the name
+PARAM_REQ = struct.Struct("<II128s128s")   # lw_param_req: cap flags name value (protocol 10)
+PARAM_REP = struct.Struct("<IIII")         # lw_param_rep: len total matched pad
+assert PARAM_REQ.size == 264 and PARAM_REP.size == 16
+
+
+def param_req(name, value=b"", cap=0):
+    """GET_PARAM / SET_PARAM body."""
+    return PARAM_REQ.pack(cap, 0, name, value)
+
+
 INOS_REQ = struct.Struct("<II")            # lw_inos_req: count pad
 INOS_REP = struct.Struct("<QII")           # lw_inos_rep: first count pad
 assert INOS_REQ.size == 8 and INOS_REP.size == 16

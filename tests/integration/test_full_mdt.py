@@ -294,6 +294,7 @@ def mds_by_hand(c, *flags):
         c.restart()
 
 
+@pytest.mark.slow  # the plain pass only: the ASan pass keeps the disk-full case, through the same code
 def test_full_map_recovers_without_restart(cluster_factory):
     # The disk has room; LMDB's map (--map-size) is what fills.
     c = cluster_factory(osts=1)

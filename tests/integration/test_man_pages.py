@@ -102,7 +102,7 @@ def loom_verbs():
     block = text.split("\ncommands:\n", 1)[1].split("\n\n", 1)[0]
     verbs = {}
     for line in block.splitlines():
-        m = re.match(r"^  ([a-z]+) +(.*)$", line)
+        m = re.match(r"^  ([a-z_]+) +(.*)$", line)
         assert m, "not a command line in `loom --help`: %r" % line
         verbs[m.group(1)] = line
     assert len(verbs) >= 15, verbs

@@ -691,6 +691,18 @@ def heartbeat_again(b):
     assert sorted(after) == sorted(table) and after[idx]["state"] == table[idx]["state"], (after, table)
 
 
+@scenario("SET_PARAM", "REPEATS")
+def set_param_again(b):
+    """A setting sent twice: the same answer, the same value."""
+    s = b.first("SET_PARAM", w.param_req(b"mdt.*.job_cleanup_interval", b"300"))
+    assert w.PARAM_REP.unpack(s.reply)[2] == 1, w.PARAM_REP.unpack(s.reply)
+    rep, _ = b.repeats(s)
+    assert rep == s.reply
+    st, rep, text = b.other.call_bulk(OP["GET_PARAM"], w.param_req(b"mdt.*.job_cleanup_interval", cap=4096),
+                                      next(b.ids))
+    assert st == 0 and text == b"mdt.loom-MDT0000.job_cleanup_interval=300\n", (st, text)
+
+
 @scenario("MDS_LOCK", "REPEATS")
 def lock_again(b):
     ino = b.create(ROOT, b"f")[0]["ino"]

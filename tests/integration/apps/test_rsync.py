@@ -4,6 +4,8 @@ nothing (rsync's quick check, size and mtime, finds every file up to date)."""
 import os
 import re
 
+import pytest
+
 from apputil import Findings, run
 
 
@@ -19,6 +21,7 @@ def changes(out):
             or re.match(r"^\*deleting", ln)]
 
 
+@pytest.mark.slow  # the plain pass only: under ASan, tar, git and cp take the mount through the same calls
 def test_rsync_to_the_mount_and_back(mounted, second_mount, source_tree, workdir):
     f = Findings()
     dst = mounted.p("tree")
