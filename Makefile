@@ -48,7 +48,7 @@ unit: all
 	meson test -C $(BUILD) --suite unit --print-errorlogs
 
 integration: all
-	LOOM_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q $(PYTEST_JOBS) --durations=40 -m "not soak" tests/integration
+	LOOM_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q $(PYTEST_JOBS) --durations=40 --junitxml=$(abspath $(BUILD))/integration.xml -m "not soak" tests/integration
 
 # Cases too long for the suite's time in CI (marked soak): the same checks at full size.
 soak: all
@@ -66,7 +66,7 @@ asan-unit: $(ASAN_BUILD)/build.ninja
 # loaded into: plain only.
 asan: asan-unit
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 LOOM_BUILD=$(abspath $(ASAN_BUILD)) \
-		LOOM_POSIX_SIDES=loom LOOM_COHERENCE_SIDES=mounts,procs $(PYTHON) -m pytest -q $(PYTEST_JOBS) --durations=40 -m "not slow and not soak and not pylib" tests/integration
+		LOOM_POSIX_SIDES=loom LOOM_COHERENCE_SIDES=mounts,procs $(PYTHON) -m pytest -q $(PYTEST_JOBS) --durations=40 --junitxml=$(abspath $(ASAN_BUILD))/integration.xml -m "not slow and not soak and not pylib" tests/integration
 
 # The benchmark suite (docs/performance.md); e.g. `make bench BENCH_ARGS=--quick`. The datasets
 # through loom.torch.DataLoader (keyed, and through the mount's door) are part of it, as the

@@ -288,6 +288,26 @@ fail:
 	return rc;
 }
 
+int http_serve_stats(const char *name, const char *addr, http_handler_fn handler, void *arg,
+		     struct http_srv **out)
+{
+	char host[64];
+	uint16_t port;
+	int rc;
+
+	if (http_addr_parse(addr, host, sizeof(host), &port)) {
+		log_err("bad --http address '%s' (HOST:PORT, a numeric IPv4 host)", addr);
+		return -EINVAL;
+	}
+	rc = http_start(name, host, port, handler, arg, out);
+	if (rc) {
+		log_err("cannot serve HTTP on %s: %s", addr, strerror(-rc));
+		return rc;
+	}
+	log_info("statistics on http://%s:%u/metrics", host, http_port(*out));
+	return 0;
+}
+
 uint16_t http_port(const struct http_srv *h)
 {
 	return h->port;

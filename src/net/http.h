@@ -67,6 +67,10 @@ int http_start(const char *name, const char *host, uint16_t port, http_handler_f
 	       struct http_srv **out);
 
 /* The bound port (useful with port 0). */
+/* A daemon's --http ADDR: parses it, starts, and logs where its statistics are ("statistics on
+ * http://HOST:PORT/metrics", which tests and admins read for port 0) or why not. */
+int http_serve_stats(const char *name, const char *addr, http_handler_fn handler, void *arg,
+		     struct http_srv **out);
 uint16_t http_port(const struct http_srv *h);
 
 /* Closes the port, waits for a handler running to return, drops the connections; frees h. NULL

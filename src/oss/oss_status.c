@@ -164,19 +164,5 @@ static int http_page(const char *path, void *conn, struct http_answer *ans, void
 
 int oss_http_start(struct oss *oss, const char *addr)
 {
-	char host[64];
-	uint16_t port;
-	int rc;
-
-	if (http_addr_parse(addr, host, sizeof(host), &port)) {
-		log_err("bad --http address '%s' (HOST:PORT, a numeric IPv4 host)", addr);
-		return -EINVAL;
-	}
-	rc = http_start("oss", host, port, http_page, oss, &oss->http);
-	if (rc) {
-		log_err("cannot serve HTTP on %s: %s", addr, strerror(-rc));
-		return rc;
-	}
-	log_info("statistics on http://%s:%u/metrics", host, http_port(oss->http));
-	return 0;
+	return http_serve_stats("oss", addr, http_page, oss, &oss->http);
 }

@@ -58,6 +58,7 @@ assert crc32c(b"123456789") == 0xE3069283, "crc32c check value"
 
 MAGIC = 0x4D4F4F4C
 VERSION = 10  # LW_VERSION: what this speaks; replies carry the server's
+VERSION_MIN = 9  # LW_VERSION_MIN: the oldest a server accepts
 MAX_BODY = (1 << 20) + (64 << 10)  # LW_MAX_BODY
 MAX_BULK = 16 << 20
 F_REPLY = 0x1

@@ -2,6 +2,7 @@
 with a refusal that names its versions and release (struct lw_version_refusal), logs both sides'
 versions and keeps serving; a client refused so says which versions each side speaks."""
 
+import errno
 import os
 import re
 import socket
@@ -40,7 +41,16 @@ def refused_by(host, port, version):
         c.close()
 
 
-@pytest.mark.parametrize("version", [w.VERSION - 1, w.VERSION + 1, 0, 0xFFFF])
+def test_a_server_answers_every_version_it_accepts(cluster):
+    """LW_VERSION_MIN to LW_VERSION: a PING of each is answered (here: refused for want of the key,
+    which only a frame the server took can be), in the server's version."""
+    for version in range(w.VERSION_MIN, w.VERSION + 1):
+        h, _ = refused_by(cluster.mds_host, cluster.mds_port, version)
+        assert (h.version, h.opcode, h.req_id, h.flags) == (w.VERSION, w.OP["PING"], 77, w.F_REPLY)
+        assert h.status == -errno.EACCES, (version, h)
+
+
+@pytest.mark.parametrize("version", [w.VERSION_MIN - 1, w.VERSION + 1, 0, 0xFFFF])
 def test_a_server_refuses_another_protocol_version_and_says_which_it_speaks(cluster, version):
     cluster.allow_log(r"speaks protocol")
     targets = [("mds", cluster.mds_host, cluster.mds_port)] + \
@@ -50,10 +60,10 @@ def test_a_server_refuses_another_protocol_version_and_says_which_it_speaks(clus
         assert (h.magic, h.version, h.opcode, h.req_id) == (w.MAGIC, w.VERSION, w.OP["PING"], 77)
         assert h.flags == w.F_REPLY and h.status == -EPROTONOSUPPORT and h.bulk_len == 0
         vmin, vmax, pad, rel = REFUSAL.unpack(body)
-        assert (vmin, vmax, pad) == (w.VERSION, w.VERSION, 0)
+        assert (vmin, vmax, pad) == (w.VERSION_MIN, w.VERSION, 0)
         assert rel.rstrip(b"\0").decode() == release()
         line = "connection %s speaks protocol %d; this server (loom %s) speaks %d to %d: refused" % (
-            "%s", version, release(), w.VERSION, w.VERSION)
+            "%s", version, release(), w.VERSION_MIN, w.VERSION)
         pat = re.escape(line).replace("%s", r"\d+ from 127\.0\.0\.1:\d+")
         assert wait_until(lambda: re.search(pat, cluster.read_log(name)), 10), cluster.read_log(name)[-2000:]
     # Everyone else is served as before.
@@ -137,7 +147,7 @@ def test_a_client_refused_names_both_sides_versions(cluster, no_key_env, keyed):
         srv.close()
     assert r.returncode != 0
     assert ("MDS (127.0.0.1:%d): the server (loom 9.9.9) speaks protocol %d to %d; this client (loom %s) speaks "
-            "%d to %d: refused" % (srv.port, w.VERSION + 1, w.VERSION + 2, release(), w.VERSION, w.VERSION)) \
+            "%d to %d: refused" % (srv.port, w.VERSION + 1, w.VERSION + 2, release(), w.VERSION_MIN, w.VERSION)) \
         in r.stderr, r.stderr
     assert srv.seen and srv.seen[0].version == w.VERSION
 
@@ -154,4 +164,4 @@ def test_a_client_refused_without_a_refusal_body_still_names_the_versions(cluste
         srv.close()
     assert r.returncode != 0
     assert ("MDS (127.0.0.1:%d): the server speaks protocol %d; this client (loom %s) speaks %d to %d"
-            % (srv.port, w.VERSION + 1, release(), w.VERSION, w.VERSION)) in r.stderr, r.stderr
+            % (srv.port, w.VERSION + 1, release(), w.VERSION_MIN, w.VERSION)) in r.stderr, r.stderr
