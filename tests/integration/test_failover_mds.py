@@ -186,6 +186,11 @@ def test_mds_pair_takes_over_while_two_clients_create_write_and_fsync(mds_pair, 
     assert pair.procs[1].poll() is None
 
 
+def mdt_quiet(mdt, seconds):
+    """No commit to the MDT for `seconds`."""
+    return time.time() - os.stat(os.path.join(mdt, "data.mdb")).st_mtime >= seconds
+
+
 def sha_of(path):
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
@@ -209,12 +214,13 @@ def test_a_hung_mds_is_deposed_and_writes_nothing_when_it_wakes(mds_pair, workdi
             assert wait_until(lambda: all(len(logged(p)) >= 5 for _, p in logs), 120, 0.1)
             # A freezes between commits: a freeze inside a commit (after its check) finishes that
             # commit on waking, the window only a fence closes (docs/architecture.md). The
-            # writers pause, A commits what they sent (--commit-ms is 5), A freezes, and the
-            # writers go on, their requests reaching the frozen A.
+            # writers pause, A commits what they sent (--commit-ms is 5) and what follows from it
+            # (the mount's reports sent behind, the destroyer's), A freezes once its MDT has not
+            # changed for a second, and the writers go on, their requests reaching the frozen A.
             pause = os.path.join(workdir, "pause")
             open(pause, "w").close()
             assert wait_until(lambda: all(os.path.exists(p + ".paused") for _, p in logs), 60, 0.05)
-            time.sleep(0.5)
+            assert wait_until(lambda: mdt_quiet(mdt, 1.0), 60, 0.1), "the MDT never stopped changing"
             pair.procs[0].send_signal(signal.SIGSTOP)
             os.unlink(pause)
             # B's start: A's heartbeat silent for two intervals, then B's own for two more (the
