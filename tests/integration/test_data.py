@@ -46,7 +46,7 @@ def check_objects(cluster, layout, src, size, samples=None, rng=None):
                              % (unit, off, n, k, obj_off))
 
 
-@pytest.mark.slow  # the plain pass only: the ASan pass moves the same code with the smaller cases
+@pytest.mark.soak  # make soak: the smaller cases move the same code in the suite (CI's 30 minutes)
 def test_1gib_over_4_stripes_reads_back_and_each_ost_holds_its_share(cluster, workdir):
     size = GiB
     src = os.path.join(workdir, "src")

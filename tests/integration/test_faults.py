@@ -380,17 +380,17 @@ def test_mount_workload_survives_oss_kill9(cluster, workdir):
     run_workload_under_kills(cluster, workdir, "oss_kill9", 3, kill_random_oss(cluster))
 
 
-@pytest.mark.slow
+@pytest.mark.soak  # make soak: the single kills above take the same paths in the suite (CI's 30 minutes)
 def test_mount_workload_survives_many_mds_kill9(cluster, workdir):
     run_workload_under_kills(cluster, workdir, "many_mds_kill9", 6, kill_mds, max_down=2.0)
 
 
-@pytest.mark.slow
+@pytest.mark.soak  # make soak: the single kills above take the same paths in the suite (CI's 30 minutes)
 def test_mount_workload_survives_many_oss_kill9(cluster, workdir):
     run_workload_under_kills(cluster, workdir, "many_oss_kill9", 6, kill_random_oss(cluster), max_down=2.0)
 
 
-@pytest.mark.slow
+@pytest.mark.soak  # make soak: the single kills above take the same paths in the suite (CI's 30 minutes)
 def test_mount_workload_survives_kill9_of_any_server(cluster, workdir):
     run_workload_under_kills(cluster, workdir, "any_kill9", 8, kill_anything(cluster), max_down=2.0)
 
