@@ -102,15 +102,18 @@ int ref_hdr_check(const struct ref_hdr *h)
 {
 	if (h->magic != 0x4D4F4F4Cu) /* "LOOM" */
 		return -EPROTO;
-	if (h->version < 9 || h->version > 9) /* LW_VERSION_MIN, LW_VERSION */
+	if (h->version < 9 || h->version > 10) /* LW_VERSION_MIN, LW_VERSION */
 		return -EPROTO;
 	if (h->body_len > (1u << 20) + (64u << 10) || h->bulk_len > (16u << 20))
 		return -EPROTO;
-	if (h->flags & ~15u) /* LW_F_REPLY, LW_F_RESENT, LW_F_ENCRYPT, LW_F_NOTIFY */
+	if (h->flags & ~31u) /* LW_F_REPLY, LW_F_RESENT, LW_F_ENCRYPT, LW_F_NOTIFY, LW_F_JOBID */
 		return -EPROTO;
 	if (!(h->flags & 1u) && h->status != 0)
 		return -EPROTO;
 	if ((h->flags & 8u) && (h->flags & 7u)) /* a notification is nothing else */
+		return -EPROTO;
+	/* A job id (protocol 10) starts a request's body: never a reply's or a notification's. */
+	if ((h->flags & 16u) && ((h->flags & 9u) || h->version < 10 || h->body_len < 32))
 		return -EPROTO;
 	return 0;
 }

@@ -40,7 +40,13 @@ static bool is_mds_op(uint16_t op)
  * decoder), and those no table names. */
 static bool is_foreign_op(uint16_t op)
 {
-	return op != LW_OP_PING && !is_mds_op(op);
+	return op != LW_OP_PING && op != LW_OP_GET_PARAM && op != LW_OP_SET_PARAM && !is_mds_op(op);
+}
+
+/* GET_PARAM, SET_PARAM (both servers'): one fixed struct, its strings terminated. */
+static bool is_param_op(uint16_t op)
+{
+	return op == LW_OP_GET_PARAM || op == LW_OP_SET_PARAM;
 }
 
 static bool has_cred(uint16_t op)
@@ -538,10 +544,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(q.op == op);
 	if (is_foreign_op(op))
 		FUZZ_CHECK(rc == -EOPNOTSUPP);
-	if (is_mds_op(op) || op == LW_OP_PING)
+	if (is_mds_op(op) || op == LW_OP_PING || is_param_op(op))
 		FUZZ_CHECK(rc != -EOPNOTSUPP);
 	if (rc == -EOPNOTSUPP)
 		return 0;
+	if (is_param_op(op)) {
+		FUZZ_CHECK(rc == 0 || rc == -EPROTO);
+		if (rc == 0)
+			FUZZ_CHECK(b.len == sizeof(struct lw_param_req) && lw_param_req_check(&q.u.param) == 0 &&
+				   memchr(q.u.param.name, '\0', sizeof(q.u.param.name)) && q.u.param.name[0]);
+		return 0;
+	}
 
 	fixed = fixed_part(op, b.p, b.len);
 	if (b.len < fixed)

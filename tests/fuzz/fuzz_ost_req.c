@@ -46,6 +46,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(rc == (len ? -EPROTO : 0));
 		return 0;
 	}
+	/* And GET_PARAM, SET_PARAM: one fixed struct, checked; the handler decodes it again. */
+	if (op == LW_OP_GET_PARAM || op == LW_OP_SET_PARAM) {
+		struct lw_param_req p;
+
+		FUZZ_CHECK(rc == 0 || rc == -EPROTO);
+		FUZZ_CHECK((rc == 0) == (lw_param_req_decode(data + 2, len, &p) == 0));
+		return 0;
+	}
 	if (!is_ost_op(op))
 		FUZZ_CHECK(rc == -EOPNOTSUPP);
 	if (rc == -EOPNOTSUPP) {

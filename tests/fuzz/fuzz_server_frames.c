@@ -100,9 +100,9 @@ static void ref_parse(const struct cfg *cfg, const uint8_t *s, size_t len, struc
 		if (ref_hdr_check(&fr->h) || (fr->h.flags & (LW_F_REPLY | LW_F_NOTIFY)) ||
 		    (fr->h.bulk_len && !ref_bulk_ok(cfg, fr->h.opcode))) {
 			ref->bad = true;
-			/* A version outside 9..9 with Loom's magic: the server answers with its version
+			/* A version outside 9..10 with Loom's magic: the server answers with its version
 			 * refusal before it closes (wire.h, struct lw_version_refusal). */
-			ref->foreign = fr->h.magic == 0x4D4F4F4Cu && (fr->h.version < 9 || fr->h.version > 9);
+			ref->foreign = fr->h.magic == 0x4D4F4F4Cu && (fr->h.version < 9 || fr->h.version > 10);
 			ref->foreign_hdr = fr->h;
 			return;
 		}
@@ -270,22 +270,42 @@ static void answer_held(struct run *r, size_t count)
 	}
 }
 
+/* The header a request is delivered with: as sent, but a job id (LW_F_JOBID) taken off the
+ * body and the flag cleared. */
+static bool delivered_as(const struct srv_req *req, const uint8_t *raw, const struct ref_frame *fr)
+{
+	struct lw_hdr h;
+
+	memcpy(&h, raw, sizeof(h));
+	if (fr->h.flags & LW_F_JOBID) {
+		h.flags &= ~LW_F_JOBID;
+		h.body_len -= LW_JOBID_LEN;
+	}
+	return !memcmp(&req->hdr, &h, sizeof(h));
+}
+
 static void on_deliver(struct srv_req *req, void *arg)
 {
 	struct run *r = arg;
 	const struct ref_frame *fr;
+	uint32_t skip;
 	uint64_t x;
 
 	/* The next frame the reference accepts, past those the server answers itself. */
 	for (;;) {
 		FUZZ_CHECK(r->ref_next < r->ref.n);
 		fr = &r->ref.f[r->ref_next++];
-		if (fr->kind == REF_OK && !memcmp(&req->hdr, r->stream + fr->off, REF_HDR_LEN))
+		if (fr->kind == REF_OK && delivered_as(req, r->stream + fr->off, fr))
 			break;
 		server_answers(r, fr);
 	}
 	FUZZ_CHECK(!r->closed && req->conn == r->c && req->conn_id == r->conn_id);
-	FUZZ_CHECK(!memcmp(req->body, r->stream + fr->off + REF_HDR_LEN, fr->h.body_len));
+	skip = (fr->h.flags & LW_F_JOBID) ? LW_JOBID_LEN : 0;
+	FUZZ_CHECK(!memcmp(req->body, r->stream + fr->off + REF_HDR_LEN + skip, fr->h.body_len - skip));
+	/* The job id kept: printable, no space, NUL-terminated within its 32 bytes. */
+	FUZZ_CHECK(memchr(req->job, '\0', sizeof(req->job)) != NULL);
+	for (const char *j = req->job; *j; j++)
+		FUZZ_CHECK(*j > ' ' && *j < 0x7f);
 	if (fr->h.bulk_len)
 		FUZZ_CHECK(req->bulk && !memcmp(req->bulk, r->stream + fr->off + REF_HDR_LEN + fr->h.body_len,
 						fr->h.bulk_len));
@@ -495,7 +515,7 @@ static bool reply_matches(const struct expect *e, const struct ref_hdr *h, const
 /* The version refusal of wire.h, answering the foreign frame h: the last thing on the wire. */
 static bool is_version_refusal(const struct ref *ref, const struct ref_hdr *h, const uint8_t *body, size_t left)
 {
-	static const uint8_t want[8] = { 9, 0, 9, 0, 0, 0, 0, 0 }; /* version_min, version_max, pad */
+	static const uint8_t want[8] = { 9, 0, 10, 0, 0, 0, 0, 0 }; /* version_min, version_max, pad */
 
 	return ref->foreign && h->req_id == ref->foreign_hdr.req_id && h->opcode == ref->foreign_hdr.opcode &&
 	       h->status == ref_errno_to_wire(-EPROTONOSUPPORT) && h->body_len == 32 && h->bulk_len == 0 &&
