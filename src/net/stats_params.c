@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "net/bulk.h"
 #include "net/params.h"
 #include "net/server.h"
 #include "net/stats.h"
@@ -94,7 +93,6 @@ void params_answer(struct srv_req *req, const struct param_target *t, size_t nt)
 	struct lw_param_req p;
 	struct lw_param_rep rep = { 0 };
 	struct textbuf tb = TEXTBUF_INIT;
-	void *bulk = NULL;
 	char *text;
 	size_t len;
 	int rc;
@@ -116,18 +114,16 @@ void params_answer(struct srv_req *req, const struct param_target *t, size_t nt)
 		free(text);
 		rc = rep.matched ? -EFBIG : -ENOENT;
 	}
-	if (rc == 0) {
-		rep.total = (uint32_t)len;
-		rep.len = (uint32_t)(len < p.cap ? len : p.cap);
-		if (rep.len && !(bulk = bulk_alloc(rep.len)))
-			rc = -ENOMEM;
-		else if (rep.len)
-			memcpy(bulk, text, rep.len);
-		free(text);
-	}
 	if (rc) {
 		srv_reply(req, rc, NULL, 0, NULL, 0, NULL);
 		return;
 	}
-	srv_reply(req, 0, &rep, sizeof(rep), bulk, rep.len, bulk_free);
+	/* The text itself is the bulk (its first cap bytes): the reply frees it. */
+	rep.total = (uint32_t)len;
+	rep.len = (uint32_t)(len < p.cap ? len : p.cap);
+	if (!rep.len) {
+		free(text);
+		text = NULL;
+	}
+	srv_reply(req, 0, &rep, sizeof(rep), text, rep.len, free);
 }

@@ -176,8 +176,7 @@ int cmd_dashboard(struct tool_ctx *ctx, int argc, char **argv)
 				"scripts/deps.sh installs them).\n", dash_assets_missing);
 		return 1;
 	}
-	setenv("LOOM_JOBID_VAR", "disable", 1); /* watching is no job's work */
-	fs = tool_connect(ctx);
+	fs = tool_connect_untagged(ctx);
 	if (!fs)
 		return 1;
 	mds = ctx->fs_addr ? ctx->fs_addr : getenv("LOOM_FS") ? getenv("LOOM_FS") : ctx->addr_buf;

@@ -138,6 +138,12 @@ bool tool_key_usable(struct tool_ctx *ctx)
 	return true;
 }
 
+loom_fs *tool_connect_untagged(struct tool_ctx *ctx)
+{
+	setenv("LOOM_JOBID_VAR", "disable", 1);
+	return tool_connect(ctx);
+}
+
 loom_fs *tool_connect(struct tool_ctx *ctx)
 {
 	struct loom_connect_opts copts = { 0 };

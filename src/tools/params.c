@@ -36,14 +36,6 @@ static void print_params(const char *text, size_t len, bool values_only, bool na
 	}
 }
 
-/* Looking at the statistics is no job's work: this tool's own requests carry no job id, so that a
- * monitor that polls does not show up as a job (libloom reads LOOM_JOBID_VAR at connect). */
-static loom_fs *connect_untagged(struct tool_ctx *ctx)
-{
-	setenv("LOOM_JOBID_VAR", "disable", 1);
-	return tool_connect(ctx);
-}
-
 static void params_usage(FILE *f, bool set)
 {
 	fprintf(f, set ? "usage: loom set_param NAME=VALUE...\n       loom get_param [-n|-N] PATTERN...\n"
@@ -78,7 +70,7 @@ int cmd_get_param(struct tool_ctx *ctx, int argc, char **argv)
 		params_usage(stderr, false);
 		return 2;
 	}
-	fs = connect_untagged(ctx);
+	fs = tool_connect_untagged(ctx);
 	if (!fs)
 		return 1;
 	for (int i = optind; i < argc; i++) {
@@ -114,7 +106,7 @@ int cmd_set_param(struct tool_ctx *ctx, int argc, char **argv)
 			fprintf(stderr, "loom set_param: '%s' is not NAME=VALUE\n", argv[i]);
 			return 2;
 		}
-	fs = connect_untagged(ctx);
+	fs = tool_connect_untagged(ctx);
 	if (!fs)
 		return 1;
 	for (int i = 1; i < argc; i++) {
@@ -204,7 +196,7 @@ int cmd_stats(struct tool_ctx *ctx, int argc, char **argv)
 		return 2;
 	}
 	snprintf(pattern, sizeof(pattern), "%s.*.%s", which, param);
-	fs = connect_untagged(ctx);
+	fs = tool_connect_untagged(ctx);
 	if (!fs)
 		return 1;
 	if (optind < argc) {

@@ -59,6 +59,10 @@ bool tool_key_usable(struct tool_ctx *ctx);
 
 /* Connects to the file system the context names; prints the error and returns NULL on failure. */
 loom_fs *tool_connect(struct tool_ctx *ctx);
+/* As tool_connect, for the verbs that look at the statistics (get_param, stats, top,
+ * dashboard): their requests carry no job id, so that a monitor that polls does not show up as a
+ * job (libloom reads LOOM_JOBID_VAR at connect). */
+loom_fs *tool_connect_untagged(struct tool_ctx *ctx);
 /* Prints "loom CMD: WHAT: strerror" to stderr; returns 1 (the exit code). */
 int tool_fail(const char *cmd, const char *what, int err);
 

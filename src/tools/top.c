@@ -139,8 +139,7 @@ int cmd_top(struct tool_ctx *ctx, int argc, char **argv)
 		free(r);
 		return 2;
 	}
-	setenv("LOOM_JOBID_VAR", "disable", 1); /* watching is no job's work */
-	fs = tool_connect(ctx);
+	fs = tool_connect_untagged(ctx);
 	if (!fs) {
 		free(r);
 		return 1;

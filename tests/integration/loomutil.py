@@ -360,6 +360,19 @@ def read(path):
 
 
 OST_REGISTERED = re.compile(r" INFO: OST[0-9a-f]+ registered: ")
+# ... and the port its OSS serves on (relays in front of it: test_frame_auth, test_jobid_tags).
+OST_REGISTERED_AT = re.compile(r" INFO: OST[0-9a-f]+ registered: .* at 127\.0\.0\.1:(\d+)")
+
+
+def recv_exact(sock, n):
+    """n bytes from a socket; EOFError if it closes first."""
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise EOFError
+        buf += chunk
+    return bytes(buf)
 
 
 @contextlib.contextmanager

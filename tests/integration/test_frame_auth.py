@@ -12,7 +12,6 @@ MDS's OST table sends every client (and the MDS's own destroyer) through the rel
 """
 
 import os
-import re
 import socket
 import subprocess
 import threading
@@ -21,22 +20,11 @@ import time
 import pytest
 
 import loomwire as w
-from loomutil import LOOM, OSS_BIN, is_mounted, wait_until
+from loomutil import LOOM, OSS_BIN, OST_REGISTERED_AT, is_mounted, recv_exact, wait_until
 
 TAG = w.TAG_LEN
 SERVER_REFUSED = "a frame failed authentication"       # net/server_read.c
 CLIENT_REFUSED = "a reply failed authentication"       # net/rpc_recv.c
-REGISTERED = re.compile(r" INFO: OST[0-9a-f]+ registered: .* at 127\.0\.0\.1:(\d+)")
-
-
-def recv_exact(sock, n):
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise EOFError
-        buf += chunk
-    return bytes(buf)
 
 
 class Frame:
@@ -275,7 +263,7 @@ def start_relayed(cluster, encrypt_oss=False):
     cluster.kill9("oss0")
     pf = os.path.join(cluster.dir, "run", "oss0-relayed.addr")
     log_path = os.path.join(cluster.dir, "log", "oss0-relayed.log")
-    before = len(REGISTERED.findall(cluster.read_log("mds")))
+    before = len(OST_REGISTERED_AT.findall(cluster.read_log("mds")))
     # The relay takes a port the kernel picks on 127.0.0.1 first, then the OSS listens on the same
     # port of 127.0.0.2. The other way round, another test may hold that port on 127.0.0.1 already
     # (CI saw EADDRINUSE); this way the OSS's bind is the one that can fail, and it is retried.
@@ -297,7 +285,7 @@ def start_relayed(cluster, encrypt_oss=False):
     else:
         pytest.fail("the OSS started by hand found no free port:\n" + open(log_path).read()[-2000:])
     mds_relay = Relay("127.0.0.1", 0, cluster.mds_host, cluster.mds_port)
-    assert wait_until(lambda: len(REGISTERED.findall(cluster.read_log("mds"))) > before, 60, 0.1), \
+    assert wait_until(lambda: len(OST_REGISTERED_AT.findall(cluster.read_log("mds"))) > before, 60, 0.1), \
         "the OSS started by hand did not register:\n" + open(log_path).read()[-2000:]
     return Relayed(cluster, mds_relay, oss_relay, proc, log_path)
 

@@ -17,36 +17,23 @@ bytes and requests per job on the wire itself:
 
 import json
 import os
-import re
 import socket
-import struct
 import subprocess
 import sys
 import threading
-from collections import Counter, defaultdict
+from collections import Counter
 
 import pytest
 
 import loomwire as w
-from loomutil import BUILD, OSS_BIN, second_mount, wait_until
+from loomutil import BUILD, OSS_BIN, OST_REGISTERED_AT, recv_exact, second_mount, wait_until
 
 MiB = 1 << 20
-REGISTERED = re.compile(r" INFO: OST[0-9a-f]+ registered: .* at 127\.0\.0\.1:(\d+)")
 MOUNT_BIN = os.path.join(BUILD, "src", "fuse", "loom-mount")
 OST_OPS = {w.OP["OST_READ"]: "read", w.OP["OST_WRITE"]: "write"}
 # _IOWR('L', 0xA5, struct loom_ioc_jobid): var[64], name[64], job[32] (src/common/mount_ioctl.h)
 IOC_JOBID_SIZE = 160
 LOOM_IOC_JOBID = (3 << 30) | (IOC_JOBID_SIZE << 16) | (ord("L") << 8) | 0xA5
-
-
-def recv_exact(sock, n):
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise EOFError
-        buf += chunk
-    return bytes(buf)
 
 
 class Request:
@@ -170,7 +157,7 @@ def relayed(cluster_factory):
     cluster.kill9("oss0")
     pf = os.path.join(cluster.dir, "run", "oss0-relayed.addr")
     log_path = os.path.join(cluster.dir, "log", "oss0-relayed.log")
-    before = len(REGISTERED.findall(cluster.read_log("mds")))
+    before = len(OST_REGISTERED_AT.findall(cluster.read_log("mds")))
     # The relay's port first, on 127.0.0.1; the OSS then listens on the same port of 127.0.0.2
     # (its bind, retried, is the one that may find the port taken).
     for _ in range(10):
@@ -191,7 +178,7 @@ def relayed(cluster_factory):
     mds_relay = Recorder("127.0.0.1", 0, cluster.mds_host, cluster.mds_port)
     r = Relayed(cluster, mds_relay, oss_relay, proc, log_path)
     try:
-        assert wait_until(lambda: len(REGISTERED.findall(cluster.read_log("mds"))) > before, 60, 0.1), \
+        assert wait_until(lambda: len(OST_REGISTERED_AT.findall(cluster.read_log("mds"))) > before, 60, 0.1), \
             "the OSS started by hand did not register:\n" + open(log_path).read()[-2000:]
         yield r
         assert proc.poll() is None, "the OSS died:\n" + open(log_path).read()[-3000:]
