@@ -276,7 +276,7 @@ int main(int argc, char **argv)
 	bool format = false, reserve_given = false, syslog = false, no_stats = false;
 	struct mds_reserve reserve;
 	uint64_t map_size = 0;
-	uint32_t mmp_ms = 0;
+	uint32_t mmp_ms = 0, u;
 	struct mmp *mmp = NULL;
 	int c, rc;
 
@@ -338,16 +338,18 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'K':
-			if (u32_parse(optarg, 0, 60000, &m.commit.interval_ms)) {
-				fprintf(stderr, "loom-mds: --commit-ms takes 0..60000 milliseconds\n");
+			if (u32_parse(optarg, 0, MDS_COMMIT_MS_MAX, &u)) {
+				fprintf(stderr, "loom-mds: --commit-ms takes 0..%d milliseconds\n", MDS_COMMIT_MS_MAX);
 				return 2;
 			}
+			m.commit.interval_ms = u;
 			break;
 		case 'G':
-			if (u32_parse(optarg, 0, 1u << 20, &m.resync.rate_mib)) {
-				fprintf(stderr, "loom-mds: --resync-rate takes MiB/s, 0 to 1048576\n");
+			if (u32_parse(optarg, 0, MDS_RESYNC_RATE_MAX, &u)) {
+				fprintf(stderr, "loom-mds: --resync-rate takes MiB/s, 0 to %d\n", MDS_RESYNC_RATE_MAX);
 				return 2;
 			}
+			m.resync.rate_mib = u;
 			break;
 		case 'Q':
 			if (u32_parse(optarg, MMP_INTERVAL_MIN, MMP_INTERVAL_MAX, &mmp_ms)) {

@@ -248,7 +248,8 @@ struct mds {
 		pthread_cond_t cond;
 		struct mds_resync_job *job; /* handed over by the metadata thread */
 		bool stopping;
-		uint32_t rate_mib;          /* --resync-rate: MiB/s the copies may take (0: any) */
+		_Atomic uint32_t rate_mib;  /* --resync-rate: MiB/s the copies may take (0: any);
+		                             * resync_rate sets it at run time */
 		/* The metadata thread's: */
 		bool busy;                  /* a job is out */
 		bool more;                  /* the table may hold work */
@@ -273,7 +274,8 @@ struct mds {
 		struct mdt_txn *open;            /* the write transaction changes are applied in */
 		uint32_t changes;                /* in it */
 		uint64_t first_ns;               /* when its first change was applied */
-		uint32_t interval_ms;            /* --commit-ms: 0 commits every batch before answering */
+		_Atomic uint32_t interval_ms;    /* --commit-ms: 0 commits every batch before answering;
+		                                  * commit_ms sets it at run time (any thread) */
 	} commit;
 	struct mds_repl repl;           /* a replicated MDT (repl.h) */
 	/* Directory and inode leases (leases.c): the metadata thread's, but for the lost marks. */
@@ -347,6 +349,7 @@ void mds_replay_expire(struct mds *m, uint64_t now_ns);
 /* --lease-timeout's default: how long a recalled lease may take to come back. */
 #define MDS_LEASE_TIMEOUT_DEFAULT 10u
 #define MDS_RESYNC_RATE_DEFAULT 256u /* MiB/s: a resync takes a share of an OSS, not all of it */
+#define MDS_RESYNC_RATE_MAX (1 << 20)
 #define MDS_LEASE_HELD 4 /* not an errno: a change that waits for recalled leases */
 void mds_leases_init(struct mds *m);
 /* At exit: drops the changes waiting, and frees. */
@@ -394,6 +397,7 @@ void mds_leases_reply_flags(struct mds *m, const struct srv_req *req, int status
 
 /* --commit-ms's default: how long an answered change may wait for its commit. */
 #define MDS_COMMIT_MS_DEFAULT 5u
+#define MDS_COMMIT_MS_MAX 60000
 
 /* space.c: a full MDT (the store's reserve, src/mdt/space.c). */
 struct mds_reserve {

@@ -108,21 +108,36 @@ static void io_of(const struct resync_end *e, const struct mds_resync_job *job, 
 	io->ino = job->ino;
 }
 
-/* Waits so that `bytes` since `start` stay within rate MiB/s (0: no limit). */
-static void pace(uint32_t rate_mib, uint64_t start_ns, uint64_t bytes)
-{
-	uint64_t due, now;
+/* A job's pace: the bytes it moved within resync_rate. The rate is read at every step, so that
+ * `set_param mdt.*.resync_rate` takes effect at once; a change starts a new window (what was
+ * moved before was paced at the old rate). */
+struct resync_pacer {
+	uint32_t rate_mib;
+	uint64_t t0_ns;
+	uint64_t bytes; /* since t0_ns */
+};
 
+/* Accounts n more bytes and waits until the rate allows them (0: no limit). */
+static void pace(struct mds *m, struct resync_pacer *p, uint64_t n)
+{
+	uint32_t rate_mib = m->resync.rate_mib;
+	uint64_t due, now = clock_mono_ns();
+
+	if (rate_mib != p->rate_mib || !p->t0_ns) {
+		p->rate_mib = rate_mib;
+		p->t0_ns = now;
+		p->bytes = 0;
+	}
+	p->bytes += n;
 	if (!rate_mib)
 		return;
-	due = start_ns + bytes * 1000000000ull / ((uint64_t)rate_mib << 20);
-	now = clock_mono_ns();
+	due = p->t0_ns + p->bytes * 1000000000ull / ((uint64_t)rate_mib << 20);
 	if (due > now)
 		sleep_ms((unsigned)((due - now) / 1000000ull) + 1);
 }
 
 static int copy_object(struct mds *m, struct oss_pool *pool, const struct mds_resync_job *job,
-		       const struct resync_item *it, uint8_t *buf, uint64_t start_ns, uint64_t *bytes)
+		       const struct resync_item *it, uint8_t *buf, struct resync_pacer *pacer, uint64_t *bytes)
 {
 	struct rpc_conn *src = oss_pool_conn(m, pool, it->src.host, it->src.port);
 	struct rpc_conn *dst = oss_pool_conn(m, pool, it->dst.host, it->dst.port);
@@ -193,7 +208,7 @@ static int copy_object(struct mds *m, struct oss_pool *pool, const struct mds_re
 				rc = -EIO;
 			off += n;
 			*bytes += n;
-			pace(m->resync.rate_mib, start_ns, *bytes);
+			pace(m, pacer, n);
 		}
 		if (hole <= data)
 			break;
@@ -240,7 +255,7 @@ static bool all_zero(const uint8_t *b, uint64_t n)
  * missing units decoded from the k sources and written (up to the object's size for the file,
  * rows of zeros left as holes), then synced. status[i] gets item i's outcome. */
 static void rebuild_ec(struct mds *m, struct oss_pool *pool, const struct mds_resync_job *job,
-		       uint64_t start_ns, uint64_t *bytes, int32_t *status)
+		       struct resync_pacer *pacer, uint64_t *bytes, int32_t *status)
 {
 	const struct loom_layout *l = job->ec;
 	uint32_t k = layout_per_copy(l), nd = job->nitems;
@@ -278,7 +293,7 @@ static void rebuild_ec(struct mds *m, struct oss_pool *pool, const struct mds_re
 			status[i] = call(dc, LW_OP_OST_PUNCH, &io, NULL, 0, false, &rep, NULL);
 	}
 	for (uint64_t at = 0; rc == 0 && at < end; at += batch) {
-		uint64_t span = MIN(batch, end - at);
+		uint64_t span = MIN(batch, end - at), before = *bytes;
 
 		for (uint32_t s = 0; rc == 0 && s < k; s++) {
 			struct rpc_conn *sc = oss_pool_conn(m, pool, job->srcs[s].host, job->srcs[s].port);
@@ -322,7 +337,7 @@ static void rebuild_ec(struct mds *m, struct oss_pool *pool, const struct mds_re
 			*bytes += n;
 		}
 		*bytes += k * span;
-		pace(m->resync.rate_mib, start_ns, *bytes);
+		pace(m, pacer, *bytes - before);
 	}
 	for (uint32_t i = 0; i < nd; i++) {
 		const struct resync_item *it = &job->items[i];
@@ -345,15 +360,14 @@ static void rebuild_ec(struct mds *m, struct oss_pool *pool, const struct mds_re
 static void run_job(struct mds *m, struct mds_resync_job *job, struct oss_pool *pool, uint8_t *buf)
 {
 	struct mds_work *report;
-	uint64_t start = clock_mono_ns();
-
+	struct resync_pacer pacer = { 0 };
 	int32_t *ec_status = job->ec ? calloc(job->nitems, sizeof(int32_t)) : NULL;
 	uint64_t ec_bytes = 0;
 
 	while (!(report = mds_work_new(MDS_WORK_RESYNCED, job->nitems, sizeof(struct resync_done))))
 		sleep_ms(100);
 	if (ec_status && pool)
-		rebuild_ec(m, pool, job, start, &ec_bytes, ec_status);
+		rebuild_ec(m, pool, job, &pacer, &ec_bytes, ec_status);
 	for (uint32_t i = 0; i < job->nitems; i++) {
 		struct resync_done d = { .ino = job->ino, .gen = job->gen, .index = job->items[i].dst_index,
 					 .epoch = job->epoch };
@@ -361,7 +375,7 @@ static void run_job(struct mds *m, struct mds_resync_job *job, struct oss_pool *
 		if (job->ec)
 			d.status = ec_status && pool ? ec_status[i] : -ENOMEM, d.bytes = i ? 0 : ec_bytes;
 		else
-			d.status = buf ? copy_object(m, pool, job, &job->items[i], buf, start, &d.bytes) : -ENOMEM;
+			d.status = buf ? copy_object(m, pool, job, &job->items[i], buf, &pacer, &d.bytes) : -ENOMEM;
 		if (d.status)
 			log_warn("resync: inode %llu: OST%04x object %#llx from OST%04x object %#llx: %s; "
 				 "will retry", (unsigned long long)job->ino, job->items[i].dst.ost,

@@ -162,7 +162,40 @@ static void get_targets(void *ctx, uint32_t target, struct textbuf *tb)
 	pthread_mutex_unlock(&m->status.lock);
 }
 
+/* Settings that change at run time (lctl set_param): their command-line option's range. */
+#define MDS_U32_SETTING(fn, field, max, what)                                              \
+	static void get_##fn(void *ctx, uint32_t target, struct textbuf *tb)                 \
+	{                                                                                  \
+		struct mds *m = ctx;                                                       \
+                                                                                           \
+		(void)target;                                                              \
+		tb_printf(tb, "%u\n", (unsigned)m->field);                                  \
+	}                                                                                  \
+	static int check_##fn(void *ctx, uint32_t target, const char *value)               \
+	{                                                                                  \
+		uint32_t v;                                                                \
+                                                                                           \
+		(void)ctx;                                                                 \
+		(void)target;                                                              \
+		return u32_parse(value, 0, (max), &v);                                     \
+	}                                                                                  \
+	static void set_##fn(void *ctx, uint32_t target, const char *value)                \
+	{                                                                                  \
+		struct mds *m = ctx;                                                       \
+		uint32_t v;                                                                \
+                                                                                           \
+		(void)target;                                                              \
+		if (u32_parse(value, 0, (max), &v) == 0) {                                 \
+			m->field = v;                                                      \
+			log_info("%s set to %u %s", #fn, v, what);                         \
+		}                                                                          \
+	}
+MDS_U32_SETTING(commit_ms, commit.interval_ms, MDS_COMMIT_MS_MAX, "ms")
+MDS_U32_SETTING(resync_rate, resync.rate_mib, MDS_RESYNC_RATE_MAX, "MiB/s")
+
 static const struct param_def mdt_defs[] = {
+	{ "commit_ms", get_commit_ms, check_commit_ms, set_commit_ms, false },
+	{ "resync_rate", get_resync_rate, check_resync_rate, set_resync_rate, false },
 	{ "recovery_status", get_recovery, NULL, NULL, false },
 	{ "num_exports", get_exports, NULL, NULL, false },
 	{ "kbytestotal", get_kbytestotal, NULL, NULL, false },

@@ -200,7 +200,7 @@ static int oss_op_scrub(struct oss_op *o)
 	int rc = 0;
 
 	if (o->io.length == LW_SCRUB_START)
-		rc = ost_scrub_start(o->ost, o->io.objid, o->oss->scrub_rate, &sr);
+		rc = ost_scrub_start(o->ost, o->io.objid, &sr);
 	else
 		ost_scrub_status(o->ost, &sr);
 	if (rc == 0) {
@@ -488,10 +488,9 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'r': {
-			char *end;
-			unsigned long v = strtoul(optarg, &end, 10);
-			if (*end || end == optarg || v > 1000000) {
-				fprintf(stderr, "loom-oss: --scrub-rate takes MiB/s, 0..1000000\n");
+			uint32_t v;
+			if (u32_parse(optarg, 0, SCRUB_RATE_MAX_MIB, &v)) {
+				fprintf(stderr, "loom-oss: --scrub-rate takes MiB/s, 0..%d\n", SCRUB_RATE_MAX_MIB);
 				return 2;
 			}
 			oss.scrub_rate = (uint64_t)v << 20;
@@ -618,6 +617,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		ost_set_cache_policy(oss.osts[i], &cache);
+		ost_scrub_set_rate(oss.osts[i], oss.scrub_rate);
 		oss.nosts++;
 	}
 	raise_nofile_limit();

@@ -20,6 +20,7 @@
 #define MAX_OSTS          64
 #define HEARTBEAT_SECONDS 2
 #define SCRUB_RATE_MIB    128 /* default limit of a scrub, per OST */
+#define SCRUB_RATE_MAX_MIB 1000000
 
 struct http_srv;
 struct oss {

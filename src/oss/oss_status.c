@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "net/http.h"
 #include "net/params.h"
 #include "net/stats.h"
@@ -48,8 +49,37 @@ static void get_uuid(void *ctx, uint32_t target, struct textbuf *tb)
 	tb_printf(tb, "%s\n", ost ? ost_uuid(ost) : "unknown");
 }
 
+/* scrub_rate: MiB/s a scrub of this OST may read (--scrub-rate; 0: no limit), at run time. */
+static void get_scrub_rate(void *ctx, uint32_t target, struct textbuf *tb)
+{
+	struct ost *ost = ost_of(ctx, target);
+
+	tb_printf(tb, "%llu\n", ost ? (unsigned long long)(ost_scrub_rate(ost) >> 20) : 0ull);
+}
+
+static int check_scrub_rate(void *ctx, uint32_t target, const char *value)
+{
+	uint32_t v;
+
+	(void)ctx;
+	(void)target;
+	return u32_parse(value, 0, SCRUB_RATE_MAX_MIB, &v);
+}
+
+static void set_scrub_rate(void *ctx, uint32_t target, const char *value)
+{
+	struct ost *ost = ost_of(ctx, target);
+	uint32_t v;
+
+	if (ost && u32_parse(value, 0, SCRUB_RATE_MAX_MIB, &v) == 0) {
+		ost_scrub_set_rate(ost, (uint64_t)v << 20);
+		log_info("OST%04x: scrub_rate set to %u MiB/s%s", target, v, v ? "" : " (no limit)");
+	}
+}
+
 static const struct param_def ost_defs[] = {
 	{ "uuid", get_uuid, NULL, NULL, false },
+	{ "scrub_rate", get_scrub_rate, check_scrub_rate, set_scrub_rate, false },
 	{ "kbytestotal", get_kbytestotal, NULL, NULL, false },
 	{ "kbytesfree", get_kbytesfree, NULL, NULL, false },
 	{ "kbytesavail", get_kbytesavail, NULL, NULL, false },

@@ -122,7 +122,11 @@ int ost_statfs(struct ost *o, struct lw_statfs *out);
  * object is read and compared with its checksum, at most rate bytes per second (0: no limit),
  * each bad block logged. Does nothing when a scrub is running already. *st gets the status.
  */
-int ost_scrub_start(struct ost *o, uint64_t objid, uint64_t rate, struct lw_scrub_rep *st);
+int ost_scrub_start(struct ost *o, uint64_t objid, struct lw_scrub_rep *st);
+/* The bytes per second a scrub may read (0: no limit): the next scrub's, and a running one's from
+ * its next chunk on (`scrub_rate`, which the OSS sets from --scrub-rate and set_param). */
+void ost_scrub_set_rate(struct ost *o, uint64_t rate);
+uint64_t ost_scrub_rate(struct ost *o);
 /* The running or last scrub (state LW_SCRUB_IDLE when none ran since ost_open). */
 void ost_scrub_status(struct ost *o, struct lw_scrub_rep *st);
 

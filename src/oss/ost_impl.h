@@ -100,6 +100,7 @@ struct ost_scrub {
 	pthread_t thread;
 	bool joinable;
 	bool stop;
+	uint64_t rate;         /* bytes/s scrubs may read (--scrub-rate; scrub_rate at run time) */
 	struct lw_scrub_rep st;
 };
 

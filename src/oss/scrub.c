@@ -50,17 +50,26 @@ void scrub_fini(struct ost *o)
 	pthread_cond_destroy(&s->cond);
 }
 
-/* Accounts n bytes read and sleeps until the rate allows more. false: asked to stop. */
+/* Accounts n bytes read and sleeps until the rate allows more. false: asked to stop. A rate
+ * changed while it runs starts a new window (the bytes read before were paced at the old one). */
 static bool scrub_throttle(struct scrub_run *r, size_t n)
 {
 	struct ost_scrub *s = &r->o->scrub;
-	uint64_t due_ns;
 	bool stop;
 
 	r->bytes += n;
-	due_ns = r->rate ? r->t0_ns + (uint64_t)((double)r->bytes * 1e9 / (double)r->rate) : 0;
 	pthread_mutex_lock(&s->lock);
-	while (!s->stop && clock_mono_ns() < due_ns) {
+	for (;;) {
+		uint64_t due_ns, now = clock_mono_ns();
+
+		if (s->rate != r->rate) {
+			r->rate = s->rate;
+			r->t0_ns = now;
+			r->bytes = n;
+		}
+		due_ns = r->rate ? r->t0_ns + (uint64_t)((double)r->bytes * 1e9 / (double)r->rate) : 0;
+		if (s->stop || now >= due_ns)
+			break;
 		struct timespec ts = { .tv_sec = (time_t)(due_ns / 1000000000u),
 				       .tv_nsec = (long)(due_ns % 1000000000u) };
 		pthread_cond_timedwait(&s->cond, &s->lock, &ts);
@@ -68,6 +77,29 @@ static bool scrub_throttle(struct scrub_run *r, size_t n)
 	stop = s->stop;
 	pthread_mutex_unlock(&s->lock);
 	return !stop;
+}
+
+void ost_scrub_set_rate(struct ost *o, uint64_t rate)
+{
+	struct ost_scrub *s = &o->scrub;
+
+	pthread_mutex_lock(&s->lock);
+	s->rate = rate;
+	if (s->st.state == LW_SCRUB_RUNNING)
+		s->st.rate = rate;
+	pthread_cond_broadcast(&s->cond); /* a sleep at the old rate ends now */
+	pthread_mutex_unlock(&s->lock);
+}
+
+uint64_t ost_scrub_rate(struct ost *o)
+{
+	struct ost_scrub *s = &o->scrub;
+	uint64_t rate;
+
+	pthread_mutex_lock(&s->lock);
+	rate = s->rate;
+	pthread_mutex_unlock(&s->lock);
+	return rate;
 }
 
 static void scrub_note_bad(struct ost_scrub *s, uint64_t objid)
@@ -221,7 +253,7 @@ static void *scrub_main(void *arg)
 	return NULL;
 }
 
-int ost_scrub_start(struct ost *o, uint64_t objid, uint64_t rate, struct lw_scrub_rep *st)
+int ost_scrub_start(struct ost *o, uint64_t objid, struct lw_scrub_rep *st)
 {
 	struct ost_scrub *s = &o->scrub;
 	int rc = 0;
@@ -236,7 +268,7 @@ int ost_scrub_start(struct ost *o, uint64_t objid, uint64_t rate, struct lw_scru
 		memset(&s->st, 0, sizeof(s->st));
 		s->st.state = LW_SCRUB_RUNNING;
 		s->st.objid = objid;
-		s->st.rate = rate;
+		s->st.rate = s->rate;
 		s->st.start_time = (int64_t)time(NULL);
 		if (pthread_create(&s->thread, NULL, scrub_main, o) == 0) {
 			s->joinable = true;
@@ -246,7 +278,7 @@ int ost_scrub_start(struct ost *o, uint64_t objid, uint64_t rate, struct lw_scru
 					 (unsigned long long)objid);
 			else
 				log_info("OST%04x: scrub started (at most %llu MiB/s)", o->conf.idx,
-					 (unsigned long long)(rate >> 20));
+					 (unsigned long long)(s->rate >> 20));
 		} else {
 			memset(&s->st, 0, sizeof(s->st));
 			rc = -EAGAIN;

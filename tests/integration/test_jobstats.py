@@ -198,6 +198,44 @@ def test_get_param_and_set_param(stats_cluster):
     assert e.value.code == 404
 
 
+def test_settings_change_at_run_time(stats_cluster, tmp_path):
+    """The MDS's commit_ms and resync_rate and each OST's scrub_rate are set at run time, as lctl
+    set_param sets Lustre's; a scrub that runs takes its OST's new rate at once."""
+    c = stats_cluster
+    get = lambda name: c.loom("get_param", "-n", name).stdout
+    assert get("mdt.*.commit_ms") == "5\n" and get("mdt.*.resync_rate") == "256\n"
+    assert get("ost.*.scrub_rate") == "128\n128\n"
+    assert c.loom("set_param", "mdt.*.commit_ms=0").stdout == "mdt.*.commit_ms=0\n"
+    c.loom("set_param", "mdt.*.resync_rate=64")
+    assert get("mdt.*.commit_ms") == "0\n" and get("mdt.*.resync_rate") == "64\n"
+    assert "commit_ms set to 0 ms" in c.read_log("mds")
+    for bad in ("mdt.*.commit_ms=60001", "mdt.*.resync_rate=-1", "ost.*.scrub_rate=x",
+                "ost.*.scrub_rate=1000001"):
+        p = c.loom("set_param", bad, check=False)
+        assert p.returncode == 1 and "does not take that value" in p.stderr, (bad, p.stderr)
+    assert get("mdt.*.commit_ms") == "0\n" and get("ost.*.scrub_rate") == "128\n128\n"
+    # Changes still answer and last with commits at every batch.
+    mnt = c.mount()
+    with open(os.path.join(mnt, "after"), "wb") as f:
+        f.write(b"x" * 1000)
+    # A scrub at 1 MiB/s over a 40 MiB object, then the limit lifted while it runs: it ends in
+    # far less than the 40 s the old rate needed (a bound no load can make it cross the other way).
+    c.loom("setstripe", "-E", "-1", "-c", "1", "-i", "0", "/big")
+    with open(os.path.join(mnt, "big"), "wb") as f:
+        f.write(os.urandom(40 * MiB))
+        f.flush()
+        os.fsync(f.fileno())
+    c.loom("set_param", "ost.loom-OST0000.scrub_rate=1")
+    assert get("ost.*.scrub_rate") == "1\n128\n"
+    p = c.loom("scrub", "0")
+    assert re.match(r"^OST0000: running for \d+s: ", p.stdout), p.stdout
+    assert "scrub started (at most 1 MiB/s)" in c.read_log("oss0")
+    c.loom("set_param", "ost.*.scrub_rate=0")
+    p = c.loom("scrub", "--wait", "0", timeout=60)
+    m = re.match(r"^OST0000: done in (\d+)s: 1 object, 40\.0M ", p.stdout)
+    assert m and int(m.group(1)) < 30, p.stdout
+
+
 def test_loom_top_through_a_terminal(stats_cluster):
     """`loom top` on a pseudo-terminal, while a tagged job writes: one line a second, the job and
     the targets it writes to among the busiest."""
