@@ -47,6 +47,11 @@ struct mmp {
 	void *arg;
 	bool own_arg;          /* arg is malloc'd, the mmp's to free (mmp_take's) */
 	_Atomic uint64_t ours_ns; /* clock_mono_ns() when the block was last seen to be ours */
+	atomic_bool lost;      /* on_lost was called: mmp_check fails from then on */
+	/* The holder this one took the target from, as last seen (under check_lock): its one late
+	 * beat may land over ours (see stall_limit_ns). */
+	bool displaced;
+	uint64_t displaced_id, displaced_seq;
 	pthread_mutex_t check_lock; /* the block read or written once held (beats, mmp_check) */
 	uint8_t *check_page;
 	pthread_t thread;
@@ -157,6 +162,47 @@ static bool nap(struct mmp *m, uint32_t ms)
 	return stop;
 }
 
+/*
+ * A beat stalled between its read and its write (a process frozen there) may land over the
+ * block of a server that took the target meanwhile, erasing the sign of it. A takeover needs the
+ * block unchanged for 2 intervals + 100 ms after its own write (mmp_acquire), so only a beat
+ * whose write ended longer than that after its read began can have done so: such a beat counts
+ * as lost (the other server, finding our block over its own, stops too: neither serves, never
+ * both).
+ */
+static uint64_t stall_limit_ns(const struct mmp *m)
+{
+	return (2ull * m->interval_ms + 100) * 1000000ull;
+}
+
+/*
+ * b, found where our beat should be, is the late beat of the holder we displaced: its id, one beat
+ * past what we saw of it. Only a beat stalled past stall_limit_ns lands so late, and its writer
+ * counts itself lost and stops: we write ours again (once) instead of stopping too. Under
+ * check_lock; 0 when it was that and ours is back.
+ */
+static int take_back_from_late_beat(struct mmp *m, const struct mmp_block *b)
+{
+	int rc;
+
+	if (!m->displaced || b->id != m->displaced_id || b->seq != m->displaced_seq + 1)
+		return -EBUSY;
+	m->displaced = false;
+	m->mine.seq++;
+	rc = write_block(m, &m->mine);
+	if (rc == 0)
+		log_warn("multi-mount protection: the server we took the target from (%s, %s) wrote one "
+			 "late heartbeat; ours is written again", b->node, b->server);
+	return rc;
+}
+
+static void beat_lost(struct mmp *m, const char *why)
+{
+	atomic_store(&m->lost, true);
+	pthread_mutex_unlock(&m->check_lock);
+	m->on_lost(m->arg, why);
+}
+
 static void *beat_main(void *arg)
 {
 	struct mmp *m = arg;
@@ -164,28 +210,40 @@ static void *beat_main(void *arg)
 
 	while (!nap(m, m->interval_ms)) {
 		struct mmp_block b;
+		uint64_t read_ns, took_ns;
 		int rc;
 
 		/* mmp_check reads the same block: never while it is half written. */
 		pthread_mutex_lock(&m->check_lock);
+		read_ns = clock_mono_ns();
 		rc = read_block(m, &b);
-
+		if (rc == 1 && !same_beat(&b, &m->mine) && take_back_from_late_beat(m, &b) == 0) {
+			atomic_store(&m->ours_ns, read_ns);
+			pthread_mutex_unlock(&m->check_lock);
+			continue;
+		}
 		if (rc == 1 && !same_beat(&b, &m->mine)) {
 			snprintf(why, sizeof(why), "%s (%s) took the target: its heartbeat replaced ours",
 				 b.node, b.server);
-			pthread_mutex_unlock(&m->check_lock);
-			m->on_lost(m->arg, why);
+			beat_lost(m, why);
 			return NULL;
 		}
 		m->mine.seq++;
 		if (rc != 1 || (rc = write_block(m, &m->mine)) != 0) {
 			snprintf(why, sizeof(why), "the heartbeat cannot be %s: %s", rc == 1 ? "written" : "read",
 				 rc == 1 ? strerror(-rc) : rc == 0 ? "gone" : strerror(-rc));
-			pthread_mutex_unlock(&m->check_lock);
-			m->on_lost(m->arg, why);
+			beat_lost(m, why);
 			return NULL;
 		}
-		atomic_store(&m->ours_ns, clock_mono_ns());
+		took_ns = clock_mono_ns() - read_ns;
+		if (took_ns > stall_limit_ns(m)) {
+			snprintf(why, sizeof(why), "a heartbeat took %llu ms from its read to its write: "
+				 "another server may have taken the target meanwhile",
+				 (unsigned long long)(took_ns / 1000000u));
+			beat_lost(m, why);
+			return NULL;
+		}
+		atomic_store(&m->ours_ns, read_ns);
 		pthread_mutex_unlock(&m->check_lock);
 	}
 	return NULL;
@@ -232,6 +290,9 @@ int mmp_acquire(const char *dir, const char *server, uint32_t interval_ms, void 
 			mmp_free(m);
 			return -EBUSY;
 		}
+		m->displaced = true;
+		m->displaced_id = b.id;
+		m->displaced_seq = b.seq;
 	}
 	/* Ours, then a check that nobody else wrote one while we did. */
 	memset(&m->mine, 0, sizeof(m->mine));
@@ -330,6 +391,8 @@ int mmp_check(struct mmp *m)
 	char why[256];
 	int rc;
 
+	if (m && atomic_load(&m->lost))
+		return -EIO;
 	if (!m || clock_mono_ns() - atomic_load(&m->ours_ns) < (uint64_t)m->interval_ms * 1000000u)
 		return 0;
 	/* The last beat is older than an interval: this process may have been frozen while the
@@ -339,10 +402,17 @@ int mmp_check(struct mmp *m)
 		pthread_mutex_unlock(&m->check_lock); /* another caller, or a beat, looked meanwhile */
 		return 0;
 	}
+	if (atomic_load(&m->lost)) {
+		pthread_mutex_unlock(&m->check_lock); /* the beat thread found it so meanwhile */
+		return -EIO;
+	}
 	rc = read_block_into(m, m->check_page, &b);
+	if (rc == 1 && b.id != m->mine.id && take_back_from_late_beat(m, &b) == 0)
+		b.id = m->mine.id;
 	if (rc == 1 && b.id != m->mine.id) {
 		snprintf(why, sizeof(why), "%s (%s) took the target: its heartbeat replaced ours (seen "
 			 "before a write)", b.node, b.server);
+		atomic_store(&m->lost, true);
 		m->on_lost(m->arg, why);
 		rc = -EIO; /* an on_lost that returns (tests): still not ours */
 	}
