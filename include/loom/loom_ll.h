@@ -300,6 +300,26 @@ bool loom_ll_mds_away(loom_fs *fs);
  * they fail with -EIO then. Returns what it was. */
 bool loom_ll_nowait(bool on);
 
+/*
+ * What this process's client decided from its caches since it started (or the last
+ * loom_client_stats_clear), counted where each decision is made, for a front end to show
+ * (loom-mount's `loom stats --mount`). Process-wide: every loom_fs of the process counts here.
+ * size is sizeof(struct loom_client_stats) as the caller was built with (a later libloom's
+ * longer struct fills only that much).
+ */
+struct loom_client_stats {
+	uint64_t dom_hits;        /* reads of Data-on-MDT bytes answered from this client's copy */
+	uint64_t dom_misses;      /* ... that fetched them from the MDS first */
+	uint64_t writes_behind;   /* writes answered before the OSTs had them (1 MiB or less) */
+	uint64_t writes_sync;     /* writes answered once written (larger ones) */
+	uint64_t creates_behind;  /* creates answered here and sent behind (directory leases) */
+	uint64_t unlinks_behind;  /* unlinks answered here and sent behind */
+	uint64_t prefetch_hits;   /* loom_prefetch_take: items ready when taken */
+	uint64_t prefetch_waits;  /* items taken while being read (the reader waited) */
+	uint64_t prefetch_misses; /* items the reader read itself (it jumped ahead) */
+};
+void loom_client_stats(struct loom_client_stats *out, size_t size);
+void loom_client_stats_clear(void);
 
 /* The wire image of a layout (what the "loom.lov" virtual xattr holds), and back. */
 int loom_layout_to_xattr(const struct loom_layout *l, void *buf, size_t cap, size_t *len);

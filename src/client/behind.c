@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "client/cstats.h"
 #include "client/internal.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -401,6 +402,7 @@ int loom_ll_create_behind(loom_fs *fs, const struct loom_cred *cr, uint64_t pare
 			 (void *)(uintptr_t)((atomic_load(&fs->dir_recalls) << 2) | 2));
 	pthread_mutex_unlock(&fs->behind_lock);
 	rpc_submit_detached(conn, &b->call);
+	cstat_add(CSTAT_CREATE_BEHIND);
 	new_attr(cr, dir, ino, mode, &attr);
 	attr_to_ll(&attr, a);
 	*out = b;
@@ -653,5 +655,6 @@ int loom_ll_unlink_behind(loom_fs *fs, const struct loom_cred *cr, uint64_t pare
 		return rc == -EINTR ? rc : -EAGAIN;
 	}
 	rpc_submit_detached(conn, &u->call);
+	cstat_add(CSTAT_UNLINK_BEHIND);
 	return 0;
 }

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client/cstats.h"
 #include "client/internal.h"
 #include "proto/wire.h"
 
@@ -137,8 +138,9 @@ void dom_put(struct dom_cache *c)
 		dom_free(c);
 }
 
-/* Fetches the bytes from the MDS when they are not known here. */
-static int dom_fetch(loom_file *f)
+/* Fetches the bytes from the MDS when they are not known here (*fetched, unless NULL: whether
+ * it had to). */
+static int dom_fetch(loom_file *f, bool *fetched)
 {
 	struct dom_cache *c = f->dom;
 	void *data = NULL;
@@ -151,6 +153,8 @@ static int dom_fetch(loom_file *f)
 	pthread_mutex_unlock(&c->lock);
 	if (valid)
 		return 0;
+	if (fetched)
+		*fetched = true;
 	rc = mdc_dom_read(f->fs, &f->cred, f->ino, &data, &len);
 	if (rc)
 		return rc;
@@ -205,11 +209,13 @@ static int dirty_add(struct dom_cache *c, uint32_t lo, uint32_t hi)
 int dom_read(loom_file *f, void *buf, size_t len, uint64_t off)
 {
 	struct dom_cache *c = f->dom;
-	int rc = dom_fetch(f);
+	bool fetched = false;
+	int rc = dom_fetch(f, &fetched);
 	size_t have = 0;
 
 	if (rc)
 		return rc;
+	cstat_add(fetched ? CSTAT_DOM_MISS : CSTAT_DOM_HIT);
 	pthread_mutex_lock(&c->lock);
 	if (off < c->len) {
 		have = c->len - off < len ? c->len - off : len;
@@ -262,7 +268,7 @@ int dom_zero(loom_file *f, uint64_t off, uint64_t len)
 {
 	struct dom_cache *c = f->dom;
 	char jobid[LOOM_JOBID_LEN];
-	int rc = dom_fetch(f);
+	int rc = dom_fetch(f, NULL);
 
 	if (rc || len == 0)
 		return rc;
@@ -280,7 +286,7 @@ int dom_zero(loom_file *f, uint64_t off, uint64_t len)
 int dom_data_end(loom_file *f, uint64_t *end)
 {
 	struct dom_cache *c = f->dom;
-	int rc = dom_fetch(f);
+	int rc = dom_fetch(f, NULL);
 
 	if (rc)
 		return rc;

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client/cstats.h"
 #include "client/jobtag.h"
 #include "client/prefetch.h"
 
@@ -362,6 +363,7 @@ ssize_t loom_prefetch_take(loom_prefetch *pf, size_t i, void **buf)
 	pthread_mutex_lock(&pf->lock);
 	if (i < pf->take_pos) {
 		pf->st.direct++;
+		cstat_add(CSTAT_PREFETCH_MISS);
 		pthread_mutex_unlock(&pf->lock);
 		return read_direct(pf->fs, &pf->items[i], buf);
 	}
@@ -388,10 +390,12 @@ ssize_t loom_prefetch_take(loom_prefetch *pf, size_t i, void **buf)
 		rc = pf_block_take(pf, i, buf);
 		if (rc != -EAGAIN) {
 			pf->st.ready++;
+			cstat_add(CSTAT_PREFETCH_HIT);
 			pthread_mutex_unlock(&pf->lock);
 			return rc;
 		}
 		pf->st.direct++;
+		cstat_add(CSTAT_PREFETCH_MISS);
 		pthread_mutex_unlock(&pf->lock);
 		return read_direct(pf->fs, &pf->items[i], buf);
 	}
@@ -405,6 +409,7 @@ ssize_t loom_prefetch_take(loom_prefetch *pf, size_t i, void **buf)
 			pf->next_reserve = pf_plain_from(pf, i + 1);
 		s->state = SLOT_GONE;
 		pf->st.direct++;
+		cstat_add(CSTAT_PREFETCH_MISS);
 		wake(pf);
 		pthread_mutex_unlock(&pf->lock);
 		return read_direct(pf->fs, &pf->items[i], buf);
@@ -412,10 +417,12 @@ ssize_t loom_prefetch_take(loom_prefetch *pf, size_t i, void **buf)
 	wake(pf);
 	if (s->state == SLOT_CLAIMED) {
 		pf->st.waited++;
+		cstat_add(CSTAT_PREFETCH_WAIT);
 		while (s->state == SLOT_CLAIMED)
 			pthread_cond_wait(&pf->ready, &pf->lock);
 	} else if (s->state == SLOT_READY) {
 		pf->st.ready++;
+		cstat_add(CSTAT_PREFETCH_HIT);
 	}
 	if (s->state != SLOT_READY) { /* stopped meanwhile */
 		pthread_mutex_unlock(&pf->lock);

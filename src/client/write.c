@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "client/cstats.h"
 #include "client/door.h"
 #include "client/internal.h"
 #include "common/log.h"
@@ -277,6 +278,7 @@ static int wb_send(loom_file *f, const void *buf, size_t len, uint64_t off, bool
 	f->wb[(f->wb_first + f->wb_count) % WB_SLOTS] = b;
 	f->wb_count++;
 	f->wb_bytes += len;
+	cstat_add(CSTAT_WRITE_BEHIND);
 	return 0;
 }
 
@@ -333,8 +335,10 @@ static int write_now(loom_file *f, const void *buf, uint64_t len, uint64_t off)
 					      f->obj_blocks);
 	if (rc == -ESTALE || rc == -EAGAIN)
 		rc = write_again(f, buf, len, off, rc, epoch);
-	if (rc == 0)
+	if (rc == 0) {
 		file_wrote(f, off, len, 0);
+		cstat_add(CSTAT_WRITE_SYNC);
+	}
 	return rc;
 }
 

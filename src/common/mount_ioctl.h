@@ -75,15 +75,39 @@ struct loom_ioc_jobid {
 	char job[32];  /* the caller's, NUL-terminated; "" for none */
 };
 
+/*
+ * The mount's own counters (src/fuse/mstats.h) as the parameters llite.FSNAME-XXXXXXXXXXXXXXXX.NAME
+ * (stats, statahead_stats, read_ahead_stats, cache_stats, write_behind_stats), as `lctl
+ * get_param` names Lustre's: the text of those whose full name matches pattern (fnmatch), as
+ * `loom get_param` prints it; or, with LOOM_MSTATS_SET, value set on them ("clear" on stats starts
+ * every counter again; only root or the user who mounted may). matched says how many matched
+ * (0 is no error: another mount's names, say). A text that does not fit is refused with
+ * EOVERFLOW, never cut; EINVAL for a pattern or value not NUL-terminated, or unknown flags;
+ * EPERM, and set's own EACCES (a parameter that cannot be set) and EINVAL (a value refused).
+ */
+#define LOOM_IOC_MSTATS_TEXT 12288
+#define LOOM_MSTATS_SET      1u
+struct loom_ioc_mstats {
+	char pattern[128]; /* in */
+	char value[32];    /* in, with LOOM_MSTATS_SET */
+	uint32_t flags;    /* in: LOOM_MSTATS_* */
+	uint32_t matched;  /* out */
+	uint32_t len;      /* out: bytes of text, which is NUL-terminated too */
+	uint32_t pad;
+	char text[LOOM_IOC_MSTATS_TEXT]; /* out */
+};
+
 #define LOOM_IOC_TARGETS _IOWR(LOOM_IOC_MAGIC, 0xA1, struct loom_ioc_targets)
 #define LOOM_IOC_POOLS   _IOWR(LOOM_IOC_MAGIC, 0xA2, struct loom_ioc_pools)
 #define LOOM_IOC_POOL    _IOWR(LOOM_IOC_MAGIC, 0xA3, struct loom_ioc_pool)
 /* 0xA4 is LOOM_IOC_DOOR (common/door.h). */
 #define LOOM_IOC_JOBID   _IOWR(LOOM_IOC_MAGIC, 0xA5, struct loom_ioc_jobid)
+#define LOOM_IOC_MSTATS  _IOWR(LOOM_IOC_MAGIC, 0xA6, struct loom_ioc_mstats)
 
 /* _IOC_SIZE has 14 bits. */
 _Static_assert(sizeof(struct loom_ioc_targets) < 16384, "a FUSE ioctl argument is under 16 KiB");
 _Static_assert(sizeof(struct loom_ioc_pools) < 16384, "a FUSE ioctl argument is under 16 KiB");
 _Static_assert(sizeof(struct loom_ioc_pool) < 16384, "a FUSE ioctl argument is under 16 KiB");
+_Static_assert(sizeof(struct loom_ioc_mstats) < 16384, "a FUSE ioctl argument is under 16 KiB");
 
 #endif

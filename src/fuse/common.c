@@ -109,12 +109,15 @@ void lm_job_leave(void)
 	loom_job_set(NULL);
 }
 
-struct lm_intr_scope lm_intr_enter(fuse_req_t req)
+struct lm_intr_scope lm_intr_enter(fuse_req_t req, int row)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	struct lm_intr_scope scope = { .slot = intr_slot() };
+	struct lm_intr_scope scope;
 	struct lm_intr_slot *s;
 	uint64_t gen;
+
+	lm_op_begin(&lm_of(req)->mstats, row);
+	scope.slot = intr_slot();
 
 	/* The kernel names the calling thread (ctx->pid is its thread id, as Lustre's %p), and its
 	 * uid and gid, not squashed: a job is the caller's, whatever the MDS is told. */
@@ -135,6 +138,7 @@ void lm_intr_leave(struct lm_intr_scope *scope)
 {
 	struct lm_intr_slot *s;
 
+	lm_op_end(); /* (done already if the reply went through LM_REPLY) */
 	lm_job_leave();
 	if (scope->slot < 0)
 		return;
@@ -143,6 +147,18 @@ void lm_intr_leave(struct lm_intr_scope *scope)
 	s->gen++; /* a late interrupt of the request just answered finds another generation */
 	loom_intr_enter(NULL);
 	pthread_mutex_unlock(&s->lock);
+}
+
+struct lm_count_scope lm_count_enter(fuse_req_t req, int row)
+{
+	lm_op_begin(&lm_of(req)->mstats, row);
+	return (struct lm_count_scope){ .row = row };
+}
+
+void lm_count_leave(struct lm_count_scope *scope)
+{
+	(void)scope;
+	lm_op_end();
 }
 
 void lm_cred(fuse_req_t req, struct loom_cred *cr)
@@ -187,7 +203,7 @@ void lm_reply_entry(fuse_req_t req, int rc, uint64_t parent, const char *name, c
 	e.attr_timeout = m->opts.attr_timeout;
 	e.entry_timeout = m->opts.entry_timeout;
 	lm_told_entry(m, parent, name, a);
-	fuse_reply_entry(req, &e);
+	LM_REPLY(fuse_reply_entry(req, &e));
 }
 
 void lm_reply_attr(fuse_req_t req, int rc, const struct stat *st)
@@ -197,7 +213,7 @@ void lm_reply_attr(fuse_req_t req, int rc, const struct stat *st)
 		return;
 	}
 	lm_told_attr(lm_of(req), st);
-	fuse_reply_attr(req, st, lm_of(req)->opts.attr_timeout);
+	LM_REPLY(fuse_reply_attr(req, st, lm_of(req)->opts.attr_timeout));
 }
 
 void lm_stamps_fini(struct lmount *m)

@@ -16,6 +16,7 @@
 
 #include "common/jobid.h"
 #include "common/u64map.h"
+#include "fuse/mstats.h"
 #include "loom/loom_ll.h"
 
 struct lmount_opts {
@@ -46,6 +47,7 @@ struct lmount_opts {
 	int nodoor;            /* nodoor: serve none */
 	char *jobid_var;       /* jobid_var=NAME, jobid_name=PATTERN: how each caller's job id is */
 	char *jobid_name;      /* made (common/jobid.h), checked into lmount.jobid */
+	char *http;            /* http=HOST:PORT: serve /metrics there (mstats.h); NULL: off */
 };
 
 /* statahead.c: the listings with attributes of the few directories being scanned, answering
@@ -65,7 +67,6 @@ struct lm_statahead {
 	_Atomic uint64_t gen;  /* bumped by every change made through this mount */
 	_Atomic uint64_t attr_gen; /* the same, but for writes and their reports (lm_sa_wrote) */
 	struct lm_sa_slot slot[LM_SA_SLOTS];
-	uint64_t hits, fetches;
 };
 
 /* leases.c: directories whose names the mount knows under a lease, answering lookups of names
@@ -147,6 +148,8 @@ struct lmount {
 	 * set it per request from jobs, which reads /proc/PID/environ and keeps it 10 s). */
 	struct jobid_conf jobid;
 	struct jobid_cache *jobs;
+	/* What the mount counts of its requests and caches (mstats.h). */
+	struct lm_mstats mstats;
 };
 
 /* Leases (leases.c). */
@@ -259,20 +262,41 @@ void lm_reply_attr(fuse_req_t req, int rc, const struct stat *st);
  * thread's waits for the servers, and the request is answered with EINTR at once.
  * The same scope tags the thread's requests with the caller's job id (libloom's loom_job_set)
  * until the operation returns, and then takes it back: a serving thread never carries one
- * caller's job into the next caller's requests.
+ * caller's job into the next caller's requests. And it counts the request (mstats.h): its row
+ * is named by the handler's name (lm_lookup: "lookup"), found once per handler.
+ * LM_COUNTED(req) counts and does nothing else, for the handlers that never wait (forget).
  */
 struct lm_intr_scope {
 	int slot; /* this thread's slot in common.c's table, or -1 */
 };
-struct lm_intr_scope lm_intr_enter(fuse_req_t req);
+struct lm_intr_scope lm_intr_enter(fuse_req_t req, int row);
 void lm_intr_leave(struct lm_intr_scope *s);
 #define LM_INTERRUPTIBLE(req) \
+	static _Atomic int lm_op_row_ = -1; \
 	struct lm_intr_scope lm_intr_scope_ __attribute__((cleanup(lm_intr_leave), unused)) = \
-		lm_intr_enter(req)
+		lm_intr_enter(req, lm_op_row(&lm_op_row_, __func__))
+struct lm_count_scope {
+	int row;
+};
+struct lm_count_scope lm_count_enter(fuse_req_t req, int row);
+void lm_count_leave(struct lm_count_scope *s);
+#define LM_COUNTED(req) \
+	static _Atomic int lm_op_row_ = -1; \
+	struct lm_count_scope lm_count_scope_ __attribute__((cleanup(lm_count_leave), unused)) = \
+		lm_count_enter(req, lm_op_row(&lm_op_row_, __func__))
 
+/* Wraps every reply to the kernel (fuse_reply_*): the request is counted just before the kernel
+ * has its answer, so that the caller, woken by it, finds it counted (`rm f; loom stats
+ * --mount`). A reply without it is counted when its handler returns. */
+#define LM_REPLY(reply) (lm_op_end(), (reply))
+
+/* Replies with an error (rc: 0 for success, or an errno of either sign), counted as the
+ * request's error unless it answers a question (mstats.h, LM_ANS_*). Handlers answer errors
+ * only through it. */
 static inline void lm_reply_err(fuse_req_t req, int rc)
 {
-	fuse_reply_err(req, rc < 0 ? -rc : rc);
+	lm_op_error(rc);
+	LM_REPLY(fuse_reply_err(req, rc < 0 ? -rc : rc));
 }
 
 /* The lock and handle bookkeeping, freed once the session has ended. */

@@ -23,6 +23,7 @@
 #include "common/mdsaddr.h"
 #include "common/util.h"
 #include "common/version.h"
+#include "net/http.h"
 #include "proto/wire.h"
 #include "fuse/lmount.h"
 
@@ -60,6 +61,7 @@ static const struct fuse_opt lm_opt_spec[] = {
 	LM_OPT("nodoor", nodoor),
 	LM_OPT("jobid_var=%s", jobid_var),
 	LM_OPT("jobid_name=%s", jobid_name),
+	LM_OPT("http=%s", http),
 	FUSE_OPT_KEY("key=", KEY_KEYFILE),
 	FUSE_OPT_KEY("door=", KEY_DOOR),
 	FUSE_OPT_KEY("-h", KEY_HELP),
@@ -132,6 +134,11 @@ static void usage(FILE *f)
 		"  jobid_name=PATTERN    the job id's pattern: %%e command, %%u uid, %%g gid, %%p pid,\n"
 		"                        %%h host, %%H full host name, %%j the jobid_var variable's\n"
 		"                        value (default %%e.%%u)\n"
+		"  http=HOST:PORT        serve the mount's own counters (per FUSE operation, and its\n"
+		"                        caches') at http://HOST:PORT/metrics, in Prometheus' format\n"
+		"                        (a numeric IPv4 host; port 0: any free one, logged). Off by\n"
+		"                        default; no key is asked there. `loom stats` shows the\n"
+		"                        same counters too (see loom(1))\n"
 		"  -f                    stay in the foreground;  -d  print every request (implies -f)\n"
 		"Mount options handled by the kernel or FUSE:\n"
 		"  ro, rw, noatime, relatime, nosuid, nodev, noexec, allow_other, allow_root,\n"
@@ -361,6 +368,9 @@ int main(int argc, char **argv)
 	struct fuse_lowlevel_ops ops = { 0 };
 	struct fuse_loop_config *loop_cfg;
 	struct fuse_session *se;
+	struct http_srv *http = NULL;
+	char http_host[64];
+	uint16_t http_asked = 0; /* the port of http= (0: any) */
 	struct lmount m = { 0 };
 	const char *key_file;
 	char fsopt[1200], why[LOOM_KEY_REFUSAL_LEN];
@@ -426,6 +436,11 @@ int main(int argc, char **argv)
 		ret = EX_USAGE;
 		goto out_args;
 	}
+	if (m.opts.http && http_addr_parse(m.opts.http, http_host, sizeof(http_host), &http_asked)) {
+		fprintf(stderr, "loom-mount: http=%s: HOST:PORT, a numeric IPv4 host\n", m.opts.http);
+		ret = EX_USAGE;
+		goto out_args;
+	}
 	if (m.opts.timeout && !m.opts.soft)
 		fprintf(stderr, "loom-mount: timeout=%u matters only with soft; a hard mount waits up to "
 				"recovery=SEC\n", m.opts.timeout);
@@ -474,6 +489,7 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&m.root_lock, NULL);
 	pthread_cond_init(&m.unlocks_done, NULL);
 	cond_init_monotonic(&m.handles_done);
+	lm_mstats_init(&m.mstats, m.fsname, (uint64_t)getpid());
 	lm_sa_init(&m);
 	lm_cache_init(&m);
 	if (lm_leases_init(&m))
@@ -514,6 +530,15 @@ int main(int argc, char **argv)
 	lm_lock_ops(&ops);
 	lm_ioctl_ops(&ops);
 
+	/* Before the mount: an address that cannot be served fails it, as it fails a server. The
+	 * mount logs warnings only, so the port it took for port 0 is said here. */
+	if (m.opts.http) {
+		if (http_serve_stats("loom-mount", m.opts.http, lm_mstats_http, &m.mstats, &http) != 0)
+			goto out_fs;
+		if (http_asked == 0)
+			fprintf(stderr, "loom-mount: statistics on http://%s:%u/metrics\n", http_host,
+				http_port(http));
+	}
 	se = fuse_session_new(&args, &ops, sizeof(ops), &m);
 	if (!se)
 		goto out_fs;
@@ -542,6 +567,7 @@ out_signals:
 out_session:
 	fuse_session_destroy(se);
 out_fs:
+	http_stop(http); /* before what it shows goes */
 	lm_handles_close_left(&m);
 	loom_disconnect(m.fs);
 	lm_leases_fini(&m);
@@ -557,5 +583,6 @@ out_args:
 	free(m.opts.door);
 	free(m.opts.jobid_var);
 	free(m.opts.jobid_name);
+	free(m.opts.http);
 	return ret;
 }

@@ -68,7 +68,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 
 	d.buf = malloc(size ? size : 1);
 	if (!d.buf) {
-		fuse_reply_err(req, ENOMEM);
+		lm_reply_err(req, ENOMEM);
 		return;
 	}
 	lm_cred(req, &cr);
@@ -83,7 +83,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 	if (rc && d.used == 0)
 		lm_reply_err(req, rc);
 	else
-		fuse_reply_buf(req, d.buf, d.used);
+		LM_REPLY(fuse_reply_buf(req, d.buf, d.used));
 	free(d.buf);
 }
 
@@ -111,7 +111,7 @@ static void lm_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	}
 	fi->fh = (uintptr_t)f;
 	lm_fh_held(m, fi->fh);
-	if (fuse_reply_open(req, fi) != 0) {
+	if (LM_REPLY(fuse_reply_open(req, fi)) != 0) {
 		lm_fh_given_back(m, fi->fh);
 		loom_close(f);
 	}

@@ -44,7 +44,7 @@ static void lm_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (rc == -ENOENT && m->opts.negative_timeout > 0) {
 		/* A negative entry: the kernel may remember the name is absent. */
 		struct fuse_entry_param e = { .ino = 0, .entry_timeout = m->opts.negative_timeout };
-		fuse_reply_entry(req, &e);
+		LM_REPLY(fuse_reply_entry(req, &e));
 		return;
 	}
 	lm_reply_entry(req, rc, parent, name, &a);
@@ -52,16 +52,18 @@ static void lm_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 static void lm_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
+	LM_COUNTED(req);
 	(void)nlookup;
 	lm_forget_inode(lm_of(req), ino);
-	fuse_reply_none(req);
+	LM_REPLY(fuse_reply_none(req));
 }
 
 static void lm_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
 {
+	LM_COUNTED(req);
 	for (size_t i = 0; i < count; i++)
 		lm_forget_inode(lm_of(req), forgets[i].ino);
-	fuse_reply_none(req);
+	LM_REPLY(fuse_reply_none(req));
 }
 
 /*
@@ -221,7 +223,7 @@ static void lm_readlink(fuse_req_t req, fuse_ino_t ino)
 		return;
 	}
 	buf[len < LOOM_SYMLINK_MAX ? len : LOOM_SYMLINK_MAX] = '\0';
-	fuse_reply_readlink(req, buf);
+	LM_REPLY(fuse_reply_readlink(req, buf));
 }
 
 static void lm_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
@@ -334,7 +336,7 @@ static void lm_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	int rc;
 
 	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
-		fuse_reply_err(req, EINVAL); /* RENAME_WHITEOUT: overlayfs only */
+		lm_reply_err(req, EINVAL); /* RENAME_WHITEOUT: overlayfs only */
 		return;
 	}
 	if (flags & RENAME_NOREPLACE)
@@ -409,7 +411,7 @@ static void lm_statfs(fuse_req_t req, fuse_ino_t ino)
 	if (rc)
 		lm_reply_err(req, rc);
 	else
-		fuse_reply_statfs(req, &st);
+		LM_REPLY(fuse_reply_statfs(req, &st));
 }
 
 void lm_entry_ops(struct fuse_lowlevel_ops *ops)

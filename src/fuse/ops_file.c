@@ -74,11 +74,13 @@ static void open_reply(fuse_req_t req, struct fuse_file_info *fi, loom_file *f,
 	/* The pages this mount holds are still the file's if its data version did not move since
 	 * they were read (close-to-open, whatever the times say); else the kernel drops them. */
 	fi->keep_cache = S_ISREG(a->st.st_mode) && lm_data_current(m, ino, a->data_version);
+	if (S_ISREG(a->st.st_mode) && !e) /* (a create's new file has nothing cached) */
+		lm_cache_note(&m->mstats, fi->keep_cache ? LM_PAGES_KEPT : LM_PAGES_DROPPED);
 	if (fi->flags & O_DIRECT || (fi->flags & O_ACCMODE) == O_WRONLY)
 		fi->direct_io = 1;
 	lm_handle_opened(m, ino);
 	lm_fh_held(m, fi->fh); /* before the reply: its release may come at once */
-	if ((e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi)) != 0) {
+	if (LM_REPLY(e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi)) != 0) {
 		lm_fh_given_back(m, fi->fh);
 		loom_close(f); /* the opener was interrupted and will never release it */
 		lm_handle_released(m, ino);
@@ -130,7 +132,7 @@ static void behind_reply(fuse_req_t req, struct fuse_file_info *fi, loom_behind 
 	lm_data_current(m, ino, a->data_version);
 	lm_handle_opened(m, ino);
 	lm_fh_held(m, fi->fh);
-	if (fuse_reply_create(req, e, fi) != 0) {
+	if (LM_REPLY(fuse_reply_create(req, e, fi)) != 0) {
 		lm_fh_given_back(m, fi->fh);
 		loom_behind_close(b);
 		lm_handle_released(m, ino);
@@ -203,17 +205,19 @@ static void lm_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 
 	(void)ino;
 	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
+		lm_reply_err(req, ENOMEM);
 		return;
 	}
 	loom_file *f;
 	int rc = lm_file(req, fi, &f);
 
 	n = rc ? rc : loom_pread(f, buf, size, off);
-	if (n < 0)
+	if (n < 0) {
 		lm_reply_err(req, (int)n);
-	else
-		fuse_reply_buf(req, buf, (size_t)n);
+	} else {
+		lm_op_bytes((uint64_t)n);
+		LM_REPLY(fuse_reply_buf(req, buf, (size_t)n));
+	}
 	free(buf);
 }
 
@@ -228,10 +232,12 @@ static void lm_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	lm_sa_wrote(lm_of(req));
 	if (n > 0)
 		lm_wrote(lm_of(req), ino, (uint64_t)off + (uint64_t)n);
-	if (n < 0)
+	if (n < 0) {
 		lm_reply_err(req, (int)n);
-	else
-		fuse_reply_write(req, (size_t)n);
+	} else {
+		lm_op_bytes((uint64_t)n);
+		LM_REPLY(fuse_reply_write(req, (size_t)n));
+	}
 }
 
 /* Every close(2): what this descriptor wrote becomes visible to every later open anywhere. */
@@ -382,7 +388,7 @@ static void lm_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, stru
 	if (rc)
 		lm_reply_err(req, rc);
 	else
-		fuse_reply_lseek(req, found);
+		LM_REPLY(fuse_reply_lseek(req, found));
 }
 
 void lm_file_ops(struct fuse_lowlevel_ops *ops)

@@ -1,6 +1,7 @@
 /*
  * ioctls on the mount's files and directories (src/common/mount_ioctl.h): what `loom df` and
- * `loom pool list` need from the MDS, for users who do not hold the file system key. Only
+ * `loom pool list` need from the MDS, for users who do not hold the file system key, and the
+ * mount's own counters (`loom stats --mount`: LOOM_IOC_MSTATS). Only
  * figures anyone on the node may see are answered (statfs(2) gives the sums to anyone; Lustre's
  * `lfs df` and `lfs pool_list` show these to any user), so no caller's identity is needed: the
  * kernel let the caller open the file, and that is all it takes, as for statfs(2).
@@ -38,7 +39,7 @@ static void ioc_targets(fuse_req_t req, const struct loom_ioc_targets *in)
 	int rc;
 
 	if (!out) {
-		fuse_reply_err(req, ENOMEM);
+		lm_reply_err(req, ENOMEM);
 		return;
 	}
 	rc = loom_targets(m->fs, &t, &n);
@@ -60,7 +61,7 @@ static void ioc_targets(fuse_req_t req, const struct loom_ioc_targets *in)
 			statfs_out(&t[i].st, &o->st);
 	}
 	free(t);
-	fuse_reply_ioctl(req, 0, out, sizeof(*out));
+	LM_REPLY(fuse_reply_ioctl(req, 0, out, sizeof(*out)));
 	free(out);
 }
 
@@ -79,7 +80,7 @@ static void ioc_pools(fuse_req_t req, const struct loom_ioc_pools *in)
 	int rc;
 
 	if (!out) {
-		fuse_reply_err(req, ENOMEM);
+		lm_reply_err(req, ENOMEM);
 		return;
 	}
 	rc = loom_pool_list(m->fs, NULL, &pools, &n);
@@ -94,7 +95,7 @@ static void ioc_pools(fuse_req_t req, const struct loom_ioc_pools *in)
 	for (uint32_t i = in->start; i < n && out->count < LOOM_IOC_POOLS_PAGE; i++)
 		snprintf(out->names[out->count++], sizeof(out->names[0]), "%s", pools[i].name);
 	loom_pool_list_free(pools);
-	fuse_reply_ioctl(req, 0, out, sizeof(*out));
+	LM_REPLY(fuse_reply_ioctl(req, 0, out, sizeof(*out)));
 	free(out);
 }
 
@@ -107,12 +108,12 @@ static void ioc_pool(fuse_req_t req, const struct loom_ioc_pool *in)
 	int rc;
 
 	if (!name_ok(in->name)) {
-		fuse_reply_err(req, EINVAL);
+		lm_reply_err(req, EINVAL);
 		return;
 	}
 	out = calloc(1, sizeof(*out));
 	if (!out) {
-		fuse_reply_err(req, ENOMEM);
+		lm_reply_err(req, ENOMEM);
 		return;
 	}
 	rc = loom_pool_list(m->fs, in->name, &pools, &n);
@@ -131,7 +132,7 @@ static void ioc_pool(fuse_req_t req, const struct loom_ioc_pool *in)
 	for (uint32_t k = in->start; k < pools[0].nosts && out->count < LOOM_IOC_POOL_PAGE; k++)
 		out->osts[out->count++] = pools[0].osts[k];
 	loom_pool_list_free(pools);
-	fuse_reply_ioctl(req, 0, out, sizeof(*out));
+	LM_REPLY(fuse_reply_ioctl(req, 0, out, sizeof(*out)));
 	free(out);
 }
 
@@ -146,7 +147,7 @@ static void ioc_door(fuse_req_t req)
 	struct loom_ioc_door out = { .pid = (uint32_t)getpid(), .version = DOOR_VERSION };
 
 	snprintf(out.path, sizeof(out.path), "%s", lm_door_path(lm_of(req)->door));
-	fuse_reply_ioctl(req, 0, &out, sizeof(out));
+	LM_REPLY(fuse_reply_ioctl(req, 0, &out, sizeof(out)));
 }
 
 /* The mount's job id settings, and the job id this very request carries (set at its start from
@@ -160,7 +161,52 @@ static void ioc_jobid(fuse_req_t req)
 	snprintf(out.var, sizeof(out.var), "%s", m->jobid.var);
 	snprintf(out.name, sizeof(out.name), "%s", m->jobid.name);
 	loom_jobid(m->fs, out.job, sizeof(out.job));
-	fuse_reply_ioctl(req, 0, &out, sizeof(out));
+	LM_REPLY(fuse_reply_ioctl(req, 0, &out, sizeof(out)));
+}
+
+/* The mount's counters as parameters (mount_ioctl.h, LOOM_IOC_MSTATS): anyone who may open a
+ * file here may read them, as anyone may read Lustre's llite.*.stats; clearing them is for root
+ * and the user who mounted. */
+static void ioc_mstats(fuse_req_t req, const struct loom_ioc_mstats *in)
+{
+	struct lmount *m = lm_of(req);
+	struct textbuf tb = TEXTBUF_INIT;
+	uid_t uid = fuse_req_ctx(req)->uid;
+	struct loom_ioc_mstats *out;
+	int rc = 0;
+
+	if (!memchr(in->pattern, '\0', sizeof(in->pattern)) || !memchr(in->value, '\0', sizeof(in->value)) ||
+	    (in->flags & ~LOOM_MSTATS_SET)) {
+		lm_reply_err(req, EINVAL);
+		return;
+	}
+	out = calloc(1, sizeof(*out));
+	if (!out) {
+		lm_reply_err(req, ENOMEM);
+		return;
+	}
+	if (!(in->flags & LOOM_MSTATS_SET)) {
+		lm_mstats_get_param(&m->mstats, in->pattern, &tb, &out->matched);
+		rc = tb.err;
+		if (rc == 0 && tb.len >= sizeof(out->text))
+			rc = -EOVERFLOW; /* refused whole: a cut text would read as fewer counters */
+		if (rc == 0 && tb.len) {
+			memcpy(out->text, tb.buf, tb.len);
+			out->len = (uint32_t)tb.len;
+		}
+		tb_free(&tb);
+	} else if (uid != 0 && uid != getuid()) {
+		rc = -EPERM;
+	} else {
+		rc = lm_mstats_set_param(&m->mstats, in->pattern, in->value, &out->matched);
+		if (rc == -ENOENT)
+			rc = 0; /* none of this mount's: matched says so */
+	}
+	if (rc)
+		lm_reply_err(req, rc);
+	else
+		LM_REPLY(fuse_reply_ioctl(req, 0, out, sizeof(*out)));
+	free(out);
 }
 
 static void lm_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg, struct fuse_file_info *fi,
@@ -174,7 +220,7 @@ static void lm_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 	(void)arg;
 	(void)fi;
 	if (flags & FUSE_IOCTL_UNRESTRICTED) {
-		fuse_reply_err(req, ENOTTY);
+		lm_reply_err(req, ENOTTY);
 		return;
 	}
 	switch (c) {
@@ -183,19 +229,22 @@ static void lm_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 	case LOOM_IOC_POOL: want = sizeof(struct loom_ioc_pool); break;
 	case LOOM_IOC_DOOR: want = sizeof(struct loom_ioc_door); break;
 	case LOOM_IOC_JOBID: want = sizeof(struct loom_ioc_jobid); break;
+	case LOOM_IOC_MSTATS: want = sizeof(struct loom_ioc_mstats); break;
 	default:
 		/* lsattr's FS_IOC_GETFLAGS and the like: not a Loom file attribute. */
-		fuse_reply_err(req, ENOTTY);
+		lm_reply_err(req, ENOTTY);
 		return;
 	}
 	if (in_bufsz < want || out_bufsz < want || !in_buf) {
-		fuse_reply_err(req, EINVAL);
+		lm_reply_err(req, EINVAL);
 		return;
 	}
 	if (c == LOOM_IOC_DOOR)
 		ioc_door(req);
 	else if (c == LOOM_IOC_JOBID)
 		ioc_jobid(req);
+	else if (c == LOOM_IOC_MSTATS)
+		ioc_mstats(req, in_buf);
 	else if (c == LOOM_IOC_TARGETS)
 		ioc_targets(req, in_buf);
 	else if (c == LOOM_IOC_POOLS)

@@ -49,7 +49,7 @@ static void lm_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, 
 		fl->l_len = lk.end == UINT64_MAX ? 0 : (off_t)(lk.end - lk.start + 1);
 		fl->l_pid = (pid_t)lk.pid;
 	}
-	fuse_reply_lock(req, fl);
+	LM_REPLY(fuse_reply_lock(req, fl));
 }
 
 struct waiting_lock {
@@ -167,7 +167,7 @@ static void lm_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, 
 	case LOCK_EX: lk.type = F_WRLCK; break;
 	case LOCK_UN: lk.type = F_UNLCK; break;
 	default:
-		fuse_reply_err(req, EINVAL);
+		lm_reply_err(req, EINVAL);
 		return;
 	}
 	if (!(op & LOCK_NB) && lk.type != F_UNLCK)

@@ -21,11 +21,11 @@ static void reply_value(fuse_req_t req, int rc, const void *buf, size_t size, si
 	if (rc)
 		lm_reply_err(req, rc);
 	else if (size == 0)
-		fuse_reply_xattr(req, len);
+		LM_REPLY(fuse_reply_xattr(req, len));
 	else if (len > size)
-		fuse_reply_err(req, ERANGE);
+		lm_reply_err(req, ERANGE);
 	else
-		fuse_reply_buf(req, buf, len);
+		LM_REPLY(fuse_reply_buf(req, buf, len));
 }
 
 static void get_lov(fuse_req_t req, const struct loom_cred *cr, fuse_ino_t ino, size_t size)
@@ -59,7 +59,7 @@ static void lm_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 		return;
 	}
 	if (cap && !(buf = malloc(cap))) {
-		fuse_reply_err(req, ENOMEM);
+		lm_reply_err(req, ENOMEM);
 		return;
 	}
 	rc = loom_ll_getxattr(lm_of(req)->fs, &cr, ino, name, buf, cap, &len);
@@ -109,7 +109,7 @@ static void lm_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	int rc;
 
 	if (cap && !(buf = malloc(cap))) {
-		fuse_reply_err(req, ENOMEM);
+		lm_reply_err(req, ENOMEM);
 		return;
 	}
 	lm_cred(req, &cr);

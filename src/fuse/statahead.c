@@ -177,7 +177,7 @@ bool lm_sa_lookup(struct lmount *m, const struct loom_cred *cr, uint64_t parent,
 	uint64_t gen = atomic_load(&sa->gen), now = clock_mono_ns();
 	struct sa_dir *d, *old = NULL;
 	struct lm_sa_slot *s;
-	bool build = false;
+	bool build = false, stale = false;
 
 	if (timeout_s(m) <= 0)
 		return false;
@@ -189,13 +189,14 @@ bool lm_sa_lookup(struct lmount *m, const struct loom_cred *cr, uint64_t parent,
 	if (d && fresh(m, d, gen, now)) {
 		bool found = answer(d, name, a);
 
-		sa->hits += found;
 		pthread_mutex_unlock(&sa->lock);
+		lm_cache_note(&m->mstats, found ? LM_SA_HIT : LM_SA_MISS);
 		return found;
 	}
 	if (d) {
 		old = d; /* stale: its memory goes now */
 		s->dir = NULL;
+		stale = true;
 	}
 	if (s && s->streak_gen == gen && s->streak >= STREAK && !s->building) {
 		s->building = true;
@@ -203,9 +204,12 @@ bool lm_sa_lookup(struct lmount *m, const struct loom_cred *cr, uint64_t parent,
 	}
 	pthread_mutex_unlock(&sa->lock);
 	dir_free(old);
-	old = NULL;
-	if (!build)
+	if (!build) {
+		if (stale) /* a listing, but stale: asked of the MDS */
+			lm_cache_note(&m->mstats, LM_SA_MISS);
 		return false;
+	}
+	old = NULL;
 
 	d = fetch(m, cr, parent, gen);
 	log_debug("statahead: directory %llu fetched: %s, %zu entries", (unsigned long long)parent,
@@ -217,17 +221,19 @@ bool lm_sa_lookup(struct lmount *m, const struct loom_cred *cr, uint64_t parent,
 	if (d) {
 		old = s->dir;
 		s->dir = d;
-		sa->fetches++;
+		lm_cache_note(&m->mstats, LM_SA_LISTING);
 	}
 	if (d && fresh(m, d, atomic_load(&sa->gen), clock_mono_ns())) {
 		bool found = answer(d, name, a);
 
 		pthread_mutex_unlock(&sa->lock);
 		dir_free(old);
+		lm_cache_note(&m->mstats, found ? LM_SA_HIT : LM_SA_MISS);
 		return found;
 	}
 	pthread_mutex_unlock(&sa->lock);
 	dir_free(old);
+	lm_cache_note(&m->mstats, LM_SA_MISS); /* (the listing could not be had, or went stale) */
 	return false;
 }
 

@@ -15,7 +15,7 @@ static uint64_t now_s(void)
 	return (uint64_t)ts.tv_sec;
 }
 
-static void op_reset(struct stats_op *o)
+void stats_op_reset(struct stats_op *o)
 {
 	atomic_store_explicit(&o->count, 0, memory_order_relaxed);
 	atomic_store_explicit(&o->errors, 0, memory_order_relaxed);
@@ -28,13 +28,73 @@ static void op_reset(struct stats_op *o)
 		atomic_store_explicit(&o->bucket[b], 0, memory_order_relaxed);
 }
 
+static void atomic_min(_Atomic uint64_t *a, uint64_t v)
+{
+	uint64_t cur = atomic_load_explicit(a, memory_order_relaxed);
+
+	while (v < cur && !atomic_compare_exchange_weak_explicit(a, &cur, v, memory_order_relaxed,
+								   memory_order_relaxed))
+		;
+}
+
+static void atomic_max(_Atomic uint64_t *a, uint64_t v)
+{
+	uint64_t cur = atomic_load_explicit(a, memory_order_relaxed);
+
+	while (v > cur && !atomic_compare_exchange_weak_explicit(a, &cur, v, memory_order_relaxed,
+								   memory_order_relaxed))
+		;
+}
+
+void stats_op_note(struct stats_op *o, uint64_t usec, bool failed, uint64_t bytes_in, uint64_t bytes_out)
+{
+	atomic_fetch_add_explicit(&o->count, 1, memory_order_relaxed);
+	if (failed)
+		atomic_fetch_add_explicit(&o->errors, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&o->bytes_in, bytes_in, memory_order_relaxed);
+	atomic_fetch_add_explicit(&o->bytes_out, bytes_out, memory_order_relaxed);
+	atomic_fetch_add_explicit(&o->usec_sum, usec, memory_order_relaxed);
+	atomic_fetch_add_explicit(&o->bucket[stats_lat_bucket(usec)], 1, memory_order_relaxed);
+	atomic_min(&o->usec_min, usec);
+	atomic_max(&o->usec_max, usec);
+}
+
+void stats_asample_reset(struct stats_asample *x)
+{
+	atomic_store_explicit(&x->samples, 0, memory_order_relaxed);
+	atomic_store_explicit(&x->min, UINT64_MAX, memory_order_relaxed);
+	atomic_store_explicit(&x->max, 0, memory_order_relaxed);
+	atomic_store_explicit(&x->sum, 0, memory_order_relaxed);
+}
+
+void stats_asample_add(struct stats_asample *x, uint64_t v)
+{
+	atomic_fetch_add_explicit(&x->samples, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&x->sum, v, memory_order_relaxed);
+	atomic_min(&x->min, v);
+	atomic_max(&x->max, v);
+}
+
+void stats_asample_read(const struct stats_asample *x, struct stats_sample *out)
+{
+	/* (The loads take a non-const pointer in C11's generic functions.) */
+	struct stats_asample *y = (struct stats_asample *)x;
+
+	out->samples = atomic_load_explicit(&y->samples, memory_order_relaxed);
+	out->min = atomic_load_explicit(&y->min, memory_order_relaxed);
+	out->max = atomic_load_explicit(&y->max, memory_order_relaxed);
+	out->sum = atomic_load_explicit(&y->sum, memory_order_relaxed);
+	if (!out->samples || out->min == UINT64_MAX)
+		out->min = 0;
+}
+
 void stats_init(struct srv_stats *s)
 {
 	memset(s, 0, sizeof(*s));
 	pthread_mutex_init(&s->lock, NULL);
 	s->start_s = now_s();
 	for (int r = 0; r < LW_OP_ROWS; r++)
-		op_reset(&s->op[r]);
+		stats_op_reset(&s->op[r]);
 }
 
 static void jobs_free_locked(struct srv_stats *s, uint32_t target, const char *job)
@@ -87,24 +147,6 @@ static void sample_add(struct stats_sample *x, uint64_t v)
 		x->max = v;
 	x->samples++;
 	x->sum += v;
-}
-
-static void atomic_min(_Atomic uint64_t *a, uint64_t v)
-{
-	uint64_t cur = atomic_load_explicit(a, memory_order_relaxed);
-
-	while (v < cur && !atomic_compare_exchange_weak_explicit(a, &cur, v, memory_order_relaxed,
-								   memory_order_relaxed))
-		;
-}
-
-static void atomic_max(_Atomic uint64_t *a, uint64_t v)
-{
-	uint64_t cur = atomic_load_explicit(a, memory_order_relaxed);
-
-	while (v > cur && !atomic_compare_exchange_weak_explicit(a, &cur, v, memory_order_relaxed,
-								   memory_order_relaxed))
-		;
 }
 
 /* FNV-1a over the target and the job id. */
@@ -195,17 +237,7 @@ void stats_note(struct srv_stats *s, const struct stats_req *r)
 
 	if (s->off || row < 0)
 		return;
-	struct stats_op *o = &s->op[row];
-
-	atomic_fetch_add_explicit(&o->count, 1, memory_order_relaxed);
-	if (r->status < 0)
-		atomic_fetch_add_explicit(&o->errors, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&o->bytes_in, r->bytes_in, memory_order_relaxed);
-	atomic_fetch_add_explicit(&o->bytes_out, r->bytes_out, memory_order_relaxed);
-	atomic_fetch_add_explicit(&o->usec_sum, r->usec, memory_order_relaxed);
-	atomic_fetch_add_explicit(&o->bucket[stats_lat_bucket(r->usec)], 1, memory_order_relaxed);
-	atomic_min(&o->usec_min, r->usec);
-	atomic_max(&o->usec_max, r->usec);
+	stats_op_note(&s->op[row], r->usec, r->status < 0, r->bytes_in, r->bytes_out);
 	if (r->resent)
 		atomic_fetch_add_explicit(&s->resent, 1, memory_order_relaxed);
 	/* Servers' and administrators' requests (asking for these very statistics, heartbeats)
@@ -244,7 +276,7 @@ void stats_clear(struct srv_stats *s, bool ops)
 {
 	if (ops) {
 		for (int r = 0; r < LW_OP_ROWS; r++)
-			op_reset(&s->op[r]);
+			stats_op_reset(&s->op[r]);
 		atomic_store_explicit(&s->resent, 0, memory_order_relaxed);
 	}
 	pthread_mutex_lock(&s->lock);

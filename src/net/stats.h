@@ -49,6 +49,12 @@ struct stats_sample {
 	uint64_t samples, min, max, sum;
 };
 
+/* The same, kept with relaxed atomics for counters noted on many threads without a lock (a
+ * mount's read_bytes and write_bytes). min is UINT64_MAX before the first sample. */
+struct stats_asample {
+	_Atomic uint64_t samples, min, max, sum;
+};
+
 struct stats_target {
 	uint32_t id;                  /* OST index, or 0 for the MDT */
 	struct stats_sample read_bytes, write_bytes;
@@ -89,6 +95,19 @@ struct stats_req {
 	const char *job;              /* "" or NULL: none */
 };
 
+/*
+ * One operation's counters, shared by every array of struct stats_op (a server's per opcode, a
+ * mount's per FUSE operation: src/fuse/mstats.c): one request of usec microseconds, failed or
+ * not, with its bytes in and out. Relaxed atomics only: counters noted at the same time may be
+ * read a moment apart, never torn.
+ */
+void stats_op_reset(struct stats_op *o);
+void stats_op_note(struct stats_op *o, uint64_t usec, bool failed, uint64_t bytes_in, uint64_t bytes_out);
+void stats_asample_reset(struct stats_asample *x);
+void stats_asample_add(struct stats_asample *x, uint64_t v);
+/* A reading of x (min 0 when there are no samples). */
+void stats_asample_read(const struct stats_asample *x, struct stats_sample *out);
+
 void stats_init(struct srv_stats *s);
 void stats_fini(struct srv_stats *s);
 void stats_note(struct srv_stats *s, const struct stats_req *r);
@@ -115,6 +134,30 @@ double stats_lat_bound_s(int bucket);
  *    series and target_label (e.g. "ost") naming the targets as target_name() says.
  */
 void stats_render_lustre(struct srv_stats *s, uint32_t target, struct textbuf *tb);
+/* What those are made of, for any array of n struct stats_op whose row r is named name(r, arg)
+ * (NULL: a row never shown):
+ *  - snapshot_time, start_time and elapsed_time (Lustre's stats file's first lines);
+ *  - one `NAME COUNT samples [usecs] MIN MAX SUM` line per row counted;
+ *  - a `NAME SAMPLES samples [UNIT] MIN MAX SUM` line (nothing when x has no samples);
+ *  - Prometheus' counters and latency histogram of every row counted, by label op, under the
+ *    names in `names` (each after "PREFIX_"; a NULL name is not rendered). */
+typedef const char *(*stats_row_name_fn)(size_t row, const void *arg);
+void stats_render_snapshot(struct textbuf *tb, uint64_t start_s);
+void stats_render_ops(struct stats_op *ops, size_t n, stats_row_name_fn name, const void *arg,
+		      struct textbuf *tb);
+void stats_render_sample(struct textbuf *tb, const char *name, const char *unit, const struct stats_sample *x);
+struct stats_prom_names {
+	const char *requests, *requests_help;   /* counter of stats_op.count */
+	const char *errors, *errors_help;       /* ... of errors */
+	const char *bytes_in, *bytes_in_help;   /* ... of bytes_in */
+	const char *bytes_out, *bytes_out_help; /* ... of bytes_out */
+	const char *duration, *duration_help;   /* the histogram of the buckets */
+};
+void stats_render_ops_prom(struct stats_op *ops, size_t n, stats_row_name_fn name, const void *arg,
+			   const char *prefix, const struct stats_prom_names *names, struct textbuf *tb);
+/* A Prometheus metric's "# HELP" and "# TYPE" lines. */
+void stats_prom_head(struct textbuf *tb, const char *prefix, const char *name, const char *type,
+		     const char *help);
 void stats_render_jobs(struct srv_stats *s, uint32_t target, struct textbuf *tb);
 void stats_render_prom(struct srv_stats *s, const char *prefix, const char *target_label,
 		       void (*target_name)(uint32_t id, char *buf, size_t cap), struct textbuf *tb);

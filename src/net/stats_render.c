@@ -18,7 +18,7 @@ static uint64_t ld(_Atomic uint64_t *a)
 	return atomic_load_explicit(a, memory_order_relaxed);
 }
 
-static void snapshot_lines(struct textbuf *tb, uint64_t start_s)
+void stats_render_snapshot(struct textbuf *tb, uint64_t start_s)
 {
 	struct timespec ts;
 
@@ -29,31 +29,55 @@ static void snapshot_lines(struct textbuf *tb, uint64_t start_s)
 		  (long long)ts.tv_sec - (long long)start_s, ts.tv_nsec);
 }
 
-static void bytes_line(struct textbuf *tb, const char *name, const struct stats_sample *x)
+void stats_render_sample(struct textbuf *tb, const char *name, const char *unit, const struct stats_sample *x)
 {
 	if (x->samples)
-		tb_printf(tb, "%-25s %llu samples [bytes] %llu %llu %llu\n", name,
-			  (unsigned long long)x->samples, (unsigned long long)x->min,
+		tb_printf(tb, "%-25s %llu samples [%s] %llu %llu %llu\n", name,
+			  (unsigned long long)x->samples, unit, (unsigned long long)x->min,
 			  (unsigned long long)x->max, (unsigned long long)x->sum);
+}
+
+void stats_render_ops(struct stats_op *ops, size_t n, stats_row_name_fn name, const void *arg,
+		      struct textbuf *tb)
+{
+	for (size_t r = 0; r < n; r++) {
+		struct stats_op *o = &ops[r];
+		uint64_t count = ld(&o->count);
+		const char *row = count ? name(r, arg) : NULL;
+
+		if (!row)
+			continue;
+		tb_printf(tb, "%-25s %llu samples [usecs] %llu %llu %llu\n", row,
+			  (unsigned long long)count, (unsigned long long)ld(&o->usec_min),
+			  (unsigned long long)ld(&o->usec_max), (unsigned long long)ld(&o->usec_sum));
+	}
+}
+
+/* A server's rows are ops.def's (arg: lw_op_table's). */
+static const char *server_row_name(size_t row, const void *arg)
+{
+	const struct lw_op_info *rows = arg;
+
+	return lw_op_stat_name(rows[row].opcode);
+}
+
+/* How many of a server's rows there are to show. */
+static size_t server_rows(const struct lw_op_info **rows)
+{
+	size_t nrows;
+
+	*rows = lw_op_table(&nrows);
+	return nrows < LW_OP_ROWS ? nrows : LW_OP_ROWS;
 }
 
 void stats_render_lustre(struct srv_stats *s, uint32_t target, struct textbuf *tb)
 {
-	size_t nrows;
-	const struct lw_op_info *rows = lw_op_table(&nrows);
+	const struct lw_op_info *rows;
+	size_t nrows = server_rows(&rows);
 	struct stats_sample rd = { 0 }, wr = { 0 };
 
-	snapshot_lines(tb, s->start_s);
-	for (size_t r = 0; r < nrows && r < LW_OP_ROWS; r++) {
-		struct stats_op *o = &s->op[r];
-		uint64_t n = ld(&o->count);
-
-		if (!n)
-			continue;
-		tb_printf(tb, "%-25s %llu samples [usecs] %llu %llu %llu\n", lw_op_stat_name(rows[r].opcode),
-			  (unsigned long long)n, (unsigned long long)ld(&o->usec_min),
-			  (unsigned long long)ld(&o->usec_max), (unsigned long long)ld(&o->usec_sum));
-	}
+	stats_render_snapshot(tb, s->start_s);
+	stats_render_ops(s->op, nrows, server_row_name, rows, tb);
 	pthread_mutex_lock(&s->lock);
 	for (uint32_t i = 0; i < s->ntargets; i++) {
 		const struct stats_target *t = &s->target[i];
@@ -76,8 +100,8 @@ void stats_render_lustre(struct srv_stats *s, uint32_t target, struct textbuf *t
 		}
 	}
 	pthread_mutex_unlock(&s->lock);
-	bytes_line(tb, "read_bytes", &rd);
-	bytes_line(tb, "write_bytes", &wr);
+	stats_render_sample(tb, "read_bytes", "bytes", &rd);
+	stats_render_sample(tb, "write_bytes", "bytes", &wr);
 }
 
 static void yaml_sample(struct textbuf *tb, const char *name, const char *unit, const struct stats_sample *x)
@@ -149,8 +173,8 @@ void stats_prom_label(struct textbuf *tb, const char *value)
 	tb_append(tb, "\"", 1);
 }
 
-static void prom_head(struct textbuf *tb, const char *prefix, const char *name, const char *type,
-		      const char *help)
+void stats_prom_head(struct textbuf *tb, const char *prefix, const char *name, const char *type,
+		     const char *help)
 {
 	tb_printf(tb, "# HELP %s_%s %s\n# TYPE %s_%s %s\n", prefix, name, help, prefix, name, type);
 }
@@ -164,54 +188,72 @@ static void prom_float(struct textbuf *tb, double v)
 		tb_printf(tb, "%.9g", v);
 }
 
-static void prom_ops(struct srv_stats *s, const char *prefix, struct textbuf *tb)
+void stats_render_ops_prom(struct stats_op *ops, size_t n, stats_row_name_fn name, const void *arg,
+			   const char *prefix, const struct stats_prom_names *names, struct textbuf *tb)
 {
-	static const struct {
+	const struct {
 		const char *name, *help;
 		size_t off;
 	} counters[] = {
-		{ "rpc_requests_total", "Requests answered, by operation.", offsetof(struct stats_op, count) },
-		{ "rpc_errors_total", "Requests answered with an error, by operation.", offsetof(struct stats_op, errors) },
-		{ "rpc_received_bytes_total", "Request bytes (body and bulk), by operation.", offsetof(struct stats_op, bytes_in) },
-		{ "rpc_sent_bytes_total", "Reply bytes (body and bulk), by operation.", offsetof(struct stats_op, bytes_out) },
+		{ names->requests, names->requests_help, offsetof(struct stats_op, count) },
+		{ names->errors, names->errors_help, offsetof(struct stats_op, errors) },
+		{ names->bytes_in, names->bytes_in_help, offsetof(struct stats_op, bytes_in) },
+		{ names->bytes_out, names->bytes_out_help, offsetof(struct stats_op, bytes_out) },
 	};
-	size_t nrows;
-	const struct lw_op_info *rows = lw_op_table(&nrows);
+	const char *dur = names->duration;
 
 	for (size_t c = 0; c < sizeof(counters) / sizeof(counters[0]); c++) {
-		prom_head(tb, prefix, counters[c].name, "counter", counters[c].help);
-		for (size_t r = 0; r < nrows && r < LW_OP_ROWS; r++) {
-			struct stats_op *o = &s->op[r];
+		if (!counters[c].name)
+			continue;
+		stats_prom_head(tb, prefix, counters[c].name, "counter", counters[c].help);
+		for (size_t r = 0; r < n; r++) {
+			struct stats_op *o = &ops[r];
+			const char *op = ld(&o->count) ? name(r, arg) : NULL;
 
-			if (!ld(&o->count))
+			if (!op)
 				continue;
-			tb_printf(tb, "%s_%s{op=\"%s\"} %llu\n", prefix, counters[c].name,
-				  lw_op_stat_name(rows[r].opcode),
+			tb_printf(tb, "%s_%s{op=\"%s\"} %llu\n", prefix, counters[c].name, op,
 				  (unsigned long long)ld((_Atomic uint64_t *)((char *)o + counters[c].off)));
 		}
 	}
-	prom_head(tb, prefix, "rpc_duration_seconds", "histogram",
-		  "Time from a request's last byte in to its reply queued, by operation.");
-	for (size_t r = 0; r < nrows && r < LW_OP_ROWS; r++) {
-		struct stats_op *o = &s->op[r];
-		const char *op = lw_op_stat_name(rows[r].opcode);
-		uint64_t cum = 0, n = ld(&o->count);
+	if (!dur)
+		return;
+	stats_prom_head(tb, prefix, dur, "histogram", names->duration_help);
+	for (size_t r = 0; r < n; r++) {
+		struct stats_op *o = &ops[r];
+		const char *op = ld(&o->count) ? name(r, arg) : NULL;
+		uint64_t cum = 0;
 
-		if (!n)
+		if (!op)
 			continue;
 		for (int b = 0; b < STATS_LAT_BUCKETS; b++) {
 			cum += ld(&o->bucket[b]);
 			/* (The last bucket is +Inf: every request, even one counted after count was read.) */
-			tb_printf(tb, "%s_rpc_duration_seconds_bucket{op=\"%s\",le=\"", prefix, op);
+			tb_printf(tb, "%s_%s_bucket{op=\"%s\",le=\"", prefix, dur, op);
 			prom_float(tb, stats_lat_bound_s(b));
 			tb_printf(tb, "\"} %llu\n", (unsigned long long)cum);
 		}
-		tb_printf(tb, "%s_rpc_duration_seconds_sum{op=\"%s\"} ", prefix, op);
+		tb_printf(tb, "%s_%s_sum{op=\"%s\"} ", prefix, dur, op);
 		prom_float(tb, (double)ld(&o->usec_sum) / 1e6);
-		tb_printf(tb, "\n%s_rpc_duration_seconds_count{op=\"%s\"} %llu\n", prefix, op, (unsigned long long)cum);
+		tb_printf(tb, "\n%s_%s_count{op=\"%s\"} %llu\n", prefix, dur, op, (unsigned long long)cum);
 	}
-	prom_head(tb, prefix, "rpc_resent_total", "counter",
-		  "Requests a client sent again after a reconnection.");
+}
+
+static void prom_ops(struct srv_stats *s, const char *prefix, struct textbuf *tb)
+{
+	static const struct stats_prom_names names = {
+		"rpc_requests_total", "Requests answered, by operation.",
+		"rpc_errors_total", "Requests answered with an error, by operation.",
+		"rpc_received_bytes_total", "Request bytes (body and bulk), by operation.",
+		"rpc_sent_bytes_total", "Reply bytes (body and bulk), by operation.",
+		"rpc_duration_seconds", "Time from a request's last byte in to its reply queued, by operation.",
+	};
+	const struct lw_op_info *rows;
+	size_t nrows = server_rows(&rows);
+
+	stats_render_ops_prom(s->op, nrows, server_row_name, rows, prefix, &names, tb);
+	stats_prom_head(tb, prefix, "rpc_resent_total", "counter",
+			"Requests a client sent again after a reconnection.");
 	tb_printf(tb, "%s_rpc_resent_total %llu\n", prefix, (unsigned long long)ld(&s->resent));
 }
 

@@ -47,7 +47,7 @@ static const struct command commands[] = {
 	{ "key", cmd_key, "new [--node NAME] FILE   a new file system key, or a key of client node NAME's own" },
 	{ "get_param", cmd_get_param, "[-n|-N] PATTERN...   servers' parameters and statistics (lctl get_param)" },
 	{ "set_param", cmd_set_param, "NAME=VALUE...   set servers' parameters (lctl set_param)" },
-	{ "stats", cmd_stats, "[--mdt|--ost] [clear]   requests per operation and data bytes, per target" },
+	{ "stats", cmd_stats, "[--mdt|--ost|--mount PATH] [clear]   requests per operation and data bytes, per target or mount" },
 	{ "jobstats", cmd_stats, "[--mdt|--ost] [-j JOBID] [clear]   per-job statistics (Lustre's job_stats)" },
 	{ "top", cmd_top, "[-i SEC] [-n COUNT] [-t TOP]   live: requests/s, MiB/s, the busiest jobs and targets" },
 	{ "dashboard", cmd_dashboard, "[--http HOST:PORT] [-i SEC]   a web page of it all, live (targets, MiB/s, latency, jobs)" },
