@@ -334,6 +334,7 @@ void mds_run_as(struct mds *m, struct mdt_txn *txn, bool write, struct srv_req *
 			log_debug("%s %llu from %s resent: answered from the reply cache",
 				  lw_op_name(req->hdr.opcode), (unsigned long long)req->hdr.req_id,
 				  srv_req_peer(req));
+			stats_note_reply_cache_hit(srv_stats(m->srv));
 			if (!handle_op) {
 				r->status = status;
 				r->body = body;

@@ -213,8 +213,10 @@ int mds_op_replay(struct mds_op *o)
 	if (f->transno < rp->lost_lo || f->transno > rp->lost_hi)
 		return 0;
 	/* Replayed already, through an earlier connection of the same client (its answer lost). */
-	if (done_already(o->t, sess->uuid, f))
+	if (done_already(o->t, sess->uuid, f)) {
+		stats_note_reply_cache_hit(srv_stats(m->srv));
 		return 0;
+	}
 	if (!c || c->state != AWAITED) {
 		log_warn("replay of %s (transno %llu) from %s refused: %s", lw_op_name(f->opcode),
 			 (unsigned long long)f->transno, srv_req_peer(o->req),

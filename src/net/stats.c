@@ -272,12 +272,19 @@ void stats_note(struct srv_stats *s, const struct stats_req *r)
 	pthread_mutex_unlock(&s->lock);
 }
 
+void stats_note_reply_cache_hit(struct srv_stats *s)
+{
+	if (!s->off)
+		atomic_fetch_add_explicit(&s->reply_cache_hits, 1, memory_order_relaxed);
+}
+
 void stats_clear(struct srv_stats *s, bool ops)
 {
 	if (ops) {
 		for (int r = 0; r < LW_OP_ROWS; r++)
 			stats_op_reset(&s->op[r]);
 		atomic_store_explicit(&s->resent, 0, memory_order_relaxed);
+		atomic_store_explicit(&s->reply_cache_hits, 0, memory_order_relaxed);
 	}
 	pthread_mutex_lock(&s->lock);
 	if (ops) {

@@ -75,6 +75,7 @@ struct srv_stats {
 	uint64_t start_s;             /* when counting began (or was last cleared) */
 	struct stats_op op[LW_OP_ROWS];
 	_Atomic uint64_t resent;      /* requests marked LW_F_RESENT */
+	_Atomic uint64_t reply_cache_hits; /* resends and replays answered from a reply cache */
 	pthread_mutex_t lock;         /* targets and jobs */
 	struct stats_target target[STATS_MAX_TARGETS];
 	uint32_t ntargets;
@@ -111,6 +112,9 @@ void stats_asample_read(const struct stats_asample *x, struct stats_sample *out)
 void stats_init(struct srv_stats *s);
 void stats_fini(struct srv_stats *s);
 void stats_note(struct srv_stats *s, const struct stats_req *r);
+/* A resent or replayed request answered from the reply cache (its first run's answer) rather
+ * than run again: the MDS's handlers say so. */
+void stats_note_reply_cache_hit(struct srv_stats *s);
 /* Forgets the counters (ops: false keeps the per-opcode ones); or the jobs of target
  * (STATS_NO_TARGET: every target's), only job `job` of them unless NULL, as Lustre's
  * `lctl set_param *.job_stats=clear` (or =JOBID). */

@@ -78,6 +78,12 @@ void stats_render_lustre(struct srv_stats *s, uint32_t target, struct textbuf *t
 
 	stats_render_snapshot(tb, s->start_s);
 	stats_render_ops(s->op, nrows, server_row_name, rows, tb);
+	/* Counts without a time, as Lustre's `N samples [reqs]` lines (shown once there are some). */
+	if (ld(&s->resent))
+		tb_printf(tb, "%-25s %llu samples [reqs]\n", "resent", (unsigned long long)ld(&s->resent));
+	if (ld(&s->reply_cache_hits))
+		tb_printf(tb, "%-25s %llu samples [reqs]\n", "reply_cache_hits",
+			  (unsigned long long)ld(&s->reply_cache_hits));
 	pthread_mutex_lock(&s->lock);
 	for (uint32_t i = 0; i < s->ntargets; i++) {
 		const struct stats_target *t = &s->target[i];
@@ -255,6 +261,10 @@ static void prom_ops(struct srv_stats *s, const char *prefix, struct textbuf *tb
 	stats_prom_head(tb, prefix, "rpc_resent_total", "counter",
 			"Requests a client sent again after a reconnection.");
 	tb_printf(tb, "%s_rpc_resent_total %llu\n", prefix, (unsigned long long)ld(&s->resent));
+	stats_prom_head(tb, prefix, "rpc_reply_cache_hits_total", "counter",
+			"Resent or replayed requests answered from the reply cache instead of run again.");
+	tb_printf(tb, "%s_rpc_reply_cache_hits_total %llu\n", prefix,
+		  (unsigned long long)ld(&s->reply_cache_hits));
 }
 
 void stats_render_prom(struct srv_stats *s, const char *prefix, const char *target_label,

@@ -7,6 +7,7 @@ new request and run afresh.
 """
 
 import os
+import re
 
 import loomwire as w
 
@@ -109,11 +110,21 @@ def check_resends(cluster, uuid, name, attr, mkdir_id, rmdir_id):
     assert names(cluster) == [name.decode()]
 
 
+def resend_counts(cluster):
+    """The MDS's `resent` and `reply_cache_hits` lines of `loom get_param mdt.*.stats`."""
+    out = cluster.loom("get_param", "-n", "mdt.*.stats").stdout
+    return {m.group(1): int(m.group(2)) for m in
+            re.finditer(r"^(resent|reply_cache_hits) +(\d+) samples \[reqs\]$", out, re.M)}
+
+
 def test_resent_rmdir_on_a_new_connection_is_answered_from_the_reply_cache(cluster):
     uuid = new_uuid()
     attr = mkdir_then_rmdir(cluster, uuid, b"d", 100, 101)
     assert names(cluster) == []
+    assert resend_counts(cluster) == {}
     check_resends(cluster, uuid, b"d", attr, 100, 101)
+    # Five resends, two of them answered from the cache (the others ran afresh).
+    assert resend_counts(cluster) == {"resent": 5, "reply_cache_hits": 2}
 
 
 def test_reply_cache_survives_mds_kill9(cluster):
