@@ -48,6 +48,7 @@ struct lmount_opts {
 	char *jobid_var;       /* jobid_var=NAME, jobid_name=PATTERN: how each caller's job id is */
 	char *jobid_name;      /* made (common/jobid.h), checked into lmount.jobid */
 	char *http;            /* http=HOST:PORT: serve /metrics there (mstats.h); NULL: off */
+	int nostats;           /* nostats: count no FUSE request (to measure what counting costs) */
 };
 
 /* statahead.c: the listings with attributes of the few directories being scanned, answering

@@ -62,6 +62,7 @@ static const struct fuse_opt lm_opt_spec[] = {
 	LM_OPT("jobid_var=%s", jobid_var),
 	LM_OPT("jobid_name=%s", jobid_name),
 	LM_OPT("http=%s", http),
+	LM_OPT("nostats", nostats),
 	FUSE_OPT_KEY("key=", KEY_KEYFILE),
 	FUSE_OPT_KEY("door=", KEY_DOOR),
 	FUSE_OPT_KEY("-h", KEY_HELP),
@@ -139,6 +140,8 @@ static void usage(FILE *f)
 		"                        (a numeric IPv4 host; port 0: any free one, logged). Off by\n"
 		"                        default; no key is asked there. `loom stats` shows the\n"
 		"                        same counters too (see loom(1))\n"
+		"  nostats               count no FUSE request (as the servers' --no-stats: to\n"
+		"                        measure what counting costs)\n"
 		"  -f                    stay in the foreground;  -d  print every request (implies -f)\n"
 		"Mount options handled by the kernel or FUSE:\n"
 		"  ro, rw, noatime, relatime, nosuid, nodev, noexec, allow_other, allow_root,\n"
@@ -490,6 +493,7 @@ int main(int argc, char **argv)
 	pthread_cond_init(&m.unlocks_done, NULL);
 	cond_init_monotonic(&m.handles_done);
 	lm_mstats_init(&m.mstats, m.fsname, (uint64_t)getpid());
+	m.mstats.off = m.opts.nostats != 0;
 	lm_sa_init(&m);
 	lm_cache_init(&m);
 	if (lm_leases_init(&m))

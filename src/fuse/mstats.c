@@ -109,7 +109,7 @@ static _Thread_local struct {
 
 void lm_op_begin(struct lm_mstats *ms, int row)
 {
-	op_now.ms = row >= 0 && row < LM_OP_ROWS ? ms : NULL;
+	op_now.ms = row >= 0 && row < LM_OP_ROWS && ms && !ms->off ? ms : NULL;
 	op_now.row = row;
 	op_now.failed = false;
 	op_now.bytes = 0;

@@ -106,6 +106,7 @@ enum lm_cache_stat {
 
 struct lm_mstats {
 	char instance[40];              /* "FSNAME-XXXXXXXXXXXXXXXX", the llite.* name */
+	bool off;                       /* -o nostats: no request counted */
 	_Atomic uint64_t start_s;       /* when counting began (or was last cleared) */
 	struct stats_op op[LM_OP_ROWS];
 	struct stats_asample read_bytes, write_bytes;

@@ -255,3 +255,18 @@ def test_bad_http_address_fails_the_mount(cluster_factory):
     with pytest.raises(AssertionError, match=r"http=localhost:80x: HOST:PORT, a numeric IPv4 host"):
         with second_mount(c, opts="http=localhost:80x"):
             pass
+
+
+def test_nostats_counts_no_request(cluster_factory):
+    """-o nostats (what bench/stats_cost.py measures against): the mount answers as always and
+    counts none of it; a mount beside it counts its own."""
+    c = cluster_factory(osts=1)
+    with second_mount(c, opts="nostats") as a, second_mount(c) as b:
+        for mnt in (a, b):
+            with open(os.path.join(mnt, "f-" + os.path.basename(mnt)), "wb") as f:
+                f.write(b"x" * 5000)
+        assert sorted(os.listdir(a)) == sorted(os.listdir(b))
+        _, off = mount_stats(c, a)
+        _, on = mount_stats(c, b)
+        assert set(off["stats"]) == set(), off["stats"]
+        assert on["stats"]["write_bytes"][3] == 5000, on["stats"]
