@@ -80,7 +80,7 @@ asan: asan-unit
 # through loom.torch.DataLoader (keyed, and through the mount's door) are part of it, as the
 # targets of docs/python.md are measured in the same run, and so is the redundancy workload
 # (mirrored and erasure-coded layouts against plain ones), and so is what the servers' counters
-# cost (bench/stats_cost.py: counting against --no-stats); `make bench-ml` adds checkpoints and model loading.
+# cost (bench/stats_cost.py: counting against --no-stats and -o nostats); `make bench-ml` adds checkpoints and model loading.
 bench:
 	scripts/deps.sh bench
 	$(MAKE) all
