@@ -278,6 +278,8 @@ static inline size_t mdt_key_name(uint8_t *key, uint64_t ino, const char *name, 
 /* An LMDB return code as a negative errno (MDB_NOTFOUND -> -ENOENT, MDB_MAP_FULL -> -ENOSPC,
  * MDB_TXN_FULL -> MDT_ETXNFULL, corruption -> -EIO). */
 int mdt_errno(int mdb_rc);
+/* The name of database i (MDT_DB_*) in the LMDB environment. */
+const char *mdt_db_name(int i);
 
 /* Copies nothing: val points into the map and is valid until the next write in this txn. */
 int mdt_get(struct mdt_txn *t, enum mdt_db db, const void *key, size_t klen, MDB_val *val);

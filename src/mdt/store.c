@@ -484,6 +484,11 @@ static void store_free(struct mdt_store *s)
 	free(s);
 }
 
+const char *mdt_db_name(int i)
+{
+	return i >= 0 && i < MDT_DB_COUNT ? db_names[i] : NULL;
+}
+
 /* Opens the LMDB environment in dir with the largest map the process may have, from
  * MDT_MAP_SIZE down to 1 GiB: a map is only address space, but a process limited by
  * RLIMIT_AS (or run under valgrind) cannot have 64 GiB of it. */

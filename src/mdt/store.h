@@ -498,6 +498,11 @@ int mdt_store_sync(struct mdt_store *s);
 int mdt_store_uuid(struct mdt_store *s, uint8_t uuid[16]);
 /* Writes a consistent copy of the MDT's data file to fd (LMDB's mdb_env_copyfd2). */
 int mdt_store_copy_fd(struct mdt_store *s, int fd);
+/* Writes the MDT as read transaction rt sees it into the new directory dir (an MDT that
+ * mdt_store_open opens), rt left open: a snapshot's namespace, copied after the changes the
+ * barrier held have gone on (snapcopy.c). Through dir.part, synced, then renamed: dir exists only
+ * whole. *entries: the records copied. -EEXIST when dir exists. */
+int mdt_store_copy_txn(struct mdt_txn *rt, const char *dir, uint64_t *entries);
 
 /* Called before every top-level write commit: a non-zero return aborts the transaction with that
  * error. The MDS's multi-mount protection check (common/mmp.h): a server deposed while it was
