@@ -69,6 +69,7 @@ def test_1gib_over_4_stripes_reads_back_and_each_ost_holds_its_share(cluster, wo
     check_objects(cluster, layout, src, size, samples=64)
 
 
+@pytest.mark.slow  # the plain pass only: 4 clusters of 16 OSTs started, the `loom cluster` tool's numbering
 def test_ost_index_equals_cluster_directory_number(cluster_factory):
     # `loom cluster` runs DIR/ostK as daemon ossK; users (and `loom cluster status`) take ossK to
     # serve OST index K. The MDS numbers new OSTs as they register, so check a few fresh clusters.

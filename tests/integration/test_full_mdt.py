@@ -240,6 +240,7 @@ def test_full_mdt_serves_deletions_after_a_restart(small_targets):
     empty_and_refill(c, mnt, d, fitted)
 
 
+@pytest.mark.slow  # the plain pass only: the ASan pass keeps the disk-full cases that reach the same code
 def test_another_program_filling_the_disk_leaves_the_reserve(small_targets):
     # The disk under the MDT fills without the MDT writing (a log growing beside it): once it is
     # down to twice the reserve, the MDS holds the reserve in data.mdb, so the hog gets ENOSPC and
