@@ -6,7 +6,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -107,20 +106,6 @@ static bool llite_only(const char *pattern)
 	return strncmp(pattern, "llite.", 6) == 0;
 }
 
-/* Whether pattern may name a mount's parameter: its first part matches "llite" (mdt.* and
- * ost.* never open a mount point, which waits for the MDS when it is away). */
-static bool may_be_llite(const char *pattern)
-{
-	char first[64];
-	size_t n = strcspn(pattern, ".");
-
-	if (n >= sizeof(first))
-		return false;
-	memcpy(first, pattern, n);
-	first[n] = '\0';
-	return fnmatch(first, "llite", 0) == 0;
-}
-
 /* Prints text as lctl would: names with values, values only (-n), or names only (-N). */
 static void print_params(const char *text, size_t len, bool values_only, bool names_only)
 {
@@ -156,7 +141,8 @@ static void params_usage(FILE *f, bool set)
 		   "                      filesfree,target_obd,commit_ms,resync_rate}\n"
 		   "  ost.FSNAME-OSTxxxx.{stats,job_stats,job_cleanup_interval,uuid,kbytestotal,\n"
 		   "                      kbytesfree,kbytesavail,filestotal,filesfree,scrub_rate}\n"
-		   "and each Loom mount of this node's own (asked of its loom-mount; no key needed):\n"
+		   "and each Loom mount of this node's own, for patterns that begin with llite. (asked\n"
+		   "of its loom-mount; no key needed):\n"
 		   "  llite.FSNAME-XXXXXXXXXXXXXXXX.{stats,statahead_stats,read_ahead_stats,cache_stats,\n"
 		   "                      write_behind_stats}   (XXXX: loom-mount's process id, hex)\n"
 		   "Settable: *.stats=clear, *.job_stats=clear (or =JOBID), *.job_cleanup_interval=SEC,\n"
@@ -195,7 +181,9 @@ int cmd_get_param(struct tool_ctx *ctx, int argc, char **argv)
 			return 1;
 		if (!llite_only(argv[i]))
 			err = loom_get_param(fs, argv[i], &text, &len);
-		if (may_be_llite(argv[i]))
+		/* Only when asked by name: a mount point is opened to ask its loom-mount, and that
+		 * open waits for the MDS when it is away (another mount's, or a frozen one's). */
+		if (llite_only(argv[i]))
 			(void)mounts_param(argv[i], NULL, &local, &local_len, &local_matched);
 		if (local_matched && (err == -ENOENT || llite_only(argv[i])))
 			err = 0;
@@ -245,7 +233,7 @@ int cmd_set_param(struct tool_ctx *ctx, int argc, char **argv)
 			return 1;
 		if (!llite_only(name))
 			err = loom_set_param(fs, name, value, &matched);
-		local_err = may_be_llite(name) ? mounts_param(name, value, NULL, NULL, &local_matched) : 0;
+		local_err = llite_only(name) ? mounts_param(name, value, NULL, NULL, &local_matched) : 0;
 		if (err == -ENOENT)
 			err = local_matched ? 0 : local_err ? local_err : err;
 		if (err) {
