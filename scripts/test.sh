@@ -15,14 +15,15 @@ step() {
 step scripts/deps.sh test
 step make -s
 # The other builds (optimized, ASan+UBSan, the fuzz targets) compile while the plain pass runs:
-# that pass waits on its daemons about half its time, and the compilers (at the lowest priority)
-# take what it leaves. Their output is printed only if one fails.
+# that pass waits on its daemons about half its time, and the compilers (at the lowest CPU and I/O
+# priority) take what it leaves. Their output is printed only if one fails.
 others_log=$(mktemp)
 others_status=$(mktemp)
 # In a session of its own, so that a failing plain pass can stop it, compilers and all.
 setsid sh -c '
 	t0=$(date +%s)
-	if nice -n 19 make -s release && nice -n 19 make -s asan-build && nice -n 19 make -s fuzz-build; then
+	if nice -n 19 ionice -c 3 make -s release && nice -n 19 ionice -c 3 make -s asan-build &&
+	   nice -n 19 ionice -c 3 make -s fuzz-build; then
 		echo 0 >"$1"
 	else
 		echo 1 >"$1"
