@@ -263,13 +263,6 @@ static void get_write_behind(void *ctx, uint32_t target, struct textbuf *tb)
 	render_cache(ctx, "write_behind_stats", tb);
 }
 
-static int check_clear(void *ctx, uint32_t target, const char *value)
-{
-	(void)ctx;
-	(void)target;
-	return strcmp(value, "clear") == 0 ? 0 : -EINVAL;
-}
-
 static void set_clear(void *ctx, uint32_t target, const char *value)
 {
 	(void)target;
@@ -278,7 +271,7 @@ static void set_clear(void *ctx, uint32_t target, const char *value)
 }
 
 static const struct param_def mstats_params[] = {
-	{ "stats", get_stats, check_clear, set_clear, true },
+	{ "stats", get_stats, param_check_clear, set_clear, true },
 	{ "statahead_stats", get_statahead, NULL, NULL, true },
 	{ "read_ahead_stats", get_read_ahead, NULL, NULL, true },
 	{ "cache_stats", get_cache, NULL, NULL, true },

@@ -45,6 +45,8 @@ int params_set(const struct param_target *t, size_t nt, const char *pattern, con
 /* The parameters every server has for each target, ctx its struct srv_stats (stats_params.c):
  * stats, job_stats, job_cleanup_interval. */
 extern const struct param_def stats_param_defs[3];
+/* A param_def check that takes only "clear" (the stats' reset). */
+int param_check_clear(void *ctx, uint32_t target, const char *value);
 
 /* Answers GET_PARAM or SET_PARAM req (its body not yet decoded) from the targets' parameters. */
 struct srv_req;

@@ -21,7 +21,7 @@ static void get_stats(void *ctx, uint32_t target, struct textbuf *tb)
 	stats_render_lustre(ctx, target, tb);
 }
 
-static int check_clear(void *ctx, uint32_t target, const char *value)
+int param_check_clear(void *ctx, uint32_t target, const char *value)
 {
 	(void)ctx;
 	(void)target;
@@ -83,7 +83,7 @@ static void set_interval(void *ctx, uint32_t target, const char *value)
 }
 
 const struct param_def stats_param_defs[3] = {
-	{ "stats", get_stats, check_clear, set_stats, true },
+	{ "stats", get_stats, param_check_clear, set_stats, true },
 	{ "job_stats", get_jobs, check_jobs, set_jobs, true },
 	{ "job_cleanup_interval", get_interval, check_interval, set_interval, false },
 };
